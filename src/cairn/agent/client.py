@@ -1,0 +1,417 @@
+"""The agent client: one per session; it owns the chat and everything about a model request.
+
+It sends one request at a time (:meth:`AgentClient.send`), passing every gate that could still drop
+the request (turn limits, compression, token limit, cancellation) before the final send point.
+It is also the single owner of the Recall state for its session: front ends and the session
+runtime only call :meth:`begin_recall`, :meth:`consume_recall` and :meth:`finish_recall`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from cairn.abort import Aborted, AbortSignal
+from cairn.agent.chat import ChatHistory
+from cairn.agent.compression import (
+    DEFAULT_CONTEXT_WINDOW,
+    CompressionResult,
+    CompressionStatus,
+    compress_history,
+)
+from cairn.agent.loop_detection import LoopDetector, LoopInfo
+from cairn.agent.reminders import system_reminder
+from cairn.content import (
+    Content,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    Text,
+    Thought,
+    insert_after_function_responses,
+    leading_function_responses,
+)
+from cairn.debug_log import get_logger
+from cairn.llm.types import (
+    Finished,
+    ModelRequest,
+    Provider,
+    StreamRetry,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallDelta,
+    ToolDeclaration,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from cairn.config.settings import Settings
+
+__all__ = [
+    "MAX_RECENT_TOOL_NAMES",
+    "AgentClient",
+    "AgentCompressed",
+    "AgentEvent",
+    "AgentFinished",
+    "AgentLimit",
+    "AgentLoop",
+    "AgentRetry",
+    "AgentText",
+    "AgentThought",
+    "AgentToolCall",
+    "RecallHandle",
+    "SendKind",
+]
+
+MAX_RECENT_TOOL_NAMES = 20  # completed tool names kept for Recall's noise filter
+INTERRUPTED_CALL_ERROR = "The tool call was interrupted before it could finish."
+_log = get_logger("CLIENT")
+
+
+class SendKind(StrEnum):
+    USER_QUERY = "user_query"  # a fresh user prompt
+    TOOL_RESULT = "tool_result"  # function responses of the previous batch
+    RETRY = "retry"  # another attempt of the same logical turn
+    CONTINUATION = "continuation"  # Stop hook, todo reminder, interrupted-turn continuation
+
+
+class RecallHandle(Protocol):
+    """What the client needs from the memory package's Recall lifecycle."""
+
+    surfaced_paths: set[str]
+
+    def begin(self, query: str, signal: AbortSignal, recent_tools: Sequence[str]) -> None: ...
+
+    async def consume(
+        self, point: Literal["initial", "tool_result"]
+    ) -> Any: ...  # RecallDelivery | None, with .prompt
+
+    def finish(self) -> None: ...
+
+    def cancel(self, reason: str) -> None: ...
+
+    def reset(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class AgentText:
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentThought:
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentToolCall:
+    call: FunctionCall
+
+
+@dataclass(frozen=True)
+class AgentRetry:
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class AgentCompressed:
+    result: CompressionResult
+
+
+@dataclass(frozen=True)
+class AgentLimit:
+    kind: Literal["max_session_turns", "session_token_limit"]
+    message: str
+
+
+@dataclass(frozen=True)
+class AgentLoop:
+    info: LoopInfo
+
+
+@dataclass(frozen=True)
+class AgentFinished:
+    reason: str
+    usage: Usage
+    calls: tuple[FunctionCall, ...] = ()
+    text: str = ""
+
+
+AgentEvent = (
+    AgentText
+    | AgentThought
+    | AgentToolCall
+    | AgentRetry
+    | AgentCompressed
+    | AgentLimit
+    | AgentLoop
+    | AgentFinished
+)
+
+
+@dataclass
+class _Stats:
+    session_turn_count: int = 0
+    tool_call_count: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+class AgentClient:
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        settings: Settings,
+        session_id: str,
+        system_prompt: str,
+        tools: Callable[[], Sequence[ToolDeclaration]],
+        history: Sequence[Content] = (),
+        recall: RecallHandle | None = None,
+        recall_enabled: Callable[[], bool] = lambda: True,
+        on_assistant: Callable[[Content, str, Usage], None] | None = None,
+        startup_length: int = 0,
+        purpose: str = "main",
+    ) -> None:
+        self.provider = provider
+        self.purpose = purpose
+        self.settings = settings
+        self.session_id = session_id
+        self.system_prompt = system_prompt
+        self._tools = tools
+        self.history = ChatHistory(history)
+        self._recall = recall
+        self._recall_enabled = recall_enabled
+        self._on_assistant = on_assistant
+        self.startup_length = startup_length
+        self.loop_detector = LoopDetector()
+        self.recent_tools: list[str] = []
+        self.stats = _Stats()
+        self.last_prompt_tokens = 0
+        self._compression_failed = False
+        self._seed_recent_tools()
+
+    # ----- Recall lifecycle: the only way front ends and the session touch Recall -----
+
+    @property
+    def surfaced_paths(self) -> set[str]:
+        return self._recall.surfaced_paths if self._recall else set()
+
+    def begin_recall(self, query: str, abort: AbortSignal) -> None:
+        """Start Recall for a fresh user turn (cancelling any earlier one with ``new_query``)."""
+        if self._recall is None or not self._recall_enabled():
+            return
+        self._recall.begin(query, abort, list(self.recent_tools))
+
+    async def consume_recall(self, point: Literal["initial", "tool_result"]) -> Text | None:
+        """The recalled memory ready for ``point`` as one reminder part, or ``None``.
+
+        ``initial`` waits at most 100 ms; ``tool_result`` never waits.
+        """
+        if self._recall is None:
+            return None
+        try:
+            delivery = await self._recall.consume(point)
+        except Exception as exc:
+            _log.warning(f"recall consume failed: {exc!r}")
+            return None
+        prompt = getattr(delivery, "prompt", "") if delivery is not None else ""
+        return system_reminder(prompt) if prompt else None
+
+    def finish_recall(self) -> None:
+        if self._recall is not None:
+            self._recall.finish()
+
+    def cancel_recall(self, reason: str) -> None:
+        if self._recall is not None:
+            self._recall.cancel(reason)
+
+    def reset(self, startup: Sequence[Content] = ()) -> None:
+        """``/clear``: a fresh chat; the session's surfaced memories may be recalled again."""
+        if self._recall is not None:
+            self._recall.reset()
+        self.history.replace(startup)
+        self.startup_length = len(startup)
+        self.recent_tools.clear()
+        self.loop_detector.reset()
+        self.last_prompt_tokens = 0
+        self._compression_failed = False
+
+    def record_completed_tool_call(self, name: str, args: Mapping[str, Any] | None = None) -> None:
+        """Note a tool call that ran (successfully or not); cancelled calls are not recorded."""
+        name = name.strip()
+        if not name:
+            return
+        if name in self.recent_tools:
+            self.recent_tools.remove(name)
+        self.recent_tools.append(name)
+        del self.recent_tools[:-MAX_RECENT_TOOL_NAMES]
+        self.stats.tool_call_count += 1
+
+    def _seed_recent_tools(self) -> None:
+        answered = {
+            p.id for e in self.history.shallow() for p in e.parts if isinstance(p, FunctionResponse)
+        }
+        for entry in self.history.shallow():
+            for part in entry.parts:
+                if isinstance(part, FunctionCall) and part.id in answered:
+                    self.record_completed_tool_call(part.name)
+        self.stats.tool_call_count = 0
+
+    # ----- sending -----
+
+    @property
+    def context_window(self) -> int:
+        return self.settings.model.generation_config.context_window_size or DEFAULT_CONTEXT_WINDOW
+
+    async def compress(self, *, force: bool = False) -> CompressionResult:
+        threshold = self.settings.model.chat_compression.context_percentage_threshold
+        tokens = self.last_prompt_tokens
+        if not force and (
+            threshold <= 0 or self._compression_failed or tokens < threshold * self.context_window
+        ):
+            return CompressionResult(CompressionStatus.NOOP, tokens, tokens)
+        if force and not tokens:
+            tokens = sum(len(str(e.to_dict())) for e in self.history.shallow()) // 4
+        result = await compress_history(
+            self.history.copy(),
+            provider=self.provider,
+            original_tokens=tokens,
+            prefix_length=self.startup_length,
+            session_id=self.session_id,
+        )
+        if result.status is CompressionStatus.COMPRESSED and result.history is not None:
+            self.history.replace(result.history)
+            self.last_prompt_tokens = result.new_tokens
+            self._compression_failed = False
+        elif result.status is not CompressionStatus.NOOP and not force:
+            self._compression_failed = True  # don't retry on every request
+        return result
+
+    def repair_dangling_calls(self, parts: Sequence[Part]) -> list[Part]:
+        """Answer calls left open by an interruption so the next request is well formed."""
+        dangling = self.history.dangling_calls()
+        answered = {p.id for p in parts if isinstance(p, FunctionResponse)}
+        fixes: list[Part] = [
+            FunctionResponse(c.id, c.name, {"error": INTERRUPTED_CALL_ERROR})
+            for c in dangling
+            if c.id not in answered
+        ]
+        if not fixes:
+            return list(parts)
+        cut = leading_function_responses(parts)
+        return [*parts[:cut], *fixes, *parts[cut:]]
+
+    async def send(
+        self, parts: Sequence[Part], *, kind: SendKind, abort: AbortSignal
+    ) -> AsyncIterator[AgentEvent]:
+        """Send one request and stream what comes back; the model's answer joins the history."""
+        if kind is not SendKind.RETRY:
+            self.stats.session_turn_count += 1
+            limit = self.settings.model.max_session_turns
+            if limit > 0 and self.stats.session_turn_count > limit:
+                yield AgentLimit(
+                    "max_session_turns",
+                    f"Reached the session limit of {limit} model requests "
+                    "(model.maxSessionTurns / --max-session-turns). Raise it to continue.",
+                )
+                return
+        if kind is SendKind.USER_QUERY:
+            self.loop_detector.reset()
+
+        abort.raise_if_aborted()
+        compressed = await self.compress()
+        if compressed.status is not CompressionStatus.NOOP:
+            yield AgentCompressed(compressed)
+        abort.raise_if_aborted()
+
+        token_limit = self.settings.model.session_token_limit
+        if token_limit and token_limit > 0 and self.last_prompt_tokens > token_limit:
+            yield AgentLimit(
+                "session_token_limit",
+                f"Session token limit exceeded: {self.last_prompt_tokens} tokens > {token_limit} "
+                "limit. Start a new session or raise model.sessionTokenLimit in settings.json.",
+            )
+            return
+        abort.raise_if_aborted()
+
+        parts = self.repair_dangling_calls(parts)
+        # The final send point: nothing below can drop this request any more.
+        if leading_function_responses(parts):
+            memory = await self.consume_recall("tool_result")
+            if memory is not None:
+                parts = insert_after_function_responses(parts, [memory])
+        self.history.append(Content("user", list(parts)))
+
+        async for event in self._stream(abort):
+            yield event
+
+    async def _stream(self, abort: AbortSignal) -> AsyncIterator[AgentEvent]:
+        sampling = self.settings.model.generation_config.sampling_params
+        request = ModelRequest(
+            model=self.provider.model,
+            contents=self.history.shallow(),
+            system=self.system_prompt,
+            tools=list(self._tools()),
+            purpose=self.purpose,
+            session_id=self.session_id,
+            max_output_tokens=sampling.max_tokens,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_attempts=self.settings.model.generation_config.max_retries,
+        )
+        texts: list[str] = []
+        thoughts: list[str] = []
+        calls: list[FunctionCall] = []
+        finish: Finished | None = None
+        loop: LoopInfo | None = None
+        async with aclosing(self.provider.stream(request)) as stream:
+            async for event in stream:
+                if isinstance(event, StreamRetry):
+                    texts.clear()
+                    thoughts.clear()
+                    calls.clear()
+                    yield AgentRetry(event.attempt, event.delay, event.reason)
+                elif isinstance(event, TextDelta):
+                    texts.append(event.text)
+                    yield AgentText(event.text)
+                    if not self.settings.model.skip_loop_detection:
+                        loop = self.loop_detector.check_text(event.text)
+                elif isinstance(event, ThoughtDelta):
+                    thoughts.append(event.text)
+                    yield AgentThought(event.text)
+                elif isinstance(event, ToolCallDelta):
+                    calls.append(event.call)
+                    yield AgentToolCall(event.call)
+                    if not self.settings.model.skip_loop_detection:
+                        loop = loop or self.loop_detector.check_tool_call(event.call)
+                elif isinstance(event, Finished):
+                    finish = event
+                if loop is not None:
+                    break
+        if abort.aborted:
+            raise Aborted(abort.reason)
+        model_parts: list[Part] = []
+        if thoughts:
+            model_parts.append(Thought("".join(thoughts)))
+        text = "".join(texts)
+        if text:
+            model_parts.append(Text(text))
+        model_parts.extend(calls)
+        usage = finish.usage if finish else Usage()
+        if model_parts:
+            content = Content("model", model_parts)
+            self.history.append(content)
+            if self._on_assistant is not None:
+                self._on_assistant(content, self.provider.model, usage)
+        self.stats.usage.add(usage)
+        if usage.input_tokens or usage.total_tokens:
+            self.last_prompt_tokens = usage.input_tokens or usage.total_tokens
+        if loop is not None:
+            yield AgentLoop(loop)
+            return
+        yield AgentFinished(finish.reason if finish else "stop", usage, tuple(calls), text)

@@ -1,0 +1,141 @@
+"""Chat compression: replace the older part of a long conversation with a model-written summary."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+
+from cairn.content import Content, FunctionCall, FunctionResponse, Text
+from cairn.llm.side_query import side_query
+from cairn.llm.types import Provider
+
+__all__ = [
+    "COMPRESSION_PRESERVE_THRESHOLD",
+    "DEFAULT_CONTEXT_WINDOW",
+    "CompressionResult",
+    "CompressionStatus",
+    "compress_history",
+    "find_split_point",
+]
+
+DEFAULT_CONTEXT_WINDOW = 131_072  # tokens, for models whose window is not configured
+COMPRESSION_PRESERVE_THRESHOLD = 0.3  # fraction of the history (by size) kept verbatim
+MIN_COMPRESSION_FRACTION = 0.05  # don't bother compressing less than this fraction
+SUMMARY_ACK = "Got it. Thanks for the additional context!"
+CONTINUE_PROMPT = "Continue with the prior task using the context above."
+
+COMPRESSION_PROMPT = """\
+You compress a conversation between a user and a coding agent so the agent can continue the work
+with only your summary and the most recent messages.
+
+First think in a <scratchpad> about what matters. Then write a <state_snapshot> with these sections:
+<overall_goal> the user's goal in one sentence </overall_goal>
+<key_knowledge> facts, constraints, decisions and conventions learned (bullets) </key_knowledge>
+<file_system_state> files created, read, changed or deleted, and what matters about them </file_system_state>
+<recent_actions> the last few significant actions and their outcomes </recent_actions>
+<current_plan> numbered steps, each marked [DONE], [IN PROGRESS] or [TODO] </current_plan>
+Be dense and specific: names, paths, commands, numbers. Leave out pleasantries."""
+
+
+class CompressionStatus(StrEnum):
+    COMPRESSED = "compressed"
+    NOOP = "noop"
+    FAILED_EMPTY_SUMMARY = "failed_empty_summary"
+    FAILED_INFLATED = "failed_inflated_token_count"
+    FAILED_ERROR = "failed_error"
+
+
+@dataclass
+class CompressionResult:
+    status: CompressionStatus
+    original_tokens: int
+    new_tokens: int
+    history: list[Content] | None = None  # the new history when compressed
+    error: str | None = None
+
+
+def _size(entry: Content) -> int:
+    return len(json.dumps(entry.to_dict(), ensure_ascii=False))
+
+
+def _is_clean_user(entry: Content) -> bool:
+    return entry.role == "user" and not any(isinstance(p, FunctionResponse) for p in entry.parts)
+
+
+def find_split_point(history: list[Content], fraction: float) -> int:
+    """Index of the first entry to keep: the first plain user message after ``fraction`` of the size."""
+    sizes = [_size(e) for e in history]
+    total = sum(sizes)
+    cumulative = 0
+    for index, entry in enumerate(history):
+        if _is_clean_user(entry) and cumulative >= total * fraction:
+            return index
+        cumulative += sizes[index]
+    last = history[-1] if history else None
+    if last is None:
+        return 0
+    if last.role == "model" and not any(isinstance(p, FunctionCall) for p in last.parts):
+        return len(history)  # the conversation is at rest: compress all of it
+    for index in range(len(history) - 1, 0, -1):
+        if _is_clean_user(history[index]):
+            return index
+    return 0
+
+
+async def compress_history(
+    history: list[Content],
+    *,
+    provider: Provider,
+    original_tokens: int,
+    prefix_length: int = 0,
+    session_id: str | None = None,
+) -> CompressionResult:
+    """Summarise ``history[prefix_length:split]`` and keep the rest verbatim.
+
+    ``prefix_length`` entries at the start (the startup context) are kept as they are.
+    """
+    prefix, body = history[:prefix_length], history[prefix_length:]
+    split = find_split_point(body, 1 - COMPRESSION_PRESERVE_THRESHOLD)
+    to_compress, to_keep = body[:split], body[split:]
+    total = sum(_size(e) for e in body) or 1
+    if not to_compress or sum(_size(e) for e in to_compress) / total < MIN_COMPRESSION_FRACTION:
+        return CompressionResult(CompressionStatus.NOOP, original_tokens, original_tokens)
+    try:
+        result = await side_query(
+            provider,
+            purpose="compress",
+            system=COMPRESSION_PROMPT,
+            messages=[
+                *to_compress,
+                Content.user("Write the <state_snapshot> of the conversation so far."),
+            ],
+            max_attempts=1,
+            model=provider.model,
+            session_id=session_id,
+        )
+    except Exception as exc:
+        return CompressionResult(
+            CompressionStatus.FAILED_ERROR, original_tokens, original_tokens, error=str(exc)
+        )
+    summary = result.text.strip()
+    if not summary:
+        return CompressionResult(
+            CompressionStatus.FAILED_EMPTY_SUMMARY, original_tokens, original_tokens
+        )
+    if result.usage.input_tokens and result.usage.output_tokens:
+        new_tokens = (
+            original_tokens - (result.usage.input_tokens - 1000) + result.usage.output_tokens
+        )
+    else:
+        kept_chars = sum(_size(e) for e in to_keep) + len(summary)
+        new_tokens = kept_chars // 4
+    if new_tokens > original_tokens:
+        return CompressionResult(CompressionStatus.FAILED_INFLATED, original_tokens, new_tokens)
+    new_history = [*prefix, Content("user", [Text(summary)]), Content("model", [Text(SUMMARY_ACK)])]
+    if to_keep and to_keep[0].role == "model":
+        new_history.append(Content.user(CONTINUE_PROMPT))
+    new_history.extend(to_keep)
+    return CompressionResult(
+        CompressionStatus.COMPRESSED, original_tokens, max(0, new_tokens), history=new_history
+    )

@@ -1,0 +1,82 @@
+"""The main system prompt and the conversation's startup context."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+from pathlib import Path
+
+from cairn.agent.reminders import system_reminder
+from cairn.content import Content, Text
+
+__all__ = ["STARTUP_CONTEXT_ACK", "build_system_prompt", "startup_context"]
+
+STARTUP_CONTEXT_ACK = "Got it. Thanks for the context!"
+MAX_LISTING_ENTRIES = 200  # workspace entries shown in the startup context
+_SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache"}
+
+CORE_PROMPT = """\
+You are cairn, an AI coding agent working in the user's terminal, inside their project.
+
+# How you work
+- Understand before you change: read the relevant files and search the code before editing.
+- Make the smallest change that fully solves the task, in the project's existing style.
+- Verify your work: run the project's tests or the command that shows the change works.
+- Use absolute or workspace-relative paths with the file tools; never touch files outside the
+  workspace.
+- Explain what you are about to do in one short sentence before calling tools that change things.
+- Keep answers short and direct. Use Markdown where it helps; no filler.
+- When a task has several steps, track them with `todo_write` and keep the list current.
+- If you need a decision only the user can make, ask with `ask_user_question`.
+- Never invent file contents, command output or APIs: check them with a tool.
+"""
+
+
+def build_system_prompt(
+    *, context_files: str = "", memory_section: str = "", append: str = ""
+) -> str:
+    """The core prompt, then the user's context files, then the memory section."""
+    blocks = [CORE_PROMPT.strip()]
+    if context_files.strip():
+        blocks.append(context_files.strip())
+    if memory_section.strip():
+        blocks.append(memory_section.strip())
+    if append.strip():
+        blocks.append(append.strip())
+    return "\n\n---\n\n".join(blocks)
+
+
+def startup_context(cwd: Path, *, today: _dt.date | None = None) -> list[Content]:
+    """The two opening entries: an environment summary and the model's acknowledgement."""
+    day = (today or _dt.date.today()).strftime("%A, %B %d, %Y")
+    listing = _listing(cwd)
+    text = (
+        "This is cairn, setting up the context for our chat.\n"
+        f"Today's date is {day}.\n"
+        f"My operating system is: {platform.system()} {platform.release()}\n"
+        f"I'm currently working in the directory: {cwd}\n"
+        f"Here is the folder structure of the current working directory:\n\n{listing}"
+    )
+    return [Content("user", [system_reminder(text)]), Content("model", [Text(STARTUP_CONTEXT_ACK)])]
+
+
+def _listing(cwd: Path) -> str:
+    lines: list[str] = []
+    try:
+        for root, dirs, files in os.walk(cwd):
+            depth = len(Path(root).relative_to(cwd).parts)
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+            if depth >= 2:
+                dirs[:] = []
+            indent = "  " * depth
+            if depth:
+                lines.append(f"{indent[:-2]}{Path(root).name}/")
+            for name in sorted(files):
+                lines.append(f"{indent}{name}")
+                if len(lines) >= MAX_LISTING_ENTRIES:
+                    lines.append(f"{indent}... (listing truncated)")
+                    return "\n".join(lines)
+    except OSError:
+        return "(the folder could not be listed)"
+    return "\n".join(lines) or "(empty folder)"

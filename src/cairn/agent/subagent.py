@@ -1,0 +1,121 @@
+"""A restricted background agent: the memory extractor and the dreamer run on this.
+
+It reuses the agent client and the tool scheduler with a restricted tool set and a tool context
+whose writable roots are limited. It never asks anyone: edits inside the allowed roots run,
+read-only shell commands run, anything needing confirmation is refused with a message the agent
+sees (approval mode ``auto-edit``, non-interactive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cairn.agent.client import AgentClient, AgentFinished, AgentLimit, AgentLoop, SendKind
+from cairn.config.settings import PermissionsSettings, Settings
+from cairn.content import Content, Part, Text
+from cairn.session.events import SessionEvent
+from cairn.session.frontend import NonInteractive
+from cairn.tools.base import ToolContext
+from cairn.tools.permissions import PermissionRules
+from cairn.tools.registry import ToolRegistry
+from cairn.tools.scheduler import ToolScheduler
+
+__all__ = ["SubagentResult", "run_subagent"]
+
+
+@dataclass
+class SubagentResult:
+    status: str  # "completed" | "max_turns" | "timeout" | "loop" | "cancelled"
+    text: str = ""  # the agent's last answer
+    files_written: list[Path] = field(default_factory=list)
+    tool_calls: int = 0
+    turns: int = 0
+    duration_s: float = 0.0
+
+
+async def run_subagent(
+    *,
+    provider: object,
+    settings: Settings,
+    purpose: str,
+    system_prompt: str,
+    task: str,
+    registry: ToolRegistry,
+    ctx: ToolContext,
+    history: Sequence[Content] = (),
+    max_turns: int = 5,
+    timeout: float | None = 120.0,
+    session_id: str = "",
+) -> SubagentResult:
+    """Run the agent until it answers without tool calls, or a limit stops it."""
+    started = time.monotonic()
+    result = SubagentResult("completed")
+    restricted = settings.model_copy(deep=True)
+    restricted.model.max_session_turns = -1
+    restricted.model.chat_compression.context_percentage_threshold = 0
+    client = AgentClient(
+        provider=provider,  # type: ignore[arg-type]
+        settings=restricted,
+        session_id=session_id,
+        system_prompt=system_prompt,
+        tools=registry.declarations,
+        history=history,
+        recall=None,
+        purpose=purpose,
+    )
+    scheduler = ToolScheduler(
+        registry=registry,
+        rules=PermissionRules.from_settings(PermissionsSettings()),
+        frontend=NonInteractive(),
+        approval_mode=lambda: "auto-edit",
+    )
+
+    async def ignore(event: SessionEvent) -> None:
+        return None
+
+    async def loop() -> None:
+        parts: list[Part] = [Text(task)]
+        kind = SendKind.USER_QUERY
+        while result.turns < max_turns:
+            result.turns += 1
+            finished: AgentFinished | None = None
+            async for event in client.send(parts, kind=kind, abort=ctx.abort):
+                if isinstance(event, AgentFinished):
+                    finished = event
+                elif isinstance(event, AgentLoop):
+                    result.status = "loop"
+                    return
+                elif isinstance(event, AgentLimit):
+                    result.status = "max_turns"
+                    return
+            if finished is None:
+                return
+            result.text = finished.text or result.text
+            if not finished.calls:
+                return
+            outcomes = await scheduler.run(list(finished.calls), ctx, ignore)
+            result.tool_calls += len(outcomes)
+            for outcome in outcomes:
+                diff = outcome.result.diff if outcome.result is not None else None
+                if outcome.status == "completed" and diff is not None:
+                    if diff.path not in result.files_written:
+                        result.files_written.append(diff.path)
+            parts = [o.response for o in outcomes]
+            kind = SendKind.TOOL_RESULT
+        result.status = "max_turns"
+
+    try:
+        if timeout and timeout > 0:
+            async with asyncio.timeout(timeout):
+                await loop()
+        else:
+            await loop()
+    except TimeoutError:
+        result.status = "timeout"
+    result.duration_s = time.monotonic() - started
+    return result
+

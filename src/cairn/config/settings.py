@@ -1,0 +1,259 @@
+"""The settings schema: every key cairn reads from ``settings.json``.
+
+Keys are camelCase in JSON (as in the reference system's files) and snake_case in Python.
+Each field's description is the user documentation; ``docs/configuration.md`` lists them all
+and a test keeps the two in step. Fields marked ``editable`` can be changed from ``/settings``
+without a restart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "APPROVAL_MODES",
+    "ApprovalMode",
+    "AuthSettings",
+    "ChatCompressionSettings",
+    "ContextSettings",
+    "GeneralSettings",
+    "GenerationConfig",
+    "HookCommand",
+    "HookMatcher",
+    "HooksSettings",
+    "MemorySettings",
+    "ModelSettings",
+    "PermissionsSettings",
+    "SecuritySettings",
+    "Settings",
+    "TelemetrySettings",
+    "ToolsSettings",
+    "editable_fields",
+]
+
+ApprovalMode = Literal["plan", "default", "auto-edit", "yolo"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto-edit", "yolo")
+
+
+def _editable(**kwargs: Any) -> Any:
+    return Field(json_schema_extra={"editable": True}, **kwargs)
+
+
+class _Section(BaseModel):
+    # Unknown keys are kept (and reported as warnings by the loader), never fatal.
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        validate_assignment=True,
+        strict=True,
+    )
+
+
+class GeneralSettings(_Section):
+    show_session_recap: bool = _editable(
+        default=False,
+        description="Show a one-line 'where were we' recap when you come back to an idle "
+        "terminal session after being away.",
+    )
+    session_recap_away_threshold_minutes: float = _editable(
+        default=5,
+        description="Minutes the terminal must be unfocused before the away recap fires "
+        "(minimum 1; a non-positive value means 5).",
+    )
+
+
+class SamplingParams(_Section):
+    temperature: float | None = Field(None, description="Sampling temperature.")
+    top_p: float | None = Field(None, alias="top_p", description="Nucleus sampling.")
+    max_tokens: int | None = Field(
+        None, alias="max_tokens", description="Output token budget of a main request."
+    )
+
+
+class GenerationConfig(_Section):
+    timeout: float = Field(
+        120, description="Seconds to wait for the provider's response headers and each chunk."
+    )
+    max_retries: int = Field(
+        7, description="Attempts for a request that fails with HTTP 429 or 5xx (at least 1)."
+    )
+    sampling_params: SamplingParams = Field(
+        default_factory=SamplingParams, description="Sampling parameters sent with main requests."
+    )
+    context_window_size: int | None = Field(
+        None, description="The model's context window in tokens (default 131072)."
+    )
+
+
+class ChatCompressionSettings(_Section):
+    context_percentage_threshold: float = Field(
+        0.7,
+        description="Compress the conversation when the last prompt used more than this "
+        "fraction of the context window (0 turns automatic compression off).",
+    )
+
+
+class ModelSettings(_Section):
+    name: str | None = Field(None, description="The main model (e.g. `gpt-4.1`, `qwen3-coder`).")
+    max_session_turns: int = Field(
+        -1, description="Stop after this many model requests in a session (-1: no limit)."
+    )
+    session_token_limit: int | None = Field(
+        None, description="Refuse to send a request whose prompt exceeds this many tokens."
+    )
+    skip_loop_detection: bool = Field(
+        False, description="Turn off loop detection (repeated tool calls or repeated text)."
+    )
+    skip_startup_context: bool = Field(
+        False, description="Do not start the conversation with the environment summary."
+    )
+    chat_compression: ChatCompressionSettings = Field(
+        default_factory=ChatCompressionSettings, description="Automatic compression."
+    )
+    generation_config: GenerationConfig = Field(
+        default_factory=GenerationConfig, description="Request settings."
+    )
+
+
+class ContextSettings(_Section):
+    file_name: str | list[str] = Field(
+        default_factory=lambda: ["AGENTS.md", "CAIRN.md"],
+        description="Context file names collected into the system prompt.",
+    )
+
+
+class MemorySettings(_Section):
+    enable_managed_auto_memory: bool = _editable(
+        default=True,
+        description="Managed auto-memory: Recall before each turn, Extract after it, and the "
+        "memory section of the system prompt. Off: none of it runs or costs tokens.",
+    )
+    enable_managed_auto_dream: bool = _editable(
+        default=True, description="Periodic background consolidation (Dream) of project memory."
+    )
+    agent_timeout_minutes: float | None = Field(
+        None,
+        description="Time limit of the memory agents (default 2 for Extract, 5 for Dream; "
+        "0 means no limit).",
+    )
+    agent_max_turns: int | None = Field(
+        None, description="Turn limit of the memory agents (default 5 for Extract, 8 for Dream)."
+    )
+    headless_extract_wait_seconds: float = Field(
+        30,
+        description="How long `cairn -p` waits for a background extraction before exiting.",
+    )
+    min_available_memory_mb: int = Field(
+        256,
+        description="Skip Extract and Dream when the machine has less available memory (MiB).",
+    )
+
+
+class PermissionsSettings(_Section):
+    allow: list[str] = Field(
+        default_factory=list, description='Tool calls that never ask, e.g. `"Bash(git status*)"`.'
+    )
+    ask: list[str] = Field(default_factory=list, description="Tool calls that always ask.")
+    deny: list[str] = Field(default_factory=list, description="Tool calls that are refused.")
+
+
+class ToolsSettings(_Section):
+    approval_mode: ApprovalMode = _editable(
+        default="default",
+        description="`plan` (read-only), `default` (ask before edits and shell), `auto-edit` "
+        "(edits allowed, shell asks), `yolo` (never ask).",
+    )
+    shell_timeout_seconds: float = Field(
+        120, description="Default time limit of `run_shell_command`."
+    )
+
+
+class AuthSettings(_Section):
+    selected_type: str | None = Field(None, description="Provider protocol; only `openai`.")
+    api_key: str | None = Field(None, description="API key (prefer `OPENAI_API_KEY`).")
+    base_url: str | None = Field(None, description="Endpoint base URL, e.g. `https://host/v1`.")
+
+
+class SecuritySettings(_Section):
+    auth: AuthSettings = Field(default_factory=AuthSettings, description="Endpoint and key.")
+
+
+class HookCommand(_Section):
+    type: Literal["command"] = "command"
+    command: str = Field(description="Shell command; receives the event as JSON on stdin.")
+    timeout: float = Field(
+        60, description="Seconds (values of 1000 or more are read as milliseconds)."
+    )
+    name: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class HookMatcher(_Section):
+    matcher: str = Field("", description="Regex on the tool name (PreToolUse); empty = all.")
+    hooks: list[HookCommand] = Field(default_factory=list)
+
+
+class HooksSettings(_Section):
+    user_prompt_submit: list[HookMatcher] = Field(
+        default_factory=list, alias="UserPromptSubmit", description="Before a prompt is sent."
+    )
+    pre_tool_use: list[HookMatcher] = Field(
+        default_factory=list, alias="PreToolUse", description="Before a tool runs."
+    )
+    stop: list[HookMatcher] = Field(
+        default_factory=list, alias="Stop", description="When the agent is about to stop."
+    )
+
+
+class TelemetrySettings(_Section):
+    enabled: bool = Field(True, description="Record telemetry events in the debug log.")
+    outfile: str | None = Field(
+        None, description="Also append telemetry events as JSON lines to this file."
+    )
+
+
+class Settings(_Section):
+    general: GeneralSettings = Field(default_factory=GeneralSettings, description="General.")
+    fast_model: str = Field(
+        "",
+        description="A cheaper model for side queries (Recall's selector, Extract's judge, "
+        "recap, Forget). Empty: the main model.",
+    )
+    model: ModelSettings = Field(default_factory=ModelSettings, description="The main model.")
+    context: ContextSettings = Field(default_factory=ContextSettings, description="Context files.")
+    memory: MemorySettings = Field(default_factory=MemorySettings, description="Managed memory.")
+    tools: ToolsSettings = Field(default_factory=ToolsSettings, description="Tools.")
+    permissions: PermissionsSettings = Field(
+        default_factory=PermissionsSettings, description="Permission rules."
+    )
+    security: SecuritySettings = Field(default_factory=SecuritySettings, description="Security.")
+    hooks: HooksSettings = Field(default_factory=HooksSettings, description="Command hooks.")
+    disable_all_hooks: bool = Field(False, description="Ignore every configured hook.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Fallback environment variables (lowest priority)."
+    )
+    telemetry: TelemetrySettings = Field(
+        default_factory=TelemetrySettings, description="Telemetry."
+    )
+
+
+def editable_fields() -> list[tuple[str, type[BaseModel], str]]:
+    """``(dotted camelCase key, section model, python attribute)`` of the settings marked editable."""
+    found: list[tuple[str, type[BaseModel], str]] = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for attr, info in model.model_fields.items():
+            key = f"{prefix}{info.alias or attr}"
+            extra = info.json_schema_extra
+            if isinstance(extra, dict) and extra.get("editable"):
+                found.append((key, model, attr))
+            annotation = info.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                walk(annotation, key + ".")
+
+    walk(Settings, "")
+    return found

@@ -1,0 +1,176 @@
+"""The conversation content model shared by every part of cairn.
+
+A conversation is a list of :class:`Content` entries, each with a role (``user`` or ``model``)
+and a list of parts. Parts are immutable, so a shallow copy of a history (new lists, same parts)
+is as safe to hand out as a deep one, and much cheaper.
+
+The JSON shape (``to_dict`` / ``from_dict``) follows the Gemini-style records the reference
+system writes into its chat recordings, so a recording stays readable across both tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+Role: TypeAlias = Literal["user", "model"]
+
+__all__ = [
+    "Content",
+    "FunctionCall",
+    "FunctionResponse",
+    "Part",
+    "Role",
+    "Text",
+    "Thought",
+    "content_text",
+    "function_calls",
+    "insert_after_function_responses",
+    "leading_function_responses",
+    "part_from_dict",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Visible text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Thought:
+    """Model reasoning, never shown as an answer and never sent back as one."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCall:
+    """A tool call issued by the model; ``id`` pairs it with its :class:`FunctionResponse`."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionResponse:
+    """A tool result; ``response`` is ``{"output": str}`` on success or ``{"error": str}``."""
+
+    id: str
+    name: str
+    response: Mapping[str, Any]
+
+    @property
+    def is_error(self) -> bool:
+        return "error" in self.response
+
+    @property
+    def text(self) -> str:
+        value = self.response.get("output", self.response.get("error", ""))
+        return value if isinstance(value, str) else str(value)
+
+
+Part: TypeAlias = Text | Thought | FunctionCall | FunctionResponse
+
+
+@dataclass(slots=True)
+class Content:
+    """One history entry: a role and its parts."""
+
+    role: Role
+    parts: list[Part]
+
+    def shallow_copy(self) -> Content:
+        return Content(self.role, list(self.parts))
+
+    @property
+    def text(self) -> str:
+        """The visible text of this entry (thoughts excluded)."""
+        return content_text(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "parts": [part_to_dict(p) for p in self.parts]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Content:
+        role = data.get("role")
+        if role not in ("user", "model"):
+            raise ValueError(f"content role must be 'user' or 'model', not {role!r}")
+        raw_parts = data.get("parts") or []
+        if not isinstance(raw_parts, list):
+            raise ValueError("content parts must be a list")
+        parts = [p for p in (part_from_dict(raw) for raw in raw_parts) if p is not None]
+        return cls(role, parts)
+
+    @classmethod
+    def user(cls, *texts: str) -> Content:
+        return cls("user", [Text(t) for t in texts])
+
+    @classmethod
+    def model(cls, *texts: str) -> Content:
+        return cls("model", [Text(t) for t in texts])
+
+
+def part_to_dict(part: Part) -> dict[str, Any]:
+    match part:
+        case Text(text):
+            return {"text": text}
+        case Thought(text):
+            return {"text": text, "thought": True}
+        case FunctionCall(id=call_id, name=name, args=args):
+            return {"functionCall": {"id": call_id, "name": name, "args": dict(args)}}
+        case FunctionResponse(id=call_id, name=name, response=response):
+            return {"functionResponse": {"id": call_id, "name": name, "response": dict(response)}}
+    raise TypeError(f"not a part: {part!r}")
+
+
+def part_from_dict(data: Any) -> Part | None:
+    """Read one part; parts of kinds cairn does not model (media) are dropped (``None``)."""
+    if not isinstance(data, Mapping):
+        return None
+    if "functionCall" in data:
+        fc = data["functionCall"] or {}
+        args = fc.get("args") or {}
+        return FunctionCall(str(fc.get("id") or ""), str(fc.get("name") or ""), dict(args))
+    if "functionResponse" in data:
+        fr = data["functionResponse"] or {}
+        response = fr.get("response")
+        if not isinstance(response, Mapping):
+            response = {"output": "" if response is None else str(response)}
+        return FunctionResponse(str(fr.get("id") or ""), str(fr.get("name") or ""), dict(response))
+    text = data.get("text")
+    if isinstance(text, str):
+        return Thought(text) if data.get("thought") else Text(text)
+    return None
+
+
+def content_text(content: Content) -> str:
+    return "".join(p.text for p in content.parts if isinstance(p, Text))
+
+
+def function_calls(content: Content) -> list[FunctionCall]:
+    return [p for p in content.parts if isinstance(p, FunctionCall)]
+
+
+def leading_function_responses(parts: Sequence[Part]) -> int:
+    """How many parts at the start of ``parts`` are function responses."""
+    count = 0
+    for part in parts:
+        if not isinstance(part, FunctionResponse):
+            break
+        count += 1
+    return count
+
+
+def insert_after_function_responses(parts: Sequence[Part], additions: Iterable[Part]) -> list[Part]:
+    """Insert ``additions`` right after the leading function responses of ``parts``.
+
+    Providers require tool results to follow the model's tool calls immediately, so anything
+    cairn adds to a tool-result request (recalled memory, steering text, reminders) goes after
+    them and before any other text. With no leading responses this is a prepend.
+    """
+    cut = leading_function_responses(parts)
+    return [*parts[:cut], *additions, *parts[cut:]]

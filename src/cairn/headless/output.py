@@ -1,0 +1,171 @@
+"""Headless output formats: ``text`` (streamed), ``json`` (one array at the end), ``stream-json``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from typing import Any, Literal, TextIO
+
+from cairn.session.events import (
+    AssistantMessage,
+    AssistantText,
+    Notice,
+    SessionEvent,
+    StreamReset,
+    ToolCallUpdate,
+    TurnResult,
+)
+
+__all__ = ["OutputFormat", "OutputWriter"]
+
+OutputFormat = Literal["text", "json", "stream-json"]
+_TERMINAL = {"completed", "failed", "cancelled"}
+
+
+class OutputWriter:
+    """Turns session events into the chosen output format."""
+
+    def __init__(
+        self,
+        fmt: OutputFormat,
+        *,
+        session_id: str,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.fmt = fmt
+        self.session_id = session_id
+        self.out = stdout or sys.stdout
+        self.err = stderr or sys.stderr
+        self.messages: list[dict[str, Any]] = []
+        self._text_written = False
+        self._ended_with_newline = True
+
+    def init(self, *, cwd: str, model: str, tools: list[str], mode: str, version: str,
+             commands: list[str]) -> None:
+        self._message(
+            {
+                "type": "system",
+                "subtype": "init",
+                "cwd": cwd,
+                "model": model,
+                "tools": tools,
+                "permission_mode": mode,
+                "slash_commands": commands,
+                "version": version,
+            }
+        )
+
+    async def __call__(self, event: SessionEvent) -> None:
+        if isinstance(event, AssistantText) and self.fmt == "text":
+            self.out.write(event.text)
+            self.out.flush()
+            self._text_written = True
+            self._ended_with_newline = event.text.endswith("\n")
+        elif isinstance(event, StreamReset) and self.fmt == "text":
+            if self._text_written and not self._ended_with_newline:
+                self.out.write("\n")
+            self.err.write(f"[retrying: {event.reason}]\n")
+        elif isinstance(event, Notice):
+            if self.fmt == "text" and event.level != "info":
+                self.err.write(f"{event.text}\n")
+            elif self.fmt != "text":
+                self._message(
+                    {"type": "system", "subtype": "notice", "level": event.level,
+                     "source": event.source, "text": event.text}
+                )
+        elif isinstance(event, AssistantMessage):
+            self._assistant(event)
+        elif isinstance(event, ToolCallUpdate) and event.status in _TERMINAL:
+            self._message(
+                {
+                    "type": "user",
+                    "parent_tool_use_id": None,
+                    "message": {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": event.call_id,
+                                "content": event.output or "",
+                                "is_error": event.status != "completed",
+                            }
+                        ],
+                    },
+                }
+            )
+
+    def _assistant(self, event: AssistantMessage) -> None:
+        content: list[dict[str, Any]] = []
+        if event.thought:
+            content.append({"type": "thinking", "thinking": event.thought})
+        if event.text:
+            content.append({"type": "text", "text": event.text})
+        for call in event.calls:
+            content.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.args)}
+            )
+        self._message(
+            {
+                "type": "assistant",
+                "parent_tool_use_id": None,
+                "message": {
+                    "id": f"msg_{uuid.uuid4().hex[:24]}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": event.model,
+                    "content": content,
+                    "usage": event.usage.to_dict(),
+                },
+            }
+        )
+
+    def result(
+        self,
+        result: TurnResult,
+        *,
+        subtype: str,
+        duration_ms: int,
+        api_duration_ms: int,
+        is_error: bool,
+        error: str | None = None,
+    ) -> None:
+        if self.fmt == "text":
+            if result.handled_locally and result.text:
+                self.out.write(result.text + "\n")
+            elif self._text_written and not self._ended_with_newline:
+                self.out.write("\n")
+            if error:
+                self.err.write(error + "\n")
+            self.out.flush()
+            return
+        message: dict[str, Any] = {
+            "type": "result",
+            "subtype": subtype,
+            "is_error": is_error,
+            "duration_ms": duration_ms,
+            "duration_api_ms": api_duration_ms,
+            "num_turns": result.requests,
+            "result": result.text,
+            "stop_reason": result.stop_reason,
+            "usage": result.usage.to_dict(),
+            "permission_denials": [],
+        }
+        if error:
+            message["error"] = {"message": error, "status": result.error_status}
+        self._message(message)
+        if self.fmt == "json":
+            self.out.write(json.dumps(self.messages, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def _message(self, body: dict[str, Any]) -> None:
+        body.setdefault("uuid", str(uuid.uuid4()))
+        body.setdefault("session_id", self.session_id)
+        body.setdefault("timestamp", time.time())
+        if self.fmt == "stream-json":
+            self.out.write(json.dumps(body, ensure_ascii=False) + "\n")
+            self.out.flush()
+        elif self.fmt == "json":
+            self.messages.append(body)

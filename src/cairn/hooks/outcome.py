@@ -1,0 +1,245 @@
+"""What a hook decided: reading one command's output, and merging several into one outcome.
+
+The JSON a hook prints follows the Claude Code / Qwen Code contract, so existing hook scripts
+work unchanged: ``continue``, ``stopReason``, ``reason``, ``decision``, ``systemMessage`` and
+``hookSpecificOutput {hookEventName, additionalContext, permissionDecision,
+permissionDecisionReason}``. Unknown fields are ignored; a field of the wrong type is a warning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from cairn.hooks.process import CommandResult
+
+__all__ = [
+    "BLOCKED_BY_HOOK",
+    "NO_REASON",
+    "HookDecision",
+    "HookEvent",
+    "HookOutcome",
+    "merge_outcomes",
+    "outcome_from_result",
+    "sanitize_context",
+]
+
+HookEvent: TypeAlias = Literal["UserPromptSubmit", "PreToolUse", "Stop"]
+HookDecision: TypeAlias = Literal["allow", "deny", "ask"]
+
+BLOCKING_EXIT_CODE = 2  # exit code that blocks (stderr is the reason)
+BLOCKED_BY_HOOK = "Blocked by hook"  # reason of an exit-2 block with empty stderr
+NO_REASON = "No reason provided"  # reason of a JSON block that names none
+_STDERR_EXCERPT_CHARS = 300  # stderr quoted in a warning about a failed hook
+
+# Most restrictive wins when hooks disagree.
+_DECISION_RANK: dict[HookDecision, int] = {"allow": 1, "ask": 2, "deny": 3}
+# Top-level ``decision`` values and what they mean for PreToolUse.
+_TOP_LEVEL_DECISIONS: dict[str, HookDecision] = {
+    "block": "deny",
+    "deny": "deny",
+    "allow": "allow",
+    "approve": "allow",
+    "ask": "ask",
+}
+_PERMISSION_DECISIONS: tuple[HookDecision, ...] = ("allow", "deny", "ask")
+
+
+@dataclass
+class HookOutcome:
+    """The merged verdict of every hook that ran for one event.
+
+    ``blocked``: the prompt is not sent (UserPromptSubmit), the tool does not run (PreToolUse,
+    where ``decision`` is then ``"deny"``), or the agent keeps going with ``reason`` as the next
+    message (Stop). ``additional_context`` is already escaped for embedding in a prompt.
+    """
+
+    blocked: bool = False
+    reason: str | None = None
+    additional_context: str | None = None
+    system_message: str | None = None
+    decision: HookDecision | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def sanitize_context(text: str) -> str:
+    """Escape angle brackets so hook text cannot open or close a prompt tag."""
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def outcome_from_result(event: HookEvent, label: str, result: CommandResult) -> HookOutcome:
+    """Interpret one finished (or failed) hook command."""
+    where = f"hook {label} ({event})"
+    if result.error is not None:
+        return HookOutcome(warnings=[f"{where} could not run: {result.error}"])
+    if result.timed_out:
+        return HookOutcome(
+            warnings=[f"{where} timed out after {result.timeout:g}s and was stopped; ignored"]
+        )
+    warnings = [f"{where} printed more than 1 MB; the rest was dropped"] if result.truncated else []
+    if result.exit_code == BLOCKING_EXIT_CODE:
+        outcome = _blocking(event, result.stderr.strip() or BLOCKED_BY_HOOK)
+    elif result.exit_code == 0:
+        outcome = _from_stdout(event, where, result.stdout)
+    else:
+        excerpt = result.stderr.strip()[:_STDERR_EXCERPT_CHARS]
+        detail = f": {excerpt}" if excerpt else ""
+        outcome = HookOutcome(
+            warnings=[f"{where} exited with code {result.exit_code}; ignored{detail}"]
+        )
+    outcome.warnings[:0] = warnings
+    return outcome
+
+
+def merge_outcomes(event: HookEvent, outcomes: Sequence[HookOutcome]) -> HookOutcome:
+    """Combine parallel hooks: any block blocks, deny > ask > allow, texts are joined in order."""
+    merged = HookOutcome(
+        blocked=any(o.blocked for o in outcomes),
+        additional_context=_join(o.additional_context for o in outcomes),
+        system_message=_join(o.system_message for o in outcomes),
+        warnings=[w for o in outcomes for w in o.warnings],
+    )
+    merged.decision = _most_restrictive(*(o.decision for o in outcomes))
+    if merged.blocked:
+        merged.reason = _join((o.reason for o in outcomes if o.blocked), dedupe=True)
+        if event == "PreToolUse":
+            merged.decision = "deny"
+    elif merged.decision is not None:
+        winners = (o.reason for o in outcomes if o.decision == merged.decision)
+        merged.reason = _join(winners, dedupe=True)
+    return merged
+
+
+def _blocking(event: HookEvent, reason: str) -> HookOutcome:
+    return HookOutcome(
+        blocked=True, reason=reason, decision="deny" if event == "PreToolUse" else None
+    )
+
+
+def _from_stdout(event: HookEvent, where: str, stdout: str) -> HookOutcome:
+    text = stdout.strip()
+    if not text:
+        return HookOutcome()
+    data = _json_object(text)
+    if data is not None:
+        return _from_json(event, where, data)
+    if event == "UserPromptSubmit":
+        # As in Claude Code: plain text printed by a prompt hook is context for the model.
+        return HookOutcome(additional_context=sanitize_context(text))
+    return HookOutcome(warnings=[f"{where} printed output that is not a JSON object; ignored"])
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _from_json(event: HookEvent, where: str, data: Mapping[str, Any]) -> HookOutcome:
+    warnings: list[str] = []
+    fields = _FieldReader(where, data, warnings)
+    stop_reason = fields.string("stopReason")
+    reason = fields.string("reason")
+    blocked = fields.boolean("continue") is False
+    top_level = fields.choice("decision", tuple(_TOP_LEVEL_DECISIONS))
+    decision = _TOP_LEVEL_DECISIONS[top_level] if top_level is not None else None
+    blocked = blocked or decision == "deny"
+
+    specific = _specific_output(event, fields)
+    context = specific.string("additionalContext") if specific else None
+    permission: HookDecision | None = None
+    permission_reason: str | None = None
+    if specific is not None and event == "PreToolUse":
+        permission = specific.choice("permissionDecision", _PERMISSION_DECISIONS)
+        permission_reason = specific.string("permissionDecisionReason")
+
+    if event == "PreToolUse":
+        decision = "deny" if blocked else _most_restrictive(decision, permission)
+        blocked = decision == "deny"
+    else:
+        decision = None
+    own_reason = permission_reason if permission is not None and permission == decision else None
+    explanation = own_reason or stop_reason or reason
+    if blocked:
+        explanation = explanation or NO_REASON
+    return HookOutcome(
+        blocked=blocked,
+        reason=explanation if blocked or decision is not None else None,
+        additional_context=sanitize_context(context) if context else None,
+        system_message=fields.string("systemMessage"),
+        decision=decision,
+        warnings=warnings,
+    )
+
+
+def _most_restrictive(*decisions: HookDecision | None) -> HookDecision | None:
+    strictest: HookDecision | None = None
+    for decision in decisions:
+        if decision is not None and (
+            strictest is None or _DECISION_RANK[decision] > _DECISION_RANK[strictest]
+        ):
+            strictest = decision
+    return strictest
+
+
+def _specific_output(event: HookEvent, fields: _FieldReader) -> _FieldReader | None:
+    value = fields.data.get("hookSpecificOutput")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        fields.warn("hookSpecificOutput must be an object")
+        return None
+    specific = _FieldReader(fields.where, value, fields.warnings, prefix="hookSpecificOutput.")
+    named = specific.string("hookEventName")
+    if named is not None and named != event:
+        fields.warn(f"hookSpecificOutput is for {named!r}, not {event!r}")
+        return None
+    return specific
+
+
+class _FieldReader:
+    """Typed access to a hook's JSON fields; a wrong type is a warning and reads as absent."""
+
+    def __init__(
+        self, where: str, data: Mapping[str, Any], warnings: list[str], prefix: str = ""
+    ) -> None:
+        self.where = where
+        self.data = data
+        self.warnings = warnings
+        self.prefix = prefix
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(f"{self.where}: {message}; ignored")
+
+    def string(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        self.warn(f"`{self.prefix}{key}` must be a string")
+        return None
+
+    def boolean(self, key: str) -> bool | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, bool):
+            return value
+        self.warn(f"`{self.prefix}{key}` must be true or false")
+        return None
+
+    def choice(self, key: str, allowed: tuple[str, ...]) -> Any:
+        value = self.string(key)
+        if value is None or value in allowed:
+            return value
+        self.warn(f"`{self.prefix}{key}` must be one of {', '.join(allowed)}, not {value!r}")
+        return None
+
+
+def _join(texts: Any, *, dedupe: bool = False) -> str | None:
+    kept: list[str] = []
+    for text in texts:
+        if text and not (dedupe and text in kept):
+            kept.append(text)
+    return "\n".join(kept) if kept else None

@@ -1,0 +1,195 @@
+"""The hook runner: one per session, it runs the configured command hooks for an event.
+
+Every hook matching an event runs at the same time; their answers are merged (any block blocks,
+deny > ask > allow, contexts joined in settings order). A hook that fails, times out or prints
+something unreadable is a warning and otherwise ignored: hooks can stop the agent only on
+purpose, never by accident.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn.config.settings import HookCommand, HookMatcher, HooksSettings
+from cairn.debug_log import get_logger
+from cairn.hooks.matcher import ToolMatcher
+from cairn.hooks.outcome import HookEvent, HookOutcome, merge_outcomes, outcome_from_result
+from cairn.hooks.process import run_command, timeout_seconds
+
+__all__ = ["NO_RESPONSE_TEXT", "HookRunner"]
+
+NO_RESPONSE_TEXT = "[no response text]"  # Stop's last_assistant_message when the model said nothing
+_LABEL_CHARS = 60  # characters of a command quoted to name an unnamed hook in a warning
+
+_log = get_logger("HOOKS")
+
+
+@dataclass(frozen=True)
+class _Hook:
+    command: HookCommand
+    label: str
+
+
+@dataclass(frozen=True)
+class _Group:
+    matcher: ToolMatcher
+    hooks: tuple[_Hook, ...]
+
+
+class HookRunner:
+    """Runs the ``UserPromptSubmit``, ``PreToolUse`` and ``Stop`` command hooks of a session."""
+
+    def __init__(
+        self,
+        hooks: HooksSettings,
+        *,
+        cwd: Path,
+        session_id: str,
+        transcript_path: Path | None = None,
+        disabled: bool = False,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.cwd = cwd
+        self.session_id = session_id
+        self.transcript_path = transcript_path
+        self.disabled = disabled
+        self._environ = dict(os.environ if environ is None else environ)
+        self._setup_warnings: list[str] = []
+        self._groups: dict[HookEvent, list[_Group]] = {
+            "UserPromptSubmit": self._compile(hooks.user_prompt_submit, use_matcher=False),
+            "PreToolUse": self._compile(hooks.pre_tool_use, use_matcher=True),
+            "Stop": self._compile(hooks.stop, use_matcher=False),
+        }
+
+    def has(self, event: HookEvent) -> bool:
+        """Whether any hook is configured for ``event`` (and hooks are not disabled)."""
+        return not self.disabled and any(group.hooks for group in self._groups[event])
+
+    async def user_prompt_submit(self, prompt: str) -> HookOutcome:
+        return await self._run("UserPromptSubmit", {"prompt": prompt})
+
+    async def pre_tool_use(
+        self,
+        *,
+        tool_name: str,
+        tool_input: Mapping[str, Any],
+        tool_use_id: str,
+        permission_mode: str,
+    ) -> HookOutcome:
+        fields = {
+            "permission_mode": permission_mode,
+            "tool_name": tool_name,
+            "tool_input": dict(tool_input),
+            "tool_use_id": tool_use_id,
+        }
+        return await self._run("PreToolUse", fields, tool_name=tool_name)
+
+    async def stop(
+        self,
+        *,
+        last_assistant_message: str,
+        stop_hook_active: bool = True,
+        context_usage: float | None = None,
+    ) -> HookOutcome:
+        message = last_assistant_message if last_assistant_message.strip() else NO_RESPONSE_TEXT
+        fields: dict[str, Any] = {
+            "stop_hook_active": stop_hook_active,
+            "last_assistant_message": message,
+        }
+        if context_usage is not None:
+            fields["context_usage"] = context_usage
+        return await self._run("Stop", fields)
+
+    def _compile(self, groups: list[HookMatcher], *, use_matcher: bool) -> list[_Group]:
+        compiled: list[_Group] = []
+        for group in groups:
+            matcher = ToolMatcher.compile(group.matcher if use_matcher else "")
+            if matcher.error is not None:
+                self._setup_warnings.append(f"PreToolUse hooks skipped: {matcher.error}")
+            hooks = tuple(_Hook(c, _label(c)) for c in group.hooks if c.command.strip())
+            compiled.append(_Group(matcher, hooks))
+        return compiled
+
+    def _selected(self, event: HookEvent, tool_name: str | None) -> list[_Hook]:
+        return [
+            hook
+            for group in self._groups[event]
+            if tool_name is None or group.matcher.matches(tool_name)
+            for hook in group.hooks
+        ]
+
+    async def _run(
+        self, event: HookEvent, fields: Mapping[str, Any], *, tool_name: str | None = None
+    ) -> HookOutcome:
+        if self.disabled:
+            return HookOutcome()
+        hooks = self._selected(event, tool_name)
+        merged = await self._run_all(event, hooks, fields) if hooks else HookOutcome()
+        if event == "PreToolUse" and self._setup_warnings:
+            # Reported once, with the first tool call they affect, not with every call.
+            merged.warnings[:0] = self._setup_warnings
+            self._setup_warnings = []
+        for warning in merged.warnings:
+            _log.warning(warning)
+        return merged
+
+    async def _run_all(
+        self, event: HookEvent, hooks: list[_Hook], fields: Mapping[str, Any]
+    ) -> HookOutcome:
+        payload = json.dumps(self._payload(event, fields), ensure_ascii=False, default=str)
+        stdin = payload.encode("utf-8")
+        outcomes = await asyncio.gather(*(self._run_one(event, h, stdin) for h in hooks))
+        return merge_outcomes(event, outcomes)
+
+    async def _run_one(self, event: HookEvent, hook: _Hook, stdin: bytes) -> HookOutcome:
+        timeout = timeout_seconds(hook.command.timeout)
+        started = asyncio.get_running_loop().time()
+        result = await run_command(
+            hook.command.command,
+            stdin=stdin,
+            cwd=self.cwd,
+            env=self._env(hook.command),
+            timeout=timeout,
+        )
+        elapsed_ms = (asyncio.get_running_loop().time() - started) * 1000
+        _log.debug(f"{event} hook {hook.label}: exit {result.exit_code} in {elapsed_ms:.0f} ms")
+        return outcome_from_result(event, hook.label, result)
+
+    def _payload(self, event: HookEvent, fields: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "transcript_path": str(self.transcript_path) if self.transcript_path else "",
+            "cwd": str(self.cwd),
+            "hook_event_name": event,
+            "timestamp": _utc_now_iso(),
+            **fields,
+        }
+
+    def _env(self, command: HookCommand) -> dict[str, str]:
+        project = str(self.cwd)
+        return {
+            **self._environ,
+            **command.env,
+            "CAIRN_PROJECT_DIR": project,
+            "CLAUDE_PROJECT_DIR": project,  # existing Claude Code hooks read this name
+            "CAIRN_SESSION_ID": self.session_id,
+        }
+
+
+def _utc_now_iso() -> str:
+    now = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
+    return now.replace("+00:00", "Z")
+
+
+def _label(command: HookCommand) -> str:
+    if command.name:
+        return repr(command.name)
+    text = " ".join(command.command.split())
+    return repr(text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 3] + "...")

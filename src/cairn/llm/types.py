@@ -1,0 +1,128 @@
+"""Provider-neutral request and stream types, and the :class:`Provider` protocol."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias
+
+from cairn.content import Content, FunctionCall
+
+__all__ = [
+    "INVALID_ARGUMENTS_KEY",
+    "Finished",
+    "ModelRequest",
+    "Provider",
+    "StreamEvent",
+    "StreamRetry",
+    "TextDelta",
+    "ThoughtDelta",
+    "ToolCallDelta",
+    "ToolDeclaration",
+    "Usage",
+]
+
+# A tool call whose arguments were not a JSON object carries them under this key, raw, so the
+# scheduler can answer the call with an error the model can correct.
+INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDeclaration:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """One request to the model. ``purpose`` names the feature that pays for it."""
+
+    model: str
+    contents: Sequence[Content]
+    system: str | None = None
+    tools: Sequence[ToolDeclaration] = ()
+    purpose: str = "main"
+    session_id: str | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    json_mode: bool = False
+    max_attempts: int | None = None  # None: the provider's configured budget
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.total_tokens += other.total_tokens
+        self.cached_tokens += other.cached_tokens
+        self.reasoning_tokens += other.reasoning_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "cache_read_input_tokens": self.cached_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A complete tool call, emitted once the stream has finished assembling it."""
+
+    call: FunctionCall
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The stream ended normally; ``reason``: ``stop``, ``tool_calls``, ``length`` or ``filter``."""
+
+    reason: str
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRetry:
+    """The attempt failed and will be retried: discard anything streamed so far."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+StreamEvent: TypeAlias = TextDelta | ThoughtDelta | ToolCallDelta | Finished | StreamRetry
+
+
+class Provider(Protocol):
+    """A chat model endpoint. Implementations own the wire format, streaming and retries."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def fast_model(self) -> str | None: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one response. Raises :class:`cairn.llm.errors.ProviderError` on failure."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,46 @@
+"""A memory document: one Markdown file with YAML front matter (``name``, ``description``, ``type``).
+
+The on-disk format is the reference system's, so memories written by Qwen Code or Claude Code read
+as is::
+
+    ---
+    name: Prefers uv over pip
+    description: The user installs Python packages with uv, never pip
+    type: user
+    ---
+
+    Use `uv pip install` in this user's projects.
+
+    Why: they pin everything with uv.lock.
+    How to apply: any install or dependency change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+__all__ = ["MEMORY_TYPES", "MemoryDoc", "MemoryScope", "MemoryType"]
+
+MemoryType: TypeAlias = Literal["user", "feedback", "project", "reference"]
+MemoryScope: TypeAlias = Literal["project", "user"]
+MEMORY_TYPES: tuple[MemoryType, ...] = ("user", "feedback", "project", "reference")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDoc:
+    path: Path  # absolute
+    relative_path: str  # POSIX, relative to its root ("feedback/uv.md")
+    scope: MemoryScope
+    type: MemoryType
+    title: str  # front matter `name` (falls back to `title`, then the type)
+    description: str
+    body: str  # trimmed Markdown body
+    mtime: float  # seconds since the epoch
+    size: int
+
+    @property
+    def pinned(self) -> bool:
+        """Hand-curated files under ``pinned/``: read by Recall, never written by agents."""
+        return self.relative_path.split("/", 1)[0] == "pinned"

@@ -1,0 +1,113 @@
+"""Where memory lives: the project and user memory roots and the per-project state folder.
+
+::
+
+    <base>/memories/                      user memory root (cross-project)
+    <base>/projects/<key>/                per-project state: meta.json, extract-cursor.json, ...
+    <base>/projects/<key>/memory/         project memory root
+    <project>/.cairn/memory/              project memory root when CAIRN_MEMORY_LOCAL=1
+
+``<base>`` is ``CAIRN_MEMORY_BASE_DIR`` when set, else ``$CAIRN_HOME``. ``<key>`` is the nearest git
+root with every non-alphanumeric character turned into ``-``; with
+``CAIRN_MEMORY_PROJECT_SCOPE=workspace`` it is the workspace folder itself.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cairn.config.paths import find_git_root, project_key
+from cairn.debug_log import get_logger
+
+__all__ = [
+    "BASE_DIR_ENV",
+    "INDEX_FILE_NAME",
+    "LOCAL_ENV",
+    "PINNED_FOLDER",
+    "PROJECT_SCOPE_ENV",
+    "TYPE_FOLDERS",
+    "MemoryRoots",
+    "memory_base",
+    "memory_roots",
+]
+
+BASE_DIR_ENV = "CAIRN_MEMORY_BASE_DIR"
+PROJECT_SCOPE_ENV = "CAIRN_MEMORY_PROJECT_SCOPE"
+LOCAL_ENV = "CAIRN_MEMORY_LOCAL"
+TYPE_FOLDERS = ("user", "feedback", "project", "reference")
+PINNED_FOLDER = "pinned"  # hand-curated memories: read by Recall, never written by agents
+INDEX_FILE_NAME = "MEMORY.md"
+
+_GIT_ROOT_SCOPE = "git-root"
+_WORKSPACE_SCOPE = "workspace"
+_TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+_log = get_logger("MEMORY")
+_warned_scopes: set[str] = set()
+
+
+@dataclass(frozen=True)
+class MemoryRoots:
+    project: Path | None  # project memory root (None when unavailable)
+    user: Path  # user memory root <base>/memories
+    state_dir: Path  # per-project state dir: meta.json, extract-cursor.json, consolidation.lock
+
+    @property
+    def base(self) -> Path:
+        """The memory base folder (the user root's parent)."""
+        return self.user.parent
+
+
+def _cairn_home(environ: Mapping[str, str]) -> Path:
+    value = environ.get("CAIRN_HOME", "").strip()
+    if value:
+        return Path(value).expanduser().resolve()
+    try:
+        return Path.home() / ".cairn"
+    except RuntimeError:  # no home directory (some containers)
+        return Path(tempfile.gettempdir()) / ".cairn"
+
+
+def memory_base(environ: Mapping[str, str] = os.environ) -> Path:
+    """``CAIRN_MEMORY_BASE_DIR`` (``~`` expanded, resolved) if set, else the cairn home."""
+    value = environ.get(BASE_DIR_ENV, "").strip()
+    if value:
+        return Path(value).expanduser().resolve()
+    return _cairn_home(environ)
+
+
+def _project_scope(environ: Mapping[str, str]) -> str:
+    value = environ.get(PROJECT_SCOPE_ENV, "").strip().lower()
+    if value in ("", _GIT_ROOT_SCOPE, _WORKSPACE_SCOPE):
+        return value or _GIT_ROOT_SCOPE
+    if value not in _warned_scopes:
+        _warned_scopes.add(value)
+        _log.warning(
+            f"{PROJECT_SCOPE_ENV}={value!r} is not 'git-root' or 'workspace'; using 'git-root'"
+        )
+    return _GIT_ROOT_SCOPE
+
+
+def _key_folder(project_root: Path, environ: Mapping[str, str]) -> Path:
+    workspace = project_root.resolve()
+    if _project_scope(environ) == _WORKSPACE_SCOPE:
+        return workspace
+    return find_git_root(workspace) or workspace
+
+
+def memory_roots(project_root: Path, *, environ: Mapping[str, str] = os.environ) -> MemoryRoots:
+    """The memory roots of the project at ``project_root`` (a workspace folder).
+
+    ``project`` is None when ``project_root`` is not an existing folder.
+    """
+    base = memory_base(environ)
+    state_dir = base / "projects" / project_key(_key_folder(project_root, environ))
+    project: Path | None = state_dir / "memory"
+    if environ.get(LOCAL_ENV, "").strip().lower() in _TRUE_VALUES:
+        project = project_root.resolve() / ".cairn" / "memory"
+    if not project_root.is_dir():
+        project = None
+    return MemoryRoots(project=project, user=base / "memories", state_dir=state_dir)

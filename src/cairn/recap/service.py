@@ -1,0 +1,108 @@
+"""``generate_session_recap``: the one function behind /recap, the away recap and the daemon route."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from cairn.content import Content
+from cairn.debug_log import get_logger
+from cairn.llm.side_query import side_query
+from cairn.recap.dialog import filter_to_dialog, startup_context_length, take_recent_dialog
+
+if TYPE_CHECKING:
+    from cairn.session.session import Session
+
+__all__ = [
+    "RECAP_MAX_OUTPUT_TOKENS",
+    "RECAP_SYSTEM_PROMPT",
+    "RECAP_USER_PROMPT",
+    "extract_recap",
+    "generate_session_recap",
+]
+
+RECAP_MAX_OUTPUT_TOKENS = 300  # a recap is one or two sentences
+RECAP_TEMPERATURE = 0.3
+MIN_HISTORY_ENTRIES = 2  # below this there is nothing to recap
+_log = get_logger("SESSION_RECAP")
+_PAIR = re.compile(r"<recap>(.*?)</recap>", re.IGNORECASE | re.DOTALL)
+_OPEN = re.compile(r"<recap>", re.IGNORECASE)
+
+RECAP_SYSTEM_PROMPT = """\
+You write session recaps for a terminal coding assistant. The user stepped away and is coming
+back; tell them in one glance where they left off.
+
+Rules:
+- At most 40 words (for Chinese, about 80 characters), in 1 or 2 plain sentences.
+- No Markdown, no bullet points, no headings.
+- First the overall task they are working on, then the single concrete next step.
+- Do not list what was done, recite tool calls, or give a status report.
+- Write in the same language as the conversation (the language the user mostly writes in).
+- Put the recap inside <recap>...</recap> and write nothing outside the tags.
+
+Example:
+<recap>Fixing the flaky retry test in the auth client. Next: make the backoff clock injectable.</recap>"""
+
+RECAP_USER_PROMPT = (
+    "Generate the recap now. Wrap it in <recap>...</recap>. Nothing outside the tags."
+)
+
+
+def extract_recap(raw: str) -> str | None:
+    """The recap inside ``<recap>`` tags; only an opening tag → the rest; no tag → ``None``."""
+    match = _PAIR.search(raw)
+    if match and match.group(1).strip():
+        return match.group(1).strip()
+    if match:
+        return None  # an empty pair: nothing to show
+    opening = _OPEN.search(raw)
+    if opening is None:
+        return None
+    rest = raw[opening.end() :].strip()
+    return rest or None
+
+
+def _project_context(session: Session) -> str:
+    """The user's context files and memory index, appended to the recap prompt."""
+    prompt = session.client.system_prompt
+    _, sep, rest = prompt.partition("\n\n---\n\n")
+    return rest if sep else ""
+
+
+async def generate_session_recap(session: Session) -> str | None:
+    """A 1–2 sentence "task, then next step" summary of the session, or ``None``. Never raises."""
+    try:
+        history = session.client.history.shallow()
+        if len(history) < MIN_HISTORY_ENTRIES:
+            _log.debug(f"recap skipped: history too short ({len(history)} entries)")
+            return None
+        dialog = filter_to_dialog(history[startup_context_length(history) :])
+        recent = take_recent_dialog(dialog)
+        if not recent:
+            _log.debug("recap skipped: no dialog messages after filtering")
+            return None
+        context = _project_context(session)
+        system = RECAP_SYSTEM_PROMPT + (f"\n\n# Project context\n\n{context}" if context else "")
+        _log.debug(f"recap: sending side-query with {len(recent)} messages")
+        result = await side_query(
+            session.runtime.provider,
+            purpose="recap",
+            system=system,
+            messages=[*recent, Content.user(RECAP_USER_PROMPT)],
+            max_output_tokens=RECAP_MAX_OUTPUT_TOKENS,
+            temperature=RECAP_TEMPERATURE,
+            max_attempts=1,
+            session_id=session.id,
+        )
+        if not result.text:
+            _log.debug("recap skipped: empty model response")
+            return None
+        recap = extract_recap(result.text)
+        if recap is None:
+            _log.debug("recap: failed to extract <recap> tags from response")
+            return None
+        _log.debug(f"recap generated: len={len(recap)}")
+        return recap
+    except Exception as exc:  # noqa: BLE001 - recap is cosmetic and best-effort
+        _log.warning(f"Recap generation failed: {exc}")
+        return None

@@ -1,0 +1,152 @@
+"""Listing recorded sessions for ``--continue``, ``/resume`` and ACP ``session/list``.
+
+Listing must stay fast with hundreds of long sessions, so it parses only a few records per file:
+the first ones (start time, first prompt) and the lines that can hold a recap.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn.debug_log import get_logger
+from cairn.recording.records import (
+    AWAY_RECAP_ITEM,
+    is_typed_by_user,
+    parse_records,
+    parse_timestamp,
+    recap_texts,
+    user_display_text,
+)
+
+__all__ = [
+    "FIRST_PROMPT_MAX_CHARS",
+    "SESSION_FILE_PATTERN",
+    "SessionInfo",
+    "latest_session",
+    "list_sessions",
+]
+
+SESSION_FILE_PATTERN = re.compile(r"^[0-9a-fA-F-]{32,36}\.jsonl$")  # a session file's name
+FIRST_PROMPT_MAX_CHARS = 200  # length of the first prompt shown in a session list
+MAX_SCANNED_FILES = 10_000  # session files looked at in one listing (safety cap)
+FIRST_PROMPT_SCAN_RECORDS = 50  # records read from the start of a file to find the first prompt
+_TYPE_KEY_WINDOW = 400  # bytes at the start of a line where the record's own "type" key sits
+_COUNTED_TYPES = (b'"user"', b'"assistant"')
+
+_log = get_logger("CHAT_RECORDING")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    session_id: str
+    path: Path
+    start_time: _dt.datetime  # the first record's time (UTC)
+    mtime: _dt.datetime  # when the file last changed (UTC)
+    first_prompt: str  # the first thing the person typed, at most 200 characters
+    last_recap: str | None  # the newest "where were we" recap kept in the session
+    message_count: int  # user and assistant records
+
+
+def list_sessions(chats_dir: Path, *, limit: int = 50) -> list[SessionInfo]:
+    """The sessions in ``chats_dir``, newest first; unreadable files are skipped with a warning."""
+    found: list[SessionInfo] = []
+    for path, mtime in _session_files(chats_dir):
+        if len(found) >= limit:
+            break
+        info = _read_info(path, mtime)
+        if info is not None:
+            found.append(info)
+    return found
+
+
+def latest_session(chats_dir: Path) -> SessionInfo | None:
+    sessions = list_sessions(chats_dir, limit=1)
+    return sessions[0] if sessions else None
+
+
+def _session_files(chats_dir: Path) -> list[tuple[Path, float]]:
+    files: list[tuple[Path, float]] = []
+    try:
+        entries = os.scandir(chats_dir)
+    except OSError:
+        return []
+    with entries:
+        for entry in entries:
+            if len(files) >= MAX_SCANNED_FILES:
+                break
+            if not SESSION_FILE_PATTERN.match(entry.name):
+                continue
+            try:
+                if entry.is_file():
+                    files.append((Path(entry.path), entry.stat().st_mtime))
+            except OSError:
+                continue
+    files.sort(key=lambda item: item[1], reverse=True)
+    return files
+
+
+def _read_info(path: Path, mtime: float) -> SessionInfo | None:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        _log.warning(f"session {path.name} skipped: {exc}")
+        return None
+    lines = [line for line in data.split(b"\n") if line.strip()]
+    if not lines:
+        return None  # created but nothing recorded yet: nothing to resume
+    first, _ = parse_records(lines[0])
+    if not first:
+        _log.warning(f"session {path.name} skipped: its first record is unreadable")
+        return None
+    head, _ = parse_records(b"\n".join(lines[:FIRST_PROMPT_SCAN_RECORDS]))
+    modified = _dt.datetime.fromtimestamp(mtime, _dt.UTC)
+    return SessionInfo(
+        session_id=path.stem,
+        path=path,
+        start_time=parse_timestamp(first[0].get("timestamp")) or modified,
+        mtime=modified,
+        first_prompt=_first_prompt(head),
+        last_recap=_last_recap(lines),
+        message_count=sum(1 for line in lines if _is_message_line(line)),
+    )
+
+
+def _first_prompt(records: list[dict[str, Any]]) -> str:
+    for record in records:
+        if is_typed_by_user(record):
+            text = " ".join(user_display_text(record).split())
+            if text:
+                return _shorten(text)
+    return ""
+
+
+def _shorten(text: str) -> str:
+    if len(text) <= FIRST_PROMPT_MAX_CHARS:
+        return text
+    return text[: FIRST_PROMPT_MAX_CHARS - 3] + "..."
+
+
+def _last_recap(lines: list[bytes]) -> str | None:
+    marker = AWAY_RECAP_ITEM.encode()
+    for line in reversed(lines):
+        if marker not in line:
+            continue  # cheap filter: only lines naming a recap are parsed
+        records, _ = parse_records(line)
+        texts = recap_texts(records[0]) if records else []
+        if texts:
+            return texts[-1]
+    return None
+
+
+def _is_message_line(line: bytes) -> bool:
+    # Counted without parsing: every writer puts the record's "type" before its message.
+    start = line.find(b'"type":', 0, _TYPE_KEY_WINDOW)
+    if start < 0:
+        return False
+    value = line[start + len(b'"type":') :].lstrip()
+    return value.startswith(_COUNTED_TYPES)

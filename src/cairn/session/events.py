@@ -1,0 +1,172 @@
+"""Events a session streams to its front end while a turn runs.
+
+Every front end renders the same events its own way: headless prints text or JSON lines, the ACP
+agent sends ``session/update`` notifications, the daemon fans them out over SSE, the terminal UI
+draws widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from cairn.content import FunctionCall
+from cairn.llm.types import Usage
+from cairn.tools.base import FileDiff, Location, TodoItem, ToolKind
+
+__all__ = [
+    "AssistantMessage",
+    "AssistantText",
+    "AssistantThought",
+    "EventSink",
+    "ModeChanged",
+    "Notice",
+    "PlanUpdate",
+    "SessionEvent",
+    "StopReason",
+    "StreamReset",
+    "ToolCallStart",
+    "ToolCallUpdate",
+    "ToolStatus",
+    "TurnEnded",
+    "TurnResult",
+    "TurnStarted",
+    "UsageUpdate",
+    "UserText",
+]
+
+StopReason: TypeAlias = Literal[
+    "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error"
+]
+ToolStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    prompt_id: str
+    fresh: bool
+
+
+@dataclass(frozen=True)
+class UserText:
+    """A user message (sent to the model or replayed from a recording)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantText:
+    text: str  # a streamed fragment
+
+
+@dataclass(frozen=True)
+class AssistantThought:
+    text: str  # a streamed fragment of reasoning
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    """One complete model response (after its text streamed): for transcripts and JSON output."""
+
+    text: str
+    thought: str
+    calls: tuple[FunctionCall, ...]
+    usage: Usage
+    model: str
+
+
+@dataclass(frozen=True)
+class StreamReset:
+    """The model request is being retried: discard the text streamed since the last request."""
+
+    reason: str
+    delay: float
+
+
+@dataclass(frozen=True)
+class ToolCallStart:
+    call_id: str
+    name: str
+    title: str
+    kind: ToolKind
+    args: Mapping[str, Any]
+    locations: tuple[Location, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolCallUpdate:
+    call_id: str
+    status: ToolStatus
+    output: str | None = None  # what the model sees
+    display: str | None = None  # a short summary for people
+    diff: FileDiff | None = None
+    locations: tuple[Location, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanUpdate:
+    todos: tuple[TodoItem, ...]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should see that is not the model's answer."""
+
+    level: Literal["info", "warning", "error"]
+    text: str
+    source: str = ""  # "hook", "compression", "loop", "retry", "recap", "memory", ...
+
+
+@dataclass(frozen=True)
+class UsageUpdate:
+    usage: Usage
+    context_tokens: int
+    context_window: int
+
+
+@dataclass(frozen=True)
+class ModeChanged:
+    approval_mode: str
+
+
+@dataclass
+class TurnResult:
+    stop_reason: StopReason
+    text: str = ""  # the final assistant text of the turn
+    usage: Usage = field(default_factory=Usage)
+    requests: int = 0  # model requests made in this turn
+    fresh: bool = False
+    loop_type: str | None = None  # set when loop protection stopped the turn
+    error: str | None = None
+    error_status: int | None = None
+    handled_locally: bool = False  # a slash command answered without the model
+    blocked: bool = False  # a UserPromptSubmit hook refused the prompt
+    limit: str | None = None  # "max_session_turns" | "session_token_limit" | "max_requests"
+
+    @property
+    def loop_stopped(self) -> bool:
+        return self.loop_type is not None
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    result: TurnResult
+
+
+SessionEvent: TypeAlias = (
+    TurnStarted
+    | UserText
+    | AssistantText
+    | AssistantThought
+    | AssistantMessage
+    | StreamReset
+    | ToolCallStart
+    | ToolCallUpdate
+    | PlanUpdate
+    | Notice
+    | UsageUpdate
+    | ModeChanged
+    | TurnEnded
+)
+EventSink: TypeAlias = Callable[[SessionEvent], Awaitable[None]]

@@ -1,0 +1,185 @@
+"""The runtime: what the sessions of one process and workspace share.
+
+A front end creates one :class:`Runtime` (settings, the model provider with its connection pool,
+the memory manager of each project) and asks it for sessions. The daemon and the ACP agent run
+many sessions on one runtime; headless and the terminal UI run one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cairn import __version__
+from cairn.config.loader import Endpoint
+from cairn.config.paths import chats_dir, project_root
+from cairn.config.settings import Settings
+from cairn.debug_log import get_logger
+from cairn.llm.types import Provider
+from cairn.session.frontend import Frontend, NonInteractive
+
+if TYPE_CHECKING:
+    from cairn.memory.manager import MemoryManager
+    from cairn.recording.reader import SessionInfo
+    from cairn.session.session import Session
+    from cairn.tools.base import FileSystem
+
+__all__ = ["Runtime", "SessionNotFound"]
+
+_log = get_logger("SESSION")
+
+
+class SessionNotFound(LookupError):
+    pass
+
+
+@dataclass
+class Runtime:
+    cwd: Path
+    settings: Settings
+    provider: Provider
+    endpoint: Endpoint | None = None
+    version: str = __version__
+    record_chats: bool = True
+    clock: Callable[[], float] = time.time
+    _memory: dict[Path, MemoryManager] = field(default_factory=dict)
+    _background: set[asyncio.Task[object]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.cwd = self.cwd.resolve()
+        self.project_root = project_root(self.cwd)
+
+    @classmethod
+    def from_endpoint(
+        cls, *, cwd: Path, settings: Settings, endpoint: Endpoint, record_chats: bool = True
+    ) -> Runtime:
+        from cairn.llm.openai import OpenAIProvider
+
+        provider = OpenAIProvider(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            model=endpoint.model,
+            fast_model=endpoint.fast_model,
+            timeout=settings.model.generation_config.timeout,
+        )
+        return cls(
+            cwd=cwd,
+            settings=settings,
+            provider=provider,
+            endpoint=endpoint,
+            record_chats=record_chats,
+        )
+
+    # ----- memory -----
+
+    @property
+    def memory_enabled(self) -> bool:
+        return self.settings.memory.enable_managed_auto_memory
+
+    def memory_manager(self, root: Path | None = None) -> MemoryManager:
+        """The memory manager of a project (one per project per process, shared by sessions)."""
+        from cairn.memory.manager import MemoryManager
+
+        key = (root or self.project_root).resolve()
+        manager = self._memory.get(key)
+        if manager is None:
+            manager = MemoryManager(key, settings=self.settings)
+            self._memory[key] = manager
+        return manager
+
+    # ----- sessions -----
+
+    @property
+    def chats_dir(self) -> Path:
+        return chats_dir(self.project_root)
+
+    def new_session(
+        self,
+        *,
+        frontend: Frontend | None = None,
+        session_id: str | None = None,
+        approval_mode: str | None = None,
+        cwd: Path | None = None,
+        fs: FileSystem | None = None,
+    ) -> Session:
+        from cairn.session.session import Session
+
+        return Session(
+            self,
+            session_id=session_id or str(uuid.uuid4()),
+            frontend=frontend or NonInteractive(),
+            approval_mode=approval_mode,
+            cwd=cwd or self.cwd,
+            fs=fs,
+        )
+
+    def load_session(
+        self,
+        session_id: str,
+        *,
+        frontend: Frontend | None = None,
+        approval_mode: str | None = None,
+        fs: FileSystem | None = None,
+    ) -> Session:
+        """Resume a recorded session; its model history is rebuilt from the recording."""
+        from cairn.recording.reader import load_session
+        from cairn.session.session import Session
+
+        path = self.chats_dir / f"{session_id}.jsonl"
+        if not _is_session_id(session_id) or not path.is_file():
+            raise SessionNotFound(f'No session found with ID "{session_id}".')
+        loaded = load_session(path)
+        for warning in loaded.warnings:
+            _log.warning(f"{path}: {warning}")
+        return Session(
+            self,
+            session_id=session_id,
+            frontend=frontend or NonInteractive(),
+            approval_mode=approval_mode,
+            cwd=self.cwd,
+            fs=fs,
+            loaded=loaded,
+        )
+
+    def list_sessions(self, limit: int = 50) -> Sequence[SessionInfo]:
+        from cairn.recording.reader import list_sessions
+
+        return list_sessions(self.chats_dir, limit=limit)
+
+    def latest_session_id(self) -> str | None:
+        from cairn.recording.reader import latest_session
+
+        info = latest_session(self.chats_dir)
+        return info.session_id if info else None
+
+    # ----- background work -----
+
+    def spawn(self, coro: object, *, name: str) -> asyncio.Task[object]:
+        """Run best-effort background work that must never fail or block a turn."""
+        task: asyncio.Task[object] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        task.set_name(name)
+        self._background.add(task)
+
+        def done(t: asyncio.Task[object]) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                _log.warning(f"background task {name} failed: {t.exception()!r}")
+
+        task.add_done_callback(done)
+        return task
+
+    async def aclose(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self.provider.aclose()
+
+
+def _is_session_id(value: str) -> bool:
+    return 32 <= len(value) <= 36 and all(c in "0123456789abcdefABCDEF-" for c in value)

@@ -1,0 +1,670 @@
+"""The session runtime: one logical turn at a time, the same for every front end.
+
+A turn is classified first (fresh user prompt, retry, continuation of an interrupted turn, a
+restored ``ask_user_question`` answer, or a runtime-origin turn). Only a fresh turn begins Recall
+and, when it ends normally, schedules Extract and Dream. The turn then runs the tool loop, the
+Stop-hook loop and the todo reminder inside the same logical turn. ``finish_recall`` runs on every
+exit path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from cairn.abort import AbortController, Aborted
+from cairn.agent.client import (
+    AgentClient,
+    AgentCompressed,
+    AgentFinished,
+    AgentLimit,
+    AgentLoop,
+    AgentRetry,
+    AgentText,
+    AgentThought,
+    SendKind,
+)
+from cairn.agent.prompt import build_system_prompt, startup_context
+from cairn.agent.reminders import plan_mode_reminder, steering_text, system_reminder
+from cairn.config.context_files import collect_context_files, render_context_files
+from cairn.content import (
+    Content,
+    FunctionCall,
+    FunctionResponse,
+    Part,
+    Text,
+    insert_after_function_responses,
+)
+from cairn.debug_log import bind_session, get_logger
+from cairn.llm.errors import ProviderError
+from cairn.llm.types import Usage
+from cairn.session.events import (
+    AssistantMessage,
+    AssistantText,
+    AssistantThought,
+    EventSink,
+    ModeChanged,
+    Notice,
+    StreamReset,
+    TurnEnded,
+    TurnResult,
+    TurnStarted,
+    UsageUpdate,
+)
+from cairn.session.frontend import Frontend
+from cairn.tools.base import FileSystem, LocalFileSystem, TodoItem, ToolContext
+from cairn.tools.permissions import PermissionRules
+from cairn.tools.registry import default_registry
+from cairn.tools.scheduler import ToolOutcome, ToolScheduler
+
+if TYPE_CHECKING:
+    from cairn.recording.reader import LoadedSession
+    from cairn.recording.recorder import ChatRecorder
+    from cairn.session.runtime import Runtime
+
+__all__ = ["PromptRequest", "Session"]
+
+MAX_REQUESTS_PER_TURN = 100  # model requests in one logical turn (tool loop + continuations)
+STOP_HOOK_BLOCK_CAP = 8  # times a Stop hook may keep the agent going in one turn
+TODO_REMINDER_CAP = 3  # reminders to finish open todo items in one turn
+MAX_STEERING_QUEUE = 20  # mid-turn messages kept until the next tool-result request
+LOOP_STOP_NOTE = (
+    "System: this turn was stopped because the model repeated itself (loop protection). "
+    "Try a different approach on the next turn."
+)
+_log = get_logger("SESSION")
+
+
+@dataclass
+class PromptRequest:
+    """One prompt from a front end. ``text`` is the raw prompt as the user typed it."""
+
+    text: str
+    parts: list[Part] | None = None  # resolved parts (e.g. with @file contents); default: text
+    retry: bool = False
+    continue_turn: bool = False
+    restore_question: bool = False
+    origin: Literal["user", "runtime"] = "user"
+    display_text: str | None = None
+
+    @property
+    def fresh(self) -> bool:
+        """A fresh user turn: the only kind that begins Recall and schedules Extract and Dream."""
+        return (
+            not self.retry
+            and not self.continue_turn
+            and not self.restore_question
+            and self.origin != "runtime"
+        )
+
+
+@dataclass
+class _TurnState:
+    request: PromptRequest
+    sink: EventSink
+    abort: AbortController
+    result: TurnResult
+    stop_hook_blocks: int = 0
+    todo_reminders: int = 0
+    texts: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)
+
+
+class Session:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        session_id: str,
+        frontend: Frontend,
+        approval_mode: str | None,
+        cwd: Path,
+        fs: FileSystem | None = None,
+        loaded: LoadedSession | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.id = session_id
+        self.frontend = frontend
+        self.cwd = cwd.resolve()
+        self.settings = runtime.settings
+        self.fs: FileSystem = fs or LocalFileSystem()
+        self.approval_mode = approval_mode or self.settings.tools.approval_mode
+        self.registry = default_registry()
+        self.rules = PermissionRules.from_settings(self.settings.permissions)
+        self.turn_count = 0
+        self.todos: list[TodoItem] = []
+        self.created_at = runtime.clock()
+        self._lock = asyncio.Lock()
+        self._abort: AbortController | None = None
+        self._turn_task: asyncio.Task[TurnResult] | None = None
+        self._steering: deque[str] = deque(maxlen=MAX_STEERING_QUEUE)
+        self._last_prompt: tuple[int, list[Part]] | None = None
+        self._closed = False
+        self.loaded = loaded
+
+        self.recorder = self._make_recorder(loaded)
+        self.hooks = self._make_hooks()
+        self.scheduler = ToolScheduler(
+            registry=self.registry,
+            rules=self.rules,
+            frontend=frontend,
+            approval_mode=lambda: self.approval_mode,
+            hooks=self.hooks,
+        )
+        startup = [] if self.settings.model.skip_startup_context else startup_context(self.cwd)
+        history = [*startup, *(loaded.history if loaded else [])]
+        self.client = AgentClient(
+            provider=runtime.provider,
+            settings=self.settings,
+            session_id=session_id,
+            system_prompt=self.build_system_prompt(),
+            tools=self.registry.declarations,
+            history=history,
+            recall=self._make_recall(),
+            recall_enabled=lambda: self.settings.memory.enable_managed_auto_memory,
+            on_assistant=self._record_assistant,
+            startup_length=len(startup),
+        )
+        self._last_prompt = self._find_last_prompt()
+
+    # ----- construction helpers -----
+
+    def _make_recorder(self, loaded: LoadedSession | None) -> ChatRecorder | None:
+        if not self.runtime.record_chats:
+            return None
+        from cairn.recording.recorder import ChatRecorder
+
+        return ChatRecorder(
+            self.runtime.chats_dir / f"{self.id}.jsonl",
+            session_id=self.id,
+            cwd=self.runtime.project_root,
+            version=self.runtime.version,
+            parent_uuid=loaded.last_uuid if loaded else None,
+        )
+
+    def _make_hooks(self) -> Any:
+        from cairn.hooks.runner import HookRunner
+
+        return HookRunner(
+            self.settings.hooks,
+            cwd=self.cwd,
+            session_id=self.id,
+            transcript_path=self.recorder.path if self.recorder else None,
+            disabled=self.settings.disable_all_hooks,
+        )
+
+    def _make_recall(self) -> Any:
+        if not self.runtime.memory_enabled:
+            return None
+        from cairn.memory.prefetch import RecallLifecycle
+
+        return RecallLifecycle(
+            self.runtime.memory_manager(), self.runtime.provider, session_id=self.id
+        )
+
+    def build_system_prompt(self) -> str:
+        files, warnings = collect_context_files(self.cwd, self.settings.context.file_name)
+        for warning in warnings:
+            _log.warning(warning)
+        memory = ""
+        if self.settings.memory.enable_managed_auto_memory:
+            try:
+                memory = self.runtime.memory_manager().system_prompt_section()
+            except Exception as exc:  # noqa: BLE001 - a memory problem must not stop a session
+                _log.warning(f"memory prompt section unavailable: {exc!r}")
+        return build_system_prompt(
+            context_files=render_context_files(files), memory_section=memory
+        )
+
+    def refresh_system_prompt(self) -> None:
+        self.client.system_prompt = self.build_system_prompt()
+
+    def _record_assistant(self, content: Content, model: str, usage: Usage) -> None:
+        if self.recorder is not None:
+            self.recorder.record_assistant(content, model=model, usage=usage.to_dict())
+
+    def _find_last_prompt(self) -> tuple[int, list[Part]] | None:
+        entries = self.client.history.shallow()
+        for index in range(len(entries) - 1, self.client.startup_length - 1, -1):
+            entry = entries[index]
+            if entry.role == "user" and not any(
+                isinstance(p, FunctionResponse) for p in entry.parts
+            ):
+                return index, list(entry.parts)
+        return None
+
+    # ----- state a front end reads or changes -----
+
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    @property
+    def history(self) -> list[Content]:
+        return self.client.history.shallow()
+
+    async def set_approval_mode(self, mode: str, sink: EventSink | None = None) -> None:
+        from cairn.config.settings import APPROVAL_MODES
+
+        if mode not in APPROVAL_MODES:
+            raise ValueError(f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}")
+        self.approval_mode = mode
+        if sink is not None:
+            await sink(ModeChanged(mode))
+
+    def set_model(self, model: str) -> None:
+        setter = getattr(type(self.runtime.provider), "model", None)
+        if isinstance(setter, property) and setter.fset is not None:
+            self.runtime.provider.model = model  # type: ignore[misc]
+        else:
+            raise ValueError("this provider cannot switch models")
+
+    def steer(self, text: str) -> bool:
+        """Queue text typed while a turn runs; it reaches the model with the next tool results."""
+        if not text.strip():
+            return False
+        self._steering.append(text)
+        return True
+
+    def cancel(self, reason: str = "user_cancel") -> bool:
+        """Cancel the running turn. Returns False when nothing was running."""
+        if self._abort is None or self._turn_task is None or self._turn_task.done():
+            return False
+        self._abort.abort(reason)
+        self._turn_task.cancel()
+        return True
+
+    async def clear(self) -> None:
+        """``/clear``: a fresh conversation in the same session."""
+        startup = [] if self.settings.model.skip_startup_context else startup_context(self.cwd)
+        self.client.reset(startup)
+        self.todos = []
+        self._last_prompt = None
+        self.refresh_system_prompt()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.cancel("session_dispose")
+        if self._turn_task is not None:
+            await asyncio.gather(self._turn_task, return_exceptions=True)
+        self.client.cancel_recall("shutdown")
+        if self.recorder is not None:
+            self.recorder.close()
+
+    # ----- the turn -----
+
+    async def prompt(self, request: PromptRequest, sink: EventSink) -> TurnResult:
+        """Run one logical turn and return how it ended. Never raises for model errors."""
+        async with self._lock:
+            self.turn_count += 1
+            prompt_id = f"{self.id}########{self.turn_count}"
+            abort = AbortController()
+            self._abort = abort
+            state = _TurnState(request, sink, abort, TurnResult("end_turn", fresh=request.fresh))
+            with bind_session(self.id):
+                await sink(TurnStarted(prompt_id, request.fresh))
+                task = asyncio.ensure_future(self._execute(state))
+                self._turn_task = task
+                try:
+                    result = await task
+                except (asyncio.CancelledError, Aborted):
+                    current = asyncio.current_task()
+                    if current is not None and current.cancelling():
+                        task.cancel()
+                        raise
+                    result = state.result
+                    result.stop_reason = "cancelled"
+                finally:
+                    self.client.finish_recall()
+                    self._turn_task = None
+                    self._abort = None
+                result.text = "".join(state.texts) if not result.text else result.text
+                await sink(TurnEnded(result))
+                return result
+
+    async def _execute(self, state: _TurnState) -> TurnResult:
+        request, result = state.request, state.result
+        try:
+            parts = await self._prepare(state)
+        except ProviderError as exc:
+            return self._failed(result, exc)
+        if parts is None:
+            return result
+        kind = SendKind.USER_QUERY if request.fresh else SendKind.CONTINUATION
+        if request.retry:
+            kind = SendKind.RETRY
+        try:
+            await self._loop(state, parts, kind)
+        except ProviderError as exc:
+            return self._failed(result, exc)
+        if (
+            request.fresh
+            and result.stop_reason == "end_turn"
+            and not result.loop_stopped
+            and not result.blocked
+            and not result.handled_locally
+        ):
+            self._schedule_memory_tasks()
+        return result
+
+    def _failed(self, result: TurnResult, exc: ProviderError) -> TurnResult:
+        result.stop_reason = "error"
+        result.error = str(exc)
+        result.error_status = exc.status
+        _log.error(f"turn failed: {exc}")
+        return result
+
+    async def _prepare(self, state: _TurnState) -> list[Part] | None:
+        """Build the first request of the turn; ``None`` when the turn ends before the model."""
+        request, result, sink = state.request, state.result, state.sink
+        if request.restore_question:
+            return await self._restored_answer(state)
+        if request.continue_turn:
+            return self._continuation_parts(result)
+        if request.retry:
+            if self._last_prompt is None:
+                await sink(Notice("warning", "There is no earlier prompt to retry.", "session"))
+                return None
+            index, parts = self._last_prompt
+            self.client.history.truncate(index)
+            return list(parts)
+
+        parts: list[Part] = list(request.parts) if request.parts else [Text(request.text)]
+        user_parts = list(parts)
+        if request.fresh and request.text.lstrip().startswith("/"):
+            from cairn.session.commands import run_slash_command
+
+            command = await run_slash_command(self, request.text.strip(), sink)
+            if command is not None:
+                if command.prompt is None:
+                    result.handled_locally = True
+                    result.text = command.message or ""
+                    return None
+                parts = [Text(command.prompt)]
+                user_parts = list(parts)
+
+        hook_context: str | None = None
+        if request.origin == "user" and self.hooks.has("UserPromptSubmit"):
+            outcome = await self.hooks.user_prompt_submit(request.text)
+            for warning in outcome.warnings:
+                await sink(Notice("warning", warning, "hook"))
+            if outcome.system_message:
+                await sink(Notice("info", outcome.system_message, "hook"))
+            if outcome.blocked:
+                reason = outcome.reason or "No reason provided"
+                await sink(Notice("error", f"UserPromptSubmit blocked: {reason}", "hook"))
+                result.blocked = True
+                result.text = f"UserPromptSubmit blocked: {reason}"
+                return None
+            if outcome.additional_context:
+                hook_context = outcome.additional_context
+                parts.append(
+                    Text(
+                        "<cairn:user-prompt-submit-context>"
+                        f"{hook_context}</cairn:user-prompt-submit-context>"
+                    )
+                )
+
+        if self.recorder is not None and request.origin == "user":
+            self.recorder.record_user(
+                Content("user", user_parts),
+                display_text=request.display_text,
+                hook_context=hook_context,
+            )
+        if request.fresh:
+            # Recall starts only after the hook let the prompt through, with the raw text.
+            self.client.begin_recall(request.text, state.abort.signal)
+
+        reminders: list[Part] = []
+        if self.approval_mode == "plan":
+            reminders.append(plan_mode_reminder())
+        if request.fresh:
+            memory = await self.client.consume_recall("initial")
+            if memory is not None:
+                reminders.insert(0, memory)
+        self._last_prompt = (len(self.client.history), list(parts))
+        return insert_after_function_responses(parts, reminders)
+
+    def _continuation_parts(self, result: TurnResult) -> list[Part] | None:
+        """Continue a turn that was interrupted (a crash, a cancel, a dropped connection)."""
+        history = self.client.history
+        dangling = history.dangling_calls()
+        if dangling:
+            return [
+                FunctionResponse(c.id, c.name, {"error": "The tool call was interrupted."})
+                for c in dangling
+            ]
+        last = history.last()
+        if last is not None and last.role == "user" and len(history) > self.client.startup_length:
+            stripped = history.strip_trailing_user_entries()
+            return [p for entry in stripped for p in entry.parts]
+        result.handled_locally = True
+        return None
+
+    async def _restored_answer(self, state: _TurnState) -> list[Part] | None:
+        """Ask a pending ``ask_user_question`` again and continue the turn with the answer."""
+        calls = [c for c in self.client.history.dangling_calls() if c.name == "ask_user_question"]
+        if not calls:
+            state.result.handled_locally = True
+            return None
+        outcomes = await self._run_tools(state, calls)
+        return [o.response for o in outcomes]
+
+    async def _loop(self, state: _TurnState, parts: list[Part], kind: SendKind) -> None:
+        result, sink = state.result, state.sink
+        while True:
+            if result.requests >= MAX_REQUESTS_PER_TURN:
+                result.stop_reason = "max_turn_requests"
+                result.limit = "max_requests"
+                await sink(
+                    Notice("warning", f"Stopped after {MAX_REQUESTS_PER_TURN} model requests.")
+                )
+                return
+            result.requests += 1
+            finished = await self._send(state, parts, kind)
+            if finished is None:
+                return  # a limit or loop protection ended the turn
+            if finished.calls:
+                outcomes = await self._run_tools(state, list(finished.calls))
+                responses: list[Part] = [o.response for o in outcomes]
+                if any(o.status == "rejected" for o in outcomes):
+                    # The user declined: keep the answers in history and hand control back.
+                    self.client.history.append(Content("user", responses))
+                    return
+                parts = [*responses, *self._drain_steering()]
+                kind = SendKind.TOOL_RESULT
+                continue
+            next_parts = await self._after_stop(state, finished.text)
+            if next_parts is None:
+                return
+            if self.recorder is not None:
+                self.recorder.record_user(Content("user", next_parts), provenance="continuation")
+            parts, kind = next_parts, SendKind.CONTINUATION
+
+    async def _send(
+        self, state: _TurnState, parts: list[Part], kind: SendKind
+    ) -> AgentFinished | None:
+        result, sink = state.result, state.sink
+        async for event in self.client.send(parts, kind=kind, abort=state.abort.signal):
+            if isinstance(event, AgentText):
+                state.texts.append(event.text)
+                await sink(AssistantText(event.text))
+            elif isinstance(event, AgentThought):
+                state.thoughts.append(event.text)
+                await sink(AssistantThought(event.text))
+            elif isinstance(event, AgentRetry):
+                state.texts.clear()
+                state.thoughts.clear()
+                await sink(StreamReset(event.reason, event.delay))
+            elif isinstance(event, AgentCompressed):
+                info = event.result
+                await sink(
+                    Notice(
+                        "info",
+                        f"Conversation compressed ({info.status.value}): "
+                        f"{info.original_tokens} → {info.new_tokens} tokens.",
+                        "compression",
+                    )
+                )
+            elif isinstance(event, AgentLimit):
+                result.stop_reason = (
+                    "max_turn_requests" if event.kind == "max_session_turns" else "max_tokens"
+                )
+                result.limit = event.kind
+                await sink(Notice("error", event.message, "limit"))
+                return None
+            elif isinstance(event, AgentLoop):
+                await self._stop_for_loop(state, event.info.loop_type, event.info.detail)
+                return None
+            elif isinstance(event, AgentFinished):
+                result.usage.add(event.usage)
+                thought = "".join(state.thoughts)
+                state.thoughts.clear()
+                await sink(
+                    AssistantMessage(
+                        event.text, thought, event.calls, event.usage, self.client.provider.model
+                    )
+                )
+                await sink(
+                    UsageUpdate(
+                        event.usage, self.client.last_prompt_tokens, self.client.context_window
+                    )
+                )
+                if event.text:
+                    result.text = event.text
+                return event
+        return None
+
+    async def _stop_for_loop(self, state: _TurnState, loop_type: str, detail: str) -> None:
+        state.result.loop_type = loop_type
+        await state.sink(Notice("error", f"Loop detected: {detail}. The turn was stopped.", "loop"))
+        calls = self.client.history.dangling_calls()
+        preserved: list[Part] = [
+            FunctionResponse(c.id, c.name, {"error": "Skipped: loop protection stopped the turn."})
+            for c in calls
+        ]
+        self.client.history.append(Content("user", [*preserved, Text(LOOP_STOP_NOTE)]))
+
+    async def _run_tools(self, state: _TurnState, calls: list[FunctionCall]) -> list[ToolOutcome]:
+        ctx = ToolContext(
+            workspace=self.cwd,
+            abort=state.abort.signal,
+            fs=self.fs,
+            interaction=self.frontend,
+            session_id=self.id,
+            shell_timeout=self.settings.tools.shell_timeout_seconds,
+        )
+        outcomes = await self.scheduler.run(calls, ctx, state.sink)
+        for outcome in outcomes:
+            if outcome.terminal and self.registry.get(outcome.call.name) is not None:
+                self.client.record_completed_tool_call(outcome.call.name, outcome.call.args)
+            if outcome.result is not None and outcome.result.todos is not None:
+                self.todos = list(outcome.result.todos)
+        if self.recorder is not None:
+            self.recorder.record_tool_result(
+                Content("user", [o.response for o in outcomes]),
+                tool_results=[{"callId": o.call.id, "status": o.status} for o in outcomes],
+            )
+        return outcomes
+
+    def _drain_steering(self, *, record: bool = True) -> list[Part]:
+        parts: list[Part] = []
+        while self._steering:
+            text = self._steering.popleft()
+            part = steering_text(text)
+            if record and self.recorder is not None:
+                self.recorder.record_system(
+                    "mid_turn_user_message", {"text": text}, content=Content("user", [part])
+                )
+            parts.append(part)
+        return parts
+
+    async def _after_stop(self, state: _TurnState, last_text: str) -> list[Part] | None:
+        """The model wants to stop: Stop hooks, open todos and late steering may continue it."""
+        sink = state.sink
+        if state.abort.signal.aborted:
+            return None
+        if self.hooks.has("Stop") and state.stop_hook_blocks < STOP_HOOK_BLOCK_CAP:
+            outcome = await self.hooks.stop(
+                last_assistant_message=last_text or self.client.history.last_model_text()
+            )
+            for warning in outcome.warnings:
+                await sink(Notice("warning", warning, "hook"))
+            if outcome.system_message:
+                await sink(Notice("info", outcome.system_message, "hook"))
+            if outcome.blocked:
+                state.stop_hook_blocks += 1
+                reason = outcome.reason or "No reason provided"
+                if state.stop_hook_blocks >= STOP_HOOK_BLOCK_CAP:
+                    await sink(
+                        Notice(
+                            "warning",
+                            f"A Stop hook blocked stopping {STOP_HOOK_BLOCK_CAP} times; "
+                            "the turn ends here.",
+                            "hook",
+                        )
+                    )
+                    return None
+                await sink(Notice("info", f"Stop hook: {reason}", "hook"))
+                return [Text(reason)]
+        open_items = [t for t in self.todos if t.status in ("pending", "in_progress")]
+        if open_items and state.todo_reminders < TODO_REMINDER_CAP:
+            state.todo_reminders += 1
+            listing = "\n".join(f"- [{t.status}] {t.content}" for t in open_items)
+            return [
+                system_reminder(
+                    f"You ended your turn with {len(open_items)} todo item(s) still open:\n"
+                    f"{listing}\nContinue working on them, or update the list with todo_write "
+                    "if they are done or no longer needed."
+                )
+            ]
+        late = self._drain_steering(record=False)  # recorded as the continuation itself
+        if late:
+            return late
+        return None
+
+    # ----- after a successful fresh turn -----
+
+    def _schedule_memory_tasks(self) -> None:
+        """Schedule Extract and Dream once, with the final history; never awaited."""
+        if not self.settings.memory.enable_managed_auto_memory:
+            return
+        manager = self.runtime.memory_manager()
+        schedule_extract = getattr(manager, "schedule_extract", None)  # TODO(#4): Extract lands
+        if schedule_extract is None:
+            return
+        history = self.client.history.shallow()
+        try:
+            schedule_extract(
+                project_root=self.runtime.project_root,
+                session_id=self.id,
+                history=history,
+                runtime=self.runtime,
+            )
+            manager.schedule_dream(
+                project_root=self.runtime.project_root, session_id=self.id, runtime=self.runtime
+            )
+        except Exception as exc:  # noqa: BLE001 - background memory work is best-effort
+            _log.warning(f"scheduling memory tasks failed: {exc!r}")
+
+    # ----- recap -----
+
+    async def recap(self) -> str | None:
+        from cairn.recap import generate_session_recap
+
+        return await generate_session_recap(self)
+
+
+def new_session_id() -> str:
+    return str(uuid.uuid4())
+
+
+def prompt_text(blocks: Sequence[str]) -> str:
+    return " ".join(b for b in blocks if b)

@@ -1,0 +1,54 @@
+"""Test doubles for cairn and for users' own tests of their settings and hooks.
+
+- :class:`ScriptedServer`: an OpenAI-compatible chat-completions server on 127.0.0.1 that
+  records every request and answers from a script of :class:`Reply` objects.
+- :class:`ScriptedProvider`: the same replies played in process, without HTTP.
+- ``cairn.testing.fixtures``: a pytest plugin with the ``scripted_server`` and ``cairn_env``
+  fixtures (``pytest_plugins = ["cairn.testing.fixtures"]``).
+
+The server is imported on first use, so ``python -m cairn.testing.server`` runs it cleanly and
+importing this package for :func:`reply` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cairn.testing.request import RecordedRequest
+from cairn.testing.script import Reply, ToolCallSpec, error_reply, reply, tool_call, tool_calls
+
+if TYPE_CHECKING:
+    from cairn.testing.provider import ScriptedProvider
+    from cairn.testing.server import ScriptedServer
+
+__all__ = [
+    "RecordedRequest",
+    "Reply",
+    "ScriptedProvider",
+    "ScriptedServer",
+    "ToolCallSpec",
+    "error_reply",
+    "reply",
+    "tool_call",
+    "tool_calls",
+]
+
+_LAZY = {
+    "ScriptedServer": "cairn.testing.server",
+    "ScriptedProvider": "cairn.testing.provider",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'cairn.testing' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,550 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1, for tests and demos.
+
+The server runs its own asyncio event loop in a daemon thread, so synchronous tests, async tests
+and tests that start ``cairn`` subprocesses can all use it. It records every request before
+answering it and answers from a script: a handler, FIFO queues per purpose, then a default.
+
+Run it on its own (e.g. to point another agent at the same scripted model)::
+
+    python -m cairn.testing.server --port 0 --script script.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import inspect
+import itertools
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO, TypeAlias
+
+from cairn.testing.http11 import (
+    MAX_BODY_BYTES,
+    MAX_HEAD_BYTES,
+    HttpError,
+    IncomingRequest,
+    read_request,
+    send_json,
+    send_stream,
+)
+from cairn.testing.request import RecordedRequest
+from cairn.testing.script import Reply, ReplyQueues, load_script
+from cairn.testing.wire import (
+    ReplyContext,
+    completion_body,
+    error_body,
+    sse_frame,
+    stream_plan,
+)
+
+__all__ = ["DEFAULT_MODEL", "Handler", "ScriptedServer", "main"]
+
+HOST = "127.0.0.1"  # loopback only, by design
+DEFAULT_MODEL = "scripted-model"
+LISTEN_BACKLOG = 1024  # pending connections; benchmarks open hundreds at once
+START_TIMEOUT = 10.0  # seconds to wait for the server thread to listen
+STOP_TIMEOUT = 5.0  # seconds to wait for open connections to be cancelled on stop()
+DEFAULT_WAIT_TIMEOUT = 10.0  # wait_for_requests' default, in seconds
+
+Handler: TypeAlias = Callable[[RecordedRequest], Reply | Awaitable[Reply | None] | None]
+
+
+class ScriptedServer:
+    """A fake OpenAI-compatible model endpoint that answers from a script.
+
+    A chat-completion request is answered by, in order: ``handler`` (when it returns a
+    :class:`Reply`), the reply queues (:meth:`enqueue`), ``default`` (a reply or a handler).
+    With none of them it gets HTTP 500 "script exhausted" with ``Retry-After: 0``, so a
+    client's retries fail fast instead of backing off for minutes.
+    """
+
+    def __init__(
+        self,
+        default: Reply | Handler | None = None,
+        *,
+        handler: Handler | None = None,
+        port: int = 0,
+        models: Sequence[str] = (DEFAULT_MODEL,),
+    ) -> None:
+        self.handler: Handler | None = handler
+        self.default: Reply | Handler | None = default
+        self.models = list(models)  # what GET /v1/models lists
+        self.requests: list[RecordedRequest] = []  # chat-completion requests, in arrival order
+        self.other_requests: list[RecordedRequest] = []  # model lists, unknown paths
+        self.errors: list[str] = []  # script failures answered with 500 (exceptions, exhaustion)
+        self._queues = ReplyQueues()
+        self._requested_port = port
+        self._port: int | None = None
+        self._changed = threading.Condition()  # guards the lists above; notified on each request
+        self._async_waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._call_ids = itertools.count(1)
+        self._connection_ids = itertools.count(1)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._start_error: OSError | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> ScriptedServer:
+        """Listen on 127.0.0.1 (port 0: a free port) and serve from a daemon thread."""
+        if self._thread is not None:
+            raise RuntimeError("the scripted server is already running")
+        ready = threading.Event()
+        self._start_error = None
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name="cairn-scripted-server", daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(START_TIMEOUT):
+            raise RuntimeError("the scripted server did not start listening in time")
+        if self._start_error is not None:
+            self._thread.join()
+            self._thread = None
+            raise RuntimeError(f"the scripted server cannot listen: {self._start_error}")
+        return self
+
+    def stop(self) -> None:
+        """Close every connection and stop the server thread. Safe to call twice."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        if loop.is_running():
+            future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+            with contextlib.suppress(Exception):
+                future.result(STOP_TIMEOUT)
+            loop.call_soon_threadsafe(loop.stop)
+        thread.join(STOP_TIMEOUT)
+        self._thread = None
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> ScriptedServer:
+        return self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the scripted server has not been started")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, the value for ``OPENAI_BASE_URL``."""
+        return f"http://{HOST}:{self.port}/v1"
+
+    # -- script ------------------------------------------------------------------------------
+
+    def enqueue(
+        self, *replies: Reply, purpose: str | None = None, session_id: str | None = None
+    ) -> None:
+        """Queue replies (FIFO) for requests with this ``X-Cairn-Purpose`` (None: any).
+
+        ``session_id`` narrows the queue to one ``X-Cairn-Session-Id``. A request takes from
+        its purpose-and-session queue, then its session's, then its purpose's, then the queue
+        for any request.
+        """
+        for item in replies:
+            self._queues.put(item, purpose, session_id)
+
+    @property
+    def pending_replies(self) -> int:
+        """How many queued replies no request has taken yet."""
+        return self._queues.pending()
+
+    def clear(self) -> None:
+        """Forget recorded requests, errors and queued replies (handler and default stay)."""
+        self._queues.clear()
+        with self._changed:
+            self.requests.clear()
+            self.other_requests.clear()
+            self.errors.clear()
+
+    # -- recorded requests -------------------------------------------------------------------
+
+    def requests_for(self, purpose: str | None) -> list[RecordedRequest]:
+        """The chat-completion requests whose ``X-Cairn-Purpose`` is ``purpose``."""
+        with self._changed:
+            return [r for r in self.requests if r.purpose == purpose]
+
+    def wait_for_requests(
+        self, n: int, *, purpose: str | None = None, timeout: float = DEFAULT_WAIT_TIMEOUT
+    ) -> list[RecordedRequest]:
+        """Block until at least ``n`` chat requests (of ``purpose``, if given) have arrived.
+
+        Returns all of them; raises :class:`TimeoutError` saying how many came.
+        """
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                matching = self._matching(purpose)
+                if len(matching) >= n:
+                    return matching
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(_wait_message(n, purpose, len(matching), timeout))
+                self._changed.wait(remaining)
+
+    async def async_wait_for_requests(
+        self, n: int, *, purpose: str | None = None, timeout: float = DEFAULT_WAIT_TIMEOUT
+    ) -> list[RecordedRequest]:
+        """:meth:`wait_for_requests` for async code: it never blocks the caller's loop."""
+        loop, arrived = asyncio.get_running_loop(), asyncio.Event()
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            self._async_waiters.add((loop, arrived))
+        try:
+            while True:
+                arrived.clear()
+                with self._changed:
+                    matching = self._matching(purpose)
+                if len(matching) >= n:
+                    return matching
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(_wait_message(n, purpose, len(matching), timeout))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(arrived.wait(), remaining)
+        finally:
+            with self._changed:
+                self._async_waiters.discard((loop, arrived))
+
+    def _matching(self, purpose: str | None) -> list[RecordedRequest]:
+        if purpose is None:
+            return list(self.requests)
+        return [r for r in self.requests if r.purpose == purpose]
+
+    def _record(
+        self, incoming: IncomingRequest, body: Any, connection: int, *, chat: bool
+    ) -> RecordedRequest:
+        target = self.requests if chat else self.other_requests
+        with self._changed:
+            recorded = RecordedRequest(
+                method=incoming.method,
+                path=incoming.path,
+                headers=incoming.headers,
+                body=body,
+                raw=incoming.body,
+                received_at=incoming.received_at,
+                index=len(target),
+                connection=connection,
+            )
+            target.append(recorded)
+            self._changed.notify_all()
+            waiters = list(self._async_waiters)
+        for loop, arrived in waiters:
+            with contextlib.suppress(RuntimeError):  # that waiter's loop has closed
+                loop.call_soon_threadsafe(arrived.set)
+        return recorded
+
+    # -- the server thread -------------------------------------------------------------------
+
+    def _run(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            self._server = loop.run_until_complete(
+                asyncio.start_server(
+                    self._serve_connection,
+                    HOST,
+                    self._requested_port,
+                    limit=MAX_HEAD_BYTES,
+                    backlog=LISTEN_BACKLOG,
+                )
+            )
+        except OSError as exc:
+            self._start_error = exc
+            loop.close()
+            ready.set()
+            return
+        self._port = self._server.sockets[0].getsockname()[1]
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        connection = next(self._connection_ids)
+        try:
+            await self._serve_requests(reader, writer, connection)
+            writer.close()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            writer.close()  # the client went away; there is nobody to answer
+        except asyncio.CancelledError:
+            # stop(): end quietly (asyncio's stream callback would log a re-raised cancel).
+            writer.transport.abort()
+        finally:
+            self._tasks.discard(task)
+
+    async def _serve_requests(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: int
+    ) -> None:
+        while True:
+            try:
+                incoming = await read_request(reader, writer)
+            except HttpError as exc:
+                body = error_body(exc.status, str(exc))
+                await send_json(writer, exc.status, body, keep_alive=False)
+                return
+            if incoming is None or not await self._dispatch(incoming, writer, connection):
+                return
+
+    async def _dispatch(
+        self, incoming: IncomingRequest, writer: asyncio.StreamWriter, connection: int
+    ) -> bool:
+        """Answer one request; False when the connection must close afterwards."""
+        route = incoming.path.rstrip("/")
+        if incoming.method == "POST" and route.endswith("/chat/completions"):
+            return await self._chat(incoming, writer, connection)
+        self._record(incoming, _parse_json(incoming.body)[0], connection, chat=False)
+        if incoming.too_large:
+            return await _send_too_large(writer)
+        keep_alive = incoming.keep_alive
+        if incoming.method in ("GET", "HEAD") and route.endswith("/models"):
+            head_only = incoming.method == "HEAD"
+            return await send_json(
+                writer, 200, self._model_list(), keep_alive=keep_alive, head_only=head_only
+            )
+        message = f"no route for {incoming.method} {incoming.path}"
+        return await send_json(writer, 404, error_body(404, message), keep_alive=keep_alive)
+
+    def _model_list(self) -> dict[str, Any]:
+        data = [_model_entry(m) for m in self.models]
+        return {"object": "list", "data": data}
+
+    async def _chat(
+        self, incoming: IncomingRequest, writer: asyncio.StreamWriter, connection: int
+    ) -> bool:
+        body, problem = (None, None) if incoming.too_large else _parse_json(incoming.body)
+        recorded = self._record(incoming, body, connection, chat=True)
+        if incoming.too_large:
+            return await _send_too_large(writer)
+        if problem is not None:
+            return await send_json(
+                writer, 400, error_body(400, problem), keep_alive=incoming.keep_alive
+            )
+        answer = await self._choose_reply(recorded)
+        try:
+            return await self._play(answer, recorded, writer, keep_alive=incoming.keep_alive)
+        except ConnectionError:
+            raise
+        except Exception as exc:  # rendering fails before anything is written, so answer 500
+            failure = self._failure(f"the reply cannot be sent: {type(exc).__name__}: {exc}")
+            return await self._play(failure, recorded, writer, keep_alive=False)
+
+    async def _choose_reply(self, request: RecordedRequest) -> Reply:
+        try:
+            answer = await _call(self.handler, request)
+            if answer is None:
+                answer = self._queues.take(request.purpose, request.session_id)
+            if answer is None:
+                default = self.default
+                answer = default if isinstance(default, Reply) else await _call(default, request)
+        except Exception as exc:  # a broken script must not take the server down
+            return self._failure(f"the script raised {type(exc).__name__}: {exc}")
+        if answer is None:
+            return self._failure(
+                f"script exhausted: no reply for request #{request.index} "
+                f"(purpose {request.purpose!r}, session {request.session_id!r})",
+                retry_after="0",
+            )
+        if not isinstance(answer, Reply):
+            return self._failure(f"the script returned {type(answer).__name__}, not a Reply")
+        return answer
+
+    def _failure(self, message: str, retry_after: str | None = None) -> Reply:
+        with self._changed:
+            self.errors.append(message)
+        headers = {} if retry_after is None else {"Retry-After": retry_after}
+        return Reply(status=500, error_message=message, headers=headers)
+
+    async def _play(
+        self,
+        answer: Reply,
+        request: RecordedRequest,
+        writer: asyncio.StreamWriter,
+        *,
+        keep_alive: bool,
+    ) -> bool:
+        if answer.delay > 0:
+            await asyncio.sleep(answer.delay)
+        extra = list(answer.headers.items())
+        if answer.is_error:
+            body = error_body(answer.status, answer.resolved_error_message)
+            return await send_json(writer, answer.status, body, keep_alive=keep_alive, extra=extra)
+        ctx = self._context(answer, request)
+        streamed = request.stream if answer.stream is None else answer.stream
+        if answer.raw_sse is not None or streamed:
+            plan = stream_plan(answer, ctx)
+            return await send_stream(
+                writer,
+                [sse_frame(p) for p in plan.payloads],
+                keep_alive=keep_alive,
+                extra=extra,
+                frame_delay=answer.chunk_delay,
+                drop=plan.drop,
+            )
+        if answer.drop_after_chunks is not None:
+            return False  # close the connection without answering
+        body = completion_body(answer, ctx)
+        return await send_json(writer, 200, body, keep_alive=keep_alive, extra=extra)
+
+    def _context(self, answer: Reply, request: RecordedRequest) -> ReplyContext:
+        call_ids = [spec.id or f"call_{next(self._call_ids)}" for spec in answer.tool_calls]
+        prompt_chars = sum(len(json.dumps(m.get("content"))) for m in request.messages)
+        return ReplyContext(
+            completion_id=f"chatcmpl-scripted-{request.index}",
+            created=int(request.received_at),
+            model=answer.model or request.model or DEFAULT_MODEL,
+            call_ids=call_ids,
+            usage=answer.usage_for(prompt_chars),
+        )
+
+
+def _model_entry(model: str) -> dict[str, Any]:
+    return {"id": model, "object": "model", "created": 0, "owned_by": "cairn"}
+
+
+async def _call(fn: Handler | None, request: RecordedRequest) -> Reply | None:
+    if fn is None:
+        return None
+    result = fn(request)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _wait_message(n: int, purpose: str | None, got: int, timeout: float) -> str:
+    which = "requests" if purpose is None else f"requests with purpose {purpose!r}"
+    return f"expected {n} {which} within {timeout} s, got {got}"
+
+
+def _parse_json(raw: bytes) -> tuple[Any, str | None]:
+    """The parsed body and, when it is not a JSON object, what is wrong with it."""
+    if not raw:
+        return None, "the request body is empty"
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return None, f"invalid JSON in the request body: {exc}"
+    if not isinstance(value, dict):
+        return value, "the request body must be a JSON object"
+    return value, None
+
+
+async def _send_too_large(writer: asyncio.StreamWriter) -> bool:
+    message = f"the request body exceeds {MAX_BODY_BYTES} bytes"
+    return await send_json(writer, 413, error_body(413, message), keep_alive=False)
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def _request_logger(out: TextIO) -> Handler:
+    """A handler that appends each request to ``out`` as JSON and lets the script answer."""
+
+    def log(request: RecordedRequest) -> None:
+        record = {
+            "index": request.index,
+            "received_at": request.received_at,
+            "path": request.path,
+            "purpose": request.purpose,
+            "session_id": request.session_id,
+            "body": request.body,
+        }
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        out.flush()
+
+    return log
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m cairn.testing.server",
+        description="Serve scripted OpenAI-compatible chat completions on 127.0.0.1.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free one)")
+    parser.add_argument("--script", type=Path, help="JSON script of replies")
+    parser.add_argument("--default-text", help="answer this text once the script runs out")
+    parser.add_argument("--record", type=Path, help="append every request to this JSONL file")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve until SIGINT or SIGTERM; the base URL is the first line on stdout."""
+    args = _parse_args(argv)
+    try:
+        queued, default = load_script(args.script) if args.script else ([], None)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.default_text is not None:
+        default = Reply(text=args.default_text)
+    server = ScriptedServer(default, port=args.port)
+    for item in queued:
+        server.enqueue(item.reply, purpose=item.purpose, session_id=item.session_id)
+    with contextlib.ExitStack() as stack:
+        if args.record:
+            log_file = stack.enter_context(args.record.open("a", encoding="utf-8"))
+            server.handler = _request_logger(log_file)
+        try:
+            stack.enter_context(server)
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(server.base_url, flush=True)
+        _wait_for_signal()
+    return 0
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""How a :class:`~cairn.testing.script.Reply` looks on the OpenAI chat-completions wire."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cairn.testing.script import Reply
+
+__all__ = [
+    "ReplyContext",
+    "StreamPlan",
+    "argument_fragments",
+    "completion_body",
+    "error_body",
+    "error_type",
+    "sse_frame",
+    "stream_plan",
+]
+
+DONE = "[DONE]"
+MAX_ARGUMENT_FRAGMENTS = 3  # tool-call arguments arrive in up to 3 pieces, to exercise assembly
+_SSE_FIELD_PREFIXES = ("data:", "event:", "id:", "retry:", ":")
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+}
+
+
+@dataclass(frozen=True)
+class ReplyContext:
+    """What a rendered reply needs to know besides the reply itself."""
+
+    completion_id: str
+    created: int
+    model: str
+    call_ids: Sequence[str]  # one per tool call, already resolved
+    usage: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """The SSE payloads to send, and whether to cut the connection after them."""
+
+    payloads: list[str]
+    drop: bool
+
+
+def stream_plan(reply: Reply, ctx: ReplyContext) -> StreamPlan:
+    """The ``data:`` payloads of a streamed reply (reference §13 shape)."""
+    if reply.raw_sse is not None:
+        return _cut(list(reply.raw_sse), reply.drop_after_chunks)
+    role = _chunk(ctx, {"role": "assistant"})
+    deltas = [_chunk(ctx, delta) for delta in _deltas(reply, ctx.call_ids)]
+    if reply.drop_after_chunks is not None:
+        return StreamPlan([role, *deltas[: reply.drop_after_chunks]], drop=True)
+    if reply.omit_finish:
+        usage_only = _dump({**_envelope(ctx), "choices": [], "usage": ctx.usage})
+        return StreamPlan([role, *deltas, usage_only, DONE], drop=False)
+    final = _chunk(ctx, {}, finish_reason=reply.resolved_finish_reason, usage=ctx.usage)
+    return StreamPlan([role, *deltas, final, DONE], drop=False)
+
+
+def _cut(payloads: list[str], after: int | None) -> StreamPlan:
+    if after is None:
+        return StreamPlan(payloads, drop=False)
+    return StreamPlan(payloads[:after], drop=True)
+
+
+def _deltas(reply: Reply, call_ids: Sequence[str]) -> Iterator[dict[str, Any]]:
+    if reply.reasoning:
+        yield {"reasoning_content": reply.reasoning}
+    for text in reply.content_chunks:
+        yield {"content": text}
+    for index, (spec, call_id) in enumerate(zip(reply.tool_calls, call_ids, strict=True)):
+        opening = {"index": index, "id": call_id, "type": "function"}
+        yield {"tool_calls": [{**opening, "function": {"name": spec.name, "arguments": ""}}]}
+        for fragment in argument_fragments(spec.arguments):
+            yield {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}
+
+
+def argument_fragments(arguments: str) -> list[str]:
+    """Split an arguments string into 2-3 pieces (1 when it is shorter than 2 characters)."""
+    if len(arguments) < 2:
+        return [arguments]
+    count = MAX_ARGUMENT_FRAGMENTS if len(arguments) >= 3 * MAX_ARGUMENT_FRAGMENTS else 2
+    step = -(-len(arguments) // count)  # ceiling division
+    return [arguments[i : i + step] for i in range(0, len(arguments), step)]
+
+
+def _envelope(ctx: ReplyContext) -> dict[str, Any]:
+    return {
+        "id": ctx.completion_id,
+        "object": "chat.completion.chunk",
+        "created": ctx.created,
+        "model": ctx.model,
+    }
+
+
+def _chunk(
+    ctx: ReplyContext,
+    delta: dict[str, Any],
+    *,
+    finish_reason: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> str:
+    chunk: dict[str, Any] = {
+        **_envelope(ctx),
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        chunk["usage"] = usage
+    return _dump(chunk)
+
+
+def sse_frame(payload: str) -> bytes:
+    """One SSE event: ``data: <payload>`` unless the payload already names its SSE field."""
+    text = payload if payload.startswith(_SSE_FIELD_PREFIXES) else f"data: {payload}"
+    return f"{text}\n\n".encode()
+
+
+def completion_body(reply: Reply, ctx: ReplyContext) -> dict[str, Any]:
+    """A non-streaming ``chat.completion`` object."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": s.name, "arguments": s.arguments},
+            }
+            for s, call_id in zip(reply.tool_calls, ctx.call_ids, strict=True)
+        ]
+    finish = None if reply.omit_finish else reply.resolved_finish_reason
+    return {
+        "id": ctx.completion_id,
+        "object": "chat.completion",
+        "created": ctx.created,
+        "model": ctx.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": ctx.usage,
+    }
+
+
+def error_type(status: int) -> str:
+    if status in _ERROR_TYPES:
+        return _ERROR_TYPES[status]
+    return "server_error" if status >= 500 else "error"
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """The OpenAI-style error object."""
+    return {"error": {"message": message, "type": error_type(status), "code": status}}
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

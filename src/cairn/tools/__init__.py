@@ -1,0 +1,77 @@
+"""Tools: the protocol, the built-in tools, their registry, permission rules and approval.
+
+The scheduler (``cairn.tools.scheduler``) is not imported here: it depends on the session's
+event types, and importing ``cairn.tools`` must stay cheap.
+"""
+
+from cairn.tools.ask_user_question import AskUserQuestionTool
+from cairn.tools.base import (
+    ConfirmationKind,
+    FileDiff,
+    FileSystem,
+    LocalFileSystem,
+    Location,
+    PathOutsideWorkspace,
+    Question,
+    TodoItem,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolKind,
+    ToolResult,
+    UserInteraction,
+)
+from cairn.tools.edit import EditTool
+from cairn.tools.glob import GlobTool
+from cairn.tools.grep import GrepTool
+from cairn.tools.list_directory import ListDirectoryTool
+from cairn.tools.permissions import (
+    ApprovalDecision,
+    PermissionRule,
+    PermissionRules,
+    RuleDecision,
+    RuleMatch,
+    decide_approval,
+)
+from cairn.tools.read_file import ReadFileTool
+from cairn.tools.registry import ToolRegistry, default_registry
+from cairn.tools.shell import ShellTool
+from cairn.tools.shell_parse import describe_command, is_read_only_command
+from cairn.tools.todo_write import TodoWriteTool
+from cairn.tools.write_file import WriteFileTool
+
+__all__ = [
+    "ApprovalDecision",
+    "AskUserQuestionTool",
+    "ConfirmationKind",
+    "EditTool",
+    "FileDiff",
+    "FileSystem",
+    "GlobTool",
+    "GrepTool",
+    "ListDirectoryTool",
+    "LocalFileSystem",
+    "Location",
+    "PathOutsideWorkspace",
+    "PermissionRule",
+    "PermissionRules",
+    "Question",
+    "ReadFileTool",
+    "RuleDecision",
+    "RuleMatch",
+    "ShellTool",
+    "TodoItem",
+    "TodoWriteTool",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolKind",
+    "ToolRegistry",
+    "ToolResult",
+    "UserInteraction",
+    "WriteFileTool",
+    "decide_approval",
+    "default_registry",
+    "describe_command",
+    "is_read_only_command",
+]

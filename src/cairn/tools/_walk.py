@@ -1,0 +1,161 @@
+"""Glob patterns and the file walk shared by ``glob``, ``grep_search`` and permission rules."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SKIPPED_DIRS", "GlobPattern", "expand_braces", "iter_files"]
+
+# Folders never walked into: version control, dependencies and caches.
+SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
+MAX_BRACE_EXPANSIONS = 64  # alternatives one `{a,b}{c,d}...` pattern may expand to
+
+
+@dataclass(frozen=True, slots=True)
+class GlobPattern:
+    """A compiled glob matched against POSIX paths.
+
+    ``**`` matches any number of folders, ``*`` and ``?`` stay inside one path segment,
+    ``[...]`` is a character class and ``{a,b}`` lists alternatives. With ``anywhere`` set, a
+    pattern without a ``/`` matches the file name at any depth (as in ``.gitignore`` or rg).
+    """
+
+    pattern: str
+    regex: re.Pattern[str]
+    basename_only: bool
+
+    @classmethod
+    def compile(cls, pattern: str, *, anywhere: bool = False) -> GlobPattern:
+        body = pattern[2:] if pattern.startswith("./") else pattern
+        alternatives = expand_braces(body)
+        regex = re.compile("|".join(f"(?:{_translate(alt)})" for alt in alternatives))
+        return cls(pattern, regex, basename_only=anywhere and "/" not in body)
+
+    def matches(self, posix_path: str) -> bool:
+        target = posix_path.rsplit("/", 1)[-1] if self.basename_only else posix_path
+        return self.regex.fullmatch(target) is not None
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """``a{b,c}d`` -> ``["abd", "acd"]``; at most :data:`MAX_BRACE_EXPANSIONS` results."""
+    done: list[str] = []
+    pending = [pattern]
+    while pending and len(done) < MAX_BRACE_EXPANSIONS:
+        current = pending.pop()
+        group = _first_brace_group(current)
+        if group is None:
+            done.append(current)
+            continue
+        start, end, options = group
+        head, tail = current[:start], current[end + 1 :]
+        pending.extend(head + option + tail for option in reversed(options))
+    return done
+
+
+def _first_brace_group(pattern: str) -> tuple[int, int, list[str]] | None:
+    """The first ``{...}`` holding a top-level comma: (start, end, options)."""
+    search_from = 0
+    while (start := pattern.find("{", search_from)) != -1:
+        depth = 0
+        options: list[str] = []
+        piece_start = start + 1
+        for index in range(start, len(pattern)):
+            char = pattern[index]
+            if char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    if options:
+                        options.append(pattern[piece_start:index])
+                        return start, index, options
+                    break
+            elif char == "," and depth == 1:
+                options.append(pattern[piece_start:index])
+                piece_start = index + 1
+        search_from = start + 1
+    return None
+
+
+def _translate(pattern: str) -> str:
+    out: list[str] = []
+    index, length = 0, len(pattern)
+    while index < length:
+        char = pattern[index]
+        if char == "*":
+            end = index
+            while end < length and pattern[end] == "*":
+                end += 1
+            whole_segment = (index == 0 or pattern[index - 1] == "/") and (
+                end == length or pattern[end] == "/"
+            )
+            if end - index >= 2 and whole_segment:
+                if end < length:  # "**/": zero or more folders
+                    out.append("(?:[^/]*/)*")
+                    end += 1
+                else:  # trailing "**": everything below
+                    out.append(".*")
+            else:
+                out.append("[^/]*")
+            index = end
+        elif char == "?":
+            out.append("[^/]")
+            index += 1
+        elif char == "[":
+            translated, index = _translate_class(pattern, index)
+            out.append(translated)
+        else:
+            out.append(re.escape(char))
+            index += 1
+    return "".join(out)
+
+
+def _translate_class(pattern: str, start: int) -> tuple[str, int]:
+    """``[...]`` at ``start`` as a regex class; a ``[`` without its ``]`` is a literal."""
+    index = start + 1
+    negate = index < len(pattern) and pattern[index] in "!^"
+    if negate:
+        index += 1
+    body_start = index
+    if index < len(pattern) and pattern[index] == "]":
+        index += 1  # a leading "]" is part of the class
+    end = pattern.find("]", index)
+    if end == -1:
+        return re.escape("["), start + 1
+    body = "".join(c if c == "-" else re.escape(c) for c in pattern[body_start:end])
+    return f"[{'^' if negate else ''}{body}]", end + 1
+
+
+def iter_files(base: Path, should_stop: Callable[[], bool] | None = None) -> Iterator[Path]:
+    """Files under ``base`` depth first in name order, skipping :data:`SKIPPED_DIRS`.
+
+    Symlinked folders are not followed (no cycles); unreadable folders are skipped.
+    """
+    stack = [iter(_sorted_entries(base))]
+    while stack:
+        if should_stop is not None and should_stop():
+            return
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED_DIRS:
+                    stack.append(iter(_sorted_entries(Path(entry.path))))
+            elif entry.is_file():
+                yield Path(entry.path)
+        except OSError:
+            continue
+
+
+def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(entries, key=lambda entry: entry.name)
+    except OSError:
+        return []

@@ -1,0 +1,259 @@
+"""``run_shell_command``: ``bash -c`` in its own process group, with a time limit.
+
+The command runs in the workspace (or a folder inside it) with stdin closed and stdout and
+stderr interleaved in one pipe. A timeout, an abort or a cancelled task kills the whole process
+group (SIGTERM, then SIGKILL), so children die with the shell. Background processes that
+outlive the shell (``server &``) are left running; their output is no longer read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cairn.tools._common import (
+    BuiltinTool,
+    display_path,
+    optional_number,
+    optional_str,
+    require_str,
+)
+from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.shell_parse import is_read_only_command
+
+__all__ = ["MAX_SHELL_OUTPUT_CHARS", "MAX_SHELL_TIMEOUT_SECONDS", "ShellTool"]
+
+MAX_SHELL_TIMEOUT_SECONDS = 600.0  # the longest time limit a call may ask for
+MAX_SHELL_OUTPUT_CHARS = 30_000  # output kept (head and tail halves) of one command
+KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL of the process group
+POST_EXIT_DRAIN_SECONDS = 0.5  # output still read after the shell exits (from its children)
+
+_PARAMETERS: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "description": "The bash command to run."},
+        "description": {
+            "type": "string",
+            "description": "A short description of what the command does, shown to the user.",
+        },
+        "directory": {
+            "type": "string",
+            "description": "Folder to run in, relative to the workspace (default: the "
+            "workspace root).",
+        },
+        "timeout": {
+            "type": "number",
+            "description": "Time limit in seconds (default from settings, at most "
+            f"{MAX_SHELL_TIMEOUT_SECONDS:g}).",
+        },
+    },
+    "required": ["command"],
+}
+
+_Ending = Literal["exited", "timeout", "aborted"]
+
+
+class ShellTool(BuiltinTool):
+    name = "run_shell_command"
+    description = (
+        "Run a bash command in the workspace and return its combined stdout and stderr and "
+        "its exit code. Stdin is closed, so interactive commands fail; pass flags such as "
+        "--yes or --no-pager instead. Long output keeps its beginning and end."
+    )
+    parameters = _PARAMETERS
+    kind = ToolKind.EXECUTE
+
+    def title(self, args: Mapping[str, Any]) -> str:
+        command = str(args.get("command", "")).strip()
+        first_line, _, rest = command.partition("\n")
+        text = first_line + (" ..." if rest else "")
+        description = args.get("description")
+        return f"{text} ({description})" if isinstance(description, str) and description else text
+
+    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
+        command = args.get("command")
+        if isinstance(command, str) and is_read_only_command(command):
+            return None
+        return "exec"
+
+    async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        command = require_str(args, "command")
+        cwd = _working_directory(optional_str(args, "directory"), ctx)
+        timeout = _time_limit(optional_number(args, "timeout"), ctx)
+        run = await _run_in_group(command, cwd, timeout, ctx)
+        return _result(run, timeout)
+
+
+def _working_directory(directory: str | None, ctx: ToolContext) -> Path:
+    if directory is None:
+        return ctx.workspace
+    path = ctx.resolve(directory)
+    if not path.is_dir():
+        raise ToolError(f"directory {display_path(path, ctx.workspace)} is not an existing folder.")
+    return path
+
+
+def _time_limit(requested: float | None, ctx: ToolContext) -> float:
+    if requested is None:
+        return ctx.shell_timeout
+    if requested <= 0:
+        raise ToolError("Invalid parameters: `timeout` must be a positive number of seconds.")
+    return min(requested, MAX_SHELL_TIMEOUT_SECONDS)
+
+
+class _HeadTail:
+    """Decoded output, keeping the first and last halves of ``limit`` characters."""
+
+    def __init__(self, limit: int) -> None:
+        self._head_limit = limit // 2
+        self._tail_limit = limit - self._head_limit
+        self._head: list[str] = []
+        self._head_size = 0
+        self._tail = ""
+        self.omitted = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes, *, final: bool = False) -> None:
+        text = self._decoder.decode(data, final=final)
+        room = self._head_limit - self._head_size
+        if room > 0:
+            self._head.append(text[:room])
+            self._head_size += min(room, len(text))
+            text = text[room:]
+        if text:
+            self._tail += text
+            excess = len(self._tail) - self._tail_limit
+            if excess > 0:
+                self.omitted += excess
+                self._tail = self._tail[excess:]
+
+    def text(self) -> str:
+        self.feed(b"", final=True)
+        head = "".join(self._head)
+        if not self.omitted:
+            return head + self._tail
+        note = f"\n\n[... {self.omitted} characters of output omitted ...]\n\n"
+        return head + note + self._tail
+
+
+class _ShellProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, output: _HeadTail, loop: asyncio.AbstractEventLoop) -> None:
+        self.output = output
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.output_closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self.output.feed(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.output_closed.done():
+            self.output_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    ending: _Ending
+    returncode: int | None
+    output: str
+    abort_reason: str | None = None
+
+
+async def _run_in_group(command: str, cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
+    loop = asyncio.get_running_loop()
+    output = _HeadTail(MAX_SHELL_OUTPUT_CHARS)
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ShellProtocol(output, loop),
+            "bash", "-c", command,
+            cwd=cwd,
+            env=_environment(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
+        raise ToolError(f"Could not start bash: {exc.strerror or exc}") from None
+    try:
+        ending = await _wait(protocol, timeout, ctx)
+        if ending != "exited":
+            await _kill_group(transport.get_pid(), protocol)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(protocol.output_closed), POST_EXIT_DRAIN_SECONDS)
+        return _Run(ending, transport.get_returncode(), output.text(), ctx.abort.reason)
+    except asyncio.CancelledError:
+        await asyncio.shield(_kill_group(transport.get_pid(), protocol))
+        raise
+    finally:
+        transport.close()
+
+
+async def _wait(protocol: _ShellProtocol, timeout: float, ctx: ToolContext) -> _Ending:
+    aborted = asyncio.get_running_loop().create_future()
+
+    def on_abort(_reason: str | None) -> None:
+        if not aborted.done():
+            aborted.set_result(None)
+
+    remove = ctx.abort.add_listener(on_abort)
+    try:
+        done, _ = await asyncio.wait(
+            [protocol.exited, aborted], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        remove()
+        aborted.cancel()
+    if protocol.exited in done:
+        return "exited"
+    return "aborted" if ctx.abort.aborted else "timeout"
+
+
+async def _kill_group(pid: int, protocol: _ShellProtocol) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left of it."""
+    _signal_group(pid, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(protocol.exited), KILL_GRACE_SECONDS)
+    _signal_group(pid, signal.SIGKILL)
+    await protocol.exited
+
+
+def _signal_group(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signum)
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["CAIRN"] = "1"  # lets scripts tell they run under the agent
+    env.setdefault("PAGER", "cat")
+    env.setdefault("GIT_PAGER", "cat")
+    return env
+
+
+def _result(run: _Run, timeout: float) -> ToolResult:
+    output = run.output if run.output.strip() else "(no output)"
+    if run.ending == "timeout":
+        return ToolResult(
+            error=f"Command timed out after {timeout:g} s; its process group was killed.\n"
+            f"Output before the timeout:\n{output}"
+        )
+    if run.ending == "aborted":
+        reason = f" ({run.abort_reason})" if run.abort_reason else ""
+        return ToolResult(
+            error=f"Command was cancelled{reason}; its process group was killed.\n"
+            f"Output so far:\n{output}"
+        )
+    code = run.returncode
+    status = f"killed by signal {-code}" if code is not None and code < 0 else str(code)
+    return ToolResult(output=f"{output.rstrip()}\n\nExit code: {status}", display=f"exit {status}")

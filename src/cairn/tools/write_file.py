@@ -1,0 +1,104 @@
+"""``write_file``: create a file or replace its whole content."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cairn.tools._common import BuiltinTool, display_path, require_str
+from cairn.tools.base import (
+    ConfirmationKind,
+    FileDiff,
+    Location,
+    ToolContext,
+    ToolError,
+    ToolKind,
+    ToolResult,
+)
+
+__all__ = ["WriteFileTool", "read_existing_text", "write_text"]
+
+_PARAMETERS: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "file_path": {
+            "type": "string",
+            "description": "Path of the file to write, absolute or relative to the workspace. "
+            "Missing parent folders are created.",
+        },
+        "content": {"type": "string", "description": "The complete new content of the file."},
+    },
+    "required": ["file_path", "content"],
+}
+
+
+class WriteFileTool(BuiltinTool):
+    name = "write_file"
+    description = (
+        "Write a file in the workspace, creating it (and its folders) or replacing all of its "
+        "content. To change part of an existing file, prefer edit."
+    )
+    parameters = _PARAMETERS
+    kind = ToolKind.EDIT
+
+    def title(self, args: Mapping[str, Any]) -> str:
+        return f"Write {args.get('file_path', '')}"
+
+    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
+        return "edit"
+
+    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
+        try:
+            return [Location(ctx.resolve(require_str(args, "file_path"), write=True))]
+        except ToolError:
+            return []
+
+    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
+        try:
+            return await self._plan(args, ctx)
+        except ToolError:
+            return None
+
+    async def _plan(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff:
+        path = ctx.resolve(require_str(args, "file_path"), write=True)
+        content = require_str(args, "content", allow_empty=True)
+        old = await read_existing_text(path, display_path(path, ctx.workspace), ctx)
+        return FileDiff(path, old, content)
+
+    async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        diff = await self._plan(args, ctx)
+        shown = display_path(diff.path, ctx.workspace)
+        await write_text(diff.path, diff.new_text, shown, ctx)
+        verb = "Created" if diff.old_text is None else "Overwrote"
+        output = f"{verb} {shown} ({_count_lines(diff.new_text)} lines)."
+        return ToolResult(output=output, diff=diff, locations=[Location(diff.path)])
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+async def read_existing_text(path: Path, shown: str, ctx: ToolContext) -> str | None:
+    """The current text of ``path``, ``None`` when it does not exist; refuses non-text files."""
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; give the path of a file.")
+    try:
+        return await ctx.fs.read_text(path)
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise ToolError(
+            f"{shown} exists and is not a UTF-8 text file; refusing to replace it."
+        ) from None
+    except OSError as exc:
+        raise ToolError(f"Could not read {shown}: {exc.strerror or exc}") from None
+
+
+async def write_text(path: Path, text: str, shown: str, ctx: ToolContext) -> None:
+    """Write through ``ctx.fs`` after creating missing parent folders."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        await ctx.fs.write_text(path, text)
+    except OSError as exc:
+        raise ToolError(f"Could not write {shown}: {exc.strerror or exc}") from None

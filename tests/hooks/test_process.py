@@ -1,0 +1,98 @@
+"""run_command: real bash processes, capped output, timeouts and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from cairn.hooks.process import MAX_OUTPUT_BYTES, run_command, timeout_seconds
+
+from .helpers import TEST_PATH
+
+ENV = {"PATH": TEST_PATH}
+
+
+async def _run(command: str, tmp_path: Path, *, stdin: bytes = b"", timeout: float = 10):
+    return await run_command(command, stdin=stdin, cwd=tmp_path, env=ENV, timeout=timeout)
+
+
+async def test_stdout_stderr_and_exit_code_are_returned(tmp_path):
+    result = await _run("cat; echo oops >&2; exit 3", tmp_path, stdin=b"hello")
+
+    assert result.exit_code == 3
+    assert result.stdout == "hello"
+    assert result.stderr == "oops\n"
+    assert not result.timed_out
+    assert result.error is None
+
+
+async def test_output_beyond_one_megabyte_is_dropped_and_flagged(tmp_path):
+    result = await _run(f"head -c {MAX_OUTPUT_BYTES + 5000} /dev/zero | tr '\\0' a", tmp_path)
+
+    assert result.exit_code == 0
+    assert len(result.stdout) == MAX_OUTPUT_BYTES
+    assert result.truncated
+
+
+async def test_output_of_exactly_one_megabyte_is_kept_whole(tmp_path):
+    result = await _run(f"head -c {MAX_OUTPUT_BYTES} /dev/zero | tr '\\0' a", tmp_path)
+
+    assert len(result.stdout) == MAX_OUTPUT_BYTES
+    assert not result.truncated
+
+
+async def test_timeout_reports_timed_out(tmp_path):
+    started = time.monotonic()
+
+    result = await _run("sleep 30", tmp_path, timeout=0.3)
+
+    assert result.timed_out
+    assert result.exit_code is None
+    assert time.monotonic() - started < 5
+
+
+async def test_cancelling_the_caller_kills_the_process_group(tmp_path):
+    pid_file = tmp_path / "pid"
+    task = asyncio.create_task(_run(f"sleep 30 & echo $! > {pid_file}; wait", tmp_path))
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        await asyncio.sleep(0.02)
+
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    pid = int(pid_file.read_text())
+    for _ in range(200):
+        stat = Path(f"/proc/{pid}/stat")
+        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        await asyncio.sleep(0.02)
+    else:
+        pytest.fail(f"child {pid} still running after its hook was cancelled")
+
+
+async def test_missing_working_directory_is_an_error_not_an_exception(tmp_path):
+    result = await run_command("true", stdin=b"", cwd=tmp_path / "nope", env=ENV, timeout=5)
+
+    assert result.error is not None
+    assert result.exit_code is None
+
+
+@pytest.mark.parametrize(
+    ("configured", "seconds"),
+    [
+        (None, 60.0),
+        (0, 60.0),
+        (-5, 60.0),
+        (0.5, 0.5),
+        (30, 30.0),
+        (999, 999.0),
+        (1000, 1.0),
+        (60000, 60.0),
+    ],
+)
+def test_timeout_values_of_1000_or_more_are_milliseconds(configured, seconds):
+    assert timeout_seconds(configured) == seconds

@@ -1,0 +1,606 @@
+"""The OpenAI-compatible provider against the scripted server: wire format, streaming, retries."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
+from cairn.llm.errors import InvalidStreamError, ProviderError
+from cairn.llm.openai import OpenAIProvider
+from cairn.llm.retry import RetryPolicy
+from cairn.llm.types import (
+    INVALID_ARGUMENTS_KEY,
+    Finished,
+    ModelRequest,
+    StreamEvent,
+    StreamRetry,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallDelta,
+    ToolDeclaration,
+    Usage,
+)
+from cairn.testing import Reply, ScriptedServer, ToolCallSpec, error_reply, reply, tool_call
+
+NO_JITTER = RetryPolicy(jitter=0.0)
+
+
+class RecordingSleep:
+    """Stands in for asyncio.sleep so retry tests never wait; keeps the delays asked for."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+@pytest.fixture
+def sleep() -> RecordingSleep:
+    return RecordingSleep()
+
+
+@pytest.fixture
+async def provider(
+    scripted_server: ScriptedServer, sleep: RecordingSleep
+) -> AsyncIterator[OpenAIProvider]:
+    instance = OpenAIProvider(
+        base_url=scripted_server.base_url,
+        api_key="secret-key",
+        model="main-model",
+        retry=NO_JITTER,
+        sleep=sleep,
+    )
+    yield instance
+    await instance.aclose()
+
+
+def ask(text: str = "hello", **fields: Any) -> ModelRequest:
+    return ModelRequest(model="main-model", contents=[Content.user(text)], **fields)
+
+
+async def collect(
+    provider: OpenAIProvider, request: ModelRequest | None = None
+) -> list[StreamEvent]:
+    return [event async for event in provider.stream(request or ask())]
+
+
+def texts(events: list[StreamEvent]) -> list[str]:
+    return [e.text for e in events if isinstance(e, TextDelta)]
+
+
+def calls(events: list[StreamEvent]) -> list[FunctionCall]:
+    return [e.call for e in events if isinstance(e, ToolCallDelta)]
+
+
+def retries(events: list[StreamEvent]) -> list[StreamRetry]:
+    return [e for e in events if isinstance(e, StreamRetry)]
+
+
+def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+    return json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+
+
+# -- streaming ---------------------------------------------------------------------------------
+
+
+async def test_text_chunks_stream_as_text_deltas_then_finished(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply(chunks=["Hel", "lo", " there"]))
+
+    events = await collect(provider)
+
+    assert texts(events) == ["Hel", "lo", " there"]
+    assert isinstance(events[-1], Finished)
+    assert events[-1].reason == "stop"
+
+
+async def test_reasoning_content_becomes_thought_deltas(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("answer", reasoning="let me think"))
+
+    events = await collect(provider)
+
+    assert events[0] == ThoughtDelta("let me think")
+    assert texts(events) == ["answer"]
+
+
+async def test_tool_calls_arrive_complete_after_the_text(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(
+        Reply(
+            text="Reading both.",
+            tool_calls=[
+                ToolCallSpec("read_file", {"path": "a.txt"}, id="call_a"),
+                ToolCallSpec("read_file", {"path": "b.txt"}, id="call_b"),
+            ],
+        )
+    )
+
+    events = await collect(provider)
+
+    assert isinstance(events[0], TextDelta)
+    assert calls(events) == [
+        FunctionCall("call_a", "read_file", {"path": "a.txt"}),
+        FunctionCall("call_b", "read_file", {"path": "b.txt"}),
+    ]
+    assert isinstance(events[-1], Finished)
+    assert events[-1].reason == "tool_calls"
+
+
+async def test_tool_calls_are_assembled_by_index_from_interleaved_fragments(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    def opening(index: int, call_id: str, name: str) -> dict[str, Any]:
+        function = {"name": name, "arguments": ""}
+        return {
+            "tool_calls": [
+                {"index": index, "id": call_id, "type": "function", "function": function}
+            ]
+        }
+
+    def fragment(index: int, text: str) -> dict[str, Any]:
+        return {"tool_calls": [{"index": index, "function": {"arguments": text}}]}
+
+    scripted_server.enqueue(
+        Reply(
+            raw_sse=[
+                chunk({"role": "assistant"}),
+                chunk(opening(0, "call_x", "glob")),
+                chunk(opening(1, "call_y", "grep_search")),
+                chunk(fragment(1, '{"pattern": ')),
+                chunk(fragment(0, '{"pattern": "*.md"')),
+                chunk(fragment(1, '"TODO"}')),
+                chunk(fragment(0, "}")),
+                chunk({}, finish_reason="tool_calls"),
+                "[DONE]",
+            ]
+        )
+    )
+
+    events = await collect(provider)
+
+    assert calls(events) == [
+        FunctionCall("call_x", "glob", {"pattern": "*.md"}),
+        FunctionCall("call_y", "grep_search", {"pattern": "TODO"}),
+    ]
+
+
+async def test_invalid_tool_call_arguments_surface_as_the_marker(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(tool_call("edit", '{"path": "a.txt", "old":', id="call_1"))
+
+    [call] = calls(await collect(provider))
+
+    assert call.args == {INVALID_ARGUMENTS_KEY: '{"path": "a.txt", "old":'}
+
+
+async def test_usage_is_reported_on_finished(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    usage = {
+        "prompt_tokens": 1200,
+        "completion_tokens": 30,
+        "total_tokens": 1230,
+        "prompt_tokens_details": {"cached_tokens": 1000},
+        "completion_tokens_details": {"reasoning_tokens": 12},
+    }
+    scripted_server.enqueue(reply("ok", usage=usage))
+
+    finished = (await collect(provider))[-1]
+
+    assert isinstance(finished, Finished)
+    assert finished.usage == Usage(1200, 30, 1230, 1000, 12)
+
+
+async def test_a_json_answer_to_a_streaming_request_is_understood(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(
+        Reply(text="plain json", tool_calls=[ToolCallSpec("glob", {"pattern": "*"})], stream=False)
+    )
+
+    events = await collect(provider)
+
+    assert texts(events) == ["plain json"]
+    assert [c.name for c in calls(events)] == ["glob"]
+    assert isinstance(events[-1], Finished)
+
+
+async def test_the_connection_is_reused_across_requests(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    """Regression: stopping at [DONE] left the body unread, so every request reconnected."""
+    scripted_server.default = reply("ok")
+
+    for _ in range(3):
+        await collect(provider)
+
+    assert len({r.connection for r in scripted_server.requests}) == 1
+
+
+async def test_warm_up_asks_for_the_model_list(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    await provider.warm_up()
+
+    [warm] = scripted_server.other_requests
+    assert (warm.method, warm.path, warm.purpose) == ("HEAD", "/v1/models", "warmup")
+    assert scripted_server.requests == []
+
+
+# -- the request -------------------------------------------------------------------------------
+
+
+async def test_purpose_session_and_authorization_headers_are_sent(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("ok"))
+
+    await collect(provider, ask(purpose="recall-selector", session_id="session-7"))
+
+    [request] = scripted_server.requests
+    assert request.headers["Authorization"] == "Bearer secret-key"
+    assert request.purpose == "recall-selector"
+    assert request.session_id == "session-7"
+
+
+async def test_no_session_header_is_sent_without_a_session(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("ok"))
+
+    await collect(provider)
+
+    assert "X-Cairn-Session-Id" not in scripted_server.requests[0].headers
+
+
+async def test_the_body_carries_model_sampling_tools_and_streaming_options(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("ok"))
+    tool = ToolDeclaration("glob", "Find files", {"type": "object", "properties": {}})
+
+    await collect(
+        provider,
+        ask(tools=[tool], max_output_tokens=300, temperature=0.3, top_p=0.9, json_mode=True),
+    )
+
+    body = scripted_server.requests[0].body
+    assert body["model"] == "main-model"
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["max_tokens"] == 300
+    assert body["temperature"] == 0.3
+    assert body["top_p"] == 0.9
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "glob",
+                "description": "Find files",
+                "parameters": tool.parameters,
+            },
+        }
+    ]
+
+
+async def test_no_tools_key_is_sent_without_tools(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("ok"))
+
+    await collect(provider)
+
+    assert "tools" not in scripted_server.requests[0].body
+
+
+async def test_history_is_sent_as_system_user_assistant_and_tool_messages(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("ok"))
+    history = [
+        Content.user("list the notes"),
+        Content(
+            "model",
+            [
+                Thought("look first"),
+                Text("Looking."),
+                FunctionCall("call_1", "glob", {"pattern": "*.md"}),
+            ],
+        ),
+        Content(
+            "user",
+            [FunctionResponse("call_1", "glob", {"output": "a.md"}), Text("and be quick")],
+        ),
+    ]
+
+    await collect(provider, ModelRequest(model="main-model", contents=history, system="You help."))
+
+    assert scripted_server.requests[0].messages == [
+        {"role": "system", "content": "You help."},
+        {"role": "user", "content": "list the notes"},
+        {
+            "role": "assistant",
+            "content": "Looking.",
+            "reasoning_content": "look first",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "glob", "arguments": '{"pattern": "*.md"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.md"},
+        {"role": "user", "content": "and be quick"},
+    ]
+
+
+async def test_a_tool_error_is_sent_as_the_tool_message_content(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("ok"))
+    history = [
+        Content("model", [FunctionCall("call_1", "read_file", {"path": "x"})]),
+        Content("user", [FunctionResponse("call_1", "read_file", {"error": "no such file"})]),
+    ]
+
+    await collect(provider, ModelRequest(model="main-model", contents=history))
+
+    assert scripted_server.requests[0].messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "no such file",
+    }
+
+
+async def test_unanswered_calls_and_unmatched_responses_are_dropped(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("ok"))
+    history = [
+        Content.user("go"),
+        Content("model", [Text("Trying."), FunctionCall("call_lost", "glob", {})]),
+        Content.user("what happened?"),
+        Content("user", [FunctionResponse("call_stray", "glob", {"output": "?"})]),
+        Content("model", [FunctionCall("call_only", "glob", {})]),
+    ]
+
+    await collect(provider, ModelRequest(model="main-model", contents=history))
+
+    assert scripted_server.requests[0].messages == [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "Trying."},
+        {"role": "user", "content": "what happened?"},
+    ]
+
+
+async def test_a_response_not_right_after_its_call_does_not_keep_the_call(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    """Regression: a call answered only after a later assistant message was kept unanswered."""
+    scripted_server.enqueue(reply("ok"))
+    history = [
+        Content("model", [FunctionCall("call_early", "glob", {})]),
+        Content.user("meanwhile"),
+        Content("model", [FunctionCall("call_late", "grep_search", {})]),
+        Content(
+            "user",
+            [
+                FunctionResponse("call_early", "glob", {"output": "early"}),
+                FunctionResponse("call_late", "grep_search", {"output": "late"}),
+            ],
+        ),
+    ]
+
+    await collect(provider, ModelRequest(model="main-model", contents=history))
+
+    messages = scripted_server.requests[0].messages
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+    assert [c["id"] for c in messages[1]["tool_calls"]] == ["call_late"]
+    assert messages[2]["tool_call_id"] == "call_late"
+
+
+# -- retries -----------------------------------------------------------------------------------
+
+
+async def test_a_500_is_retried_after_retry_after_then_succeeds(
+    scripted_server: ScriptedServer, provider: OpenAIProvider, sleep: RecordingSleep
+) -> None:
+    scripted_server.enqueue(error_reply(500, "overloaded", retry_after=0), reply("recovered"))
+
+    events = await collect(provider)
+
+    [retry] = retries(events)
+    assert (retry.attempt, retry.delay) == (1, 0.0)
+    assert "overloaded" in retry.reason
+    assert texts(events) == ["recovered"]
+    assert sleep.delays == [0.0]
+    assert len(scripted_server.requests) == 2
+
+
+async def test_a_429_is_retried(scripted_server: ScriptedServer, provider: OpenAIProvider) -> None:
+    scripted_server.enqueue(error_reply(429, "rate limited", retry_after=0), reply("ok"))
+
+    events = await collect(provider)
+
+    assert len(retries(events)) == 1
+    assert texts(events) == ["ok"]
+
+
+async def test_without_retry_after_the_backoff_doubles_from_1_5_seconds(
+    scripted_server: ScriptedServer, provider: OpenAIProvider, sleep: RecordingSleep
+) -> None:
+    scripted_server.enqueue(error_reply(503), error_reply(503), error_reply(503), reply("ok"))
+
+    await collect(provider)
+
+    assert sleep.delays == [1.5, 3.0, 6.0]
+
+
+async def test_http_failures_stop_after_max_attempts(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.default = error_reply(502, "bad gateway", retry_after=0)
+
+    with pytest.raises(ProviderError, match="bad gateway") as failure:
+        await collect(provider, ask(max_attempts=3))
+
+    assert failure.value.status == 502
+    assert len(scripted_server.requests) == 3
+
+
+async def test_a_400_is_not_retried(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(error_reply(400, "bad tool schema"), reply("never"))
+
+    with pytest.raises(ProviderError, match="bad tool schema") as failure:
+        await collect(provider)
+
+    assert failure.value.status == 400
+    assert not failure.value.retryable
+    assert len(scripted_server.requests) == 1
+
+
+async def test_max_attempts_one_means_a_single_request(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.default = error_reply(500, retry_after=0)
+
+    with pytest.raises(ProviderError):
+        await collect(provider, ask(max_attempts=1))
+
+    assert len(scripted_server.requests) == 1
+
+
+async def test_max_attempts_one_does_not_retry_a_dropped_stream(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.default = reply(chunks=["a", "b"], drop_after_chunks=1)
+
+    with pytest.raises(InvalidStreamError):
+        await collect(provider, ask(max_attempts=1))
+
+    assert len(scripted_server.requests) == 1
+
+
+async def test_a_dropped_stream_is_retried_twice_then_fails(
+    scripted_server: ScriptedServer, provider: OpenAIProvider, sleep: RecordingSleep
+) -> None:
+    scripted_server.default = reply(chunks=["partial", "never"], drop_after_chunks=1)
+    events: list[StreamEvent] = []
+
+    with pytest.raises(InvalidStreamError) as failure:
+        async for event in provider.stream(ask()):
+            events.append(event)
+
+    assert failure.value.kind == "dropped"
+    assert len(scripted_server.requests) == 3
+    assert [r.attempt for r in retries(events)] == [1, 2]
+    assert sleep.delays == [0.5, 1.0]
+
+
+async def test_a_dropped_stream_is_retried_within_its_own_budget_after_http_retries(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(
+        error_reply(500, retry_after=0),
+        reply("cut", drop_after_chunks=0),
+        error_reply(500, retry_after=0),
+        reply("whole"),
+    )
+
+    events = await collect(provider, ask(max_attempts=3))
+
+    assert texts(events) == ["whole"]
+    assert len(scripted_server.requests) == 4
+
+
+async def test_output_before_a_drop_is_followed_by_a_retry_event(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply(chunks=["half", "rest"], drop_after_chunks=1), reply("whole"))
+
+    events = await collect(provider)
+
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["TextDelta", "StreamRetry", "TextDelta", "Finished"]
+    assert texts(events) == ["half", "whole"]
+
+
+async def test_a_stream_without_a_finish_reason_is_retried(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply("unfinished", omit_finish=True), reply("finished"))
+
+    events = await collect(provider)
+
+    [retry] = retries(events)
+    assert "finish reason" in retry.reason
+    assert texts(events)[-1] == "finished"
+
+
+async def test_an_empty_answer_is_retried_as_an_invalid_stream(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.default = Reply()
+
+    with pytest.raises(InvalidStreamError) as failure:
+        await collect(provider)
+
+    assert failure.value.kind == "no_response"
+    assert len(scripted_server.requests) == 3
+
+
+async def test_an_error_event_inside_the_stream_is_retried(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(
+        Reply(raw_sse=[json.dumps({"error": {"message": "upstream hiccup"}})]), reply("ok")
+    )
+
+    events = await collect(provider)
+
+    assert "upstream hiccup" in retries(events)[0].reason
+    assert texts(events) == ["ok"]
+
+
+async def test_an_unreachable_endpoint_is_a_retryable_error(sleep: RecordingSleep) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    unreachable = OpenAIProvider(
+        base_url=f"http://127.0.0.1:{port}/v1", api_key="k", model="m", sleep=sleep
+    )
+
+    with pytest.raises(ProviderError, match="cannot reach") as failure:
+        await collect(unreachable, ask(max_attempts=2))
+    await unreachable.aclose()
+
+    assert failure.value.retryable
+    assert len(sleep.delays) == 1
+
+
+async def test_a_base_url_without_a_scheme_is_a_clear_non_retryable_error(
+    sleep: RecordingSleep,
+) -> None:
+    broken = OpenAIProvider(base_url="127.0.0.1:9/v1", api_key="k", model="m", sleep=sleep)
+
+    with pytest.raises(ProviderError, match="invalid model endpoint URL") as failure:
+        await collect(broken)
+    await broken.aclose()
+
+    assert not failure.value.retryable
+    assert sleep.delays == []

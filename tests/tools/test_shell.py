@@ -1,0 +1,221 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from cairn.abort import AbortController
+from cairn.tools.base import ToolContext
+from cairn.tools.shell import MAX_SHELL_OUTPUT_CHARS, ShellTool
+
+tool = ShellTool()
+DEATH_DEADLINE_SECONDS = 10.0  # how long a killed process may take to disappear
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan may wait for a reaper that never comes)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_until_dead(pid: int) -> bool:
+    deadline = time.monotonic() + DEATH_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        if not is_running(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def wait_for_file(path: Path) -> str:
+    deadline = time.monotonic() + DEATH_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+# Starts a background sleeper in the command's process group and records its pid.
+SPAWN_CHILD = "sleep 60 & echo $! > child.pid; sleep 60"
+
+
+async def test_output_includes_stdout_stderr_and_the_exit_code(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "echo out; echo err >&2; exit 3"}, ctx)
+
+    assert result.error is None
+    assert result.output == "out\nerr\n\nExit code: 3"
+
+
+async def test_stdout_and_stderr_are_interleaved_in_order(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "echo a; echo b >&2; echo c"}, ctx)
+
+    assert result.output is not None
+    assert result.output.startswith("a\nb\nc\n")
+
+
+async def test_runs_in_the_workspace_by_default(workspace: Path, ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "pwd -P"}, ctx)
+
+    assert result.output == f"{workspace.resolve()}\n\nExit code: 0"
+
+
+async def test_directory_argument_runs_in_a_subfolder(workspace: Path, ctx: ToolContext) -> None:
+    (workspace / "src").mkdir()
+
+    result = await tool.execute({"command": "pwd -P", "directory": "src"}, ctx)
+
+    assert result.output == f"{(workspace / 'src').resolve()}\n\nExit code: 0"
+
+
+async def test_directory_outside_the_workspace_is_refused(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "pwd", "directory": "/tmp"}, ctx)
+
+    assert result.error is not None
+    assert "outside" in result.error
+
+
+async def test_missing_directory_is_an_error(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "pwd", "directory": "nope"}, ctx)
+
+    assert result.error is not None
+    assert "not an existing folder" in result.error
+
+
+async def test_no_output_is_stated(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "true"}, ctx)
+
+    assert result.output == "(no output)\n\nExit code: 0"
+
+
+async def test_stdin_is_closed_so_readers_get_end_of_file(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "cat; echo done"}, ctx)
+
+    assert result.output == "done\n\nExit code: 0"
+
+
+async def test_timeout_kills_the_whole_process_group(workspace: Path, ctx: ToolContext) -> None:
+    result = await tool.execute({"command": SPAWN_CHILD, "timeout": 0.5}, ctx)
+
+    assert result.error is not None
+    assert result.error.startswith("Command timed out after 0.5 s")
+    child = int((workspace / "child.pid").read_text())
+    assert wait_until_dead(child)
+
+
+async def test_context_shell_timeout_is_the_default(workspace: Path, ctx: ToolContext) -> None:
+    ctx.shell_timeout = 0.5
+
+    result = await tool.execute({"command": "sleep 60"}, ctx)
+
+    assert result.error is not None
+    assert "timed out after 0.5 s" in result.error
+
+
+async def test_output_before_the_timeout_is_kept(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "echo progress; sleep 60", "timeout": 0.5}, ctx)
+
+    assert result.error is not None
+    assert result.error.endswith("progress\n")
+
+
+async def test_abort_kills_the_whole_process_group(
+    workspace: Path, ctx: ToolContext, abort: AbortController
+) -> None:
+    running = asyncio.create_task(tool.execute({"command": SPAWN_CHILD}, ctx))
+    child = int(await wait_for_file(workspace / "child.pid"))
+
+    abort.abort("user pressed Escape")
+    result = await running
+
+    assert result.error is not None
+    assert result.error.startswith("Command was cancelled (user pressed Escape)")
+    assert wait_until_dead(child)
+
+
+async def test_cancelling_the_task_kills_the_process_group(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    running = asyncio.create_task(tool.execute({"command": SPAWN_CHILD}, ctx))
+    child = int(await wait_for_file(workspace / "child.pid"))
+
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+    assert wait_until_dead(child)
+
+
+async def test_background_process_does_not_hold_the_result(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    result = await tool.execute({"command": "sleep 60 & echo $! > bg.pid; echo started"}, ctx)
+    child = int((workspace / "bg.pid").read_text())
+    try:
+        assert result.output == "started\n\nExit code: 0"
+        assert is_running(child)
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
+async def test_long_output_keeps_head_and_tail_with_a_note(ctx: ToolContext) -> None:
+    command = "echo START; head -c 200000 /dev/zero | tr '\\0' 'a'; echo; echo END"
+
+    result = await tool.execute({"command": command}, ctx)
+
+    assert result.output is not None
+    assert result.output.startswith("START\n")
+    assert result.output.endswith("END\n\nExit code: 0")
+    assert "characters of output omitted" in result.output
+    assert len(result.output) < MAX_SHELL_OUTPUT_CHARS + 200
+
+
+async def test_invalid_utf8_output_is_replaced_not_fatal(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "printf 'ok \\377\\n'"}, ctx)
+
+    assert result.output == "ok \ufffd\n\nExit code: 0"
+
+
+async def test_killed_by_signal_is_reported(ctx: ToolContext) -> None:
+    result = await tool.execute({"command": "kill -9 $$"}, ctx)
+
+    assert result.output is not None
+    assert result.output.endswith("Exit code: killed by signal 9")
+
+
+@pytest.mark.parametrize("timeout", [0, -5, "soon"])
+async def test_invalid_timeout_is_an_error(ctx: ToolContext, timeout: object) -> None:
+    result = await tool.execute({"command": "true", "timeout": timeout}, ctx)
+
+    assert result.error is not None
+    assert "`timeout`" in result.error
+
+
+async def test_missing_command_is_an_error(ctx: ToolContext) -> None:
+    result = await tool.execute({}, ctx)
+
+    assert result.error is not None
+    assert "`command` is required" in result.error
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [("git status", None), ("ls -la | grep x", None), ("rm -rf build", "exec"), ("ls > f", "exec")],
+)
+def test_read_only_commands_need_no_confirmation(
+    ctx: ToolContext, command: str, expected: str | None
+) -> None:
+    assert tool.confirmation({"command": command}, ctx) == expected
+
+
+def test_title_shows_the_command_and_description() -> None:
+    assert (
+        tool.title({"command": "make test", "description": "run tests"}) == "make test (run tests)"
+    )
