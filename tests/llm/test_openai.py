@@ -604,3 +604,14 @@ async def test_a_base_url_without_a_scheme_is_a_clear_non_retryable_error(
 
     assert not failure.value.retryable
     assert sleep.delays == []
+
+
+async def test_an_exhausted_script_fails_after_immediate_retries(
+    scripted_server: ScriptedServer, provider: OpenAIProvider, sleep: RecordingSleep
+) -> None:
+    with pytest.raises(ProviderError, match="script exhausted") as failure:
+        await collect(provider)
+
+    assert failure.value.status == 500
+    assert len(scripted_server.requests) == RetryPolicy().max_attempts
+    assert set(sleep.delays) == {0.0}

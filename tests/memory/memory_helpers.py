@@ -117,12 +117,19 @@ def user_text(request: ModelRequest) -> str:
     return "".join(content.text for content in request.contents)
 
 
-def make_manager(tmp_path: Path, *, enabled: bool = True, now: float = NOW) -> MemoryManager:
-    """A manager over a fresh project and cairn home under ``tmp_path``, its clock fixed."""
+def make_manager(
+    tmp_path: Path, *, enabled: bool = True, now: float = NOW, local: bool = False
+) -> MemoryManager:
+    """A manager over a fresh project and cairn home under ``tmp_path``, its clock fixed.
+
+    ``local`` keeps project memory in ``<project>/.cairn/memory`` (shorter paths).
+    """
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     settings = Settings.model_validate({"memory": {"enableManagedAutoMemory": enabled}})
     environ = {"CAIRN_HOME": str(tmp_path / "home")}
+    if local:
+        environ["CAIRN_MEMORY_LOCAL"] = "1"
     return MemoryManager(project, settings=settings, environ=environ, clock=lambda: now)
 
 

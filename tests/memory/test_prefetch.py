@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,9 +19,11 @@ from memory_helpers import (
 
 from cairn.abort import AbortController
 from cairn.llm.errors import ProviderError
+from cairn.llm.openai import OpenAIProvider
 from cairn.memory.manager import MemoryManager
 from cairn.memory.prefetch import RecallDelivery, RecallLifecycle
 from cairn.memory.telemetry import RECALL_DELIVERY_EVENT
+from cairn.testing import RecordedRequest, Reply, ScriptedServer
 
 LONG_WAIT_MS = 60_000  # a ceiling no test reaches: a wait that ends did so for a reason
 GUARD_SECONDS = 10  # fails a test whose wait did not end early instead of hanging
@@ -98,7 +101,7 @@ async def test_a_result_settled_before_the_first_request_is_delivered_refined_at
 ) -> None:
     lifecycle = _lifecycle(manager, ScriptedModel(pick("release-owner")))
     lifecycle.begin("release", AbortController().signal, [])
-    await asyncio.sleep(0.05)  # let the selector answer
+    await lifecycle.wait_settled()
     delivery = await _consume(lifecycle, "initial")
     assert delivery is not None and delivery.phase == "refined" and delivery.strategy == "model"
     assert _names(delivery) == ["release-owner"]
@@ -125,7 +128,7 @@ async def test_the_refined_delivery_drops_the_documents_the_fast_phase_delivered
     fast = await _consume(lifecycle, "initial")
     assert sorted(_names(fast)) == ["release", "release-train"]
     gate.set()
-    await asyncio.sleep(0.05)
+    await lifecycle.wait_settled()
     refined = await _consume(lifecycle, "tool_result")
     assert refined is not None and refined.phase == "refined"
     assert _names(refined) == ["release-owner"]
@@ -143,7 +146,7 @@ async def test_a_selector_choosing_only_fast_documents_is_discarded_as_already_d
     lifecycle.begin("release", AbortController().signal, [])
     await _consume(lifecycle, "initial")
     gate.set()
-    await asyncio.sleep(0.05)
+    await lifecycle.wait_settled()
     assert await _consume(lifecycle, "tool_result") is None
     assert [e["discard_reason"] for e in _terminal(events)] == ["already_delivered"]
 
@@ -156,7 +159,7 @@ async def test_all_fast_overlap_is_recorded_as_already_delivered_when_the_turn_e
     lifecycle.begin("release", AbortController().signal, [])
     await _consume(lifecycle, "initial")
     gate.set()
-    await asyncio.sleep(0.05)
+    await lifecycle.wait_settled()
     lifecycle.finish()
     assert [e["discard_reason"] for e in _terminal(events)] == ["already_delivered"]
 
@@ -169,7 +172,7 @@ async def test_partial_fast_overlap_keeps_the_cancel_reason(
     lifecycle.begin("release", AbortController().signal, [])
     await _consume(lifecycle, "initial")
     gate.set()
-    await asyncio.sleep(0.05)
+    await lifecycle.wait_settled()
     lifecycle.finish()
     assert [e["discard_reason"] for e in _terminal(events)] == ["no_safe_delivery_point"]
 
@@ -179,7 +182,7 @@ async def test_a_settled_empty_result_is_discarded_as_no_relevant_results(
 ) -> None:
     lifecycle = _lifecycle(manager, ScriptedModel(pick()))
     lifecycle.begin("release", AbortController().signal, [])
-    await asyncio.sleep(0.05)
+    await lifecycle.wait_settled()
     assert await _consume(lifecycle, "initial") is None
     assert [e["discard_reason"] for e in _terminal(events)] == ["no_relevant_results"]
 
@@ -187,9 +190,10 @@ async def test_a_settled_empty_result_is_discarded_as_no_relevant_results(
 async def test_a_new_query_discards_the_previous_handle_and_its_fast_result(
     manager: MemoryManager, events: Events
 ) -> None:
-    lifecycle = _lifecycle(manager, ScriptedModel(gate=asyncio.Event()), wait_ms=20)
+    model = ScriptedModel(gate=asyncio.Event())
+    lifecycle = _lifecycle(manager, model, wait_ms=20)
     lifecycle.begin("release", AbortController().signal, [])
-    await asyncio.sleep(0.01)  # the first handle's fast result exists now
+    await model.started.wait()  # the first handle's fast result exists now
     lifecycle.begin("zebra crossing", AbortController().signal, [])
     assert await _consume(lifecycle, "initial") is None
     assert [e["discard_reason"] for e in _terminal(events)] == ["new_query"]
@@ -223,10 +227,11 @@ async def test_an_abort_during_the_initial_wait_ends_it_without_a_delivery(
     manager: MemoryManager,
 ) -> None:
     turn = AbortController()
-    lifecycle = _lifecycle(manager, ScriptedModel(gate=asyncio.Event()))
+    model = ScriptedModel(gate=asyncio.Event())
+    lifecycle = _lifecycle(manager, model)
     lifecycle.begin("zebra crossing", turn.signal, [])
     waiting = asyncio.create_task(_consume(lifecycle, "initial"))
-    await asyncio.sleep(0.01)
+    await model.started.wait()
     turn.abort()
     assert await waiting is None
 
@@ -234,10 +239,11 @@ async def test_an_abort_during_the_initial_wait_ends_it_without_a_delivery(
 async def test_a_handle_swapped_during_the_initial_wait_is_refused(
     manager: MemoryManager,
 ) -> None:
-    lifecycle = _lifecycle(manager, ScriptedModel(gate=asyncio.Event()))
+    model = ScriptedModel(gate=asyncio.Event())
+    lifecycle = _lifecycle(manager, model)
     lifecycle.begin("zebra crossing", AbortController().signal, [])
     waiting = asyncio.create_task(_consume(lifecycle, "initial"))
-    await asyncio.sleep(0.01)
+    await model.started.wait()
     lifecycle.begin("release", AbortController().signal, [])
     assert await waiting is None
     assert lifecycle.pending
@@ -272,14 +278,19 @@ async def test_an_unknown_cancel_reason_is_refused(manager: MemoryManager) -> No
 
 
 async def test_a_memory_is_surfaced_at_most_once_per_session(manager: MemoryManager) -> None:
-    lifecycle = _lifecycle(manager, None)
+    lifecycle = _lifecycle(manager, ScriptedModel(gate=asyncio.Event()), wait_ms=20)
     lifecycle.begin("release", AbortController().signal, [])
     first = await _consume(lifecycle, "initial")
     lifecycle.finish()
     lifecycle.begin("release", AbortController().signal, [])
     second = await _consume(lifecycle, "initial")
-    assert set(_names(first)).isdisjoint(_names(second))
-    assert lifecycle.surfaced_paths == {*first.paths, *second.paths}  # type: ignore[union-attr]
+    lifecycle.finish()
+    lifecycle.begin("release", AbortController().signal, [])
+    third = await _consume(lifecycle, "initial")
+    assert sorted(_names(first)) == ["release", "release-train"]
+    assert _names(second) == ["release-owner"]
+    assert third is None
+    assert len(lifecycle.surfaced_paths) == 3
 
 
 async def test_reset_forgets_the_surfaced_memories(manager: MemoryManager, events: Events) -> None:
@@ -300,7 +311,7 @@ async def test_a_failing_selector_yields_the_lexical_result_and_never_raises(
     model = ScriptedModel(error=ProviderError("HTTP 500", status=500))
     lifecycle = _lifecycle(manager, model)
     lifecycle.begin("release", AbortController().signal, [])
-    await asyncio.sleep(0.05)
+    await lifecycle.wait_settled()
     delivery = await _consume(lifecycle, "initial")
     assert delivery is not None and delivery.strategy == "heuristic"
     assert len(delivery.paths) == 3
@@ -320,14 +331,14 @@ async def test_every_handle_records_exactly_one_terminal_event_and_at_most_one_f
     manager: MemoryManager, events: Events
 ) -> None:
     gate = asyncio.Event()
-    lifecycle = _lifecycle(manager, ScriptedModel(pick("release-owner"), gate=gate))
+    lifecycle = _lifecycle(manager, ScriptedModel(pick("release-owner"), gate=gate), wait_ms=20)
     for _turn in range(3):
         lifecycle.begin("release", AbortController().signal, [])
         await _consume(lifecycle, "initial")
         await _consume(lifecycle, "initial")
         await _consume(lifecycle, "tool_result")
     gate.set()
-    await asyncio.sleep(0.05)
+    await lifecycle.wait_settled()
     await _consume(lifecycle, "tool_result")
     lifecycle.finish()
     assert len(_terminal(events)) == 3
@@ -344,3 +355,33 @@ async def test_delivery_events_carry_no_paths_or_text(
         assert set(event) == {
             "phase", "delivery_point", "discard_reason", "strategy", "docs_selected", "latency_ms"
         }  # fmt: skip
+
+
+async def test_fast_recall_is_delivered_before_a_slow_selector_over_http(
+    manager: MemoryManager,
+) -> None:
+    """The real provider against the scripted server, the selector answering after 100 ms."""
+
+    def selector(request: RecordedRequest) -> Reply | None:
+        if request.purpose != "recall-selector":
+            return None
+        owner = next(
+            line for line in request.last_user_text().splitlines() if "release-owner" in line
+        )
+        path = owner.split("] ", 1)[1].rsplit(" (", 1)[0]
+        return Reply(text=json.dumps({"selected_memories": [path]}), delay=0.3)
+
+    with ScriptedServer(handler=selector) as server:
+        provider = OpenAIProvider(base_url=server.base_url, api_key="k", model="m", fast_model="f")
+        lifecycle = RecallLifecycle(manager, provider, session_id="s1")
+        lifecycle.begin("release", AbortController().signal, [])
+        fast = await lifecycle.consume("initial")
+        await lifecycle.wait_settled()
+        refined = await lifecycle.consume("tool_result")
+        await provider.aclose()
+    assert fast is not None and fast.phase == "fast"
+    assert sorted(_names(fast)) == ["release", "release-train"]
+    assert refined is not None and refined.phase == "refined" and refined.strategy == "model"
+    assert _names(refined) == ["release-owner"]
+    (request,) = server.requests_for("recall-selector")
+    assert request.model == "f"

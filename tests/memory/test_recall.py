@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,6 +43,13 @@ def manager(tmp_path: Path) -> MemoryManager:
 @pytest.fixture
 def root(manager: MemoryManager) -> Path:
     return project_root(manager)
+
+
+@pytest.fixture
+def short_manager() -> Iterator[MemoryManager]:
+    """A manager whose paths are short enough for 200 manifest lines within 25,000 bytes."""
+    with tempfile.TemporaryDirectory(prefix="cm", dir="/tmp") as folder:
+        yield make_manager(Path(folder), local=True)
 
 
 async def _recall(
@@ -212,8 +220,9 @@ async def test_tool_noise_is_kept_out_of_the_fast_result_and_the_manifest(
 
 
 async def test_an_old_match_behind_two_hundred_newer_memories_is_a_candidate(
-    manager: MemoryManager, root: Path
+    short_manager: MemoryManager,
 ) -> None:
+    manager, root = short_manager, project_root(short_manager)
     old = write_memory(root, "kafka", description="kafka rebalance runbook", mtime=NOW - 900 * DAY)
     for i in range(250):
         write_memory(root, f"note{i}", description=f"unrelated note {i}", mtime=NOW - i)
@@ -226,8 +235,9 @@ async def test_an_old_match_behind_two_hundred_newer_memories_is_a_candidate(
 
 
 async def test_many_matches_leave_twenty_seats_to_the_newest_memories(
-    manager: MemoryManager, root: Path
+    short_manager: MemoryManager,
 ) -> None:
+    manager, root = short_manager, project_root(short_manager)
     for i in range(190):
         write_memory(root, f"match{i}", description="kafka topic", mtime=NOW - 100 * DAY - i)
     for i in range(30):

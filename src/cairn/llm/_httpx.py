@@ -23,6 +23,6 @@ if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
     _stub.main = _main  # type: ignore[attr-defined]
     sys.modules["httpx._main"] = _stub
 
-import httpx  # noqa: E402
+import httpx
 
 __all__ = ["httpx"]

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
-import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,19 +42,6 @@ from cairn.llm.types import (
 __all__ = ["OpenAIProvider", "to_openai_messages"]
 
 
-def _remember_missing_sniffio() -> None:
-    """Make ``import sniffio`` fail fast when sniffio is not installed.
-
-    httpcore runs ``import sniffio`` (optional since anyio 4) each time it takes a lock, several
-    times per request. A failed import is not cached, so each one searches ``sys.path`` again:
-    about 3 ms of CPU per request. A ``None`` entry in ``sys.modules`` is Python's own "known
-    missing" marker, and httpcore then assumes asyncio, which is what cairn runs on.
-    """
-    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
-        sys.modules["sniffio"] = None  # type: ignore[assignment]
-
-
-_remember_missing_sniffio()
 
 PURPOSE_HEADER = "X-Cairn-Purpose"
 SESSION_HEADER = "X-Cairn-Session-Id"

@@ -57,4 +57,3 @@ def build_candidates(
             interleaved.append(recent[index])
     interleaved.extend(recent[len(model_lexical) :])
     return Candidates(model=interleaved, fallback=list(lexical[: max(limit, 0)]))
-

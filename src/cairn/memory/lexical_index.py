@@ -1,42 +1,71 @@
 """The inverted index behind the fast phase, and the exact top-k search over it.
 
-One :class:`LexicalIndex` per memory root maps each term to a posting list: the ids of the
-documents holding it (ascending) with their saturated BM25F weights (:mod:`cairn.memory.scorer`).
-A document is added or removed on its own, so an edited file re-indexes only itself.
+One :class:`LexicalIndex` per memory root. Each document sits in a *slot* (a small integer,
+reused after removal); each term has a posting list: the slots holding it, ascending, with the
+document's quantised BM25F weight for it (1..255, see :mod:`cairn.memory.scorer`). A document is
+added or removed on its own, so an edited file re-indexes only itself.
 
-:func:`search` scores term by term, rarest first (MaxScore): once the terms left can add less to a
-document than the k-th best score found so far, documents holding only those terms cannot reach
-the top k, so the remaining posting lists are only probed for documents already scored. The
-result is exactly the top k of a full evaluation; the common words of a query stop costing time.
+Scores are exact integers (``sum of idf_q * weight_q``), which makes ranking deterministic: an
+index updated file by file ranks exactly like one rebuilt from scratch, whatever slots it used.
 
-Persisted form (:meth:`LexicalIndex.to_state`): all posting lists concatenated into two flat
-arrays, so a new process loads an index with a handful of C-level copies; a term's list is cut
-out of the flat arrays the first time it is used.
+Searching without leaving C for the common words: a pool-wide score vector is a Python ``int``
+holding one 32-bit field per slot. A frequent term's weights are cached as such a packed vector,
+so adding it to the scores is one big-integer multiply-add instead of a Python loop over
+thousands of postings; rare terms are scattered into an ``array`` and packed once. The top k are
+then found with bit-parallel comparisons on the packed scores (add a per-field bias, mask the
+guard bits, count them): a binary search on the score threshold touches every document in a few
+big-integer operations, and only the documents above the threshold are ever unpacked.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
+import sys
 from array import array
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, repeat
-from operator import itemgetter, mul
+from itertools import accumulate
 
-from cairn.memory.scorer import idf
+from cairn.memory.scorer import MAX_TERM_WEIGHT, idf_weight, score_value
 
 __all__ = ["Hit", "IndexState", "LexicalIndex", "search"]
 
-_ID_TYPE = "i"  # posting ids: signed 32-bit
-_WEIGHT_TYPE = "f"  # posting weights: 32-bit floats (7 significant digits is plenty to rank)
-_PRUNE_MIN_POSTINGS = 64  # shorter lists are cheaper to walk than to check the bound for
-_BISECT_RATIO = 8  # probe by binary search when the list is this many times longer than acc
-_UPPER_BOUND_SLACK = 1.0 + 1e-9  # float rounding margin on the "cannot reach the top k" bound
+_SLOT_TYPE = "i"  # posting slots: signed 32-bit
+_WEIGHT_TYPE = "B"  # posting weights: 1..255
+_FIELD_TYPE = "I"  # one packed score field: unsigned 32-bit
+_FIELD_BITS = 32
+_GUARD_BIT = _FIELD_BITS - 1  # scores stay below 2**31, so bit 31 is free for comparisons
+_DENSE_RATIO = 64  # a term held by >= 1/64 of the slots is cached as a packed vector ...
+_DENSE_MIN_POSTINGS = 32  # ... when it also has at least this many postings
+_DENSE_CACHE_BYTES = 24 * 1024 * 1024  # packed vectors kept per index (least recently used go)
+_WINDOW_FACTOR = 4  # the threshold search stops once at most 4k (and >= k) documents pass
+_WINDOW_MIN = 32
 
-IndexState = tuple[str, bytes, bytes, bytes, int]  # terms, counts, ids, weights, doc count
-_Posting = tuple[array, array]  # (ids, weights)
+IndexState = tuple[int, bytes, str, bytes, bytes, bytes]  # slots, used, terms, counts, ids, weights
+_Posting = tuple[array, array]  # (slots, weights)
+
+
+def _pack(fields: array) -> int:
+    """An ``array('I')`` as one integer, field i at bits 32*i .. 32*i+31."""
+    if sys.byteorder == "big":
+        fields = array(_FIELD_TYPE, fields)
+        fields.byteswap()
+    return int.from_bytes(fields.tobytes(), "little")
+
+
+def _unpack(value: int, size: int) -> array:
+    fields = array(_FIELD_TYPE)
+    fields.frombytes(value.to_bytes(size * 4, "little"))
+    if sys.byteorder == "big":
+        fields.byteswap()
+    return fields
+
+
+def _ones(size: int) -> int:
+    """The packed vector with 1 in each of ``size`` fields."""
+    return int.from_bytes(b"\x01\x00\x00\x00" * size, "little")
 
 
 class LexicalIndex:
@@ -44,18 +73,26 @@ class LexicalIndex:
 
     def __init__(self) -> None:
         self._postings: dict[str, _Posting] = {}
+        self._used = bytearray()  # 1 per occupied slot
+        self._free: list[int] = []  # heap of released slots below len(_used)
         self._doc_count = 0
-        # Lazily cut posting lists of a loaded state: term -> (start, end) in the flat arrays.
+        self._dense: OrderedDict[str, int] = OrderedDict()
+        # Posting lists of a loaded state, cut out on first use: term -> (start, end).
         self._packed: dict[str, tuple[int, int]] = {}
-        self._packed_ids = array(_ID_TYPE)
+        self._packed_slots = array(_SLOT_TYPE)
         self._packed_weights = array(_WEIGHT_TYPE)
 
     @property
     def doc_count(self) -> int:
         return self._doc_count
 
+    @property
+    def capacity(self) -> int:
+        """One more than the highest slot ever used."""
+        return len(self._used)
+
     def posting(self, term: str) -> _Posting | None:
-        """The (ids, weights) of ``term``, or None when no document holds it."""
+        """The (slots, weights) of ``term``, or None when no document holds it."""
         found = self._postings.get(term)
         if found is not None:
             return found
@@ -63,7 +100,7 @@ class LexicalIndex:
         if span is None:
             return None
         start, end = span
-        found = (self._packed_ids[start:end], self._packed_weights[start:end])
+        found = (self._packed_slots[start:end], self._packed_weights[start:end])
         self._postings[term] = found
         return found
 
@@ -74,147 +111,224 @@ class LexicalIndex:
         span = self._packed.get(term)
         return 0 if span is None else span[1] - span[0]
 
-    def add(self, doc_id: int, weights: Mapping[str, float]) -> None:
-        """Index a document under a fresh id (ids only grow, so this appends)."""
+    # --- changes ------------------------------------------------------------------------
+
+    def _take_slot(self) -> int:
+        if self._free:
+            slot = heapq.heappop(self._free)
+            self._used[slot] = 1
+            return slot
+        self._used.append(1)
+        return len(self._used) - 1
+
+    def add(self, weights: Mapping[str, int]) -> int:
+        """Index one document (term -> weight 1..255); returns its slot."""
+        slot = self._take_slot()
         for term, weight in weights.items():
+            if not 1 <= weight <= MAX_TERM_WEIGHT:
+                raise ValueError(f"weight of {term!r} must be 1..{MAX_TERM_WEIGHT}, not {weight}")
             found = self.posting(term)
             if found is None:
-                found = (array(_ID_TYPE), array(_WEIGHT_TYPE))
+                found = (array(_SLOT_TYPE), array(_WEIGHT_TYPE))
                 self._postings[term] = found
-            ids, values = found
-            if not ids or ids[-1] < doc_id:
-                ids.append(doc_id)
-                values.append(weight)
-            else:
-                at = bisect_left(ids, doc_id)
-                if at < len(ids) and ids[at] == doc_id:
-                    raise ValueError(f"document {doc_id} is already indexed under {term!r}")
-                ids.insert(at, doc_id)
-                values.insert(at, weight)
+            slots, values = found
+            at = bisect_left(slots, slot)
+            slots.insert(at, slot)
+            values.insert(at, weight)
+            if term in self._dense:
+                self._dense[term] += weight << (_FIELD_BITS * slot)
         self._doc_count += 1
+        return slot
 
-    def remove(self, doc_id: int, terms: Iterable[str]) -> None:
-        """Drop a document; ``terms`` are the terms it was added with."""
+    def remove(self, slot: int, terms: Iterable[str]) -> None:
+        """Drop the document in ``slot``; ``terms`` are the terms it was added with."""
+        if not 0 <= slot < len(self._used) or not self._used[slot]:
+            raise ValueError(f"slot {slot} holds no document")
         for term in terms:
             found = self.posting(term)
             if found is None:
                 continue
-            ids, values = found
-            at = bisect_left(ids, doc_id)
-            if at < len(ids) and ids[at] == doc_id:
-                del ids[at]
+            slots, values = found
+            at = bisect_left(slots, slot)
+            if at < len(slots) and slots[at] == slot:
+                if term in self._dense:
+                    self._dense[term] -= values[at] << (_FIELD_BITS * slot)
+                del slots[at]
                 del values[at]
-                if not ids:
+                if not slots:
                     del self._postings[term]
+                    self._dense.pop(term, None)
+        self._used[slot] = 0
+        heapq.heappush(self._free, slot)
         self._doc_count -= 1
+
+    # --- scoring ------------------------------------------------------------------------
+
+    def _dense_vector(self, term: str, posting: _Posting) -> int | None:
+        """The packed weights of a frequent term (cached), or None for a rare one."""
+        cached = self._dense.get(term)
+        if cached is not None:
+            self._dense.move_to_end(term)
+            return cached
+        size = len(posting[0])
+        if size < _DENSE_MIN_POSTINGS or size * _DENSE_RATIO < self.capacity:
+            return None
+        fields = array(_FIELD_TYPE, bytes(4 * self.capacity))
+        for slot, weight in zip(*posting, strict=True):
+            fields[slot] = weight
+        vector = _pack(fields)
+        self._dense[term] = vector
+        while len(self._dense) * 4 * self.capacity > _DENSE_CACHE_BYTES and len(self._dense) > 1:
+            self._dense.popitem(last=False)
+        return vector
+
+    def scores(self, plan: Sequence[tuple[str, int]]) -> int:
+        """Packed ``sum of idf * weight`` per slot for the (term, idf weight) pairs of a query."""
+        total = 0
+        scattered: array | None = None
+        for term, idf in plan:
+            posting = self.posting(term)
+            if posting is None:
+                continue
+            vector = self._dense_vector(term, posting)
+            if vector is not None:
+                total += idf * vector
+                continue
+            if scattered is None:
+                scattered = array(_FIELD_TYPE, bytes(4 * self.capacity))
+            for slot, weight in zip(*posting, strict=True):
+                scattered[slot] += idf * weight
+        if scattered is not None:
+            total += _pack(scattered)
+        return total
+
+    # --- persistence --------------------------------------------------------------------
 
     def to_state(self) -> IndexState:
         """The whole index as a few strings and byte blobs (for marshal)."""
         terms = sorted({*self._postings, *self._packed})
-        counts, ids, weights = array("q"), array(_ID_TYPE), array(_WEIGHT_TYPE)
+        counts, slots, weights = array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE)
         for term in terms:
             found = self._postings.get(term)
             if found is None:
                 start, end = self._packed[term]
-                found = (self._packed_ids[start:end], self._packed_weights[start:end])
+                found = (self._packed_slots[start:end], self._packed_weights[start:end])
             counts.append(len(found[0]))
-            ids.extend(found[0])
+            slots.extend(found[0])
             weights.extend(found[1])
-        return ("\0".join(terms), counts.tobytes(), ids.tobytes(), weights.tobytes(),
-                self._doc_count)  # fmt: skip
+        return (self._doc_count, bytes(self._used), "\0".join(terms), counts.tobytes(),
+                slots.tobytes(), weights.tobytes())  # fmt: skip
 
     @classmethod
     def from_state(cls, state: IndexState) -> LexicalIndex:
         """The index :meth:`to_state` saved. Raises ValueError when the state is inconsistent."""
-        joined, count_bytes, id_bytes, weight_bytes, doc_count = state
-        counts, index = array("q"), cls()
+        doc_count, used, joined, count_bytes, slot_bytes, weight_bytes = state
+        index, counts = cls(), array("q")
         counts.frombytes(count_bytes)
-        index._packed_ids.frombytes(id_bytes)
+        index._packed_slots.frombytes(slot_bytes)
         index._packed_weights.frombytes(weight_bytes)
+        index._used = bytearray(used)
         terms = joined.split("\0") if joined else []
         ends = list(accumulate(counts))
         total = ends[-1] if ends else 0
-        if len(terms) != len(counts) or total != len(index._packed_ids):
-            raise ValueError("index state: term, count and id tables disagree")
-        if total != len(index._packed_weights) or not isinstance(doc_count, int):
+        if len(terms) != len(counts) or total != len(index._packed_slots):
+            raise ValueError("index state: term, count and slot tables disagree")
+        if total != len(index._packed_weights) or doc_count != sum(index._used):
             raise ValueError("index state: weight table or document count is damaged")
+        if index._packed_slots and not 0 <= min(index._packed_slots) <= max(
+            index._packed_slots
+        ) < len(index._used):
+            raise ValueError("index state: a posting points past the slot table")
         index._packed = dict(zip(terms, zip([0, *ends[:-1]], ends, strict=True), strict=True))
         index._doc_count = doc_count
+        index._free = [slot for slot, taken in enumerate(index._used) if not taken]
         return index
 
 
 @dataclass(frozen=True, slots=True)
 class Hit:
     shard: int  # position of the document's index in the ``indexes`` given to search()
-    doc_id: int
+    slot: int
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class _Term:
-    idf: float
-    postings: tuple[_Posting | None, ...]  # one per shard
+Accept = Callable[[int, int], bool]  # (shard, slot) -> may this document be returned?
 
 
-def _plan(indexes: Sequence[LexicalIndex], terms: Iterable[str]) -> list[_Term]:
-    """Query terms present anywhere, rarest (highest idf) first; ties keep query order."""
+@dataclass
+class _Shard:
+    """The packed scores of one index during a search, with their comparison constants."""
+
+    number: int
+    size: int
+    scores: int
+    ones: int
+    guards: int
+    biased: int  # scores + 2**31 in every field: (biased - t*ones) keeps the guard iff >= t
+    values: array | None = None
+
+    def count_at_least(self, threshold: int) -> int:
+        return ((self.biased - threshold * self.ones) & self.guards).bit_count()
+
+    def slots_at_least(self, threshold: int) -> list[int]:
+        mask = (self.biased - threshold * self.ones) & self.guards
+        guard_bytes = mask.to_bytes(self.size * 4, "little")[3::4]
+        slots: list[int] = []
+        at = guard_bytes.find(0x80)
+        while at >= 0:
+            slots.append(at)
+            at = guard_bytes.find(0x80, at + 1)
+        return slots
+
+    def value(self, slot: int) -> int:
+        if self.values is None:
+            self.values = _unpack(self.scores, self.size)
+        return self.values[slot]
+
+
+def _plan(indexes: Sequence[LexicalIndex], terms: Iterable[str]) -> list[tuple[str, int]]:
+    """Distinct query terms present anywhere, each with its integer idf weight."""
     doc_count = sum(index.doc_count for index in indexes)
-    planned: list[tuple[float, int, _Term]] = []
-    for position, term in enumerate(dict.fromkeys(terms)):
-        postings = tuple(index.posting(term) for index in indexes)
-        frequency = sum(len(found[0]) for found in postings if found is not None)
+    plan: list[tuple[str, int]] = []
+    for term in dict.fromkeys(terms):
+        frequency = sum(index.doc_frequency(term) for index in indexes)
         if frequency:
-            weight = idf(frequency, max(doc_count, frequency))
-            planned.append((-weight, position, _Term(weight, postings)))
-    planned.sort(key=itemgetter(0, 1))
-    return [term for _, _, term in planned]
+            plan.append((term, idf_weight(frequency, max(doc_count, frequency))))
+    return plan
 
 
-def _accumulate(acc: dict[int, float], posting: _Posting, weight: float, *, grow: bool) -> None:
-    """Add ``weight * posting`` into ``acc``; new documents join only when ``grow``."""
-    ids, values = posting
-    if not grow and len(ids) > _BISECT_RATIO * len(acc):
-        size = len(ids)
-        for doc_id in acc:
-            at = bisect_left(ids, doc_id)
-            if at < size and ids[at] == doc_id:
-                acc[doc_id] += weight * values[at]
-        return
-    if not acc and grow:
-        acc.update(zip(ids, map(mul, values, repeat(weight)), strict=True))
-        return
-    contribution = dict(zip(ids, map(mul, values, repeat(weight)), strict=True))
-    for doc_id in acc.keys() & contribution.keys():
-        acc[doc_id] += contribution[doc_id]
-    if grow:
-        for doc_id, value in contribution.items():
-            if doc_id not in acc:
-                acc[doc_id] = value
+def _shards(indexes: Sequence[LexicalIndex], plan: Sequence[tuple[str, int]]) -> list[_Shard]:
+    shards: list[_Shard] = []
+    for number, index in enumerate(indexes):
+        scores = index.scores(plan)
+        if scores:
+            size = index.capacity
+            ones = _ones(size)
+            guards = ones << _GUARD_BIT
+            shards.append(_Shard(number, size, scores, ones, guards, scores + guards))
+    return shards
 
 
-Accept = Callable[[int, int], bool]  # (shard, doc_id) -> may this document be returned?
+def _threshold(shards: Sequence[_Shard], wanted: int, ceiling: int) -> int:
+    """A score t with at least ``wanted`` documents >= t (if so many scored), and few more."""
+    window = max(_WINDOW_MIN, _WINDOW_FACTOR * wanted)
 
+    def count(threshold: int) -> int:
+        return sum(shard.count_at_least(threshold) for shard in shards)
 
-def _kth_best(accs: Sequence[dict[int, float]], k: int, accept: Accept) -> float | None:
-    """The k-th highest score among accepted documents, or None when fewer are accepted."""
-    take = k + 8
-    total = sum(len(acc) for acc in accs)
-    while True:
-        top = heapq.nlargest(
-            take,
-            ((score, shard, doc_id) for shard, acc in enumerate(accs) for doc_id, score in
-             heapq.nlargest(take, acc.items(), key=itemgetter(1))),
-            key=itemgetter(0),
-        )  # fmt: skip
-        accepted = 0
-        for score, shard, doc_id in top:
-            if accept(shard, doc_id):
-                accepted += 1
-                if accepted == k:
-                    return score
-        if take >= total:
-            return None
-        take *= 4
+    low, high = 1, ceiling + 1  # count(low) >= wanted (or low == 1); count(high) < wanted
+    if count(low) <= window:
+        return low
+    while high - low > 1:
+        middle = (low + high) // 2
+        passing = count(middle)
+        if passing >= wanted:
+            low = middle
+            if passing <= window:
+                break
+        else:
+            high = middle
+    return low
 
 
 def search(
@@ -224,58 +338,38 @@ def search(
     limit: int,
     accept: Accept,
     order_key: Callable[[int, int], Hashable],
-    bonus: Callable[[int, int], float] | None = None,
-    bonus_cap: float = 0.0,
 ) -> list[Hit]:
-    """The ``limit`` best accepted documents, score descending, then by ``order_key``.
+    """The ``limit`` best accepted documents: score descending, then ``order_key`` ascending.
 
-    ``bonus(shard, doc_id)`` (at most ``bonus_cap``) is added to every document that matched a
-    term. Every returned score is above zero.
+    Every returned score is above zero. ``accept`` is asked only about documents that could
+    make the cut, best first.
     """
     plan = _plan(indexes, terms)
     if limit <= 0 or not plan:
         return []
-    remaining = list(accumulate(term.idf for term in reversed(plan)))[::-1]
-    accs: list[dict[int, float]] = [{} for _ in indexes]
-    grow = True
-    for position, term in enumerate(plan):
-        bound = (remaining[position] + bonus_cap) * _UPPER_BOUND_SLACK
-        # No document has scored more than the idfs seen so far: only then can theta beat bound.
-        if (
-            grow
-            and bound < remaining[0] - remaining[position]
-            and _worth_pruning(term, accs, limit)
-        ):
-            theta = _kth_best(accs, limit, accept)
-            grow = theta is None or bound >= theta
-        for shard, posting in enumerate(term.postings):
-            if posting is not None:
-                _accumulate(accs[shard], posting, term.idf, grow=grow)
-    if bonus is not None:
-        for shard, acc in enumerate(accs):
-            for doc_id in acc:
-                acc[doc_id] += bonus(shard, doc_id)
-    return _select(accs, limit, accept, order_key)
-
-
-def _worth_pruning(term: _Term, accs: Sequence[dict[int, float]], limit: int) -> bool:
-    size = sum(len(found[0]) for found in term.postings if found is not None)
-    return size >= _PRUNE_MIN_POSTINGS and sum(len(acc) for acc in accs) >= limit
-
-
-def _select(
-    accs: Sequence[dict[int, float]],
-    limit: int,
-    accept: Accept,
-    order_key: Callable[[int, int], Hashable],
-) -> list[Hit]:
-    theta = _kth_best(accs, limit, accept)
-    floor = -math.inf if theta is None else theta
-    hits = [
-        Hit(shard, doc_id, score)
-        for shard, acc in enumerate(accs)
-        for doc_id, score in acc.items()
-        if score >= floor and accept(shard, doc_id)
-    ]
-    hits.sort(key=lambda hit: (-hit.score, order_key(hit.shard, hit.doc_id)))
-    return hits[:limit]
+    shards = _shards(indexes, plan)
+    if not shards:
+        return []
+    ceiling = sum(idf for _, idf in plan) * MAX_TERM_WEIGHT
+    wanted = limit
+    while True:
+        threshold = _threshold(shards, wanted, ceiling)
+        candidates = [
+            (-shard.value(slot), order_key(shard.number, slot), shard.number, slot)
+            for shard in shards
+            for slot in shard.slots_at_least(threshold)
+        ]
+        candidates.sort()
+        hits: list[Hit] = []
+        rejected = 0
+        for negative, _, number, slot in candidates:
+            if accept(number, slot):
+                hits.append(Hit(number, slot, score_value(-negative)))
+                if len(hits) == limit:
+                    return hits
+            else:
+                rejected += 1
+        if threshold <= 1:
+            return hits
+        wanted = limit + rejected
+        ceiling = threshold - 1 if not candidates else ceiling

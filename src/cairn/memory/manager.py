@@ -134,10 +134,17 @@ class MemoryManager:
         """The ``## Relevant memory`` block for ``docs``, aged by this manager's clock."""
         return render_relevant_memory(docs, now=self.clock())
 
-    def reindex(self) -> ScanReport:
-        """Re-read changed files, regenerate every ``MEMORY.md`` and persist the index."""
+    def reindex(self, *, on_step: Callable[[str], None] | None = None) -> ScanReport:
+        """Re-read changed files, regenerate every ``MEMORY.md`` and persist the index.
+
+        ``on_step`` is told the name of each step as it starts (for progress display).
+        """
+        step = on_step or (lambda _name: None)
+        step("Reading memory files")
         report = self.store.refresh()
+        step("Writing MEMORY.md")
         self.store.rebuild_index_files()
+        step("Saving the search index")
         self.store.save()
         return report
 

@@ -124,15 +124,25 @@ class RecallLifecycle:
             return self._deliver_fast(handle) if point == "initial" else None
         return self._deliver_refined(handle, point)
 
+    async def wait_settled(self) -> None:
+        """Wait until the pending recall has its final result (demos, ``cairn memory``, tests).
+
+        A turn never calls this: it would make the turn wait for the selector.
+        """
+        handle = self._handle
+        if handle is not None and handle.task is not None:
+            await asyncio.shield(handle.task)
+
     def finish(self) -> None:
         """Close the handle at the end of a turn (``no_safe_delivery_point``); idempotent."""
         self.cancel("no_safe_delivery_point")
 
     def cancel(self, reason: str) -> None:
         """Discard the pending handle with ``reason`` (new_query, abort, reset, shutdown)."""
+        known = _as_reason(reason)
         handle = self._handle
         if handle is not None:
-            self._discard(handle, _as_reason(reason))
+            self._discard(handle, known)
 
     def reset(self) -> None:
         """``/clear``: discard the handle and forget which memories were surfaced."""

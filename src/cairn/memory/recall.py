@@ -13,6 +13,7 @@ before a caller's bounded wait can expire, however busy the machine is.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
@@ -126,7 +127,8 @@ async def recall_memories(
     if provider is None:
         return finish(_heuristic(fallback, now))
     taken = {doc.path for doc in lexical[:LEXICAL_CANDIDATE_LIMIT]}
-    recent = store.recent(
+    recent = _newest(
+        store,
         limit=MAX_MODEL_CANDIDATE_DOCS - len(taken),
         exclude=lambda doc: doc.path in taken or ineligible(doc),
     )
@@ -154,6 +156,18 @@ async def recall_memories(
         return RecallResult()
     strategy: RecallStrategy = "model" if chosen else "none"
     return finish(RecallResult(render_relevant_memory(chosen, now=now()), chosen, strategy))
+
+
+def _newest(
+    store: MemoryStore, *, limit: int, exclude: Callable[[MemoryDoc], bool]
+) -> list[MemoryDoc]:
+    """The ``limit`` newest documents not excluded; equal mtimes keep the project-first order.
+
+    Stands in for ``MemoryStore.recent``, which reads every root's records through the last
+    root and so fails when both a project and a user root hold memories.
+    """
+    newest = sorted(store.docs(), key=lambda doc: -doc.mtime)  # two sorted runs: linear
+    return list(itertools.islice((doc for doc in newest if not exclude(doc)), max(limit, 0)))
 
 
 def _heuristic(docs: list[MemoryDoc], now: Callable[[], float]) -> RecallResult:

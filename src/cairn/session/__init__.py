@@ -1,1 +1,57 @@
-"""session."""
+"""The session runtime shared by every front end (terminal UI, headless, ACP, daemon)."""
+
+from cairn.session.commands import COMMANDS, CommandOutcome, SlashCommand, find_command
+from cairn.session.events import (
+    AssistantMessage,
+    AssistantText,
+    AssistantThought,
+    EventSink,
+    ModeChanged,
+    Notice,
+    PlanUpdate,
+    SessionEvent,
+    StopReason,
+    StreamReset,
+    ToolCallStart,
+    ToolCallUpdate,
+    TurnEnded,
+    TurnResult,
+    TurnStarted,
+    UsageUpdate,
+    UserText,
+)
+from cairn.session.frontend import Frontend, NonInteractive, PermissionOutcome, PermissionRequest
+from cairn.session.runtime import Runtime, SessionNotFound
+from cairn.session.session import PromptRequest, Session
+
+__all__ = [
+    "COMMANDS",
+    "AssistantMessage",
+    "AssistantText",
+    "AssistantThought",
+    "CommandOutcome",
+    "EventSink",
+    "Frontend",
+    "ModeChanged",
+    "NonInteractive",
+    "Notice",
+    "PermissionOutcome",
+    "PermissionRequest",
+    "PlanUpdate",
+    "PromptRequest",
+    "Runtime",
+    "Session",
+    "SessionEvent",
+    "SessionNotFound",
+    "SlashCommand",
+    "StopReason",
+    "StreamReset",
+    "ToolCallStart",
+    "ToolCallUpdate",
+    "TurnEnded",
+    "TurnResult",
+    "TurnStarted",
+    "UsageUpdate",
+    "UserText",
+    "find_command",
+]

@@ -4,7 +4,7 @@
   records every request and answers from a script of :class:`Reply` objects.
 - :class:`ScriptedProvider`: the same replies played in process, without HTTP.
 - ``cairn.testing.fixtures``: a pytest plugin with the ``scripted_server`` and ``cairn_env``
-  fixtures (``pytest_plugins = ["cairn.testing.fixtures"]``).
+  fixtures (a pytest plugin registered by the package: no configuration needed).
 
 The server is imported on first use, so ``python -m cairn.testing.server`` runs it cleanly and
 importing this package for :func:`reply` stays cheap.

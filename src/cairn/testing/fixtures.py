@@ -1,6 +1,7 @@
 """pytest fixtures for testing against the scripted model server.
 
-Enable them with ``pytest_plugins = ["cairn.testing.fixtures"]`` in your ``conftest.py``.
+Installing cairn registers this module as the ``cairn`` pytest plugin, so the fixtures are
+available in every test run without configuration.
 """
 
 from __future__ import annotations

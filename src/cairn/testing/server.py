@@ -35,7 +35,7 @@ from cairn.testing.http11 import (
     send_json,
     send_stream,
 )
-from cairn.testing.request import RecordedRequest
+from cairn.testing.request import RecordedRequest, message_text
 from cairn.testing.script import Reply, ReplyQueues, load_script
 from cairn.testing.wire import (
     ReplyContext,
@@ -284,7 +284,7 @@ class ScriptedServer:
             ready.set()
             return
         self._port = self._server.sockets[0].getsockname()[1]
-        ready.set()
+        loop.call_soon(ready.set)  # once the loop runs, so stop() always finds it running
         try:
             loop.run_forever()
         finally:
@@ -308,14 +308,20 @@ class ScriptedServer:
         connection = next(self._connection_ids)
         try:
             await self._serve_requests(reader, writer, connection)
-            writer.close()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            writer.close()  # the client went away; there is nobody to answer
         except asyncio.CancelledError:
             # stop(): end quietly (asyncio's stream callback would log a re-raised cancel).
             writer.transport.abort()
+            return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away; there is nobody to answer
+        except Exception as exc:  # a server bug: drop this connection, keep serving others
+            with self._changed:
+                self.errors.append(f"the server failed on connection {connection}: {exc!r}")
+            writer.transport.abort()
+            return
         finally:
             self._tasks.discard(task)
+        writer.close()
 
     async def _serve_requests(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: int
@@ -432,7 +438,7 @@ class ScriptedServer:
 
     def _context(self, answer: Reply, request: RecordedRequest) -> ReplyContext:
         call_ids = [spec.id or f"call_{next(self._call_ids)}" for spec in answer.tool_calls]
-        prompt_chars = sum(len(json.dumps(m.get("content"))) for m in request.messages)
+        prompt_chars = sum(len(message_text(m)) for m in request.messages)
         return ReplyContext(
             completion_id=f"chatcmpl-scripted-{request.index}",
             created=int(request.received_at),

@@ -1,0 +1,313 @@
+"""``cairn memory``: list, show, search, recall, forget, restore, reindex and locate memories.
+
+Argument parsing and output only; the work is done by :class:`cairn.memory.MemoryManager`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cairn.abort import AbortController
+from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
+from cairn.config.paths import project_root
+from cairn.memory.document import MemoryDoc
+from cairn.memory.forget import ForgetPlan, ForgetReport
+from cairn.memory.manager import MemoryManager
+from cairn.memory.recall import RecallResult
+from cairn.memory.render import age_text, memory_age_days
+
+if TYPE_CHECKING:
+    from cairn.llm.types import Provider
+
+__all__ = ["memory_app"]
+
+EXIT_FAILED = 1  # the command ran but could not do what was asked
+EXIT_USAGE = 2  # bad input: arguments, settings
+
+memory_app = typer.Typer(
+    name="memory",
+    help="Inspect and manage cairn's long-term memory.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _out() -> Console:
+    return Console(highlight=False)
+
+
+def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {message}", markup=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _errors_as_messages() -> Iterator[None]:
+    """Known failures become one-line messages with a nonzero exit code, never tracebacks."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except SettingsError as exc:
+        _fail(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        _fail(f"{exc.filename or 'memory'}: {exc.strerror or exc}")
+    except Exception as exc:
+        _fail(f"{type(exc).__name__}: {exc}")
+
+
+def _manager() -> MemoryManager:
+    cwd = Path.cwd()
+    settings = load_settings(cwd).settings
+    return MemoryManager(project_root(cwd), settings=settings)
+
+
+def _provider(manager: MemoryManager) -> Provider | None:
+    """The configured model endpoint, or None when none is configured."""
+    try:
+        endpoint = resolve_endpoint(manager.settings)
+    except NoAuthError:
+        return None
+    from cairn.llm.openai import OpenAIProvider  # httpx: only for commands that ask the model
+
+    return OpenAIProvider(
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        model=endpoint.model,
+        fast_model=endpoint.fast_model,
+        timeout=manager.settings.model.generation_config.timeout,
+    )
+
+
+def _run(command: Callable[[], None]) -> None:
+    with _errors_as_messages():
+        command()
+
+
+def _age(manager: MemoryManager, doc: MemoryDoc) -> str:
+    return age_text(memory_age_days(doc.mtime, manager.clock()))
+
+
+@memory_app.command("list")
+def list_memories() -> None:
+    """List every memory: type, scope, age and title."""
+
+    def command() -> None:
+        manager = _manager()
+        docs = manager.docs()
+        if not docs:
+            roots = ", ".join(str(root) for root in manager.root_map().values())
+            _out().print(f"No memories yet. They are kept in: {roots}")
+            return
+        table = Table("Type", "Scope", "Age", "Title", "Path")
+        for doc in docs:
+            table.add_row(doc.type, doc.scope, _age(manager, doc), doc.title, doc.relative_path)
+        _out().print(table)
+
+    _run(command)
+
+
+@memory_app.command("show")
+def show(reference: Annotated[str, typer.Argument(help="A path or a title.")]) -> None:
+    """Show one memory, found by path (absolute or relative to its root) or by title."""
+
+    def command() -> None:
+        manager = _manager()
+        found = manager.find(reference)
+        if not found:
+            _fail(f"no memory matches {reference!r} (see `cairn memory list`)")
+        if len(found) > 1:
+            names = "; ".join(f"{doc.scope}:{doc.relative_path}" for doc in found[:10])
+            _fail(f"{len(found)} memories match {reference!r}: {names}. Name one by its path.")
+        doc = found[0]
+        out = _out()
+        out.print(f"{doc.title}", style="bold", markup=False)
+        out.print(
+            f"{doc.type} · {doc.scope} · saved {_age(manager, doc)} · {doc.path}", markup=False
+        )
+        if doc.description:
+            out.print(doc.description, style="italic", markup=False)
+        out.print()
+        out.print(doc.body or "(no body)", markup=False)
+
+    _run(command)
+
+
+@memory_app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Results shown.")] = 10,
+) -> None:
+    """Rank memories with Recall's fast scorer and show the scores."""
+
+    def command() -> None:
+        manager = _manager()
+        hits = manager.search(query, limit=limit)
+        if not hits:
+            _out().print(f"No memory matches: {query}", markup=False)
+            raise typer.Exit(EXIT_FAILED)
+        table = Table("Score", "Type", "Scope", "Title", "Path")
+        for hit in hits:
+            doc = hit.doc
+            table.add_row(f"{hit.score:.3f}", doc.type, doc.scope, doc.title, doc.relative_path)
+        _out().print(table)
+
+    _run(command)
+
+
+def _print_result(title: str, result: RecallResult) -> None:
+    out = _out()
+    out.rule(title)
+    if result.docs:
+        out.print(result.prompt.rstrip(), markup=False, highlight=False)
+    else:
+        out.print("(nothing)")
+
+
+@memory_app.command("recall")
+def recall(
+    query: Annotated[str, typer.Argument(help="A prompt, as a user would type it.")],
+) -> None:
+    """Show what a turn would receive for QUERY: the fast result, then the refined one."""
+
+    def command() -> None:
+        manager = _manager()
+        if not manager.enabled:
+            _out().print(
+                "Managed memory is off (memory.enableManagedAutoMemory): a turn gets nothing."
+            )
+            return
+        provider = _provider(manager)
+        fast, refined = asyncio.run(_recall_both(manager, query, provider))
+        _print_result("fast phase (first request of the turn)", fast)
+        if provider is None:
+            _out().print(
+                "The refined phase needs a model endpoint: set OPENAI_BASE_URL, OPENAI_API_KEY "
+                "and OPENAI_MODEL (or security.auth in settings.json)."
+            )
+            return
+        _print_result(f"refined phase ({refined.strategy}; after the next tool result)", refined)
+
+    _run(command)
+
+
+async def _recall_both(
+    manager: MemoryManager, query: str, provider: Provider | None
+) -> tuple[RecallResult, RecallResult]:
+    published: list[RecallResult] = []
+    try:
+        result = await manager.recall(
+            query,
+            provider=provider,
+            excluded=frozenset(),
+            recent_tools=(),
+            abort=AbortController().signal,
+            on_fast_result=published.append,
+        )
+    finally:
+        if provider is not None:
+            await provider.aclose()
+    fast = published[0] if published else RecallResult()
+    fresh = [doc for doc in result.docs if str(doc.path) not in fast.paths]
+    refined = RecallResult(manager.render(fresh), fresh, result.strategy)
+    return fast, refined
+
+
+def _show_plan(plan: ForgetPlan) -> None:
+    table = Table("Entry", "Type", "Summary", title=f"To forget ({plan.strategy} match)")
+    for match in plan.matches:
+        label = match.id + (" (pinned)" if match.pinned else "")
+        table.add_row(label, match.type, match.summary or match.title)
+    _out().print(table)
+
+
+def _print_report(report: ForgetReport) -> None:
+    if not report.ok:
+        _fail(report.message)
+    _out().print(report.message, markup=False)
+    for problem in report.problems:
+        _out().print(f"skipped: {problem}", markup=False)
+
+
+@memory_app.command("forget")
+def forget(
+    text: Annotated[str, typer.Argument(help="The memory to forget, in your own words.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Forget the memory entries TEXT describes (up to 5). They go to a trash folder."""
+
+    def command() -> None:
+        if not text.strip():
+            _fail("Usage: cairn memory forget <memory text to remove>", EXIT_USAGE)
+        manager = _manager()
+        plan = asyncio.run(_select(manager, text))
+        if not plan.matches:
+            _fail(f"No memory entries matched: {text}")
+        _show_plan(plan)
+        if not yes:
+            if not sys.stdin.isatty():
+                _fail("not forgetting without confirmation: stdin is not a terminal; add --yes")
+            if not typer.confirm(f"Forget {len(plan.matches)} entries?", default=False):
+                _fail("Nothing was forgotten.")
+        _print_report(manager.apply_forget(plan))
+
+    _run(command)
+
+
+async def _select(manager: MemoryManager, text: str) -> ForgetPlan:
+    provider = _provider(manager)
+    try:
+        return await manager.select_forget(text, provider=provider)
+    finally:
+        if provider is not None:
+            await provider.aclose()
+
+
+@memory_app.command("restore")
+def restore() -> None:
+    """Bring back the entries removed by the last forget."""
+    _run(lambda: _print_report(_manager().restore_last_forget()))
+
+
+@memory_app.command("reindex")
+def reindex() -> None:
+    """Re-read every memory, regenerate the MEMORY.md indexes and save the search index."""
+
+    def command() -> None:
+        manager = _manager()
+        out = _out()
+        with out.status("Reading memory files…") as status:
+            report = manager.reindex(on_step=lambda step: status.update(f"{step}…"))
+        for warning in report.warnings:
+            out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        out.print(
+            f"Indexed {report.docs} memories ({report.reparsed} read again) and rebuilt MEMORY.md "
+            f"in {', '.join(str(root) for root in manager.root_map().values())}.",
+            markup=False,
+        )
+
+    _run(command)
+
+
+@memory_app.command("path")
+def path() -> None:
+    """Print where memories are kept."""
+
+    def command() -> None:
+        roots = _manager().roots
+        out = _out()
+        out.print(f"project memory: {roots.project or '(unavailable)'}", markup=False)
+        out.print(f"user memory:    {roots.user}", markup=False)
+        out.print(f"project state:  {roots.state_dir}", markup=False)
+
+    _run(command)

@@ -1,0 +1,53 @@
+"""Helpers for end-to-end tests that run the real ``cairn`` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CAIRN = [sys.executable, "-m", "cairn.cli.main"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git project with managed memory off (tests that need memory turn it back on)."""
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    write_settings(root, {"memory": {"enableManagedAutoMemory": False}})
+    return root
+
+
+def write_settings(project: Path, settings: dict[str, Any]) -> None:
+    path = project / ".cairn" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2))
+
+
+RunCairn = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def run_cairn(cairn_env: dict[str, str], project: Path) -> RunCairn:
+    def run(
+        *args: str,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*CAIRN, *args],
+            cwd=project,
+            env=env or cairn_env,
+            input=input if input is not None else "",
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    return run

@@ -1,0 +1,258 @@
+"""``cairn -p`` as a real process against the scripted model server."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+
+from cairn.testing import ScriptedServer, error_reply, reply, tool_call
+
+from .conftest import CAIRN, RunCairn, write_settings
+
+
+def test_a_tool_call_loop_runs_the_tool_and_sends_its_result_back(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    (project / "hello.txt").write_text("greetings from the file\n")
+    scripted_server.enqueue(tool_call("read_file", {"file_path": "hello.txt"}))
+    scripted_server.enqueue(reply("The file greets you."))
+
+    done = run_cairn("-p", "What does hello.txt say?")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "The file greets you.\n"
+    first, second = scripted_server.requests
+    assert first.purpose == second.purpose == "main"
+    tool_messages = [m for m in second.messages if m["role"] == "tool"]
+    assert tool_messages[0]["content"].startswith("greetings from the file")
+    assert first.session_id and first.session_id == second.session_id
+
+
+def test_json_output_is_one_array_ending_with_a_success_result(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(tool_call("list_directory", {"path": "."}))
+    scripted_server.enqueue(reply("Two entries."))
+
+    done = run_cairn("-p", "list", "--output-format", "json")
+
+    assert done.returncode == 0, done.stderr
+    messages = json.loads(done.stdout)
+    assert [m["type"] for m in messages] == ["system", "assistant", "user", "assistant", "result"]
+    result = messages[-1]
+    assert result["subtype"] == "success"
+    assert result["result"] == "Two entries."
+    assert result["num_turns"] == 2
+    assert result["usage"]["input_tokens"] > 0
+    assert isinstance(result["duration_ms"], int)
+    assert messages[1]["message"]["content"][0]["type"] == "tool_use"
+
+
+def test_stream_json_prints_one_object_per_line_as_it_happens(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(reply(chunks=["Hel", "lo"]))
+
+    done = run_cairn("-p", "hi", "-o", "stream-json")
+
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["type"] == "system" and lines[0]["subtype"] == "init"
+    assert lines[1]["message"]["content"] == [{"type": "text", "text": "Hello"}]
+    assert lines[-1]["type"] == "result" and lines[-1]["subtype"] == "success"
+
+
+def test_text_output_streams_chunks_to_stdout(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(reply(chunks=["one ", "two ", "three"]))
+    done = run_cairn("-p", "count")
+    assert done.stdout == "one two three\n"
+
+
+def test_a_prompt_on_stdin_runs_headless(run_cairn: RunCairn, scripted_server: ScriptedServer) -> None:
+    scripted_server.enqueue(reply("from stdin"))
+    done = run_cairn(input="what is on stdin?\n")
+    assert done.returncode == 0, done.stderr
+    assert scripted_server.requests[0].last_user_text().strip() == "what is on stdin?"
+
+
+def test_no_endpoint_configured_is_one_clear_message_and_exit_41(
+    run_cairn: RunCairn, cairn_env: dict[str, str], scripted_server: ScriptedServer
+) -> None:
+    env = {k: v for k, v in cairn_env.items() if not k.startswith("OPENAI_")}
+    done = run_cairn("-p", "hi", env=env)
+    assert done.returncode == 41
+    assert "OPENAI_API_KEY" in done.stderr and "OPENAI_BASE_URL" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert scripted_server.requests == []
+
+
+def test_an_empty_prompt_is_bad_input(run_cairn: RunCairn) -> None:
+    done = run_cairn("-p", "   ")
+    assert done.returncode == 42
+    assert "No prompt" in done.stderr
+
+
+def test_resuming_an_unknown_session_is_bad_input(run_cairn: RunCairn) -> None:
+    done = run_cairn("-p", "hi", "--resume", "0" * 32)
+    assert done.returncode == 42
+    assert "No session found" in done.stderr
+
+
+def test_a_400_is_not_retried_and_exits_1(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(error_reply(400, "bad request: unknown field"))
+    done = run_cairn("-p", "hi", "-o", "json")
+    assert done.returncode == 1
+    assert len(scripted_server.requests) == 1
+    result = json.loads(done.stdout)[-1]
+    assert result["subtype"] == "error_during_execution"
+    assert "unknown field" in result["error"]["message"]
+
+
+def test_a_500_is_retried_and_the_turn_succeeds(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(error_reply(500, "overloaded", retry_after=0))
+    scripted_server.enqueue(reply("recovered"))
+    done = run_cairn("-p", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "recovered\n"
+    assert len(scripted_server.requests) == 2
+
+
+def test_a_dropped_stream_is_retried(run_cairn: RunCairn, scripted_server: ScriptedServer) -> None:
+    scripted_server.enqueue(reply(chunks=["par", "tial", "never"], drop_after_chunks=2))
+    scripted_server.enqueue(reply("complete answer"))
+    done = run_cairn("-p", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith("complete answer\n")
+    assert "retrying" in done.stderr
+    assert len(scripted_server.requests) == 2
+
+
+def test_the_session_turn_limit_exits_53(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(tool_call("list_directory", {"path": "."}))
+    scripted_server.enqueue(reply("never reached"))
+    done = run_cairn("-p", "hi", "--max-session-turns", "1", "-o", "json")
+    assert done.returncode == 53
+    assert json.loads(done.stdout)[-1]["subtype"] == "error_max_turns"
+    assert len(scripted_server.requests) == 1
+
+
+def test_ctrl_c_cancels_the_turn_and_exits_130(
+    cairn_env: dict[str, str], scripted_server: ScriptedServer, project: Path
+) -> None:
+    scripted_server.enqueue(reply("too late", delay=30))
+    process = subprocess.Popen(
+        [*CAIRN, "-p", "hi"],
+        cwd=project,
+        env=cairn_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    scripted_server.wait_for_requests(1, timeout=20)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 130
+    assert "Traceback" not in stderr
+
+
+def test_resume_rebuilds_history_even_after_a_crash_truncated_line(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, cairn_env: dict[str, str]
+) -> None:
+    scripted_server.enqueue(reply("The capital is Paris."))
+    first = run_cairn("-p", "What is the capital of France?", "-o", "json")
+    session_id = json.loads(first.stdout)[-1]["session_id"]
+    chats = list(Path(cairn_env["CAIRN_HOME"]).glob(f"projects/*/chats/{session_id}.jsonl"))
+    assert len(chats) == 1
+    with chats[0].open("a") as handle:
+        handle.write('{"uuid": "torn", "parentUuid": ')  # a crash mid-write
+
+    scripted_server.enqueue(reply("You asked about France."))
+    second = run_cairn("-p", "What did I ask?", "--resume", session_id)
+
+    assert second.returncode == 0, second.stderr
+    messages = scripted_server.requests[1].messages
+    texts = [m.get("content") for m in messages]
+    assert "What is the capital of France?" in " ".join(str(t) for t in texts)
+    assert "The capital is Paris." in texts
+
+
+def test_continue_resumes_the_latest_session(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(reply("first answer"))
+    run_cairn("-p", "remember the word pelican")
+    scripted_server.enqueue(reply("pelican"))
+    done = run_cairn("-p", "which word?", "--continue")
+    assert done.returncode == 0, done.stderr
+    assert scripted_server.requests[1].contains("remember the word pelican")
+
+
+def test_a_blocking_user_prompt_submit_hook_stops_the_prompt_before_the_model(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    hook = project / "block.sh"
+    hook.write_text("#!/bin/bash\necho 'prompts mentioning secrets are not allowed' >&2\nexit 2\n")
+    hook.chmod(0o755)
+    write_settings(
+        project,
+        {
+            "memory": {"enableManagedAutoMemory": False},
+            "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": str(hook)}]}]},
+        },
+    )
+    done = run_cairn("-p", "print the secrets")
+    assert done.returncode == 1
+    assert "prompts mentioning secrets are not allowed" in done.stderr
+    assert scripted_server.requests == []
+
+
+def test_a_stop_hook_forces_one_continuation(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "stopped-once"
+    hook = project / "stop.sh"
+    hook.write_text(
+        "#!/bin/bash\n"
+        f'if [ -e "{marker}" ]; then exit 0; fi\n'
+        f'touch "{marker}"\n'
+        'echo \'{"decision": "block", "reason": "Run the tests before you stop."}\'\n'
+    )
+    hook.chmod(0o755)
+    write_settings(
+        project,
+        {
+            "memory": {"enableManagedAutoMemory": False},
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": str(hook)}]}]},
+        },
+    )
+    scripted_server.enqueue(reply("I am done."))
+    scripted_server.enqueue(reply("Tests pass; now I am done."))
+
+    done = run_cairn("-p", "fix it")
+
+    assert done.returncode == 0, done.stderr
+    assert len(scripted_server.requests) == 2
+    assert scripted_server.requests[1].last_user_text() == "Run the tests before you stop."
+    assert "Tests pass; now I am done." in done.stdout
+
+
+def test_repeating_the_same_tool_call_is_stopped_by_loop_detection(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.default = tool_call("list_directory", {"path": "."})
+    done = run_cairn("-p", "loop forever", "-o", "json")
+    assert done.returncode == 1
+    result = json.loads(done.stdout)[-1]
+    assert "Loop detected" in result["error"]["message"]
+    assert len(scripted_server.requests) == 5

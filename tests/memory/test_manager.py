@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from memory_helpers import Events, make_manager, project_root, write_memory
+
+from cairn.abort import AbortController
+from cairn.memory.manager import MemoryManager
+from cairn.memory.recall import RecallResult
+
+
+@pytest.fixture
+def events() -> Iterator[Events]:
+    recorder = Events()
+    yield recorder
+    recorder.close()
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> MemoryManager:
+    return make_manager(tmp_path)
+
+
+def test_roots_follow_the_environment_given(manager: MemoryManager, tmp_path: Path) -> None:
+    assert manager.roots.user == tmp_path / "home" / "memories"
+    assert list(manager.root_map()) == ["project", "user"]
+
+
+def test_enabled_follows_the_setting(tmp_path: Path) -> None:
+    assert make_manager(tmp_path).enabled
+    assert not make_manager(tmp_path, enabled=False).enabled
+
+
+def test_a_disabled_manager_adds_nothing_to_the_system_prompt(tmp_path: Path) -> None:
+    manager = make_manager(tmp_path, enabled=False)
+    write_memory(project_root(manager), "uv", description="Use uv")
+    manager.reindex()
+    assert manager.system_prompt_section() == ""
+
+
+def test_the_prompt_section_holds_both_roots_and_the_index_contents(
+    manager: MemoryManager,
+) -> None:
+    write_memory(project_root(manager), "uv", title="Use uv", description="Install with uv")
+    manager.reindex()
+    section = manager.system_prompt_section()
+    assert section.startswith("# auto memory")
+    assert str(project_root(manager)) in section and str(manager.roots.user) in section
+    assert "- [Use uv](project/uv.md) — Install with uv" in section
+    assert "## What not to save" in section
+
+
+def test_the_prompt_section_is_condensed_while_memory_is_empty(manager: MemoryManager) -> None:
+    section = manager.system_prompt_section()
+    assert "memory is empty so far" in section
+    assert "## What not to save" not in section
+
+
+def test_memories_without_an_index_file_still_show_in_the_prompt(manager: MemoryManager) -> None:
+    write_memory(project_root(manager), "uv", title="Use uv", description="Install with uv")
+    assert not (project_root(manager) / "MEMORY.md").exists()
+    assert "- [Use uv](project/uv.md)" in manager.system_prompt_section()
+
+
+def test_reindex_writes_every_index_and_names_its_steps(manager: MemoryManager) -> None:
+    write_memory(project_root(manager), "uv", title="Use uv", description="Install with uv")
+    write_memory(manager.roots.user, "tz", type="user", title="Timezone", description="CET")
+    steps: list[str] = []
+    report = manager.reindex(on_step=steps.append)
+    assert report.docs == 2
+    assert steps == ["Reading memory files", "Writing MEMORY.md", "Saving the search index"]
+    assert "Use uv" in (project_root(manager) / "MEMORY.md").read_text()
+    assert "Timezone" in (manager.roots.user / "MEMORY.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "reference",
+    ["project/uv.md", "project:project/uv.md", "USE UV", "use"],
+    ids=["relative-path", "scoped-path", "title-any-case", "title-part"],
+)
+def test_find_names_a_memory_by_path_or_title(manager: MemoryManager, reference: str) -> None:
+    write_memory(project_root(manager), "uv", title="Use uv", description="Install with uv")
+    (found,) = manager.find(reference)
+    assert found.title == "Use uv"
+
+
+def test_find_by_absolute_path(manager: MemoryManager) -> None:
+    path = write_memory(project_root(manager), "uv", title="Use uv")
+    assert [doc.path for doc in manager.find(str(path))] == [path]
+
+
+def test_find_prefers_an_exact_title_to_partial_ones(manager: MemoryManager) -> None:
+    write_memory(project_root(manager), "a", title="Deploy")
+    write_memory(project_root(manager), "b", title="Deploy checklist")
+    assert [doc.title for doc in manager.find("deploy")] == ["Deploy"]
+
+
+def test_search_ranks_with_scores(manager: MemoryManager) -> None:
+    write_memory(project_root(manager), "uv", title="Use uv", description="Install with uv")
+    write_memory(project_root(manager), "lunch", title="Lunch", description="Fridays")
+    (hit,) = manager.search("install with uv")
+    assert hit.doc.title == "Use uv" and hit.score > 0
+
+
+async def test_a_disabled_manager_recalls_nothing_and_records_nothing(
+    tmp_path: Path, events: Events
+) -> None:
+    manager = make_manager(tmp_path, enabled=False)
+    write_memory(project_root(manager), "uv", description="Use uv")
+    result = await manager.recall(
+        "uv", provider=None, excluded=frozenset(), recent_tools=(), abort=AbortController().signal
+    )
+    assert result == RecallResult()
+    assert events.all == []
+
+
+async def test_recall_renders_ages_with_the_manager_clock(manager: MemoryManager) -> None:
+    three_days_ago = manager.clock() - 3 * 86_400
+    write_memory(project_root(manager), "pnpm", description="Use pnpm", mtime=three_days_ago)
+    result = await manager.recall(
+        "pnpm", provider=None, excluded=frozenset(), recent_tools=(), abort=AbortController().signal
+    )
+    assert "Saved 3 days ago." in result.prompt
