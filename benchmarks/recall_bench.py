@@ -133,7 +133,6 @@ def write_doc(root: Path, relative: str, doc_text: str, mtime: float) -> None:
 
 def materialize(docs: Iterable[EvalDoc], base: Path) -> Any:
     """Write the docs under ``base`` as real memory files; returns the MemoryRoots."""
-    from cairn.memory.parse import render_memory_file
     from cairn.memory.paths import MemoryRoots
 
     roots = MemoryRoots(
@@ -141,12 +140,17 @@ def materialize(docs: Iterable[EvalDoc], base: Path) -> Any:
         user=base / "memories",
         state_dir=base / "projects" / "ledgerline",
     )
+    materialize_into(docs, roots)
+    return roots
+
+
+def materialize_into(docs: Iterable[EvalDoc], roots: Any) -> None:
+    from cairn.memory.parse import render_memory_file
+
     for doc in docs:
         root = roots.project if doc.scope == "project" else roots.user
-        assert root is not None
-        text = render_memory_file(doc.name, doc.description, doc.type, doc.body)  # type: ignore[arg-type]
+        text = render_memory_file(doc.name, doc.description, doc.type, doc.body)
         write_doc(root, doc.path, text, NOW - doc.age_days * DAY)
-    return roots
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,7 +221,7 @@ class PoolDoc:
     position: int
 
 
-def reference_score(tokens: Sequence[str], doc: PoolDoc) -> int:
+def reference_score(tokens: Sequence[str], doc: Any) -> int:
     """The reference's legacy score (§2.3), re-normalising the document on every call."""
     title = _nfkc_lower(doc.title)
     description = _nfkc_lower(doc.description)
@@ -231,14 +235,19 @@ def reference_score(tokens: Sequence[str], doc: PoolDoc) -> int:
     return lexical + min(sum(1 for token in tokens if token in keywords), 2)
 
 
-def reference_rank(query: str, pool: Sequence[PoolDoc], limit: int) -> list[PoolDoc]:
+def reference_rank(query: str, pool: Sequence[Any], limit: int) -> list[Any]:
+    """The reference's selection (§2.3) over documents in input order (title, description,
+    body, type, mtime): score > 0, then score desc, mtime desc, input order."""
     from cairn.memory.tokenizer import query_tokens
 
     tokens = query_tokens(query)
-    scored = [(reference_score(tokens, doc), doc) for doc in pool]
-    kept = [(score, doc) for score, doc in scored if score > 0]
-    kept.sort(key=lambda item: (-item[0], -item[1].mtime, item[1].position))
-    return [doc for _, doc in kept[:limit]]
+    kept = [
+        (-score, -doc.mtime, position, doc)
+        for position, doc in enumerate(pool)
+        if (score := reference_score(tokens, doc)) > 0
+    ]
+    kept.sort(key=lambda item: item[:3])
+    return [doc for *_, doc in kept[:limit]]
 
 
 class PlainBM25:
@@ -285,9 +294,7 @@ class PlainBM25:
         return [doc for _, doc in scored[:limit]]
 
 
-def selector_candidates(
-    lexical: Sequence[PoolDoc], eligible: Sequence[PoolDoc]
-) -> list[PoolDoc]:
+def selector_candidates(lexical: Sequence[PoolDoc], eligible: Sequence[PoolDoc]) -> list[PoolDoc]:
     """The reference's candidate list (§2.4): lexical <= 180 interleaved with the most recent."""
     model_lexical = list(lexical[: MAX_CANDIDATES - RECENT_RESERVE])
     chosen = {doc.key for doc in model_lexical}
@@ -340,38 +347,15 @@ def deliver(fast: Sequence[PoolDoc], refined: Sequence[PoolDoc]) -> list[PoolDoc
 
 
 def _render(docs: Sequence[Any], now: float) -> str:
-    """The recalled-memory prompt: cairn's renderer when present, else the reference layout."""
-    try:
-        from cairn.memory.render import render_memories  # type: ignore[import-not-found]
+    """The recalled-memory prompt, rendered by cairn's renderer (the reference layout)."""
+    from cairn.memory.render import render_relevant_memory
 
-        return str(render_memories(docs, now=now))
-    except Exception:  # noqa: BLE001 - any problem: use the tiny local stand-in
-        return _local_render(docs, now)
-
-
-def _local_render(docs: Sequence[Any], now: float) -> str:
-    if not docs:
-        return ""
-    parts = ["## Relevant memory", ""]
-    for doc in docs:
-        days = max(0, int((now - doc.mtime) // DAY))
-        age = "today" if days == 0 else "yesterday" if days == 1 else f"{days} days ago"
-        body = doc.body[:REFERENCE_BODY_CHARS]
-        parts += [f"### {doc.title} ({doc.relative_path})", f"Saved {age}.", doc.description, "",
-                  body or "_No detailed entries yet._", ""]  # fmt: skip
-    return "\n".join(parts)
+    return render_relevant_memory(docs, now=now)
 
 
 def recall_at(expected: Sequence[str], got: Sequence[PoolDoc]) -> float:
     keys = {doc.key for doc in got}
     return sum(1 for key in expected if key in keys) / len(expected)
-
-
-@dataclass
-class Method:
-    name: str
-    fast: Callable[[EvalCase], list[PoolDoc]]
-    lexical: Callable[[EvalCase], list[PoolDoc]]
 
 
 @dataclass
@@ -429,7 +413,9 @@ def evaluate_quality(
     methods = {
         "cairn BM25F (fast phase)": fast_lexical,
         "reference rule": reference_lexical,
-        "plain BM25 (one field)": lambda case, limit: bm25.rank(case.query, limit, _noise_keep(case)),
+        "plain BM25 (one field)": lambda case, limit: bm25.rank(
+            case.query, limit, _noise_keep(case)
+        ),
     }
     rows: list[QualityRow] = []
     slices = _slices(cases)
@@ -509,6 +495,102 @@ def quality_main(show_misses: bool) -> None:
             _print_misses(store, pool, cases)
 
 
+# --------------------------------------------------------------------------------------------
+# Parameter choice on the dev split (--tune)
+# --------------------------------------------------------------------------------------------
+
+TUNE_GRID = {
+    "title_weight": (1.0, 2.0, 3.0, 4.0),
+    "description_weight": (1.0, 2.0, 3.0),
+    "k1": (0.9, 1.2, 1.6),
+    "title_b": (0.0, 0.3),
+    "body_b": (0.5, 0.75),
+    "body_length": (80.0, 200.0),
+}
+TYPE_BONUS_STEPS = (0.0, 0.25, 0.5, 1.0)  # the reference's type-keyword bonus, per keyword
+
+
+def _dev_figures(store: Any, cases: Sequence[EvalCase], bonus: float = 0.0) -> tuple[float, float]:
+    """(Recall@2, MRR@10) on ``cases``; ``bonus`` adds the reference's type-keyword bonus."""
+    from cairn.memory.tokenizer import query_tokens
+
+    at2: list[float] = []
+    reciprocal: list[float] = []
+    for case in cases:
+        aliases = tool_aliases(case.recent_tools)
+        hits = store.rank(
+            case.query,
+            limit=MAX_CANDIDATES - RECENT_RESERVE,
+            exclude=lambda doc, aliases=aliases: is_tool_noise(
+                doc.title, doc.description, doc.body, aliases
+            ),
+        )
+        tokens = query_tokens(case.query)
+
+        def type_hits(memory_type: str, tokens: list[str] = tokens) -> int:
+            return min(sum(token in REFERENCE_TYPE_KEYWORDS[memory_type] for token in tokens), 2)
+
+        rescored = [
+            (hit.score + bonus * type_hits(hit.doc.type), -hit.doc.mtime, position,
+             f"{hit.doc.scope}:{hit.doc.relative_path}")
+            for position, hit in enumerate(hits)
+        ]  # fmt: skip
+        rescored.sort(key=lambda item: (-item[0], item[1], item[2]))
+        keys = [key for *_, key in rescored[:10]]
+        at2.append(sum(key in keys[:2] for key in case.expected) / len(case.expected))
+        reciprocal.append(
+            statistics.fmean(
+                1 / (keys.index(key) + 1) if key in keys else 0.0 for key in case.expected
+            )
+        )
+    return statistics.fmean(at2), statistics.fmean(reciprocal)
+
+
+def tune_main() -> None:
+    """Grid-search the BM25F parameters on the dev split; report the choice on test once."""
+    import itertools
+    import tempfile
+
+    from cairn.memory.scorer import DEFAULT_SCORER, ScorerConfig
+    from cairn.memory.store import MemoryStore
+
+    corpus = load_corpus()
+    cases = load_cases(corpus)
+    dev = [case for case in cases if case.split == "dev"]
+    test = [case for case in cases if case.split == "test"]
+    with tempfile.TemporaryDirectory(prefix="cairn-recall-tune-") as folder:
+        roots = materialize(corpus, Path(folder))
+
+        def figures(
+            config: Any, chosen: Sequence[EvalCase], bonus: float = 0.0
+        ) -> tuple[float, float]:
+            store = MemoryStore(roots, scorer=config, watch=False)
+            return _dev_figures(store, chosen, bonus)
+
+        names = list(TUNE_GRID)
+        results = []
+        for values in itertools.product(*TUNE_GRID.values()):
+            config = ScorerConfig(**dict(zip(names, values, strict=True)))
+            results.append((figures(config, dev), values, config))
+        results.sort(key=lambda item: (-item[0][0], -item[0][1]))
+        print(f"\n## BM25F grid on the dev split ({len(dev)} cases, {len(results)} settings)\n")
+        print("| " + " | ".join(names) + " | dev Recall@2 | dev MRR@10 |")
+        print("|" + "---|" * (len(names) + 2))
+        for (at2, mrr), values, _ in results[:8]:
+            print(
+                "| " + " | ".join(f"{value:g}" for value in values) + f" | {at2:.1%} | {mrr:.3f} |"
+            )
+        (worst_at2, worst_mrr), worst_values, _ = results[-1]
+        worst = ", ".join(f"{value:g}" for value in worst_values)
+        print(f"\nworst setting ({worst}): dev Recall@2 {worst_at2:.1%}, MRR@10 {worst_mrr:.3f}")
+        print("\nType-keyword bonus on the default scorer (dev):")
+        for bonus in TYPE_BONUS_STEPS:
+            at2, mrr = figures(DEFAULT_SCORER, dev, bonus)
+            print(f"  bonus {bonus:g} per keyword: Recall@2 {at2:.1%}, MRR@10 {mrr:.3f}")
+        at2, mrr = figures(DEFAULT_SCORER, test)
+        print(f"\nDefault scorer, test split ({len(test)}): Recall@2 {at2:.1%}, MRR@10 {mrr:.3f}")
+
+
 def _print_misses(store: Any, pool: Sequence[PoolDoc], cases: Sequence[EvalCase]) -> None:
     print("\nfast-phase misses (top 2 lacks an expected memory):")
     for case in cases:
@@ -529,7 +611,7 @@ def _print_misses(store: Any, pool: Sequence[PoolDoc], cases: Sequence[EvalCase]
 # Synthetic pools for speed
 # --------------------------------------------------------------------------------------------
 
-_COMMON_WORDS = (
+_COMMON_WORDS = (  # noqa: SIM905 - a word list reads better as prose
     "the and for with this that you are was not but can how what when should have from they "
     "will use run our all one out new get set add make also any into only then than been more "
     "must need after before each every other when where which while about again always never "
@@ -553,7 +635,9 @@ def _vocabulary(corpus: Sequence[EvalDoc]) -> tuple[list[str], list[float], list
                 counts[token] = counts.get(token, 0) + 1
         chinese.extend(regex.findall(r"\p{Han}{2,4}", text))
     ranked = [*dict.fromkeys(_COMMON_WORDS)]
-    ranked += [word for word, _ in sorted(counts.items(), key=lambda kv: -kv[1]) if word not in ranked]
+    ranked += [
+        word for word, _ in sorted(counts.items(), key=lambda kv: -kv[1]) if word not in ranked
+    ]
     # Fill out a long tail so large pools do not reuse a few hundred words.
     rng = random.Random(11)
     tail = ["".join(rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou") for _ in range(3))
@@ -588,7 +672,10 @@ class PoolGenerator:
         else:
             name = self._latin(rng.randint(3, 7)).capitalize()
             description = self._latin(rng.randint(8, 20))
-            sentences = [self._latin(rng.randint(6, 16)).capitalize() + "." for _ in range(rng.randint(3, 12))]
+            sentences = [
+                self._latin(rng.randint(6, 16)).capitalize() + "."
+                for _ in range(rng.randint(3, 12))
+            ]
             body = " ".join(sentences) + f"\n\nWhy: {self._latin(rng.randint(5, 12))}.\n"
             body += f"How to apply: {self._latin(rng.randint(5, 12))}."
         relative = f"{memory_type}/synthetic-{number:06d}.md"
@@ -622,18 +709,9 @@ def build_tree(size: int, corpus: Sequence[EvalDoc], base: Path) -> Any:
         root = roots.project if number % 5 else roots.user  # 80% project, 20% user
         assert root is not None
         mtime = NOW - generator.rng.uniform(0, 400) * DAY
-        write_doc(root, relative, render_memory_file(name, description, memory_type, body), mtime)  # type: ignore[arg-type]
+        write_doc(root, relative, render_memory_file(name, description, memory_type, body), mtime)
     marker.write_text("ok\n")
     return roots
-
-
-def materialize_into(docs: Iterable[EvalDoc], roots: Any) -> None:
-    from cairn.memory.parse import render_memory_file
-
-    for doc in docs:
-        root = roots.project if doc.scope == "project" else roots.user
-        text = render_memory_file(doc.name, doc.description, doc.type, doc.body)  # type: ignore[arg-type]
-        write_doc(root, doc.path, text, NOW - doc.age_days * DAY)
 
 
 # --------------------------------------------------------------------------------------------
@@ -653,68 +731,57 @@ def _ms(samples: Sequence[float]) -> str:
     return f"{percentile(samples, 0.5):.2f} / {percentile(samples, 0.95):.2f}"
 
 
-def _touch_one(roots: Any, rng: random.Random, counter: list[int]) -> None:
+@dataclass
+class Samples:
+    """Wall-clock and CPU milliseconds of repeated runs. On a shared machine the wall p95
+    picks up time spent descheduled; the CPU p95 is what the code itself costs."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+    def text(self) -> str:
+        return f"{_ms(self.wall)} (cpu p95 {percentile(self.cpu, 0.95):.2f})"
+
+
+def _edit_one(roots: Any, rng: random.Random, revision: int) -> None:
     """Edit one memory in place, as another process would (no rename: the folder is unchanged)."""
     folder = roots.project / "feedback"
     names = sorted(name for name in os.listdir(folder) if name.endswith(".md"))
-    path = folder / rng.choice(names)
-    counter[0] += 1
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(f"\nEdited by another process, revision {counter[0]}.\n")
-
-
-def _reference_phase(roots: Any, cache: dict[str, tuple[Any, PoolDoc]], query: str) -> str:
-    """The reference's warm fast phase: stat every file (parse cache), score every doc, render."""
-    from cairn.memory.parse import parse_memory_file
-    from cairn.memory.scan import walk_root
-
-    pool: list[PoolDoc] = []
-    docs: list[Any] = []
-    for scope, root in (("project", roots.project), ("user", roots.user)):
-        walk = walk_root(str(root))
-        for relative, found in walk.files.items():
-            key = f"{scope}:{relative}"
-            cached = cache.get(key)
-            if cached is None or cached[0] != found.key:
-                doc = parse_memory_file(root / relative, root, scope, info=found.info)  # type: ignore[arg-type]
-                if not hasattr(doc, "body"):
-                    continue
-                cached = (found.key, PoolDoc(key, doc.type, doc.title, doc.description, doc.body,  # type: ignore[union-attr]
-                                             doc.mtime, 0))  # type: ignore[union-attr]  # fmt: skip
-                cache[key] = cached
-            pool.append(cached[1])
-    pool.sort(key=lambda doc: (doc.key.split(":")[0] != "project", -doc.mtime, doc.key))
-    for position, doc in enumerate(pool):
-        doc.position = position
-    top = reference_rank(query, pool, FAST_DOCS)
-    for doc in top:
-        docs.append(_Rendered(doc))
-    return _render(docs, NOW)
+    with open(folder / rng.choice(names), "a", encoding="utf-8") as handle:
+        handle.write(f"\nEdited by another process, revision {revision}.\n")
 
 
 @dataclass
-class _Rendered:
-    doc: PoolDoc
+class ReferenceScanner:
+    """The reference's warm scan: stat every file, re-parse those whose stat changed (its
+    newest parse cache), then order project docs first, each by mtime, file name, path."""
 
-    @property
-    def title(self) -> str:
-        return self.doc.title
+    roots: Any
+    cache: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
-    @property
-    def relative_path(self) -> str:
-        return self.doc.key.split(":", 1)[1]
+    def scan(self) -> list[Any]:
+        from cairn.memory.document import MemoryDoc
+        from cairn.memory.parse import parse_memory_file
+        from cairn.memory.scan import walk_root
 
-    @property
-    def description(self) -> str:
-        return self.doc.description
+        docs: list[Any] = []
+        for scope, root in (("project", self.roots.project), ("user", self.roots.user)):
+            walk = walk_root(str(root))
+            for relative, key in walk.keys.items():
+                cached = self.cache.get(f"{scope}:{relative}")
+                if cached is None or cached[0] != key:
+                    info = walk.infos[relative]
+                    parsed = parse_memory_file(root / relative, root, scope, info=info)
+                    if not isinstance(parsed, MemoryDoc):
+                        continue
+                    cached = self.cache[f"{scope}:{relative}"] = (key, parsed)
+                docs.append(cached[1])
+        docs.sort(key=lambda doc: (doc.scope != "project", -doc.mtime, doc.path.name,
+                                   doc.relative_path))  # fmt: skip
+        return docs
 
-    @property
-    def body(self) -> str:
-        return self.doc.body
-
-    @property
-    def mtime(self) -> float:
-        return self.doc.mtime
+    def fast_phase(self, query: str) -> str:
+        return _render(reference_rank(query, self.scan(), FAST_DOCS), NOW)
 
 
 @dataclass
@@ -723,31 +790,27 @@ class SpeedRow:
     figures: dict[str, str] = field(default_factory=dict)
 
 
-def _cold_probe_command(roots: Any, cache_dir: Path, query: str, save: bool) -> list[str]:
-    return [
-        sys.executable, str(Path(__file__).resolve()), "--cold-probe",
-        json.dumps({"project": str(roots.project), "user": str(roots.user),
-                    "state": str(roots.state_dir), "cache": str(cache_dir), "query": query,
-                    "save": save}),
-    ]  # fmt: skip
-
-
 @dataclass(frozen=True)
 class ColdRun:
     imports_ms: float  # importing cairn.memory.store (pulls in cairn.config and pydantic today)
     first_result_ms: float  # store opened -> refreshed -> top 2 ranked and rendered
+    first_result_cpu_ms: float  # the same, in CPU time
     wall_ms: float  # the whole subprocess, interpreter start-up included
 
 
 def _run_cold(roots: Any, cache_dir: Path, query: str, save: bool) -> ColdRun:
+    spec = {"project": str(roots.project), "user": str(roots.user), "state": str(roots.state_dir),
+            "cache": str(cache_dir), "query": query, "save": save}  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(
-        _cold_probe_command(roots, cache_dir, query, save),
+        [sys.executable, str(Path(__file__).resolve()), "--cold-probe", json.dumps(spec)],
         capture_output=True, text=True, check=True, cwd=HERE.parent,
     )  # fmt: skip
     wall = (time.perf_counter() - started) * 1000
     probe = json.loads(done.stdout.strip().splitlines()[-1])
-    return ColdRun(probe["imports_ms"], probe["first_result_ms"], wall)
+    return ColdRun(
+        probe["imports_ms"], probe["first_result_ms"], probe["first_result_cpu_ms"], wall
+    )
 
 
 def cold_probe(spec_text: str) -> None:
@@ -755,89 +818,33 @@ def cold_probe(spec_text: str) -> None:
     spec = json.loads(spec_text)
     before_imports = time.perf_counter()
     from cairn.memory.paths import MemoryRoots
+    from cairn.memory.render import render_relevant_memory
     from cairn.memory.store import MemoryStore
 
-    opened = time.perf_counter()
+    opened, cpu = time.perf_counter(), time.process_time()
     roots = MemoryRoots(Path(spec["project"]), Path(spec["user"]), Path(spec["state"]))
     store = MemoryStore(roots, cache_dir=Path(spec["cache"]))
     store.refresh()
     top = store.rank(spec["query"], limit=FAST_DOCS)
-    _render([hit.doc for hit in top], NOW)
+    render_relevant_memory([hit.doc for hit in top], now=NOW)
     first = (time.perf_counter() - opened) * 1000
+    first_cpu = (time.process_time() - cpu) * 1000
     if spec["save"]:
         store.save()
     imports = (opened - before_imports) * 1000
-    print(json.dumps({"first_result_ms": first, "imports_ms": imports, "hits": len(top)}))
+    print(json.dumps({"first_result_ms": first, "first_result_cpu_ms": first_cpu,
+                      "imports_ms": imports, "hits": len(top)}))  # fmt: skip
 
 
 def _cold_figures(row: SpeedRow, label: str, runs: Sequence[ColdRun]) -> None:
-    row.figures[f"{label}: store open to first result ms p50/p95"] = _ms(
-        [run.first_result_ms for run in runs]
+    samples = Samples(
+        [run.first_result_ms for run in runs], [run.first_result_cpu_ms for run in runs]
     )
+    row.figures[f"{label}: store open to first result ms p50/p95"] = samples.text()
     row.figures[f"{label}: imports / process wall ms p50"] = (
         f"{percentile([run.imports_ms for run in runs], 0.5):.0f} / "
         f"{percentile([run.wall_ms for run in runs], 0.5):.0f}"
     )
-
-
-def speed_main(sizes: Sequence[int], work: Path, queries_per_size: int) -> None:
-    from cairn.memory.store import MemoryStore
-
-    corpus = load_corpus()
-    cases = load_cases(corpus)
-    queries = [case.query for case in cases]
-    rows: list[SpeedRow] = []
-    for size in sizes:
-        started = time.perf_counter()
-        roots = build_tree(size, corpus, work)
-        print(f"[{size} files] tree ready in {time.perf_counter() - started:.1f}s", file=sys.stderr)
-        row = SpeedRow(size)
-        cache_dir = work / f"cache-{size}"
-        _clear(cache_dir)
-        # Cold, no index: a new process parses and indexes everything, then saves the index.
-        no_index: list[ColdRun] = []
-        for _ in range(1 if size >= 10_000 else 3):
-            _clear(cache_dir)
-            no_index.append(_run_cold(roots, cache_dir, queries[0], save=True))
-        _cold_figures(row, "cold, no index", no_index)
-        # Cold with the persisted index.
-        with_index = [
-            _run_cold(roots, cache_dir, queries[i % len(queries)], save=False) for i in range(7)
-        ]
-        _cold_figures(row, "cold, persisted index", with_index)
-        # Warm, in-process.
-        store = MemoryStore(roots, cache_dir=cache_dir)
-        store.refresh()
-        _warm(store, queries)  # one pass to touch every posting list used
-        rank2 = _time_each(lambda q: store.rank(q, limit=FAST_DOCS), queries)
-        rank180 = _time_each(lambda q: store.rank(q, limit=MAX_CANDIDATES - RECENT_RESERVE), queries)
-        row.figures["rank top 2 ms p50/p95"] = _ms(rank2)
-        row.figures["rank top 180 ms p50/p95"] = _ms(rank180)
-        rng = random.Random(size)
-        counter = [0]
-        phase_quiet = _time_each(lambda q: _fast_phase(store, q), queries)
-        phase_changed, reindex = _phase_with_edits(store, roots, queries, rng, counter)
-        row.figures["warm fast phase ms p50/p95 (nothing changed)"] = _ms(phase_quiet)
-        row.figures["warm fast phase ms p50/p95 (one file edited in place)"] = _ms(phase_changed)
-        row.figures["re-index one changed file ms p50/p95"] = _ms(reindex)
-        polling = MemoryStore(roots, cache_dir=work / f"cache-{size}-poll", watch=False)
-        polling.refresh()
-        poll_samples = _time_each(lambda q: _fast_phase(polling, q), queries[: max(10, queries_per_size)])
-        row.figures["warm fast phase, no inotify (full stat walk) ms p50/p95"] = _ms(poll_samples)
-        polling.close()
-        # The reference rule on the same pool.
-        ref_queries = queries[: queries_per_size if size >= 10_000 else len(queries)]
-        ref_cache: dict[str, tuple[Any, PoolDoc]] = {}
-        _reference_phase(roots, ref_cache, ref_queries[0])
-        pool, _ = build_pool(store)
-        ref_rank = _time_each(lambda q: reference_rank(q, pool, FAST_DOCS), ref_queries)
-        ref_phase = _time_each(lambda q: _reference_phase(roots, ref_cache, q), ref_queries)
-        row.figures["reference rule: rank ms p50/p95"] = _ms(ref_rank)
-        row.figures["reference rule: warm fast phase ms p50/p95"] = _ms(ref_phase)
-        store.close()
-        rows.append(row)
-        print(f"[{size} files] done", file=sys.stderr)
-    print_speed(rows)
 
 
 def _clear(folder: Path) -> None:
@@ -846,42 +853,118 @@ def _clear(folder: Path) -> None:
             child.unlink()
 
 
-def _warm(store: Any, queries: Sequence[str]) -> None:
-    for query in queries:
-        store.rank(query, limit=MAX_CANDIDATES - RECENT_RESERVE)
-
-
-def _time_each(action: Callable[[str], Any], queries: Sequence[str], repeats: int = 3) -> list[float]:
-    samples: list[float] = []
+def _time_each(action: Callable[[str], Any], queries: Sequence[str], repeats: int = 3) -> Samples:
+    samples = Samples()
     for _ in range(repeats):
         for query in queries:
-            started = time.perf_counter_ns()
+            started, cpu = time.perf_counter_ns(), time.process_time_ns()
             action(query)
-            samples.append((time.perf_counter_ns() - started) / 1e6)
+            samples.cpu.append((time.process_time_ns() - cpu) / 1e6)
+            samples.wall.append((time.perf_counter_ns() - started) / 1e6)
     return samples
 
 
 def _fast_phase(store: Any, query: str) -> str:
+    """What a turn pays before its first model request: refresh, rank the top 2, render."""
     store.refresh()
-    top = store.rank(query, limit=FAST_DOCS)
-    return _render([hit.doc for hit in top], NOW)
+    return _render([hit.doc for hit in store.rank(query, limit=FAST_DOCS)], NOW)
 
 
 def _phase_with_edits(
-    store: Any, roots: Any, queries: Sequence[str], rng: random.Random, counter: list[int]
-) -> tuple[list[float], list[float]]:
-    phase: list[float] = []
+    store: Any, roots: Any, queries: Sequence[str], seed: int
+) -> tuple[Samples, list[float]]:
+    """The fast phase right after another process edited one memory in place."""
+    rng = random.Random(seed)
+    phase = Samples()
     reindex: list[float] = []
-    for query in queries:
-        _touch_one(roots, rng, counter)
-        started = time.perf_counter_ns()
+    for revision, query in enumerate(queries):
+        _edit_one(roots, rng, revision)
+        started, cpu = time.perf_counter_ns(), time.process_time_ns()
         report = store.refresh()
-        top = store.rank(query, limit=FAST_DOCS)
-        _render([hit.doc for hit in top], NOW)
-        phase.append((time.perf_counter_ns() - started) / 1e6)
-        assert report.reparsed >= 1, "the edit was not noticed"
+        _render([hit.doc for hit in store.rank(query, limit=FAST_DOCS)], NOW)
+        phase.cpu.append((time.process_time_ns() - cpu) / 1e6)
+        phase.wall.append((time.perf_counter_ns() - started) / 1e6)
+        if report.reparsed < 1:
+            raise SystemExit("the edit was not noticed")
         reindex.append(report.reindex_ms)
     return phase, reindex
+
+
+def _measure_cold(row: SpeedRow, roots: Any, cache_dir: Path, queries: Sequence[str]) -> None:
+    """New processes: without an index (parse everything, then save), then with it."""
+    no_index: list[ColdRun] = []
+    for _ in range(1 if row.size >= 10_000 else 3):
+        _clear(cache_dir)
+        no_index.append(_run_cold(roots, cache_dir, queries[0], save=True))
+    _cold_figures(row, "cold, no index", no_index)
+    with_index = [_run_cold(roots, cache_dir, queries[i], save=False) for i in range(7)]
+    _cold_figures(row, "cold, persisted index", with_index)
+
+
+def _measure_warm(row: SpeedRow, roots: Any, cache_dir: Path, queries: Sequence[str]) -> Any:
+    from cairn.memory.store import MemoryStore
+
+    store = MemoryStore(roots, cache_dir=cache_dir)
+    store.refresh()
+    for query in queries:  # one pass first: posting lists cut out, frequent terms packed
+        store.rank(query, limit=MAX_CANDIDATES - RECENT_RESERVE)
+    row.figures["rank top 2 ms p50/p95"] = _time_each(
+        lambda query: store.rank(query, limit=FAST_DOCS), queries
+    ).text()
+    row.figures["rank top 180 ms p50/p95"] = _time_each(
+        lambda query: store.rank(query, limit=MAX_CANDIDATES - RECENT_RESERVE), queries
+    ).text()
+    row.figures["warm fast phase ms p50/p95 (nothing changed)"] = _time_each(
+        lambda query: _fast_phase(store, query), queries
+    ).text()
+    phase, reindex = _phase_with_edits(store, roots, queries, seed=row.size)
+    row.figures["warm fast phase ms p50/p95 (one file edited in place)"] = phase.text()
+    row.figures["re-index one changed file ms p50/p95"] = _ms(reindex)
+    return store
+
+
+def _measure_polling(row: SpeedRow, roots: Any, work: Path, queries: Sequence[str]) -> None:
+    from cairn.memory.store import MemoryStore
+
+    polling = MemoryStore(roots, cache_dir=work / f"cache-{row.size}-poll", watch=False)
+    polling.refresh()
+    row.figures["warm fast phase, no inotify (full stat walk) ms p50/p95"] = _time_each(
+        lambda query: _fast_phase(polling, query), queries
+    ).text()
+    polling.close()
+
+
+def _measure_reference(row: SpeedRow, roots: Any, store: Any, queries: Sequence[str]) -> None:
+    scanner = ReferenceScanner(roots)
+    scanner.scan()  # its parse cache warm, like ours
+    pool = store.docs()
+    row.figures["reference rule: rank ms p50/p95"] = _time_each(
+        lambda query: reference_rank(query, pool, FAST_DOCS), queries
+    ).text()
+    row.figures["reference rule: warm fast phase ms p50/p95"] = _time_each(
+        scanner.fast_phase, queries
+    ).text()
+
+
+def speed_main(sizes: Sequence[int], work: Path, slow_queries: int) -> None:
+    corpus = load_corpus()
+    queries = [case.query for case in load_cases(corpus)]
+    rows: list[SpeedRow] = []
+    for size in sizes:
+        started = time.perf_counter()
+        roots = build_tree(size, corpus, work)
+        print(f"[{size} files] tree ready in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+        row = SpeedRow(size)
+        cache_dir = work / f"cache-{size}"
+        _measure_cold(row, roots, cache_dir, queries)
+        store = _measure_warm(row, roots, cache_dir, queries)
+        few = queries[:slow_queries] if size >= 10_000 else queries  # the slow ones, at scale
+        _measure_polling(row, roots, work, few)
+        _measure_reference(row, roots, store, few)
+        store.close()
+        rows.append(row)
+        print(f"[{size} files] done", file=sys.stderr)
+    print_speed(rows)
 
 
 def print_speed(rows: Sequence[SpeedRow]) -> None:
@@ -899,20 +982,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--speed", action="store_true", help="speed tables only")
     parser.add_argument("--sizes", default="100,1000,10000,50000")
     parser.add_argument("--misses", action="store_true", help="list fast-phase misses")
-    parser.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "cairn-recall-bench"))
-    parser.add_argument("--reference-queries", type=int, default=20,
-                        help="queries timed for the (slow) reference rule at >= 10,000 files")  # fmt: skip
+    parser.add_argument("--tune", action="store_true", help="the dev-split parameter search")
+    parser.add_argument(
+        "--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "cairn-recall-bench")
+    )
+    parser.add_argument(
+        "--slow-queries",
+        type=int,
+        default=20,
+        help="queries timed for the slow variants (reference rule, polling) at >= 10,000 files",
+    )
     parser.add_argument("--cold-probe", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold_probe:
         cold_probe(args.cold_probe)
+        return
+    if args.tune:
+        tune_main()
         return
     both = not args.quality and not args.speed
     if args.quality or both:
         quality_main(args.misses)
     if args.speed or both:
         sizes = [int(size) for size in args.sizes.split(",") if size]
-        speed_main(sizes, Path(args.work), args.reference_queries)
+        speed_main(sizes, Path(args.work), args.slow_queries)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from memory_helpers import (
@@ -66,8 +67,10 @@ def _fast(events: Events) -> list[dict[str, object]]:
     return [e for e in events.named(RECALL_DELIVERY_EVENT) if e["phase"] == "fast"]
 
 
-async def _consume(lifecycle: RecallLifecycle, point: str) -> RecallDelivery | None:
-    return await asyncio.wait_for(lifecycle.consume(point), GUARD_SECONDS)  # type: ignore[arg-type]
+async def _consume(
+    lifecycle: RecallLifecycle, point: Literal["initial", "tool_result"]
+) -> RecallDelivery | None:
+    return await asyncio.wait_for(lifecycle.consume(point), GUARD_SECONDS)
 
 
 async def test_initial_consume_returns_the_fast_result_while_the_selector_still_runs(
@@ -193,7 +196,7 @@ async def test_a_new_query_discards_the_previous_handle_and_its_fast_result(
     model = ScriptedModel(gate=asyncio.Event())
     lifecycle = _lifecycle(manager, model, wait_ms=20)
     lifecycle.begin("release", AbortController().signal, [])
-    await model.started.wait()  # the first handle's fast result exists now
+    await asyncio.wait_for(model.started.wait(), 10)  # the first handle's fast result exists now
     lifecycle.begin("zebra crossing", AbortController().signal, [])
     assert await _consume(lifecycle, "initial") is None
     assert [e["discard_reason"] for e in _terminal(events)] == ["new_query"]
@@ -231,7 +234,7 @@ async def test_an_abort_during_the_initial_wait_ends_it_without_a_delivery(
     lifecycle = _lifecycle(manager, model)
     lifecycle.begin("zebra crossing", turn.signal, [])
     waiting = asyncio.create_task(_consume(lifecycle, "initial"))
-    await model.started.wait()
+    await asyncio.wait_for(model.started.wait(), 10)
     turn.abort()
     assert await waiting is None
 
@@ -243,7 +246,7 @@ async def test_a_handle_swapped_during_the_initial_wait_is_refused(
     lifecycle = _lifecycle(manager, model)
     lifecycle.begin("zebra crossing", AbortController().signal, [])
     waiting = asyncio.create_task(_consume(lifecycle, "initial"))
-    await model.started.wait()
+    await asyncio.wait_for(model.started.wait(), 10)
     lifecycle.begin("release", AbortController().signal, [])
     assert await waiting is None
     assert lifecycle.pending
@@ -385,3 +388,12 @@ async def test_fast_recall_is_delivered_before_a_slow_selector_over_http(
     assert _names(refined) == ["release-owner"]
     (request,) = server.requests_for("recall-selector")
     assert request.model == "f"
+
+
+async def test_the_fast_result_is_ready_after_one_loop_iteration(manager: MemoryManager) -> None:
+    """The fast phase never awaits, so a busy loop cannot make the first request miss it."""
+    lifecycle = _lifecycle(manager, ScriptedModel(gate=asyncio.Event()), wait_ms=0)
+    lifecycle.begin("release", AbortController().signal, [])
+    await asyncio.sleep(0)
+    delivery = await _consume(lifecycle, "initial")
+    assert delivery is not None and delivery.phase == "fast"

@@ -197,7 +197,7 @@ async def test_a_user_abort_during_the_selector_returns_nothing_and_records_noth
     model = ScriptedModel(gate=asyncio.Event())
     controller = AbortController()
     task = asyncio.create_task(_recall(manager, "release", provider=model, abort=controller))
-    await model.started.wait()
+    await asyncio.wait_for(model.started.wait(), 10)
     controller.abort("user")
     assert await task == RecallResult()
     assert events.named(RECALL_EVENT) == []
@@ -266,3 +266,15 @@ async def test_the_recall_event_carries_counts_and_timings_but_no_text_or_paths(
         assert event[key] >= 0
     flat = json.dumps(event)
     assert "secret" not in flat and str(root) not in flat
+
+
+async def test_user_memories_are_recalled_after_project_ones_on_equal_terms(
+    manager: MemoryManager, root: Path
+) -> None:
+    user = write_memory(manager.roots.user, "tz", type="project", description="release timezone")
+    project = write_memory(root, "tz", description="release timezone")
+    model = ScriptedModel(pick())
+    fast: list[RecallResult] = []
+    await _recall(manager, "release timezone", provider=model, fast=fast)
+    assert fast[0].paths == [str(project), str(user)]
+    assert manifest_paths(model.requests[0]) == [str(project), str(user)]

@@ -133,7 +133,7 @@ async def test_an_abort_stops_the_selector_with_aborted() -> None:
     task = asyncio.create_task(
         select_memories(model, "q", [make_doc("a")], abort=controller.signal)
     )
-    await model.started.wait()
+    await asyncio.wait_for(model.started.wait(), 10)
     controller.abort("user")
     with pytest.raises(Aborted):
         await task

@@ -561,3 +561,28 @@ async def test_works_as_an_async_context_manager() -> None:
         response = await client.post(server.base_url + CHAT, json=chat_body())
 
     assert answer_text(response) == "async ok"
+
+
+def test_a_client_hanging_up_mid_reply_is_recorded_as_dropped(
+    scripted_server: ScriptedServer,
+) -> None:
+    scripted_server.enqueue(Reply(chunks=["tick "] * 100, chunk_delay=0.02))
+    request = (
+        f"POST /v1{CHAT} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(json.dumps(chat_body()))}\r\n\r\n{json.dumps(chat_body())}"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", scripted_server.port), timeout=5) as sock:
+        sock.sendall(request)
+        assert sock.recv(1024)  # the reply has started
+    deadline = time.monotonic() + 5
+    while not scripted_server.dropped and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+    assert [r.index for r in scripted_server.dropped] == [0]
+
+
+def test_a_completed_reply_is_not_recorded_as_dropped(scripted_server: ScriptedServer) -> None:
+    scripted_server.enqueue(reply("done"))
+
+    assert answer_text(post(scripted_server)) == "done"
+    assert scripted_server.dropped == []

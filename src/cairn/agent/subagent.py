@@ -17,7 +17,7 @@ from pathlib import Path
 from cairn.agent.client import AgentClient, AgentFinished, AgentLimit, AgentLoop, SendKind
 from cairn.config.settings import PermissionsSettings, Settings
 from cairn.content import Content, Part, Text
-from cairn.session.events import SessionEvent
+from cairn.session.events import EventSink, SessionEvent
 from cairn.session.frontend import NonInteractive
 from cairn.tools.base import ToolContext
 from cairn.tools.permissions import PermissionRules
@@ -50,8 +50,12 @@ async def run_subagent(
     max_turns: int = 5,
     timeout: float | None = 120.0,
     session_id: str = "",
+    events: EventSink | None = None,
 ) -> SubagentResult:
-    """Run the agent until it answers without tool calls, or a limit stops it."""
+    """Run the agent until it answers without tool calls, or a limit stops it.
+
+    ``events`` receives the tool-call events (start, progress, end), e.g. to show progress.
+    """
     started = time.monotonic()
     result = SubagentResult("completed")
     restricted = settings.model_copy(deep=True)
@@ -77,6 +81,8 @@ async def run_subagent(
     async def ignore(event: SessionEvent) -> None:
         return None
 
+    emit: EventSink = events or ignore
+
     async def loop() -> None:
         parts: list[Part] = [Text(task)]
         kind = SendKind.USER_QUERY
@@ -97,7 +103,7 @@ async def run_subagent(
             result.text = finished.text or result.text
             if not finished.calls:
                 return
-            outcomes = await scheduler.run(list(finished.calls), ctx, ignore)
+            outcomes = await scheduler.run(list(finished.calls), ctx, emit)
             result.tool_calls += len(outcomes)
             for outcome in outcomes:
                 diff = outcome.result.diff if outcome.result is not None else None

@@ -146,13 +146,68 @@ def _read_stdin() -> str | None:
     return data if data.strip() else None
 
 
+def _acp_shortcut(argv: list[str]) -> tuple[str | None, str | None] | None:
+    """``(model, approval mode)`` for ``cairn --acp [-m M] [--approval-mode X | --yolo]``.
+
+    Editors start ``cairn --acp`` for every agent session and typer's start-up costs ~0.2 s of
+    the 1 s budget, so these exact forms skip it; anything else (and any invalid value) goes
+    through typer as usual.
+    """
+    acp = yolo = False
+    model: str | None = None
+    mode: str | None = None
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        name, has_value, inline = arg.partition("=")
+        if arg == "--acp" and not acp:
+            acp = True
+        elif arg in ("--yolo", "-y"):
+            yolo = True
+        elif name in ("--model", "-m", "--approval-mode") and (has_value or rest):
+            value = inline if has_value else rest.pop(0)
+            if name == "--approval-mode":
+                if value not in {m.value for m in Mode}:
+                    return None
+                mode = value
+            else:
+                model = value
+        else:
+            return None
+    return (model, "yolo" if yolo else mode) if acp else None
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "memory":
         _mount_memory()  # imported only when used: it pulls in the memory package and rich tables
+    shortcut = _acp_shortcut(sys.argv[1:])
+    if shortcut is not None:
+        from cairn.acp import run_acp_agent
+
+        sys.exit(run_acp_agent(model=shortcut[0], approval_mode=shortcut[1]))
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:  # the last line of defence: a message, not a traceback
+        _report_crash(exc)
+        sys.exit(1)
+
+
+def _report_crash(exc: Exception) -> None:
+    import os
+    import traceback
+
+    from cairn.debug_log import get_logger
+
+    details = "".join(traceback.format_exception(exc))
+    get_logger("CRASH").error(details)
+    if os.environ.get("CAIRN_DEBUG", "").strip() not in ("", "0"):
+        sys.stderr.write(details)
+    sys.stderr.write(
+        f"cairn: internal error: {type(exc).__name__}: {exc}\n"
+        "This is a bug. Set CAIRN_DEBUG=1 to see the traceback; the debug log has it too.\n"
+    )
 
 
 if __name__ == "__main__":

@@ -43,11 +43,14 @@ memory_app = typer.Typer(
 
 
 def _out() -> Console:
-    return Console(highlight=False)
+    # soft_wrap: paths and messages stay on one line, so they can be copied whole.
+    return Console(highlight=False, soft_wrap=True)
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
-    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {message}", markup=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err.print("[red]error:[/red] ", end="")
+    err.print(message, markup=False)
     raise typer.Exit(code)
 
 
@@ -192,7 +195,7 @@ def recall(
         _print_result("fast phase (first request of the turn)", fast)
         if provider is None:
             _out().print(
-                "The refined phase needs a model endpoint: set OPENAI_BASE_URL, OPENAI_API_KEY "
+                "\nThe refined phase needs a model endpoint: set OPENAI_BASE_URL, OPENAI_API_KEY "
                 "and OPENAI_MODEL (or security.auth in settings.json)."
             )
             return
@@ -257,7 +260,9 @@ def forget(
         if not yes:
             if not sys.stdin.isatty():
                 _fail("not forgetting without confirmation: stdin is not a terminal; add --yes")
-            if not typer.confirm(f"Forget {len(plan.matches)} entries?", default=False):
+            count = len(plan.matches)
+            question = f"Forget {count} {'entry' if count == 1 else 'entries'}?"
+            if not typer.confirm(question, default=False):
                 _fail("Nothing was forgotten.")
         _print_report(manager.apply_forget(plan))
 
@@ -290,10 +295,11 @@ def reindex() -> None:
             report = manager.reindex(on_step=lambda step: status.update(f"{step}…"))
         for warning in report.warnings:
             out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        noun = "memory" if report.docs == 1 else "memories"
+        roots = [str(root) for root in manager.root_map().values() if root.is_dir()]
+        written = f"; rebuilt MEMORY.md in {', '.join(roots)}" if roots else ""
         out.print(
-            f"Indexed {report.docs} memories ({report.reparsed} read again) and rebuilt MEMORY.md "
-            f"in {', '.join(str(root) for root in manager.root_map().values())}.",
-            markup=False,
+            f"Indexed {report.docs} {noun} ({report.reparsed} read again){written}.", markup=False
         )
 
     _run(command)

@@ -220,8 +220,8 @@ class Settings(_Section):
     general: GeneralSettings = Field(default_factory=GeneralSettings, description="General.")
     fast_model: str = Field(
         "",
-        description="A cheaper model for side queries (Recall's selector, Extract's judge, "
-        "recap, Forget). Empty: the main model.",
+        description="A cheaper model for side queries (Recall's selector, Forget's selector, "
+        "the session recap). Empty: the main model.",
     )
     model: ModelSettings = Field(default_factory=ModelSettings, description="The main model.")
     context: ContextSettings = Field(default_factory=ContextSettings, description="Context files.")

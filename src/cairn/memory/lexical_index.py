@@ -14,34 +14,42 @@ so adding it to the scores is one big-integer multiply-add instead of a Python l
 thousands of postings; rare terms are scattered into an ``array`` and packed once. The top k are
 then found with bit-parallel comparisons on the packed scores (add a per-field bias, mask the
 guard bits, count them): a binary search on the score threshold touches every document in a few
-big-integer operations, and only the documents above the threshold are ever unpacked.
+big-integer operations, starting from the k-th best score among the documents of the rarest
+terms (usually the answer already), and only the documents above the threshold are sorted.
+Edits to a packed term are noted per slot and folded into the vector in batches, so re-indexing
+one file costs a few dictionary updates, not one pool-sized operation per term.
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import sys
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, groupby
+from operator import itemgetter
+from typing import Any
 
 from cairn.memory.scorer import MAX_TERM_WEIGHT, idf_weight, score_value
 
-__all__ = ["Hit", "IndexState", "LexicalIndex", "search"]
+__all__ = ["Hit", "IndexState", "LexicalIndex", "Scores", "search"]
 
 _SLOT_TYPE = "i"  # posting slots: signed 32-bit
 _WEIGHT_TYPE = "B"  # posting weights: 1..255
 _FIELD_TYPE = "I"  # one packed score field: unsigned 32-bit
 _FIELD_BITS = 32
 _GUARD_BIT = _FIELD_BITS - 1  # scores stay below 2**31, so bit 31 is free for comparisons
-_DENSE_RATIO = 64  # a term held by >= 1/64 of the slots is cached as a packed vector ...
+_DENSE_RATIO = 32  # a term held by >= 1/32 of the slots is cached as a packed vector ...
 _DENSE_MIN_POSTINGS = 32  # ... when it also has at least this many postings
 _DENSE_CACHE_BYTES = 24 * 1024 * 1024  # packed vectors kept per index (least recently used go)
+_PENDING_CHANGES = 512  # edits noted per packed vector before they are folded into it
+_SEED_SLOTS = 1024  # documents of the rarest terms scored to start the threshold search
 _WINDOW_FACTOR = 4  # the threshold search stops once at most 4k (and >= k) documents pass
-_WINDOW_MIN = 32
+_WINDOW_MIN = 32  # ... or at most 32
 
 IndexState = tuple[int, bytes, str, bytes, bytes, bytes]  # slots, used, terms, counts, ids, weights
 _Posting = tuple[array, array]  # (slots, weights)
@@ -68,6 +76,126 @@ def _ones(size: int) -> int:
     return int.from_bytes(b"\x01\x00\x00\x00" * size, "little")
 
 
+class _PackedPostings:
+    """The posting lists of a loaded state, still in their flat arrays.
+
+    Looking a term up is a binary search in the sorted term list, so loading builds no per-term
+    object at all; a list is copied out (and forgotten here) the first time it is used.
+    """
+
+    def __init__(self, terms: list[str], ends: array, slots: array, weights: array) -> None:
+        self._terms = terms  # sorted
+        self._ends = ends  # ends[i]: one past the last posting of terms[i]
+        self._slots = slots
+        self._weights = weights
+        self._taken: set[str] = set()
+
+    def _find(self, term: str) -> int:
+        at = bisect_left(self._terms, term)
+        if at < len(self._terms) and self._terms[at] == term and term not in self._taken:
+            return at
+        return -1
+
+    def _span(self, at: int) -> tuple[int, int]:
+        return (self._ends[at - 1] if at else 0), self._ends[at]
+
+    def size(self, term: str) -> int:
+        at = self._find(term)
+        if at < 0:
+            return 0
+        start, end = self._span(at)
+        return end - start
+
+    def copy(self, term: str) -> _Posting | None:
+        at = self._find(term)
+        if at < 0:
+            return None
+        start, end = self._span(at)
+        return self._slots[start:end], self._weights[start:end]
+
+    def take(self, term: str) -> _Posting | None:
+        found = self.copy(term)
+        if found is not None:
+            self._taken.add(term)
+        return found
+
+    def terms(self) -> list[str]:
+        return [term for term in self._terms if term not in self._taken]
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """A query's scores over one index: packed, one 32-bit field per slot."""
+
+    packed: int
+    seeds: list[array]  # slots of the rare terms' postings: where the best scores usually are
+
+
+class _PackedTerm:
+    """A frequent term's weights as one packed integer, plus the changes not folded in yet.
+
+    Adding or removing a document only notes the change (slot -> weight delta); the O(pool)
+    big-integer update happens once enough changes have piled up, not on every edit.
+    """
+
+    def __init__(self, vector: int) -> None:
+        self.vector = vector
+        self.changes: dict[int, int] = {}
+
+    def adjust(self, slot: int, delta: int) -> None:
+        total = self.changes.get(slot, 0) + delta
+        if total:
+            self.changes[slot] = total
+        else:
+            self.changes.pop(slot, None)
+        if len(self.changes) > _PENDING_CHANGES:
+            for slot_, change in self.changes.items():
+                self.vector += change << (_FIELD_BITS * slot_)
+            self.changes.clear()
+
+
+class _Scatter:
+    """Per-slot additions and subtractions for one query, packed once at the end."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._plus: array | None = None
+        self._minus: array | None = None
+
+    def add_posting(self, posting: _Posting, idf: int) -> None:
+        if self._plus is None:
+            self._plus = array(_FIELD_TYPE, bytes(4 * self._size))
+        plus = self._plus
+        for slot, weight in zip(*posting, strict=True):
+            plus[slot] += idf * weight
+
+    def add_changes(self, changes: Mapping[int, int], idf: int) -> None:
+        for slot, delta in changes.items():
+            if delta > 0:
+                if self._plus is None:
+                    self._plus = array(_FIELD_TYPE, bytes(4 * self._size))
+                self._plus[slot] += idf * delta
+            else:
+                if self._minus is None:
+                    self._minus = array(_FIELD_TYPE, bytes(4 * self._size))
+                self._minus[slot] -= idf * delta
+
+    def packed(self) -> int:
+        """Plus minus minus: fields may be negative on their own, never in the final sum."""
+        plus = 0 if self._plus is None else _pack(self._plus)
+        return plus - (0 if self._minus is None else _pack(self._minus))
+
+
+def _free_slots(used: bytearray) -> list[int]:
+    """Slots not in use, as a heap (already sorted)."""
+    free: list[int] = []
+    at = used.find(0)
+    while at >= 0:
+        free.append(at)
+        at = used.find(0, at + 1)
+    return free
+
+
 class LexicalIndex:
     """Term -> posting list for the documents of one memory root."""
 
@@ -76,11 +204,8 @@ class LexicalIndex:
         self._used = bytearray()  # 1 per occupied slot
         self._free: list[int] = []  # heap of released slots below len(_used)
         self._doc_count = 0
-        self._dense: OrderedDict[str, int] = OrderedDict()
-        # Posting lists of a loaded state, cut out on first use: term -> (start, end).
-        self._packed: dict[str, tuple[int, int]] = {}
-        self._packed_slots = array(_SLOT_TYPE)
-        self._packed_weights = array(_WEIGHT_TYPE)
+        self._dense: OrderedDict[str, _PackedTerm] = OrderedDict()
+        self._packed = _PackedPostings([], array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE))
 
     @property
     def doc_count(self) -> int:
@@ -96,11 +221,11 @@ class LexicalIndex:
         found = self._postings.get(term)
         if found is not None:
             return found
-        span = self._packed.pop(term, None)
-        if span is None:
+        found = self._packed.take(term)
+        if found is None:
             return None
-        start, end = span
-        found = (self._packed_slots[start:end], self._packed_weights[start:end])
+        if found[0] and not 0 <= found[0][0] <= found[0][-1] < len(self._used):
+            raise ValueError(f"damaged index: posting of {term!r} points past the slot table")
         self._postings[term] = found
         return found
 
@@ -108,8 +233,7 @@ class LexicalIndex:
         found = self._postings.get(term)
         if found is not None:
             return len(found[0])
-        span = self._packed.get(term)
-        return 0 if span is None else span[1] - span[0]
+        return self._packed.size(term)
 
     # --- changes ------------------------------------------------------------------------
 
@@ -135,8 +259,9 @@ class LexicalIndex:
             at = bisect_left(slots, slot)
             slots.insert(at, slot)
             values.insert(at, weight)
-            if term in self._dense:
-                self._dense[term] += weight << (_FIELD_BITS * slot)
+            packed = self._dense.get(term)
+            if packed is not None:
+                packed.adjust(slot, weight)
         self._doc_count += 1
         return slot
 
@@ -151,8 +276,9 @@ class LexicalIndex:
             slots, values = found
             at = bisect_left(slots, slot)
             if at < len(slots) and slots[at] == slot:
-                if term in self._dense:
-                    self._dense[term] -= values[at] << (_FIELD_BITS * slot)
+                packed = self._dense.get(term)
+                if packed is not None:
+                    packed.adjust(slot, -values[at])
                 del slots[at]
                 del values[at]
                 if not slots:
@@ -164,7 +290,7 @@ class LexicalIndex:
 
     # --- scoring ------------------------------------------------------------------------
 
-    def _dense_vector(self, term: str, posting: _Posting) -> int | None:
+    def _packed_term(self, term: str, posting: _Posting) -> _PackedTerm | None:
         """The packed weights of a frequent term (cached), or None for a rare one."""
         cached = self._dense.get(term)
         if cached is not None:
@@ -176,43 +302,40 @@ class LexicalIndex:
         fields = array(_FIELD_TYPE, bytes(4 * self.capacity))
         for slot, weight in zip(*posting, strict=True):
             fields[slot] = weight
-        vector = _pack(fields)
-        self._dense[term] = vector
+        packed = self._dense[term] = _PackedTerm(_pack(fields))
         while len(self._dense) * 4 * self.capacity > _DENSE_CACHE_BYTES and len(self._dense) > 1:
             self._dense.popitem(last=False)
-        return vector
+        return packed
 
-    def scores(self, plan: Sequence[tuple[str, int]]) -> int:
+    def scores(self, plan: Sequence[tuple[str, int]]) -> Scores:
         """Packed ``sum of idf * weight`` per slot for the (term, idf weight) pairs of a query."""
         total = 0
-        scattered: array | None = None
+        scattered = _Scatter(self.capacity)
+        seeds: list[array] = []
         for term, idf in plan:
             posting = self.posting(term)
             if posting is None:
                 continue
-            vector = self._dense_vector(term, posting)
-            if vector is not None:
-                total += idf * vector
-                continue
-            if scattered is None:
-                scattered = array(_FIELD_TYPE, bytes(4 * self.capacity))
-            for slot, weight in zip(*posting, strict=True):
-                scattered[slot] += idf * weight
-        if scattered is not None:
-            total += _pack(scattered)
-        return total
+            packed = self._packed_term(term, posting)
+            if packed is None:
+                scattered.add_posting(posting, idf)
+                seeds.append(posting[0])
+            else:
+                total += idf * packed.vector
+                scattered.add_changes(packed.changes, idf)
+        return Scores(total + scattered.packed(), seeds)
 
     # --- persistence --------------------------------------------------------------------
 
     def to_state(self) -> IndexState:
         """The whole index as a few strings and byte blobs (for marshal)."""
-        terms = sorted({*self._postings, *self._packed})
+        terms = sorted({*self._postings, *self._packed.terms()})
         counts, slots, weights = array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE)
         for term in terms:
             found = self._postings.get(term)
             if found is None:
-                start, end = self._packed[term]
-                found = (self._packed_slots[start:end], self._packed_weights[start:end])
+                found = self._packed.copy(term)
+                assert found is not None
             counts.append(len(found[0]))
             slots.extend(found[0])
             weights.extend(found[1])
@@ -224,24 +347,21 @@ class LexicalIndex:
         """The index :meth:`to_state` saved. Raises ValueError when the state is inconsistent."""
         doc_count, used, joined, count_bytes, slot_bytes, weight_bytes = state
         index, counts = cls(), array("q")
+        slots, weights = array(_SLOT_TYPE), array(_WEIGHT_TYPE)
         counts.frombytes(count_bytes)
-        index._packed_slots.frombytes(slot_bytes)
-        index._packed_weights.frombytes(weight_bytes)
+        slots.frombytes(slot_bytes)
+        weights.frombytes(weight_bytes)
         index._used = bytearray(used)
         terms = joined.split("\0") if joined else []
-        ends = list(accumulate(counts))
+        ends = array("q", accumulate(counts))
         total = ends[-1] if ends else 0
-        if len(terms) != len(counts) or total != len(index._packed_slots):
-            raise ValueError("index state: term, count and slot tables disagree")
-        if total != len(index._packed_weights) or doc_count != sum(index._used):
-            raise ValueError("index state: weight table or document count is damaged")
-        if index._packed_slots and not 0 <= min(index._packed_slots) <= max(
-            index._packed_slots
-        ) < len(index._used):
-            raise ValueError("index state: a posting points past the slot table")
-        index._packed = dict(zip(terms, zip([0, *ends[:-1]], ends, strict=True), strict=True))
+        if len(terms) != len(counts) or total != len(slots) or total != len(weights):
+            raise ValueError("index state: term, count, slot and weight tables disagree")
+        if doc_count != index._used.count(1):
+            raise ValueError("index state: the document count is damaged")
+        index._packed = _PackedPostings(terms, ends, slots, weights)
         index._doc_count = doc_count
-        index._free = [slot for slot, taken in enumerate(index._used) if not taken]
+        index._free = _free_slots(index._used)
         return index
 
 
@@ -253,6 +373,14 @@ class Hit:
 
 
 Accept = Callable[[int, int], bool]  # (shard, slot) -> may this document be returned?
+SortKey = tuple[Any, ...]  # how equal scores are ordered (ascending)
+
+
+@functools.lru_cache(maxsize=8)
+def _constants(size: int) -> tuple[int, int]:
+    """(1 in every field, 2**31 in every field) for ``size`` fields."""
+    ones = _ones(size)
+    return ones, ones << _GUARD_BIT
 
 
 @dataclass
@@ -262,6 +390,7 @@ class _Shard:
     number: int
     size: int
     scores: int
+    seeds: list[array]
     ones: int
     guards: int
     biased: int  # scores + 2**31 in every field: (biased - t*ones) keeps the guard iff >= t
@@ -285,15 +414,37 @@ class _Shard:
             self.values = _unpack(self.scores, self.size)
         return self.values[slot]
 
+    def seed_values(self) -> list[int]:
+        """The scores of documents holding the rarest query terms (each document once)."""
+        chosen: list[array] = []
+        total = 0
+        for slots in sorted(self.seeds, key=len):
+            if total + len(slots) > _SEED_SLOTS and chosen:
+                break
+            chosen.append(slots)
+            total += len(slots)
+        if not chosen:
+            return []
+        return [self.value(slot) for slot in set().union(*chosen)]
+
 
 def _plan(indexes: Sequence[LexicalIndex], terms: Iterable[str]) -> list[tuple[str, int]]:
-    """Distinct query terms present anywhere, each with its integer idf weight."""
+    """Distinct query terms present anywhere, each with its integer idf weight.
+
+    Terms past the point where a score could reach the guard bit are dropped (the store never
+    sends that many: queries are bounded to 64 tokens).
+    """
     doc_count = sum(index.doc_count for index in indexes)
     plan: list[tuple[str, int]] = []
+    ceiling = 0
     for term in dict.fromkeys(terms):
         frequency = sum(index.doc_frequency(term) for index in indexes)
         if frequency:
-            plan.append((term, idf_weight(frequency, max(doc_count, frequency))))
+            weight = idf_weight(frequency, max(doc_count, frequency))
+            ceiling += weight * MAX_TERM_WEIGHT
+            if ceiling >= 1 << _GUARD_BIT:
+                break
+            plan.append((term, weight))
     return plan
 
 
@@ -301,22 +452,29 @@ def _shards(indexes: Sequence[LexicalIndex], plan: Sequence[tuple[str, int]]) ->
     shards: list[_Shard] = []
     for number, index in enumerate(indexes):
         scores = index.scores(plan)
-        if scores:
-            size = index.capacity
-            ones = _ones(size)
-            guards = ones << _GUARD_BIT
-            shards.append(_Shard(number, size, scores, ones, guards, scores + guards))
+        if scores.packed:
+            ones, guards = _constants(index.capacity)
+            biased = scores.packed + guards
+            shards.append(
+                _Shard(number, index.capacity, scores.packed, scores.seeds, ones, guards, biased)
+            )
     return shards
 
 
 def _threshold(shards: Sequence[_Shard], wanted: int, ceiling: int) -> int:
-    """A score t with at least ``wanted`` documents >= t (if so many scored), and few more."""
+    """A score t with at least ``wanted`` documents >= t (if so many scored), and few more.
+
+    The search starts from the ``wanted``-th best score among documents holding a rare query
+    term (known without counting), which is usually already the answer.
+    """
     window = max(_WINDOW_MIN, _WINDOW_FACTOR * wanted)
 
     def count(threshold: int) -> int:
         return sum(shard.count_at_least(threshold) for shard in shards)
 
-    low, high = 1, ceiling + 1  # count(low) >= wanted (or low == 1); count(high) < wanted
+    seeded = heapq.nlargest(wanted, (v for shard in shards for v in shard.seed_values()))
+    low = seeded[-1] if len(seeded) == wanted else 1
+    high = ceiling + 1  # count(low) >= wanted (or low == 1); count(high) < wanted
     if count(low) <= window:
         return low
     while high - low > 1:
@@ -337,7 +495,7 @@ def search(
     *,
     limit: int,
     accept: Accept,
-    order_key: Callable[[int, int], Hashable],
+    order_key: Callable[[int, int], SortKey],
 ) -> list[Hit]:
     """The ``limit`` best accepted documents: score descending, then ``order_key`` ascending.
 
@@ -351,25 +509,32 @@ def search(
     if not shards:
         return []
     ceiling = sum(idf for _, idf in plan) * MAX_TERM_WEIGHT
+    verdicts: dict[tuple[int, int], bool] = {}
     wanted = limit
     while True:
         threshold = _threshold(shards, wanted, ceiling)
         candidates = [
-            (-shard.value(slot), order_key(shard.number, slot), shard.number, slot)
+            (-shard.value(slot), shard.number, slot)
             for shard in shards
             for slot in shard.slots_at_least(threshold)
         ]
         candidates.sort()
         hits: list[Hit] = []
         rejected = 0
-        for negative, _, number, slot in candidates:
-            if accept(number, slot):
+        for negative, group in groupby(candidates, key=itemgetter(0)):
+            tied = [(number, slot) for _, number, slot in group]
+            if len(tied) > 1:  # order keys are only worth computing for equal scores
+                tied.sort(key=lambda member: order_key(*member))
+            for number, slot in tied:
+                verdict = verdicts.get((number, slot))
+                if verdict is None:
+                    verdict = verdicts[number, slot] = accept(number, slot)
+                if not verdict:
+                    rejected += 1
+                    continue
                 hits.append(Hit(number, slot, score_value(-negative)))
                 if len(hits) == limit:
                     return hits
-            else:
-                rejected += 1
         if threshold <= 1:
             return hits
-        wanted = limit + rejected
-        ceiling = threshold - 1 if not candidates else ceiling
+        wanted = limit + rejected  # the rejected ones passed the threshold: look deeper

@@ -88,6 +88,8 @@ class MemoryManager:
         try:
             return (root / INDEX_FILE_NAME).read_text(encoding="utf-8")
         except FileNotFoundError:
+            if not root.is_dir():  # no memories in this scope: nothing to scan for
+                return ""
             # Memories copied in by hand have no index yet: show what it would say.
             return build_index_text([doc for doc in self.docs() if doc.scope == scope])
         except (OSError, UnicodeDecodeError) as exc:

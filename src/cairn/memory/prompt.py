@@ -14,8 +14,11 @@ from pathlib import Path
 from cairn.memory.document import MemoryScope
 
 __all__ = [
+    "HOW_TO_SAVE_SECTION",
     "MAX_PROMPT_INDEX_CHARS",
     "MAX_PROMPT_INDEX_LINES",
+    "MEMORY_TYPES_SECTION",
+    "WHAT_NOT_TO_SAVE_SECTION",
     "MemoryTier",
     "build_auto_memory_prompt",
     "truncate_index_for_prompt",
@@ -123,6 +126,12 @@ you observe and update or remove the memory.
 
 Memory is for what will matter in future conversations. Plans and the todo list are for the work \
 of this conversation."""
+
+
+# The same rules, for the memory agents' prompts (Extract, Dream): one text, never two.
+MEMORY_TYPES_SECTION = _TYPES_FULL
+WHAT_NOT_TO_SAVE_SECTION = _DO_NOT_SAVE
+HOW_TO_SAVE_SECTION = _HOW_TO_SAVE
 
 
 def truncate_index_for_prompt(text: str) -> str:

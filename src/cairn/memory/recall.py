@@ -8,12 +8,13 @@
    used; if the caller aborts, the result is empty and nothing is recorded.
 
 The fast phase never awaits, so it runs in the first step of the recall task and is published
-before a caller's bounded wait can expire, however busy the machine is.
+before a caller's bounded wait can expire, however busy the machine is; recall then yields once
+so a waiting consumer takes the fast result before the selector's candidates are built.
 """
 
 from __future__ import annotations
 
-import itertools
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
@@ -122,13 +123,13 @@ async def recall_memories(
         fast_prompt = render_relevant_memory(fast_docs, now=now())
         _publish(on_fast_result, RecallResult(fast_prompt, fast_docs, "heuristic"))
     timings.fast_ms = clock.lap_ms()
+    await asyncio.sleep(0)  # a waiting consumer takes the fast result before candidates are built
 
     fallback = lexical[:limit]
     if provider is None:
         return finish(_heuristic(fallback, now))
     taken = {doc.path for doc in lexical[:LEXICAL_CANDIDATE_LIMIT]}
-    recent = _newest(
-        store,
+    recent = store.recent(
         limit=MAX_MODEL_CANDIDATE_DOCS - len(taken),
         exclude=lambda doc: doc.path in taken or ineligible(doc),
     )
@@ -156,18 +157,6 @@ async def recall_memories(
         return RecallResult()
     strategy: RecallStrategy = "model" if chosen else "none"
     return finish(RecallResult(render_relevant_memory(chosen, now=now()), chosen, strategy))
-
-
-def _newest(
-    store: MemoryStore, *, limit: int, exclude: Callable[[MemoryDoc], bool]
-) -> list[MemoryDoc]:
-    """The ``limit`` newest documents not excluded; equal mtimes keep the project-first order.
-
-    Stands in for ``MemoryStore.recent``, which reads every root's records through the last
-    root and so fails when both a project and a user root hold memories.
-    """
-    newest = sorted(store.docs(), key=lambda doc: -doc.mtime)  # two sorted runs: linear
-    return list(itertools.islice((doc for doc in newest if not exclude(doc)), max(limit, 0)))
 
 
 def _heuristic(docs: list[MemoryDoc], now: Callable[[], float]) -> RecallResult:

@@ -3,9 +3,13 @@
 For a document ``d`` and a query term ``t``::
 
     tf~(t, d)  = sum over fields f of  w_f * tf_f(t, d) / (1 - b_f + b_f * len_f(d) / L_f)
-    weight     = tf~ / (k1 + tf~)                        # saturated, in [0, 1)
+    weight     = tf~ / (k1 + tf~)                        # saturated, in (0, 1)
     score(d)   = sum over query terms of  idf(t) * weight(t, d)
     idf(t)     = ln(1 + (N - df + 0.5) / (df + 0.5))     # N docs in the pool, df docs holding t
+
+Both factors are stored as small integers (weight * 255 rounded, at least 1; idf * 16 rounded,
+at least 1), so a score is an exact integer: equal documents tie exactly, whatever order they
+were indexed in, and the index can add scores with integer arithmetic (see lexical_index).
 
 Unlike textbook BM25, the length of a field is normalised against a fixed reference length
 ``L_f`` rather than the pool's running average, so a document's weights depend on that document
@@ -19,30 +23,24 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from cairn.memory.document import MemoryType
 from cairn.memory.tokenizer import TOKENIZER_VERSION, tokenize
 
 __all__ = [
     "DEFAULT_SCORER",
-    "TYPE_BONUS_CAP",
-    "TYPE_KEYWORDS",
+    "IDF_SCALE",
+    "MAX_TERM_WEIGHT",
     "ScorerConfig",
     "idf",
+    "idf_weight",
+    "score_value",
     "term_weights",
-    "type_keyword_hits",
 ]
 
-# Query words that hint at a memory type (the reference's type-keyword bonus).
-TYPE_KEYWORDS: dict[MemoryType, frozenset[str]] = {
-    "user": frozenset({"user", "preference", "preferences", "background", "role", "terse"}),
-    "feedback": frozenset({"feedback", "rule", "rules", "avoid", "style", "summary"}),
-    "project": frozenset({"project", "goal", "goals", "incident", "deadline", "release"}),
-    "reference": frozenset({"reference", "dashboard", "ticket", "docs", "doc", "link"}),
-}
-TYPE_BONUS_CAP = 2  # type keywords counted per document, at most (reference)
+MAX_TERM_WEIGHT = 255  # a saturated term weight in (0, 1) is stored as 1..255
+IDF_SCALE = 16  # an idf is stored as round(idf * 16), at least 1
 
 
 @dataclass(frozen=True)
@@ -59,7 +57,6 @@ class ScorerConfig:
     title_length: float = 6.0  # reference field lengths in tokens (see the module docstring)
     description_length: float = 14.0
     body_length: float = 80.0
-    type_bonus: float = 0.0  # score per matching type keyword; 0 turns the bonus off
 
     def fingerprint(self) -> str:
         """Changes whenever stored weights would: a persisted index with another one is rebuilt."""
@@ -75,14 +72,24 @@ def idf(doc_frequency: int, doc_count: int) -> float:
     return math.log(1.0 + (doc_count - doc_frequency + 0.5) / (doc_frequency + 0.5))
 
 
+def idf_weight(doc_frequency: int, doc_count: int) -> int:
+    """:func:`idf` as the integer factor scores are built from."""
+    return max(1, round(idf(doc_frequency, doc_count) * IDF_SCALE))
+
+
+def score_value(points: int) -> float:
+    """An integer score as a float on the BM25 scale (for display and comparison only)."""
+    return points / (MAX_TERM_WEIGHT * IDF_SCALE)
+
+
 def _field_factor(weight: float, b: float, length: int, reference: float) -> float:
     return weight / (1.0 - b + b * length / reference)
 
 
 def term_weights(
     title: str, description: str, body: str, config: ScorerConfig = DEFAULT_SCORER
-) -> dict[str, float]:
-    """Every term of a document with its saturated BM25F weight (0 < weight < 1)."""
+) -> dict[str, int]:
+    """Every term of a document with its saturated BM25F weight, as an integer 1..255."""
     fields: Sequence[tuple[list[str], float, float, float]] = (
         (tokenize(title), config.title_weight, config.title_b, config.title_length),
         (tokenize(description), config.description_weight, config.description_b,
@@ -94,10 +101,5 @@ def term_weights(
         factor = _field_factor(weight, b, len(tokens), reference)
         for term, count in Counter(tokens).items():
             pseudo[term] = pseudo.get(term, 0.0) + factor * count
-    return {term: tf / (config.k1 + tf) for term, tf in pseudo.items()}
-
-
-def type_keyword_hits(query_terms: Iterable[str], memory_type: MemoryType) -> int:
-    """How many query terms hint at ``memory_type``, at most :data:`TYPE_BONUS_CAP`."""
-    keywords = TYPE_KEYWORDS[memory_type]
-    return min(sum(1 for term in query_terms if term in keywords), TYPE_BONUS_CAP)
+    top = MAX_TERM_WEIGHT
+    return {term: max(1, round(top * tf / (config.k1 + tf))) for term, tf in pseudo.items()}

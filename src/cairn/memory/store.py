@@ -16,21 +16,21 @@ from __future__ import annotations
 import heapq
 import os
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
 from cairn.memory.index_file import write_index
-from cairn.memory.lexical_index import LexicalIndex, search
+from cairn.memory.lexical_index import search
 from cairn.memory.parse import ParseSkip, parse_memory_file
 from cairn.memory.paths import MemoryRoots
-from cairn.memory.scan import FileStat, is_memory_name, stat_file, walk_root
-from cairn.memory.scorer import DEFAULT_SCORER, TYPE_BONUS_CAP, ScorerConfig, term_weights
-from cairn.memory.scorer import type_keyword_hits as _type_keyword_hits
+from cairn.memory.scan import is_memory_name, stat_file, stat_key, walk_root
+from cairn.memory.scorer import DEFAULT_SCORER, ScorerConfig, term_weights
 from cairn.memory.store_cache import (
     DocRecord,
+    RecordTable,
     ShardCache,
     SkipRecord,
     load_cache,
@@ -42,6 +42,7 @@ from cairn.memory.watch import TreeWatcher, open_watcher
 __all__ = ["MemoryStore", "ScanReport", "ScoredDoc"]
 
 _CACHE_FOLDER = "recall-index"  # under the project state dir, and under the memory base (user)
+_ROOT_SYMLINK = "project memory root skipped (it is a symlink)"
 _log = get_logger("MEMORY")
 
 
@@ -100,15 +101,18 @@ class _Shard:
         self.scorer = scorer
         self.watch = watch
         self.cache = ShardCache()
-        self.by_id: dict[int, str] = {}
         self.docs: dict[str, MemoryDoc] = {}  # built on first use
-        self.symlinks: set[str] = set()
         self.folder_warnings: list[str] = []
         self.watcher: TreeWatcher | None = None
         self.loaded = False
         self.walked = False  # a full walk registered watches on every folder
         self.dirty = False  # changed since loaded or saved
         self.order: list[str] | None = None  # relative paths in docs() order
+        self.skip_messages: list[str] | None = None  # warnings of skipped files (cached)
+
+    @property
+    def records(self) -> RecordTable:
+        return self.cache.records
 
     # --- loading and saving -------------------------------------------------------------
 
@@ -124,13 +128,8 @@ class _Shard:
         )
         if cached is None:
             self.dirty = True
-            return
-        self.cache = cached
-        for relative, record in cached.records.items():
-            if isinstance(record, DocRecord):
-                self.by_id[record.doc_id] = relative
-                if record.symlink:
-                    self.symlinks.add(relative)
+        else:
+            self.cache = cached
 
     def save(self) -> None:
         if not self.dirty or self.cache_path is None or self.root is None:
@@ -157,28 +156,24 @@ class _Shard:
         if self.watcher is not None and self.walked:
             changes = self.watcher.drain()
             if not changes.rescan:
-                self._restat({*changes.files, *self.symlinks}, tally)
+                self._restat({*changes.files, *self.records.symlinks}, tally)
                 return
         self._full_walk(tally)
 
     def _root_usable(self) -> bool:
         if self.scope == "project" and os.path.islink(self.root_text):
-            warning = f"{self.root_text}: project memory root skipped (it is a symlink)"
+            warning = f"{self.root_text}: {_ROOT_SYMLINK}"
             if warning not in self.folder_warnings:
                 _log.warning(warning)
             self.folder_warnings = [warning]
             return False
+        self.folder_warnings = [w for w in self.folder_warnings if not w.endswith(_ROOT_SYMLINK)]
         return os.path.isdir(self.root_text)
 
     def _drop_all(self, tally: _Tally) -> None:
-        for relative in list(self.cache.records):
+        for relative in list(self.records.keys):
             self._remove(relative, tally)
-        self.walked = False
-        if self.watcher is not None:
-            self.watcher.close()
-            self.watcher = None
-        if not self.folder_warnings or "symlink" not in self.folder_warnings[0]:
-            self.folder_warnings = []
+        self.close()
 
     def _full_walk(self, tally: _Tally) -> None:
         if self.watch and self.watcher is None:
@@ -193,77 +188,73 @@ class _Shard:
             if warning not in self.folder_warnings:
                 _log.warning(warning)
         self.folder_warnings = walk.warnings
-        records = self.cache.records
-        for relative in [path for path in records if path not in walk.files]:
+        known = self.records.keys
+        if walk.keys == known:
+            return  # the usual case: nothing changed, decided in one C-level comparison
+        for relative in known.keys() - walk.keys.keys():
             self._remove(relative, tally)
-        for relative, found in walk.files.items():
-            record = records.get(relative)
-            if record is None or record.stat_key != found.key:
-                self._update(relative, found, tally)
+        for relative, key in walk.keys.items():
+            if known.get(relative) != key:
+                self._update(relative, walk.infos[relative], relative in walk.symlinks, tally)
 
     def _restat(self, candidates: set[str], tally: _Tally) -> None:
+        known = self.records.keys
         for relative in candidates:
             if not is_memory_name(_file_name(relative)):
                 continue
             found = stat_file(self.root_text, relative)
-            record = self.cache.records.get(relative)
             if found is None:
-                if record is not None:
+                if relative in known:
                     self._remove(relative, tally)
-            elif record is None or record.stat_key != found.key:
-                self._update(relative, found, tally)
+            elif known.get(relative) != stat_key(found[0]):
+                self._update(relative, found[0], found[1], tally)
 
     # --- applying changes ---------------------------------------------------------------
 
     def _unindex(self, relative: str) -> None:
-        record = self.cache.records.pop(relative, None)
+        record = self.records.pop(relative)
         self.docs.pop(relative, None)
-        self.symlinks.discard(relative)
         if isinstance(record, DocRecord):
-            self.cache.index.remove(record.doc_id, _terms_of(record))
-            self.by_id.pop(record.doc_id, None)
+            self.cache.index.remove(record.slot, _terms_of(record))
         self.dirty = True
         self.order = None
+        self.skip_messages = None
 
     def _remove(self, relative: str, tally: _Tally) -> None:
         self._unindex(relative)
         tally.removed += 1
 
-    def _update(self, relative: str, found: FileStat, tally: _Tally) -> None:
+    def _update(self, relative: str, info: os.stat_result, symlink: bool, tally: _Tally) -> None:
         started = time.perf_counter()
         assert self.root is not None
-        parsed = parse_memory_file(self.root / relative, self.root, self.scope, info=found.info)
+        key = stat_key(info)
+        parsed = parse_memory_file(self.root / relative, self.root, self.scope, info=info)
         self._unindex(relative)
         if isinstance(parsed, ParseSkip):
-            self.cache.records[relative] = SkipRecord(found.key, parsed.reason, parsed.detail)
+            self.records.put(relative, SkipRecord(key, parsed.reason, parsed.detail))
             _log.warning(parsed.message)
         else:
-            self._index(relative, parsed, found)
+            weights = term_weights(parsed.title, parsed.description, parsed.body, self.scorer)
+            slot = self.cache.index.add(weights)
+            self.records.put(relative, DocRecord(
+                key, slot, parsed.type, parsed.title, parsed.description, parsed.body,
+                parsed.mtime, parsed.size, symlink,
+            ))  # fmt: skip
+            self.docs[relative] = parsed
         tally.reparsed += 1
         tally.reindex_seconds += time.perf_counter() - started
 
-    def _index(self, relative: str, doc: MemoryDoc, found: FileStat) -> None:
-        doc_id = self.cache.next_id
-        self.cache.next_id += 1
-        weights = term_weights(doc.title, doc.description, doc.body, self.scorer)
-        self.cache.index.add(doc_id, weights)
-        self.cache.records[relative] = DocRecord(
-            found.key, doc_id, doc.type, doc.title, doc.description, doc.body,
-            doc.mtime, doc.size, found.symlink,
-        )  # fmt: skip
-        self.by_id[doc_id] = relative
-        self.docs[relative] = doc
-        if found.symlink:
-            self.symlinks.add(relative)
-
     # --- reading ------------------------------------------------------------------------
+
+    def relative_of(self, slot: int) -> str:
+        return self.records.by_slot[slot]
 
     def doc(self, relative: str) -> MemoryDoc:
         found = self.docs.get(relative)
         if found is not None:
             return found
-        record = self.cache.records[relative]
-        assert isinstance(record, DocRecord) and self.root is not None
+        record = self.record_at(relative)
+        assert self.root is not None
         memory_type: MemoryType = record.type  # type: ignore[assignment]
         found = MemoryDoc(
             self.root / relative, relative, self.scope, memory_type, record.title,
@@ -276,28 +267,23 @@ class _Shard:
         """Relative paths of the documents: mtime descending, then file name, then path."""
         if self.order is None:
             documents = [
-                (-record.mtime, _file_name(relative), relative)
-                for relative, record in self.cache.records.items()
-                if isinstance(record, DocRecord)
+                (-mtime, _file_name(relative), relative)
+                for relative, mtime in self.records.doc_mtimes()
             ]
             documents.sort()
             self.order = [relative for _, _, relative in documents]
         return self.order
 
     def warnings(self) -> list[str]:
-        assert self.root is not None or not self.cache.records
-        skips = sorted(
-            ParseSkip(Path(self.root_text, relative), record.reason, record.detail).message  # type: ignore[arg-type]
-            for relative, record in self.cache.records.items()
-            if isinstance(record, SkipRecord)
-        )
-        return [*self.folder_warnings, *skips]
-
-    def record(self, doc_id: int) -> DocRecord:
-        return self.record_at(self.by_id[doc_id])
+        if self.skip_messages is None:
+            self.skip_messages = sorted(
+                ParseSkip(Path(self.root_text, relative), record.reason, record.detail).message  # type: ignore[arg-type]
+                for relative, record in self.records.skipped()
+            )
+        return [*self.folder_warnings, *self.skip_messages]
 
     def record_at(self, relative: str) -> DocRecord:
-        record = self.cache.records[relative]
+        record = self.records.get(relative)
         assert isinstance(record, DocRecord)
         return record
 
@@ -352,7 +338,7 @@ class MemoryStore:
                 shard.close()
         self._refreshed = True
         return ScanReport(
-            docs=sum(len(shard.by_id) for shard in self._shards),
+            docs=sum(len(shard.records.by_slot) for shard in self._shards),
             reparsed=tally.reparsed,
             removed=tally.removed,
             full_walks=tally.full_walks,
@@ -379,11 +365,7 @@ class MemoryStore:
         Cheaper than :meth:`docs` on a cold store: only the documents returned are built.
         """
         self._ensure_refreshed()
-        streams = [
-            ((-shard.record_at(relative).mtime, index, position, relative)
-             for position, relative in enumerate(shard.ordered()))
-            for index, shard in enumerate(self._shards)
-        ]  # fmt: skip
+        streams = [self._by_recency(index) for index in range(len(self._shards))]
         chosen: list[MemoryDoc] = []
         for _, index, _, relative in heapq.merge(*streams):
             if len(chosen) >= limit:
@@ -392,6 +374,11 @@ class MemoryStore:
             if exclude is None or not exclude(doc):
                 chosen.append(doc)
         return chosen
+
+    def _by_recency(self, index: int) -> Iterator[tuple[float, int, int, str]]:
+        shard = self._shards[index]
+        for position, relative in enumerate(shard.ordered()):
+            yield -shard.records.mtime(relative), index, position, relative
 
     def rank(
         self,
@@ -406,41 +393,29 @@ class MemoryStore:
         removes documents (already surfaced, tool noise) before the cut.
         """
         self._ensure_refreshed()
-        terms = query_tokens(query)
         shards = self._shards
 
-        def accept(shard: int, doc_id: int) -> bool:
-            return exclude is None or not exclude(shards[shard].doc(shards[shard].by_id[doc_id]))
+        def accept(shard: int, slot: int) -> bool:
+            return exclude is None or not exclude(
+                shards[shard].doc(shards[shard].relative_of(slot))
+            )
 
-        def order_key(shard: int, doc_id: int) -> Hashable:
-            relative = shards[shard].by_id[doc_id]
-            mtime = shards[shard].record_at(relative).mtime
+        def order_key(shard: int, slot: int) -> tuple[float, int, str, str]:
+            relative = shards[shard].relative_of(slot)
+            mtime = shards[shard].records.mtime(relative)
             return (-mtime, shard, _file_name(relative), relative)
 
-        bonus: Callable[[int, int], float] | None = None
-        if self._scorer.type_bonus > 0:
-            weight = self._scorer.type_bonus
-
-            def bonus(shard: int, doc_id: int) -> float:
-                memory_type = shards[shard].record(doc_id).type
-                return weight * _type_keyword_hits(terms, memory_type)  # type: ignore[arg-type]
-
         hits = search(
-            self._indexes(),
-            terms,
+            [shard.cache.index for shard in shards],
+            query_tokens(query),
             limit=limit,
             accept=accept,
             order_key=order_key,
-            bonus=bonus,
-            bonus_cap=self._scorer.type_bonus * TYPE_BONUS_CAP,
         )
         return [
-            ScoredDoc(shards[hit.shard].doc(shards[hit.shard].by_id[hit.doc_id]), hit.score)
+            ScoredDoc(shards[hit.shard].doc(shards[hit.shard].relative_of(hit.slot)), hit.score)
             for hit in hits
         ]
-
-    def _indexes(self) -> list[LexicalIndex]:
-        return [shard.cache.index for shard in self._shards]
 
     def get(self, path: Path) -> MemoryDoc | None:
         """The memory stored at ``path`` (absolute), or None."""
@@ -450,7 +425,7 @@ class MemoryStore:
             if shard.root is None or not target.startswith(shard.root_text + os.sep):
                 continue
             relative = Path(os.path.relpath(target, shard.root_text)).as_posix()
-            if isinstance(shard.cache.records.get(relative), DocRecord):
+            if isinstance(shard.records.get(relative), DocRecord):
                 return shard.doc(relative)
         return None
 

@@ -5,6 +5,8 @@ memory bodies or paths.
 - ``memory.recall.delivery``: per Recall handle, at most one ``fast`` delivery plus exactly one
   terminal event (a ``refined`` delivery or a discard).
 - ``memory.forget``: one per applied forget or restore.
+- ``memory.extract``: one per Extract run or skip (queued requests are not runs).
+- ``memory.dream``: one per Dream run or skip.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from cairn import telemetry
 
 __all__ = [
     "DISCARD_REASONS",
+    "DREAM_EVENT",
+    "EXTRACT_EVENT",
     "FORGET_EVENT",
     "RECALL_DELIVERY_EVENT",
     "RECALL_EVENT",
@@ -24,6 +28,8 @@ __all__ = [
     "RecallPhase",
     "RecallTimings",
     "emit_delivery",
+    "emit_dream",
+    "emit_extract",
     "emit_forget",
     "emit_recall",
 ]
@@ -31,6 +37,8 @@ __all__ = [
 RECALL_EVENT = "memory.recall"
 RECALL_DELIVERY_EVENT = "memory.recall.delivery"
 FORGET_EVENT = "memory.forget"
+EXTRACT_EVENT = "memory.extract"
+DREAM_EVENT = "memory.dream"
 
 RecallPhase: TypeAlias = Literal["fast", "refined"]
 DeliveryPoint: TypeAlias = Literal["initial", "tool_result", "discarded"]
@@ -109,3 +117,56 @@ def emit_forget(
     *, action: Literal["forget", "restore"], strategy: str, entries: int, files: int
 ) -> None:
     telemetry.emit(FORGET_EVENT, action=action, strategy=strategy, entries=entries, files=files)
+
+
+def emit_extract(
+    *,
+    trigger: Literal["auto", "manual"],
+    status: Literal["completed", "skipped", "failed", "cancelled"],
+    skipped_reason: str | None,
+    touched_topics: list[str],
+    duration_ms: float,
+    agent_status: str | None = None,
+    files: int = 0,
+) -> None:
+    """``patches_count`` is the number of touched topics (memory types), as in the reference."""
+    telemetry.emit(
+        EXTRACT_EVENT,
+        trigger=trigger,
+        status=status,
+        skipped_reason=skipped_reason,
+        patches_count=len(touched_topics),
+        touched_topics=",".join(touched_topics),
+        duration_ms=round(duration_ms, 3),
+        agent_status=agent_status,
+        files=files,
+    )
+
+
+def emit_dream(
+    *,
+    trigger: Literal["auto", "manual"],
+    status: str,
+    skipped_reason: str | None,
+    touched_topics: list[str],
+    duration_ms: float,
+    created: int = 0,
+    updated: int = 0,
+    deleted: int = 0,
+    deduped: int = 0,
+    split: int = 0,
+) -> None:
+    """``status``: updated, noop, skipped, failed or cancelled."""
+    telemetry.emit(
+        DREAM_EVENT,
+        trigger=trigger,
+        status=status,
+        skipped_reason=skipped_reason,
+        touched_topics=",".join(touched_topics),
+        duration_ms=round(duration_ms, 3),
+        created_entries=created,
+        updated_entries=updated,
+        deleted_entries=deleted,
+        deduped_entries=deduped,
+        split_entries=split,
+    )

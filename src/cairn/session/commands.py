@@ -17,9 +17,18 @@ from cairn.session.events import EventSink, Notice
 if TYPE_CHECKING:
     from cairn.session.session import Session
 
-__all__ = ["COMMANDS", "CommandOutcome", "SlashCommand", "find_command", "run_slash_command"]
+__all__ = [
+    "COMMANDS",
+    "CommandOutcome",
+    "SlashCommand",
+    "busy_refusal",
+    "find_command",
+    "run_slash_command",
+]
 
 NO_RECAP_MESSAGE = "Not enough conversation context for a recap yet."
+BUSY_MESSAGE = "Cannot run /{name} while another operation is in progress."
+_REFUSED_WHILE_BUSY = frozenset({"recap"})  # commands that must not wait behind a running turn
 
 
 @dataclass
@@ -113,7 +122,7 @@ async def _forget(session: Session, args: str, sink: EventSink) -> CommandOutcom
     plan = await manager.select_forget(query, provider=session.runtime.provider)
     if not plan.matches:
         return CommandOutcome(f"No managed memory matched: {query}")
-    listing = "\n".join(f"- {m.describe()}" for m in plan.matches)
+    listing = "\n".join(f"- {m.title} ({m.label})" for m in plan.matches)
     if session.frontend.interactive:
         answer = await session.frontend.ask_user(
             [Question(f"Forget these memories?\n{listing}", ["Forget them", "Keep them"])]
@@ -182,6 +191,14 @@ def find_command(text: str) -> tuple[SlashCommand, str] | None:
         if command.name == name.strip().lower():
             return command, args.strip()
     return None
+
+
+def busy_refusal(text: str) -> str | None:
+    """The refusal for a command that may not run while a turn is in progress, else ``None``."""
+    found = find_command(text.strip())
+    if found is None or found[0].name not in _REFUSED_WHILE_BUSY:
+        return None
+    return BUSY_MESSAGE.format(name=found[0].name)
 
 
 async def run_slash_command(

@@ -131,7 +131,7 @@ class Runtime:
         from cairn.session.session import Session
 
         path = self.chats_dir / f"{session_id}.jsonl"
-        if not _is_session_id(session_id) or not path.is_file():
+        if not self.session_exists(session_id):
             raise SessionNotFound(f'No session found with ID "{session_id}".')
         loaded = load_session(path)
         for warning in loaded.warnings:
@@ -145,6 +145,10 @@ class Runtime:
             fs=fs,
             loaded=loaded,
         )
+
+    def session_exists(self, session_id: str) -> bool:
+        """A recording of ``session_id`` exists in this project (checked before a UI starts)."""
+        return _is_session_id(session_id) and (self.chats_dir / f"{session_id}.jsonl").is_file()
 
     def list_sessions(self, limit: int = 50) -> Sequence[SessionInfo]:
         from cairn.recording.reader import list_sessions
@@ -178,6 +182,11 @@ class Runtime:
             task.cancel()
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+        for manager in self._memory.values():
+            try:
+                manager.close()  # persists the Recall index so the next process starts warm
+            except Exception as exc:  # noqa: BLE001 - closing must not fail the exit
+                _log.warning(f"closing the memory manager failed: {exc!r}")
         await self.provider.aclose()
 
 

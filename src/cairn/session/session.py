@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cairn.abort import AbortController, Aborted
+from cairn.abort import AbortController, Aborted, AbortSignal
 from cairn.agent.client import (
     AgentClient,
     AgentCompressed,
@@ -273,10 +273,16 @@ class Session:
 
     def cancel(self, reason: str = "user_cancel") -> bool:
         """Cancel the running turn. Returns False when nothing was running."""
-        if self._abort is None or self._turn_task is None or self._turn_task.done():
+        if self._abort is None or self._abort.signal.aborted:
             return False
+        task = self._turn_task
+        if task is not None and task.done():
+            return False
+        # Before the turn task exists (the sink is still taking TurnStarted) the abort alone
+        # is enough: prompt() cancels the task as soon as it creates it.
         self._abort.abort(reason)
-        self._turn_task.cancel()
+        if task is not None:
+            task.cancel()
         return True
 
     async def clear(self) -> None:
@@ -302,6 +308,13 @@ class Session:
 
     async def prompt(self, request: PromptRequest, sink: EventSink) -> TurnResult:
         """Run one logical turn and return how it ended. Never raises for model errors."""
+        if request.fresh and self.busy:
+            from cairn.session.commands import busy_refusal
+
+            refusal = busy_refusal(request.text)
+            if refusal is not None:  # e.g. /recap while a turn runs: refused, not queued
+                await sink(Notice("error", refusal, "command"))
+                return TurnResult("end_turn", text=refusal, fresh=True, handled_locally=True)
         async with self._lock:
             self.turn_count += 1
             prompt_id = f"{self.id}########{self.turn_count}"
@@ -312,6 +325,8 @@ class Session:
                 await sink(TurnStarted(prompt_id, request.fresh))
                 task = asyncio.ensure_future(self._execute(state))
                 self._turn_task = task
+                if abort.signal.aborted:  # cancelled while TurnStarted was being delivered
+                    task.cancel()
                 try:
                     result = await task
                 except (asyncio.CancelledError, Aborted):
@@ -656,10 +671,10 @@ class Session:
 
     # ----- recap -----
 
-    async def recap(self) -> str | None:
+    async def recap(self, abort: AbortSignal | None = None) -> str | None:
         from cairn.recap import generate_session_recap
 
-        return await generate_session_recap(self)
+        return await generate_session_recap(self, abort)
 
 
 def new_session_id() -> str:

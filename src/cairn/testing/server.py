@@ -80,6 +80,7 @@ class ScriptedServer:
         self.requests: list[RecordedRequest] = []  # chat-completion requests, in arrival order
         self.other_requests: list[RecordedRequest] = []  # model lists, unknown paths
         self.errors: list[str] = []  # script failures answered with 500 (exceptions, exhaustion)
+        self.dropped: list[RecordedRequest] = []  # chat requests whose client hung up mid-reply
         self._queues = ReplyQueues()
         self._requested_port = port
         self._port: int | None = None
@@ -185,6 +186,7 @@ class ScriptedServer:
             self.requests.clear()
             self.other_requests.clear()
             self.errors.clear()
+            self.dropped.clear()
 
     # -- recorded requests -------------------------------------------------------------------
 
@@ -374,6 +376,8 @@ class ScriptedServer:
         try:
             return await self._play(answer, recorded, writer, keep_alive=incoming.keep_alive)
         except ConnectionError:
+            with self._changed:
+                self.dropped.append(recorded)  # the client went away before the reply ended
             raise
         except Exception as exc:  # rendering fails before anything is written, so answer 500
             failure = self._failure(f"the reply cannot be sent: {type(exc).__name__}: {exc}")

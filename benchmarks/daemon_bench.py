@@ -1,0 +1,266 @@
+"""`cairn serve` figures: boot time, idle memory, and 50 concurrent sessions under load.
+
+Usage: python benchmarks/daemon_bench.py [--boots 10] [--sessions 50] [--prompts 5] [--memory]
+
+Everything runs with the daemon's default flags against an instantly answering scripted model
+in its own process (``python -m cairn.testing.server``), in an isolated CAIRN_HOME. By default
+the project's settings turn managed memory off, so the load figures measure the daemon rather
+than background Extract traffic; ``--memory`` leaves it on.
+
+- boot: wall time from spawning ``cairn serve`` to ``GET /health`` answering 200 (median);
+- first session: wall time from spawning to the first ``POST /session`` answered: the daemon
+  listens before it loads the session runtime, and that request waits for it (median);
+- idle RSS: the daemon's resident memory 1 s after that first session was created (median);
+- load: ``--sessions`` SDK clients at once, each creating a session, opening its event stream and
+  sending ``--prompts`` prompts one after another; latency is from sending the prompt to
+  receiving its ``turn_complete``; peak RSS is the daemon's VmHWM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cairn.sdk import DaemonClient, DaemonSessionClient
+
+CAIRN = [sys.executable, "-m", "cairn.cli.main", "serve"]
+HEALTH_POLL_SECONDS = 0.002  # how often boot() asks /health while the daemon starts
+IDLE_SETTLE_SECONDS = 1.0  # wait before reading idle RSS
+
+
+def start_model_server() -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cairn.testing.server", "--port", "0", "--default-text", "Done."],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+def environment(base_url: str, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CAIRN_", "OPENAI_"))}
+    env.update(
+        HOME=str(home / "home"),
+        CAIRN_HOME=str(home / "cairn-home"),
+        OPENAI_BASE_URL=base_url,
+        OPENAI_API_KEY="bench",
+        OPENAI_MODEL="scripted-model",
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    return env
+
+
+def make_project(root: Path, memory: bool) -> Path:
+    project = root / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "README.md").write_text("# Bench project\n")
+    settings = project / ".cairn" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"memory": {"enableManagedAutoMemory": memory}}))
+    return project
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def health_ok(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            return sock.recv(64).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+def rss_kb(pid: int, field_name: str = "VmRSS") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field_name + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def spawn(env: dict[str, str], project: Path, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [*CAIRN, "--port", str(port)],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def create_session(port: int) -> bool:
+    body = b"{}"
+    request = (
+        f"POST /session HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        return sock.recv(64).startswith(b"HTTP/1.1 200")
+
+
+def boot(env: dict[str, str], project: Path) -> tuple[float, float, int]:
+    """(seconds from spawn to /health answering, to a first session created, idle RSS in KiB).
+
+    The daemon listens before it imports the session runtime; a request that needs sessions
+    waits for it, so the second figure is when the daemon is fully ready.
+    """
+    port = free_port()
+    started = time.perf_counter()
+    process = spawn(env, project, port)
+    try:
+        while not health_ok(port):
+            if process.poll() is not None:
+                raise RuntimeError(f"cairn serve exited with {process.returncode}")
+            time.sleep(HEALTH_POLL_SECONDS)
+        health = time.perf_counter() - started
+        if not create_session(port):
+            raise RuntimeError("POST /session failed")
+        ready = time.perf_counter() - started
+        time.sleep(IDLE_SETTLE_SECONDS)
+        return health, ready, rss_kb(process.pid)
+    finally:
+        stop(process)
+
+
+@dataclass
+class LoadResult:
+    latencies: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    completed: int = 0
+
+
+async def one_session(url: str, prompts: int, result: LoadResult) -> None:
+    try:
+        async with DaemonClient(url, timeout=60) as client:
+            session = await DaemonSessionClient.create(client)
+            async with contextlib.aclosing(session.events()) as events:
+                for n in range(prompts):
+                    sent = time.perf_counter()
+                    admission = await session.prompt(f"task {n}: summarise README.md")
+                    async for event in events:
+                        if event.prompt_id == admission.prompt_id and event.type in (
+                            "turn_complete",
+                            "turn_error",
+                        ):
+                            break
+                    result.latencies.append(time.perf_counter() - sent)
+                    if event.type == "turn_complete" and event.data.get("stopReason") == "end_turn":
+                        result.completed += 1
+                    else:
+                        result.errors.append(json.dumps(dict(event.data))[:200])
+            await session.close()
+    except Exception as exc:  # a benchmark counts failures, it does not stop
+        result.errors.append(repr(exc))
+
+
+async def load(url: str, sessions: int, prompts: int) -> tuple[LoadResult, float]:
+    result = LoadResult()
+    started = time.perf_counter()
+    await asyncio.gather(*(one_session(url, prompts, result) for _ in range(sessions)))
+    return result, time.perf_counter() - started
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def run_load(env: dict[str, str], project: Path, sessions: int, prompts: int) -> dict[str, float]:
+    port = free_port()
+    process = spawn(env, project, port)
+    try:
+        while not health_ok(port):
+            time.sleep(0.01)
+        result, wall = asyncio.run(load(f"http://127.0.0.1:{port}", sessions, prompts))
+        peak = rss_kb(process.pid, "VmHWM")
+    finally:
+        stop(process)
+    for error in result.errors[:5]:
+        print("error:", error)
+    return {
+        "turns": result.completed,
+        "errors": len(result.errors),
+        "wall": wall,
+        "p50": percentile(result.latencies, 0.5) if result.latencies else float("nan"),
+        "p95": percentile(result.latencies, 0.95) if result.latencies else float("nan"),
+        "peak_rss_mb": peak / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boots", type=int, default=10)
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--prompts", type=int, default=5)
+    parser.add_argument("--memory", action="store_true", help="leave managed memory on")
+    args = parser.parse_args()
+
+    model, base_url = start_model_server()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            env = environment(base_url, root)
+            project = make_project(root, args.memory)
+            boots = [boot(env, project) for _ in range(args.boots)]
+            figures = run_load(env, project, args.sessions, args.prompts)
+    finally:
+        model.terminate()
+        model.wait()
+
+    times = [b[0] for b in boots]
+    ready = [b[1] for b in boots]
+    rss = [b[2] / 1024 for b in boots]
+    total = args.sessions * args.prompts
+    print("| figure | cairn | target |")
+    print("|---|---|---|")
+    print(
+        f"| boot, spawn → /health (median of {args.boots}) | "
+        f"{statistics.median(times) * 1000:.0f} ms"
+        f" (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) | ≤ 400 ms |"
+    )
+    print(
+        f"| spawn → first POST /session answered (median) | "
+        f"{statistics.median(ready) * 1000:.0f} ms | – |"
+    )
+    print(f"| idle RSS after one session (median) | {statistics.median(rss):.0f} MB | ≤ 100 MB |")
+    print(
+        f"| {args.sessions} sessions × {args.prompts} prompts: completed | "
+        f"{figures['turns']:.0f} / {total}, {figures['errors']:.0f} errors | all, 0 errors |"
+    )
+    print(f"| wall | {figures['wall']:.2f} s | ≤ 7 s |")
+    print(
+        f"| prompt → turn_complete p50 / p95 | {figures['p50'] * 1000:.0f} / "
+        f"{figures['p95'] * 1000:.0f} ms | p95 ≤ 200 ms |"
+    )
+    print(f"| peak RSS | {figures['peak_rss_mb']:.0f} MB | ≤ 200 MB |")
+
+
+if __name__ == "__main__":
+    main()

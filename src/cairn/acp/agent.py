@@ -1,0 +1,536 @@
+"""The ACP agent: protocol methods mapped onto the shared session runtime.
+
+Every turn runs in :meth:`cairn.session.session.Session.prompt`; this module only translates
+requests into runtime calls and session events into notifications (see :mod:`cairn.acp.channel`
+and :mod:`cairn.acp.updates`). Sessions of several projects can share the process: each project
+(git root of the session's ``cwd``) gets its own :class:`Runtime`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from acp.exceptions import RequestError
+from acp.interfaces import Client
+from acp.meta import PROTOCOL_VERSION
+from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
+    AuthMethodAgent,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SetSessionModeResponse,
+    Usage,
+)
+
+from cairn import __version__
+from cairn.acp.channel import SessionChannel
+from cairn.acp.frontend import AcpFileSystem, AcpFrontend
+from cairn.acp.prompt import build_prompt_request
+from cairn.acp.updates import available_commands, mode_state, replay_updates
+from cairn.config.loader import (
+    Endpoint,
+    NoAuthError,
+    SettingsError,
+    load_settings,
+    resolve_endpoint,
+)
+from cairn.config.paths import chats_dir, project_root
+from cairn.config.settings import APPROVAL_MODES, Settings
+from cairn.debug_log import bind_session, get_logger, set_process_session
+from cairn.recording.reader import SessionLoadError, list_sessions, pending_question
+from cairn.session.commands import COMMANDS
+from cairn.session.events import TurnResult
+from cairn.session.runtime import Runtime, SessionNotFound
+from cairn.session.session import PromptRequest
+
+__all__ = [
+    "AUTH_METHOD_ID",
+    "RATE_LIMIT_CODE",
+    "SESSION_LIST_PAGE_SIZE",
+    "AgentOptions",
+    "CairnAgent",
+]
+
+AUTH_METHOD_ID = "cairn-openai-compatible"  # the one auth method advertised when none is set up
+AUTH_REQUIRED_CODE = -32000  # ACP: authentication required
+INVALID_PARAMS_CODE = -32602  # JSON-RPC: invalid params (an unknown session, a bad cwd)
+RATE_LIMIT_CODE = 429  # the reference answers a rate-limited turn with this error code
+SESSION_LIST_PAGE_SIZE = 50  # sessions per session/list page
+LOOP_STOPPED_MESSAGE = (
+    "Tool-call loop protection stopped this turn: the model repeated itself. "
+    "Try a different approach on the next turn."
+)
+_log = get_logger("ACP")
+
+
+@dataclass
+class AgentOptions:
+    """What the process was started with (``cairn --acp`` flags and the loaded settings)."""
+
+    cwd: Path
+    settings: Settings
+    endpoint: Endpoint | None
+    auth_error: str | None = None  # why there is no endpoint
+    model: str | None = None
+    approval_mode: str | None = None
+
+
+class CairnAgent:
+    """Implements the SDK's ``Agent`` protocol; the SDK routes JSON-RPC calls to these methods."""
+
+    def __init__(self, options: AgentOptions) -> None:
+        self._options = options
+        self._client: Client | None = None
+        self._capabilities = ClientCapabilities()
+        self._runtimes: dict[Path, Runtime] = {}
+        self._channels: dict[str, SessionChannel] = {}
+        self._memory_warm: dict[Path, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[object]] = set()
+        self._used: set[Path] = set()  # projects that had a session (and may have memory work)
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    # ----- initialize and authenticate -----
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **_meta: Any,
+    ) -> InitializeResponse:
+        self._capabilities = client_capabilities or ClientCapabilities()
+        if self._options.endpoint is not None:
+            # While the client reads the answer: the provider's pool, then its first connection.
+            self._after_response(_call(self._main_runtime))
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            auth_methods=self._auth_methods(),
+            agent_info=Implementation(name="cairn", title="cairn", version=__version__),
+        )
+
+    def _auth_methods(self) -> list[Any]:
+        if self._options.endpoint is not None:
+            return []
+        return [
+            AuthMethodAgent(
+                id=AUTH_METHOD_ID,
+                name="OpenAI-compatible endpoint",
+                description=self._options.auth_error,
+            )
+        ]
+
+    async def authenticate(self, method_id: str, **_meta: Any) -> AuthenticateResponse:
+        """Re-read the settings and the environment; succeeds once an endpoint is configured."""
+        if self._options.endpoint is None:
+            try:
+                settings = load_settings(self._options.cwd).settings
+                endpoint = resolve_endpoint(settings, model=self._options.model)
+            except (SettingsError, NoAuthError) as exc:
+                raise _auth_required(str(exc)) from None
+            self._options.settings, self._options.endpoint = settings, endpoint
+            self._options.auth_error = None
+            self._main_runtime()
+        return AuthenticateResponse()
+
+    # ----- sessions -----
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **_meta: Any,
+    ) -> NewSessionResponse:
+        runtime = self._runtime_for(cwd)
+        _warn_mcp(mcp_servers)
+        await self._memory_ready(runtime)
+        channel = self._open(runtime, session_id=None, cwd=Path(cwd))
+        self._after_response(self._announce(channel))
+        self._after_response(self._warm_memory(runtime))
+        return NewSessionResponse(session_id=channel.id, modes=self._modes(channel))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **_meta: Any,
+    ) -> LoadSessionResponse:
+        runtime = self._runtime_for(cwd)
+        _warn_mcp(mcp_servers)
+        await self._memory_ready(runtime)
+        earlier = self._channels.pop(session_id, None)
+        if earlier is not None:
+            await earlier.close()
+        channel = self._open(runtime, session_id=session_id, cwd=Path(cwd))
+        loaded = channel.session.loaded
+        if loaded is not None:
+            for update in replay_updates(loaded.items, self._describer(channel)):
+                await channel.send(update)
+        question = pending_question(loaded) if loaded is not None else None
+        self._after_response(self._announce(channel, restore_question=question is not None))
+        return LoadSessionResponse(modes=self._modes(channel))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_meta: Any
+    ) -> ListSessionsResponse:
+        folder = Path(cwd) if cwd else self._options.cwd
+        if not folder.is_absolute():
+            raise RequestError.invalid_params({"details": f"cwd must be absolute: {cwd}"})
+        start = _cursor_offset(cursor)
+        root = project_root(folder)
+        infos = await asyncio.to_thread(
+            list_sessions, chats_dir(root), limit=start + SESSION_LIST_PAGE_SIZE + 1
+        )
+        page = infos[start : start + SESSION_LIST_PAGE_SIZE]
+        more = len(infos) > start + SESSION_LIST_PAGE_SIZE
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=info.session_id,
+                    cwd=str(root),
+                    title=info.first_prompt or None,
+                    updated_at=info.mtime.astimezone(_dt.UTC).isoformat(),
+                )
+                for info in page
+            ],
+            next_cursor=str(start + SESSION_LIST_PAGE_SIZE) if more else None,
+        )
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **_meta: Any
+    ) -> SetSessionModeResponse:
+        channel = self._channel(session_id)
+        if mode_id not in APPROVAL_MODES:
+            raise RequestError.invalid_params(
+                {"details": f"unknown mode {mode_id!r}; use one of {', '.join(APPROVAL_MODES)}"}
+            )
+        await channel.session.set_approval_mode(mode_id)
+        return SetSessionModeResponse()
+
+    # ----- turns -----
+
+    async def prompt(self, prompt: list[Any], session_id: str, **_meta: Any) -> PromptResponse:
+        channel = self._channel(session_id)
+        await self._memory_ready(channel.runtime)
+        request = await build_prompt_request(prompt, channel.session.fs)
+        return await self._turn(channel, request)
+
+    async def cancel(self, session_id: str, **_meta: Any) -> None:
+        channel = self._channels.get(session_id)
+        if channel is not None:
+            channel.cancel()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``_cairn/retry``, ``_cairn/continue`` and ``_cairn/recap`` (the SDK strips the ``_``)."""
+        if method == "cairn/recap":
+            channel = self._channel(_session_id_param(params))
+            with bind_session(channel.id):
+                recap = await channel.session.recap()
+            return {"sessionId": channel.id, "recap": recap}
+        if method in ("cairn/retry", "cairn/continue"):
+            channel = self._channel(_session_id_param(params))
+            retry = method == "cairn/retry"
+            request = PromptRequest(text="", retry=retry, continue_turn=not retry)
+            response = await self._turn(channel, request)
+            return response.model_dump(mode="json", by_alias=True, exclude_none=True)
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        _log.debug(f"ignored extension notification _{method}")
+
+    async def _turn(self, channel: SessionChannel, request: PromptRequest) -> PromptResponse:
+        result = await channel.run(request)
+        if result is None:
+            return PromptResponse(stop_reason="cancelled")
+        return _prompt_response(result)
+
+    # ----- shutdown -----
+
+    async def aclose(self, *, memory_wait: float) -> None:
+        """Close every session, give pending memory work ``memory_wait`` seconds, free the pool."""
+        for task in list(self._tasks):
+            task.cancel()
+        for channel in list(self._channels.values()):
+            await channel.close()
+        self._channels.clear()
+        for root, runtime in self._runtimes.items():
+            if root in self._used:
+                await _drain_memory(runtime, memory_wait)
+                _save_memory_index(runtime)
+            await runtime.aclose()
+
+    # ----- helpers -----
+
+    def _main_runtime(self) -> Runtime:
+        root = project_root(self._options.cwd)
+        runtime = self._runtimes.get(root)
+        if runtime is None:
+            assert self._options.endpoint is not None
+            runtime = Runtime.from_endpoint(
+                cwd=self._options.cwd,
+                settings=self._options.settings,
+                endpoint=self._options.endpoint,
+            )
+            self._runtimes[root] = runtime
+            _warm_provider(runtime)
+        return runtime
+
+    def _runtime_for(self, cwd: str) -> Runtime:
+        folder = Path(cwd)
+        if not folder.is_absolute() or not folder.is_dir():
+            raise RequestError.invalid_params(
+                {"details": f"cwd must be an absolute path to a folder: {cwd}"}
+            )
+        if self._options.endpoint is None:
+            raise _auth_required(self._options.auth_error or "No model endpoint is configured.")
+        main = self._main_runtime()
+        root = project_root(folder)
+        if root == main.project_root:
+            return main
+        runtime = self._runtimes.get(root)
+        if runtime is None:
+            runtime = self._project_runtime(folder)
+            self._runtimes[root] = runtime
+        return runtime
+
+    def _project_runtime(self, folder: Path) -> Runtime:
+        """A runtime for another project, with that project's settings."""
+        try:
+            settings = load_settings(folder).settings
+            endpoint = resolve_endpoint(settings, model=self._options.model)
+        except SettingsError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        except NoAuthError as exc:
+            raise _auth_required(str(exc)) from None
+        return Runtime.from_endpoint(cwd=folder, settings=settings, endpoint=endpoint)
+
+    def _open(self, runtime: Runtime, *, session_id: str | None, cwd: Path) -> SessionChannel:
+        client = self._require_client()
+        sid = session_id or _new_id()
+        holder: list[SessionChannel] = []
+        frontend = AcpFrontend(
+            client,
+            sid,
+            self._capabilities,
+            question_call_id=lambda: holder[0].question_call_id if holder else None,
+            on_disconnect=lambda: holder[0].session.cancel("client_gone") if holder else None,
+        )
+        fs_caps = self._capabilities.fs
+        reads, writes = (
+            bool(fs_caps and fs_caps.read_text_file),
+            bool(fs_caps and fs_caps.write_text_file),
+        )
+        fs = AcpFileSystem(client, sid, read=reads, write=writes) if reads or writes else None
+        mode = self._options.approval_mode
+        try:
+            if session_id is None:
+                session = runtime.new_session(
+                    frontend=frontend, session_id=sid, approval_mode=mode, cwd=cwd, fs=fs
+                )
+            else:
+                session = runtime.load_session(
+                    session_id, frontend=frontend, approval_mode=mode, fs=fs
+                )
+        except SessionNotFound as exc:
+            raise _session_not_found(sid, str(exc)) from None
+        except SessionLoadError as exc:
+            raise RequestError.invalid_params({"sessionId": sid, "details": str(exc)}) from None
+        channel = SessionChannel(session, runtime, client)
+        self._used.add(runtime.project_root)
+        holder.append(channel)
+        self._channels[sid] = channel
+        set_process_session(sid)
+        return channel
+
+    def _channel(self, session_id: str) -> SessionChannel:
+        channel = self._channels.get(session_id)
+        if channel is None:
+            raise _session_not_found(session_id, "create it with session/new or session/load")
+        return channel
+
+    def _modes(self, channel: SessionChannel) -> Any:
+        return mode_state(channel.session.approval_mode, APPROVAL_MODES)
+
+    def _describer(self, channel: SessionChannel) -> Any:
+        registry = channel.session.registry
+
+        def describe(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
+            tool = registry.get(name)
+            if tool is None:
+                return name, "other"
+            try:
+                return tool.title(args), str(tool.kind)
+            except Exception:  # a title is cosmetic
+                return name, str(tool.kind)
+
+        return describe
+
+    def _require_client(self) -> Client:
+        if self._client is None:
+            raise RequestError.internal_error({"details": "no client connection"})
+        return self._client
+
+    def _after_response(self, coro: Any) -> None:
+        """Run ``coro`` once the current request's response has been written."""
+        task: asyncio.Task[object] = asyncio.ensure_future(_after_yield(coro))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(_log_failure)
+
+    async def _announce(self, channel: SessionChannel, *, restore_question: bool = False) -> None:
+        await channel.send(available_commands(COMMANDS))
+        if restore_question:
+            # Asked again; the answer continues the interrupted turn (not a fresh turn).
+            channel.run_in_background(
+                PromptRequest(text="", restore_question=True), name="restored-question"
+            )
+
+    async def _warm_memory(self, runtime: Runtime) -> None:
+        """Index the memory files off the event loop while the user types the first prompt."""
+        if not runtime.memory_enabled or runtime.project_root in self._memory_warm:
+            return
+        store = runtime.memory_manager().store
+        task = asyncio.ensure_future(asyncio.to_thread(store.refresh))
+        self._memory_warm[runtime.project_root] = task  # type: ignore[assignment]
+        await asyncio.gather(task, return_exceptions=True)
+
+    async def _memory_ready(self, runtime: Runtime) -> None:
+        """Wait for the warm-up scan: the memory store must not be used from two threads."""
+        task = self._memory_warm.get(runtime.project_root)
+        if task is not None and not task.done():
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def _call(function: Any) -> None:
+    function()
+
+
+async def _after_yield(coro: Any) -> None:
+    await asyncio.sleep(0)
+    await coro
+
+
+def _log_failure(task: asyncio.Task[object]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.warning(f"{task.get_name()} failed: {task.exception()!r}")
+
+
+def _warm_provider(runtime: Runtime) -> None:
+    warm_up = getattr(runtime.provider, "warm_up", None)
+    if warm_up is not None:
+        runtime.spawn(warm_up(), name="provider-warm-up")
+
+
+async def _drain_memory(runtime: Runtime, timeout: float) -> None:
+    if not runtime.memory_enabled or timeout <= 0:
+        return
+    manager = runtime.memory_manager()
+    drain = getattr(manager, "drain", None)  # Extract and Dream land with issue #4
+    if drain is not None:
+        try:
+            await drain(timeout=timeout)
+        except Exception as exc:  # shutting down: report, never raise
+            _log.warning(f"memory work did not finish: {exc!r}")
+
+
+def _save_memory_index(runtime: Runtime) -> None:
+    """Persist the memory search index, so the next agent in this project starts warm."""
+    if not runtime.memory_enabled:
+        return
+    try:
+        runtime.memory_manager().close()
+    except Exception as exc:  # shutting down: report, never raise
+        _log.warning(f"memory index not saved: {exc!r}")
+
+
+def _prompt_response(result: TurnResult) -> PromptResponse:
+    if result.stop_reason == "error":
+        if result.error_status == RATE_LIMIT_CODE:
+            raise RequestError(RATE_LIMIT_CODE, "Rate limit exceeded. Try again later.")
+        raise RequestError(
+            -32603,
+            f"The model request failed: {result.error}",
+            {"errorKind": "api_error", "status": result.error_status},
+        )
+    if result.loop_stopped:
+        raise RequestError(
+            -32603,
+            LOOP_STOPPED_MESSAGE,
+            {"code": "LOOP_DETECTED", "errorKind": "loop_detected", "loopType": result.loop_type},
+        )
+    usage = result.usage
+    return PromptResponse(
+        stop_reason=result.stop_reason,
+        usage=Usage(
+            total_tokens=max(usage.total_tokens, 0),
+            input_tokens=max(usage.input_tokens, 0),
+            output_tokens=max(usage.output_tokens, 0),
+            thought_tokens=usage.reasoning_tokens or None,
+            cached_read_tokens=usage.cached_tokens or None,
+        )
+        if result.requests
+        else None,
+    )
+
+
+def _auth_required(details: str) -> RequestError:
+    message = f"Authentication required: {details}"
+    return RequestError(AUTH_REQUIRED_CODE, message, {"details": details})
+
+
+def _session_not_found(session_id: str, details: str) -> RequestError:
+    return RequestError(
+        INVALID_PARAMS_CODE, "Session not found", {"sessionId": session_id, "details": details}
+    )
+
+
+def _session_id_param(params: Mapping[str, Any]) -> str:
+    value = params.get("sessionId")
+    if not isinstance(value, str) or not value:
+        raise RequestError.invalid_params({"details": "`sessionId` (a string) is required"})
+    return value
+
+
+def _cursor_offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise RequestError.invalid_params({"details": f"invalid cursor {cursor!r}"})
+    return int(cursor)
+
+
+def _warn_mcp(servers: list[Any] | None) -> None:
+    if servers:
+        _log.warning(f"{len(servers)} MCP server(s) ignored: cairn does not use MCP tools")
+
+
+def _new_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())

@@ -1,0 +1,251 @@
+"""The session's user is the ACP client: approvals, questions and the editor's files.
+
+- :class:`AcpFrontend` asks for approvals with ``session/request_permission`` and asks
+  ``ask_user_question`` questions with an elicitation form when the client supports forms,
+  else with one permission request per question whose options are the choices.
+- :class:`AcpFileSystem` reads and writes through ``fs/read_text_file`` and
+  ``fs/write_text_file`` when the client offers them, so the editor's unsaved buffers win.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from acp.exceptions import RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AcceptElicitationResponse,
+    AllowedOutcome,
+    ClientCapabilities,
+    ElicitationFormSessionMode,
+    ElicitationMultiSelectPropertySchema,
+    ElicitationSchema,
+    ElicitationStringPropertySchema,
+    EnumOption,
+    PermissionOption,
+    TitledMultiSelectItems,
+    ToolCallUpdate,
+)
+
+from cairn.acp.updates import acp_kind, diff_content
+from cairn.debug_log import get_logger
+from cairn.session.frontend import PermissionOutcome, PermissionRequest
+from cairn.tools.base import FileSystem, LocalFileSystem, Question
+
+__all__ = ["PERMISSION_OPTIONS", "AcpFileSystem", "AcpFrontend"]
+
+# The choices of every approval: ACP option id -> (label, ACP kind, cairn outcome).
+PERMISSION_OPTIONS: dict[str, tuple[str, str, PermissionOutcome]] = {
+    "allow_once": ("Allow", "allow_once", "allow_once"),
+    "allow_always": ("Always allow", "allow_always", "allow_always"),
+    "reject_once": ("Reject", "reject_once", "reject"),
+}
+_CHOICE_PREFIX = "choice-"  # option ids of a question asked as a permission request
+
+_log = get_logger("ACP")
+
+
+class AcpFrontend:
+    """One session's :class:`~cairn.session.frontend.Frontend` over an ACP connection."""
+
+    interactive = True
+
+    def __init__(
+        self,
+        client: Client,
+        session_id: str,
+        capabilities: ClientCapabilities,
+        *,
+        question_call_id: Callable[[], str | None] = lambda: None,
+        on_disconnect: Callable[[], object] = lambda: None,
+    ) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._capabilities = capabilities
+        self._question_call_id = question_call_id
+        self._on_disconnect = on_disconnect
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
+        tool_call = ToolCallUpdate(
+            tool_call_id=request.call_id,
+            title=request.title,
+            kind=acp_kind(str(request.kind)),  # type: ignore[arg-type]
+            status="pending",
+            content=[diff_content(request.diff)] if request.diff is not None else None,
+            raw_input=dict(request.args),
+        )
+        options = [
+            PermissionOption(option_id=option_id, name=label, kind=kind)  # type: ignore[arg-type]
+            for option_id, (label, kind, _outcome) in PERMISSION_OPTIONS.items()
+        ]
+        chosen = await self._ask_permission(tool_call, options)
+        if chosen is None:
+            return "cancelled"
+        entry = PERMISSION_OPTIONS.get(chosen)
+        return entry[2] if entry is not None else "reject"
+
+    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
+        if self._supports_forms():
+            return await self._ask_with_form(questions)
+        answers: list[str] = []
+        for question in questions:
+            answer = await self._ask_with_permission(question)
+            if answer is None:
+                return None
+            answers.append(answer)
+        return answers
+
+    # ----- questions -----
+
+    def _supports_forms(self) -> bool:
+        elicitation = self._capabilities.elicitation
+        return elicitation is not None and elicitation.form is not None
+
+    async def _ask_with_form(self, questions: Sequence[Question]) -> list[str] | None:
+        keys = [f"q{index}" for index in range(len(questions))]
+        schema = ElicitationSchema(
+            type="object",
+            properties={key: _property(q) for key, q in zip(keys, questions, strict=True)},
+            required=keys,
+        )
+        mode = ElicitationFormSessionMode(
+            session_id=self._session_id,
+            tool_call_id=self._question_call_id(),
+            requested_schema=schema,
+        )
+        message = questions[0].question if len(questions) == 1 else "Please answer these questions."
+        try:
+            response = await self._client.create_elicitation(message, mode)
+        except ConnectionError:
+            return await self._client_gone()
+        except RequestError as exc:
+            _log.warning(f"elicitation failed: {exc}")
+            return None
+        if not isinstance(response, AcceptElicitationResponse) or response.content is None:
+            return None
+        return [_answer_text(response.content.get(key)) for key in keys]
+
+    async def _ask_with_permission(self, question: Question) -> str | None:
+        call_id = self._question_call_id() or "ask_user_question"
+        tool_call = ToolCallUpdate(
+            tool_call_id=call_id,
+            title=question.question,
+            kind="other",
+            status="pending",
+        )
+        options = [
+            PermissionOption(option_id=f"{_CHOICE_PREFIX}{i}", name=label, kind="allow_once")
+            for i, label in enumerate(question.options)
+        ]
+        chosen = await self._ask_permission(tool_call, options)
+        if chosen is None or not chosen.startswith(_CHOICE_PREFIX):
+            return None
+        index = chosen.removeprefix(_CHOICE_PREFIX)
+        if not index.isdigit() or int(index) >= len(question.options):
+            return None
+        return question.options[int(index)]
+
+    async def _ask_permission(
+        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> str | None:
+        """The chosen option id; ``None`` when the client cancelled or cannot answer."""
+        try:
+            response = await self._client.request_permission(
+                session_id=self._session_id, tool_call=tool_call, options=options
+            )
+        except ConnectionError:
+            return await self._client_gone()
+        except RequestError as exc:
+            _log.warning(f"session/request_permission failed: {exc}")
+            return None
+        outcome = response.outcome
+        return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
+
+    async def _client_gone(self) -> None:
+        """Nobody is left to answer: cancel the turn, so the question stays unanswered.
+
+        An answer of "no user" would be recorded and the question lost; cancelled, it is asked
+        again when the session is loaded next time.
+        """
+        _log.info("the client went away while asked; cancelling the turn")
+        self._on_disconnect()
+        await asyncio.sleep(0)  # the turn's cancellation is delivered here
+        return None
+
+
+def _property(question: Question) -> Any:
+    choices = [
+        EnumOption(const=label, title=label, description=description or None)
+        for label, description in _described(question)
+    ]
+    title = question.header or question.question
+    if question.multi_select:
+        return ElicitationMultiSelectPropertySchema(
+            type="array",
+            title=title,
+            description=question.question,
+            items=TitledMultiSelectItems(any_of=choices),
+            min_items=1,
+        )
+    return ElicitationStringPropertySchema(
+        type="string", title=title, description=question.question, one_of=choices
+    )
+
+
+def _described(question: Question) -> list[tuple[str, str]]:
+    descriptions = list(question.option_descriptions)
+    return [
+        (label, descriptions[i] if i < len(descriptions) else "")
+        for i, label in enumerate(question.options)
+    ]
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+class AcpFileSystem:
+    """Text files through the client when it offers ``fs/*``; the local disk otherwise."""
+
+    def __init__(
+        self,
+        client: Client,
+        session_id: str,
+        *,
+        read: bool,
+        write: bool,
+        local: FileSystem | None = None,
+    ) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._read = read
+        self._write = write
+        self._local = local or LocalFileSystem()
+
+    async def read_text(self, path: Path) -> str:
+        if self._read:
+            try:
+                response = await self._client.read_text_file(
+                    session_id=self._session_id, path=str(path)
+                )
+                return response.content
+            except (RequestError, ConnectionError) as exc:
+                # The editor has no buffer for it (or refused): what is on disk is the truth.
+                _log.debug(f"fs/read_text_file {path} failed ({exc}); reading from disk")
+        return await self._local.read_text(path)
+
+    async def write_text(self, path: Path, content: str) -> None:
+        if not self._write:
+            await self._local.write_text(path, content)
+            return
+        try:
+            await self._client.write_text_file(
+                session_id=self._session_id, path=str(path), content=content
+            )
+        except (RequestError, ConnectionError) as exc:
+            raise OSError(f"the editor did not write {path}: {exc}") from exc

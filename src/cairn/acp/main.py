@@ -1,0 +1,146 @@
+"""``cairn --acp``: the process around the ACP agent (stdio, logging, settings, shutdown)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, TextIO, cast
+
+from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
+from cairn.debug_log import get_logger
+
+if TYPE_CHECKING:
+    from cairn.acp.agent import AgentOptions
+
+__all__ = ["EXIT_CONFIG", "EXIT_OK", "SHUTDOWN_MEMORY_WAIT_SECONDS", "run_acp_agent", "serve"]
+
+EXIT_OK = 0
+EXIT_CONFIG = 52  # a settings file cannot be used (the same code as ``cairn -p``)
+SHUTDOWN_MEMORY_WAIT_SECONDS = 10.0  # memory work (Extract) may finish after the client leaves
+
+_log = get_logger("ACP")
+
+
+def run_acp_agent(*, model: str | None, approval_mode: str | None) -> int:
+    """Serve ACP on stdin/stdout until the client closes stdin; returns the exit code."""
+    from cairn.acp.transport import claim_stdout
+
+    protocol_out = claim_stdout()
+    _route_logging(sys.stderr)
+    cwd = Path.cwd()
+    try:
+        loaded = load_settings(cwd)
+    except SettingsError as exc:
+        sys.stderr.write(f"cairn --acp: {exc}\n")
+        return EXIT_CONFIG
+    for warning in loaded.warnings:
+        sys.stderr.write(f"cairn --acp: warning: {warning}\n")
+    settings = loaded.settings
+    endpoint, auth_error = None, None
+    try:
+        endpoint = resolve_endpoint(settings, model=model)
+    except NoAuthError as exc:  # still serve: session/new explains what to set
+        auth_error = str(exc)
+        sys.stderr.write(f"cairn --acp: {exc}\n")
+
+    from cairn import telemetry
+    from cairn.acp._sdk import import_sdk
+
+    telemetry.configure(enabled=settings.telemetry.enabled, outfile=settings.telemetry.outfile)
+    import_sdk()
+    from cairn.acp.agent import AgentOptions
+
+    options = AgentOptions(
+        cwd=cwd,
+        settings=settings,
+        endpoint=endpoint,
+        auth_error=auth_error,
+        model=model,
+        approval_mode=approval_mode,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(options, sys.stdin.buffer, protocol_out, stop_signals=True))
+    return EXIT_OK
+
+
+async def serve(
+    options: AgentOptions,
+    stdin: BinaryIO,
+    stdout: BinaryIO,
+    *,
+    stop_signals: bool = False,
+    memory_wait: float = SHUTDOWN_MEMORY_WAIT_SECONDS,
+) -> None:
+    """Serve one client on ``stdin``/``stdout`` until it closes ``stdin`` (or a stop signal)."""
+    from acp.agent.connection import AgentSideConnection
+    from acp.interfaces import Agent
+
+    from cairn.acp.agent import CairnAgent
+    from cairn.acp.transport import open_stdio_transport
+
+    agent = CairnAgent(options)
+    transport = await open_stdio_transport(stdin, stdout)
+    # CairnAgent implements the methods cairn supports; the SDK answers the rest with
+    # method-not-found, so it is an Agent in every way the SDK relies on.
+    conn = AgentSideConnection(cast(Agent, agent), transport, listening=False)
+    listening = asyncio.ensure_future(conn.listen())
+    if stop_signals:
+        _stop_on_signals(listening)
+    try:
+        await listening
+    except asyncio.CancelledError:
+        if not listening.cancelled():
+            raise
+    finally:
+        await agent.aclose(memory_wait=memory_wait)
+        await conn.close()
+
+
+def _stop_on_signals(listening: asyncio.Future[None]) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, listening.cancel)
+
+
+class _StderrFormatter(logging.Formatter):
+    """One line per record: a stack trace never reaches the client's log pane."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"cairn --acp: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f" ({type(error).__name__}: {error})"
+        return text
+
+
+class _DebugLogHandler(logging.Handler):
+    """Library log records (the SDK's, asyncio's) in cairn's debug log, tracebacks included."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            if record.exc_info:
+                message += "\n" + logging.Formatter().formatException(record.exc_info)
+            level = {"WARNING": "warning", "ERROR": "error", "CRITICAL": "error"}.get(
+                record.levelname, "info"
+            )
+            getattr(get_logger(record.name.upper()), level)(message)
+        except Exception:  # logging must never raise
+            self.handleError(record)
+
+
+def _route_logging(stderr: TextIO) -> None:
+    root = logging.getLogger()
+    root.handlers.clear()
+    to_stderr = logging.StreamHandler(stderr)
+    to_stderr.setLevel(logging.WARNING)
+    to_stderr.setFormatter(_StderrFormatter())
+    root.addHandler(to_stderr)
+    root.addHandler(_DebugLogHandler(logging.INFO))
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)

@@ -1,0 +1,87 @@
+"""The daemon's ASGI application: the security middleware in front of the routes.
+
+The routes need the whole session runtime, which takes most of the daemon's start-up to
+import. :class:`BootApp` lets the daemon listen before that: it answers ``GET /health`` at once
+and holds every other request until :meth:`BootApp.ready` hands it the routes (or
+:meth:`BootApp.failed` says they will not come).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from cairn.daemon.config import DaemonConfig
+from cairn.daemon.errors import error_body, json_bytes
+from cairn.daemon.security import SecurityMiddleware
+
+if TYPE_CHECKING:
+    from cairn.daemon.sessions import SessionRegistry
+
+__all__ = ["BootApp", "create_app", "create_routes_app"]
+
+
+class BootApp:
+    def __init__(self) -> None:
+        self._app: Any = None
+        self._failure: str | None = None
+        self._ready = asyncio.Event()
+
+    @property
+    def is_ready(self) -> bool:
+        return self._app is not None
+
+    def ready(self, app: Any) -> None:
+        self._app = app
+        self._ready.set()
+
+    def failed(self, reason: str) -> None:
+        self._failure = reason
+        self._ready.set()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self._app is None:
+            if _is_plain_health(scope) and self._failure is None:
+                await _answer(send, 200, {"status": "ok"})
+                return
+            await self._ready.wait()
+        if self._app is None:
+            body = error_body(f"The daemon failed to start: {self._failure}", "startup_failed")
+            await _answer(send, 503, body)
+            return
+        await self._app(scope, receive, send)
+
+
+def create_routes_app(registry: SessionRegistry, config: DaemonConfig) -> Any:
+    """The Starlette application of the routes (no security checks: see :func:`create_app`)."""
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+
+    from cairn.daemon.routes import DaemonRoutes, http_error_handler
+
+    routes = DaemonRoutes(registry, config)
+    return Starlette(routes=routes.routes(), exception_handlers={HTTPException: http_error_handler})
+
+
+def create_app(registry: SessionRegistry, config: DaemonConfig) -> Any:
+    """The complete ASGI app serving the sessions of ``registry``."""
+    return SecurityMiddleware(create_routes_app(registry, config), config)
+
+
+def _is_plain_health(scope: dict[str, Any]) -> bool:
+    return (
+        scope["type"] == "http"
+        and scope["method"] == "GET"
+        and scope["path"] == "/health"
+        and not scope.get("query_string")
+    )
+
+
+async def _answer(send: Any, status: int, body: dict[str, Any]) -> None:
+    payload = json_bytes(body)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})

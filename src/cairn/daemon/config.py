@@ -1,0 +1,102 @@
+"""The daemon's settings: where it listens, who may talk to it, and its limits."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_PORT",
+    "DaemonConfig",
+    "DaemonConfigError",
+    "is_loopback_host",
+]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 4170
+DEFAULT_MAX_SESSIONS = 64  # live sessions at once; past it POST /session answers 503
+MAX_PENDING_PROMPTS = 5  # prompts admitted per session (running + waiting); more → 429
+EVENT_RING_SIZE = 8000  # events kept per session for Last-Event-ID replay
+MAX_QUEUED_EVENTS = 256  # live frames buffered per SSE subscriber before it is evicted
+HEARTBEAT_SECONDS = 15.0  # ": heartbeat" comment interval on an idle event stream
+MAX_BODY_BYTES = 10 * 1024 * 1024  # request body limit (413 beyond it)
+PERMISSION_TIMEOUT_SECONDS = 300.0  # an unanswered permission request resolves as cancelled
+RECAP_TIMEOUT_SECONDS = 60.0  # backstop for POST /session/{id}/recap
+RETRY_AFTER_SECONDS = 5  # Retry-After sent with 503 session_limit_exceeded
+SHUTDOWN_GRACE_SECONDS = 5.0  # open connections get this long to finish on SIGTERM
+
+_LOOPBACK_NAMES = frozenset({"localhost", "[::1]"})
+
+
+class DaemonConfigError(ValueError):
+    """A flag combination the daemon refuses to start with."""
+
+
+def is_loopback_host(host: str) -> bool:
+    """``127.0.0.0/8``, ``::1`` and ``localhost`` (not ``0.0.0.0``, which listens everywhere)."""
+    name = host.strip().lower()
+    if name in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    workspace: Path
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str | None = None
+    allow_origins: tuple[str, ...] = ()
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    max_pending_prompts: int = MAX_PENDING_PROMPTS
+    event_ring_size: int = EVENT_RING_SIZE
+    max_queued_events: int = MAX_QUEUED_EVENTS
+    heartbeat_seconds: float = HEARTBEAT_SECONDS
+    max_body_bytes: int = MAX_BODY_BYTES
+    permission_timeout_seconds: float = PERMISSION_TIMEOUT_SECONDS
+    recap_timeout_seconds: float = RECAP_TIMEOUT_SECONDS
+    extra_features: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        token = (self.token or "").strip() or None
+        object.__setattr__(self, "token", token)
+        object.__setattr__(self, "allow_origins", tuple(o.strip() for o in self.allow_origins))
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback_host(self.host)
+
+    def validate(self) -> None:
+        """Raise :class:`DaemonConfigError` for a configuration that would be unsafe or broken."""
+        if ":" in self.host and not _is_ipv6(self.host):
+            raise DaemonConfigError(
+                f"--host {self.host!r} looks like host:port; pass the port with --port."
+            )
+        if not self.loopback and self.token is None:
+            raise DaemonConfigError(
+                f"Refusing to listen on {self.host} without a token: set --token or "
+                "CAIRN_SERVER_TOKEN, or bind to 127.0.0.1."
+            )
+        if "*" in self.allow_origins and self.token is None:
+            raise DaemonConfigError(
+                "--allow-origin '*' needs a token (--token or CAIRN_SERVER_TOKEN)."
+            )
+        if not 0 <= self.port <= 65535:
+            raise DaemonConfigError(f"--port must be between 0 and 65535, not {self.port}.")
+        if self.max_sessions < 1:
+            raise DaemonConfigError(f"--max-sessions must be at least 1, not {self.max_sessions}.")
+        if not self.workspace.is_dir():
+            raise DaemonConfigError(f"The workspace {self.workspace} is not a folder.")
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).version == 6
+    except ValueError:
+        return False

@@ -1,0 +1,412 @@
+"""The daemon's HTTP routes. Each is a thin transport over the session runtime."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from cairn import __version__
+from cairn.daemon.bodies import (
+    ApprovalModeBody,
+    CreateSessionBody,
+    LoadSessionBody,
+    PromptBody,
+    check_approval_mode,
+    parse_body,
+    to_prompt_request,
+)
+from cairn.daemon.config import DaemonConfig
+from cairn.daemon.errors import ApiError, error_body
+from cairn.daemon.sessions import SessionRegistry
+from cairn.daemon.sse import EventStreamResponse
+from cairn.debug_log import bind_session, get_logger
+
+__all__ = ["CLIENT_ID_HEADER", "FEATURES", "DaemonRoutes", "http_error_handler", "read_json"]
+
+CLIENT_ID_HEADER = "x-cairn-client-id"
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+MIN_MAX_QUEUED, MAX_MAX_QUEUED = 16, 2048  # bounds of the events route's ?maxQueued=
+FEATURES = (
+    "health",
+    "capabilities",
+    "session_create",
+    "session_load",
+    "session_list",
+    "session_status",
+    "session_prompt",
+    "non_blocking_prompt",
+    "session_cancel",
+    "session_events",
+    "slow_client_warning",
+    "session_close",
+    "session_permission_vote",
+    "session_approval_mode_control",
+    "session_recap",
+    "session_recap_cancel",  # a recap stops when its HTTP client disconnects
+    "client_identity",
+)
+_log = get_logger("DAEMON")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+async def http_error_handler(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404 and 405 answers, in the daemon's error envelope."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        body = error_body(f"No route for {request.method} {request.url.path}", "not_found")
+    elif exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}"
+        body = error_body(message, "method_not_allowed")
+    else:
+        body = error_body(str(exc.detail))
+    return JSONResponse(body, exc.status_code, headers=exc.headers)
+
+
+def _api(handler: Callable[..., Awaitable[Response]]) -> Handler:
+    """Answer :class:`ApiError` with its envelope and any other failure with a 500 envelope."""
+
+    @wraps(handler)
+    async def run(request: Request) -> Response:
+        try:
+            _client_id(request)
+            return await handler(request)
+        except ApiError as exc:
+            return JSONResponse(exc.body(), exc.status, headers=exc.headers)
+        except ClientDisconnect:
+            return Response(status_code=400)
+        except Exception as exc:
+            _log.error(f"{request.method} {request.url.path} failed: {exc!r}")
+            return JSONResponse({"error": "Internal error", "code": "internal_error"}, 500)
+
+    return run
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The parsed JSON body (``None`` when empty); 413 past ``limit`` bytes, 400 if malformed."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(
+                413,
+                f"Request body too large (the limit is {limit} bytes)",
+                "payload_too_large",
+                limit=limit,
+            )
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"Invalid JSON in request body: {exc}", "invalid_json") from None
+
+
+def _client_id(request: Request) -> str | None:
+    value = request.headers.get(CLIENT_ID_HEADER)
+    if value is not None and not _CLIENT_ID.match(value):
+        raise ApiError(
+            400,
+            "X-Cairn-Client-Id must be 1-128 characters of A-Z a-z 0-9 . _ : -",
+            "invalid_client_id",
+        )
+    return value
+
+
+async def _wait_for_disconnect(request: Request) -> None:
+    """Return once the client has gone (the request body must have been read already)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class DaemonRoutes:
+    def __init__(self, registry: SessionRegistry, config: DaemonConfig) -> None:
+        self.registry = registry
+        self.config = config
+        self.workspace = config.workspace.resolve()
+        self.active_recaps = 0
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/health", _api(self.health), methods=["GET"]),
+            Route("/capabilities", _api(self.capabilities), methods=["GET"]),
+            Route("/session", _api(self.create_session), methods=["POST"]),
+            Route("/workspace/sessions", _api(self.list_sessions), methods=["GET"]),
+            Route("/session/{id}", _api(self.close_session), methods=["DELETE"]),
+            Route("/session/{id}/load", _api(self.load_session), methods=["POST"]),
+            Route("/session/{id}/status", _api(self.status), methods=["GET"]),
+            Route("/session/{id}/prompt", _api(self.prompt), methods=["POST"]),
+            Route("/session/{id}/events", _api(self.events), methods=["GET"]),
+            Route("/session/{id}/cancel", _api(self.cancel), methods=["POST"]),
+            Route("/session/{id}/permission/{request_id}", _api(self.permission), methods=["POST"]),
+            Route("/session/{id}/approval-mode", _api(self.approval_mode), methods=["POST"]),
+            Route("/session/{id}/recap", _api(self.recap), methods=["POST"]),
+        ]
+
+    # ----- helpers -----
+
+    async def _body(self, request: Request) -> Any:
+        return await read_json(request, self.config.max_body_bytes)
+
+    def _strict(self) -> None:
+        """Routes that change what the agent may do need a token even on a loopback bind."""
+        if self.config.token is None:
+            raise ApiError(
+                401,
+                "This route needs a daemon started with a token (--token or CAIRN_SERVER_TOKEN).",
+                "token_required",
+            )
+
+    def _check_cwd(self, cwd: str | None) -> None:
+        if cwd is None:
+            return
+        try:
+            requested = Path(cwd).resolve()
+        except (OSError, RuntimeError, ValueError):
+            requested = Path(cwd)
+        if requested != self.workspace:
+            raise ApiError(
+                400,
+                f"Workspace mismatch: this daemon serves {self.workspace}",
+                "workspace_mismatch",
+                boundWorkspace=str(self.workspace),
+                requestedWorkspace=cwd,
+            )
+
+    def _session_info(self, live: Any, attached: bool) -> dict[str, Any]:
+        return {
+            "sessionId": live.id,
+            "workspaceCwd": str(self.workspace),
+            "attached": attached,
+            "createdAt": int(live.created_at * 1000),
+            "approvalMode": live.session.approval_mode,
+            "lastEventId": live.bus.last_id,
+        }
+
+    # ----- discovery -----
+
+    async def health(self, request: Request) -> Response:
+        body: dict[str, Any] = {"status": "ok"}
+        if request.query_params.get("deep") in ("1", "true"):
+            sessions = self.registry.values()
+            body.update(
+                sessions=len(sessions),
+                activePrompts=sum(1 for s in sessions if s.has_active_prompt),
+                pendingPermissions=sum(len(s.frontend.pending) for s in sessions),
+                activeRecaps=self.active_recaps,
+            )
+        return JSONResponse(body)
+
+    async def capabilities(self, request: Request) -> Response:
+        features = [*FEATURES, *self.config.extra_features]
+        if self.config.allow_origins:
+            features.append("allow_origin")
+        return JSONResponse(
+            {
+                "v": 1,
+                "mode": "in-process",
+                "features": features,
+                "workspaceCwd": str(self.workspace),
+                "version": __version__,
+                "limits": {
+                    "maxSessions": self.config.max_sessions,
+                    "maxPendingPromptsPerSession": self.config.max_pending_prompts,
+                    "eventRingSize": self.config.event_ring_size,
+                    "maxBodyBytes": self.config.max_body_bytes,
+                },
+            }
+        )
+
+    # ----- sessions -----
+
+    async def create_session(self, request: Request) -> Response:
+        body = parse_body(CreateSessionBody, await self._body(request))
+        self._check_cwd(body.cwd)
+        live, attached = self.registry.create(
+            session_id=body.session_id, approval_mode=check_approval_mode(body.approval_mode)
+        )
+        return JSONResponse(self._session_info(live, attached))
+
+    async def load_session(self, request: Request) -> Response:
+        body = parse_body(LoadSessionBody, await self._body(request))
+        self._check_cwd(body.cwd)
+        live, attached = self.registry.load(
+            request.path_params["id"], approval_mode=check_approval_mode(body.approval_mode)
+        )
+        return JSONResponse(self._session_info(live, attached))
+
+    async def list_sessions(self, request: Request) -> Response:
+        live = {s.id: s for s in self.registry.values()}
+        sessions: list[dict[str, Any]] = []
+        for s in live.values():
+            sessions.append(
+                {
+                    **self._session_info(s, True),
+                    "live": True,
+                    "hasActivePrompt": s.has_active_prompt,
+                }
+            )
+        recorded = await asyncio.to_thread(self.registry.runtime.list_sessions)
+        for info in recorded:
+            if info.session_id in live:
+                continue
+            sessions.append(
+                {
+                    "sessionId": info.session_id,
+                    "workspaceCwd": str(self.workspace),
+                    "createdAt": int(info.start_time.timestamp() * 1000),
+                    "updatedAt": int(info.mtime.timestamp() * 1000),
+                    "displayName": info.first_prompt,
+                    "lastRecap": info.last_recap,
+                    "messageCount": info.message_count,
+                    "live": False,
+                    "hasActivePrompt": False,
+                }
+            )
+        return JSONResponse({"sessions": sessions})
+
+    async def status(self, request: Request) -> Response:
+        return JSONResponse(self.registry.get(request.path_params["id"]).status())
+
+    async def close_session(self, request: Request) -> Response:
+        await self.registry.close(request.path_params["id"], "client_close")
+        return Response(status_code=204)
+
+    # ----- turns -----
+
+    async def prompt(self, request: Request) -> Response:
+        live = self.registry.get(request.path_params["id"])
+        body = parse_body(PromptBody, await self._body(request))
+        prompt_request = to_prompt_request(body)
+        last_event_id = live.bus.last_id
+        item = live.admit(prompt_request, _client_id(request))
+        return JSONResponse({"promptId": item.prompt_id, "lastEventId": last_event_id}, 202)
+
+    async def events(self, request: Request) -> Response:
+        live = self.registry.get(request.path_params["id"])
+        max_queued = _max_queued(request.query_params.get("maxQueued"))
+        cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+        subscription = live.bus.subscribe(_cursor(cursor), max_queued)
+        stream = EventStreamResponse(live.bus, subscription, self.config.heartbeat_seconds)
+        return _RawResponse(stream)
+
+    async def cancel(self, request: Request) -> Response:
+        live = self.registry.get(request.path_params["id"])
+        await self._body(request)
+        live.cancel()
+        return Response(status_code=204)
+
+    async def permission(self, request: Request) -> Response:
+        live = self.registry.get(request.path_params["id"])
+        body = await self._body(request)
+        request_id = request.path_params["request_id"]
+        if not live.frontend.vote(request_id, body):
+            raise ApiError(
+                404,
+                f'No open permission request "{request_id}" (unknown or already resolved)',
+                "permission_not_found",
+                requestId=request_id,
+            )
+        return JSONResponse({})
+
+    async def approval_mode(self, request: Request) -> Response:
+        self._strict()
+        live = self.registry.get(request.path_params["id"])
+        body = parse_body(ApprovalModeBody, await self._body(request))
+        mode = check_approval_mode(body.mode)
+        assert mode is not None
+        previous = live.session.approval_mode
+        await live.session.set_approval_mode(mode)
+        live.bus.publish(
+            "approval_mode_changed", {"sessionId": live.id, "mode": mode, "previous": previous}
+        )
+        return JSONResponse({"sessionId": live.id, "mode": mode, "previous": previous})
+
+    async def recap(self, request: Request) -> Response:
+        """``{sessionId, recap}``; bounded by the recap timeout, cancelled if the client leaves."""
+        live = self.registry.get(request.path_params["id"])
+        with contextlib.suppress(ApiError):
+            await self._body(request)  # the body is ignored, whatever it holds
+        recap = await self._recap_or_disconnect(request, live.session)
+        return JSONResponse({"sessionId": live.id, "recap": recap})
+
+    async def _recap_or_disconnect(self, request: Request, session: Any) -> str | None:
+        async def generate() -> str | None:
+            with bind_session(session.id):
+                result: str | None = await session.recap()
+                return result
+
+        task = asyncio.ensure_future(generate())
+        gone = asyncio.ensure_future(_wait_for_disconnect(request))
+        self.active_recaps += 1
+        try:
+            done, _ = await asyncio.wait(
+                {task, gone},
+                timeout=self.config.recap_timeout_seconds,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            self.active_recaps -= 1
+            gone.cancel()
+            if not task.done():
+                task.cancel()
+            await asyncio.gather(task, gone, return_exceptions=True)
+        if task in done and not task.cancelled():
+            return task.result()
+        reason = "the client disconnected" if gone in done else "it timed out"
+        _log.debug(f"recap for {session.id} cancelled: {reason}")
+        return None
+
+
+class _RawResponse(Response):
+    """Lets a route return a plain ASGI app (the event stream) where Starlette wants a Response."""
+
+    def __init__(self, app: Any) -> None:
+        super().__init__()
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._app(scope, receive, send)
+
+
+def _cursor(value: str | None) -> int | None:
+    """A ``Last-Event-ID``; malformed → ``None`` (live events only)."""
+    if value is None:
+        return None
+    try:
+        cursor = int(value.strip())
+    except ValueError:
+        return None
+    return cursor if cursor >= 0 else None
+
+
+def _max_queued(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        size = int(value)
+    except ValueError:
+        size = -1
+    if not MIN_MAX_QUEUED <= size <= MAX_MAX_QUEUED:
+        raise ApiError(
+            400,
+            f"maxQueued must be an integer from {MIN_MAX_QUEUED} to {MAX_MAX_QUEUED}.",
+            "invalid_max_queued",
+        )
+    return size

@@ -1,0 +1,328 @@
+"""Running the daemon: uvicorn on a socket we bind, a fast start, and a graceful shutdown.
+
+:class:`DaemonServer` serves a runtime's sessions inside the running event loop (the CLI, tests
+and benchmarks use it alike). ``cairn serve`` validates its flags and settings, listens, and only
+then imports the session runtime in a worker thread, so ``/health`` answers within the time it
+takes to import uvicorn. On shutdown every live session is closed first (its running turn
+cancelled, its pending permission requests resolved as cancelled, its recording flushed, its
+event streams ended with ``session_closed``), then uvicorn stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import uvicorn
+
+from cairn.daemon.app import BootApp
+from cairn.daemon.config import SHUTDOWN_GRACE_SECONDS, DaemonConfig, DaemonConfigError
+from cairn.daemon.security import SecurityMiddleware
+from cairn.debug_log import get_logger
+
+if TYPE_CHECKING:
+    from cairn.config.loader import Endpoint
+    from cairn.config.settings import Settings
+    from cairn.daemon.sessions import SessionRegistry
+    from cairn.session.runtime import Runtime
+
+__all__ = ["DaemonServer", "run_daemon"]
+
+EXIT_OK = 0
+EXIT_SERVER_ERROR = 1  # the port could not be bound, or the server failed
+EXIT_NO_AUTH = 41  # no model endpoint configured (as in headless mode)
+EXIT_BAD_INPUT = 42  # an unsafe or invalid flag combination
+EXIT_CONFIG = 52  # a settings file cannot be used
+STARTUP_POLL_SECONDS = 0.002  # how often start() checks that uvicorn is listening
+DATE_REFRESH_SECONDS = 1.0  # uvicorn's Date header is refreshed at least this often
+BACKLOG = 2048  # pending connections the listening socket queues (uvicorn's default)
+_log = get_logger("DAEMON")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handling (the daemon owns SIGINT and SIGTERM), woken by
+    :meth:`exit` instead of polling ``should_exit`` every 100 ms."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._wake = asyncio.Event()
+
+    def exit(self) -> None:
+        self.should_exit = True
+        self._wake.set()
+
+    async def main_loop(self) -> None:
+        while not await self.on_tick(0):  # counter 0: refresh the Date header on every tick
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(DATE_REFRESH_SECONDS):
+                    await self._wake.wait()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def install_signal_handlers(self) -> None:  # uvicorn < 0.29
+        return None
+
+
+class DaemonServer:
+    """The daemon in the running event loop.
+
+    With a ``runtime`` the routes are ready before :meth:`start` listens. Without one,
+    :meth:`start` listens at once (``/health`` answers) and :meth:`load` builds the runtime and
+    the routes in a worker thread while other requests wait.
+    """
+
+    def __init__(self, runtime: Runtime | None, config: DaemonConfig) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.registry: SessionRegistry | None = None
+        self._boot = BootApp()
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._port: int | None = None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the daemon is not listening yet")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        host = self.config.host.strip("[]")
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    async def start(self) -> str:
+        """Bind, start serving and return the base URL (``OSError`` if the port is taken)."""
+        runtime = self.runtime
+        if runtime is not None:
+            self._attach(*_build_routes(lambda: runtime, self.config))
+        sock = _bind(self.config.host, self.config.port)
+        self._port = sock.getsockname()[1]
+        server = _Server(
+            uvicorn.Config(
+                SecurityMiddleware(self._boot, self.config),
+                lifespan="off",
+                http="h11",
+                ws="none",
+                log_config=None,
+                access_log=False,
+                server_header=False,
+                proxy_headers=False,
+                timeout_graceful_shutdown=int(SHUTDOWN_GRACE_SECONDS),
+            )
+        )
+        self._server = server
+        self._task = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started:
+            if self._task.done():
+                self._task.result()  # re-raise why it stopped
+                raise RuntimeError("the HTTP server stopped while starting")
+            await asyncio.sleep(STARTUP_POLL_SECONDS)
+        return self.base_url
+
+    async def load(self, make_runtime: Callable[[], Runtime]) -> None:
+        """Build the runtime and the routes off the event loop; requests wait until then."""
+        try:
+            built = await asyncio.to_thread(_build_routes, make_runtime, self.config)
+        except Exception as exc:
+            self._boot.failed(str(exc))
+            raise
+        self._attach(*built)
+
+    def _attach(self, runtime: Runtime, registry: SessionRegistry, app: Any) -> None:
+        self.runtime, self.registry = runtime, registry
+        self._boot.ready(app)
+
+    async def wait(self) -> None:
+        """Until the HTTP server stops by itself (it normally runs until :meth:`stop`)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    async def stop(self, reason: str = "daemon_shutdown") -> None:
+        if self.registry is not None:
+            await self.registry.close_all(reason)
+        else:
+            self._boot.failed("the daemon is shutting down")
+        if self._server is not None:
+            self._server.exit()
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await self._task
+
+
+def _build_routes(
+    make_runtime: Callable[[], Runtime], config: DaemonConfig
+) -> tuple[Runtime, SessionRegistry, Any]:
+    """Import the session runtime and build the routes (run in a worker thread at start-up)."""
+    from cairn.daemon.app import create_routes_app
+    from cairn.daemon.sessions import SessionRegistry
+
+    runtime = make_runtime()
+    registry = SessionRegistry(runtime, config)
+    return runtime, registry, create_routes_app(registry, config)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    name = host.strip("[]")
+    infos = socket.getaddrinfo(
+        name, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
+    )
+    family, kind, proto, _, address = infos[0]
+    # proto must be IPPROTO_TCP: asyncio only sets TCP_NODELAY on such sockets, and without it
+    # Nagle's algorithm holds each small response write back until the client's delayed ACK.
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def run_daemon(
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    allow_origins: Sequence[str],
+    max_sessions: int,
+    workspace: Path,
+) -> int:
+    """``cairn serve``: serve until SIGINT or SIGTERM, then shut down gracefully."""
+    config = DaemonConfig(
+        workspace=workspace.resolve(),
+        host=host,
+        port=port,
+        token=token,
+        allow_origins=tuple(allow_origins),
+        max_sessions=max_sessions,
+    )
+    try:
+        config.validate()
+    except DaemonConfigError as exc:
+        sys.stderr.write(f"cairn serve: {exc}\n")
+        return EXIT_BAD_INPUT
+    return asyncio.run(_serve(config))
+
+
+async def _serve(config: DaemonConfig) -> int:
+    loaded = _load_settings(config)
+    if isinstance(loaded, int):
+        return loaded
+    settings, endpoint = loaded
+    stop = _stop_on_signals()
+    server = DaemonServer(None, config)
+    try:
+        base_url = await server.start()
+    except OSError as exc:
+        sys.stderr.write(f"cairn serve: cannot listen on {config.host}:{config.port}: {exc}\n")
+        return EXIT_SERVER_ERROR
+    try:
+        await server.load(lambda: _make_runtime(config, settings, endpoint))
+    except Exception as exc:
+        sys.stderr.write(f"cairn serve: cannot start the session runtime: {exc}\n")
+        await server.stop()
+        return EXIT_SERVER_ERROR
+    _announce(base_url, config)
+    try:
+        await _until_stopped(server, stop)
+        await server.stop()
+        if server.runtime is not None:
+            await _drain_memory(server.runtime)
+        return EXIT_OK
+    finally:
+        if server.runtime is not None:
+            await server.runtime.aclose()
+
+
+def _load_settings(config: DaemonConfig) -> tuple[Settings, Endpoint] | int:
+    """The settings and model endpoint, or the exit code for why there are none."""
+    from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
+
+    try:
+        loaded = load_settings(config.workspace)
+    except SettingsError as exc:
+        sys.stderr.write(f"cairn serve: {exc}\n")
+        return EXIT_CONFIG
+    for warning in loaded.warnings:
+        sys.stderr.write(f"cairn serve: warning: {warning}\n")
+    try:
+        endpoint = resolve_endpoint(loaded.settings)
+    except NoAuthError as exc:
+        sys.stderr.write(f"cairn serve: {exc}\n")
+        return EXIT_NO_AUTH
+    return loaded.settings, endpoint
+
+
+def _make_runtime(config: DaemonConfig, settings: Settings, endpoint: Endpoint) -> Runtime:
+    from cairn import telemetry
+    from cairn.session.runtime import Runtime
+
+    telemetry.configure(enabled=settings.telemetry.enabled, outfile=settings.telemetry.outfile)
+    return Runtime.from_endpoint(cwd=config.workspace, settings=settings, endpoint=endpoint)
+
+
+def _announce(base_url: str, config: DaemonConfig) -> None:
+    """The first stdout line is the URL (scripts and tests read it when --port is 0)."""
+    sys.stdout.write(f"cairn serve: listening on {base_url} (workspace {config.workspace})\n")
+    sys.stdout.flush()
+    if config.token is None:
+        sys.stderr.write(
+            "cairn serve: no token set; routes that change permissions are disabled "
+            "(set --token or CAIRN_SERVER_TOKEN to enable them)\n"
+        )
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """SIGINT/SIGTERM set the returned event (a graceful shutdown); a second one exits at once."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            os._exit(EXIT_SERVER_ERROR)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, on_signal)
+    return stop
+
+
+async def _until_stopped(server: DaemonServer, stop: asyncio.Event) -> None:
+    """Until a signal asks to stop, or the HTTP server ends by itself."""
+    stopped = asyncio.ensure_future(stop.wait())
+    serving = asyncio.ensure_future(server.wait())
+    await asyncio.wait({stopped, serving}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (stopped, serving):
+        task.cancel()
+    _log.info("shutting down")
+
+
+async def _drain_memory(runtime: Any) -> None:
+    """Give memory work the turns scheduled a bounded chance to finish before exit."""
+    if not runtime.memory_enabled:
+        return
+    drain = getattr(runtime.memory_manager(), "drain", None)  # TODO(#4): Extract lands
+    if drain is None:
+        return
+    with contextlib.suppress(Exception):
+        await drain(timeout=SHUTDOWN_GRACE_SECONDS)

@@ -1,0 +1,316 @@
+"""Live sessions: each wraps one runtime :class:`Session` with its bus, prompt queue and votes.
+
+Prompts of a session run one at a time in arrival order (FIFO). Admission answers at once with a
+prompt id; the turn's events go to the session's bus, and its end is published as
+``turn_complete`` (or ``turn_error`` when the model failed) carrying that prompt id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cairn.daemon.bus import EventBus
+from cairn.daemon.config import RETRY_AFTER_SECONDS, DaemonConfig
+from cairn.daemon.errors import ApiError
+from cairn.daemon.frontend import DaemonFrontend
+from cairn.daemon.updates import replay_updates, to_wire
+from cairn.debug_log import get_logger
+from cairn.session.events import SessionEvent, TurnResult
+from cairn.session.runtime import SessionNotFound
+
+if TYPE_CHECKING:
+    from cairn.session.runtime import Runtime
+    from cairn.session.session import PromptRequest, Session
+
+__all__ = ["LiveSession", "QueuedPrompt", "SessionRegistry"]
+
+_log = get_logger("DAEMON")
+
+
+@dataclass
+class QueuedPrompt:
+    prompt_id: str
+    request: PromptRequest
+    client_id: str | None
+    queued_at: float
+
+    def describe(self, state: str) -> dict[str, Any]:
+        return {
+            "promptId": self.prompt_id,
+            "text": self.request.text,
+            "state": state,
+            "queuedAt": int(self.queued_at * 1000),
+            "originatorClientId": self.client_id,
+        }
+
+
+class LiveSession:
+    def __init__(
+        self, session: Session, bus: EventBus, frontend: DaemonFrontend, config: DaemonConfig
+    ) -> None:
+        self.session = session
+        self.bus = bus
+        self.frontend = frontend
+        self._config = config
+        self._queue: deque[QueuedPrompt] = deque()
+        self._running: QueuedPrompt | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self.closing = False
+        self.created_at = time.time()
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def has_active_prompt(self) -> bool:
+        return self._running is not None
+
+    # ----- prompts -----
+
+    def admit(self, request: PromptRequest, client_id: str | None) -> QueuedPrompt:
+        """Queue a prompt (FIFO); 429 when the session already holds its limit."""
+        if self.closing:
+            raise ApiError(409, "The session is closing.", "session_closing", sessionId=self.id)
+        held = len(self._queue) + (1 if self._running is not None else 0)
+        limit = self._config.max_pending_prompts
+        if held >= limit:
+            raise ApiError(
+                429,
+                f"This session already has {held} prompts running or queued (limit {limit}).",
+                "prompt_queue_full",
+                sessionId=self.id,
+                limit=limit,
+            )
+        item = QueuedPrompt(uuid.uuid4().hex, request, client_id, time.time())
+        self._queue.append(item)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.ensure_future(self._work())
+        return item
+
+    def pending_prompts(self) -> list[dict[str, Any]]:
+        running = [self._running.describe("running")] if self._running else []
+        return running + [p.describe("queued") for p in self._queue]
+
+    async def _work(self) -> None:
+        while self._queue and not self.closing:
+            item = self._queue.popleft()
+            self._running = item
+            try:
+                await self._run(item)
+            finally:
+                self._running = None
+
+    async def _run(self, item: QueuedPrompt) -> None:
+        extra = {"originatorClientId": item.client_id} if item.client_id else None
+
+        async def sink(event: SessionEvent) -> None:
+            wire = to_wire(event)
+            if wire is None:
+                return
+            kind, data = wire
+            if kind == "turn_started":
+                data = {**data, "sessionId": self.id, "promptId": item.prompt_id}
+            self.bus.publish(kind, data, extra)
+
+        try:
+            result = await self.session.prompt(item.request, sink)
+        except asyncio.CancelledError:
+            self._publish_end(
+                item,
+                "turn_error",
+                {"message": "The daemon is shutting down.", "code": "cancelled"},
+                extra,
+            )
+            raise
+        except Exception as exc:
+            _log.error(f"session {self.id}: prompt {item.prompt_id} failed: {exc!r}")
+            self._publish_end(
+                item, "turn_error", {"message": str(exc), "code": "internal_error"}, extra
+            )
+            return
+        self._publish_result(item, result, extra)
+
+    def _publish_result(
+        self, item: QueuedPrompt, result: TurnResult, extra: Mapping[str, Any] | None
+    ) -> None:
+        if result.stop_reason == "error":
+            data: dict[str, Any] = {
+                "message": result.error or "The model request failed.",
+                "code": "model_error",
+            }
+            if result.error_status is not None:
+                data["status"] = result.error_status
+            self._publish_end(item, "turn_error", data, extra)
+            return
+        data = {
+            "stopReason": result.stop_reason,
+            "text": result.text,
+            "usage": result.usage.to_dict(),
+            "handledLocally": result.handled_locally,
+        }
+        if result.limit is not None:
+            data["limit"] = result.limit
+        self._publish_end(item, "turn_complete", data, extra)
+
+    def _publish_end(
+        self, item: QueuedPrompt, kind: str, data: dict[str, Any], extra: Mapping[str, Any] | None
+    ) -> None:
+        self.bus.publish(kind, {"sessionId": self.id, "promptId": item.prompt_id, **data}, extra)
+
+    # ----- cancel, close -----
+
+    def cancel(self) -> bool:
+        """Cancel the running prompt (queued ones still run); False when none was running."""
+        cancelled = self.session.cancel()
+        self.frontend.cancel_all("agent_cancelled")  # requests not inside the cancelled turn
+        return cancelled
+
+    async def close(self, reason: str) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        dropped = list(self._queue)
+        self._queue.clear()
+        for item in dropped:
+            self._publish_end(
+                item,
+                "turn_error",
+                {"message": "The session was closed.", "code": "session_closed"},
+                None,
+            )
+        self.frontend.cancel_all("session_closed")
+        self.session.cancel("session_dispose")
+        if self._worker is not None:
+            await asyncio.gather(self._worker, return_exceptions=True)
+        await self.session.close()
+        self.bus.close("session_closed", {"sessionId": self.id, "reason": reason})
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.id,
+            "workspaceCwd": str(self.session.cwd),
+            "createdAt": int(self.created_at * 1000),
+            "hasActivePrompt": self.has_active_prompt,
+            "pendingPrompts": self.pending_prompts(),
+            "isWaitingForPermission": bool(self.frontend.pending),
+            "pendingPermissions": self.frontend.pending,
+            "approvalMode": self.session.approval_mode,
+            "model": self.session.runtime.provider.model,
+            "lastEventId": self.bus.last_id,
+            "subscribers": self.bus.subscriber_count,
+            "turns": self.session.turn_count,
+        }
+
+
+class SessionRegistry:
+    """The live sessions of one daemon, on one shared runtime."""
+
+    def __init__(self, runtime: Runtime, config: DaemonConfig) -> None:
+        self.runtime = runtime
+        self.config = config
+        self._live: dict[str, LiveSession] = {}
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def values(self) -> list[LiveSession]:
+        return list(self._live.values())
+
+    def get(self, session_id: str) -> LiveSession:
+        live = self._live.get(session_id)
+        if live is None:
+            raise ApiError(
+                404, f'No session with id "{session_id}"', "session_not_found", sessionId=session_id
+            )
+        return live
+
+    def create(
+        self, *, session_id: str | None, approval_mode: str | None
+    ) -> tuple[LiveSession, bool]:
+        """A new session; an id that is live already attaches to it (``attached`` True)."""
+        if session_id is not None:
+            if not _is_uuid(session_id):
+                raise ApiError(400, "sessionId must be a UUID.", "invalid_session_id")
+            if session_id in self._live:
+                return self._live[session_id], True
+            if (self.runtime.chats_dir / f"{session_id}.jsonl").exists():
+                raise ApiError(
+                    409,
+                    f"Session {session_id} is recorded: load it with POST /session/{{id}}/load.",
+                    "session_exists",
+                    sessionId=session_id,
+                )
+        self._check_limit()
+        new_id = session_id or str(uuid.uuid4())
+        bus, frontend = self._wiring(new_id)
+        session = self.runtime.new_session(
+            frontend=frontend, session_id=new_id, approval_mode=approval_mode
+        )
+        return self._add(session, bus, frontend), False
+
+    def load(self, session_id: str, *, approval_mode: str | None) -> tuple[LiveSession, bool]:
+        """Resume a recorded session; its conversation is published for replay (Last-Event-ID 0)."""
+        if session_id in self._live:
+            return self._live[session_id], True
+        self._check_limit()
+        bus, frontend = self._wiring(session_id)
+        try:
+            session = self.runtime.load_session(
+                session_id, frontend=frontend, approval_mode=approval_mode
+            )
+        except SessionNotFound:
+            raise ApiError(
+                404, f'No session with id "{session_id}"', "session_not_found", sessionId=session_id
+            ) from None
+        live = self._add(session, bus, frontend)
+        if session.loaded is not None:
+            for kind, data in replay_updates(session.loaded.items):
+                bus.publish(kind, data)
+        return live, False
+
+    async def close(self, session_id: str, reason: str = "client_close") -> None:
+        live = self.get(session_id)
+        del self._live[session_id]
+        await live.close(reason)
+
+    async def close_all(self, reason: str) -> None:
+        live, self._live = list(self._live.values()), {}
+        await asyncio.gather(*(s.close(reason) for s in live), return_exceptions=True)
+
+    def _check_limit(self) -> None:
+        limit = self.config.max_sessions
+        if len(self._live) >= limit:
+            raise ApiError(
+                503,
+                f"Session limit reached ({limit})",
+                "session_limit_exceeded",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+                limit=limit,
+            )
+
+    def _wiring(self, session_id: str) -> tuple[EventBus, DaemonFrontend]:
+        bus = EventBus(self.config.event_ring_size, self.config.max_queued_events)
+        frontend = DaemonFrontend(
+            session_id, bus.publish, timeout=self.config.permission_timeout_seconds
+        )
+        return bus, frontend
+
+    def _add(self, session: Session, bus: EventBus, frontend: DaemonFrontend) -> LiveSession:
+        live = LiveSession(session, bus, frontend, self.config)
+        self._live[session.id] = live
+        return live
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return len(value) == 36

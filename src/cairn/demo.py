@@ -1,0 +1,266 @@
+"""``cairn demo``: a scripted session that shows cairn's features end to end, with no API key.
+
+It starts the scripted model server from :mod:`cairn.testing` on 127.0.0.1, creates a small
+project in a temporary folder and runs real sessions on the real runtime against it. Only the
+model is scripted: tools run, files change, memories are written and recalled for real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.rule import Rule
+
+from cairn.config.loader import Endpoint
+from cairn.config.settings import Settings
+from cairn.session.events import (
+    AssistantText,
+    Notice,
+    SessionEvent,
+    ToolCallStart,
+    ToolCallUpdate,
+    TurnEnded,
+)
+from cairn.session.runtime import Runtime
+from cairn.session.session import PromptRequest, Session
+from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
+
+__all__ = ["run_demo"]
+
+GREET_PY = '''def greet(name: str) -> str:
+    """A friendly greeting."""
+    return f"Hello, {name}!"
+'''
+FAREWELL_PY = '''
+
+def farewell(name: str) -> str:
+    """A friendly goodbye."""
+    return f"Goodbye, {name}!"
+'''
+PYTEST_MEMORY = """---
+name: Tests use pytest
+description: The user writes tests with pytest (plain asserts), never unittest
+type: feedback
+---
+
+Write tests with pytest: plain `assert` statements and fixtures, no unittest.TestCase.
+
+Why: the user said they always use pytest and never unittest.
+How to apply: whenever adding or changing tests in this user's projects.
+"""
+RECAP = (
+    "<recap>Adding farewell() to greet.py and covering both helpers with pytest tests. "
+    "Next: run pytest and commit.</recap>"
+)
+
+
+def run_demo(*, keep: bool = False, console: Console | None = None) -> int:
+    console = console or Console(highlight=False)
+    with _demo_folder(keep) as folder:
+        return asyncio.run(_demo(folder, console))
+
+
+@contextmanager
+def _demo_folder(keep: bool) -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="cairn-demo-"))
+    saved = {k: os.environ.get(k) for k in ("CAIRN_HOME", "CAIRN_MEMORY_LOCAL")}
+    os.environ["CAIRN_HOME"] = str(folder / "cairn-home")
+    os.environ.pop("CAIRN_MEMORY_LOCAL", None)
+    try:
+        yield folder
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Printer:
+    """Shows session events the way a newcomer can follow them."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._streaming = False
+
+    async def __call__(self, event: SessionEvent) -> None:
+        console = self.console
+        if isinstance(event, AssistantText):
+            if not self._streaming:
+                console.print("[bold cyan]cairn ›[/] ", end="")
+                self._streaming = True
+            console.print(event.text, end="", markup=False)
+            return
+        if self._streaming:
+            console.print()
+            self._streaming = False
+        if isinstance(event, ToolCallStart):
+            console.print(f"  [yellow]⚙ {event.title}[/]", markup=True)
+        elif isinstance(event, ToolCallUpdate) and event.status in ("completed", "failed"):
+            mark = "✓" if event.status == "completed" else "✗"
+            first = (event.output or "").strip().splitlines()[:1]
+            console.print(f"    [dim]{mark} {first[0][:100] if first else event.status}[/]")
+        elif isinstance(event, Notice) and event.source.startswith("command:"):
+            pass  # the turn result shows it
+        elif isinstance(event, Notice):
+            console.print(f"  [magenta]• {event.text}[/]")
+        elif isinstance(event, TurnEnded) and event.result.handled_locally and event.result.text:
+            console.print(f"[dim]※[/] {event.result.text}")
+
+
+class _DemoModel:
+    """The scripted model: answers by request purpose and by where the conversation is."""
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        purpose = request.purpose
+        if purpose == "recall-selector":
+            return self._select(request)
+        if purpose == "extract":
+            return self._extract(request)
+        if purpose == "recap":
+            return reply(RECAP)
+        if purpose == "main":
+            return self._main(request)
+        return reply("Nothing to do.")
+
+    def _main(self, request: RecordedRequest) -> Reply:
+        user = request.user_texts()[-1] if request.user_texts() else ""
+        tools_done = [m for m in request.messages if m.get("role") == "tool"]
+        if "What does greet.py do" in user:
+            return reply(
+                chunks=[
+                    "`greet.py` defines one function, ",
+                    "`greet(name)`, which returns a friendly ",
+                    "greeting such as `Hello, Ada!`.",
+                ]
+            )
+        if "farewell" in user:
+            steps = [
+                tool_call("read_file", {"file_path": "greet.py"}),
+                tool_call(
+                    "edit",
+                    {
+                        "file_path": "greet.py",
+                        "old_string": '    return f"Hello, {name}!"\n',
+                        "new_string": '    return f"Hello, {name}!"\n' + FAREWELL_PY,
+                    },
+                ),
+                tool_call(
+                    "run_shell_command",
+                    {"command": "python3 -c 'import greet; print(greet.farewell(\"Ada\"))'"},
+                ),
+            ]
+            if len(tools_done) < len(steps):
+                return steps[len(tools_done)]
+            return reply("Added `farewell(name)` to greet.py; running it prints `Goodbye, Ada!`.")
+        if "pytest" in user and "never unittest" in user:
+            return reply("Noted: pytest with plain asserts, never unittest. I'll stick to that.")
+        if "Write a test" in user:
+            if not tools_done:
+                return tool_call(
+                    "write_file",
+                    {
+                        "file_path": "test_greet.py",
+                        "content": (
+                            "from greet import farewell, greet\n\n\n"
+                            "def test_greet():\n"
+                            '    assert greet("Ada") == "Hello, Ada!"\n\n\n'
+                            "def test_farewell():\n"
+                            '    assert farewell("Ada") == "Goodbye, Ada!"\n'
+                        ),
+                    },
+                )
+            return reply(
+                "Wrote `test_greet.py` with two pytest tests (plain asserts, as you prefer)."
+            )
+        return reply("Done.")
+
+    def _select(self, request: RecordedRequest) -> Reply:
+        manifest = request.last_user_text()
+        paths = re.findall(r"^- \[\w+\] (\S+\.md) \(", manifest, re.MULTILINE)
+        chosen = [p for p in paths if "pytest" in p or "test" in p][:1]
+        return reply(json.dumps({"selected_memories": chosen}))
+
+    def _extract(self, request: RecordedRequest) -> Reply:
+        said_pytest = request.contains("never unittest")
+        already = any(m.get("role") == "tool" for m in request.messages)
+        if not said_pytest or already:
+            return reply("Nothing new and durable to save." if not said_pytest else "Saved.")
+        match = re.search(r"(/\S+/memory)/?\s", request.system or "")
+        root = match.group(1) if match else str(self.project / ".cairn" / "memory")
+        return tool_call(
+            "write_file",
+            {"file_path": f"{root}/feedback/testing-with-pytest.md", "content": PYTEST_MEMORY},
+        )
+
+
+async def _demo(folder: Path, console: Console) -> int:
+    project = folder / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "greet.py").write_text(GREET_PY)
+    console.print(Panel.fit(
+        "cairn demo: real sessions on the real runtime, against a scripted model on 127.0.0.1.\n"
+        f"Project: {project}",
+        title="cairn",
+    ))
+    async with ScriptedServer(handler=_DemoModel(project)) as server:
+        settings = Settings()
+        endpoint = Endpoint(server.base_url, "demo-key", "scripted-model")
+        runtime = Runtime.from_endpoint(cwd=project, settings=settings, endpoint=endpoint)
+        printer = _Printer(console)
+        try:
+            session = runtime.new_session(approval_mode="yolo")
+            await _turn(console, session, printer, "1. A streamed answer", "What does greet.py do?")
+            await _turn(
+                console, session, printer, "2. A turn with tool calls",
+                "Add a farewell function to greet.py and run it.",
+            )
+            await _show_diff(console, project)
+            await _turn(
+                console, session, printer, "3. Something worth remembering",
+                "By the way: I always use pytest for tests, never unittest.",
+            )
+            await _turn(console, session, printer, "4. Where were we?", "/recap")
+            await session.close()
+        finally:
+            await runtime.aclose()
+        _summary(console, server)
+    return 0
+
+
+async def _turn(console: Console, session: Session, printer: _Printer, title: str, text: str) -> None:
+    console.print(Rule(title, align="left"))
+    console.print(f"[bold green]you ›[/] {text}")
+    result = await session.prompt(PromptRequest(text=text), printer)
+    if result.stop_reason != "end_turn":
+        raise RuntimeError(f"the demo turn ended with {result.stop_reason}: {result.error}")
+
+
+async def _show_diff(console: Console, project: Path) -> None:
+    console.print(Markdown(f"```python\n{(project / 'greet.py').read_text()}```"))
+
+
+def _summary(console: Console, server: ScriptedServer) -> None:
+    counts: dict[str, int] = {}
+    for request in server.requests:
+        counts[request.purpose or "?"] = counts.get(request.purpose or "?", 0) + 1
+    listing = ", ".join(f"{purpose}: {n}" for purpose, n in sorted(counts.items()))
+    console.print(Rule("Model requests by X-Cairn-Purpose", align="left"))
+    console.print(listing)
+

@@ -1,0 +1,245 @@
+"""Cross-process locks of the memory: one per memory root, and Dream's ``consolidation.lock``.
+
+**Root locks.** Every write into a memory root (an agent's ``write_file``/``edit``, an index
+rebuild, meta and cursor updates, Forget and restore) happens while holding that root's lock, an
+OS file lock (:mod:`filelock`) on ``.<root name>.lock`` beside the root. The kernel releases it
+when the holding process dies, even by ``kill -9``, so a crash never blocks the next writer.
+Critical sections are short (one file write, one index rebuild) and never wait on the model, so
+a waiter waits milliseconds. Each acquisition opens its own file handle, so two tasks of one
+process exclude each other like two processes do; a holder must not re-acquire a lock it holds.
+Roots are always locked in the order given by :func:`lock_order` (project before user), which
+rules out deadlocks.
+
+Because every writer holds the lock, a temp file of an atomic write (``.<name>.<random>.tmp``)
+found under a root while holding its lock belongs to a writer that died mid-write:
+:func:`sweep_stale_temp_files` removes it.
+
+**consolidation.lock** (Dream, as in the reference): created exclusively with the holder's PID;
+stale after an hour or when that PID is dead, and then removed by the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from cairn.debug_log import get_logger
+
+__all__ = [
+    "CONSOLIDATION_LOCK_NAME",
+    "DREAM_LOCK_STALE_SECONDS",
+    "LOCK_WAIT_SECONDS",
+    "ConsolidationLock",
+    "MemoryBusy",
+    "hold_roots",
+    "hold_roots_async",
+    "lock_order",
+    "pid_alive",
+    "root_lock_path",
+    "sweep_stale_temp_files",
+]
+
+LOCK_WAIT_SECONDS = 30.0  # longest wait for a root lock before giving up (sections are short)
+LOCK_POLL_SECONDS = 0.01  # between attempts while another writer holds a root lock
+STALE_TEMP_SECONDS = 2.0  # a temp file this old under a held root lock is a dead writer's
+DREAM_LOCK_STALE_SECONDS = 3600.0  # a consolidation.lock older than this is stale (reference: 1 h)
+CONSOLIDATION_LOCK_NAME = "consolidation.lock"
+_TEMP_NAME = re.compile(r"^\..+\.tmp$")  # fsutil's atomic-write temp files: .<name>.<random>.tmp
+_log = get_logger("MEMORY")
+
+
+class MemoryBusy(TimeoutError):
+    """Another writer held a memory root's lock for longer than :data:`LOCK_WAIT_SECONDS`."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(
+            f"{root}: another cairn process kept the memory locked for {LOCK_WAIT_SECONDS:.0f} s; "
+            "try again in a moment"
+        )
+        self.root = root
+
+
+def root_lock_path(root: Path) -> Path:
+    """The lock file of a memory root: a dot file beside it, never inside (never a memory)."""
+    root = Path(os.path.abspath(root))
+    return root.parent / f".{root.name}.lock"
+
+
+def lock_order(roots: Sequence[Path]) -> list[Path]:
+    """``roots`` without duplicates, in the one order every caller locks them in."""
+    unique: dict[str, Path] = {}
+    for root in roots:
+        unique.setdefault(os.path.abspath(root), Path(os.path.abspath(root)))
+    return [unique[key] for key in sorted(unique)]
+
+
+def _new_lock(root: Path) -> FileLock:
+    path = root_lock_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path), thread_local=False)
+
+
+@contextlib.contextmanager
+def hold_roots(roots: Sequence[Path], *, timeout: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+    """Hold the locks of ``roots`` (blocking, for synchronous callers such as Forget)."""
+    held: list[FileLock] = []
+    try:
+        for root in lock_order(roots):
+            lock = _new_lock(root)
+            try:
+                lock.acquire(timeout=timeout, poll_interval=LOCK_POLL_SECONDS)
+            except Timeout:
+                raise MemoryBusy(root) from None
+            held.append(lock)
+            sweep_stale_temp_files(root)
+        yield
+    finally:
+        for lock in reversed(held):
+            lock.release()
+
+
+@contextlib.asynccontextmanager
+async def hold_roots_async(
+    roots: Sequence[Path], *, timeout: float = LOCK_WAIT_SECONDS
+) -> AsyncIterator[None]:
+    """Hold the locks of ``roots`` without blocking the event loop while waiting.
+
+    Each attempt is a non-blocking ``flock``; between attempts the task sleeps, so a cancelled
+    waiter never leaves a lock behind.
+    """
+    held: list[FileLock] = []
+    try:
+        for root in lock_order(roots):
+            held.append(await _acquire_async(root, timeout))
+            sweep_stale_temp_files(root)
+        yield
+    finally:
+        for lock in reversed(held):
+            lock.release()
+
+
+async def _acquire_async(root: Path, timeout: float) -> FileLock:
+    lock = _new_lock(root)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            lock.acquire(timeout=0)
+            return lock
+        except Timeout:
+            if time.monotonic() >= deadline:
+                raise MemoryBusy(root) from None
+            await asyncio.sleep(LOCK_POLL_SECONDS)
+
+
+def sweep_stale_temp_files(root: Path, *, min_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Remove atomic-write temp files a dead writer left under ``root``; call with its lock held.
+
+    Only files older than ``min_age`` seconds go, so a writer outside the lock protocol (a
+    person's editor, the main agent writing memory itself) is not raced.
+    """
+    removed: list[Path] = []
+    now = time.time()
+    pending = [Path(os.path.abspath(root))]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                elif _TEMP_NAME.match(entry.name) and entry.is_file(follow_symlinks=False):
+                    if now - entry.stat(follow_symlinks=False).st_mtime >= min_age:
+                        os.unlink(entry.path)
+                        removed.append(Path(entry.path))
+            except OSError:
+                continue
+    for path in removed:
+        _log.warning(f"{path}: removed a temp file left by an interrupted memory write")
+    return removed
+
+
+# --- consolidation.lock ------------------------------------------------------------------------
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with this PID exists (it may belong to another user)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class ConsolidationLock:
+    """Dream's PID lock file (``<state dir>/consolidation.lock``)."""
+
+    path: Path
+    stale_after: float = DREAM_LOCK_STALE_SECONDS
+
+    def holder(self, now: float) -> int | None:
+        """The PID of a live, fresh holder; a stale, dead or unreadable lock is removed."""
+        try:
+            info = self.path.stat()
+            text = self.path.read_text(encoding="utf-8", errors="replace").strip()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            _log.warning(f"{self.path}: unreadable ({error}); treating it as stale")
+            text, info = "", None
+        pid = int(text) if text.isdigit() else 0
+        fresh = info is not None and now - info.st_mtime <= self.stale_after
+        if pid > 0 and fresh and pid_alive(pid):
+            return pid
+        reason = "dead holder" if pid > 0 and fresh else "stale or invalid"
+        _log.warning(f"{self.path}: removing a {reason} Dream lock (pid {text or '?'})")
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        return None
+
+    def try_acquire(self, now: float, pid: int | None = None) -> bool:
+        """Create the lock with our PID; False when a live holder has it.
+
+        Call with the project root lock held, so removing a stale lock cannot race another
+        process that is creating a fresh one.
+        """
+        if self.holder(now) is not None:
+            return False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            os.write(fd, f"{pid or os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
+        return True
+
+    def release(self) -> None:
+        """Remove the lock if it is still ours."""
+        try:
+            text = self.path.read_text(encoding="utf-8").strip()
+        except OSError:
+            return
+        if text == str(os.getpid()):
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()

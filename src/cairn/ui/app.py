@@ -1,0 +1,612 @@
+"""The interactive terminal UI: a Textual app over one session of the shared runtime.
+
+Every turn runs through :meth:`Session.prompt`; this module only turns input into prompt
+requests and the session's events into widgets, plus what only a terminal has: dialogs, the
+prompt box, ``!cmd``, terminal focus (for the away recap) and the UI-only commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import OptionList, Static
+
+from cairn.config.editor import EditableSetting, editable_settings, save_setting
+from cairn.config.loader import SettingsError
+from cairn.config.settings import APPROVAL_MODES
+from cairn.debug_log import get_logger, set_process_session
+from cairn.recap.away import AwayRecapTracker, RecapTicket
+from cairn.recording.records import MID_TURN_USER_MESSAGE
+from cairn.recording.replay import ReplayItem
+from cairn.session.commands import NO_RECAP_MESSAGE, busy_refusal, find_command
+from cairn.session.events import (
+    ModeChanged,
+    Notice,
+    SessionEvent,
+    TurnEnded,
+    TurnResult,
+    TurnStarted,
+    UsageUpdate,
+)
+from cairn.session.runtime import Runtime, SessionNotFound
+from cairn.session.session import PromptRequest, Session
+from cairn.ui.completion import UI_COMMANDS
+from cairn.ui.dialogs import ResumeScreen, SettingsScreen
+from cairn.ui.frontend import TuiFrontend
+from cairn.ui.input_history import InputHistory
+from cairn.ui.mentions import resolve_mentions
+from cairn.ui.prompt import CompletionMenu, PromptInput
+from cairn.ui.shell import run_shell
+from cairn.ui.status import StatusLine
+from cairn.ui.transcript import (
+    NoticeView,
+    RecapView,
+    ShellView,
+    SteerView,
+    Transcript,
+    TurnRenderer,
+    UserView,
+    replay_widgets,
+)
+
+__all__ = ["QUIT_WINDOW_SECONDS", "CairnApp"]
+
+QUIT_WINDOW_SECONDS = 2.0  # a second Ctrl+C within this time quits
+QUIT_MEMORY_WAIT_SECONDS = 10.0  # on quit, how long a running Extract may still finish
+EXIT_BAD_INPUT = 42  # the session to resume does not exist (as in headless mode)
+KEYS_HELP = (
+    "Terminal UI: /resume [id] picks a recorded session · /settings changes settings · /quit "
+    "leaves.\nKeys: Enter sends · Ctrl+J or Shift+Enter (or a trailing \\) adds a line · "
+    "Up/Down walk the prompt history · Tab completes · Shift+Tab cycles the approval mode · "
+    "Ctrl+C cancels the turn, twice quits.\nType while the agent works to steer it; "
+    "@path attaches a file; !cmd runs a shell command here."
+)
+_COMMAND_WORD = re.compile(r"^/[A-Za-z][\w-]*$")
+_UI_COMMAND_NAMES = frozenset(c.name for c in UI_COMMANDS)
+_log = get_logger("UI")
+
+CSS = """
+Screen { layers: base; }
+#transcript { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
+#transcript > * { height: auto; margin: 0 0 1 0; }
+.welcome { color: $text-muted; }
+.user { background: $boost; padding: 0 1; }
+.steer { color: $text-muted; padding: 0 1; }
+.assistant { margin: 0 0 1 0; padding: 0 0; }
+.assistant MarkdownBlock { margin: 0 1 0 1; }
+.thought { border: none; padding: 0; margin: 0 0 1 0; background: transparent; }
+.thought CollapsibleTitle { color: $text-muted; padding: 0 1; }
+.thought Contents { padding: 0 0 0 3; }
+.tool { padding: 0 1; }
+.tool-body { padding: 0 0 0 2; }
+.recap { padding: 0 1; }
+.notice { padding: 0 1; }
+.shell { padding: 0 1; }
+.shell-output { padding: 0 0 0 2; }
+.plan { padding: 0 1; }
+#completions { height: auto; max-height: 10; margin: 0 1; border: none; background: $panel; }
+#prompt { height: auto; max-height: 10; margin: 0 1; border: round $primary; padding: 0 1; }
+#status { height: 1; padding: 0 2; color: $text-muted; }
+.dialog-screen { align: center middle; }
+.dialog { width: 80%; max-width: 100; height: auto; max-height: 90%;
+          border: round $accent; background: $surface; padding: 0 1; }
+.dialog-wide { width: 90%; max-width: 120; }
+.dialog > * { height: auto; margin: 0 0 1 0; }
+.dialog-preview { height: auto; max-height: 16; }
+.dialog OptionList { height: auto; max-height: 20; border: none; }
+"""
+
+
+class WelcomeView(Static):
+    def __init__(self, text: Text) -> None:
+        super().__init__(text, classes="welcome")
+
+
+class CairnApp(App[int]):
+    """``cairn`` with no prompt: the conversation, the prompt box and the status line."""
+
+    CSS = CSS
+    ENABLE_COMMAND_PALETTE = False
+    TITLE = "cairn"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "interrupt", "Cancel / quit", priority=True, show=False),
+        Binding("shift+tab", "cycle_approval_mode", "Approval mode", priority=True, show=False),
+    ]
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        approval_mode: str | None = None,
+        resume: str | None = None,
+        session_id: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        """``clock`` times the away recap (tests move it); the app closes ``runtime`` on exit."""
+        super().__init__()
+        self.runtime = runtime
+        self.frontend = TuiFrontend(self, runtime.cwd)
+        self.history = InputHistory()
+        self.tracker = AwayRecapTracker(
+            clock=clock,
+            enabled=lambda: runtime.settings.general.show_session_recap,
+            threshold_minutes=lambda: runtime.settings.general.session_recap_away_threshold_minutes,
+        )
+        self.turn_task: asyncio.Task[TurnResult | None] | None = None
+        self.recap_task: asyncio.Task[None] | None = None
+        self.shell_tasks: set[asyncio.Task[None]] = set()
+        self._session: Session | None = None
+        self._approval_mode = approval_mode
+        self._resume = resume
+        self._session_id = session_id
+        self._warnings = list(warnings)
+        self._last_interrupt: float | None = None
+        self._quitting = False
+        self.menu = CompletionMenu()
+        self.prompt_input = PromptInput(history=self.history, cwd=runtime.cwd, menu=self.menu)
+        self.transcript = Transcript(id="transcript")
+        self.status = StatusLine()
+        self.renderer = TurnRenderer(self.transcript, runtime.cwd)
+
+    # ----- layout and life cycle -----
+
+    def compose(self) -> Any:
+        yield self.transcript
+        yield self.menu
+        yield self.prompt_input
+        yield self.status
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("the session is not open yet")
+        return self._session
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running (or about to): new text steers it instead of starting another."""
+        running = self.turn_task is not None and not self.turn_task.done()
+        return running or (self._session is not None and self._session.busy)
+
+    async def on_mount(self) -> None:
+        self.transcript.anchor()
+        session = self._open_first_session()
+        if session is None:
+            return
+        await self._show_session(session)
+        for warning in self._warnings:
+            await self.transcript.add(NoticeView("warning", warning))
+        self.watch(self, "app_focus", self._focus_changed, init=False)
+        self.prompt_input.focus()
+
+    async def on_unmount(self) -> None:
+        tasks = [t for t in (self.turn_task, self.recap_task, *self.shell_tasks) if t]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+        await self.runtime.aclose()
+
+    def _open_first_session(self) -> Session | None:
+        if self._resume:
+            try:
+                return self.runtime.load_session(
+                    self._resume, frontend=self.frontend, approval_mode=self._approval_mode
+                )
+            except SessionNotFound as exc:
+                self.exit(EXIT_BAD_INPUT, return_code=EXIT_BAD_INPUT, message=str(exc))
+                return None
+        return self.runtime.new_session(
+            frontend=self.frontend, session_id=self._session_id, approval_mode=self._approval_mode
+        )
+
+    async def _show_session(self, session: Session) -> None:
+        """Make ``session`` the current one: replay its history, seed the recap gates."""
+        self._session = session
+        set_process_session(session.id)
+        await self.transcript.remove_children()
+        await self.transcript.add(WelcomeView(self._welcome_text()))
+        loaded = session.loaded
+        if loaded is not None:
+            steering = {
+                r["uuid"] for r in loaded.records if r.get("subtype") == MID_TURN_USER_MESSAGE
+            }
+            widgets = replay_widgets(
+                loaded.items, steering, title_of=_title_of(session), base=session.cwd
+            )
+            await self.transcript.add(*widgets)
+            self._seed_from_replay(loaded.items, steering)
+            await self.transcript.add(NoticeView("info", f"Resumed session {session.id}."))
+        else:
+            self.tracker.reset()
+        self._refresh_status()
+
+    def _seed_from_replay(self, items: Sequence[ReplayItem], steering: set[str]) -> None:
+        """Prompts of a resumed session feed the input history and the away-recap gates."""
+        turns = 0
+        since: int | None = None
+        for item in items:
+            if item.kind == "user_text" and item.uuid not in steering:
+                turns += 1
+                self.history.add(item.text)
+                if since is not None:
+                    since += 1
+            elif item.kind == "recap":
+                since = 0
+        self.tracker.reset(user_turns=turns, turns_since_recap=since)
+
+    def _welcome_text(self) -> Text:
+        from cairn import __version__
+
+        cwd = _home_relative(self.runtime.cwd)
+        text = Text()
+        text.append(f"cairn {__version__}", style="bold")
+        text.append(f"  ·  {self.runtime.provider.model}  ·  {cwd}", style="dim")
+        text.append(
+            "\nEnter sends · Ctrl+J new line · /help · @file · !cmd · Ctrl+C cancels, twice quits",
+            style="dim",
+        )
+        return text
+
+    # ----- input -----
+
+    async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        await self.submit(message.text)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """A click on a completion takes it."""
+        if event.option_list is self.menu:
+            current = self.menu.current
+            if current is not None:
+                self.prompt_input.apply_completion(current)
+            self.prompt_input.focus()
+
+    async def submit(self, text: str) -> None:
+        """Handle one submitted prompt: a shell command, a UI command, steering or a turn."""
+        stripped = text.strip()
+        if not stripped:
+            return
+        if stripped.startswith("!"):
+            await self._start_shell(stripped[1:].strip())
+            return
+        name, args = _command_name(stripped)
+        if name in _UI_COMMAND_NAMES:
+            await self._ui_command(name, args)
+            return
+        shared = find_command(stripped)
+        command = shared[0].name if shared else None
+        if command is None and _COMMAND_WORD.match(stripped.split()[0]):
+            await self.transcript.add(
+                NoticeView("error", f"Unknown command {stripped.split()[0]}. /help lists them.")
+            )
+            return
+        if self.busy:
+            await self._while_busy(text, command)
+            return
+        self.turn_task = asyncio.create_task(self._run_turn(text, command))
+
+    async def _while_busy(self, text: str, command: str | None) -> None:
+        refusal = busy_refusal(text)
+        if refusal is not None:
+            await self.transcript.add(NoticeView("error", refusal))
+        elif command is not None:
+            await self.transcript.add(
+                NoticeView(
+                    "error",
+                    f"Cannot run /{command} while a turn is running; wait or press Ctrl+C.",
+                )
+            )
+        elif self.session.steer(text):
+            await self.transcript.add(SteerView(text))
+
+    async def _run_turn(self, text: str, command: str | None) -> TurnResult | None:
+        session = self.session
+        await self.transcript.add(UserView(text))
+        parts = None
+        display = text if command is not None else None
+        if command is None:
+            mentions = await resolve_mentions(text, session.cwd, session.fs)
+            for warning in mentions.warnings:
+                await self.transcript.add(NoticeView("warning", warning))
+            if mentions.parts is not None:
+                parts, display = mentions.parts, text
+                await self.transcript.add(
+                    NoticeView("info", "Attached " + ", ".join(mentions.attached) + ".")
+                )
+        request = PromptRequest(text=text, parts=parts, display_text=display)
+        result: TurnResult | None = None
+        try:
+            result = await session.prompt(request, self._sink)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a turn failure is shown, never a crash
+            _log.error(f"turn failed: {exc!r}")
+            await self.transcript.add(NoticeView("error", f"The turn failed: {exc}"))
+        finally:
+            self.status.set(busy=False)
+        await self._after_command(command)
+        self._refresh_status()
+        self._maybe_fire(self.tracker.turn_ended())
+        return result
+
+    async def _after_command(self, command: str | None) -> None:
+        if command == "clear":
+            await self.transcript.remove_children()
+            await self.transcript.add(WelcomeView(self._welcome_text()))
+            await self.transcript.add(NoticeView("info", "Started a fresh conversation."))
+            self.tracker.reset()
+        elif command == "help":
+            await self.transcript.add(NoticeView("info", KEYS_HELP))
+
+    async def _sink(self, event: SessionEvent) -> None:
+        if isinstance(event, TurnStarted):
+            self.tracker.turn_started()
+            self.status.set(busy=True)
+        elif isinstance(event, UsageUpdate):
+            self.status.set(
+                context_tokens=event.context_tokens, context_window=event.context_window
+            )
+        elif isinstance(event, ModeChanged):
+            self.status.set(approval_mode=event.approval_mode)
+        elif isinstance(event, TurnEnded):
+            if event.result.fresh and not event.result.handled_locally:
+                self.tracker.user_turn()
+        elif isinstance(event, Notice) and _is_recap(event):
+            await self.transcript.add(RecapView(event.text))
+            self.tracker.recap_shown()
+            return
+        await self.renderer.handle(event)
+
+    # ----- the away recap -----
+
+    def _focus_changed(self, focused: bool) -> None:
+        if not focused:
+            self.tracker.blur()
+            return
+        self._maybe_fire(self.tracker.focus())
+
+    def _maybe_fire(self, ticket: RecapTicket | None) -> None:
+        if ticket is None or self._session is None:
+            return
+        self.recap_task = asyncio.create_task(self._away_recap(ticket, self._session))
+
+    async def _away_recap(self, ticket: RecapTicket, session: Session) -> None:
+        text = await session.recap()
+        if not self.tracker.finish(ticket, text) or session is not self._session or not text:
+            return
+        await self.transcript.add(RecapView(text))
+        if session.recorder is not None:
+            try:
+                session.recorder.record_slash_command(
+                    phase="result",
+                    raw_command="/recap",
+                    output_items=[{"type": "away_recap", "text": text}],
+                )
+            except Exception as exc:  # recording a recap is best-effort
+                _log.warning(f"recording the away recap failed: {exc!r}")
+
+    # ----- keys -----
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing while a history item has the focus goes to the prompt box."""
+        if (
+            event.is_printable
+            and event.character
+            and not isinstance(self.screen, ModalScreen)
+            and self.focused is not self.prompt_input
+        ):
+            event.stop()
+            self.prompt_input.focus()
+            self.prompt_input.insert(event.character)
+
+    def action_interrupt(self) -> None:
+        now = time.monotonic()
+        last, self._last_interrupt = self._last_interrupt, now
+        if self._quitting:
+            self.exit(0)  # Ctrl+C while memory is being saved: leave now
+            return
+        if last is not None and now - last <= QUIT_WINDOW_SECONDS:
+            self.run_worker(self.quit_app(), exclusive=True, group="quit")
+            return
+        if self.busy:
+            if not (self._session and self._session.cancel()) and self.turn_task:
+                self.turn_task.cancel()
+        elif self.shell_tasks:
+            for task in self.shell_tasks:
+                task.cancel()
+        elif self.prompt_input.text:
+            self.prompt_input.clear()
+        self.status.set(hint="Press Ctrl+C again to quit")
+        self.set_timer(QUIT_WINDOW_SECONDS, self._clear_hint)
+
+    def _clear_hint(self) -> None:
+        if self._last_interrupt is None or time.monotonic() - self._last_interrupt >= (
+            QUIT_WINDOW_SECONDS - 0.05
+        ):
+            self.status.set(hint="")
+
+    async def action_cycle_approval_mode(self) -> None:
+        if isinstance(self.screen, ModalScreen):
+            self.screen.focus_previous()
+            return
+        if self._session is None:
+            return
+        modes = list(APPROVAL_MODES)
+        current = self.session.approval_mode
+        following = modes[(modes.index(current) + 1) % len(modes)] if current in modes else modes[0]
+        await self.session.set_approval_mode(following)
+        self.status.set(approval_mode=following)
+
+    # ----- UI-only commands -----
+
+    async def quit_app(self) -> None:
+        """Leave, after letting a running memory extraction finish (bounded)."""
+        if self._quitting:
+            return
+        self._quitting = True
+        if self.busy and self._session is not None:
+            self._session.cancel("user_quit")
+        await self._drain_memory()
+        self.exit(0)
+
+    async def _drain_memory(self) -> None:
+        if not self.runtime.memory_enabled:
+            return
+        drain = getattr(self.runtime.memory_manager(), "drain", None)  # TODO(#4): Extract lands
+        if drain is None:
+            return
+        self.status.set(hint="Saving memories… (Ctrl+C leaves now)")
+        try:
+            await drain(timeout=QUIT_MEMORY_WAIT_SECONDS)
+        except Exception as exc:  # saving memory on the way out is best-effort
+            _log.warning(f"memory drain on quit failed: {exc!r}")
+
+    async def _ui_command(self, name: str, args: str) -> None:
+        if name in ("quit", "exit"):
+            await self.quit_app()
+        elif name == "settings":
+            await self.push_screen(
+                SettingsScreen(self.runtime.settings, editable_settings(), self._save_setting)
+            )
+        elif name == "resume":
+            await self._resume_command(args)
+
+    async def _resume_command(self, args: str) -> None:
+        if self.busy:
+            await self.transcript.add(
+                NoticeView("error", "Cannot resume while a turn is running; wait or press Ctrl+C.")
+            )
+            return
+        if args:
+            await self.switch_session(args.split()[0])
+            return
+        sessions = await asyncio.to_thread(self.runtime.list_sessions)
+
+        def picked(session_id: str | None) -> None:
+            if session_id:
+                self.call_next(self.switch_session, session_id)
+
+        await self.push_screen(ResumeScreen(sessions, current=self.session.id), callback=picked)
+
+    async def switch_session(self, session_id: str) -> None:
+        """``/resume``: close the current session and show a recorded one."""
+        if session_id == self.session.id:
+            await self.transcript.add(NoticeView("info", "That is the current session."))
+            return
+        try:
+            session = self.runtime.load_session(
+                session_id, frontend=self.frontend, approval_mode=self.session.approval_mode
+            )
+        except SessionNotFound as exc:
+            await self.transcript.add(NoticeView("error", str(exc)))
+            return
+        await self.session.close()
+        await self._show_session(session)
+
+    async def _save_setting(self, setting: EditableSetting, value: Any) -> str:
+        try:
+            path = await asyncio.to_thread(
+                save_setting, self.runtime.settings, setting.key, value, cwd=self.runtime.cwd
+            )
+        except SettingsError as exc:
+            return f"Could not change {setting.key}: {exc}"
+        if setting.key == "tools.approvalMode" and self._session is not None:
+            await self._session.set_approval_mode(str(value))
+        if setting.key == "memory.enableManagedAutoMemory" and self._session is not None:
+            self._session.refresh_system_prompt()
+        self._refresh_status()
+        return f"Saved {setting.key} to {path}."
+
+    # ----- shell -----
+
+    async def _start_shell(self, command: str) -> None:
+        if not command:
+            await self.transcript.add(NoticeView("warning", "Type a command after !, e.g. !ls"))
+            return
+        view = ShellView(command)
+        await self.transcript.add(view)
+        task = asyncio.create_task(self._run_shell(view, command))
+        self.shell_tasks.add(task)
+        task.add_done_callback(self.shell_tasks.discard)
+
+    async def _run_shell(self, view: ShellView, command: str) -> None:
+        timeout = self.runtime.settings.tools.shell_timeout_seconds
+        try:
+            result = await run_shell(command, self.session.cwd, timeout=timeout)
+        except asyncio.CancelledError:
+            view.show("", None, note="cancelled")
+            return
+        except OSError as exc:
+            view.show(str(exc), None, note="could not start")
+            return
+        notes = []
+        if result.timed_out:
+            notes.append(f"stopped after {timeout:.0f} s")
+        if result.truncated:
+            notes.append("only the end of the output is shown")
+        view.show(result.output, result.exit_code, note="; ".join(notes))
+
+    # ----- helpers for tests and the status line -----
+
+    def _refresh_status(self) -> None:
+        if self._session is None:
+            return
+        self.status.set(
+            model=self.runtime.provider.model,
+            approval_mode=self._session.approval_mode,
+            memory=self.runtime.settings.memory.enable_managed_auto_memory,
+        )
+
+    async def wait_until_idle(self) -> None:
+        """Wait for the running turn and away recap (tests and scripted use)."""
+        for task in (self.turn_task, self.recap_task):
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    def history_widgets(self) -> list[Widget]:
+        return list(self.transcript.children)
+
+
+def _title_of(session: Session) -> Callable[[str, Mapping[str, Any]], str]:
+    def title(name: str, args: Mapping[str, Any]) -> str:
+        tool = session.registry.get(name)
+        return tool.title(args) if tool is not None else name
+
+    return title
+
+
+def _command_name(text: str) -> tuple[str | None, str]:
+    if not text.startswith("/"):
+        return None, ""
+    head, _, args = text[1:].partition(" ")
+    return head.strip().lower() or None, args.strip()
+
+
+def _is_recap(event: Notice) -> bool:
+    return (
+        event.source == "command:recap"
+        and event.text != NO_RECAP_MESSAGE
+        and not event.text.startswith("/recap failed")
+    )
+
+
+def _home_relative(path: Path) -> str:
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except (ValueError, RuntimeError):
+        return str(path)

@@ -1,0 +1,196 @@
+"""The prompt box: multi-line input with history and completion of commands and ``@path``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.events import Key
+from textual.message import Message
+from textual.widgets import OptionList, TextArea
+from textual.widgets.option_list import Option
+
+from cairn.ui.completion import Completion, complete
+from cairn.ui.input_history import InputHistory
+
+__all__ = ["CompletionMenu", "PromptInput"]
+
+PLACEHOLDER = "Type a message · / commands · @ attach a file · ! run a shell command"
+
+
+class CompletionMenu(OptionList):
+    """The suggestions for what is being typed; the prompt box keeps the keyboard focus."""
+
+    can_focus = False
+
+    def __init__(self) -> None:
+        super().__init__(id="completions")
+        self.completions: list[Completion] = []
+        self.display = False
+
+    def show(self, completions: list[Completion]) -> None:
+        self.completions = completions
+        self.set_options(
+            Option(Text.assemble((c.label, "bold"), (f"  {c.description}", "dim")))
+            for c in completions
+        )
+        self.display = bool(completions)
+        if completions:
+            self.highlighted = 0
+
+    def hide(self) -> None:
+        self.completions = []
+        self.display = False
+
+    @property
+    def current(self) -> Completion | None:
+        if not self.display or self.highlighted is None:
+            return None
+        if 0 <= self.highlighted < len(self.completions):
+            return self.completions[self.highlighted]
+        return None
+
+
+class PromptInput(TextArea):
+    """Enter sends; Ctrl+J, Shift+Enter, Alt+Enter or a trailing ``\\`` start a new line."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+j,shift+enter,alt+enter", "newline", "New line", show=False),
+    ]
+
+    class Submitted(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, *, history: InputHistory, cwd: Path, menu: CompletionMenu) -> None:
+        super().__init__(
+            id="prompt",
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            compact=True,
+            highlight_cursor_line=False,
+            placeholder=PLACEHOLDER,
+        )
+        self.prompt_history = history
+        self.cwd = cwd
+        self.menu = menu
+        self._quiet_text: str | None = None  # text we set ourselves: no completion menu for it
+
+    # ----- keys -----
+
+    async def _on_key(self, event: Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self._enter()
+            return
+        if event.key == "tab" and self.menu.current is not None:
+            event.stop()
+            event.prevent_default()
+            self.apply_completion(self.menu.current)
+            return
+        if event.key == "escape" and self.menu.display:
+            event.stop()
+            event.prevent_default()
+            self.menu.hide()
+            return
+        await super()._on_key(event)
+
+    def _enter(self) -> None:
+        completion = self.menu.current
+        if completion is not None and self._changes(completion):
+            self.apply_completion(completion)
+            return
+        row, column = self.cursor_location
+        line = self.document.get_line(row)
+        if column > 0 and line[:column].endswith("\\"):
+            self.replace("\n", (row, column - 1), (row, column))
+            return
+        text = self.text
+        if not text.strip():
+            return
+        self.prompt_history.add(text)
+        self.clear()
+        self.menu.hide()
+        self.post_message(self.Submitted(text))
+
+    def action_newline(self) -> None:
+        self.insert("\n")
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        if self.menu.display and not select:
+            self.menu.action_cursor_up()
+            return
+        if not select and self.cursor_location[0] == 0:
+            entry = self.prompt_history.previous(self.text)
+            if entry is not None:
+                self._set_text(entry)
+            return
+        super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        if self.menu.display and not select:
+            self.menu.action_cursor_down()
+            return
+        last_row = self.document.line_count - 1
+        if not select and self.cursor_location[0] == last_row and self.prompt_history.browsing:
+            entry = self.prompt_history.next()
+            if entry is not None:
+                self._set_text(entry)
+            return
+        super().action_cursor_down(select)
+
+    # ----- completion -----
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if self._quiet_text is not None and self.text == self._quiet_text:
+            self._quiet_text = None
+            return
+        self._quiet_text = None
+        self.refresh_completions()
+
+    def refresh_completions(self) -> None:
+        text = self.text
+        completions = complete(text, self._offset_of_cursor(), self.cwd) if text else []
+        if completions:
+            self.menu.show(completions)
+        else:
+            self.menu.hide()
+
+    def apply_completion(self, completion: Completion) -> None:
+        text = self.text
+        new = text[: completion.start] + completion.insert + text[completion.end :]
+        offset = completion.start + len(completion.insert)
+        self._quiet_text = new
+        self.text = new
+        self.cursor_location = self._location(new, offset)
+        if completion.insert.endswith("/"):
+            self.refresh_completions()  # a folder: offer what is inside it
+        else:
+            self.menu.hide()
+
+    def _changes(self, completion: Completion) -> bool:
+        current = self.text[completion.start : completion.end]
+        return current != completion.insert.rstrip(" ")
+
+    def _set_text(self, text: str) -> None:
+        self._quiet_text = text
+        self.text = text
+        self.cursor_location = self._location(text, len(text))
+        self.menu.hide()
+
+    def _offset_of_cursor(self) -> int:
+        row, column = self.cursor_location
+        lines = self.text.split("\n")
+        return sum(len(line) + 1 for line in lines[:row]) + column
+
+    @staticmethod
+    def _location(text: str, offset: int) -> tuple[int, int]:
+        before = text[:offset]
+        row = before.count("\n")
+        column = len(before) - (before.rfind("\n") + 1)
+        return row, column

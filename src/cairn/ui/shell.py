@@ -1,0 +1,92 @@
+"""``!cmd``: run a shell command in the workspace and show its output (not sent to the model)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["MAX_SHELL_OUTPUT_CHARS", "ShellResult", "run_shell"]
+
+MAX_SHELL_OUTPUT_CHARS = 64_000  # output kept from one command (the end is kept)
+_KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    command: str
+    output: str
+    exit_code: int | None  # None: it was stopped (timeout or cancel)
+    timed_out: bool = False
+    truncated: bool = False
+
+
+async def run_shell(command: str, cwd: Path, *, timeout: float) -> ShellResult:
+    """Run ``command`` with the user's shell; stdout and stderr together, stdin closed.
+
+    Cancelling the calling task stops the command's whole process group.
+    """
+    process = await asyncio.create_subprocess_shell(
+        command,
+        cwd=cwd,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        data, timed_out = await _collect(process, timeout)
+    except asyncio.CancelledError:
+        await _stop(process)
+        raise
+    if timed_out:
+        await _stop(process)
+    text = data.decode("utf-8", errors="replace")
+    truncated = len(text) > MAX_SHELL_OUTPUT_CHARS
+    if truncated:
+        text = text[-MAX_SHELL_OUTPUT_CHARS:]
+    return ShellResult(
+        command,
+        text,
+        None if timed_out else process.returncode,
+        timed_out=timed_out,
+        truncated=truncated,
+    )
+
+
+async def _collect(process: asyncio.subprocess.Process, timeout: float) -> tuple[bytes, bool]:
+    assert process.stdout is not None
+    chunks: list[bytes] = []
+    kept = 0
+
+    async def read() -> None:
+        nonlocal kept
+        assert process.stdout is not None
+        while chunk := await process.stdout.read(65536):
+            chunks.append(chunk)
+            kept += len(chunk)
+            while kept > 4 * MAX_SHELL_OUTPUT_CHARS and len(chunks) > 1:
+                kept -= len(chunks.pop(0))  # bound memory: only the tail is shown
+        await process.wait()
+
+    try:
+        await asyncio.wait_for(read(), timeout)
+    except TimeoutError:
+        return b"".join(chunks), True
+    return b"".join(chunks), False
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        try:
+            await asyncio.wait_for(process.wait(), _KILL_GRACE_SECONDS)
+            return
+        except TimeoutError:
+            continue

@@ -1,0 +1,456 @@
+"""The conversation as widgets: one widget per history item, built from live events or a replay."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from cairn.recording.replay import ReplayItem
+from cairn.session.events import (
+    AssistantMessage,
+    AssistantText,
+    AssistantThought,
+    Notice,
+    PlanUpdate,
+    SessionEvent,
+    StreamReset,
+    ToolCallStart,
+    ToolCallUpdate,
+    ToolStatus,
+    TurnEnded,
+)
+from cairn.tools.base import FileDiff, TodoItem
+
+__all__ = [
+    "AssistantView",
+    "NoticeView",
+    "PlanView",
+    "RecapView",
+    "ShellView",
+    "SteerView",
+    "ThoughtView",
+    "ToolCallView",
+    "Transcript",
+    "TurnRenderer",
+    "UserView",
+    "display_path",
+    "recap_text",
+    "render_diff",
+    "replay_widgets",
+]
+
+MAX_ARGS_CHARS = 160  # a tool call's arguments, shown on about one line
+MAX_OUTPUT_LINES = 12  # lines of a tool result shown under the call
+MAX_DIFF_LINES = 60  # lines of an edit's diff shown under the call
+DIFF_CONTEXT_LINES = 2  # unchanged lines around each change
+_STATUS_MARKS: Mapping[str, tuple[str, str]] = {
+    "pending": ("○", "yellow"),
+    "in_progress": ("◐", "yellow"),
+    "completed": ("✓", "green"),
+    "failed": ("✗", "red"),
+    "cancelled": ("⊘", "bright_black"),
+}
+_TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "⊘"}
+_NOTICE_STYLES = {"info": ("ℹ", "cyan"), "warning": ("⚠", "yellow"), "error": ("✗", "red")}
+
+
+class Transcript(VerticalScroll):
+    """The scrolling history; it follows new content until the user scrolls up."""
+
+    can_focus = False
+
+    async def add(self, *widgets: Widget) -> None:
+        await self.mount_all(widgets)
+
+
+class UserView(Static):
+    def __init__(self, text: str) -> None:
+        super().__init__(Text.assemble(("› ", "bold"), (text, "bold")), classes="user")
+
+
+class SteerView(Static):
+    """A message typed while the agent worked: it reaches the model with the next tool results."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(
+            Text.assemble(("↳ ", "bold"), (text, ""), ("  (sent while the agent works)", "dim")),
+            classes="steer",
+        )
+
+
+class AssistantView(Markdown):
+    """The model's answer, rendered as Markdown while it streams."""
+
+    def __init__(self, markdown: str = "") -> None:
+        super().__init__(markdown, classes="assistant")
+
+
+class ThoughtView(Collapsible):
+    """The model's reasoning, collapsed under one line."""
+
+    def __init__(self, text: str = "", *, done: bool = True) -> None:
+        self._text = text
+        self._body = Static(Text(text, style="dim italic"), classes="thought-body")
+        super().__init__(self._body, title="Thought" if done else "Thinking…", collapsed=True)
+        self.add_class("thought")
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def append(self, fragment: str) -> None:
+        self._text += fragment
+        self._body.update(Text(self._text, style="dim italic"))
+
+    def finish(self) -> None:
+        self.title = "Thought"
+
+
+class ToolCallView(Vertical):
+    """One tool call: status, title, arguments, then its result or diff."""
+
+    def __init__(
+        self,
+        call_id: str,
+        name: str,
+        title: str,
+        args: Mapping[str, Any],
+        *,
+        base: Path | None = None,
+    ) -> None:
+        super().__init__(classes="tool")
+        self.base = base
+        self.call_id = call_id
+        self.tool_name = name
+        self.tool_title = title
+        self.args = dict(args)
+        self.status: ToolStatus = "pending"
+        self._header = Static(self._header_text(), classes="tool-header")
+        self._args = Static(Text(_format_args(self.args), style="dim"), classes="tool-args")
+        self._body = Static("", classes="tool-body")
+        self._body.display = False
+
+    def compose(self) -> Any:
+        yield self._header
+        yield self._args
+        yield self._body
+
+    def set_status(self, status: ToolStatus) -> None:
+        self.status = status
+        self._header.update(self._header_text())
+
+    def show_result(
+        self, output: str | None, *, diff: FileDiff | None = None, error: bool = False
+    ) -> None:
+        body = render_diff(diff, self.base) if diff is not None else None
+        if body is None and output:
+            body = _clip_lines(output, MAX_OUTPUT_LINES, style="red" if error else "")
+        if body is None:
+            return
+        self._body.update(body)
+        self._body.display = True
+
+    def update_from(self, event: ToolCallUpdate) -> None:
+        self.set_status(event.status)
+        if event.status in ("completed", "failed", "cancelled"):
+            text = event.display or event.output
+            self.show_result(text, diff=event.diff, error=event.status == "failed")
+
+    def _header_text(self) -> Text:
+        mark, style = _STATUS_MARKS.get(self.status, ("•", ""))
+        return Text.assemble((f"{mark} ", style), (self.tool_title or self.tool_name, "bold"))
+
+
+class NoticeView(Static):
+    def __init__(self, level: str, text: str) -> None:
+        mark, style = _NOTICE_STYLES.get(level, ("•", ""))
+        body_style = style if level != "info" else ""
+        super().__init__(Text.assemble((f"{mark} ", style), (text, body_style)))
+        self.add_class("notice", f"notice-{level}")
+
+
+class RecapView(Static):
+    """``※ recap: …``: visibly not an answer from the model (dim, bold label, italic text)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(recap_text(text), classes="recap")
+        self.text = text
+
+
+class ShellView(Vertical):
+    """``!cmd`` and what it printed."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(classes="shell")
+        self.command = command
+        self._output = Static(Text("running…", style="dim"), classes="shell-output")
+
+    def compose(self) -> Any:
+        yield Static(Text.assemble(("! ", "bold magenta"), (self.command, "bold")))
+        yield self._output
+
+    def show(self, output: str, exit_code: int | None, *, note: str = "") -> None:
+        body = Text(output.rstrip("\n"))
+        status = f"exit {exit_code}" if exit_code is not None else "stopped"
+        body.append(f"\n[{status}{'; ' + note if note else ''}]", style="dim")
+        self._output.update(body)
+
+
+class PlanView(Static):
+    """The todo list the model keeps with ``todo_write``."""
+
+    def __init__(self, todos: Sequence[TodoItem]) -> None:
+        super().__init__(_plan_text(todos), classes="plan")
+
+    def set_todos(self, todos: Sequence[TodoItem]) -> None:
+        self.update(_plan_text(todos))
+
+
+def recap_text(text: str) -> Text:
+    return Text.assemble(("※ ", "dim"), ("recap: ", "dim bold"), (text, "dim italic"))
+
+
+def render_diff(diff: FileDiff | None, base: Path | None = None) -> Text | None:
+    """A coloured unified diff of an edit (a new file shows as all added lines).
+
+    Paths under ``base`` (the workspace) are shown relative to it.
+    """
+    if diff is None:
+        return None
+    old = (diff.old_text or "").splitlines()
+    new = diff.new_text.splitlines()
+    name = display_path(diff.path, base)
+    lines = list(
+        difflib.unified_diff(
+            old,
+            new,
+            fromfile="/dev/null" if diff.old_text is None else name,
+            tofile=name,
+            lineterm="",
+            n=DIFF_CONTEXT_LINES,
+        )
+    )
+    if not lines:
+        return Text("(no changes)", style="dim")
+    text = Text()
+    for line in lines[:MAX_DIFF_LINES]:
+        text.append(line + "\n", style=_diff_style(line))
+    if len(lines) > MAX_DIFF_LINES:
+        text.append(f"… {len(lines) - MAX_DIFF_LINES} more diff lines", style="dim")
+    text.rstrip()
+    return text
+
+
+def display_path(path: Path, base: Path | None) -> str:
+    if base is not None:
+        try:
+            return str(path.relative_to(base))
+        except ValueError:
+            pass
+    return str(path)
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    if line.startswith("@@"):
+        return "cyan"
+    return "dim"
+
+
+def _format_args(args: Mapping[str, Any]) -> str:
+    if not args:
+        return ""
+    try:
+        text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "), default=str)
+    except (TypeError, ValueError):
+        text = str(args)
+    text = " ".join(text.split())
+    if len(text) > MAX_ARGS_CHARS:
+        text = text[: MAX_ARGS_CHARS - 1] + "…"
+    return text
+
+
+def _clip_lines(text: str, limit: int, *, style: str = "") -> Text:
+    lines = text.rstrip("\n").splitlines()
+    shown = Text("\n".join(lines[:limit]), style=style)
+    if len(lines) > limit:
+        shown.append(f"\n… {len(lines) - limit} more lines", style="dim")
+    return shown
+
+
+def _plan_text(todos: Sequence[TodoItem]) -> Text:
+    text = Text("Plan", style="bold")
+    for item in todos:
+        style = "dim strike" if item.status in ("completed", "cancelled") else ""
+        text.append(f"\n{_TODO_MARKS.get(item.status, '•')} {item.content}", style=style)
+    return text
+
+
+class TurnRenderer:
+    """Turns the events of a running turn into widgets in the transcript."""
+
+    def __init__(self, transcript: Transcript, cwd: Path | None = None) -> None:
+        self.transcript = transcript
+        self.cwd = cwd
+        self._answer: AssistantView | None = None
+        self._stream: MarkdownStream | None = None
+        self._thought: ThoughtView | None = None
+        self._tools: dict[str, ToolCallView] = {}
+        self._plan: PlanView | None = None
+
+    async def handle(self, event: SessionEvent) -> None:
+        if isinstance(event, AssistantText):
+            await self._text(event.text)
+        elif isinstance(event, AssistantThought):
+            await self._thinking(event.text)
+        elif isinstance(event, AssistantMessage):
+            await self._message(event)
+        elif isinstance(event, StreamReset):
+            await self._reset(event)
+        elif isinstance(event, ToolCallStart):
+            await self.end_response()
+            view = ToolCallView(
+                event.call_id, event.name, event.title, event.args, base=self.cwd
+            )
+            self._tools[event.call_id] = view
+            await self.transcript.add(view)
+        elif isinstance(event, ToolCallUpdate):
+            await self._tool_update(event)
+        elif isinstance(event, PlanUpdate):
+            await self._plan_update(event.todos)
+        elif isinstance(event, Notice):
+            await self.transcript.add(NoticeView(event.level, event.text))
+        elif isinstance(event, TurnEnded):
+            await self._ended(event)
+
+    async def end_response(self) -> None:
+        """The model's current response is complete: stop streaming into it."""
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        if self._thought is not None:
+            self._thought.finish()
+        self._answer = None
+        self._thought = None
+
+    async def _text(self, fragment: str) -> None:
+        if self._answer is None:
+            self._answer = AssistantView()
+            await self.transcript.add(self._answer)
+            self._stream = Markdown.get_stream(self._answer)
+        if self._stream is not None:
+            await self._stream.write(fragment)
+
+    async def _thinking(self, fragment: str) -> None:
+        if self._thought is None:
+            self._thought = ThoughtView(done=False)
+            await self.transcript.add(self._thought)
+        self._thought.append(fragment)
+
+    async def _message(self, event: AssistantMessage) -> None:
+        if self._answer is None and event.text:
+            await self.transcript.add(AssistantView(event.text))
+        if self._thought is None and event.thought:
+            await self.transcript.add(ThoughtView(event.thought))
+        await self.end_response()
+
+    async def _reset(self, event: StreamReset) -> None:
+        stale = [w for w in (self._answer, self._thought) if w is not None]
+        await self.end_response()
+        for widget in stale:
+            await widget.remove()
+        reason = f" ({event.reason})" if event.reason else ""
+        await self.transcript.add(
+            NoticeView("warning", f"Retrying in {event.delay:.0f} s{reason}.")
+        )
+
+    async def _tool_update(self, event: ToolCallUpdate) -> None:
+        view = self._tools.get(event.call_id)
+        if view is None:  # an update without a start (a skipped call): still show it
+            view = ToolCallView(event.call_id, "tool", event.call_id, {}, base=self.cwd)
+            self._tools[event.call_id] = view
+            await self.transcript.add(view)
+        view.update_from(event)
+
+    async def _plan_update(self, todos: Sequence[TodoItem]) -> None:
+        if self._plan is None:
+            self._plan = PlanView(todos)
+            await self.transcript.add(self._plan)
+        else:
+            self._plan.set_todos(todos)
+
+    async def _ended(self, event: TurnEnded) -> None:
+        await self.end_response()
+        self._tools.clear()
+        self._plan = None
+        result = event.result
+        if result.stop_reason == "cancelled":
+            await self.transcript.add(NoticeView("warning", "Cancelled."))
+        elif result.stop_reason == "error":
+            detail = result.error or "unknown error"
+            await self.transcript.add(NoticeView("error", f"The model request failed: {detail}"))
+
+
+TitleOf = Callable[[str, Mapping[str, Any]], str]
+
+
+def replay_widgets(
+    items: Sequence[ReplayItem],
+    steering: set[str] | None = None,
+    *,
+    title_of: TitleOf | None = None,
+    base: Path | None = None,
+) -> list[Widget]:
+    """Widgets for a resumed session's history.
+
+    ``steering`` holds the uuids of mid-turn messages; ``title_of`` names a tool call as the
+    live view did (``Edit src/a.py``).
+    """
+    widgets: list[Widget] = []
+    for item in items:
+        if item.kind == "user_text":
+            is_steer = steering is not None and item.uuid in steering
+            widgets.append(SteerView(item.text) if is_steer else UserView(item.text))
+        elif item.kind == "assistant_text":
+            widgets.append(AssistantView(item.text))
+        elif item.kind == "thought":
+            widgets.append(ThoughtView(item.text))
+        elif item.kind == "recap":
+            widgets.append(RecapView(item.text))
+        elif item.kind == "tool_call":
+            widgets.append(_replayed_tool(item, title_of, base))
+    return widgets
+
+
+def _replayed_tool(item: ReplayItem, title_of: TitleOf | None, base: Path | None) -> ToolCallView:
+    name = item.tool_name or "tool"
+    title = name
+    if title_of is not None:
+        try:
+            title = title_of(name, item.args)
+        except Exception:  # a title is cosmetic: an old recording must still replay
+            title = name
+    view = ToolCallView(item.tool_call_id or "", name, title, item.args, base=base)
+    if item.error is not None:
+        view.set_status("failed")
+        view.show_result(item.error, error=True)
+    elif item.result is not None:
+        view.set_status("completed")
+        view.show_result(item.result)
+    else:
+        view.set_status("cancelled")
+    return view

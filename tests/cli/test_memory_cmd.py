@@ -1,0 +1,295 @@
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from cairn.cli.memory_cmd import memory_app
+from cairn.memory.paths import memory_roots
+from cairn.testing import RecordedRequest, Reply, ScriptedServer
+
+_ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
+
+
+class Cli:
+    """``cairn memory`` run in a temp project with its own CAIRN_HOME."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.project = tmp_path / "project"
+        self.project.mkdir()
+        self.home = tmp_path / "home"
+        monkeypatch.chdir(self.project)
+        self.env: dict[str, str | None] = {
+            "CAIRN_HOME": str(self.home),
+            "CAIRN_MEMORY_BASE_DIR": None,
+            "CAIRN_MEMORY_LOCAL": None,
+            "CAIRN_MEMORY_PROJECT_SCOPE": None,
+            "COLUMNS": "200",  # rich tables: one row per line
+            **dict.fromkeys(_ENDPOINT_VARIABLES),
+        }
+        roots = memory_roots(self.project, environ={"CAIRN_HOME": str(self.home)})
+        assert roots.project is not None
+        self.root = roots.project
+        self.user_root = roots.user
+
+    def use_endpoint(self, server: ScriptedServer) -> None:
+        self.env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="k", OPENAI_MODEL="m")
+
+    def __call__(self, *args: str, input: str | None = None) -> Result:
+        return CliRunner().invoke(memory_app, list(args), env=self.env, input=input)
+
+    def write(
+        self,
+        name: str,
+        *,
+        title: str,
+        description: str,
+        body: str = "",
+        root: Path | None = None,
+        type: str = "project",
+    ) -> Path:
+        path = (root or self.root) / type / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"---\nname: {title}\ndescription: {description}\ntype: {type}\n---\n\n{body}\n"
+        )
+        return path
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    return Cli(tmp_path, monkeypatch)
+
+
+def _manifest_path(request: RecordedRequest, name: str) -> str:
+    line = next(line for line in request.last_user_text().splitlines() if f"/{name}.md " in line)
+    return line.split("] ", 1)[1].rsplit(" (", 1)[0]
+
+
+def _no_traceback(result: Result) -> None:
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_path_prints_the_memory_roots(cli: Cli) -> None:
+    result = cli("path")
+    assert result.exit_code == 0
+    assert f"project memory: {cli.root}" in result.output
+    assert f"user memory:    {cli.user_root}" in result.output
+
+
+def test_list_says_where_memories_go_when_there_are_none(cli: Cli) -> None:
+    result = cli("list")
+    assert result.exit_code == 0
+    assert "No memories yet" in result.output
+
+
+def test_list_shows_type_scope_age_and_title(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    cli.write("tz", title="Timezone", description="CET", root=cli.user_root, type="user")
+    result = cli("list")
+    assert result.exit_code == 0
+    rows = [line for line in result.output.splitlines() if "Use uv" in line or "Timezone" in line]
+    assert any("project" in row and "today" in row for row in rows)
+    assert any("user" in row and "Timezone" in row for row in rows)
+
+
+def test_show_prints_a_memory_found_by_title(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv", body="Never pip.")
+    result = cli("show", "use uv")
+    assert result.exit_code == 0
+    assert "Use uv" in result.output and "Never pip." in result.output
+
+
+def test_show_of_an_unknown_memory_fails_with_a_message(cli: Cli) -> None:
+    result = cli("show", "nothing like it")
+    assert result.exit_code == 1
+    assert "no memory matches 'nothing like it'" in result.output
+    _no_traceback(result)
+
+
+def test_show_of_an_ambiguous_title_lists_the_candidates(cli: Cli) -> None:
+    cli.write("a", title="Deploy staging", description="x")
+    cli.write("b", title="Deploy prod", description="y")
+    result = cli("show", "deploy")
+    assert result.exit_code == 1
+    assert "2 memories match" in result.output and "project:project/a.md" in result.output
+
+
+def test_search_shows_the_fast_scores(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    cli.write("lunch", title="Lunch", description="Fridays")
+    result = cli("search", "install with uv")
+    assert result.exit_code == 0
+    (row,) = [line for line in result.output.splitlines() if "Use uv" in line]
+    assert float(row.split()[1] if row.startswith("│") else row.split()[0]) > 0
+    assert "Lunch" not in result.output
+
+
+def test_search_without_a_match_exits_nonzero(cli: Cli) -> None:
+    result = cli("search", "kubernetes")
+    assert result.exit_code == 1 and "No memory matches: kubernetes" in result.output
+
+
+def test_recall_without_an_endpoint_shows_the_fast_phase_only(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv", body="Never pip.")
+    result = cli("recall", "how do I install with uv?")
+    assert result.exit_code == 0
+    assert "fast phase" in result.output
+    assert "### Use uv (project/uv.md)" in result.output
+    assert "The refined phase needs a model endpoint" in result.output
+
+
+def test_recall_with_an_endpoint_shows_the_refined_phase_minus_fast_documents(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    cli.write("lock", title="Lock files", description="Commit the lock file")
+
+    def selector(request: RecordedRequest) -> Reply:
+        paths = [_manifest_path(request, "uv"), _manifest_path(request, "lock")]
+        return Reply(text=json.dumps({"selected_memories": paths}))
+
+    with ScriptedServer(handler=selector) as server:
+        cli.use_endpoint(server)
+        result = cli("recall", "install with uv")
+    assert result.exit_code == 0, result.output
+    fast, refined = result.output.split("refined phase (model")
+    assert "### Use uv" in fast
+    assert "### Lock files" in refined and "### Use uv" not in refined
+
+
+def test_recall_when_memory_is_off_says_a_turn_gets_nothing(cli: Cli) -> None:
+    settings = cli.project / ".cairn" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"memory": {"enableManagedAutoMemory": False}}))
+    result = cli("recall", "anything")
+    assert result.exit_code == 0 and "Managed memory is off" in result.output
+
+
+def test_forget_with_yes_moves_the_memory_to_the_trash_and_restore_brings_it_back(cli: Cli) -> None:
+    path = cli.write("uv", title="Use uv", description="Install with uv")
+    original = path.read_bytes()
+    result = cli("forget", "install with uv", "--yes")
+    assert result.exit_code == 0, result.output
+    assert "Forgot 1 memory entry from: project:project/uv.md" in result.output
+    assert not path.exists()
+    assert "Use uv" not in (cli.root / "MEMORY.md").read_text()
+    restored = cli("restore")
+    assert restored.exit_code == 0
+    assert "Restored 1 memory entry" in restored.output
+    assert path.read_bytes() == original
+
+
+def test_forget_uses_the_model_when_an_endpoint_is_configured(cli: Cli) -> None:
+    kept = cli.write("uv", title="Use uv", description="Install with uv")
+    gone = cli.write("pip", title="No pip", description="Never pip")
+
+    def chooser(request: RecordedRequest) -> Reply:
+        return Reply(text=json.dumps({"selected_ids": ["project:project/pip.md"]}))
+
+    with ScriptedServer(handler=chooser) as server:
+        cli.use_endpoint(server)
+        result = cli("forget", "the package manager I dislike", "--yes")
+        (request,) = server.requests_for("forget")
+    assert result.exit_code == 0, result.output
+    assert "(model match)" in result.output
+    assert kept.exists() and not gone.exists()
+    assert (
+        "<user-content>\nthe package manager I dislike\n</user-content>" in request.last_user_text()
+    )
+
+
+def test_forget_without_yes_refuses_when_stdin_is_not_a_terminal(cli: Cli) -> None:
+    path = cli.write("uv", title="Use uv", description="Install with uv")
+    result = cli("forget", "install with uv", input="y\n")
+    assert result.exit_code == 1
+    assert "add --yes" in result.output
+    assert path.exists()
+    _no_traceback(result)
+
+
+def test_forget_with_no_match_exits_nonzero(cli: Cli) -> None:
+    result = cli("forget", "kubernetes", "--yes")
+    assert result.exit_code == 1 and "No memory entries matched: kubernetes" in result.output
+
+
+def test_forget_of_empty_text_is_a_usage_error(cli: Cli) -> None:
+    result = cli("forget", "  ", "--yes")
+    assert result.exit_code == 2 and "Usage: cairn memory forget" in result.output
+
+
+def test_restore_with_nothing_to_restore_exits_nonzero(cli: Cli) -> None:
+    result = cli("restore")
+    assert result.exit_code == 1 and "Nothing to restore" in result.output
+
+
+def test_reindex_writes_the_indexes_and_reports_counts(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    result = cli("reindex")
+    assert result.exit_code == 0
+    assert "Indexed 1 memory (1 read again); rebuilt MEMORY.md in" in result.output
+    assert "- [Use uv](project/uv.md) — Install with uv" in (cli.root / "MEMORY.md").read_text()
+
+
+def test_a_broken_settings_file_is_a_clear_error_not_a_traceback(cli: Cli) -> None:
+    cli.home.mkdir()
+    (cli.home / "settings.json").write_text("{ not json")
+    result = cli("list")
+    assert result.exit_code == 2
+    assert "settings.json line 1" in result.output and "invalid JSON" in result.output
+    _no_traceback(result)
+
+
+def test_the_command_module_does_not_import_the_http_client() -> None:
+    """`cairn memory list` must not pay for httpx; only recall and forget need it."""
+    code = "import sys, cairn.cli.memory_cmd; print('cairn.llm.openai' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def _read_until(fd: int, marker: bytes, timeout: float = 20.0) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+            raise AssertionError(f"no {marker!r} in {seen!r}")
+        try:
+            seen += os.read(fd, 4096)
+        except OSError:  # the child closed the terminal
+            break
+    return seen
+
+
+@pytest.mark.parametrize(("answer", "forgotten"), [(b"y", True), (b"n", False)])
+def test_forget_in_a_terminal_asks_before_removing(
+    cli: Cli, answer: bytes, forgotten: bool
+) -> None:
+    path = cli.write("uv", title="Use uv", description="Install with uv")
+    env = {k: v for k, v in {**os.environ, **cli.env}.items() if v is not None}
+    code = "from cairn.cli.memory_cmd import memory_app; memory_app(['forget', 'install with uv'])"
+    controller, terminal = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=terminal, stdout=terminal, stderr=terminal,
+        env=env, cwd=cli.project,
+    )  # fmt: skip
+    os.close(terminal)
+    try:
+        shown = _read_until(controller, b"Forget 1 entry?")
+        os.write(controller, answer + b"\n")
+        assert child.wait(timeout=20) == (0 if forgotten else 1)
+    finally:
+        os.close(controller)
+        if child.poll() is None:
+            child.kill()
+    assert b"project:project/uv.md" in shown
+    assert path.exists() is not forgotten

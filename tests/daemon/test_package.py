@@ -1,0 +1,28 @@
+"""``cairn.daemon`` stays import-light: Starlette and uvicorn load only when the daemon runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def imported_after(code: str) -> list[str]:
+    probe = (
+        f"{code}\nimport sys\n"
+        "print(','.join(m for m in ('starlette', 'uvicorn', 'cairn.session', 'acp', 'textual') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+def test_importing_the_package_loads_no_server_code() -> None:
+    assert imported_after("import cairn.daemon") == []
+
+
+def test_the_cli_loads_no_server_code_until_serve_runs() -> None:
+    assert imported_after("import cairn.cli.main") == []
+
+
+def test_the_server_module_listens_without_the_session_runtime() -> None:
+    assert imported_after("import cairn.daemon.server") == ["uvicorn"]

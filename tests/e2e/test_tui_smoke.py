@@ -1,0 +1,98 @@
+"""The real ``cairn`` terminal UI in a real terminal (tmux) against the scripted model server."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.testing import ScriptedServer, reply
+
+TMUX = shutil.which("tmux") or "/usr/bin/tmux"
+CAIRN = Path(sys.executable).with_name("cairn")
+WAIT_SECONDS = 30.0  # generous: a cold start imports Textual
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(TMUX).exists(), reason="tmux is not installed"),
+]
+
+
+class Tmux:
+    """One detached tmux server on a private socket, with one window running ``command``."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.socket = f"cairn-test-{uuid.uuid4().hex[:8]}"
+        self.env = env
+
+    def run(self, *args: str, check: bool = True) -> str:
+        result = subprocess.run(
+            [TMUX, "-L", self.socket, *args],
+            env=self.env, capture_output=True, text=True, check=check, timeout=10,
+        )
+        return result.stdout
+
+    def start(self, command: list[str], cwd: Path) -> None:
+        self.run("-f", "/dev/null", "new-session", "-d", "-s", "main", "-x", "110", "-y", "34",
+                 "-c", str(cwd), *command)
+        self.run("set-option", "-t", "main", "remain-on-exit", "on")  # keep the last screen
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", "main")
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", "main", *keys)
+
+    def kill(self) -> None:
+        self.run("kill-server", check=False)
+
+
+def wait_until(condition: Callable[[], bool], what: str, screen: Callable[[], str]) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; the screen shows:\n{screen()}")
+
+
+@pytest.fixture
+def tmux(cairn_env: dict[str, str]) -> Iterator[Tmux]:
+    env = {**cairn_env, "TERM": "xterm-256color"}
+    env.pop("TMUX", None)  # never attach to a tmux the tests themselves run in
+    session = Tmux(env)
+    yield session
+    session.kill()
+
+
+def test_tui_answers_a_typed_prompt_and_quits_cleanly(
+    tmux: Tmux, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+):
+    scripted_server.enqueue(reply("The capital of France is Paris."), purpose="main")
+    status = tmp_path / "exit-status"
+    # The shell records cairn's exit code (tmux's own pane_dead_status can lag behind).
+    tmux.start(["sh", "-c", f'"{CAIRN}"; echo $? > "{status}"'], project)
+    wait_until(lambda: "Type a message" in tmux.screen(), "the prompt box", tmux.screen)
+
+    tmux.keys("-l", "what is the capital of France?")
+    tmux.keys("Enter")
+    wait_until(lambda: "capital of France is Paris" in tmux.screen(), "the answer", tmux.screen)
+
+    screen = tmux.screen()
+    assert "› what is the capital of France?" in screen
+    assert "scripted-model" in screen
+    [request] = scripted_server.requests_for("main")
+    assert request.last_user_text() == "what is the capital of France?"
+
+    tmux.keys("C-c")
+    tmux.keys("C-c")
+    wait_until(lambda: status.exists() and status.read_text().strip() != "", "cairn to exit",
+               tmux.screen)
+    assert status.read_text().strip() == "0"
+    assert "Traceback" not in tmux.screen()

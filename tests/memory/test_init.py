@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import cairn.memory
+
+
+@pytest.mark.parametrize("name", cairn.memory.__all__)
+def test_every_public_name_resolves(name: str) -> None:
+    assert getattr(cairn.memory, name) is not None
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = cairn.memory.Nope
+
+
+def test_importing_one_submodule_does_not_load_the_store_or_the_selector() -> None:
+    heavy = ("cairn.memory.store", "cairn.memory.selector")
+    code = f"import sys, cairn.memory.document; print([m for m in {heavy!r} if m in sys.modules])"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,209 @@
+"""Slash commands in the terminal UI: the shared ones run through Session.prompt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cairn.session.commands import NO_RECAP_MESSAGE
+from cairn.testing import reply
+from cairn.ui.dialogs import QuestionScreen
+from cairn.ui.transcript import NoticeView, RecapView
+
+from .conftest import send, settle, user_turns
+from .helpers import screen_text
+
+SIZE = (100, 40)
+
+
+def notices(app) -> list[str]:
+    return [str(w.render()) for w in app.history_widgets() if isinstance(w, NoticeView)]
+
+
+async def test_help_lists_shared_and_ui_commands_and_keys(make_app, scripted_server):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/help")
+        await settle(pilot)
+
+        text = "\n".join(notices(app))
+        for name in ("/recap", "/memory", "/remember", "/forget", "/dream", "/compress"):
+            assert name in text
+        assert "/resume" in text and "/settings" in text and "/quit" in text
+        assert "Ctrl+C cancels the turn, twice quits" in text
+    assert scripted_server.requests == []
+
+
+async def test_clear_empties_the_view_and_the_conversation(make_app, scripted_server):
+    scripted_server.default = reply("ok")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "remember the word zebra")
+        await settle(pilot)
+        await send(pilot, "/clear")
+        await settle(pilot)
+
+        screen = screen_text(app)
+        assert "zebra" not in screen
+        assert "Started a fresh conversation." in screen
+        await send(pilot, "what was the word?")
+        await settle(pilot)
+    last = scripted_server.requests_for("main")[-1]
+    assert not last.contains("zebra")
+
+
+async def test_model_switches_the_model_for_the_next_request(make_app, scripted_server):
+    scripted_server.default = reply("ok")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/model other-model")
+        await settle(pilot)
+        assert "other-model" in str(app.status.render_state())
+
+        await send(pilot, "hi")
+        await settle(pilot)
+    assert scripted_server.requests_for("main")[-1].model == "other-model"
+
+
+async def test_approval_mode_command_updates_session_and_status(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/approval-mode plan")
+        await settle(pilot)
+
+        assert app.session.approval_mode == "plan"
+        assert "plan" in str(app.status.render_state())
+
+
+async def test_memory_off_turns_memory_off_and_the_status_says_so(make_app):
+    app = make_app({"memory": {"enableManagedAutoMemory": True}})
+    async with app.run_test(size=SIZE) as pilot:
+        assert "memory on" in str(app.status.render_state())
+        await send(pilot, "/memory off")
+        await settle(pilot)
+
+        assert app.runtime.settings.memory.enable_managed_auto_memory is False
+        assert "memory off" in str(app.status.render_state())
+        assert "Managed memory is now off" in "\n".join(notices(app))
+
+
+async def test_remember_sends_a_memory_request_to_the_model(make_app, scripted_server):
+    scripted_server.enqueue(reply("Saved."), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/remember I prefer tabs")
+        await settle(pilot)
+    [request] = scripted_server.requests_for("main")
+    assert request.contains("Save this to managed memory")
+    assert request.contains("I prefer tabs")
+
+
+async def test_recap_command_shows_a_recap_item_and_records_it(make_app, scripted_server):
+    scripted_server.default = reply("ok")
+    recap = reply("<recap>Porting the parser. Next: tests.</recap>")
+    scripted_server.enqueue(recap, purpose="recap")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await user_turns(pilot, 1)
+        await send(pilot, "/recap")
+        await settle(pilot)
+
+        [view] = [w for w in app.history_widgets() if isinstance(w, RecapView)]
+        assert view.text == "Porting the parser. Next: tests."
+        assert "※ recap: Porting the parser." in screen_text(app)
+        records = [json.loads(x) for x in app.session.recorder.path.read_text().splitlines()]
+    [command] = [r for r in records if r.get("subtype") == "slash_command"]
+    assert command["systemPayload"]["outputHistoryItems"][0]["text"] == view.text
+
+
+async def test_recap_without_history_says_there_is_not_enough_context(make_app, scripted_server):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/recap")
+        await settle(pilot)
+
+        assert NO_RECAP_MESSAGE in "\n".join(notices(app))
+        assert not [w for w in app.history_widgets() if isinstance(w, RecapView)]
+
+
+async def test_recap_while_a_turn_runs_is_refused(make_app, scripted_server):
+    scripted_server.enqueue(reply("slow", delay=0.6), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "long job")
+        await pilot.pause(0.1)
+        await send(pilot, "/recap")
+        await pilot.pause()
+
+        assert "Cannot run /recap while another operation is in progress." in notices(app)[-1]
+        await settle(pilot)
+    assert scripted_server.requests_for("recap") == []
+
+
+async def test_compress_reports_its_outcome(make_app, scripted_server):
+    scripted_server.default = reply("ok")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await user_turns(pilot, 1)
+        await send(pilot, "/compress")
+        await settle(pilot)
+
+        assert "Nothing was compressed" in notices(app)[-1]
+    assert len(scripted_server.requests_for("compress")) == 1
+
+
+async def test_a_command_is_shown_as_typed(make_app):
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/approval-mode yolo")
+        await settle(pilot)
+
+        assert "› /approval-mode yolo" in screen_text(app)
+
+
+MEMORY_ON = {"memory": {"enableManagedAutoMemory": True}}
+TABS = """---
+name: Prefers tabs
+description: The user indents with tabs, never spaces.
+type: feedback
+---
+Indent with tabs.
+"""
+
+
+def write_memory(app) -> Path:
+    root = app.runtime.memory_manager().roots.project
+    path = root / "feedback" / "prefers-tabs.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(TABS)
+    return path
+
+
+async def test_memory_lists_the_managed_memories(make_app):
+    app = make_app(MEMORY_ON)
+    async with app.run_test(size=SIZE) as pilot:
+        write_memory(app)
+        await send(pilot, "/memory")
+        await settle(pilot)
+
+        listing = notices(app)[-1]
+        assert "Managed memory is on: 1 memories." in listing
+        assert "[feedback] Prefers tabs" in listing
+
+
+async def test_forget_asks_in_a_choice_list_before_removing(make_app, scripted_server):
+    selected = '{"selected_ids": ["project:feedback/prefers-tabs.md"]}'
+    scripted_server.enqueue(reply(selected), purpose="forget")
+    app = make_app(MEMORY_ON)
+    async with app.run_test(size=SIZE) as pilot:
+        path = write_memory(app)
+        await send(pilot, "/forget the tabs preference")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, QuestionScreen)
+        assert "Forget these memories?" in screen_text(app)
+
+        await pilot.press("enter")  # "Forget them"
+        await settle(pilot)
+
+        assert not path.exists()
+        assert "cairn memory restore" in notices(app)[-1]

@@ -1,0 +1,57 @@
+"""!cmd: a real shell command in the workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from cairn.ui.shell import MAX_SHELL_OUTPUT_CHARS, run_shell
+
+
+async def test_output_and_exit_code_are_returned(tmp_path):
+    (tmp_path / "a.txt").write_text("")
+
+    result = await run_shell("ls; echo oops >&2; exit 3", tmp_path, timeout=10)
+
+    assert result.output.splitlines() == ["a.txt", "oops"]
+    assert result.exit_code == 3
+    assert not result.timed_out
+
+
+async def test_a_command_that_runs_too_long_is_stopped(tmp_path):
+    started = time.monotonic()
+
+    result = await run_shell("echo started; sleep 30", tmp_path, timeout=0.5)
+
+    assert result.timed_out
+    assert result.exit_code is None
+    assert result.output == "started\n"
+    assert time.monotonic() - started < 10
+
+
+async def test_cancelling_stops_the_command(tmp_path):
+    marker = tmp_path / "done"
+    task = asyncio.create_task(run_shell(f"sleep 1 && touch {marker}", tmp_path, timeout=30))
+    await asyncio.sleep(0.2)
+
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(1.3)
+
+    assert not marker.exists()
+
+
+async def test_long_output_keeps_the_end(tmp_path):
+    count = MAX_SHELL_OUTPUT_CHARS // 4
+    result = await run_shell(f"seq 1 {count}", tmp_path, timeout=10)
+
+    assert result.truncated
+    assert len(result.output) == MAX_SHELL_OUTPUT_CHARS
+    assert result.output.endswith(f"{count}\n")
+
+
+async def test_stdin_is_closed(tmp_path):
+    result = await run_shell("cat", tmp_path, timeout=5)
+
+    assert result.exit_code == 0
+    assert result.output == ""
