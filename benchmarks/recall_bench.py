@@ -890,14 +890,17 @@ def _phase_with_edits(
     return phase, reindex
 
 
-def _measure_cold(row: SpeedRow, roots: Any, cache_dir: Path, queries: Sequence[str]) -> None:
+def _measure_cold(
+    row: SpeedRow, roots: Any, cache_dir: Path, queries: Sequence[str], runs: int
+) -> None:
     """New processes: without an index (parse everything, then save), then with it."""
     no_index: list[ColdRun] = []
     for _ in range(1 if row.size >= 10_000 else 3):
         _clear(cache_dir)
         no_index.append(_run_cold(roots, cache_dir, queries[0], save=True))
     _cold_figures(row, "cold, no index", no_index)
-    with_index = [_run_cold(roots, cache_dir, queries[i], save=False) for i in range(7)]
+    with_index = [_run_cold(roots, cache_dir, queries[i % len(queries)], save=False)
+                  for i in range(runs)]  # fmt: skip
     _cold_figures(row, "cold, persisted index", with_index)
 
 
@@ -946,7 +949,7 @@ def _measure_reference(row: SpeedRow, roots: Any, store: Any, queries: Sequence[
     ).text()
 
 
-def speed_main(sizes: Sequence[int], work: Path, slow_queries: int) -> None:
+def speed_main(sizes: Sequence[int], work: Path, slow_queries: int, cold_runs: int) -> None:
     corpus = load_corpus()
     queries = [case.query for case in load_cases(corpus)]
     rows: list[SpeedRow] = []
@@ -956,7 +959,7 @@ def speed_main(sizes: Sequence[int], work: Path, slow_queries: int) -> None:
         print(f"[{size} files] tree ready in {time.perf_counter() - started:.1f}s", file=sys.stderr)
         row = SpeedRow(size)
         cache_dir = work / f"cache-{size}"
-        _measure_cold(row, roots, cache_dir, queries)
+        _measure_cold(row, roots, cache_dir, queries, cold_runs)
         store = _measure_warm(row, roots, cache_dir, queries)
         few = queries[:slow_queries] if size >= 10_000 else queries  # the slow ones, at scale
         _measure_polling(row, roots, work, few)
@@ -992,6 +995,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=20,
         help="queries timed for the slow variants (reference rule, polling) at >= 10,000 files",
     )
+    parser.add_argument("--cold-runs", type=int, default=7, help="new processes per size")
     parser.add_argument("--cold-probe", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold_probe:
@@ -1005,7 +1009,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         quality_main(args.misses)
     if args.speed or both:
         sizes = [int(size) for size in args.sizes.split(",") if size]
-        speed_main(sizes, Path(args.work), args.slow_queries)
+        speed_main(sizes, Path(args.work), args.slow_queries, args.cold_runs)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ Usage: python benchmarks/recap_bench.py [--calls 20] [--short 10] [--long 500]
 - route overhead: a real ``cairn serve`` (default flags) and an instantly answering scripted
   model, each in its own process. For a session with ``--short`` and one with ``--long`` history
   messages, ``POST /session/{id}/recap`` is timed ``--calls`` times; the model's own time is the
-  same recap request (replayed from the server's record) sent straight to the model server.
-  Overhead = median route time - median model time.
+  same recap request (replayed from the server's record) sent straight to the model server,
+  alternately with the route calls. Overhead = median of (route time - model time) per pair.
 - dialog filter: a tool-heavy session (10 turns, 3 ``read_file`` calls of an 8 KB file each) is
   built in process; the recap's input tokens are counted with the filter (the recap request as
   sent) and without it (the whole history plus the recap instruction), 4 characters a token as
@@ -67,44 +67,44 @@ async def session_with_history(client: DaemonClient, messages: int) -> str:
     return info.session_id
 
 
-async def time_recaps(client: DaemonClient, session_id: str, calls: int) -> list[float]:
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        recap = await client.recap_session(session_id)
-        times.append(time.perf_counter() - started)
-        assert recap is not None
-    return times
-
-
 def last_recap_body(record: Path) -> dict[str, object]:
     lines = [json.loads(line) for line in record.read_text().splitlines() if line]
     return next(r["body"] for r in reversed(lines) if r["purpose"] == "recap")
 
 
-async def time_model(base_url: str, body: dict[str, object], calls: int) -> list[float]:
+async def time_model_once(http: httpx.AsyncClient, base_url: str, body: dict[str, object]) -> float:
     headers = {"X-Cairn-Purpose": "recap-direct", "Authorization": "Bearer bench"}
-    times = []
-    async with httpx.AsyncClient(trust_env=False, verify=False) as http:  # noqa: S501 - loopback
-        for _ in range(calls):
-            started = time.perf_counter()
-            async with http.stream(
-                "POST", base_url + "/chat/completions", json=body, headers=headers
-            ) as response:
-                await response.aread()
-            times.append(time.perf_counter() - started)
-    return times
+    started = time.perf_counter()
+    async with http.stream("POST", base_url + "/chat/completions", json=body, headers=headers) as r:
+        await r.aread()
+    return time.perf_counter() - started
 
 
 async def overhead(
     url: str, base_url: str, record: Path, size: int, calls: int
 ) -> dict[str, float]:
-    async with DaemonClient(url, timeout=120) as client:
+    """Route and model timed alternately, so a busy machine slows both alike."""
+    route: list[float] = []
+    model: list[float] = []
+    async with (
+        DaemonClient(url, timeout=120) as client,
+        httpx.AsyncClient(trust_env=False, verify=False) as http,  # noqa: S501 - loopback
+    ):
         session_id = await session_with_history(client, size)
-        await client.recap_session(session_id)  # warm up
-        route = await time_recaps(client, session_id, calls)
-    model = await time_model(base_url, last_recap_body(record), calls)
-    return {"route": statistics.median(route), "model": statistics.median(model)}
+        await client.recap_session(session_id)  # warm up both connections
+        body = last_recap_body(record)
+        await time_model_once(http, base_url, body)
+        for _ in range(calls):
+            started = time.perf_counter()
+            assert await client.recap_session(session_id) is not None
+            route.append(time.perf_counter() - started)
+            model.append(await time_model_once(http, base_url, body))
+    extra = [r - m for r, m in zip(route, model, strict=True)]
+    return {
+        "route": statistics.median(route),
+        "model": statistics.median(model),
+        "overhead": statistics.median(extra),
+    }
 
 
 def route_figures(calls: int, sizes: list[int]) -> dict[int, dict[str, float]]:
@@ -198,7 +198,7 @@ def main() -> None:
     print("| figure | cairn | target |")
     print("|---|---|---|")
     for size, f in figures.items():
-        extra = (f["route"] - f["model"]) * 1000
+        extra = f["overhead"] * 1000
         print(
             f"| recap route, {size} history messages: route / model / overhead (median of "
             f"{args.calls}) | {f['route'] * 1000:.1f} / {f['model'] * 1000:.1f} / "

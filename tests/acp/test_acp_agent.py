@@ -111,7 +111,9 @@ async def test_tool_calls_stream_as_tool_call_and_tool_call_update(
 ) -> None:
     (project / "notes.txt").write_text("alpha\nbeta\n")
     scripted_server.enqueue(
-        tool_call("read_file", {"file_path": "notes.txt"}, id="call-read"), reply("Read it.")
+        tool_call("read_file", {"file_path": "notes.txt"}, id="call-read"),
+        reply("Read it."),
+        purpose="main",
     )
     async with connect(agent_options(scripted_server, project)) as (conn, client):
         await conn.initialize(protocol_version=1)
@@ -134,6 +136,7 @@ async def test_an_edit_reports_its_diff(scripted_server: ScriptedServer, project
     scripted_server.enqueue(
         tool_call("edit", {"file_path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}),
         reply("Edited."),
+        purpose="main",
     )
     options = agent_options(scripted_server, project, approval_mode="yolo")
     async with connect(options) as (conn, client):
@@ -154,7 +157,9 @@ async def test_todo_write_becomes_a_plan(scripted_server: ScriptedServer, projec
         {"id": "1", "content": "Write the parser", "status": "in_progress"},
         {"id": "2", "content": "Test it", "status": "pending"},
     ]
-    scripted_server.enqueue(tool_call("todo_write", {"todos": todos}), reply("Planned."))
+    scripted_server.enqueue(
+        tool_call("todo_write", {"todos": todos}), reply("Planned."), purpose="main"
+    )
     scripted_server.default = reply("Still working on it.")  # open todos keep the turn going
     async with connect(agent_options(scripted_server, project)) as (conn, client):
         await conn.initialize(protocol_version=1)
@@ -172,7 +177,9 @@ async def test_permission_is_asked_with_allow_once_allow_always_and_reject(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
     scripted_server.enqueue(
-        tool_call("write_file", {"file_path": "new.txt", "content": "hello"}), reply("Done.")
+        tool_call("write_file", {"file_path": "new.txt", "content": "hello"}),
+        reply("Done."),
+        purpose="main",
     )
     async with connect(agent_options(scripted_server, project)) as (conn, client):
         await conn.initialize(protocol_version=1)
@@ -193,7 +200,9 @@ async def test_permission_is_asked_with_allow_once_allow_always_and_reject(
 async def test_a_rejected_permission_leaves_the_file_alone_and_ends_the_turn(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
-    scripted_server.enqueue(tool_call("write_file", {"file_path": "new.txt", "content": "hello"}))
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "new.txt", "content": "hello"}), purpose="main"
+    )
     async with connect(agent_options(scripted_server, project)) as (conn, client):
         client.permission_answers.append("reject_once")
         await conn.initialize(protocol_version=1)
@@ -211,7 +220,9 @@ async def test_files_are_read_through_the_editor_so_unsaved_buffers_win(
 ) -> None:
     path = project / "main.py"
     path.write_text("print('on disk')\n")
-    scripted_server.enqueue(tool_call("read_file", {"file_path": "main.py"}), reply("Seen."))
+    scripted_server.enqueue(
+        tool_call("read_file", {"file_path": "main.py"}), reply("Seen."), purpose="main"
+    )
     async with connect(agent_options(scripted_server, project)) as (conn, client):
         client.buffers[str(path)] = "print('unsaved buffer')\n"
         await conn.initialize(protocol_version=1, client_capabilities=_caps(FS_CAPABILITIES))
@@ -230,6 +241,7 @@ async def test_files_are_written_through_the_editor_when_it_offers_writes(
     scripted_server.enqueue(
         tool_call("write_file", {"file_path": "out.txt", "content": "from the agent"}),
         reply("Done."),
+        purpose="main",
     )
     options = agent_options(scripted_server, project, approval_mode="yolo")
     async with connect(options) as (conn, client):
@@ -245,7 +257,9 @@ async def test_set_mode_changes_the_approval_mode(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
     scripted_server.enqueue(
-        tool_call("write_file", {"file_path": "new.txt", "content": "x"}), reply("Done.")
+        tool_call("write_file", {"file_path": "new.txt", "content": "x"}),
+        reply("Done."),
+        purpose="main",
     )
     async with connect(agent_options(scripted_server, project)) as (conn, client):
         await conn.initialize(protocol_version=1)
@@ -305,7 +319,9 @@ async def test_cancel_ends_the_running_prompt_as_cancelled(
 async def test_cancel_answers_a_pending_permission_request_as_cancelled(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
-    scripted_server.enqueue(tool_call("write_file", {"file_path": "new.txt", "content": "x"}))
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "new.txt", "content": "x"}), purpose="main"
+    )
     async with connect(agent_options(scripted_server, project)) as (conn, client):
         client.permission_answers.append("wait")
         await conn.initialize(protocol_version=1)

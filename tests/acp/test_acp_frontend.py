@@ -94,7 +94,9 @@ async def test_a_cancelled_question_tells_the_model_nobody_answered(
 async def test_an_unknown_permission_option_counts_as_a_rejection(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
-    scripted_server.enqueue(tool_call("write_file", {"file_path": "x.txt", "content": "x"}))
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "x.txt", "content": "x"}), purpose="main"
+    )
     async with connect(agent_options(scripted_server, project)) as (conn, client):
         client.permission_answers.append("launch-missiles")
         await conn.initialize(protocol_version=1)

@@ -32,7 +32,6 @@ from acp.schema import (
 )
 from acp.stdio import spawn_agent_process
 
-from cairn.memory.manager import MemoryManager
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -41,9 +40,6 @@ CAIRN = str(Path(sys.executable).parent / "cairn")
 DEPLOY_MARKER = "MARKER-E2E-DEPLOY-3141"  # a memory the prompt matches lexically
 STYLE_MARKER = "MARKER-E2E-STYLE-2718"  # a memory only the selector picks
 DEPLOY_PROMPT = "how do we deploy the billing service?"
-needs_extract = pytest.mark.skipif(
-    not hasattr(MemoryManager, "schedule_extract"), reason="Extract lands with issue #4"
-)
 _MANIFEST_PATH = re.compile(r"^- \[\w+\] (\S+\.md) \(", re.MULTILINE)
 
 
@@ -202,7 +198,6 @@ async def test_refined_memory_follows_the_function_responses_and_is_never_sent_t
     assert occurrences(third, STYLE_MARKER) == 1
 
 
-@needs_extract
 async def test_a_completed_turn_is_followed_by_extraction(
     scripted_server: ScriptedServer, agent_env: dict[str, str], project: Path
 ) -> None:
@@ -216,7 +211,6 @@ async def test_a_completed_turn_is_followed_by_extraction(
     assert requests
 
 
-@needs_extract
 async def test_a_cancelled_turn_is_not_followed_by_extraction(
     scripted_server: ScriptedServer, agent_env: dict[str, str], project: Path
 ) -> None:

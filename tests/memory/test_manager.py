@@ -123,3 +123,155 @@ async def test_recall_renders_ages_with_the_manager_clock(manager: MemoryManager
         "pnpm", provider=None, excluded=frozenset(), recent_tools=(), abort=AbortController().signal
     )
     assert "Saved 3 days ago." in result.prompt
+
+
+# --- background tasks: Extract scheduling, drain, the audit trail --------------------------
+
+from task_helpers import (  # noqa: E402 - the task fixtures live with the task helpers
+    ProjectFactory,
+    agent_script,
+    conversation,
+    memory_file,
+    new_project,
+    writes,
+    wrote_memory_turn,
+)
+
+from cairn.memory.forget import ForgetPlan  # noqa: E402
+from cairn.testing import reply  # noqa: E402
+
+__all__ = ["new_project"]
+
+SESSION = "11111111-2222-3333-4444-555555555555"
+
+
+async def test_three_quick_requests_make_two_runs_the_last_with_the_newest_history(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    project.server.handler = agent_script("extract", reply("Nothing to save.", delay=0.3))
+    one, two, three = "MESSAGE-ONE", "MESSAGE-TWO", "MESSAGE-THREE"
+    histories = [conversation(one, "ok"), conversation(one, "ok", two, "ok"),
+                 conversation(one, "ok", two, "ok", three, "ok")]  # fmt: skip
+
+    for history in histories:
+        project.manager.schedule_extract(
+            project_root=project.workspace, session_id=SESSION, history=history,
+            runtime=project.runtime,
+        )  # fmt: skip
+    assert await project.manager.drain(10)
+
+    first, second = project.requests("extract")
+    assert first.contains(one) and not first.contains(two)
+    assert second.contains(three)
+    statuses = [task.status for task in project.manager.recent_tasks()]
+    assert statuses == ["completed", "superseded", "completed"]
+    assert [e["status"] for e in project.named("memory.extract")] == ["completed", "completed"]
+
+
+async def test_scheduling_returns_before_the_extraction_finishes(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    project.server.handler = agent_script("extract", reply("Nothing.", delay=1.0))
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=conversation("hello", "hi"), runtime=project.runtime,
+    )  # fmt: skip
+
+    assert not await project.manager.drain(0.2)
+    assert await project.manager.drain(10)
+
+
+async def test_a_turn_that_wrote_memory_itself_is_not_extracted(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    target = project.memory / "feedback" / "tabs.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(memory_file("Tabs", "Use tabs."))
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=wrote_memory_turn(target), runtime=project.runtime,
+    )  # fmt: skip
+    assert await project.manager.drain(10)
+
+    assert project.requests("extract") == []
+    [task] = project.manager.recent_tasks()
+    assert (task.status, task.skipped_reason) == ("skipped", "memory_tool")
+    assert project.named("memory.extract")[0]["skipped_reason"] == "memory_tool"
+    assert "- [Tabs](feedback/tabs.md)" in (project.memory / "MEMORY.md").read_text()
+    [entry], _ = project.manager.history()
+    assert (entry.operation, entry.files) == ("remember", ["feedback/tabs.md"])
+
+
+async def test_a_rejected_memory_write_does_not_skip_extraction(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=wrote_memory_turn(project.memory / "feedback" / "x.md", error=True),
+        runtime=project.runtime,
+    )  # fmt: skip
+    assert await project.manager.drain(10)
+
+    assert len(project.requests("extract")) == 1
+
+
+async def test_extract_telemetry_names_the_touched_topics(new_project: ProjectFactory) -> None:
+    project = new_project()
+    path = str(project.memory / "feedback" / "pytest.md")
+    project.server.handler = agent_script("extract", writes((path, memory_file("Pytest", "x"))))
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=conversation("I use pytest.", "ok"), runtime=project.runtime,
+    )  # fmt: skip
+    assert await project.manager.drain(10)
+
+    [event] = project.named("memory.extract")
+    assert event["trigger"] == "auto" and event["status"] == "completed"
+    assert (event["patches_count"], event["touched_topics"]) == (1, "feedback")
+    assert event["duration_ms"] > 0
+    assert project.manager.generation == 1
+
+
+async def test_nothing_is_scheduled_while_managed_memory_is_off(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project(memory={"enableManagedAutoMemory": False})
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=conversation("I use pytest.", "ok"), runtime=project.runtime,
+    )  # fmt: skip
+    project.manager.schedule_dream(
+        project_root=project.workspace, session_id=SESSION, runtime=project.runtime
+    )
+
+    assert await project.manager.drain(1)
+    assert project.manager.recent_tasks() == []
+
+
+async def test_forget_and_restore_are_recorded_in_the_audit_trail(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    path = project.memory / "feedback" / "tabs.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(memory_file("Tabs", "Use tabs."))
+    [candidate] = project.manager.forget_candidates()
+
+    project.manager.apply_forget(ForgetPlan("tabs", [candidate], "heuristic"), session_id=SESSION)
+    project.manager.restore_last_forget()
+
+    restored, forgotten = project.manager.history()[0]
+    assert (forgotten.operation, forgotten.files, forgotten.session_id) == (
+        "forget", ["feedback/tabs.md"], SESSION,
+    )  # fmt: skip
+    assert (restored.operation, restored.files) == ("restore", ["feedback/tabs.md"])
+    assert path.exists()

@@ -27,7 +27,6 @@ import pytest
 from cairn import telemetry
 from cairn.config.loader import Endpoint
 from cairn.config.settings import Settings
-from cairn.memory.manager import MemoryManager
 from cairn.recording.reader import pending_question
 from cairn.session.events import SessionEvent, TurnResult
 from cairn.session.frontend import PermissionOutcome, PermissionRequest
@@ -45,9 +44,6 @@ DEPLOY_PROMPT = "how do we deploy the billing service?"
 HOOK_CONTEXT = "HOOK-CONTEXT-991"
 ANSWER_DELAY = 0.2  # seconds before an unscripted model answer
 DELIVERY_EVENT = "memory.recall.delivery"
-needs_extract = pytest.mark.skipif(
-    not hasattr(MemoryManager, "schedule_extract"), reason="Extract lands with issue #4"
-)
 _MANIFEST_PATH = re.compile(r"^- \[\w+\] (\S+\.md) \(", re.MULTILINE)
 
 
@@ -74,6 +70,13 @@ class ScriptedUser:
         return self.answers
 
 
+@dataclass(frozen=True)
+class Mark:
+    requests: int
+    telemetry: int
+    tasks: set[str]
+
+
 @dataclass
 class World:
     server: ScriptedServer
@@ -94,22 +97,30 @@ class World:
 
         return await session.prompt(request, sink)
 
-    def mark(self) -> tuple[int, int]:
-        """Where the recorded requests and telemetry stand now."""
-        return len(self.server.requests), len(self.telemetry)
+    def mark(self) -> Mark:
+        """Where the recorded requests, telemetry and memory task records stand now."""
+        tasks = self.runtime.memory_manager().recent_tasks()
+        return Mark(len(self.server.requests), len(self.telemetry), {t.id for t in tasks})
 
-    def requests_since(self, mark: tuple[int, int], purpose: str) -> list[RecordedRequest]:
-        return [r for r in self.server.requests[mark[0] :] if r.purpose == purpose]
+    def requests_since(self, mark: Mark, purpose: str) -> list[RecordedRequest]:
+        return [r for r in self.server.requests[mark.requests :] if r.purpose == purpose]
 
-    def terminal_deliveries_since(self, mark: tuple[int, int]) -> list[dict[str, Any]]:
+    def terminal_deliveries_since(self, mark: Mark) -> list[dict[str, Any]]:
         return [
             attrs
-            for name, attrs in self.telemetry[mark[1] :]
+            for name, attrs in self.telemetry[mark.telemetry :]
             if name == DELIVERY_EVENT and attrs["phase"] == "refined"
         ]
 
-    def recall_events_since(self, mark: tuple[int, int]) -> list[str]:
-        return [name for name, _ in self.telemetry[mark[1] :] if name.startswith("memory.recall")]
+    def recall_events_since(self, mark: Mark) -> list[str]:
+        return [
+            name for name, _ in self.telemetry[mark.telemetry :] if name.startswith("memory.recall")
+        ]
+
+    def scheduled_since(self, mark: Mark) -> list[str]:
+        """The kinds of the memory tasks (extract, dream) scheduled since ``mark``."""
+        tasks = self.runtime.memory_manager().recent_tasks()
+        return sorted(t.kind for t in tasks if t.id not in mark.tasks)
 
     async def settle(self) -> None:
         """Let scheduled background memory work start (and, once Extract exists, finish)."""
@@ -251,8 +262,9 @@ async def test_a_fresh_prompt_begins_recall_with_its_raw_text(make_world: Any) -
     assert len(world.terminal_deliveries_since(mark)) == 1
 
 
-@needs_extract
-async def test_a_fresh_prompt_that_ends_normally_schedules_extract(make_world: Any) -> None:
+async def test_a_fresh_prompt_that_ends_normally_schedules_extract_and_dream_once(
+    make_world: Any,
+) -> None:
     world = make_world()
     session = world.session()
     mark = world.mark()
@@ -260,6 +272,7 @@ async def test_a_fresh_prompt_that_ends_normally_schedules_extract(make_world: A
     await world.prompt(session, DEPLOY_PROMPT)
     await world.settle()
 
+    assert world.scheduled_since(mark) == ["dream", "extract"]
     assert world.requests_since(mark, "extract")
 
 
@@ -275,6 +288,8 @@ async def test_a_model_bound_slash_command_is_a_fresh_turn(make_world: Any) -> N
     [main] = world.requests_since(mark, "main")
     assert main.contains("Save this to managed memory")
     assert len(world.terminal_deliveries_since(mark)) == 1
+    await world.settle()
+    assert world.scheduled_since(mark) == ["dream", "extract"]
 
 
 async def test_a_locally_handled_slash_command_never_starts_recall(make_world: Any) -> None:
@@ -286,8 +301,9 @@ async def test_a_locally_handled_slash_command_never_starts_recall(make_world: A
     await world.settle()
 
     assert result.handled_locally
-    assert world.server.requests[mark[0] :] == []
+    assert world.server.requests[mark.requests :] == []
     assert world.recall_events_since(mark) == []
+    assert world.scheduled_since(mark) == []
 
 
 async def test_a_retry_neither_recalls_nor_schedules_memory_work(make_world: Any) -> None:
@@ -305,7 +321,7 @@ async def test_a_retry_neither_recalls_nor_schedules_memory_work(make_world: Any
     assert world.recall_events_since(mark) == []
     [retried] = world.requests_since(mark, "main")
     assert occurrences(retried, DEPLOY_PROMPT) == 1
-    assert world.requests_since(mark, "extract") == []
+    assert world.scheduled_since(mark) == []
 
 
 async def test_continuing_an_interrupted_turn_neither_recalls_nor_schedules(
@@ -329,7 +345,7 @@ async def test_continuing_an_interrupted_turn_neither_recalls_nor_schedules(
     assert world.recall_events_since(mark) == []
     [continued] = world.requests_since(mark, "main")
     assert occurrences(continued, DEPLOY_PROMPT) == 1
-    assert world.requests_since(mark, "extract") == []
+    assert world.scheduled_since(mark) == []
 
 
 async def test_a_restored_question_answer_continues_the_turn_without_recall(
@@ -360,7 +376,7 @@ async def test_a_restored_question_answer_continues_the_turn_without_recall(
     assert world.recall_events_since(mark) == []
     [continued] = world.requests_since(mark, "main")
     assert continued.contains("Which region?: eu")
-    assert world.requests_since(mark, "extract") == []
+    assert world.scheduled_since(mark) == []
 
 
 async def test_a_runtime_origin_turn_neither_recalls_nor_runs_prompt_hooks(
@@ -379,7 +395,7 @@ async def test_a_runtime_origin_turn_neither_recalls_nor_runs_prompt_hooks(
     assert world.requests_since(mark, "recall-selector") == []
     assert world.recall_events_since(mark) == []
     assert hook_runs(tmp_path, "ups") == 0
-    assert world.requests_since(mark, "extract") == []
+    assert world.scheduled_since(mark) == []
 
 
 async def test_a_prompt_blocked_by_user_prompt_submit_never_starts_recall(
@@ -394,8 +410,9 @@ async def test_a_prompt_blocked_by_user_prompt_submit_never_starts_recall(
     await world.settle()
 
     assert result.blocked
-    assert world.server.requests[mark[0] :] == []
+    assert world.server.requests[mark.requests :] == []
     assert world.recall_events_since(mark) == []
+    assert world.scheduled_since(mark) == []
 
 
 async def test_tool_and_stop_hook_continuations_stay_in_the_one_recall(
@@ -422,7 +439,9 @@ async def test_tool_and_stop_hook_continuations_stay_in_the_one_recall(
     assert len(world.requests_since(mark, "main")) == 3
     assert len(world.requests_since(mark, "recall-selector")) == 1
     assert len(world.terminal_deliveries_since(mark)) == 1
-    assert [n for n, _ in world.telemetry[mark[1] :]].count("memory.recall") <= 1
+    assert [n for n, _ in world.telemetry[mark.telemetry :]].count("memory.recall") <= 1
+    await world.settle()
+    assert world.scheduled_since(mark) == ["dream", "extract"]
 
 
 @pytest.mark.parametrize("ending", ["cancelled", "failed", "loop_stopped"])
@@ -442,7 +461,6 @@ async def test_a_turn_that_does_not_end_normally_finishes_its_recall_and_schedul
 
     running = asyncio.ensure_future(world.prompt(session, DEPLOY_PROMPT))
     if ending == "cancelled":
-        await world.server.async_wait_for_requests(mark[0] + 1, purpose=None)
         await world.server.async_wait_for_requests(1, purpose="main")
         session.cancel()
     result = await running
@@ -452,7 +470,7 @@ async def test_a_turn_that_does_not_end_normally_finishes_its_recall_and_schedul
     assert result.stop_reason == expected
     assert result.loop_stopped == (ending == "loop_stopped")
     assert len(world.terminal_deliveries_since(mark)) == 1
-    assert world.requests_since(mark, "extract") == []
+    assert world.scheduled_since(mark) == []
 
 
 # ----- the correctness invariants -----
@@ -548,7 +566,6 @@ async def test_a_memory_is_surfaced_at_most_once_per_session(make_world: Any) ->
     assert occurrences(second, DEPLOY_MARKER) == 1  # the earlier turn's copy, in history
 
 
-@needs_extract
 async def test_extract_sees_the_history_after_the_last_stop_hook_continuation(
     make_world: Any, tmp_path: Path
 ) -> None:
@@ -566,7 +583,6 @@ async def test_extract_sees_the_history_after_the_last_stop_hook_continuation(
     assert extract[0].contains("FINAL-ANSWER-5521")
 
 
-@needs_extract
 async def test_extract_is_scheduled_once_for_a_turn_with_tools_and_continuations(
     make_world: Any, tmp_path: Path
 ) -> None:
@@ -581,11 +597,9 @@ async def test_extract_is_scheduled_once_for_a_turn_with_tools_and_continuations
     await world.prompt(session, DEPLOY_PROMPT)
     await world.settle()
 
-    runs = [r for r in world.requests_since(mark, "extract") if not r.contains('"role": "tool"')]
-    assert len(runs) == 1
+    assert world.scheduled_since(mark) == ["dream", "extract"]
 
 
-@needs_extract
 async def test_the_turn_ends_without_waiting_for_extract(make_world: Any) -> None:
     world = make_world()
     world.server.enqueue(reply("Noted.", delay=30), purpose="extract")

@@ -194,6 +194,7 @@ class CairnAgent:
                 await channel.send(update)
         question = pending_question(loaded) if loaded is not None else None
         self._after_response(self._announce(channel, restore_question=question is not None))
+        self._after_response(self._warm_memory(runtime))
         return LoadSessionResponse(modes=self._modes(channel))
 
     async def list_sessions(

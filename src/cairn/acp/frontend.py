@@ -120,7 +120,8 @@ class AcpFrontend:
         try:
             response = await self._client.create_elicitation(message, mode)
         except ConnectionError:
-            return await self._client_gone()
+            await self._client_gone()
+            return None
         except RequestError as exc:
             _log.warning(f"elicitation failed: {exc}")
             return None
@@ -157,7 +158,8 @@ class AcpFrontend:
                 session_id=self._session_id, tool_call=tool_call, options=options
             )
         except ConnectionError:
-            return await self._client_gone()
+            await self._client_gone()
+            return None
         except RequestError as exc:
             _log.warning(f"session/request_permission failed: {exc}")
             return None
@@ -173,7 +175,6 @@ class AcpFrontend:
         _log.info("the client went away while asked; cancelling the turn")
         self._on_disconnect()
         await asyncio.sleep(0)  # the turn's cancellation is delivered here
-        return None
 
 
 def _property(question: Question) -> Any:

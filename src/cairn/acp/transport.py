@@ -54,6 +54,10 @@ def claim_stdout() -> BinaryIO:
     return os.fdopen(protocol_fd, "wb", buffering=0)
 
 
+def _nothing() -> None:
+    return None
+
+
 class ByteWriter(Protocol):
     def write(self, data: bytes) -> None:
         """Queue ``data`` in order, without waiting; raise ConnectionError once closed."""
@@ -73,7 +77,7 @@ class StdioTransport:
         reader: asyncio.StreamReader,
         writer: ByteWriter,
         *,
-        on_close: Callable[[], None] = lambda: None,
+        on_close: Callable[[], None] = _nothing,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self._reader = reader
@@ -180,7 +184,7 @@ async def open_stdio_transport(stdin: BinaryIO, stdout: BinaryIO) -> StdioTransp
     """A transport over the given binary stdin and (claimed) stdout."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK_BYTES)
-    on_close: Callable[[], None] = lambda: None
+    on_close: Callable[[], None] = _nothing
     try:
         read_pipe, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), stdin

@@ -107,9 +107,12 @@ async def run_subagent(
             result.tool_calls += len(outcomes)
             for outcome in outcomes:
                 diff = outcome.result.diff if outcome.result is not None else None
-                if outcome.status == "completed" and diff is not None:
-                    if diff.path not in result.files_written:
-                        result.files_written.append(diff.path)
+                if (
+                    outcome.status == "completed"
+                    and diff is not None
+                    and diff.path not in result.files_written
+                ):
+                    result.files_written.append(diff.path)
             parts = [o.response for o in outcomes]
             kind = SendKind.TOOL_RESULT
         result.status = "max_turns"

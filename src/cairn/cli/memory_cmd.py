@@ -1,4 +1,4 @@
-"""``cairn memory``: list, show, search, recall, forget, restore, reindex and locate memories.
+"""``cairn memory``: list, show, search, recall, forget, restore, reindex, dream, log, path.
 
 Argument parsing and output only; the work is done by :class:`cairn.memory.MemoryManager`.
 """
@@ -6,7 +6,9 @@ Argument parsing and output only; the work is done by :class:`cairn.memory.Memor
 from __future__ import annotations
 
 import asyncio
+import datetime as _dt
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,12 +28,17 @@ from cairn.memory.recall import RecallResult
 from cairn.memory.render import age_text, memory_age_days
 
 if TYPE_CHECKING:
+    from cairn.config.loader import Endpoint
+    from cairn.config.settings import Settings
     from cairn.llm.types import Provider
+    from cairn.memory.dream import DreamReport
+    from cairn.memory.history import HistoryEntry
 
 __all__ = ["memory_app"]
 
 EXIT_FAILED = 1  # the command ran but could not do what was asked
 EXIT_USAGE = 2  # bad input: arguments, settings
+MAX_LOG_FILES_SHOWN = 3  # file names per audit line in `cairn memory log`
 
 memory_app = typer.Typer(
     name="memory",
@@ -301,6 +308,88 @@ def reindex() -> None:
         out.print(
             f"Indexed {report.docs} {noun} ({report.reparsed} read again){written}.", markup=False
         )
+
+    _run(command)
+
+
+@memory_app.command("dream")
+def dream() -> None:
+    """Consolidate project memory now: merge duplicates, fix stale facts, prune (uses the model)."""
+
+    def command() -> None:
+        cwd = Path.cwd()
+        settings = load_settings(cwd).settings
+        try:
+            endpoint = resolve_endpoint(settings)
+        except NoAuthError:
+            _fail(
+                "Dream needs a model endpoint: set OPENAI_BASE_URL, OPENAI_API_KEY and "
+                "OPENAI_MODEL (or security.auth in settings.json).",
+                EXIT_USAGE,
+            )
+        report = asyncio.run(_dream(cwd, settings, endpoint))
+        _out().print(str(report), markup=False)
+        if report.status in ("failed", "cancelled", "skipped"):
+            raise typer.Exit(EXIT_FAILED)
+
+    _run(command)
+
+
+async def _dream(cwd: Path, settings: Settings, endpoint: Endpoint) -> DreamReport:
+    from cairn.session.runtime import Runtime  # the model provider: only for this command
+
+    runtime = Runtime.from_endpoint(
+        cwd=cwd, settings=settings, endpoint=endpoint, record_chats=False
+    )
+    out = _out()
+
+    async def progress(text: str) -> None:
+        out.print(f"[dim]•[/dim] {text}", highlight=False)
+
+    try:
+        manager = runtime.memory_manager()
+        return await manager.run_dream_now(
+            session_id=str(uuid.uuid4()), runtime=runtime, progress=progress
+        )
+    finally:
+        await runtime.aclose()
+
+
+def _when(entry: HistoryEntry) -> str:
+    return _dt.datetime.fromtimestamp(entry.time).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _files_cell(entry: HistoryEntry) -> str:
+    shown = entry.files[:MAX_LOG_FILES_SHOWN]
+    more = max(entry.file_count, len(entry.files)) - len(shown)
+    return "\n".join(shown) + (f"\n(+{more} more)" if more > 0 else "")
+
+
+@memory_app.command("log")
+def log(
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Entries shown.")] = 30,
+) -> None:
+    """Show recent changes to memory (extract, dream, forget, restore), newest first."""
+
+    def command() -> None:
+        entries, warnings = _manager().history()
+        out = _out()
+        for warning in warnings:
+            out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        if not entries:
+            out.print("No memory changes recorded yet.")
+            return
+        table = Table("When", "Operation", "Scope", "Files", "Session", "Detail")
+        for entry in entries[:limit]:
+            table.add_row(
+                _when(entry),
+                entry.operation,
+                entry.scope,
+                _files_cell(entry),
+                entry.session_id[:8],
+                entry.detail,
+            )
+        out.print(table)
 
     _run(command)
 

@@ -142,7 +142,7 @@ class Subscription:
 
 class EventBus:
     def __init__(self, ring_size: int, max_queued: int) -> None:
-        self._ring: deque[Envelope] = deque(maxlen=ring_size)
+        self._ring: deque[tuple[int, bytes]] = deque(maxlen=ring_size)  # (id, frame)
         self._ids = itertools.count(1)
         self._last_id = 0
         self._max_queued = max_queued
@@ -165,7 +165,7 @@ class EventBus:
         event_id = next(self._ids)
         envelope = sse_frame(event_id, event_type, data, extra)
         self._last_id = event_id
-        self._ring.append(envelope)
+        self._ring.append((event_id, envelope.frame))
         for subscriber in list(self._subscribers):
             subscriber.push(envelope)
         return envelope
@@ -193,8 +193,7 @@ class EventBus:
         self._subscribers.clear()
 
     def _replay_frames(self, last_event_id: int) -> list[bytes]:
-        earliest = self._ring[0].id if self._ring else self._last_id + 1
-        assert earliest is not None
+        earliest = self._ring[0][0] if self._ring else self._last_id + 1
         frames: list[bytes] = []
         start = max(last_event_id + 1 - earliest, 0)
         if last_event_id > self._last_id:
@@ -202,7 +201,7 @@ class EventBus:
             start = 0
         elif last_event_id + 1 < earliest:
             frames.append(self._resync("ring_evicted", last_event_id, earliest))
-        replayed = [e.frame for e in itertools.islice(self._ring, start, None)]
+        replayed = [frame for _, frame in itertools.islice(self._ring, start, None)]
         frames.extend(replayed)
         frames.append(sse_frame(None, "replay_complete", {"replayedCount": len(replayed)}).frame)
         return frames

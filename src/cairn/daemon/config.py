@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
@@ -61,7 +61,6 @@ class DaemonConfig:
     max_body_bytes: int = MAX_BODY_BYTES
     permission_timeout_seconds: float = PERMISSION_TIMEOUT_SECONDS
     recap_timeout_seconds: float = RECAP_TIMEOUT_SECONDS
-    extra_features: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         token = (self.token or "").strip() or None

@@ -9,7 +9,7 @@ import re
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -28,9 +28,12 @@ from cairn.daemon.bodies import (
 )
 from cairn.daemon.config import DaemonConfig
 from cairn.daemon.errors import ApiError, error_body
-from cairn.daemon.sessions import SessionRegistry
+from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
 from cairn.debug_log import bind_session, get_logger
+
+if TYPE_CHECKING:
+    from cairn.session.session import Session
 
 __all__ = ["CLIENT_ID_HEADER", "FEATURES", "DaemonRoutes", "http_error_handler", "read_json"]
 
@@ -189,7 +192,7 @@ class DaemonRoutes:
                 requestedWorkspace=cwd,
             )
 
-    def _session_info(self, live: Any, attached: bool) -> dict[str, Any]:
+    def _session_info(self, live: LiveSession, attached: bool) -> dict[str, Any]:
         return {
             "sessionId": live.id,
             "workspaceCwd": str(self.workspace),
@@ -214,7 +217,7 @@ class DaemonRoutes:
         return JSONResponse(body)
 
     async def capabilities(self, request: Request) -> Response:
-        features = [*FEATURES, *self.config.extra_features]
+        features = list(FEATURES)
         if self.config.allow_origins:
             features.append("allow_origin")
         return JSONResponse(
@@ -346,11 +349,10 @@ class DaemonRoutes:
         recap = await self._recap_or_disconnect(request, live.session)
         return JSONResponse({"sessionId": live.id, "recap": recap})
 
-    async def _recap_or_disconnect(self, request: Request, session: Any) -> str | None:
+    async def _recap_or_disconnect(self, request: Request, session: Session) -> str | None:
         async def generate() -> str | None:
             with bind_session(session.id):
-                result: str | None = await session.recap()
-                return result
+                return await session.recap()
 
         task = asyncio.ensure_future(generate())
         gone = asyncio.ensure_future(_wait_for_disconnect(request))

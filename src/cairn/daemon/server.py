@@ -317,12 +317,9 @@ async def _until_stopped(server: DaemonServer, stop: asyncio.Event) -> None:
     _log.info("shutting down")
 
 
-async def _drain_memory(runtime: Any) -> None:
-    """Give memory work the turns scheduled a bounded chance to finish before exit."""
+async def _drain_memory(runtime: Runtime) -> None:
+    """Give the Extract work the turns scheduled a bounded chance to finish before exit."""
     if not runtime.memory_enabled:
         return
-    drain = getattr(runtime.memory_manager(), "drain", None)  # TODO(#4): Extract lands
-    if drain is None:
-        return
-    with contextlib.suppress(Exception):
-        await drain(timeout=SHUTDOWN_GRACE_SECONDS)
+    with contextlib.suppress(Exception):  # memory is best-effort: never block shutdown
+        await runtime.memory_manager().drain(timeout=SHUTDOWN_GRACE_SECONDS)

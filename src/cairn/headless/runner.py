@@ -148,10 +148,7 @@ async def _wait_for_memory(runtime: Runtime, session_id: str) -> None:
     if not runtime.memory_enabled:
         return
     manager = runtime.memory_manager()
-    drain = getattr(manager, "drain", None)  # TODO(#4): Extract lands
-    if drain is None:
-        return
-    await drain(timeout=runtime.settings.memory.headless_extract_wait_seconds)
+    await manager.drain(timeout=runtime.settings.memory.headless_extract_wait_seconds)
 
 
 def _classify(result: TurnResult) -> tuple[int, str, str | None]:

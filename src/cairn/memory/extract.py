@@ -142,7 +142,8 @@ def _clean_part(part: Part) -> Part | None:
         if len(output) <= MAX_TOOL_OUTPUT_CHARS:
             return part
         key = "error" if part.is_error else "output"
-        cut = f"{output[:MAX_TOOL_OUTPUT_CHARS]}\n[... {len(output) - MAX_TOOL_OUTPUT_CHARS} characters cut]"
+        dropped = len(output) - MAX_TOOL_OUTPUT_CHARS
+        cut = f"{output[:MAX_TOOL_OUTPUT_CHARS]}\n[... {dropped} characters cut]"
         return FunctionResponse(part.id, part.name, {key: cut})
     if isinstance(part, FunctionCall):
         return part
@@ -294,7 +295,7 @@ def turn_wrote_memory(
     start = _last_user_message(history) + 1
     turn = history[start:]
     responses = {
-        part.id: part for entry in turn for part in entry.parts if isinstance(part, FunctionResponse)
+        p.id: p for entry in turn for p in entry.parts if isinstance(p, FunctionResponse)
     }
     real_roots = [os.path.realpath(root) for root in roots]
     written: list[Path] = []
@@ -402,7 +403,7 @@ async def _run_agent(
         outcome.files = written_files(files.written, roots)
         _record_cancelled(request, space, outcome)
         raise
-    except Exception as error:  # noqa: BLE001 - Extract is best effort: a failure is reported
+    except Exception as error:
         outcome.status = "failed"
         outcome.error = f"{type(error).__name__}: {error}"
         _log.warning(f"extraction failed: {outcome.error}")
@@ -438,6 +439,6 @@ def _record_cancelled(request: ExtractRequest, space: MemorySpace, outcome: Extr
     try:
         with hold_roots(_all_roots(space), timeout=CANCELLED_CLEANUP_LOCK_SECONDS):
             record_written(space, outcome.files, operation="extract", session_id=request.session_id)
-    except Exception as error:  # noqa: BLE001 - the next run or `cairn memory reindex` catches up
+    except Exception as error:
         _log.warning(f"writes of a cancelled extraction not indexed yet: {error!r}")
 

@@ -112,13 +112,15 @@ async def hold_roots_async(
 ) -> AsyncIterator[None]:
     """Hold the locks of ``roots`` without blocking the event loop while waiting.
 
-    Each attempt is a non-blocking ``flock``; between attempts the task sleeps, so a cancelled
-    waiter never leaves a lock behind.
+    Each attempt takes every lock with a non-blocking ``flock`` or, when one is busy, releases
+    those it got; between attempts the task sleeps holding nothing. So a waiting or cancelled
+    task never keeps a lock that a synchronous caller on the same event loop could block on.
+    The body must not await while holding the locks (it runs a few file operations).
     """
-    held: list[FileLock] = []
+    ordered = lock_order(roots)
+    held = await _acquire_all(ordered, timeout)
     try:
-        for root in lock_order(roots):
-            held.append(await _acquire_async(root, timeout))
+        for root in ordered:
             sweep_stale_temp_files(root)
         yield
     finally:
@@ -126,17 +128,26 @@ async def hold_roots_async(
             lock.release()
 
 
-async def _acquire_async(root: Path, timeout: float) -> FileLock:
-    lock = _new_lock(root)
+async def _acquire_all(roots: list[Path], timeout: float) -> list[FileLock]:
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            lock.acquire(timeout=0)
-            return lock
-        except Timeout:
-            if time.monotonic() >= deadline:
-                raise MemoryBusy(root) from None
-            await asyncio.sleep(LOCK_POLL_SECONDS)
+        held: list[FileLock] = []
+        busy: Path | None = None
+        for root in roots:
+            lock = _new_lock(root)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                busy = root
+                break
+            held.append(lock)
+        if busy is None:
+            return held
+        for lock in reversed(held):
+            lock.release()
+        if time.monotonic() >= deadline:
+            raise MemoryBusy(busy)
+        await asyncio.sleep(LOCK_POLL_SECONDS)
 
 
 def sweep_stale_temp_files(root: Path, *, min_age: float = STALE_TEMP_SECONDS) -> list[Path]:
@@ -159,10 +170,13 @@ def sweep_stale_temp_files(root: Path, *, min_age: float = STALE_TEMP_SECONDS) -
             try:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
-                elif _TEMP_NAME.match(entry.name) and entry.is_file(follow_symlinks=False):
-                    if now - entry.stat(follow_symlinks=False).st_mtime >= min_age:
-                        os.unlink(entry.path)
-                        removed.append(Path(entry.path))
+                elif (
+                    _TEMP_NAME.match(entry.name)
+                    and entry.is_file(follow_symlinks=False)
+                    and now - entry.stat(follow_symlinks=False).st_mtime >= min_age
+                ):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
             except OSError:
                 continue
     for path in removed:
@@ -195,8 +209,12 @@ class ConsolidationLock:
     path: Path
     stale_after: float = DREAM_LOCK_STALE_SECONDS
 
-    def holder(self, now: float) -> int | None:
-        """The PID of a live, fresh holder; a stale, dead or unreadable lock is removed."""
+    def holder(self, now: float, *, clean: bool = True, ours_is_stale: bool = False) -> int | None:
+        """The PID of a live, fresh holder; a stale, dead or unreadable lock is removed.
+
+        ``clean=False`` only looks. ``ours_is_stale``: a lock with our own PID is a leftover
+        (a release that failed), since the caller knows no Dream of ours is running.
+        """
         try:
             info = self.path.stat()
             text = self.path.read_text(encoding="utf-8", errors="replace").strip()
@@ -207,21 +225,24 @@ class ConsolidationLock:
             text, info = "", None
         pid = int(text) if text.isdigit() else 0
         fresh = info is not None and now - info.st_mtime <= self.stale_after
-        if pid > 0 and fresh and pid_alive(pid):
+        ours = pid == os.getpid() and ours_is_stale
+        if pid > 0 and fresh and pid_alive(pid) and not ours:
             return pid
+        if not clean:
+            return None
         reason = "dead holder" if pid > 0 and fresh else "stale or invalid"
         _log.warning(f"{self.path}: removing a {reason} Dream lock (pid {text or '?'})")
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         return None
 
-    def try_acquire(self, now: float, pid: int | None = None) -> bool:
+    def try_acquire(self, now: float, *, ours_is_stale: bool = False) -> bool:
         """Create the lock with our PID; False when a live holder has it.
 
         Call with the project root lock held, so removing a stale lock cannot race another
         process that is creating a fresh one.
         """
-        if self.holder(now) is not None:
+        if self.holder(now, ours_is_stale=ours_is_stale) is not None:
             return False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -229,7 +250,7 @@ class ConsolidationLock:
         except FileExistsError:
             return False
         try:
-            os.write(fd, f"{pid or os.getpid()}\n".encode())
+            os.write(fd, f"{os.getpid()}\n".encode())
         finally:
             os.close(fd)
         return True

@@ -1,24 +1,48 @@
 """The memory manager of one project: one per (process, project root), shared by its sessions.
 
 It owns the project's :class:`~cairn.memory.store.MemoryStore` and is the one entry point the
-session runtime, the agent client and ``cairn memory`` use for the system-prompt section, Recall
-and Forget. Every session's Recall handle (:class:`~cairn.memory.prefetch.RecallLifecycle`) calls
-:meth:`MemoryManager.recall`.
+session runtime, the agent client and ``cairn memory`` use for the system-prompt section, Recall,
+Forget and the background tasks. Every session's Recall handle
+(:class:`~cairn.memory.prefetch.RecallLifecycle`) calls :meth:`MemoryManager.recall`.
+
+Background tasks (never awaited by a turn): :meth:`MemoryManager.schedule_extract` runs one
+extraction per project at a time, a request arriving meanwhile waits in a single slot where the
+newest replaces older ones; :meth:`MemoryManager.schedule_dream` checks Dream's gates and runs it;
+:meth:`MemoryManager.drain` waits for both (headless). Every write into a memory root, here and in
+the tasks, holds that root's cross-process lock (:mod:`cairn.memory.locks`) and is recorded in the
+root's audit trail (:mod:`cairn.memory.history`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
+from typing import Literal
 
 from cairn.abort import AbortSignal
 from cairn.config.settings import Settings
+from cairn.content import Content
 from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
 from cairn.memory.document import MemoryDoc, MemoryScope
+from cairn.memory.dream import (
+    DreamReport,
+    ScanClock,
+    auto_dream_gate,
+    consolidation_lock,
+    run_dream,
+)
+from cairn.memory.extract import (
+    ExtractOutcome,
+    ExtractRequest,
+    record_written,
+    run_extract,
+    turn_wrote_memory,
+)
 from cairn.memory.forget import (
     MAX_FORGET_MATCHES,
     ForgetCandidate,
@@ -29,21 +53,36 @@ from cairn.memory.forget import (
     restore_last_forget,
     select_forget_candidates,
 )
+from cairn.memory.history import HistoryEntry, append_history, read_history
 from cairn.memory.index_file import build_index_text
+from cairn.memory.locks import hold_roots, hold_roots_async
 from cairn.memory.paths import INDEX_FILE_NAME, MemoryRoots, memory_roots
+from cairn.memory.pressure import AvailableMemory, available_memory_mb
 from cairn.memory.prompt import MemoryTier, build_auto_memory_prompt
 from cairn.memory.recall import RecallResult, recall_memories
 from cairn.memory.render import render_relevant_memory
 from cairn.memory.store import MemoryStore, ScanReport, ScoredDoc
-from cairn.memory.telemetry import emit_forget
+from cairn.memory.tasks import (
+    MemoryRuntime,
+    MemorySpace,
+    MemoryTask,
+    TaskBook,
+    TaskStatus,
+    WrittenFile,
+    written_files,
+)
+from cairn.memory.telemetry import emit_dream, emit_extract, emit_forget
 
 __all__ = ["MemoryManager"]
 
 _log = get_logger("MEMORY_RECALL")
+_task_log = get_logger("MEMORY")
+
+Progress = Callable[[str], Awaitable[None]]
 
 
 class MemoryManager:
-    """System-prompt section, Recall and Forget over one project's memory."""
+    """System-prompt section, Recall, Forget, Extract and Dream over one project's memory."""
 
     def __init__(
         self,
@@ -52,12 +91,22 @@ class MemoryManager:
         settings: Settings,
         environ: Mapping[str, str] = os.environ,
         clock: Callable[[], float] = time.time,
+        available_memory: AvailableMemory = available_memory_mb,
     ) -> None:
+        """``clock`` dates meta.json and drives Dream's time gates; ``available_memory`` (MiB)
+        feeds the memory-pressure gate. Both are injectable for tests."""
         self.project_root = Path(project_root)
         self.settings = settings
         self.clock = clock
+        self.available_memory = available_memory
         self.roots: MemoryRoots = memory_roots(self.project_root, environ=environ)
         self.store = MemoryStore(self.roots, clock=clock)
+        self.generation = 0  # bumped whenever a task or Forget changed memory files
+        self._tasks = TaskBook()
+        self._extracting: set[str] = set()  # projects with an extraction running
+        self._queued: dict[str, tuple[ExtractRequest, MemoryTask]] = {}  # the one trailing slot
+        self._dreaming: set[str] = set()
+        self._scans: dict[str, ScanClock] = {}
 
     @property
     def enabled(self) -> bool:
@@ -88,7 +137,7 @@ class MemoryManager:
         try:
             return (root / INDEX_FILE_NAME).read_text(encoding="utf-8")
         except FileNotFoundError:
-            if not root.is_dir():  # no memories in this scope: nothing to scan for
+            if not _holds_memories(root):  # e.g. a root only a lock file created
                 return ""
             # Memories copied in by hand have no index yet: show what it would say.
             return build_index_text([doc for doc in self.docs() if doc.scope == scope])
@@ -145,7 +194,8 @@ class MemoryManager:
         step("Reading memory files")
         report = self.store.refresh()
         step("Writing MEMORY.md")
-        self.store.rebuild_index_files()
+        with hold_roots(self._root_paths()):
+            self.store.rebuild_index_files()
         step("Saving the search index")
         self.store.save()
         return report
@@ -205,26 +255,281 @@ class MemoryManager:
             self.forget_candidates(), query, provider=provider, limit=limit, session_id=session_id
         )
 
-    def apply_forget(self, plan: ForgetPlan) -> ForgetReport:
-        """Move the plan's entries to the trash and rebuild the indexes."""
-        report = apply_forget_plan(plan, self.root_map(), now=self.clock())
-        if report.entries:
-            self._after_change()
+    def apply_forget(self, plan: ForgetPlan, *, session_id: str = "") -> ForgetReport:
+        """Move the plan's entries to the trash and rebuild the indexes (roots locked)."""
+        with hold_roots(self._root_paths()):
+            report = apply_forget_plan(plan, self.root_map(), now=self.clock())
+            if report.entries:
+                self._after_change("forget", report.files, session_id, plan.query)
         emit_forget(
             action="forget", strategy=plan.strategy, entries=report.entries, files=len(report.files)
         )
         return report
 
-    def restore_last_forget(self) -> ForgetReport:
+    def restore_last_forget(self, *, session_id: str = "") -> ForgetReport:
         """Bring back the most recent forget (refusing to overwrite) and rebuild the indexes."""
-        report = restore_last_forget(self.root_map())
-        if report.ok:
-            self._after_change()
+        with hold_roots(self._root_paths()):
+            report = restore_last_forget(self.root_map())
+            if report.ok:
+                self._after_change("restore", report.files, session_id, "")
         emit_forget(
             action="restore", strategy="none", entries=report.entries, files=len(report.files)
         )
         return report
 
-    def _after_change(self) -> None:
+    def _after_change(
+        self, operation: str, labels: Sequence[str], session_id: str, detail: str
+    ) -> None:
+        """Indexes and audit trail after Forget or restore (call with the roots locked)."""
+        self._rebuild_indexes()
+        now = self.clock()
+        for scope, root in self.root_map().items():
+            files = [label.split(":", 1)[1] for label in labels if label.startswith(f"{scope}:")]
+            if files:
+                entry = HistoryEntry(now, operation, scope, files, session_id, "", len(files))
+                append_history(root, entry)
+        self.generation += 1
+
+    def _rebuild_indexes(self) -> None:
         self.store.rebuild_index_files()
         self.store.save()
+
+    def _root_paths(self) -> list[Path]:
+        return list(self.root_map().values())
+
+    # --- the audit trail -------------------------------------------------------------------
+
+    def history(self) -> tuple[list[HistoryEntry], list[str]]:
+        """Every audit entry of both roots, newest first, and warnings for unreadable lines."""
+        return read_history(list(self.root_map().items()))
+
+    # --- background tasks: Extract and Dream -----------------------------------------------
+
+    def space(self) -> MemorySpace:
+        """What the Extract and Dream runs work on."""
+        return MemorySpace(
+            roots=self.roots,
+            clock=self.clock,
+            docs=self.docs,
+            rebuild_indexes=self._rebuild_indexes,
+            available_memory=self.available_memory,
+        )
+
+    def recent_tasks(self) -> list[MemoryTask]:
+        """Records of recent Extract and Dream tasks, oldest first."""
+        return self._tasks.records()
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for running and queued memory tasks; True when done."""
+        return await self._tasks.drain(timeout)
+
+    def schedule_extract(
+        self,
+        *,
+        project_root: Path,
+        session_id: str,
+        history: Sequence[Content],
+        runtime: MemoryRuntime,
+    ) -> None:
+        """Extract from a finished turn in the background; returns at once.
+
+        One extraction runs per project at a time; a request arriving meanwhile waits in one
+        slot, replacing any request already waiting there (the newest history wins).
+        """
+        if not self.enabled:
+            return
+        key = str(Path(project_root).resolve())
+        entries = [entry.shallow_copy() for entry in history]
+        record = self._tasks.new("extract", session_id)
+        roots = self._root_paths()
+        wrote = turn_wrote_memory(entries, roots, base=Path(project_root))
+        if wrote:
+            record.finish("skipped", reason="memory_tool")
+            emit_extract(
+                trigger="auto", status="skipped", skipped_reason="memory_tool",
+                touched_topics=[], duration_ms=0.0,
+            )  # fmt: skip
+            coro = self._record_session_writes(wrote, session_id)
+            self._tasks.start(runtime, coro, name="memory-remember")
+            return
+        request = ExtractRequest(Path(project_root), session_id, entries, runtime)
+        if key in self._extracting:
+            replaced = self._queued.get(key)
+            if replaced is not None:
+                replaced[1].finish("superseded")
+            self._queued[key] = (request, record)
+            return
+        self._extracting.add(key)
+        self._tasks.start(runtime, self._extract_loop(key, request, record), name="memory-extract")
+
+    async def _extract_loop(self, key: str, request: ExtractRequest, record: MemoryTask) -> None:
+        try:
+            while True:
+                await self._extract_once(request, record)
+                queued = self._queued.pop(key, None)
+                if queued is None:
+                    return
+                request, record = queued
+        finally:
+            self._extracting.discard(key)
+            dropped = self._queued.pop(key, None)
+            if dropped is not None:
+                dropped[1].finish("cancelled")
+
+    async def _extract_once(self, request: ExtractRequest, record: MemoryTask) -> None:
+        record.status = "running"
+        started = time.monotonic()
+        try:
+            outcome = await run_extract(request, self.space())
+        except asyncio.CancelledError:
+            record.finish("cancelled")
+            emit_extract(
+                trigger="auto", status="cancelled", skipped_reason=None, touched_topics=[],
+                duration_ms=(time.monotonic() - started) * 1000,
+            )  # fmt: skip
+            raise
+        except Exception as error:
+            _task_log.warning(f"extraction failed: {error!r}")
+            outcome = ExtractOutcome("failed", error=f"{type(error).__name__}: {error}")
+        record.files = [f.label for f in outcome.files]
+        record.finish(outcome.status, reason=outcome.skipped_reason, detail=outcome.error)
+        if outcome.files:
+            self.generation += 1
+        emit_extract(
+            trigger="auto",
+            status=outcome.status,
+            skipped_reason=outcome.skipped_reason,
+            touched_topics=outcome.touched_topics,
+            duration_ms=(time.monotonic() - started) * 1000,
+            agent_status=outcome.agent_status,
+            files=len(outcome.files),
+        )
+
+    async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
+        """The turn's own agent wrote memory: index it and note it in the audit trail."""
+        space = self.space()
+        files: list[WrittenFile] = written_files(paths, space.writable_roots())
+        try:
+            async with hold_roots_async(self._root_paths()):
+                record_written(space, files, operation="remember", session_id=session_id)
+        except Exception as error:
+            _task_log.warning(f"indexing the session's memory writes failed: {error!r}")
+            return
+        self.generation += 1
+
+    def schedule_dream(
+        self, *, project_root: Path, session_id: str, runtime: MemoryRuntime
+    ) -> None:
+        """Check Dream's gates and, when they all pass, consolidate in the background.
+
+        Returns at once: the gates (which read meta.json and may scan the recordings) run in
+        the background task too.
+        """
+        if not self.enabled:
+            return
+        key = str(Path(project_root).resolve())
+        record = self._tasks.new("dream", session_id)
+        coro = self._auto_dream(key, session_id, runtime, record)
+        self._tasks.start(runtime, coro, name="memory-dream")
+
+    async def _auto_dream(
+        self, key: str, session_id: str, runtime: MemoryRuntime, record: MemoryTask
+    ) -> None:
+        space = self.space()
+        scans = self._scans.setdefault(key, ScanClock())
+        reason = auto_dream_gate(runtime=runtime, space=space, session_id=session_id, scans=scans)
+        if reason is None and self._consolidation_held():
+            reason = "locked"
+        if reason is None and key in self._dreaming:
+            reason = "running"
+        if reason is not None:
+            record.finish("skipped", reason=reason)
+            emit_dream(
+                trigger="auto", status="skipped", skipped_reason=reason, touched_topics=[],
+                duration_ms=0.0,
+            )  # fmt: skip
+            return
+        await self._dream(key, session_id, runtime, record, trigger="auto", progress=None)
+
+    def _consolidation_held(self) -> bool:
+        lock = consolidation_lock(self.space())
+        return lock.holder(time.time(), clean=False, ours_is_stale=not self._dreaming) is not None
+
+    async def run_dream_now(
+        self, *, session_id: str, runtime: MemoryRuntime, progress: Progress | None = None
+    ) -> DreamReport:
+        """Consolidate now (``cairn memory dream``, ``/dream``): every gate but the lock skipped.
+
+        ``progress`` is told each step as it starts. The report's ``str()`` is a summary.
+        """
+        key = str(Path(runtime.project_root).resolve())
+        record = self._tasks.new("dream", session_id, trigger="manual")
+        if key in self._dreaming:
+            record.finish("skipped", reason="locked")
+            return DreamReport("skipped", "locked")
+        return await self._dream(
+            key, session_id, runtime, record, trigger="manual", progress=progress
+        )
+
+    async def _dream(
+        self,
+        key: str,
+        session_id: str,
+        runtime: MemoryRuntime,
+        record: MemoryTask,
+        *,
+        trigger: Literal["auto", "manual"],
+        progress: Progress | None,
+    ) -> DreamReport:
+        self._dreaming.add(key)
+        record.status = "running"
+        started = time.monotonic()
+        try:
+            report = await run_dream(
+                runtime=runtime, space=self.space(), session_id=session_id, progress=progress
+            )
+        except asyncio.CancelledError:
+            record.finish("cancelled")
+            emit_dream(
+                trigger=trigger, status="cancelled", skipped_reason=None, touched_topics=[],
+                duration_ms=(time.monotonic() - started) * 1000,
+            )  # fmt: skip
+            raise
+        except Exception as error:
+            _task_log.warning(f"dream failed: {error!r}")
+            report = DreamReport("failed", error=f"{type(error).__name__}: {error}")
+        finally:
+            self._dreaming.discard(key)
+        record.files = [f"project:{p}" for p in (*report.created, *report.updated, *report.deleted)]
+        record.finish(_task_status(report), reason=report.skipped_reason, detail=report.error)
+        if report.changed:
+            self.generation += 1
+        emit_dream(
+            trigger=trigger,
+            status=report.status,
+            skipped_reason=report.skipped_reason,
+            touched_topics=report.touched_topics,
+            duration_ms=(time.monotonic() - started) * 1000,
+            created=len(report.created),
+            updated=len(report.updated),
+            deleted=len(report.deleted),
+            deduped=report.deduped,
+            split=report.split,
+        )
+        return report
+
+
+def _task_status(report: DreamReport) -> TaskStatus:
+    if report.status == "skipped":
+        return "skipped"
+    if report.status in ("failed", "cancelled"):
+        return "failed" if report.status == "failed" else "cancelled"
+    return "completed"
+
+
+def _holds_memories(root: Path) -> bool:
+    """Whether ``root`` holds any memory file (stops at the first one found)."""
+    try:
+        return any(path.name != INDEX_FILE_NAME for path in root.rglob("*.md"))
+    except OSError:
+        return False

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 from collections import deque
-import os
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,7 +172,10 @@ class TaskBook:
     ) -> asyncio.Task[Any]:
         """Run ``coro`` in the background (on the runtime when given, so it is cancelled at
         shutdown) and track it until it ends."""
-        task = runtime.spawn(coro, name=name) if runtime is not None else asyncio.ensure_future(coro)
+        if runtime is not None:
+            task = runtime.spawn(coro, name=name)
+        else:
+            task = asyncio.ensure_future(coro)
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         return task

@@ -129,21 +129,20 @@ async def _forget(session: Session, args: str, sink: EventSink) -> CommandOutcom
         )
         if not answer or answer[0] != "Forget them":
             return CommandOutcome("Nothing was forgotten.")
-    report = manager.apply_forget(plan)
+    report = manager.apply_forget(plan, session_id=session.id)
     session.refresh_system_prompt()
     return CommandOutcome(f"{report.message}\n{listing}\n(`cairn memory restore` brings them back.)")
 
 
 async def _dream(session: Session, args: str, sink: EventSink) -> CommandOutcome:
     manager = session.runtime.memory_manager()
-    run_dream = getattr(manager, "run_dream_now", None)  # TODO(#4): Dream lands
-    if run_dream is None:
-        return CommandOutcome("Dream is not available in this build.")
 
     async def progress(text: str) -> None:
         await sink(Notice("info", text, "memory"))
 
-    report = await run_dream(session_id=session.id, runtime=session.runtime, progress=progress)
+    report = await manager.run_dream_now(
+        session_id=session.id, runtime=session.runtime, progress=progress
+    )
     session.refresh_system_prompt()
     return CommandOutcome(str(report))
 

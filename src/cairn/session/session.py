@@ -652,12 +652,9 @@ class Session:
         if not self.settings.memory.enable_managed_auto_memory:
             return
         manager = self.runtime.memory_manager()
-        schedule_extract = getattr(manager, "schedule_extract", None)  # TODO(#4): Extract lands
-        if schedule_extract is None:
-            return
         history = self.client.history.shallow()
         try:
-            schedule_extract(
+            manager.schedule_extract(
                 project_root=self.runtime.project_root,
                 session_id=self.id,
                 history=history,
