@@ -50,7 +50,9 @@ def _seed(root: Path) -> None:
         )
 
 
-async def _turns(base: Path, memory_on: bool, turns: int, main_delay: float) -> list[float]:
+async def _turns(
+    base: Path, memory_on: bool, turns: int, main_delay: float, *, tasks: bool = True
+) -> list[float]:
     from cairn.config.loader import Endpoint
     from cairn.config.settings import Settings
     from cairn.llm.openai import OpenAIProvider
@@ -66,7 +68,7 @@ async def _turns(base: Path, memory_on: bool, turns: int, main_delay: float) -> 
             return reply('{"selected_memories": []}')
         return reply("Done.", delay=main_delay)
 
-    workspace = base / ("on" if memory_on else "off")
+    workspace = base / ("off" if not memory_on else "on" if tasks else "recall-only")
     (workspace / ".git").mkdir(parents=True)
     async with ScriptedServer(handler=answer) as server:
         settings = Settings.model_validate(
@@ -81,9 +83,13 @@ async def _turns(base: Path, memory_on: bool, turns: int, main_delay: float) -> 
             record_chats=False,
         )
         if memory_on:
-            root = runtime.memory_manager().roots.project
+            manager = runtime.memory_manager()
+            root = manager.roots.project
             assert root is not None
             _seed(root)
+            if not tasks:  # diagnostic: Recall alone, Extract and Dream never scheduled
+                manager.schedule_extract = lambda **_: None  # type: ignore[method-assign]
+                manager.schedule_dream = lambda **_: None  # type: ignore[method-assign]
         session = runtime.new_session()
 
         async def sink(event: SessionEvent) -> None:
@@ -101,7 +107,7 @@ async def _turns(base: Path, memory_on: bool, turns: int, main_delay: float) -> 
             extracting = len(server.requests_for("extract"))
         finally:
             await runtime.aclose()  # never drains: pending extraction is cancelled
-    if memory_on:
+    if memory_on and tasks:
         print(f"  memory on: {extracting} extraction request(s) were in flight during the turns")
     return times
 
@@ -113,12 +119,16 @@ def turn_latency(turns: int, main_delay: float) -> dict[str, float]:
         for name in ("CAIRN_MEMORY_LOCAL", "CAIRN_MEMORY_BASE_DIR"):
             os.environ.pop(name, None)
         off = asyncio.run(_turns(base, False, turns, main_delay))
+        recall_only = asyncio.run(_turns(base, True, turns, main_delay, tasks=False))
         on = asyncio.run(_turns(base, True, turns, main_delay))
     return {
         "off_ms": statistics.median(off) * 1000,
+        "recall_only_ms": statistics.median(recall_only) * 1000,
         "on_ms": statistics.median(on) * 1000,
         "on_max_ms": max(on) * 1000,
+        "on_max_turn": on.index(max(on)) + 1,
         "ratio": statistics.median(on) / statistics.median(off),
+        "tasks_ratio": statistics.median(on) / statistics.median(recall_only),
     }
 
 
@@ -141,8 +151,9 @@ def shared_root(processes: int, rounds: int) -> dict[str, Any]:
         for name in ("CAIRN_MEMORY_LOCAL", "CAIRN_MEMORY_BASE_DIR"):
             env.pop(name, None)
         sys.path.insert(0, str(WORKER.parent))
-        from cairn.memory.paths import memory_roots
         from memory_worker import SHARED_LOG, shared_log_text  # type: ignore[import-not-found]
+
+        from cairn.memory.paths import memory_roots
 
         root = memory_roots(project, environ=env).project
         assert root is not None
@@ -152,8 +163,10 @@ def shared_root(processes: int, rounds: int) -> dict[str, Any]:
         children = [
             subprocess.Popen(
                 [sys.executable, str(WORKER), str(project), str(w), str(rounds)],
-                env=env, stdout=subprocess.PIPE, text=True,
-            )  # fmt: skip
+                env=env,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             for w in range(processes)
         ]
         results = [json.loads(child.communicate(timeout=600)[0]) for child in children]
@@ -186,9 +199,13 @@ def main() -> None:
         figures = turn_latency(args.turns, args.main_delay)
         print("| figure | value | target |\n|---|---|---|")
         print(f"| turn, memory off (median) | {figures['off_ms']:.1f} ms | – |")
+        print(f"| turn, memory on, Recall only (median) | {figures['recall_only_ms']:.1f} ms | – |")
         print(f"| turn, memory on (median) | {figures['on_ms']:.1f} ms | – |")
-        print(f"| turn, memory on (max) | {figures['on_max_ms']:.1f} ms | – |")
+        print(f"| turn, memory on (max: turn {figures['on_max_turn']:.0f}) "
+              f"| {figures['on_max_ms']:.1f} ms | – |")  # fmt: skip
         print(f"| ratio on / off | {figures['ratio']:.3f} | ≤ 1.05 |")
+        tasks_ratio = figures["tasks_ratio"]
+        print(f"| ratio on / Recall only (Extract + Dream alone) | {tasks_ratio:.3f} | – |")
     if not args.skip_processes:
         print(f"\n(b) {args.processes} processes × {args.rounds} rounds into one memory root")
         shared = shared_root(args.processes, args.rounds)

@@ -169,8 +169,6 @@ class _DemoModel:
             if len(tools_done) < len(steps):
                 return steps[len(tools_done)]
             return reply("Added `farewell(name)` to greet.py; running it prints `Goodbye, Ada!`.")
-        if "pytest" in user and "never unittest" in user:
-            return reply("Noted: pytest with plain asserts, never unittest. I'll stick to that.")
         if "Write a test" in user:
             if not tools_done:
                 return tool_call(
@@ -189,6 +187,8 @@ class _DemoModel:
             return reply(
                 "Wrote `test_greet.py` with two pytest tests (plain asserts, as you prefer)."
             )
+        if "pytest" in user and "never unittest" in user:
+            return reply("Noted: pytest with plain asserts, never unittest. I'll stick to that.")
         return reply("Done.")
 
     def _select(self, request: RecordedRequest) -> Reply:
@@ -199,7 +199,7 @@ class _DemoModel:
 
     def _extract(self, request: RecordedRequest) -> Reply:
         said_pytest = request.contains("never unittest")
-        already = any(m.get("role") == "tool" for m in request.messages)
+        already = bool(request.messages) and request.messages[-1].get("role") == "tool"
         if not said_pytest or already:
             return reply("Nothing new and durable to save." if not said_pytest else "Saved.")
         match = re.search(r"(/\S+/memory)/?\s", request.system or "")
@@ -238,6 +238,13 @@ async def _demo(folder: Path, console: Console) -> int:
             )
             await _turn(console, session, printer, "4. Where were we?", "/recap")
             await session.close()
+            await _show_saved_memory(console, runtime)
+            second = runtime.new_session(approval_mode="yolo")
+            await _turn(
+                console, second, printer, "5. A new session remembers", "Write a test for greet.py."
+            )
+            _show_recalled(console, server, second.id)
+            await second.close()
         finally:
             await runtime.aclose()
         _summary(console, server)
@@ -254,6 +261,30 @@ async def _turn(console: Console, session: Session, printer: _Printer, title: st
 
 async def _show_diff(console: Console, project: Path) -> None:
     console.print(Markdown(f"```python\n{(project / 'greet.py').read_text()}```"))
+
+
+async def _show_saved_memory(console: Console, runtime: Runtime) -> None:
+    """Wait for the background extraction of the first session and show what it saved."""
+    manager = runtime.memory_manager()
+    await manager.drain(timeout=30)
+    console.print(Rule("Saved to memory in the background (Extract)", align="left"))
+    entries, _ = manager.history()
+    for entry in entries:
+        for name in entry.files:
+            console.print(f"  [green]+[/] {entry.scope} memory: {name} ({entry.operation})")
+    if not entries:
+        console.print("  (nothing)")
+
+
+def _show_recalled(console: Console, server: ScriptedServer, session_id: str) -> None:
+    sent = "\n".join(
+        text
+        for request in server.requests_for("main")
+        if request.session_id == session_id
+        for text in request.user_texts()
+    )
+    titles = sorted(set(re.findall(r"^### (.+)$", sent, re.MULTILINE)))
+    console.print(f"  [magenta]• recalled into this session: {', '.join(titles) or 'nothing'}[/]")
 
 
 def _summary(console: Console, server: ScriptedServer) -> None:

@@ -667,3 +667,22 @@ async def test_a_pending_question_is_asked_again_after_load_and_its_answer_conti
     assert continued.contains("Which database?: Postgres")
     assert continued.user_texts().count("set up the database") == 1
     assert not any(name.startswith("memory.recall") for name in events)
+
+
+async def test_of_three_quick_prompts_only_the_newest_runs(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    scripted_server.enqueue(reply("first", delay=30), reply("third"), purpose="main")
+    async with connect(agent_options(scripted_server, project)) as (conn, client):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(project))
+        sid = session.session_id
+        first = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=text("one")))
+        await scripted_server.async_wait_for_requests(1, purpose="main")
+        second = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=text("two")))
+        third = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=text("three")))
+        responses = await asyncio.wait_for(asyncio.gather(first, second, third), 10)
+
+    assert [r.stop_reason for r in responses] == ["cancelled", "cancelled", "end_turn"]
+    assert [r.last_user_text() for r in scripted_server.requests_for("main")] == ["one", "three"]
+    assert client.agent_text() == "third"

@@ -293,3 +293,64 @@ def test_forget_in_a_terminal_asks_before_removing(
             child.kill()
     assert b"project:project/uv.md" in shown
     assert path.exists() is not forgotten
+
+
+# --- dream and log ---------------------------------------------------------------------------
+
+
+def test_log_says_so_when_nothing_was_recorded(cli: Cli) -> None:
+    result = cli("log")
+
+    assert result.exit_code == 0
+    assert "No memory changes recorded yet." in result.output
+
+
+def test_log_shows_forget_and_restore_newest_first(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="install with uv", body="Use uv.")
+    cli("forget", "install with uv", "--yes")
+    cli("restore")
+
+    result = cli("log")
+
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "project/uv.md" in line]
+    assert [("restore" in row, "forget" in row) for row in rows] == [(True, False), (False, True)]
+
+
+def test_dream_needs_a_model_endpoint(cli: Cli) -> None:
+    result = cli("dream")
+
+    assert result.exit_code == 2
+    assert "Dream needs a model endpoint" in result.output
+
+
+def test_dream_shows_its_steps_and_a_summary(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="install with uv", body="Use uv.")
+    with ScriptedServer() as server:
+        server.handler = lambda r: Reply(text="All tidy.") if r.purpose == "dream" else None
+        cli.use_endpoint(server)
+        result = cli("dream")
+        [request] = server.requests_for("dream")
+
+    assert result.exit_code == 0, result.output
+    assert "Reading 1 project memories" in result.output
+    assert "Dream finished: no changes" in result.output and "Summary: All tidy." in result.output
+    assert "project/uv.md" in (request.system or "")
+
+
+def test_dream_exits_nonzero_while_another_process_holds_the_lock(cli: Cli) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    state = memory_roots(cli.project, environ={"CAIRN_HOME": str(cli.home)}).state_dir
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "consolidation.lock").write_text(f"{holder.pid}\n")
+    try:
+        with ScriptedServer() as server:
+            cli.use_endpoint(server)
+            result = cli("dream")
+            assert server.requests_for("dream") == []
+    finally:
+        holder.kill()
+        holder.wait()
+
+    assert result.exit_code == 1
+    assert "already running" in result.output

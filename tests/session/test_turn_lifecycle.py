@@ -611,3 +611,28 @@ async def test_the_turn_ends_without_waiting_for_extract(make_world: Any) -> Non
     assert result.stop_reason == "end_turn"
     await world.server.async_wait_for_requests(1, purpose="extract", timeout=10)
     assert world.requests_since(mark, "extract")
+
+
+async def test_a_cancel_that_arrives_while_the_turn_starts_still_cancels_it(
+    make_world: Any,
+) -> None:
+    """Regression: Session.cancel() returned False (and the turn ran on) when it came while the
+    sink was still taking TurnStarted, before the turn task existed (an ACP session/cancel can
+    arrive at exactly that moment)."""
+    world = make_world()
+    session = world.session()
+    mark = world.mark()
+    cancelled: list[bool] = []
+
+    async def sink(event: SessionEvent) -> None:
+        if type(event).__name__ == "TurnStarted":
+            await asyncio.sleep(0)  # the sink is slow: an ACP notification being written
+            cancelled.append(session.cancel())
+
+    result = await session.prompt(PromptRequest(DEPLOY_PROMPT), sink)
+    await world.settle()
+
+    assert cancelled == [True]
+    assert result.stop_reason == "cancelled"
+    assert world.requests_since(mark, "main") == []
+    assert world.scheduled_since(mark) == []

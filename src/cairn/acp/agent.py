@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionModeState,
     SetSessionModeResponse,
     Usage,
 )
@@ -41,7 +42,7 @@ from cairn import __version__
 from cairn.acp.channel import SessionChannel
 from cairn.acp.frontend import AcpFileSystem, AcpFrontend
 from cairn.acp.prompt import build_prompt_request
-from cairn.acp.updates import available_commands, mode_state, replay_updates
+from cairn.acp.updates import Describe, available_commands, mode_state, replay_updates
 from cairn.config.loader import (
     Endpoint,
     NoAuthError,
@@ -329,7 +330,9 @@ class CairnAgent:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         except NoAuthError as exc:
             raise _auth_required(str(exc)) from None
-        return Runtime.from_endpoint(cwd=folder, settings=settings, endpoint=endpoint)
+        runtime = Runtime.from_endpoint(cwd=folder, settings=settings, endpoint=endpoint)
+        _warm_provider(runtime)
+        return runtime
 
     def _open(self, runtime: Runtime, *, session_id: str | None, cwd: Path) -> SessionChannel:
         client = self._require_client()
@@ -375,10 +378,10 @@ class CairnAgent:
             raise _session_not_found(session_id, "create it with session/new or session/load")
         return channel
 
-    def _modes(self, channel: SessionChannel) -> Any:
+    def _modes(self, channel: SessionChannel) -> SessionModeState:
         return mode_state(channel.session.approval_mode, APPROVAL_MODES)
 
-    def _describer(self, channel: SessionChannel) -> Any:
+    def _describer(self, channel: SessionChannel) -> Describe:
         registry = channel.session.registry
 
         def describe(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
@@ -397,7 +400,7 @@ class CairnAgent:
             raise RequestError.internal_error({"details": "no client connection"})
         return self._client
 
-    def _after_response(self, coro: Any) -> None:
+    def _after_response(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` once the current request's response has been written."""
         task: asyncio.Task[object] = asyncio.ensure_future(_after_yield(coro))
         self._tasks.add(task)
@@ -428,11 +431,11 @@ class CairnAgent:
             await asyncio.gather(task, return_exceptions=True)
 
 
-async def _call(function: Any) -> None:
+async def _call(function: Callable[[], object]) -> None:
     function()
 
 
-async def _after_yield(coro: Any) -> None:
+async def _after_yield(coro: Coroutine[Any, Any, None]) -> None:
     await asyncio.sleep(0)
     await coro
 

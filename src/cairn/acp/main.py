@@ -22,8 +22,6 @@ EXIT_OK = 0
 EXIT_CONFIG = 52  # a settings file cannot be used (the same code as ``cairn -p``)
 SHUTDOWN_MEMORY_WAIT_SECONDS = 10.0  # memory work (Extract) may finish after the client leaves
 
-_log = get_logger("ACP")
-
 
 def run_acp_agent(*, model: str | None, approval_mode: str | None) -> int:
     """Serve ACP on stdin/stdout until the client closes stdin; returns the exit code."""

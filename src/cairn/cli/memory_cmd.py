@@ -39,6 +39,7 @@ __all__ = ["memory_app"]
 EXIT_FAILED = 1  # the command ran but could not do what was asked
 EXIT_USAGE = 2  # bad input: arguments, settings
 MAX_LOG_FILES_SHOWN = 3  # file names per audit line in `cairn memory log`
+MAX_LOG_FILE_WIDTH = 48  # columns a file name keeps before it is folded
 
 memory_app = typer.Typer(
     name="memory",
@@ -379,8 +380,17 @@ def log(
         if not entries:
             out.print("No memory changes recorded yet.")
             return
-        table = Table("When", "Operation", "Scope", "Files", "Session", "Detail")
-        for entry in entries[:limit]:
+        shown = entries[:limit]
+        names = [name for entry in shown for name in entry.files[:MAX_LOG_FILES_SHOWN]]
+        longest = max(map(len, names), default=5)
+        table = Table()
+        table.add_column("When", no_wrap=True)
+        table.add_column("Operation")
+        table.add_column("Scope")
+        table.add_column("Files", overflow="fold", min_width=min(longest, MAX_LOG_FILE_WIDTH))
+        table.add_column("Session", no_wrap=True)
+        table.add_column("Detail")
+        for entry in shown:
             table.add_row(
                 _when(entry),
                 entry.operation,

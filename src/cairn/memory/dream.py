@@ -556,7 +556,7 @@ async def _dream_locked(
 
     async def on_event(event: SessionEvent) -> None:
         if isinstance(event, ToolCallStart):
-            await _say(progress, event.title)
+            await _say(progress, event.title.replace(f"{root}{os.sep}", ""))
 
     report = DreamReport("noop")
     await _say(progress, "Consolidating with the model…")

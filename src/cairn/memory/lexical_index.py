@@ -30,7 +30,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, groupby
+from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
@@ -51,7 +51,7 @@ _SEED_SLOTS = 1024  # documents of the rarest terms scored to start the threshol
 _WINDOW_FACTOR = 4  # the threshold search stops once at most 4k (and >= k) documents pass
 _WINDOW_MIN = 32  # ... or at most 32
 
-IndexState = tuple[int, bytes, str, bytes, bytes, bytes]  # slots, used, terms, counts, ids, weights
+IndexState = tuple[int, bytes, str, bytes, bytes, bytes]  # count, used, terms, ends, slots, weights
 _Posting = tuple[array, array]  # (slots, weights)
 
 
@@ -330,33 +330,32 @@ class LexicalIndex:
     def to_state(self) -> IndexState:
         """The whole index as a few strings and byte blobs (for marshal)."""
         terms = sorted({*self._postings, *self._packed.terms()})
-        counts, slots, weights = array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE)
+        ends, slots, weights = array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE)
         for term in terms:
             found = self._postings.get(term)
             if found is None:
                 found = self._packed.copy(term)
                 assert found is not None
-            counts.append(len(found[0]))
             slots.extend(found[0])
+            ends.append(len(slots))
             weights.extend(found[1])
-        return (self._doc_count, bytes(self._used), "\0".join(terms), counts.tobytes(),
+        return (self._doc_count, bytes(self._used), "\0".join(terms), ends.tobytes(),
                 slots.tobytes(), weights.tobytes())  # fmt: skip
 
     @classmethod
     def from_state(cls, state: IndexState) -> LexicalIndex:
         """The index :meth:`to_state` saved. Raises ValueError when the state is inconsistent."""
-        doc_count, used, joined, count_bytes, slot_bytes, weight_bytes = state
-        index, counts = cls(), array("q")
+        doc_count, used, joined, end_bytes, slot_bytes, weight_bytes = state
+        index, ends = cls(), array("q")
         slots, weights = array(_SLOT_TYPE), array(_WEIGHT_TYPE)
-        counts.frombytes(count_bytes)
+        ends.frombytes(end_bytes)
         slots.frombytes(slot_bytes)
         weights.frombytes(weight_bytes)
         index._used = bytearray(used)
         terms = joined.split("\0") if joined else []
-        ends = array("q", accumulate(counts))
         total = ends[-1] if ends else 0
-        if len(terms) != len(counts) or total != len(slots) or total != len(weights):
-            raise ValueError("index state: term, count, slot and weight tables disagree")
+        if len(terms) != len(ends) or total != len(slots) or total != len(weights):
+            raise ValueError("index state: term, end, slot and weight tables disagree")
         if doc_count != index._used.count(1):
             raise ValueError("index state: the document count is damaged")
         index._packed = _PackedPostings(terms, ends, slots, weights)

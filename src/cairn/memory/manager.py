@@ -16,12 +16,13 @@ root's audit trail (:mod:`cairn.memory.history`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cairn.abort import AbortSignal
 from cairn.config.settings import Settings
@@ -29,20 +30,6 @@ from cairn.content import Content
 from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
 from cairn.memory.document import MemoryDoc, MemoryScope
-from cairn.memory.dream import (
-    DreamReport,
-    ScanClock,
-    auto_dream_gate,
-    consolidation_lock,
-    run_dream,
-)
-from cairn.memory.extract import (
-    ExtractOutcome,
-    ExtractRequest,
-    record_written,
-    run_extract,
-    turn_wrote_memory,
-)
 from cairn.memory.forget import (
     MAX_FORGET_MATCHES,
     ForgetCandidate,
@@ -53,9 +40,7 @@ from cairn.memory.forget import (
     restore_last_forget,
     select_forget_candidates,
 )
-from cairn.memory.history import HistoryEntry, append_history, read_history
 from cairn.memory.index_file import build_index_text
-from cairn.memory.locks import hold_roots, hold_roots_async
 from cairn.memory.paths import INDEX_FILE_NAME, MemoryRoots, memory_roots
 from cairn.memory.pressure import AvailableMemory, available_memory_mb
 from cairn.memory.prompt import MemoryTier, build_auto_memory_prompt
@@ -72,6 +57,11 @@ from cairn.memory.tasks import (
     written_files,
 )
 from cairn.memory.telemetry import emit_dream, emit_extract, emit_forget
+
+if TYPE_CHECKING:  # the task modules load on first use: they pull in the agent loop and tools
+    from cairn.memory.dream import DreamReport, ScanClock
+    from cairn.memory.extract import ExtractRequest
+    from cairn.memory.history import HistoryEntry
 
 __all__ = ["MemoryManager"]
 
@@ -194,7 +184,7 @@ class MemoryManager:
         step("Reading memory files")
         report = self.store.refresh()
         step("Writing MEMORY.md")
-        with hold_roots(self._root_paths()):
+        with _hold_roots(self._root_paths()):
             self.store.rebuild_index_files()
         step("Saving the search index")
         self.store.save()
@@ -257,10 +247,10 @@ class MemoryManager:
 
     def apply_forget(self, plan: ForgetPlan, *, session_id: str = "") -> ForgetReport:
         """Move the plan's entries to the trash and rebuild the indexes (roots locked)."""
-        with hold_roots(self._root_paths()):
+        with _hold_roots(self._root_paths()):
             report = apply_forget_plan(plan, self.root_map(), now=self.clock())
             if report.entries:
-                self._after_change("forget", report.files, session_id, plan.query)
+                self._after_change("forget", report.files, session_id, f"asked: {plan.query}")
         emit_forget(
             action="forget", strategy=plan.strategy, entries=report.entries, files=len(report.files)
         )
@@ -268,7 +258,7 @@ class MemoryManager:
 
     def restore_last_forget(self, *, session_id: str = "") -> ForgetReport:
         """Bring back the most recent forget (refusing to overwrite) and rebuild the indexes."""
-        with hold_roots(self._root_paths()):
+        with _hold_roots(self._root_paths()):
             report = restore_last_forget(self.root_map())
             if report.ok:
                 self._after_change("restore", report.files, session_id, "")
@@ -281,13 +271,15 @@ class MemoryManager:
         self, operation: str, labels: Sequence[str], session_id: str, detail: str
     ) -> None:
         """Indexes and audit trail after Forget or restore (call with the roots locked)."""
+        from cairn.memory import history
+
         self._rebuild_indexes()
         now = self.clock()
         for scope, root in self.root_map().items():
             files = [label.split(":", 1)[1] for label in labels if label.startswith(f"{scope}:")]
             if files:
-                entry = HistoryEntry(now, operation, scope, files, session_id, "", len(files))
-                append_history(root, entry)
+                line = history.HistoryEntry(now, operation, scope, files, session_id, detail)
+                history.append_history(root, line)
         self.generation += 1
 
     def _rebuild_indexes(self) -> None:
@@ -301,6 +293,8 @@ class MemoryManager:
 
     def history(self) -> tuple[list[HistoryEntry], list[str]]:
         """Every audit entry of both roots, newest first, and warnings for unreadable lines."""
+        from cairn.memory.history import read_history
+
         return read_history(list(self.root_map().items()))
 
     # --- background tasks: Extract and Dream -----------------------------------------------
@@ -338,6 +332,8 @@ class MemoryManager:
         """
         if not self.enabled:
             return
+        from cairn.memory.extract import ExtractRequest, turn_wrote_memory
+
         key = str(Path(project_root).resolve())
         entries = [entry.shallow_copy() for entry in history]
         record = self._tasks.new("extract", session_id)
@@ -377,6 +373,8 @@ class MemoryManager:
                 dropped[1].finish("cancelled")
 
     async def _extract_once(self, request: ExtractRequest, record: MemoryTask) -> None:
+        from cairn.memory.extract import ExtractOutcome, run_extract
+
         record.status = "running"
         started = time.monotonic()
         try:
@@ -407,9 +405,13 @@ class MemoryManager:
 
     async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
         """The turn's own agent wrote memory: index it and note it in the audit trail."""
+        from cairn.memory.extract import record_written
+
         space = self.space()
         files: list[WrittenFile] = written_files(paths, space.writable_roots())
         try:
+            from cairn.memory.locks import hold_roots_async
+
             async with hold_roots_async(self._root_paths()):
                 record_written(space, files, operation="remember", session_id=session_id)
         except Exception as error:
@@ -435,6 +437,8 @@ class MemoryManager:
     async def _auto_dream(
         self, key: str, session_id: str, runtime: MemoryRuntime, record: MemoryTask
     ) -> None:
+        from cairn.memory.dream import ScanClock, auto_dream_gate
+
         space = self.space()
         scans = self._scans.setdefault(key, ScanClock())
         reason = auto_dream_gate(runtime=runtime, space=space, session_id=session_id, scans=scans)
@@ -452,6 +456,8 @@ class MemoryManager:
         await self._dream(key, session_id, runtime, record, trigger="auto", progress=None)
 
     def _consolidation_held(self) -> bool:
+        from cairn.memory.dream import consolidation_lock
+
         lock = consolidation_lock(self.space())
         return lock.holder(time.time(), clean=False, ours_is_stale=not self._dreaming) is not None
 
@@ -462,6 +468,8 @@ class MemoryManager:
 
         ``progress`` is told each step as it starts. The report's ``str()`` is a summary.
         """
+        from cairn.memory.dream import DreamReport
+
         key = str(Path(runtime.project_root).resolve())
         record = self._tasks.new("dream", session_id, trigger="manual")
         if key in self._dreaming:
@@ -481,6 +489,8 @@ class MemoryManager:
         trigger: Literal["auto", "manual"],
         progress: Progress | None,
     ) -> DreamReport:
+        from cairn.memory.dream import DreamReport, run_dream
+
         self._dreaming.add(key)
         record.status = "running"
         started = time.monotonic()
@@ -533,3 +543,12 @@ def _holds_memories(root: Path) -> bool:
         return any(path.name != INDEX_FILE_NAME for path in root.rglob("*.md"))
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def _hold_roots(roots: Sequence[Path]) -> Iterator[None]:
+    """:func:`cairn.memory.locks.hold_roots`, imported on first use (it loads filelock)."""
+    from cairn.memory.locks import hold_roots
+
+    with hold_roots(roots):
+        yield

@@ -7,7 +7,7 @@ gets a warning, one pointing inside it is already walked where it really is.
 
 The walk stats every file (an in-place edit leaves its folder's mtime alone, so nothing cheaper
 is complete); it keeps the per-file Python work small and does the system calls in one C-level
-``map`` per walk.
+``map`` per folder.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from cairn.memory.watch import TreeWatcher
 __all__ = ["Walk", "is_memory_name", "stat_file", "stat_key", "walk_root"]
 
 _MEMORY_SUFFIX = ".md"
-_UNREADABLE = os.stat_result((0,) * 10)  # stands in for a file that cannot be stat-ed
+_UNREADABLE = os.stat_result((stat.S_IFREG,) + (0,) * 9)  # a file that cannot be stat-ed
+_FILE_TYPE = 0o170000  # the file-type bits of st_mode (stat.S_IFMT)
 
 stat_key: Callable[[os.stat_result], StatKey] = attrgetter(
     "st_mtime_ns", "st_size", "st_ino", "st_ctime_ns"
@@ -82,11 +83,20 @@ def _safe_lstat(path: str) -> os.stat_result | None:
         return _UNREADABLE  # still listed, so it gets its one "unreadable" warning
 
 
+def _lstat_all(paths: list[str]) -> list[os.stat_result | None]:
+    try:
+        return list(map(os.lstat, paths))  # one C-level loop over the system calls
+    except OSError:
+        return list(map(_safe_lstat, paths))  # something vanished or failed: one by one
+
+
 def walk_root(root: str, watcher: TreeWatcher | None = None) -> Walk:
-    """Stat every memory file under ``root``, watching each folder before listing it."""
+    """Stat every memory file under ``root``, watching each folder before listing it.
+
+    Each folder is listed by name and every entry lstat-ed in one batch; the file mode then says
+    file, folder or symlink (cheaper than a ``DirEntry`` per file, and the stat is needed anyway).
+    """
     walk = Walk()
-    relatives: list[str] = []
-    paths: list[str] = []
     real_root: str | None = None
     pending = [("", root)]
     while pending:
@@ -94,48 +104,36 @@ def walk_root(root: str, watcher: TreeWatcher | None = None) -> Walk:
         if watcher is not None:
             watcher.watch(folder, prefix)
         try:
-            with os.scandir(folder) as listing:
-                entries = list(listing)
+            names = [name for name in os.listdir(folder) if not name.startswith(".")]
         except OSError as error:
             reason = error.strerror or str(error)
             walk.warnings.append(f"{folder}: folder skipped (unreadable: {reason})")
             continue
-        for entry in entries:
-            name = entry.name
-            if name.startswith("."):
+        base = folder + os.sep
+        for name, info in zip(names, _lstat_all([base + name for name in names]), strict=True):
+            if info is None:
                 continue
-            # The common case first, in as few calls as possible: a regular *.md file.
-            if name.endswith(_MEMORY_SUFFIX) and entry.is_file(follow_symlinks=False):
-                if name != INDEX_FILE_NAME:
-                    relatives.append(prefix + name)
-                    paths.append(entry.path)
-            elif entry.is_dir(follow_symlinks=False):
-                pending.append((f"{prefix}{name}/", entry.path))
-            elif entry.is_symlink():
+            kind = info.st_mode & _FILE_TYPE
+            if kind == stat.S_IFREG:
+                if name.endswith(_MEMORY_SUFFIX) and name != INDEX_FILE_NAME:
+                    walk.infos[prefix + name] = info
+            elif kind == stat.S_IFDIR:
+                pending.append((f"{prefix}{name}/", base + name))
+            elif kind == stat.S_IFLNK:
                 real_root = real_root or os.path.realpath(root)
-                _walk_symlink(walk, entry, prefix, real_root)
-    try:
-        infos = list(map(os.lstat, paths))  # one C-level loop over the system calls
-    except OSError:
-        infos = list(map(_safe_lstat, paths))  # type: ignore[arg-type]
-    for relative, info in zip(relatives, infos, strict=True):
-        if info is not None:
-            walk.infos[relative] = info
+                _walk_symlink(walk, base + name, prefix + name, real_root)
     walk.keys.update(zip(walk.infos, map(stat_key, walk.infos.values()), strict=True))
     return walk
 
 
-def _walk_symlink(walk: Walk, entry: os.DirEntry[str], prefix: str, real_root: str) -> None:
-    if entry.is_dir(follow_symlinks=True):
-        if not _inside(real_root, os.path.realpath(entry.path)):
-            walk.warnings.append(
-                f"{entry.path}: folder skipped (symlink leading out of the memory root)"
-            )
+def _walk_symlink(walk: Walk, path: str, relative: str, real_root: str) -> None:
+    if os.path.isdir(path):
+        if not _inside(real_root, os.path.realpath(path)):
+            walk.warnings.append(f"{path}: folder skipped (symlink leading out of the memory root)")
         return
-    if not is_memory_name(entry.name):
+    if not is_memory_name(relative.rsplit("/", 1)[-1]):
         return
-    info = _symlink_info(entry.path)
+    info = _symlink_info(path)
     if info is not None:
-        relative = prefix + entry.name
         walk.infos[relative] = info
         walk.symlinks.add(relative)

@@ -43,7 +43,7 @@ __all__ = [
     "save_cache",
 ]
 
-CACHE_FORMAT = 3  # bump when the layout below changes
+CACHE_FORMAT = 4  # bump when the layout below changes
 _MAGIC = "cairn-recall-index"
 _FILE_PREFIX = b"cairn-recall-index\n"  # then a CRC-32 of the rest, then the marshal payload
 _MARSHAL_VERSION = 4
@@ -250,14 +250,15 @@ class RecordTable:
         table._rows = dict(zip(relatives, range(rows), strict=True))
         keys = columns.keys
         table.keys = dict(zip(relatives, zip(*[iter(keys)] * 4, strict=True), strict=True))
-        table.by_slot = {
-            slot: relative
-            for relative, slot in zip(relatives, columns.slots, strict=True)
-            if slot != _SKIP_SLOT
-        }
-        table.skips = set(table.keys.keys() - table.by_slot.values())
-        if len(table.by_slot) != sum(1 for slot in columns.slots if slot != _SKIP_SLOT):
+        table.by_slot = dict(zip(columns.slots, relatives, strict=True))  # C-level, then fix up
+        table.by_slot.pop(_SKIP_SLOT, None)
+        skipped = columns.slots.count(_SKIP_SLOT)
+        if len(table.by_slot) != rows - skipped:
             raise ValueError("record table: two memories share a slot")
+        if skipped:
+            table.skips = {
+                relatives[row] for row in range(rows) if columns.slots[row] == _SKIP_SLOT
+            }
         at = columns.symlinks.find(1)
         while at >= 0:
             table.symlinks.add(relatives[at])
