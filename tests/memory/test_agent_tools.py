@@ -97,7 +97,8 @@ async def test_an_edit_applies_to_the_current_text(root: Path) -> None:
 @pytest.mark.parametrize(
     ("relative", "why"),
     [("MEMORY.md", "generated"), ("feedback/x.txt", "only Markdown"),
-     (".hidden.md", "only Markdown"), ("pinned/rule.md", "protected")],
+     (".hidden.md", "only Markdown"), (".trash/1/x.md", "only Markdown"),
+     ("pinned/rule.md", "protected")],
 )  # fmt: skip
 async def test_non_memory_targets_are_refused(root: Path, relative: str, why: str) -> None:
     registry, ctx = tools(root)

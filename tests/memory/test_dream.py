@@ -25,8 +25,10 @@ from task_helpers import (
 
 from cairn.memory.dream import (
     OPERATIONS_FILE_NAME,
+    DreamOperations,
     DreamReport,
     ManifestRejected,
+    apply_manifest,
     count_new_sessions,
     validate_manifest,
 )
@@ -472,3 +474,28 @@ def test_unknown_operations_shapes_and_versions_are_rejected(root: Path) -> None
     assert "JSON object" in rejected(["feedback/a.md"], root)
     assert "version" in rejected({"version": 2}, root)
     assert "must be a list" in rejected({"delete": "feedback/a.md"}, root)
+
+
+def test_applying_a_valid_manifest_deletes_its_files_and_removes_it(root: Path) -> None:
+    manifest = {"version": 1, "delete": ["feedback/c.md"]}
+    (root / OPERATIONS_FILE_NAME).write_text(json.dumps(manifest))
+
+    operations, problem = apply_manifest(root)
+
+    assert problem is None and operations.delete == ["feedback/c.md"]
+    assert not (root / "feedback" / "c.md").exists()
+    assert not (root / OPERATIONS_FILE_NAME).exists()
+
+
+def test_a_manifest_that_is_not_json_is_rejected_and_removed(root: Path) -> None:
+    (root / OPERATIONS_FILE_NAME).write_text("delete everything")
+
+    operations, problem = apply_manifest(root)
+
+    assert operations.delete == [] and problem is not None and "not valid JSON" in problem
+    assert not (root / OPERATIONS_FILE_NAME).exists()
+    assert (root / "feedback" / "a.md").exists()
+
+
+def test_no_manifest_means_no_deletions(root: Path) -> None:
+    assert apply_manifest(root) == (DreamOperations(), None)

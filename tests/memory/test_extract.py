@@ -24,6 +24,7 @@ from cairn.content import Content, FunctionCall, FunctionResponse, Text
 from cairn.memory.cursor import ExtractCursor, read_cursor, write_cursor
 from cairn.memory.extract import (
     EXTRACT_HISTORY_ENTRIES,
+    ExtractOutcome,
     ExtractRequest,
     extraction_history,
     has_new_user_messages,
@@ -47,7 +48,9 @@ def pytest_memory(project: Project) -> tuple[str, str]:
     return (str(project.memory / "feedback" / "pytest.md"), memory_file("Uses pytest", PREFERENCE))
 
 
-async def extract(project: Project, history: list[Content], session: str = SESSION):  # type: ignore[no-untyped-def]
+async def extract(
+    project: Project, history: list[Content], session: str = SESSION
+) -> ExtractOutcome:
     request = ExtractRequest(project.workspace, session, history, project.runtime)
     return await run_extract(request, project.manager.space())
 

@@ -5,10 +5,23 @@ from pathlib import Path
 
 import pytest
 from memory_helpers import Events, make_manager, project_root, write_memory
+from task_helpers import (
+    ProjectFactory,
+    agent_script,
+    conversation,
+    memory_file,
+    new_project,
+    writes,
+    wrote_memory_turn,
+)
 
 from cairn.abort import AbortController
+from cairn.memory.forget import ForgetPlan
 from cairn.memory.manager import MemoryManager
 from cairn.memory.recall import RecallResult
+from cairn.testing import reply
+
+__all__ = ["new_project"]  # the fixture, imported for pytest
 
 
 @pytest.fixture
@@ -126,21 +139,6 @@ async def test_recall_renders_ages_with_the_manager_clock(manager: MemoryManager
 
 
 # --- background tasks: Extract scheduling, drain, the audit trail --------------------------
-
-from task_helpers import (  # noqa: E402 - the task fixtures live with the task helpers
-    ProjectFactory,
-    agent_script,
-    conversation,
-    memory_file,
-    new_project,
-    writes,
-    wrote_memory_turn,
-)
-
-from cairn.memory.forget import ForgetPlan  # noqa: E402
-from cairn.testing import reply  # noqa: E402
-
-__all__ = ["new_project"]
 
 SESSION = "11111111-2222-3333-4444-555555555555"
 

@@ -1,4 +1,4 @@
-"""Managed long-term memory: the store, Recall, Forget and the ``# auto memory`` prompt section.
+"""Managed long-term memory: the store, Recall, Extract, Dream, Forget and the prompt section.
 
 The public names are loaded on first use, so importing one submodule (``cairn.memory.document``)
 does not pull in the store, the selector or the model provider types.
@@ -11,24 +11,30 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
+    from cairn.memory.dream import DreamReport
     from cairn.memory.forget import ForgetCandidate, ForgetPlan, ForgetReport
+    from cairn.memory.history import HistoryEntry
     from cairn.memory.manager import MemoryManager
     from cairn.memory.noise import remember_tool_name
     from cairn.memory.paths import MemoryRoots, memory_roots
     from cairn.memory.prefetch import INITIAL_RECALL_WAIT_MS, RecallDelivery, RecallLifecycle
     from cairn.memory.recall import RecallResult
     from cairn.memory.store import MemoryStore, ScanReport, ScoredDoc
+    from cairn.memory.tasks import MemoryTask
 
 __all__ = [
     "INITIAL_RECALL_WAIT_MS",
+    "DreamReport",
     "ForgetCandidate",
     "ForgetPlan",
     "ForgetReport",
+    "HistoryEntry",
     "MemoryDoc",
     "MemoryManager",
     "MemoryRoots",
     "MemoryScope",
     "MemoryStore",
+    "MemoryTask",
     "MemoryType",
     "RecallDelivery",
     "RecallLifecycle",
@@ -43,6 +49,9 @@ _HOMES = {
     "MemoryDoc": "document",
     "MemoryScope": "document",
     "MemoryType": "document",
+    "DreamReport": "dream",
+    "HistoryEntry": "history",
+    "MemoryTask": "tasks",
     "ForgetCandidate": "forget",
     "ForgetPlan": "forget",
     "ForgetReport": "forget",

@@ -196,7 +196,8 @@ class _Guarded:
             return f"{path}: files under {PINNED_FOLDER}/ are protected and read-only"
         if relative.name == INDEX_FILE_NAME and len(relative.parts) == 1:
             return f"{path}: {INDEX_FILE_NAME} is generated from the memory files; do not edit it"
-        if not relative.name.endswith(_MEMORY_SUFFIX) or relative.name.startswith("."):
+        hidden = any(part.startswith(".") for part in relative.parts)
+        if not relative.name.endswith(_MEMORY_SUFFIX) or hidden:
             return f"{path}: only Markdown memory files (*.md) can be written in memory folders"
         return None
 

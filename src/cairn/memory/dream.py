@@ -54,8 +54,11 @@ __all__ = [
     "DreamReport",
     "ManifestRejected",
     "ScanClock",
+    "apply_manifest",
     "auto_dream_gate",
+    "consolidation_lock",
     "count_new_sessions",
+    "dream_system_prompt",
     "run_dream",
     "validate_manifest",
 ]
@@ -495,7 +498,7 @@ async def _say(progress: Progress | None, text: str) -> None:
         return
     try:
         await progress(text)
-    except Exception as error:
+    except Exception as error:  # a broken progress display must not stop Dream
         _log.warning(f"dream progress callback failed: {error!r}")
 
 
@@ -576,7 +579,7 @@ async def _dream_locked(
         )
         report.agent_status = result.status
         report.summary = " ".join(result.text.split())[:DREAM_SUMMARY_CHARS]
-    except Exception as error:
+    except Exception as error:  # Dream is best effort: a failure is reported
         report.status = "failed"
         report.error = f"{type(error).__name__}: {error}"
         _log.warning(f"dream failed: {report.error}")

@@ -62,6 +62,7 @@ __all__ = [
     "MAX_TOPIC_SUMMARY_CHARS",
     "ExtractOutcome",
     "ExtractRequest",
+    "existing_memories_block",
     "extraction_history",
     "extraction_system_prompt",
     "has_new_user_messages",
@@ -356,8 +357,7 @@ async def run_extract(request: ExtractRequest, space: MemorySpace) -> ExtractOut
         async with hold_roots_async(_all_roots(space)):
             write_cursor(state_dir, ExtractCursor(request.session_id, len(history)), now=now)
         return ExtractOutcome("skipped", "no_new_messages", cursor_advanced=True)
-    for _, root in roots:
-        root.mkdir(parents=True, exist_ok=True)
+    roots[0][1].mkdir(parents=True, exist_ok=True)  # the agent's working folder
     return await _run_agent(request, space, roots)
 
 
@@ -403,7 +403,7 @@ async def _run_agent(
         outcome.files = written_files(files.written, roots)
         _record_cancelled(request, space, outcome)
         raise
-    except Exception as error:
+    except Exception as error:  # Extract is best effort: a failure is reported
         outcome.status = "failed"
         outcome.error = f"{type(error).__name__}: {error}"
         _log.warning(f"extraction failed: {outcome.error}")
@@ -439,6 +439,6 @@ def _record_cancelled(request: ExtractRequest, space: MemorySpace, outcome: Extr
     try:
         with hold_roots(_all_roots(space), timeout=CANCELLED_CLEANUP_LOCK_SECONDS):
             record_written(space, outcome.files, operation="extract", session_id=request.session_id)
-    except Exception as error:
+    except Exception as error:  # the next run or `cairn memory reindex` catches up
         _log.warning(f"writes of a cancelled extraction not indexed yet: {error!r}")
 

@@ -386,7 +386,7 @@ class MemoryManager:
                 duration_ms=(time.monotonic() - started) * 1000,
             )  # fmt: skip
             raise
-        except Exception as error:
+        except Exception as error:  # a lock timeout, a full disk: reported, never raised
             _task_log.warning(f"extraction failed: {error!r}")
             outcome = ExtractOutcome("failed", error=f"{type(error).__name__}: {error}")
         record.files = [f.label for f in outcome.files]
@@ -414,7 +414,7 @@ class MemoryManager:
 
             async with hold_roots_async(self._root_paths()):
                 record_written(space, files, operation="remember", session_id=session_id)
-        except Exception as error:
+        except Exception as error:  # best effort: `cairn memory reindex` catches up
             _task_log.warning(f"indexing the session's memory writes failed: {error!r}")
             return
         self.generation += 1
@@ -505,7 +505,7 @@ class MemoryManager:
                 duration_ms=(time.monotonic() - started) * 1000,
             )  # fmt: skip
             raise
-        except Exception as error:
+        except Exception as error:  # a lock timeout, a full disk: reported
             _task_log.warning(f"dream failed: {error!r}")
             report = DreamReport("failed", error=f"{type(error).__name__}: {error}")
         finally:

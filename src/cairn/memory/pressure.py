@@ -61,6 +61,6 @@ def under_memory_pressure(min_available_mb: float, reader: AvailableMemory) -> b
         return False
     try:
         available = reader()
-    except Exception:
+    except Exception:  # a broken probe must not stop memory work
         return False
     return available is not None and available < min_available_mb
