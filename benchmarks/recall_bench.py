@@ -33,7 +33,10 @@ import unicodedata  # noqa: E402
 from collections.abc import Callable, Iterable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import TYPE_CHECKING, Any, cast  # noqa: E402
+
+if TYPE_CHECKING:
+    from cairn.memory.document import MemoryScope, MemoryType
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "recall_eval"
@@ -149,7 +152,8 @@ def materialize_into(docs: Iterable[EvalDoc], roots: Any) -> None:
 
     for doc in docs:
         root = roots.project if doc.scope == "project" else roots.user
-        text = render_memory_file(doc.name, doc.description, doc.type, doc.body)
+        memory_type = cast("MemoryType", doc.type)
+        text = render_memory_file(doc.name, doc.description, memory_type, doc.body)
         write_doc(root, doc.path, text, NOW - doc.age_days * DAY)
 
 
@@ -709,7 +713,8 @@ def build_tree(size: int, corpus: Sequence[EvalDoc], base: Path) -> Any:
         root = roots.project if number % 5 else roots.user  # 80% project, 20% user
         assert root is not None
         mtime = NOW - generator.rng.uniform(0, 400) * DAY
-        write_doc(root, relative, render_memory_file(name, description, memory_type, body), mtime)
+        text = render_memory_file(name, description, cast("MemoryType", memory_type), body)
+        write_doc(root, relative, text, mtime)
     marker.write_text("ok\n")
     return roots
 
@@ -765,7 +770,11 @@ class ReferenceScanner:
         from cairn.memory.scan import walk_root
 
         docs: list[Any] = []
-        for scope, root in (("project", self.roots.project), ("user", self.roots.user)):
+        scopes: tuple[tuple[MemoryScope, Path], ...] = (
+            ("project", self.roots.project),
+            ("user", self.roots.user),
+        )
+        for scope, root in scopes:
             walk = walk_root(str(root))
             for relative, key in walk.keys.items():
                 cached = self.cache.get(f"{scope}:{relative}")

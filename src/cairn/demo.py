@@ -214,11 +214,13 @@ async def _demo(folder: Path, console: Console) -> int:
     project = folder / "project"
     (project / ".git").mkdir(parents=True)
     (project / "greet.py").write_text(GREET_PY)
-    console.print(Panel.fit(
-        "cairn demo: real sessions on the real runtime, against a scripted model on 127.0.0.1.\n"
-        f"Project: {project}",
-        title="cairn",
-    ))
+    console.print(
+        Panel.fit(
+            "cairn demo: real sessions on the real runtime, with a scripted model on 127.0.0.1.\n"
+            f"Project: {project}",
+            title="cairn",
+        )
+    )
     async with ScriptedServer(handler=_DemoModel(project)) as server:
         settings = Settings()
         endpoint = Endpoint(server.base_url, "demo-key", "scripted-model")
@@ -228,22 +230,28 @@ async def _demo(folder: Path, console: Console) -> int:
             session = runtime.new_session(approval_mode="yolo")
             await _turn(console, session, printer, "1. A streamed answer", "What does greet.py do?")
             await _turn(
-                console, session, printer, "2. A turn with tool calls",
+                console,
+                session,
+                printer,
+                "2. A turn with tool calls",
                 "Add a farewell function to greet.py and run it.",
             )
             await _show_diff(console, project)
             await _turn(
-                console, session, printer, "3. Something worth remembering",
+                console,
+                session,
+                printer,
+                "3. Something worth remembering",
                 "By the way: I always use pytest for tests, never unittest.",
             )
-            await _turn(console, session, printer, "4. Where were we?", "/recap")
             await session.close()
             await _show_saved_memory(console, runtime)
             second = runtime.new_session(approval_mode="yolo")
             await _turn(
-                console, second, printer, "5. A new session remembers", "Write a test for greet.py."
+                console, second, printer, "4. A new session remembers", "Write a test for greet.py."
             )
             _show_recalled(console, server, second.id)
+            await _turn(console, second, printer, "5. Where were we? (/recap)", "/recap")
             await second.close()
         finally:
             await runtime.aclose()
@@ -251,7 +259,9 @@ async def _demo(folder: Path, console: Console) -> int:
     return 0
 
 
-async def _turn(console: Console, session: Session, printer: _Printer, title: str, text: str) -> None:
+async def _turn(
+    console: Console, session: Session, printer: _Printer, title: str, text: str
+) -> None:
     console.print(Rule(title, align="left"))
     console.print(f"[bold green]you ›[/] {text}")
     result = await session.prompt(PromptRequest(text=text), printer)
@@ -294,4 +304,3 @@ def _summary(console: Console, server: ScriptedServer) -> None:
     listing = ", ".join(f"{purpose}: {n}" for purpose, n in sorted(counts.items()))
     console.print(Rule("Model requests by X-Cairn-Purpose", align="left"))
     console.print(listing)
-

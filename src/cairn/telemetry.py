@@ -41,7 +41,7 @@ def emit(name: str, **attributes: Any) -> None:
     for subscriber in list(_subscribers):
         try:
             subscriber(name, dict(attributes))
-        except Exception:  # noqa: BLE001, S112 - a broken subscriber must not break a turn
+        except Exception:  # noqa: S112 - a broken subscriber must not break a turn
             continue
     if not _enabled:
         return

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from acp.schema import ClientCapabilities, TextContentBlock
-from acp_doubles import FORM_CAPABILITIES, agent_options, connect
+from .acp_doubles import FORM_CAPABILITIES, agent_options, connect
 
 from cairn.testing import ScriptedServer, reply, tool_call
 

@@ -18,7 +18,8 @@ def test_split_lands_on_a_plain_user_message_after_seventy_percent():
 
 
 def test_split_never_lands_on_a_tool_result():
-    history = _conversation(3) + [
+    history = [
+        *_conversation(3),
         Content("model", [FunctionCall("c", "glob", {})]),
         Content("user", [FunctionResponse("c", "glob", {"output": "z" * 5000})]),
         Content.model("done"),

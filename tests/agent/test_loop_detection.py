@@ -1,4 +1,8 @@
-from cairn.agent.loop_detection import CONTENT_LOOP_THRESHOLD, TOOL_CALL_LOOP_THRESHOLD, LoopDetector
+from cairn.agent.loop_detection import (
+    CONTENT_LOOP_THRESHOLD,
+    TOOL_CALL_LOOP_THRESHOLD,
+    LoopDetector,
+)
 from cairn.content import FunctionCall
 
 

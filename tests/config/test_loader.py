@@ -86,7 +86,10 @@ def test_project_settings_are_found_from_a_subfolder(project):
 
 def test_endpoint_prefers_flag_then_environment_then_settings():
     settings = Settings.model_validate(
-        {"model": {"name": "settings-model"}, "security": {"auth": {"baseUrl": "http://s/v1", "apiKey": "k"}}}
+        {
+            "model": {"name": "settings-model"},
+            "security": {"auth": {"baseUrl": "http://s/v1", "apiKey": "k"}},
+        }
     )
     env = {"OPENAI_MODEL": "env-model"}
     assert resolve_endpoint(settings, environ=env).model == "env-model"
@@ -104,7 +107,13 @@ def test_missing_endpoint_names_every_missing_variable():
 
 def test_settings_env_is_the_lowest_priority_fallback():
     settings = Settings.model_validate(
-        {"env": {"OPENAI_BASE_URL": "http://fallback/v1", "OPENAI_API_KEY": "a", "OPENAI_MODEL": "m"}}
+        {
+            "env": {
+                "OPENAI_BASE_URL": "http://fallback/v1",
+                "OPENAI_API_KEY": "a",
+                "OPENAI_MODEL": "m",
+            }
+        }
     )
     assert resolve_endpoint(settings, environ={}).base_url == "http://fallback/v1"
     assert (

@@ -72,7 +72,9 @@ def test_text_output_streams_chunks_to_stdout(
     assert done.stdout == "one two three\n"
 
 
-def test_a_prompt_on_stdin_runs_headless(run_cairn: RunCairn, scripted_server: ScriptedServer) -> None:
+def test_a_prompt_on_stdin_runs_headless(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
     scripted_server.enqueue(reply("from stdin"))
     done = run_cairn(input="what is on stdin?\n")
     assert done.returncode == 0, done.stderr

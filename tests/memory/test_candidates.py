@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memory_helpers import DAY, NOW, make_doc
+from .memory_helpers import DAY, NOW, make_doc
 
 from cairn.memory.candidates import (
     MAX_MODEL_CANDIDATE_DOCS,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from task_helpers import (
+from .task_helpers import (
     HOUR,
     NOW,
     Project,

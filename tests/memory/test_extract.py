@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from task_helpers import (
+from .task_helpers import (
     Project,
     ProjectFactory,
     agent_script,

@@ -4,8 +4,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memory_helpers import Events, make_manager, project_root, write_memory
-from task_helpers import (
+from .memory_helpers import Events, make_manager, project_root, write_memory
+from .task_helpers import (
     ProjectFactory,
     agent_script,
     conversation,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from memory_helpers import make_doc
+from .memory_helpers import make_doc
 
 from cairn.memory.noise import (
     DURABLE_MARKERS,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from memory_helpers import (
+from .memory_helpers import (
     DAY,
     NOW,
     Events,

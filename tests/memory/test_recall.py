@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memory_helpers import (
+from .memory_helpers import (
     DAY,
     NOW,
     Events,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from memory_helpers import DAY, NOW, make_doc
+from .memory_helpers import DAY, NOW, make_doc
 
 from cairn.memory.render import (
     MAX_DOC_BODY_CHARS,

@@ -4,7 +4,7 @@ import asyncio
 import json
 
 import pytest
-from memory_helpers import NOW, ScriptedModel, make_doc, user_text
+from .memory_helpers import NOW, ScriptedModel, make_doc, user_text
 
 from cairn.abort import AbortController, Aborted
 from cairn.llm.errors import ProviderError

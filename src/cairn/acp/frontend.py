@@ -72,13 +72,13 @@ class AcpFrontend:
         tool_call = ToolCallUpdate(
             tool_call_id=request.call_id,
             title=request.title,
-            kind=acp_kind(str(request.kind)),  # type: ignore[arg-type]
+            kind=acp_kind(str(request.kind)),
             status="pending",
             content=[diff_content(request.diff)] if request.diff is not None else None,
             raw_input=dict(request.args),
         )
         options = [
-            PermissionOption(option_id=option_id, name=label, kind=kind)  # type: ignore[arg-type]
+            PermissionOption(option_id=option_id, name=label, kind=kind)
             for option_id, (label, kind, _outcome) in PERMISSION_OPTIONS.items()
         ]
         chosen = await self._ask_permission(tool_call, options)

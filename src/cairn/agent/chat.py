@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
+from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text, Thought
 
 __all__ = ["ChatHistory"]
 
@@ -73,7 +73,7 @@ class ChatHistory:
     def strip_thoughts(self) -> None:
         kept: list[Content] = []
         for entry in self._entries:
-            parts = [p for p in entry.parts if not isinstance(p, Thought)]
+            parts: list[Part] = [p for p in entry.parts if not isinstance(p, Thought)]
             if parts:
                 kept.append(type(entry)(entry.role, parts))
         self._entries = kept

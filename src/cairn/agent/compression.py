@@ -32,7 +32,8 @@ with only your summary and the most recent messages.
 First think in a <scratchpad> about what matters. Then write a <state_snapshot> with these sections:
 <overall_goal> the user's goal in one sentence </overall_goal>
 <key_knowledge> facts, constraints, decisions and conventions learned (bullets) </key_knowledge>
-<file_system_state> files created, read, changed or deleted, and what matters about them </file_system_state>
+<file_system_state> files created, read, changed or deleted, and why they matter
+</file_system_state>
 <recent_actions> the last few significant actions and their outcomes </recent_actions>
 <current_plan> numbered steps, each marked [DONE], [IN PROGRESS] or [TODO] </current_plan>
 Be dense and specific: names, paths, commands, numbers. Leave out pleasantries."""
@@ -64,7 +65,7 @@ def _is_clean_user(entry: Content) -> bool:
 
 
 def find_split_point(history: list[Content], fraction: float) -> int:
-    """Index of the first entry to keep: the first plain user message after ``fraction`` of the size."""
+    """Index of the first entry to keep: the first plain user message past ``fraction``."""
     sizes = [_size(e) for e in history]
     total = sum(sizes)
     cumulative = 0

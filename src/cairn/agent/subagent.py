@@ -127,4 +127,3 @@ async def run_subagent(
         result.status = "timeout"
     result.duration_s = time.monotonic() - started
     return result
-

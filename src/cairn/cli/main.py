@@ -47,13 +47,17 @@ def root(
     approval_mode: Annotated[
         Mode | None, typer.Option("--approval-mode", help="When to ask before running tools.")
     ] = None,
-    yolo: Annotated[bool, typer.Option("--yolo", "-y", help="Never ask (approval mode yolo).")] = False,
+    yolo: Annotated[
+        bool, typer.Option("--yolo", "-y", help="Never ask (approval mode yolo).")
+    ] = False,
     resume: Annotated[str | None, typer.Option("--resume", help="Resume a session by ID.")] = None,
     continue_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of this project.")
     ] = False,
     model: Annotated[str | None, typer.Option("--model", "-m", help="The model to use.")] = None,
-    acp: Annotated[bool, typer.Option("--acp", help="Serve the Agent Client Protocol on stdio.")] = False,
+    acp: Annotated[
+        bool, typer.Option("--acp", help="Serve the Agent Client Protocol on stdio.")
+    ] = False,
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
@@ -74,7 +78,9 @@ def root(
         from cairn.ui import run_interactive
 
         raise typer.Exit(
-            run_interactive(model=model, approval_mode=mode, resume=resume, continue_latest=continue_latest)
+            run_interactive(
+                model=model, approval_mode=mode, resume=resume, continue_latest=continue_latest
+            )
         )
     text = "\n\n".join(t for t in (piped, prompt) if t and t.strip())
     from cairn.headless.runner import HeadlessOptions, run_headless
@@ -82,7 +88,7 @@ def root(
     options = HeadlessOptions(
         prompt=text,
         cwd=Path.cwd(),
-        output_format=output_format.value,  # type: ignore[arg-type]
+        output_format=output_format.value,
         max_session_turns=max_session_turns,
         approval_mode=mode,
         resume=resume,
@@ -104,16 +110,22 @@ def demo(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option("--host", "--hostname", help="Address to bind.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", "--hostname", help="Address to bind.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0 picks a free one).")] = 4170,
     token: Annotated[
-        str | None, typer.Option(help="Bearer token (or CAIRN_SERVER_TOKEN).", envvar="CAIRN_SERVER_TOKEN")
+        str | None,
+        typer.Option(help="Bearer token (or CAIRN_SERVER_TOKEN).", envvar="CAIRN_SERVER_TOKEN"),
     ] = None,
     allow_origin: Annotated[
-        list[str] | None, typer.Option("--allow-origin", help="Allow browser requests from this origin.")
+        list[str] | None,
+        typer.Option("--allow-origin", help="Allow browser requests from this origin."),
     ] = None,
     max_sessions: Annotated[int, typer.Option(help="Most live sessions at once.")] = 64,
-    workspace: Annotated[Path | None, typer.Option(help="The workspace (default: the current folder).")] = None,
+    workspace: Annotated[
+        Path | None, typer.Option(help="The workspace (default: the current folder).")
+    ] = None,
 ) -> None:
     """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
     from cairn.daemon import run_daemon
@@ -133,7 +145,9 @@ def serve(
 def _mount_memory() -> None:
     from cairn.cli.memory_cmd import memory_app
 
-    app.add_typer(memory_app, name="memory", help="List, search, recall, forget and restore memories.")
+    app.add_typer(
+        memory_app, name="memory", help="List, search, recall, forget and restore memories."
+    )
 
 
 def _read_stdin() -> str | None:

@@ -242,7 +242,7 @@ class Settings(_Section):
 
 
 def editable_fields() -> list[tuple[str, type[BaseModel], str]]:
-    """``(dotted camelCase key, section model, python attribute)`` of the settings marked editable."""
+    """``(dotted camelCase key, section model, attribute)`` of each setting marked editable."""
     found: list[tuple[str, type[BaseModel], str]] = []
 
     def walk(model: type[BaseModel], prefix: str) -> None:

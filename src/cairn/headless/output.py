@@ -1,4 +1,4 @@
-"""Headless output formats: ``text`` (streamed), ``json`` (one array at the end), ``stream-json``."""
+"""Headless output formats: ``text`` (streamed), ``json`` (one array), ``stream-json``."""
 
 from __future__ import annotations
 
@@ -43,8 +43,16 @@ class OutputWriter:
         self._text_written = False
         self._ended_with_newline = True
 
-    def init(self, *, cwd: str, model: str, tools: list[str], mode: str, version: str,
-             commands: list[str]) -> None:
+    def init(
+        self,
+        *,
+        cwd: str,
+        model: str,
+        tools: list[str],
+        mode: str,
+        version: str,
+        commands: list[str],
+    ) -> None:
         self._message(
             {
                 "type": "system",
@@ -73,8 +81,13 @@ class OutputWriter:
                 self.err.write(f"{event.text}\n")
             elif self.fmt != "text":
                 self._message(
-                    {"type": "system", "subtype": "notice", "level": event.level,
-                     "source": event.source, "text": event.text}
+                    {
+                        "type": "system",
+                        "subtype": "notice",
+                        "level": event.level,
+                        "source": event.source,
+                        "text": event.text,
+                    }
                 )
         elif isinstance(event, AssistantMessage):
             self._assistant(event)

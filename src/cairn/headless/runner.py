@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from cairn import __version__
 from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
 from cairn.debug_log import set_process_session
 from cairn.headless.output import OutputFormat, OutputWriter
@@ -52,8 +51,9 @@ class HeadlessOptions:
     model: str | None = None
 
 
-def run_headless(options: HeadlessOptions, *, stdout: TextIO | None = None,
-                 stderr: TextIO | None = None) -> int:
+def run_headless(
+    options: HeadlessOptions, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
     return asyncio.run(_run(options, stdout or sys.stdout, stderr or sys.stderr))
 
 
@@ -111,7 +111,9 @@ async def _run_turn(
         return EXIT_BAD_INPUT
     set_process_session(session.id)
 
-    writer = OutputWriter(options.output_format, session_id=session.id, stdout=stdout, stderr=stderr)
+    writer = OutputWriter(
+        options.output_format, session_id=session.id, stdout=stdout, stderr=stderr
+    )
     writer.init(
         cwd=str(runtime.cwd),
         model=runtime.provider.model,
@@ -144,11 +146,17 @@ async def _run_turn(
 
 
 async def _wait_for_memory(runtime: Runtime, session_id: str) -> None:
-    """One-shot use still learns: wait (bounded) for the Extract this turn scheduled."""
+    """One-shot use still learns: wait (bounded) for the Extract this turn scheduled.
+
+    A Dream is not waited for: it can take minutes, and one cut short by the exit records no
+    completion, so it simply runs again next time.
+    """
     if not runtime.memory_enabled:
         return
     manager = runtime.memory_manager()
-    await manager.drain(timeout=runtime.settings.memory.headless_extract_wait_seconds)
+    await manager.drain(
+        timeout=runtime.settings.memory.headless_extract_wait_seconds, extract_only=True
+    )
 
 
 def _classify(result: TurnResult) -> tuple[int, str, str | None]:

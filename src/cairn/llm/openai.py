@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,6 @@ from cairn.llm.types import (
 )
 
 __all__ = ["OpenAIProvider", "to_openai_messages"]
-
 
 
 PURPOSE_HEADER = "X-Cairn-Purpose"
@@ -111,7 +110,7 @@ class OpenAIProvider:
         if self._owns_client:
             await self._client.aclose()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         max_attempts = max(1, request.max_attempts or self._retry.max_attempts)
         body = build_request_body(request)
         headers = self._headers(request.purpose, request.session_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
@@ -121,7 +121,7 @@ class Provider(Protocol):
     @property
     def fast_model(self) -> str | None: ...
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream one response. Raises :class:`cairn.llm.errors.ProviderError` on failure."""
         ...
 

@@ -1,4 +1,4 @@
-"""A memory document: one Markdown file with YAML front matter (``name``, ``description``, ``type``).
+"""A memory document: one Markdown file with YAML front matter (name, description, type).
 
 The on-disk format is the reference system's, so memories written by Qwen Code or Claude Code read
 as is::

@@ -313,9 +313,14 @@ class MemoryManager:
         """Records of recent Extract and Dream tasks, oldest first."""
         return self._tasks.records()
 
-    async def drain(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for running and queued memory tasks; True when done."""
-        return await self._tasks.drain(timeout)
+    async def drain(self, timeout: float, *, extract_only: bool = False) -> bool:
+        """Wait up to ``timeout`` seconds for running and queued memory tasks; True when done.
+
+        ``extract_only`` waits for extractions (and the index rebuild of a turn that wrote
+        memory itself) but not for a Dream, which may run for minutes and is safe to interrupt.
+        """
+        names = ("memory-extract", "memory-remember") if extract_only else None
+        return await self._tasks.drain(timeout, names=names)
 
     def schedule_extract(
         self,

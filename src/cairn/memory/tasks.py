@@ -13,7 +13,7 @@ import itertools
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Collection, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
@@ -184,15 +184,16 @@ class TaskBook:
     def busy(self) -> bool:
         return bool(self._running)
 
-    async def drain(self, timeout: float) -> bool:
+    async def drain(self, timeout: float, *, names: Collection[str] | None = None) -> bool:
         """Wait until no task runs (tasks started meanwhile included), at most ``timeout`` s.
 
-        True when everything finished; never cancels anything.
+        ``names`` limits the wait to tasks started under those names (e.g. only
+        ``memory-extract``). True when everything waited for finished; never cancels anything.
         """
         deadline = time.monotonic() + max(timeout, 0.0)
-        while self._running:
+        while waiting := {t for t in self._running if names is None or t.get_name() in names}:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            await asyncio.wait(set(self._running), timeout=remaining)
+            await asyncio.wait(waiting, timeout=remaining)
         return True

@@ -49,7 +49,9 @@ class SlashCommand:
 
 
 async def _help(session: Session, args: str, sink: EventSink) -> CommandOutcome:
-    lines = [f"/{c.name}{' <' + c.hint + '>' if c.hint else ''} — {c.description}" for c in COMMANDS]
+    lines = [
+        f"/{c.name}{' <' + c.hint + '>' if c.hint else ''} — {c.description}" for c in COMMANDS
+    ]
     return CommandOutcome("\n".join(lines))
 
 
@@ -131,7 +133,9 @@ async def _forget(session: Session, args: str, sink: EventSink) -> CommandOutcom
             return CommandOutcome("Nothing was forgotten.")
     report = manager.apply_forget(plan, session_id=session.id)
     session.refresh_system_prompt()
-    return CommandOutcome(f"{report.message}\n{listing}\n(`cairn memory restore` brings them back.)")
+    return CommandOutcome(
+        f"{report.message}\n{listing}\n(`cairn memory restore` brings them back.)"
+    )
 
 
 async def _dream(session: Session, args: str, sink: EventSink) -> CommandOutcome:
@@ -162,7 +166,9 @@ async def _approval_mode(session: Session, args: str, sink: EventSink) -> Comman
             f"Approval mode: {session.approval_mode} (one of {', '.join(APPROVAL_MODES)})."
         )
     if mode not in APPROVAL_MODES:
-        return CommandOutcome(f"Unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}.")
+        return CommandOutcome(
+            f"Unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}."
+        )
     await session.set_approval_mode(mode, sink)
     return CommandOutcome(f"Approval mode set to {mode}.")
 
@@ -200,9 +206,7 @@ def busy_refusal(text: str) -> str | None:
     return BUSY_MESSAGE.format(name=found[0].name)
 
 
-async def run_slash_command(
-    session: Session, text: str, sink: EventSink
-) -> CommandOutcome | None:
+async def run_slash_command(session: Session, text: str, sink: EventSink) -> CommandOutcome | None:
     """Run ``text`` if it names a command; ``None`` if it does not (it is a normal prompt)."""
     found = find_command(text)
     if found is None:
@@ -210,7 +214,7 @@ async def run_slash_command(
     command, args = found
     try:
         outcome = await command.handler(session, args, sink)
-    except Exception as exc:  # noqa: BLE001 - a failing command reports, never crashes a session
+    except Exception as exc:
         outcome = CommandOutcome(f"/{command.name} failed: {exc}")
     if outcome.message and outcome.prompt is None:
         await sink(Notice("info", outcome.message, f"command:{command.name}"))

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cairn import __version__
 from cairn.config.loader import Endpoint
@@ -163,9 +163,9 @@ class Runtime:
 
     # ----- background work -----
 
-    def spawn(self, coro: object, *, name: str) -> asyncio.Task[object]:
+    def spawn(self, coro: Coroutine[Any, Any, object], *, name: str) -> asyncio.Task[object]:
         """Run best-effort background work that must never fail or block a turn."""
-        task: asyncio.Task[object] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        task: asyncio.Task[object] = asyncio.ensure_future(coro)
         task.set_name(name)
         self._background.add(task)
 
@@ -185,7 +185,7 @@ class Runtime:
         for manager in self._memory.values():
             try:
                 manager.close()  # persists the Recall index so the next process starts warm
-            except Exception as exc:  # noqa: BLE001 - closing must not fail the exit
+            except Exception as exc:
                 _log.warning(f"closing the memory manager failed: {exc!r}")
         await self.provider.aclose()
 

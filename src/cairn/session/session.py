@@ -145,6 +145,7 @@ class Session:
         self._steering: deque[str] = deque(maxlen=MAX_STEERING_QUEUE)
         self._last_prompt: tuple[int, list[Part]] | None = None
         self._closed = False
+        self._memory_generation = -1
         self.loaded = loaded
 
         self.recorder = self._make_recorder(loaded)
@@ -214,15 +215,22 @@ class Session:
         memory = ""
         if self.settings.memory.enable_managed_auto_memory:
             try:
-                memory = self.runtime.memory_manager().system_prompt_section()
-            except Exception as exc:  # noqa: BLE001 - a memory problem must not stop a session
+                manager = self.runtime.memory_manager()
+                self._memory_generation = manager.generation
+                memory = manager.system_prompt_section()
+            except Exception as exc:
                 _log.warning(f"memory prompt section unavailable: {exc!r}")
-        return build_system_prompt(
-            context_files=render_context_files(files), memory_section=memory
-        )
+        return build_system_prompt(context_files=render_context_files(files), memory_section=memory)
 
     def refresh_system_prompt(self) -> None:
         self.client.system_prompt = self.build_system_prompt()
+
+    def _refresh_if_memory_changed(self) -> None:
+        """Extract, Dream or Forget changed the memory files: show the new index next turn."""
+        if not self.settings.memory.enable_managed_auto_memory:
+            return
+        if self.runtime.memory_manager().generation != self._memory_generation:
+            self.refresh_system_prompt()
 
     def _record_assistant(self, content: Content, model: str, usage: Usage) -> None:
         if self.recorder is not None:
@@ -252,7 +260,9 @@ class Session:
         from cairn.config.settings import APPROVAL_MODES
 
         if mode not in APPROVAL_MODES:
-            raise ValueError(f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}")
+            raise ValueError(
+                f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}"
+            )
         self.approval_mode = mode
         if sink is not None:
             await sink(ModeChanged(mode))
@@ -387,9 +397,9 @@ class Session:
             if self._last_prompt is None:
                 await sink(Notice("warning", "There is no earlier prompt to retry.", "session"))
                 return None
-            index, parts = self._last_prompt
+            index, retried = self._last_prompt
             self.client.history.truncate(index)
-            return list(parts)
+            return list(retried)
 
         parts: list[Part] = list(request.parts) if request.parts else [Text(request.text)]
         user_parts = list(parts)
@@ -436,6 +446,7 @@ class Session:
         if request.fresh:
             # Recall starts only after the hook let the prompt through, with the raw text.
             self.client.begin_recall(request.text, state.abort.signal)
+            self._refresh_if_memory_changed()
 
         reminders: list[Part] = []
         if self.approval_mode == "plan":
@@ -663,7 +674,7 @@ class Session:
             manager.schedule_dream(
                 project_root=self.runtime.project_root, session_id=self.id, runtime=self.runtime
             )
-        except Exception as exc:  # noqa: BLE001 - background memory work is best-effort
+        except Exception as exc:
             _log.warning(f"scheduling memory tasks failed: {exc!r}")
 
     # ----- recap -----

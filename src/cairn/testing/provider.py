@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 import itertools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeAlias
 
 from cairn.content import FunctionCall
@@ -110,7 +110,7 @@ class ScriptedProvider:
     async def aclose(self) -> None:
         self.closed = True
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         max_attempts = max(1, request.max_attempts or self.max_attempts)
         http_attempt = 0
         stream_retries = 0

@@ -19,12 +19,12 @@ __all__ = [
     "Location",
     "PathOutsideWorkspace",
     "Question",
+    "TodoItem",
     "Tool",
     "ToolContext",
     "ToolError",
     "ToolKind",
     "ToolResult",
-    "TodoItem",
     "UserInteraction",
     "resolve_in_roots",
 ]
@@ -157,10 +157,14 @@ class ToolContext:
         """An absolute path for a tool argument, refused when outside the allowed roots."""
         roots = self.writable_roots if write else self.readable_roots
         if roots is None:
-            roots = [self.workspace] if self.writable_roots is None else [
-                self.workspace,
-                *self.writable_roots,
-            ]
+            roots = (
+                [self.workspace]
+                if self.writable_roots is None
+                else [
+                    self.workspace,
+                    *self.writable_roots,
+                ]
+            )
         path = resolve_in_roots(raw, self.workspace, roots)
         if write and self.protected_subdirs:
             for root in roots:

@@ -14,7 +14,7 @@ from cairn.content import FunctionCall, FunctionResponse
 from cairn.debug_log import get_logger
 from cairn.session.events import EventSink, PlanUpdate, ToolCallStart, ToolCallUpdate
 from cairn.session.frontend import Frontend, PermissionRequest
-from cairn.tools.base import Tool, ToolContext, ToolKind, ToolResult
+from cairn.tools.base import Location, Tool, ToolContext, ToolKind, ToolResult
 from cairn.tools.permissions import ApprovalDecision, PermissionRules, decide_approval
 from cairn.tools.shell_parse import describe_command
 
@@ -139,7 +139,7 @@ class ToolScheduler:
     async def _confirm(self, tool: Tool, call: FunctionCall, ctx: ToolContext, title: str) -> str:
         try:
             diff = await tool.preview(call.args, ctx)
-        except Exception as exc:  # noqa: BLE001 - a failed preview still lets the user decide
+        except Exception as exc:
             _log.warning(f"preview of {call.name} failed: {exc!r}")
             diff = None
         request = PermissionRequest(
@@ -174,7 +174,7 @@ class ToolScheduler:
         await emit(ToolCallUpdate(call.id, "in_progress"))
         try:
             result = await tool.execute(call.args, ctx)
-        except Exception as exc:  # noqa: BLE001 - a tool bug is reported to the model, not raised
+        except Exception as exc:
             _log.error(f"{call.name} raised {exc!r}")
             result = ToolResult(error=f"{call.name} failed unexpectedly: {exc}")
         status: Literal["completed", "failed"] = "completed" if result.ok else "failed"
@@ -194,7 +194,9 @@ class ToolScheduler:
         return ToolOutcome(call, result.to_response(call), status, result)
 
 
-def _error(call: FunctionCall, message: str, status: Literal["failed", "rejected", "skipped"]) -> ToolOutcome:
+def _error(
+    call: FunctionCall, message: str, status: Literal["failed", "rejected", "skipped"]
+) -> ToolOutcome:
     return ToolOutcome(call, FunctionResponse(call.id, call.name, {"error": message}), status)
 
 
@@ -206,12 +208,12 @@ async def _fail(call: FunctionCall, message: str, emit: EventSink) -> ToolOutcom
 def _safe_title(tool: Tool, call: FunctionCall) -> str:
     try:
         return tool.title(call.args)
-    except Exception:  # noqa: BLE001 - a title is cosmetic
+    except Exception:
         return call.name
 
 
-def _safe_locations(tool: Tool, call: FunctionCall, ctx: ToolContext) -> list:  # type: ignore[type-arg]
+def _safe_locations(tool: Tool, call: FunctionCall, ctx: ToolContext) -> list[Location]:
     try:
         return tool.locations(call.args, ctx)
-    except Exception:  # noqa: BLE001 - locations are cosmetic
+    except Exception:
         return []

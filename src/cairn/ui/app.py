@@ -466,12 +466,11 @@ class CairnApp(App[int]):
     async def _drain_memory(self) -> None:
         if not self.runtime.memory_enabled:
             return
-        drain = getattr(self.runtime.memory_manager(), "drain", None)  # TODO(#4): Extract lands
-        if drain is None:
-            return
         self.status.set(hint="Saving memories… (Ctrl+C leaves now)")
         try:
-            await drain(timeout=QUIT_MEMORY_WAIT_SECONDS)
+            await self.runtime.memory_manager().drain(
+                timeout=QUIT_MEMORY_WAIT_SECONDS, extract_only=True
+            )
         except Exception as exc:  # saving memory on the way out is best-effort
             _log.warning(f"memory drain on quit failed: {exc!r}")
 
