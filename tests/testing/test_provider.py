@@ -150,7 +150,8 @@ async def test_each_attempt_is_recorded_as_a_snapshot() -> None:
     assert [c.text for c in recorded.contents] == ["first"]
 
 
-async def test_a_retryable_error_is_retried_without_waiting() -> None:
+async def test_a_retryable_error_is_retried_reporting_the_real_backoff() -> None:
+    """The event carries the delay the real provider would wait; the scripted one does not."""
     provider = ScriptedProvider()
     provider.enqueue(error_reply(503, "busy"), reply("ok"))
 
@@ -159,7 +160,8 @@ async def test_a_retryable_error_is_retried_without_waiting() -> None:
     assert kinds(events) == ["StreamRetry", "TextDelta", "Finished"]
     retry = events[0]
     assert isinstance(retry, StreamRetry)
-    assert (retry.attempt, retry.delay) == (1, 0.0)
+    assert retry.attempt == 1
+    assert 1.5 * 0.7 <= retry.delay <= 1.5 * 1.3  # the first backoff step, with jitter
     assert len(provider.requests) == 2
 
 

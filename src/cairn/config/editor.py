@@ -8,7 +8,6 @@ change needs no restart. Either both happen or neither does.
 
 from __future__ import annotations
 
-import json
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from cairn.config.loader import SettingsError, project_settings_path
+from cairn.config.loader import SettingsError, project_settings_path, read_settings_file
 from cairn.config.paths import user_settings_path
 from cairn.config.settings import Settings, editable_fields
 from cairn.fsutil import atomic_write_json
@@ -224,18 +223,6 @@ def _has_key(data: dict[str, Any], parts: Sequence[str]) -> bool:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SettingsError(f"{path}: cannot read settings ({exc.strerror or exc})") from None
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(
-            f"{path} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg}); "
-            "fix the file before changing settings from cairn"
-        ) from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path}: settings must be a JSON object, not {type(data).__name__}")
-    return data
+        return read_settings_file(path)
+    except SettingsError as exc:
+        raise SettingsError(f"{exc}; fix the file before changing settings from cairn") from None

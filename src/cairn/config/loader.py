@@ -29,6 +29,7 @@ __all__ = [
     "load_settings",
     "merge_settings_dicts",
     "project_settings_path",
+    "read_settings_file",
     "resolve_endpoint",
 ]
 
@@ -81,7 +82,7 @@ def load_settings(cwd: Path, *, user_path: Path | None = None) -> LoadedSettings
         if resolved in seen or not path.is_file():
             continue
         seen.add(resolved)
-        raw = _read_json(path)
+        raw = read_settings_file(path)
         _validate_file(path, raw, warnings)
         merged = merge_settings_dicts(merged, raw)
         used.append(path)
@@ -143,7 +144,8 @@ def resolve_endpoint(
     return Endpoint(base_url.rstrip("/"), api_key, chosen, settings.fast_model or None)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """One settings file as a dict; :class:`SettingsError` names the file (and line) if unusable."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -14,24 +14,19 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
 from cairn.llm._httpx import httpx
 from cairn.llm.errors import InvalidStreamError, ProviderError
-from cairn.llm.retry import (
-    INVALID_STREAM_DELAY,
-    INVALID_STREAM_RETRIES,
-    RetryPolicy,
-    is_retryable_status,
-)
+from cairn.llm.retry import RetryPolicy, is_retryable_status, retry_stream
 from cairn.llm.types import (
     INVALID_ARGUMENTS_KEY,
     Finished,
     ModelRequest,
     StreamEvent,
-    StreamRetry,
     TextDelta,
     ThoughtDelta,
     ToolCallDelta,
@@ -111,37 +106,17 @@ class OpenAIProvider:
             await self._client.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        max_attempts = max(1, request.max_attempts or self._retry.max_attempts)
         body = build_request_body(request)
         headers = self._headers(request.purpose, request.session_id)
-        http_failures = 0  # failed requests that produced nothing (429, 5xx, unreachable)
-        stream_failures = 0  # streams that broke: dropped, no finish reason, empty
-        while True:
-            produced = False
-            try:
-                async for event in self._attempt(body, headers):
-                    produced = True
-                    yield event
-                return
-            except ProviderError as exc:
-                if not exc.retryable or max_attempts == 1:
-                    raise
-                if isinstance(exc, InvalidStreamError) or produced:
-                    # A broken stream has its own budget, whatever the HTTP budget says.
-                    if stream_failures >= INVALID_STREAM_RETRIES:
-                        raise
-                    stream_failures += 1
-                    retry = StreamRetry(
-                        stream_failures, INVALID_STREAM_DELAY * stream_failures, str(exc)
-                    )
-                else:
-                    http_failures += 1
-                    if http_failures >= max_attempts:
-                        raise
-                    delay = self._retry.delay(http_failures, exc.retry_after)
-                    retry = StreamRetry(http_failures, delay, str(exc))
-            yield retry
-            await self._sleep(retry.delay)
+        events = retry_stream(
+            lambda: self._attempt(body, headers),
+            policy=self._retry,
+            max_attempts=max(1, request.max_attempts or self._retry.max_attempts),
+            sleep=self._sleep,
+        )
+        async with aclosing(events):
+            async for event in events:
+                yield event
 
     def _headers(self, purpose: str, session_id: str | None) -> dict[str, str]:
         headers = {

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+
+from cairn.llm.errors import InvalidStreamError, ProviderError
+from cairn.llm.types import StreamEvent, StreamRetry
 
 __all__ = [
     "INVALID_STREAM_DELAY",
@@ -11,6 +16,7 @@ __all__ = [
     "MAX_RETRY_AFTER",
     "RetryPolicy",
     "is_retryable_status",
+    "retry_stream",
 ]
 
 INVALID_STREAM_RETRIES = 2  # extra attempts for a dropped or empty stream
@@ -43,3 +49,47 @@ class RetryPolicy:
         base = min(self.initial_delay * 2**doublings, self.max_delay)
         spread = base * self.jitter
         return max(0.0, base + (rng or random).uniform(-spread, spread))
+
+
+async def retry_stream(
+    attempt: Callable[[], AsyncIterator[StreamEvent]],
+    *,
+    policy: RetryPolicy,
+    max_attempts: int,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> AsyncGenerator[StreamEvent, None]:
+    """Run ``attempt`` until one stream completes, retrying what is worth retrying.
+
+    Two budgets: failed requests that produced nothing (HTTP 429/5xx, unreachable endpoint) get
+    ``max_attempts`` tries with ``policy``'s backoff; a stream that broke (dropped, no finish
+    reason, empty, or failing after output) gets :data:`INVALID_STREAM_RETRIES` more. A
+    :class:`StreamRetry` event before each new attempt tells consumers to discard partial output.
+    """
+    http_failures = 0
+    stream_failures = 0
+    while True:
+        produced = False
+        try:
+            async for event in attempt():
+                produced = True
+                yield event
+            return
+        except ProviderError as exc:
+            if not exc.retryable or max_attempts == 1:
+                raise
+            if isinstance(exc, InvalidStreamError) or produced:
+                if stream_failures >= INVALID_STREAM_RETRIES:
+                    raise
+                stream_failures += 1
+                retry = StreamRetry(
+                    stream_failures, INVALID_STREAM_DELAY * stream_failures, str(exc)
+                )
+            else:
+                http_failures += 1
+                if http_failures >= max_attempts:
+                    raise
+                retry = StreamRetry(
+                    http_failures, policy.delay(http_failures, exc.retry_after), str(exc)
+                )
+        yield retry
+        await sleep(retry.delay)

@@ -15,17 +15,17 @@ import inspect
 import itertools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import aclosing
 from typing import Any, TypeAlias
 
 from cairn.content import FunctionCall
 from cairn.llm.errors import InvalidStreamError, ProviderError
-from cairn.llm.retry import INVALID_STREAM_RETRIES, RetryPolicy, is_retryable_status
+from cairn.llm.retry import RetryPolicy, is_retryable_status, retry_stream
 from cairn.llm.types import (
     INVALID_ARGUMENTS_KEY,
     Finished,
     ModelRequest,
     StreamEvent,
-    StreamRetry,
     TextDelta,
     ThoughtDelta,
     ToolCallDelta,
@@ -111,27 +111,23 @@ class ScriptedProvider:
         self.closed = True
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        max_attempts = max(1, request.max_attempts or self.max_attempts)
-        http_attempt = 0
-        stream_retries = 0
-        while True:
-            http_attempt += 1
+        """Play replies with the real provider's retry rules, without waiting between tries."""
+
+        async def attempt() -> AsyncIterator[StreamEvent]:
             snapshot = self._record(request)
             answer = await self._choose_reply(snapshot)
-            try:
-                async for event in self._play(answer, _prompt_chars(snapshot)):
-                    yield event
-                return
-            except InvalidStreamError as exc:
-                if stream_retries >= INVALID_STREAM_RETRIES or max_attempts == 1:
-                    raise
-                stream_retries += 1
-                http_attempt -= 1  # a broken stream has its own budget, as in the real provider
-                yield StreamRetry(stream_retries, 0.0, str(exc))
-            except ProviderError as exc:
-                if not exc.retryable or http_attempt >= max_attempts:
-                    raise
-                yield StreamRetry(http_attempt, 0.0, str(exc))
+            async for event in self._play(answer, _prompt_chars(snapshot)):
+                yield event
+
+        events = retry_stream(
+            attempt,
+            policy=RetryPolicy(max_attempts=self.max_attempts),
+            max_attempts=max(1, request.max_attempts or self.max_attempts),
+            sleep=_no_wait,
+        )
+        async with aclosing(events):
+            async for event in events:
+                yield event
 
     def _record(self, request: ModelRequest) -> ModelRequest:
         contents = [c.shallow_copy() for c in request.contents]
@@ -254,3 +250,7 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
     details = raw.get("prompt_tokens_details")
     cached = details.get("cached_tokens", 0) if isinstance(details, dict) else 0
     return Usage(prompt, completion, total, int(cached or 0), 0)
+
+
+async def _no_wait(seconds: float) -> None:
+    return None
