@@ -1,3 +1,52 @@
-"""cairn: a terminal AI coding agent with managed long-term memory."""
+"""cairn: a terminal AI coding agent with a managed, human-readable long-term memory.
+
+The names below are loaded on first use, so ``import cairn`` (which every submodule triggers)
+costs nothing; embedding cairn in another program starts from :class:`Runtime`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from cairn.config import Endpoint, Settings, load_settings, resolve_endpoint
+    from cairn.session import PromptRequest, Runtime, Session, TurnResult
+
+__all__ = [
+    "Endpoint",
+    "PromptRequest",
+    "Runtime",
+    "Session",
+    "Settings",
+    "TurnResult",
+    "__version__",
+    "load_settings",
+    "resolve_endpoint",
+]
+
+_LAZY = {
+    "Endpoint": "cairn.config",
+    "Settings": "cairn.config",
+    "load_settings": "cairn.config",
+    "resolve_endpoint": "cairn.config",
+    "PromptRequest": "cairn.session",
+    "Runtime": "cairn.session",
+    "Session": "cairn.session",
+    "TurnResult": "cairn.session",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cairn' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
