@@ -180,6 +180,9 @@ class AgentProcess:
 def workspace(root: Path, server: ScriptedServer) -> tuple[dict[str, str], Path]:
     env = isolated_env(server.base_url, root)
     env["CAIRN_MEMORY_LOCAL"] = "1"
+    # As an installed cairn runs: bytecode written once and reused (this machine sets
+    # PYTHONDONTWRITEBYTECODE, which would recompile every changed module on every start).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     project = root / "project"
     (project / ".git").mkdir(parents=True, exist_ok=True)
     return env, project

@@ -1,6 +1,7 @@
 """`cairn serve` figures: boot time, idle memory, and 50 concurrent sessions under load.
 
 Usage: python benchmarks/daemon_bench.py [--boots 10] [--sessions 50] [--prompts 5] [--memory]
+       [--rounds 1] [--baseline ../other/src]
 
 Everything runs with the daemon's default flags against an instantly answering scripted model
 in its own process (``python -m cairn.testing.server``), in an isolated CAIRN_HOME. By default
@@ -13,7 +14,12 @@ than background Extract traffic; ``--memory`` leaves it on.
 - idle RSS: the daemon's resident memory 1 s after that first session was created (median);
 - load: ``--sessions`` SDK clients at once, each creating a session, opening its event stream and
   sending ``--prompts`` prompts one after another; latency is from sending the prompt to
-  receiving its ``turn_complete``; peak RSS is the daemon's VmHWM.
+  receiving its ``turn_complete``; peak RSS is the daemon's VmHWM; the daemon's CPU per turn is
+  its CPU time over the load divided by the turns.
+
+``--rounds N`` repeats the load N times (medians reported). ``--baseline`` (the ``src`` folder of
+another checkout) runs that code too, boots and load rounds alternating with this tree's, so
+before/after figures come from one run under the same machine load.
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ def environment(base_url: str, home: Path) -> dict[str, str]:
         OPENAI_MODEL="scripted-model",
         NO_PROXY="127.0.0.1,localhost",
     )
+    # As an installed cairn runs: bytecode written once and reused (this machine sets
+    # PYTHONDONTWRITEBYTECODE, which would recompile every changed module on every start).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
@@ -92,6 +101,12 @@ def rss_kb(pid: int, field_name: str = "VmRSS") -> int:
         if line.startswith(field_name + ":"):
             return int(line.split()[1])
     return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def spawn(env: dict[str, str], project: Path, port: int) -> subprocess.Popen[bytes]:
@@ -198,7 +213,9 @@ def run_load(env: dict[str, str], project: Path, sessions: int, prompts: int) ->
     try:
         while not health_ok(port):
             time.sleep(0.01)
+        cpu_before = cpu_seconds(process.pid)
         result, wall = asyncio.run(load(f"http://127.0.0.1:{port}", sessions, prompts))
+        cpu = cpu_seconds(process.pid) - cpu_before
         peak = rss_kb(process.pid, "VmHWM")
     finally:
         stop(process)
@@ -211,6 +228,7 @@ def run_load(env: dict[str, str], project: Path, sessions: int, prompts: int) ->
         "p50": percentile(result.latencies, 0.5) if result.latencies else float("nan"),
         "p95": percentile(result.latencies, 0.95) if result.latencies else float("nan"),
         "peak_rss_mb": peak / 1024,
+        "cpu_per_turn_ms": cpu * 1000 / max(1, len(result.latencies)),
     }
 
 
@@ -219,47 +237,92 @@ def main() -> None:
     parser.add_argument("--boots", type=int, default=10)
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--prompts", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=1, help="load runs (medians reported)")
     parser.add_argument("--memory", action="store_true", help="leave managed memory on")
+    parser.add_argument("--baseline", type=Path, help="src folder of another checkout")
     args = parser.parse_args()
 
     model, base_url = start_model_server()
+    trees = {"cairn": None, "baseline": args.baseline} if args.baseline else {"cairn": None}
+    boots: dict[str, list[tuple[float, float, int]]] = {name: [] for name in trees}
+    loads: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             env = environment(base_url, root)
             project = make_project(root, args.memory)
-            boots = [boot(env, project) for _ in range(args.boots)]
-            figures = run_load(env, project, args.sessions, args.prompts)
+            envs = {
+                name: env if src is None else {**env, "PYTHONPATH": str(src)}
+                for name, src in trees.items()
+            }
+            for _ in range(args.boots):
+                for name in trees:
+                    boots[name].append(boot(envs[name], project))
+            for _ in range(args.rounds):
+                for name in trees:
+                    loads[name].append(run_load(envs[name], project, args.sessions, args.prompts))
     finally:
         model.terminate()
         model.wait()
 
-    times = [b[0] for b in boots]
-    ready = [b[1] for b in boots]
-    rss = [b[2] / 1024 for b in boots]
     total = args.sessions * args.prompts
-    print("| figure | cairn | target |")
-    print("|---|---|---|")
-    print(
-        f"| boot, spawn → /health (median of {args.boots}) | "
-        f"{statistics.median(times) * 1000:.0f} ms"
-        f" (min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) | ≤ 400 ms |"
+    print("Load average at the end: " + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print()
+    print(f"| figure | {' | '.join(trees)} | target |")
+    print(f"|---|{'---|' * len(trees)}---|")
+
+    def row(label: str, cells: list[str], target: str) -> None:
+        print(f"| {label} | {' | '.join(cells)} | {target} |")
+
+    def median_of(name: str, key: str) -> float:
+        return statistics.median(run[key] for run in loads[name])
+
+    row(
+        f"boot, spawn → /health (median of {args.boots})",
+        [
+            f"{statistics.median(b[0] for b in boots[n]) * 1000:.0f} ms "
+            f"(min {min(b[0] for b in boots[n]) * 1000:.0f}, "
+            f"max {max(b[0] for b in boots[n]) * 1000:.0f})"
+            for n in trees
+        ],
+        "≤ 400 ms",
     )
-    print(
-        f"| spawn → first POST /session answered (median) | "
-        f"{statistics.median(ready) * 1000:.0f} ms | – |"
+    row(
+        "spawn → first POST /session answered (median)",
+        [f"{statistics.median(b[1] for b in boots[n]) * 1000:.0f} ms" for n in trees],
+        "–",
     )
-    print(f"| idle RSS after one session (median) | {statistics.median(rss):.0f} MB | ≤ 100 MB |")
-    print(
-        f"| {args.sessions} sessions × {args.prompts} prompts: completed | "
-        f"{figures['turns']:.0f} / {total}, {figures['errors']:.0f} errors | all, 0 errors |"
+    row(
+        "idle RSS after one session (median)",
+        [f"{statistics.median(b[2] / 1024 for b in boots[n]):.0f} MB" for n in trees],
+        "≤ 100 MB",
     )
-    print(f"| wall | {figures['wall']:.2f} s | ≤ 7 s |")
-    print(
-        f"| prompt → turn_complete p50 / p95 | {figures['p50'] * 1000:.0f} / "
-        f"{figures['p95'] * 1000:.0f} ms | p95 ≤ 200 ms |"
+    rounds = f" (median of {args.rounds})" if args.rounds > 1 else ""
+    row(
+        f"{args.sessions} sessions × {args.prompts} prompts: completed, errors (worst round)",
+        [
+            f"{min(r['turns'] for r in loads[n]):.0f} / {total}, "
+            f"{max(r['errors'] for r in loads[n]):.0f} errors"
+            for n in trees
+        ],
+        "all, 0 errors",
     )
-    print(f"| peak RSS | {figures['peak_rss_mb']:.0f} MB | ≤ 200 MB |")
+    row(f"wall{rounds}", [f"{median_of(n, 'wall'):.2f} s" for n in trees], "≤ 7 s")
+    row(
+        f"prompt → turn_complete p50 / p95{rounds}",
+        [f"{median_of(n, 'p50') * 1000:.0f} / {median_of(n, 'p95') * 1000:.0f} ms" for n in trees],
+        "p95 ≤ 200 ms",
+    )
+    row(
+        f"daemon CPU per turn under that load{rounds}",
+        [f"{median_of(n, 'cpu_per_turn_ms'):.1f} ms" for n in trees],
+        "–",
+    )
+    row(
+        "peak RSS",
+        [f"{max(r['peak_rss_mb'] for r in loads[n]):.0f} MB" for n in trees],
+        "≤ 200 MB",
+    )
 
 
 if __name__ == "__main__":

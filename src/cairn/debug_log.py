@@ -94,7 +94,7 @@ class DebugLogger:
 
     def _log(self, level: str, message: str) -> None:
         now = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
-        text = message.replace("\n", "\\n")
+        text = message.replace("\r", "\\r").replace("\n", "\\n")  # one entry, one line
         _write(f"{now} [{level}] [{self.tag}] {text}\n")
 
     def debug(self, message: str) -> None:

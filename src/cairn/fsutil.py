@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
     mode = None
     with contextlib.suppress(OSError):
         mode = path.stat().st_mode & 0o777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -37,6 +38,20 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new temp file beside ``path`` with the mode a plain write gets (0666 less the umask).
+
+    ``tempfile.mkstemp`` would create it 0600, and a new file would keep that mode.
+    """
+    for _ in range(tempfile.TMP_MAX):
+        name = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), str(name)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp file name beside {path}")
 
 
 def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:

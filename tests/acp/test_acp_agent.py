@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from acp.exceptions import RequestError
 from acp.schema import ClientCapabilities, TextContentBlock
-from .acp_doubles import FS_CAPABILITIES, agent_options, connect, send_raw
 
 from cairn import __version__
 from cairn.testing import ScriptedServer, reply, tool_call
+
+from .acp_doubles import FS_CAPABILITIES, agent_options, connect, send_raw
 
 pytestmark = pytest.mark.timeout(60)
 

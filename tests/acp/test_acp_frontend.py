@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 from acp.schema import ClientCapabilities, TextContentBlock
-from .acp_doubles import FORM_CAPABILITIES, agent_options, connect
 
 from cairn.testing import ScriptedServer, reply, tool_call
+
+from .acp_doubles import FORM_CAPABILITIES, agent_options, connect
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -222,7 +222,7 @@ def test_forget_with_no_match_exits_nonzero(cli: Cli) -> None:
 
 def test_forget_of_empty_text_is_a_usage_error(cli: Cli) -> None:
     result = cli("forget", "  ", "--yes")
-    assert result.exit_code == 2 and "Usage: cairn memory forget" in result.output
+    assert result.exit_code == 42 and "Usage: cairn memory forget" in result.output
 
 
 def test_restore_with_nothing_to_restore_exits_nonzero(cli: Cli) -> None:
@@ -242,7 +242,7 @@ def test_a_broken_settings_file_is_a_clear_error_not_a_traceback(cli: Cli) -> No
     cli.home.mkdir()
     (cli.home / "settings.json").write_text("{ not json")
     result = cli("list")
-    assert result.exit_code == 2
+    assert result.exit_code == 52
     assert "settings.json line 1" in result.output and "invalid JSON" in result.output
     _no_traceback(result)
 
@@ -320,7 +320,7 @@ def test_log_shows_forget_and_restore_newest_first(cli: Cli) -> None:
 def test_dream_needs_a_model_endpoint(cli: Cli) -> None:
     result = cli("dream")
 
-    assert result.exit_code == 2
+    assert result.exit_code == 41
     assert "Dream needs a model endpoint" in result.output
 
 

@@ -387,7 +387,7 @@ def test_closing_stdin_ends_the_agent_cleanly(cairn_env: dict[str, str], project
     assert os.environ.get("CAIRN_HOME") != cairn_env["CAIRN_HOME"]
 
 
-def test_an_invalid_approval_mode_is_a_usage_error(
+def test_an_invalid_approval_mode_is_bad_input(
     cairn_env: dict[str, str], project: Path
 ) -> None:
     result = subprocess.run(
@@ -399,7 +399,7 @@ def test_an_invalid_approval_mode_is_a_usage_error(
         timeout=60,
     )
 
-    assert result.returncode == 2
+    assert result.returncode == 42  # bad input, as everywhere in the CLI
     assert b"reckless" in result.stderr
     assert result.stdout == b""
 

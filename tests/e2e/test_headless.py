@@ -258,3 +258,16 @@ def test_repeating_the_same_tool_call_is_stopped_by_loop_detection(
     result = json.loads(done.stdout)[-1]
     assert "Loop detected" in result["error"]["message"]
     assert len(scripted_server.requests) == 5
+
+
+def test_an_invalid_flag_value_is_bad_input(run_cairn: RunCairn) -> None:
+    done = run_cairn("-p", "hi", "--approval-mode", "sometimes")
+    assert done.returncode == 42
+    assert "--approval-mode" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unknown_option_is_bad_input(run_cairn: RunCairn) -> None:
+    done = run_cairn("--no-such-option")
+    assert done.returncode == 42
+    assert "No such option" in done.stderr

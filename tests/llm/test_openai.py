@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
+from cairn.llm._httpx import httpx
 from cairn.llm.errors import InvalidStreamError, ProviderError
-from cairn.llm.openai import OpenAIProvider
+from cairn.llm.openai import OpenAIProvider, _tls_context
 from cairn.llm.retry import RetryPolicy
 from cairn.llm.types import (
     INVALID_ARGUMENTS_KEY,
@@ -226,6 +228,49 @@ async def test_the_connection_is_reused_across_requests(
         await collect(provider)
 
     assert len({r.connection for r in scripted_server.requests}) == 1
+
+
+async def test_each_session_keeps_to_one_pool_and_reuses_its_connection(
+    scripted_server: ScriptedServer,
+) -> None:
+    """Sessions are spread over the pools; each session's requests stay on one connection."""
+    scripted_server.default = reply("ok")
+    provider = OpenAIProvider(
+        base_url=scripted_server.base_url, api_key="k", model="m", retry=NO_JITTER, pools=4
+    )
+    sessions = [f"session-{n}" for n in range(8)]
+    try:
+        for _ in range(3):
+            for session in sessions:
+                await collect(provider, ask(session_id=session))
+    finally:
+        await provider.aclose()
+
+    by_session: dict[str | None, set[int]] = {}
+    for request in scripted_server.requests:
+        by_session.setdefault(request.session_id, set()).add(request.connection)
+    assert set(by_session) == set(sessions)
+    assert all(len(connections) == 1 for connections in by_session.values())
+    assert 1 < len({r.connection for r in scripted_server.requests}) <= 4
+
+
+def test_an_http_endpoint_gets_a_tls_context_that_trusts_nothing() -> None:
+    """Loading the CA bundle costs ~40 ms at start-up, and http:// never uses TLS; should it
+    ever, the context still verifies, and with no CA every certificate is refused."""
+    context = _tls_context("http://127.0.0.1:8000/v1").result()
+
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] == 0
+
+
+def test_an_https_endpoint_gets_the_verifying_context_httpx_would_build() -> None:
+    context = _tls_context("https://api.example.com/v1").result(timeout=30)
+    expected = httpx.create_ssl_context(trust_env=False)
+
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert context.cert_store_stats() == expected.cert_store_stats()
 
 
 async def test_warm_up_asks_for_the_model_list(

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from .memory_helpers import DAY, NOW, make_doc
-
 from cairn.memory.candidates import (
     MAX_MODEL_CANDIDATE_DOCS,
     RECENT_MODEL_CANDIDATE_RESERVE,
     build_candidates,
 )
 from cairn.memory.document import MemoryDoc
+
+from .memory_helpers import DAY, NOW, make_doc
 
 
 def _docs(prefix: str, count: int, *, start: float = NOW) -> list[MemoryDoc]:

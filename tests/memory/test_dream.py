@@ -11,17 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from .task_helpers import (
-    HOUR,
-    NOW,
-    Project,
-    ProjectFactory,
-    agent_script,
-    memory_file,
-    new_project,
-    write_memory,
-    writes,
-)
 
 from cairn.memory.dream import (
     OPERATIONS_FILE_NAME,
@@ -36,6 +25,18 @@ from cairn.memory.history import read_history
 from cairn.memory.meta import write_meta
 from cairn.memory.state_files import iso_time
 from cairn.testing import reply, tool_call
+
+from .task_helpers import (
+    HOUR,
+    NOW,
+    Project,
+    ProjectFactory,
+    agent_script,
+    memory_file,
+    new_project,
+    write_memory,
+    writes,
+)
 
 __all__ = ["new_project"]
 

@@ -6,18 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from .task_helpers import (
-    Project,
-    ProjectFactory,
-    agent_script,
-    conversation,
-    memory_file,
-    new_project,
-    tool_messages,
-    write_memory,
-    writes,
-    wrote_memory_turn,
-)
 
 from cairn.agent.reminders import system_reminder
 from cairn.content import Content, FunctionCall, FunctionResponse, Text
@@ -34,6 +22,19 @@ from cairn.memory.extract import (
 )
 from cairn.memory.history import read_history
 from cairn.testing import reply, tool_call
+
+from .task_helpers import (
+    Project,
+    ProjectFactory,
+    agent_script,
+    conversation,
+    memory_file,
+    new_project,
+    tool_messages,
+    write_memory,
+    writes,
+    wrote_memory_turn,
+)
 
 __all__ = ["new_project"]  # the fixture, imported for pytest
 

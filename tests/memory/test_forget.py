@@ -6,16 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from .memory_helpers import (
-    DAY,
-    NOW,
-    Events,
-    ScriptedModel,
-    make_manager,
-    project_root,
-    user_text,
-    write_memory,
-)
 
 from cairn.llm.errors import ProviderError
 from cairn.memory.forget import (
@@ -29,6 +19,17 @@ from cairn.memory.forget import (
 )
 from cairn.memory.manager import MemoryManager
 from cairn.memory.telemetry import FORGET_EVENT
+
+from .memory_helpers import (
+    DAY,
+    NOW,
+    Events,
+    ScriptedModel,
+    make_manager,
+    project_root,
+    user_text,
+    write_memory,
+)
 
 LEGACY_BODY = """# Feedback
 

@@ -25,3 +25,12 @@ def test_importing_one_submodule_does_not_load_the_store_or_the_selector() -> No
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_manager_loads_forget_and_the_task_records_on_first_use() -> None:
+    later = ("cairn.memory.forget", "cairn.memory.tasks", "cairn.memory.extract", "regex")
+    code = f"import sys, cairn.memory.manager; print([m for m in {later!r} if m in sys.modules])"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

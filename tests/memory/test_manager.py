@@ -4,6 +4,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from cairn.abort import AbortController
+from cairn.memory.forget import ForgetPlan
+from cairn.memory.manager import MemoryManager
+from cairn.memory.recall import RecallResult
+from cairn.testing import reply
+
 from .memory_helpers import Events, make_manager, project_root, write_memory
 from .task_helpers import (
     ProjectFactory,
@@ -14,12 +21,6 @@ from .task_helpers import (
     writes,
     wrote_memory_turn,
 )
-
-from cairn.abort import AbortController
-from cairn.memory.forget import ForgetPlan
-from cairn.memory.manager import MemoryManager
-from cairn.memory.recall import RecallResult
-from cairn.testing import reply
 
 __all__ = ["new_project"]  # the fixture, imported for pytest
 

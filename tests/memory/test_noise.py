@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from .memory_helpers import make_doc
 
 from cairn.memory.noise import (
     DURABLE_MARKERS,
@@ -12,6 +11,8 @@ from cairn.memory.noise import (
     remember_tool_name,
     tool_aliases,
 )
+
+from .memory_helpers import make_doc
 
 
 def test_alias_is_the_trimmed_lower_cased_name() -> None:

@@ -7,6 +7,15 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+
+from cairn.abort import AbortController
+from cairn.llm.errors import ProviderError
+from cairn.llm.openai import OpenAIProvider
+from cairn.memory.manager import MemoryManager
+from cairn.memory.prefetch import RecallDelivery, RecallLifecycle
+from cairn.memory.telemetry import RECALL_DELIVERY_EVENT
+from cairn.testing import RecordedRequest, Reply, ScriptedServer
+
 from .memory_helpers import (
     DAY,
     NOW,
@@ -17,14 +26,6 @@ from .memory_helpers import (
     project_root,
     write_memory,
 )
-
-from cairn.abort import AbortController
-from cairn.llm.errors import ProviderError
-from cairn.llm.openai import OpenAIProvider
-from cairn.memory.manager import MemoryManager
-from cairn.memory.prefetch import RecallDelivery, RecallLifecycle
-from cairn.memory.telemetry import RECALL_DELIVERY_EVENT
-from cairn.testing import RecordedRequest, Reply, ScriptedServer
 
 LONG_WAIT_MS = 60_000  # a ceiling no test reaches: a wait that ends did so for a reason
 GUARD_SECONDS = 10  # fails a test whose wait did not end early instead of hanging
@@ -397,3 +398,17 @@ async def test_the_fast_result_is_ready_after_one_loop_iteration(manager: Memory
     await asyncio.sleep(0)
     delivery = await _consume(lifecycle, "initial")
     assert delivery is not None and delivery.phase == "fast"
+
+
+async def test_a_fast_phase_slower_than_the_initial_wait_is_still_delivered(
+    manager: MemoryManager,
+) -> None:
+    """Robustness under load (benchmarks/recall_load_bench.py): the recall task is scheduled
+    before the wait's timer, and its fast phase publishes without awaiting, so the timer cannot
+    expire first however long that phase takes. Here the phase parses every file (a cold store)
+    against a one-microsecond ceiling, with no yield between begin and consume."""
+    lifecycle = _lifecycle(manager, ScriptedModel(gate=asyncio.Event()), wait_ms=0.001)
+    lifecycle.begin("release", AbortController().signal, [])
+    delivery = await _consume(lifecycle, "initial")
+    assert delivery is not None and delivery.phase == "fast"
+    assert sorted(_names(delivery)) == ["release", "release-train"]

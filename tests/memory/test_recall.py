@@ -7,6 +7,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from cairn.abort import AbortController
+from cairn.llm.errors import ProviderError
+from cairn.memory.candidates import (
+    LEXICAL_CANDIDATE_LIMIT,
+    MAX_MODEL_CANDIDATE_DOCS,
+    RECENT_MODEL_CANDIDATE_RESERVE,
+)
+from cairn.memory.manager import MemoryManager
+from cairn.memory.recall import RecallResult, recall_memories
+from cairn.memory.telemetry import RECALL_EVENT
+
 from .memory_helpers import (
     DAY,
     NOW,
@@ -19,13 +31,6 @@ from .memory_helpers import (
     user_text,
     write_memory,
 )
-
-from cairn.abort import AbortController
-from cairn.llm.errors import ProviderError
-from cairn.memory.candidates import MAX_MODEL_CANDIDATE_DOCS, RECENT_MODEL_CANDIDATE_RESERVE
-from cairn.memory.manager import MemoryManager
-from cairn.memory.recall import RecallResult, recall_memories
-from cairn.memory.telemetry import RECALL_EVENT
 
 
 @pytest.fixture
@@ -250,6 +255,41 @@ async def test_many_matches_leave_twenty_seats_to_the_newest_memories(
     assert new == [
         str(root / "project" / f"new{i}.md") for i in range(RECENT_MODEL_CANDIDATE_RESERVE)
     ]
+
+
+async def test_a_published_fast_result_leads_the_full_set_of_selector_candidates(
+    short_manager: MemoryManager,
+) -> None:
+    """The fast top two are ranked on their own before the 180 lexical candidates are."""
+    manager, root = short_manager, project_root(short_manager)
+    for i in range(190):
+        write_memory(root, f"match{i}", description="kafka topic", mtime=NOW - 100 * DAY - i)
+    for i in range(30):
+        write_memory(root, f"new{i}", description="something else", mtime=NOW - i)
+    model = ScriptedModel(pick())
+    fast: list[RecallResult] = []
+    await _recall(manager, "kafka", provider=model, fast=fast)
+    paths = manifest_paths(model.requests[0])
+    assert fast[0].paths == [str(root / "project" / f"match{i}.md") for i in range(2)]
+    assert [paths[0], paths[2]] == fast[0].paths
+    assert len([p for p in paths if "/match" in p]) == LEXICAL_CANDIDATE_LIMIT
+    assert len(paths) == MAX_MODEL_CANDIDATE_DOCS
+
+
+async def test_a_single_lexical_match_is_published_and_the_newest_fill_the_candidates(
+    short_manager: MemoryManager,
+) -> None:
+    manager, root = short_manager, project_root(short_manager)
+    old = write_memory(root, "kafka", description="kafka rebalance runbook", mtime=NOW - 900 * DAY)
+    for i in range(250):
+        write_memory(root, f"note{i}", description=f"unrelated note {i}", mtime=NOW - i)
+    model = ScriptedModel(pick())
+    fast: list[RecallResult] = []
+    await _recall(manager, "kafka", provider=model, fast=fast)
+    assert fast[0].paths == [str(old)]
+    paths = manifest_paths(model.requests[0])
+    assert paths[:2] == [str(old), str(root / "project" / "note0.md")]
+    assert len(paths) == MAX_MODEL_CANDIDATE_DOCS
 
 
 async def test_the_recall_event_carries_counts_and_timings_but_no_text_or_paths(

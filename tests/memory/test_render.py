@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from .memory_helpers import DAY, NOW, make_doc
 
 from cairn.memory.render import (
     MAX_DOC_BODY_CHARS,
@@ -9,6 +8,8 @@ from cairn.memory.render import (
     TRUNCATION_NOTE,
     render_relevant_memory,
 )
+
+from .memory_helpers import DAY, NOW, make_doc
 
 
 def test_no_documents_render_nothing() -> None:

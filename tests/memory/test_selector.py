@@ -4,7 +4,6 @@ import asyncio
 import json
 
 import pytest
-from .memory_helpers import NOW, ScriptedModel, make_doc, user_text
 
 from cairn.abort import AbortController, Aborted
 from cairn.llm.errors import ProviderError
@@ -18,6 +17,8 @@ from cairn.memory.selector import (
     sanitize_manifest_text,
     select_memories,
 )
+
+from .memory_helpers import NOW, ScriptedModel, make_doc, user_text
 
 
 def _answer(*paths: object) -> str:

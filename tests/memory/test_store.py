@@ -591,3 +591,41 @@ def test_any_query_text_ranks_without_error(
     hits = small_store.rank(query, limit=limit)
     assert len(hits) <= max(limit, 0)
     assert all(hit.score > 0 for hit in hits)
+
+
+_EMPTY_STORE_PROBE = """
+import sys
+from pathlib import Path
+from cairn.memory.paths import MemoryRoots
+from cairn.memory.store import MemoryStore
+base = Path(sys.argv[1])
+store = MemoryStore(MemoryRoots(base / "p" / "memory", base / "user", base / "p"))
+store.warm()
+assert store.rank("how do we deploy", limit=2) == []
+print("regex" in sys.modules)
+"""
+
+
+def test_an_empty_store_never_loads_the_tokenizer(tmp_path: Path) -> None:
+    """``regex`` costs ~15 ms to import: a session whose store is empty does without it."""
+    out = subprocess.run(
+        [sys.executable, "-c", _EMPTY_STORE_PROBE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_warming_a_store_with_memories_loads_the_tokenizer(roots: MemoryRoots) -> None:
+    from cairn.memory import tokenizer
+
+    assert roots.project is not None
+    write(roots.project, "project/deploy.md", description="how we deploy")
+    tokenizer._token_run.cache_clear()
+    store = MemoryStore(roots)
+    try:
+        assert store.warm().docs == 1
+        assert tokenizer._token_run.cache_info().currsize == 1
+    finally:
+        store.close()

@@ -80,3 +80,17 @@ def test_a_removed_watched_folder_asks_for_a_full_walk(
 
 def test_watching_a_missing_folder_fails_softly(watcher: TreeWatcher, tmp_path: Path) -> None:
     assert watcher.watch(str(tmp_path / "missing"), "missing/") is False
+
+
+def test_importing_the_watcher_neither_loads_ctypes_nor_runs_a_program() -> None:
+    """Regression: the module loaded libc at import through ``ctypes.util.find_library``,
+    which runs ``ldconfig -p`` in a subprocess on every memory-on start-up."""
+    code = (
+        "import subprocess, sys\n"
+        "spawned = []\n"
+        "subprocess.Popen.__init__ = lambda self, *a, **k: spawned.append(a)\n"
+        "import cairn.memory.store\n"
+        "print('ctypes' in sys.modules, spawned)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False []"

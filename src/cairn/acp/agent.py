@@ -420,7 +420,7 @@ class CairnAgent:
         if not runtime.memory_enabled or runtime.project_root in self._memory_warm:
             return
         store = runtime.memory_manager().store
-        task = asyncio.ensure_future(asyncio.to_thread(store.refresh))
+        task = asyncio.ensure_future(asyncio.to_thread(store.warm))
         self._memory_warm[runtime.project_root] = task  # type: ignore[assignment]
         await asyncio.gather(task, return_exceptions=True)
 

@@ -222,6 +222,11 @@ class AgentClient:
         prompt = getattr(delivery, "prompt", "") if delivery is not None else ""
         return system_reminder(prompt) if prompt else None
 
+    def attach_recall(self, make: Callable[[], RecallHandle | None]) -> None:
+        """Create the Recall handle of a session started with memory off (``/memory on``)."""
+        if self._recall is None:
+            self._recall = make()
+
     def finish_recall(self) -> None:
         if self._recall is not None:
             self._recall.finish()

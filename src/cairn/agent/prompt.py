@@ -70,10 +70,10 @@ def _listing(cwd: Path) -> str:
             if depth >= 2:
                 dirs[:] = []
             indent = "  " * depth
-            if depth:
-                lines.append(f"{indent[:-2]}{Path(root).name}/")
-            for name in sorted(files):
-                lines.append(f"{indent}{name}")
+            entries = [f"{indent[:-2]}{Path(root).name}/"] if depth else []
+            entries += [f"{indent}{name}" for name in sorted(files)]
+            for entry in entries:  # folder lines count towards the cap as much as files
+                lines.append(entry)
                 if len(lines) >= MAX_LISTING_ENTRIES:
                     lines.append(f"{indent}... (listing truncated)")
                     return "\n".join(lines)

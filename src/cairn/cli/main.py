@@ -1,152 +1,78 @@
-"""The ``cairn`` command. Only argument handling lives here; every feature is in its package."""
+"""The ``cairn`` command. Only argument handling lives here; every feature is in its package.
+
+:func:`main` reads the command lines that start an agent (``cairn -p``, ``cairn --acp``,
+``cairn serve``) with :func:`cairn.cli.options.parse_fast` and hands everything else to the typer
+app in :mod:`cairn.cli.app`; both end in :func:`run_root` or :func:`run_serve`.
+"""
 
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, cast
 
-import typer
+from cairn.cli.options import RootOptions, ServeOptions, parse_fast
 
-__all__ = ["app", "main"]
+if TYPE_CHECKING:
+    from cairn.headless.output import OutputFormat
 
-app = typer.Typer(
-    add_completion=False,
-    help="cairn: a terminal AI coding agent with a managed long-term memory.",
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
+__all__ = ["main", "run_root", "run_serve"]
 
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-    stream_json = "stream-json"
+CLICK_USAGE_ERROR = 2  # the exit code typer (click) gives a usage error
+EXIT_BAD_INPUT = 42  # cairn's exit code for bad input
 
 
-class Mode(StrEnum):
-    plan = "plan"
-    default = "default"
-    auto_edit = "auto-edit"
-    yolo = "yolo"
-
-
-@app.callback(invoke_without_command=True)
-def root(
-    ctx: typer.Context,
-    prompt: Annotated[
-        str | None, typer.Option("--prompt", "-p", help="Run one turn without a UI and exit.")
-    ] = None,
-    output_format: Annotated[
-        Format, typer.Option("--output-format", "-o", help="Headless output format.")
-    ] = Format.text,
-    max_session_turns: Annotated[
-        int | None, typer.Option("--max-session-turns", help="Stop after this many model requests.")
-    ] = None,
-    approval_mode: Annotated[
-        Mode | None, typer.Option("--approval-mode", help="When to ask before running tools.")
-    ] = None,
-    yolo: Annotated[
-        bool, typer.Option("--yolo", "-y", help="Never ask (approval mode yolo).")
-    ] = False,
-    resume: Annotated[str | None, typer.Option("--resume", help="Resume a session by ID.")] = None,
-    continue_latest: Annotated[
-        bool, typer.Option("--continue", "-c", help="Resume the latest session of this project.")
-    ] = False,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="The model to use.")] = None,
-    acp: Annotated[
-        bool, typer.Option("--acp", help="Serve the Agent Client Protocol on stdio.")
-    ] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
-) -> None:
-    if ctx.invoked_subcommand is not None:
-        return
-    if version:
+def run_root(options: RootOptions) -> int:
+    """``cairn [options]``: the version, the ACP agent, the terminal UI or one headless turn."""
+    if options.version:
         from cairn import __version__
 
-        typer.echo(__version__)
-        raise typer.Exit(0)
-    mode = "yolo" if yolo else (approval_mode.value if approval_mode else None)
-    if acp:
+        print(__version__)
+        return 0
+    mode = "yolo" if options.yolo else options.approval_mode
+    if options.acp:
         from cairn.acp import run_acp_agent
 
-        raise typer.Exit(run_acp_agent(model=model, approval_mode=mode))
+        return run_acp_agent(model=options.model, approval_mode=mode)
 
     piped = _read_stdin()
-    if prompt is None and piped is None:
+    if options.prompt is None and piped is None:
         from cairn.ui import run_interactive
 
-        raise typer.Exit(
-            run_interactive(
-                model=model, approval_mode=mode, resume=resume, continue_latest=continue_latest
-            )
+        return run_interactive(
+            model=options.model,
+            approval_mode=mode,
+            resume=options.resume,
+            continue_latest=options.continue_latest,
         )
-    text = "\n\n".join(t for t in (piped, prompt) if t and t.strip())
+    text = "\n\n".join(t for t in (piped, options.prompt) if t and t.strip())
     from cairn.headless.runner import HeadlessOptions, run_headless
 
-    options = HeadlessOptions(
-        prompt=text,
-        cwd=Path.cwd(),
-        output_format=output_format.value,
-        max_session_turns=max_session_turns,
-        approval_mode=mode,
-        resume=resume,
-        continue_latest=continue_latest,
-        model=model,
-    )
-    raise typer.Exit(run_headless(options))
-
-
-@app.command()
-def demo(
-    keep: Annotated[bool, typer.Option(help="Keep the temporary project afterwards.")] = False,
-) -> None:
-    """Run a scripted session against the built-in scripted model (no API key needed)."""
-    from cairn.demo import run_demo
-
-    raise typer.Exit(run_demo(keep=keep))
-
-
-@app.command()
-def serve(
-    host: Annotated[
-        str, typer.Option("--host", "--hostname", help="Address to bind.")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (0 picks a free one).")] = 4170,
-    token: Annotated[
-        str | None,
-        typer.Option(help="Bearer token (or CAIRN_SERVER_TOKEN).", envvar="CAIRN_SERVER_TOKEN"),
-    ] = None,
-    allow_origin: Annotated[
-        list[str] | None,
-        typer.Option("--allow-origin", help="Allow browser requests from this origin."),
-    ] = None,
-    max_sessions: Annotated[int, typer.Option(help="Most live sessions at once.")] = 64,
-    workspace: Annotated[
-        Path | None, typer.Option(help="The workspace (default: the current folder).")
-    ] = None,
-) -> None:
-    """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
-    from cairn.daemon import run_daemon
-
-    raise typer.Exit(
-        run_daemon(
-            host=host,
-            port=port,
-            token=token,
-            allow_origins=allow_origin or [],
-            max_sessions=max_sessions,
-            workspace=workspace or Path.cwd(),
+    return run_headless(
+        HeadlessOptions(
+            prompt=text,
+            cwd=Path.cwd(),
+            output_format=cast("OutputFormat", options.output_format),  # one of Format
+            max_session_turns=options.max_session_turns,
+            approval_mode=mode,
+            resume=options.resume,
+            continue_latest=options.continue_latest,
+            model=options.model,
         )
     )
 
 
-def _mount_memory() -> None:
-    from cairn.cli.memory_cmd import memory_app
+def run_serve(options: ServeOptions) -> int:
+    """``cairn serve``: the HTTP daemon."""
+    from cairn.daemon import run_daemon
 
-    app.add_typer(
-        memory_app, name="memory", help="List, search, recall, forget and restore memories."
+    return run_daemon(
+        host=options.host,
+        port=options.port,
+        token=options.token,
+        allow_origins=list(options.allow_origin),
+        max_sessions=options.max_sessions,
+        workspace=options.workspace or Path.cwd(),
     )
 
 
@@ -160,47 +86,22 @@ def _read_stdin() -> str | None:
     return data if data.strip() else None
 
 
-def _acp_shortcut(argv: list[str]) -> tuple[str | None, str | None] | None:
-    """``(model, approval mode)`` for ``cairn --acp [-m M] [--approval-mode X | --yolo]``.
-
-    Editors start ``cairn --acp`` for every agent session and typer's start-up costs ~0.2 s of
-    the 1 s budget, so these exact forms skip it; anything else (and any invalid value) goes
-    through typer as usual.
-    """
-    acp = yolo = False
-    model: str | None = None
-    mode: str | None = None
-    rest = list(argv)
-    while rest:
-        arg = rest.pop(0)
-        name, has_value, inline = arg.partition("=")
-        if arg == "--acp" and not acp:
-            acp = True
-        elif arg in ("--yolo", "-y"):
-            yolo = True
-        elif name in ("--model", "-m", "--approval-mode") and (has_value or rest):
-            value = inline if has_value else rest.pop(0)
-            if name == "--approval-mode":
-                if value not in {m.value for m in Mode}:
-                    return None
-                mode = value
-            else:
-                model = value
-        else:
-            return None
-    return (model, "yolo" if yolo else mode) if acp else None
-
-
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "memory":
-        _mount_memory()  # imported only when used: it pulls in the memory package and rich tables
-    shortcut = _acp_shortcut(sys.argv[1:])
-    if shortcut is not None:
-        from cairn.acp import run_acp_agent
-
-        sys.exit(run_acp_agent(model=shortcut[0], approval_mode=shortcut[1]))
     try:
+        options = parse_fast(sys.argv[1:])
+        if isinstance(options, RootOptions):
+            sys.exit(run_root(options))
+        if isinstance(options, ServeOptions):
+            sys.exit(run_serve(options))
+        from cairn.cli.app import app, mount_memory
+
+        if len(sys.argv) > 1 and sys.argv[1] == "memory":
+            mount_memory()
         app()
+    except SystemExit as exc:
+        # typer reports a usage error (unknown option, invalid value) with exit code 2; cairn
+        # calls that bad input everywhere, code 42. No cairn command exits with 2 itself.
+        sys.exit(EXIT_BAD_INPUT if exc.code == CLICK_USAGE_ERROR else exc.code)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # the last line of defence: a message, not a traceback

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 __all__ = ["memory_app"]
 
 EXIT_FAILED = 1  # the command ran but could not do what was asked
-EXIT_USAGE = 2  # bad input: arguments, settings
+EXIT_USAGE = 42  # bad input (as for `cairn -p`)
+EXIT_CONFIG = 52  # a settings file cannot be used (as for `cairn -p`)
+EXIT_NO_AUTH = 41  # no model endpoint configured (as for `cairn -p`)
 MAX_LOG_FILES_SHOWN = 3  # file names per audit line in `cairn memory log`
 MAX_LOG_FILE_WIDTH = 48  # columns a file name keeps before it is folded
 
@@ -70,7 +72,7 @@ def _errors_as_messages() -> Iterator[None]:
     except typer.Exit:
         raise
     except SettingsError as exc:
-        _fail(str(exc), EXIT_USAGE)
+        _fail(str(exc), EXIT_CONFIG)
     except OSError as exc:
         _fail(f"{exc.filename or 'memory'}: {exc.strerror or exc}")
     except Exception as exc:
@@ -326,7 +328,7 @@ def dream() -> None:
             _fail(
                 "Dream needs a model endpoint: set OPENAI_BASE_URL, OPENAI_API_KEY and "
                 "OPENAI_MODEL (or security.auth in settings.json).",
-                EXIT_USAGE,
+                EXIT_NO_AUTH,
             )
         report = asyncio.run(_dream(cwd, settings, endpoint))
         _out().print(str(report), markup=False)

@@ -54,6 +54,7 @@ class SecurityMiddleware:
         self.app = app
         self.config = config
         self._token_digest = _digest(config.token) if config.token else None
+        self._loopback = config.loopback  # parses the host: once, not on every request
         self._any_origin = "*" in config.allow_origins
         self._origins = {o.rstrip("/").lower() for o in config.allow_origins if o != "*"}
 
@@ -71,7 +72,7 @@ class SecurityMiddleware:
                 send, 403, error_body("Request denied by CORS policy", "origin_not_allowed")
             )
             return
-        if self.config.loopback and not self._host_allowed(headers.get("host"), port):
+        if self._loopback and not self._host_allowed(headers.get("host"), port):
             await _send_json(send, 403, error_body("Host not allowed", "host_not_allowed"))
             return
         cors = _cors_headers(origin) if origin is not None else []
@@ -110,7 +111,7 @@ class SecurityMiddleware:
     def _authorized(self, scope: dict[str, Any], headers: dict[str, str]) -> bool:
         if self._token_digest is None:
             return True
-        if self.config.loopback and scope["path"] == "/health":
+        if self._loopback and scope["path"] == "/health":
             return True
         return bearer_matches(headers.get("authorization"), self._token_digest)
 

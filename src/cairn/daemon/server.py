@@ -43,6 +43,9 @@ EXIT_CONFIG = 52  # a settings file cannot be used
 STARTUP_POLL_SECONDS = 0.002  # how often start() checks that uvicorn is listening
 DATE_REFRESH_SECONDS = 1.0  # uvicorn's Date header is refreshed at least this often
 BACKLOG = 2048  # pending connections the listening socket queues (uvicorn's default)
+# Model connection pools the sessions are spread over: one pool's bookkeeping grows with its
+# connections, and 16 measured best for 50 concurrent sessions (benchmarks/README.md).
+CONNECTION_POOLS = 16
 _log = get_logger("DAEMON")
 
 
@@ -277,7 +280,12 @@ def _make_runtime(config: DaemonConfig, settings: Settings, endpoint: Endpoint) 
     from cairn.session.runtime import Runtime
 
     telemetry.configure(enabled=settings.telemetry.enabled, outfile=settings.telemetry.outfile)
-    return Runtime.from_endpoint(cwd=config.workspace, settings=settings, endpoint=endpoint)
+    return Runtime.from_endpoint(
+        cwd=config.workspace,
+        settings=settings,
+        endpoint=endpoint,
+        connection_pools=CONNECTION_POOLS,
+    )
 
 
 def _announce(base_url: str, config: DaemonConfig) -> None:

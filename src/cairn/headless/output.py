@@ -75,6 +75,7 @@ class OutputWriter:
         elif isinstance(event, StreamReset) and self.fmt == "text":
             if self._text_written and not self._ended_with_newline:
                 self.out.write("\n")
+                self._ended_with_newline = True
             self.err.write(f"[retrying: {event.reason}]\n")
         elif isinstance(event, Notice):
             if self.fmt == "text" and event.level != "info":

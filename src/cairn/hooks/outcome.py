@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from cairn.hooks.process import CommandResult
+if TYPE_CHECKING:
+    from cairn.hooks.process import CommandResult
 
 __all__ = [
     "BLOCKED_BY_HOOK",

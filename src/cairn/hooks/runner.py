@@ -15,13 +15,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.config.settings import HookCommand, HookMatcher, HooksSettings
 from cairn.debug_log import get_logger
-from cairn.hooks.matcher import ToolMatcher
 from cairn.hooks.outcome import HookEvent, HookOutcome, merge_outcomes, outcome_from_result
-from cairn.hooks.process import run_command, timeout_seconds
+
+if TYPE_CHECKING:
+    from cairn.hooks.matcher import ToolMatcher
 
 __all__ = ["NO_RESPONSE_TEXT", "HookRunner"]
 
@@ -109,6 +110,10 @@ class HookRunner:
 
     def _compile(self, groups: list[HookMatcher], *, use_matcher: bool) -> list[_Group]:
         compiled: list[_Group] = []
+        if not groups:
+            return compiled
+        from cairn.hooks.matcher import ToolMatcher  # only sessions with hooks load it
+
         for group in groups:
             matcher = ToolMatcher.compile(group.matcher if use_matcher else "")
             if matcher.error is not None:
@@ -149,6 +154,8 @@ class HookRunner:
         return merge_outcomes(event, outcomes)
 
     async def _run_one(self, event: HookEvent, hook: _Hook, stdin: bytes) -> HookOutcome:
+        from cairn.hooks.process import run_command, timeout_seconds  # only when a hook runs
+
         timeout = timeout_seconds(hook.command.timeout)
         started = asyncio.get_running_loop().time()
         result = await run_command(

@@ -10,13 +10,17 @@ empty stream twice more.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
+import ssl
+import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
 from cairn.llm._httpx import httpx
@@ -41,6 +45,9 @@ PURPOSE_HEADER = "X-Cairn-Purpose"
 SESSION_HEADER = "X-Cairn-Session-Id"
 DONE_DRAIN_TIMEOUT = 1.0  # seconds to wait for the end of the body after [DONE]
 MAX_INVALID_ARGUMENTS_CHARS = 2000  # how much of unparseable tool arguments the marker keeps
+MAX_CONNECTIONS = 200  # open connections to the endpoint, per pool
+MAX_KEEPALIVE_CONNECTIONS = 64  # idle connections kept open (5 s at most, httpx's expiry), per pool
+_T = TypeVar("_T")
 _FINISH_REASONS = {
     "stop": "stop",
     "tool_calls": "tool_calls",
@@ -51,7 +58,11 @@ _FINISH_REASONS = {
 
 
 class OpenAIProvider:
-    """A provider for any endpoint that speaks OpenAI chat completions."""
+    """A provider for any endpoint that speaks OpenAI chat completions.
+
+    ``pools`` spreads the sessions over that many HTTP clients (see :class:`_ClientPools`); a
+    front end running many concurrent sessions (the daemon) asks for several.
+    """
 
     def __init__(
         self,
@@ -64,6 +75,7 @@ class OpenAIProvider:
         retry: RetryPolicy | None = None,
         client: httpx.AsyncClient | None = None,
         sleep: Any = asyncio.sleep,
+        pools: int = 1,
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._api_key = api_key
@@ -72,10 +84,12 @@ class OpenAIProvider:
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(
+        self._chat_url: httpx.URL | None = None
+        self._clients = _ClientPools(
+            self._base_url,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=64),
-            trust_env=False,
+            pools=pools,
+            client=client,
         )
 
     @property
@@ -97,19 +111,18 @@ class OpenAIProvider:
     async def warm_up(self) -> None:
         """Open a connection ahead of the first request (best effort, never raises)."""
         with contextlib.suppress(Exception):  # warming is an optimisation only
-            await self._client.head(
-                self._base_url + "/models", headers=self._headers("warmup", None)
-            )
+            client = await self._clients.get(None)
+            await client.head(self._base_url + "/models", headers=self._headers("warmup", None))
 
     async def aclose(self) -> None:
         if self._owns_client:
-            await self._client.aclose()
+            await self._clients.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         body = build_request_body(request)
         headers = self._headers(request.purpose, request.session_id)
         events = retry_stream(
-            lambda: self._attempt(body, headers),
+            lambda: self._attempt(body, headers, request.session_id),
             policy=self._retry,
             max_attempts=max(1, request.max_attempts or self._retry.max_attempts),
             sleep=self._sleep,
@@ -129,11 +142,16 @@ class OpenAIProvider:
         return headers
 
     async def _attempt(
-        self, body: dict[str, Any], headers: dict[str, str]
+        self, body: dict[str, Any], headers: dict[str, str], session_id: str | None
     ) -> AsyncIterator[StreamEvent]:
         url = self._base_url + "/chat/completions"
+        client = await self._clients.get(session_id)
         try:
-            async with self._client.stream("POST", url, json=body, headers=headers) as response:
+            if self._chat_url is None:  # parsed once: httpx re-parses a str URL per request
+                self._chat_url = httpx.URL(url)
+            async with client.stream(
+                "POST", self._chat_url, json=body, headers=headers
+            ) as response:
                 if response.status_code != 200:
                     raw = await response.aread()
                     raise _http_error(response.status_code, raw, response.headers)
@@ -157,6 +175,88 @@ class OpenAIProvider:
             raise InvalidStreamError(f"the stream was cut off: {exc}", kind="dropped") from exc
         except httpx.TransportError as exc:  # write errors, proxies, other network failures
             raise ProviderError(f"the request to {url} failed: {exc}", retryable=True) from exc
+
+
+class _ClientPools:
+    """The provider's HTTP clients, created on first use, one per slice of the sessions.
+
+    httpcore's connection pool re-checks every pooled connection whenever a request starts or a
+    response ends (a ``poll()`` per idle connection and a count of idle connections per idle
+    connection), so one pool serving 50 concurrent sessions costs more CPU than the rest of a
+    turn. Each of ``pools`` clients serves the sessions whose id hashes to it, which keeps its
+    connection list short; a session always uses the same client, so its connection stays warm.
+    Requests without a session id use the first client.
+
+    TLS: an ``http://`` endpoint gets a context with no CA certificates (loading the bundle
+    costs ~40 ms at start-up; should TLS ever be attempted, every certificate is refused). For
+    ``https://`` the verifying context is built in a worker thread as soon as the provider
+    exists (OpenSSL releases the GIL while it parses the CA bundle), and the first request
+    waits for it only if it is not ready yet.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: httpx.Timeout,
+        pools: int,
+        client: httpx.AsyncClient | None,
+    ) -> None:
+        self._base_url = base_url
+        self._timeout = timeout
+        count = 1 if client is not None else max(1, pools)
+        self._clients: list[httpx.AsyncClient | None] = [client, *([None] * (count - 1))]
+        # Each pool keeps the limits one pool had: a pool never gets fewer connections than
+        # its sessions need at once (no queueing behind an unlucky hash), and idle ones expire.
+        self._limits = httpx.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
+        )
+        self._tls = None if client is not None else _tls_context(base_url)
+
+    async def get(self, session_id: str | None) -> httpx.AsyncClient:
+        index = zlib.crc32(session_id.encode()) % len(self._clients) if session_id else 0
+        client = self._clients[index]
+        if client is None:
+            assert self._tls is not None
+            try:
+                tls = await asyncio.wrap_future(self._tls)
+            except OSError as exc:  # e.g. an unreadable CA bundle
+                raise ProviderError(f"cannot set up TLS for {self._base_url}: {exc}") from exc
+            client = self._clients[index]  # another request may have created it meanwhile
+            if client is None:
+                client = httpx.AsyncClient(
+                    timeout=self._timeout, limits=self._limits, trust_env=False, verify=tls
+                )
+                self._clients[index] = client
+        return client
+
+    async def aclose(self) -> None:
+        for client in self._clients:
+            if client is not None:
+                await client.aclose()
+
+
+def _tls_context(base_url: str) -> concurrent.futures.Future[ssl.SSLContext]:
+    """The TLS context for connections to ``base_url`` (see :class:`_ClientPools`)."""
+    if base_url.lower().startswith("https:"):
+        return _in_thread(lambda: httpx.create_ssl_context(trust_env=False))
+    future: concurrent.futures.Future[ssl.SSLContext] = concurrent.futures.Future()
+    future.set_result(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))  # verifying, and trusting no CA
+    return future
+
+
+def _in_thread(build: Callable[[], _T]) -> concurrent.futures.Future[_T]:
+    """Run ``build`` in a daemon thread (one that never delays the process's exit)."""
+    future: concurrent.futures.Future[_T] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(build())
+        except BaseException as exc:  # handed to whoever waits for the result
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="cairn-tls-context", daemon=True).start()
+    return future
 
 
 def _http_error(status: int, raw: bytes, headers: Mapping[str, str]) -> ProviderError:

@@ -6,8 +6,9 @@ does not pull in the store, the selector or the model provider types.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cairn._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
@@ -45,38 +46,29 @@ __all__ = [
     "remember_tool_name",
 ]
 
-_HOMES = {
-    "MemoryDoc": "document",
-    "MemoryScope": "document",
-    "MemoryType": "document",
-    "DreamReport": "dream",
-    "HistoryEntry": "history",
-    "MemoryTask": "tasks",
-    "ForgetCandidate": "forget",
-    "ForgetPlan": "forget",
-    "ForgetReport": "forget",
-    "MemoryManager": "manager",
-    "remember_tool_name": "noise",
-    "MemoryRoots": "paths",
-    "memory_roots": "paths",
-    "INITIAL_RECALL_WAIT_MS": "prefetch",
-    "RecallDelivery": "prefetch",
-    "RecallLifecycle": "prefetch",
-    "RecallResult": "recall",
-    "MemoryStore": "store",
-    "ScanReport": "store",
-    "ScoredDoc": "store",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'cairn.memory' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"cairn.memory.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "MemoryDoc": "document",
+        "MemoryScope": "document",
+        "MemoryType": "document",
+        "DreamReport": "dream",
+        "HistoryEntry": "history",
+        "MemoryTask": "tasks",
+        "ForgetCandidate": "forget",
+        "ForgetPlan": "forget",
+        "ForgetReport": "forget",
+        "MemoryManager": "manager",
+        "remember_tool_name": "noise",
+        "MemoryRoots": "paths",
+        "memory_roots": "paths",
+        "INITIAL_RECALL_WAIT_MS": "prefetch",
+        "RecallDelivery": "prefetch",
+        "RecallLifecycle": "prefetch",
+        "RecallResult": "recall",
+        "MemoryStore": "store",
+        "ScanReport": "store",
+        "ScoredDoc": "store",
+    },
+    __all__,
+)

@@ -298,7 +298,7 @@ def turn_wrote_memory(
     responses = {
         p.id: p for entry in turn for p in entry.parts if isinstance(p, FunctionResponse)
     }
-    real_roots = [os.path.realpath(root) for root in roots]
+    real_roots: list[str] = []  # resolved at the first write: most turns write no file
     written: list[Path] = []
     for entry in turn:
         for call in (p for p in entry.parts if isinstance(p, FunctionCall)):
@@ -308,7 +308,10 @@ def turn_wrote_memory(
             if response is None or response.is_error:
                 continue
             path = _target_path(call.args, base)
-            if path is None or not any(str(path).startswith(r + os.sep) for r in real_roots):
+            if path is None:
+                continue
+            real_roots = real_roots or [os.path.realpath(root) for root in roots]
+            if not any(str(path).startswith(r + os.sep) for r in real_roots):
                 continue
             if path not in written:
                 written.append(path)

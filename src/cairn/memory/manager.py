@@ -30,38 +30,29 @@ from cairn.content import Content
 from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
 from cairn.memory.document import MemoryDoc, MemoryScope
-from cairn.memory.forget import (
-    MAX_FORGET_MATCHES,
-    ForgetCandidate,
-    ForgetPlan,
-    ForgetReport,
-    apply_forget_plan,
-    list_forget_candidates,
-    restore_last_forget,
-    select_forget_candidates,
-)
-from cairn.memory.index_file import build_index_text
 from cairn.memory.paths import INDEX_FILE_NAME, MemoryRoots, memory_roots
 from cairn.memory.pressure import AvailableMemory, available_memory_mb
 from cairn.memory.prompt import MemoryTier, build_auto_memory_prompt
 from cairn.memory.recall import RecallResult, recall_memories
 from cairn.memory.render import render_relevant_memory
 from cairn.memory.store import MemoryStore, ScanReport, ScoredDoc
-from cairn.memory.tasks import (
-    MemoryRuntime,
-    MemorySpace,
-    MemoryTask,
-    TaskBook,
-    TaskStatus,
-    WrittenFile,
-    written_files,
-)
 from cairn.memory.telemetry import emit_dream, emit_extract, emit_forget
 
-if TYPE_CHECKING:  # the task modules load on first use: they pull in the agent loop and tools
+if TYPE_CHECKING:
+    # Loaded on first use: the task modules pull in the agent loop and tools, and Forget and
+    # the task records (~8 ms together) are not needed before a session's first request.
     from cairn.memory.dream import DreamReport, ScanClock
     from cairn.memory.extract import ExtractRequest
+    from cairn.memory.forget import ForgetCandidate, ForgetPlan, ForgetReport
     from cairn.memory.history import HistoryEntry
+    from cairn.memory.tasks import (
+        MemoryRuntime,
+        MemorySpace,
+        MemoryTask,
+        TaskBook,
+        TaskStatus,
+        WrittenFile,
+    )
 
 __all__ = ["MemoryManager"]
 
@@ -86,17 +77,27 @@ class MemoryManager:
         """``clock`` dates meta.json and drives Dream's time gates; ``available_memory`` (MiB)
         feeds the memory-pressure gate. Both are injectable for tests."""
         self.project_root = Path(project_root)
+        self._keys: dict[Path, str] = {}  # project root -> its resolved path (task dedupe key)
         self.settings = settings
         self.clock = clock
         self.available_memory = available_memory
         self.roots: MemoryRoots = memory_roots(self.project_root, environ=environ)
         self.store = MemoryStore(self.roots, clock=clock)
         self.generation = 0  # bumped whenever a task or Forget changed memory files
-        self._tasks = TaskBook()
+        self._task_book: TaskBook | None = None
         self._extracting: set[str] = set()  # projects with an extraction running
         self._queued: dict[str, tuple[ExtractRequest, MemoryTask]] = {}  # the one trailing slot
         self._dreaming: set[str] = set()
         self._scans: dict[str, ScanClock] = {}
+
+    @property
+    def _tasks(self) -> TaskBook:
+        """The task records, created when the first task is scheduled."""
+        if self._task_book is None:
+            from cairn.memory.tasks import TaskBook
+
+            self._task_book = TaskBook()
+        return self._task_book
 
     @property
     def enabled(self) -> bool:
@@ -130,6 +131,8 @@ class MemoryManager:
             if not _holds_memories(root):  # e.g. a root only a lock file created
                 return ""
             # Memories copied in by hand have no index yet: show what it would say.
+            from cairn.memory.index_file import build_index_text
+
             return build_index_text([doc for doc in self.docs() if doc.scope == scope])
         except (OSError, UnicodeDecodeError) as exc:
             _log.warning(f"{root / INDEX_FILE_NAME}: not loaded into the prompt ({exc})")
@@ -230,6 +233,8 @@ class MemoryManager:
     # --- forget ----------------------------------------------------------------------------
 
     def forget_candidates(self) -> list[ForgetCandidate]:
+        from cairn.memory.forget import list_forget_candidates
+
         return list_forget_candidates(self.docs())
 
     async def select_forget(
@@ -237,16 +242,25 @@ class MemoryManager:
         query: str,
         *,
         provider: Provider | None,
-        limit: int = MAX_FORGET_MATCHES,
+        limit: int | None = None,
         session_id: str | None = None,
     ) -> ForgetPlan:
-        """The entries ``query`` asks to forget (nothing is changed yet)."""
+        """The entries ``query`` asks to forget (nothing is changed yet); at most ``limit``
+        (default :data:`~cairn.memory.forget.MAX_FORGET_MATCHES`)."""
+        from cairn.memory.forget import MAX_FORGET_MATCHES, select_forget_candidates
+
         return await select_forget_candidates(
-            self.forget_candidates(), query, provider=provider, limit=limit, session_id=session_id
+            self.forget_candidates(),
+            query,
+            provider=provider,
+            limit=MAX_FORGET_MATCHES if limit is None else limit,
+            session_id=session_id,
         )
 
     def apply_forget(self, plan: ForgetPlan, *, session_id: str = "") -> ForgetReport:
         """Move the plan's entries to the trash and rebuild the indexes (roots locked)."""
+        from cairn.memory.forget import apply_forget_plan
+
         with _hold_roots(self._root_paths()):
             report = apply_forget_plan(plan, self.root_map(), now=self.clock())
             if report.entries:
@@ -258,6 +272,8 @@ class MemoryManager:
 
     def restore_last_forget(self, *, session_id: str = "") -> ForgetReport:
         """Bring back the most recent forget (refusing to overwrite) and rebuild the indexes."""
+        from cairn.memory.forget import restore_last_forget
+
         with _hold_roots(self._root_paths()):
             report = restore_last_forget(self.root_map())
             if report.ok:
@@ -299,8 +315,18 @@ class MemoryManager:
 
     # --- background tasks: Extract and Dream -----------------------------------------------
 
+    def _task_key(self, project_root: Path) -> str:
+        """``project_root`` resolved, remembered: every turn schedules tasks with the same root,
+        and resolving it takes a system call per path component."""
+        key = self._keys.get(project_root)
+        if key is None:
+            key = self._keys[project_root] = str(Path(project_root).resolve())
+        return key
+
     def space(self) -> MemorySpace:
         """What the Extract and Dream runs work on."""
+        from cairn.memory.tasks import MemorySpace
+
         return MemorySpace(
             roots=self.roots,
             clock=self.clock,
@@ -311,7 +337,7 @@ class MemoryManager:
 
     def recent_tasks(self) -> list[MemoryTask]:
         """Records of recent Extract and Dream tasks, oldest first."""
-        return self._tasks.records()
+        return self._task_book.records() if self._task_book is not None else []
 
     async def drain(self, timeout: float, *, extract_only: bool = False) -> bool:
         """Wait up to ``timeout`` seconds for running and queued memory tasks; True when done.
@@ -319,8 +345,10 @@ class MemoryManager:
         ``extract_only`` waits for extractions (and the index rebuild of a turn that wrote
         memory itself) but not for a Dream, which may run for minutes and is safe to interrupt.
         """
+        if self._task_book is None:
+            return True  # nothing was ever scheduled
         names = ("memory-extract", "memory-remember") if extract_only else None
-        return await self._tasks.drain(timeout, names=names)
+        return await self._task_book.drain(timeout, names=names)
 
     def schedule_extract(
         self,
@@ -339,7 +367,7 @@ class MemoryManager:
             return
         from cairn.memory.extract import ExtractRequest, turn_wrote_memory
 
-        key = str(Path(project_root).resolve())
+        key = self._task_key(project_root)
         entries = [entry.shallow_copy() for entry in history]
         record = self._tasks.new("extract", session_id)
         roots = self._root_paths()
@@ -411,6 +439,7 @@ class MemoryManager:
     async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
         """The turn's own agent wrote memory: index it and note it in the audit trail."""
         from cairn.memory.extract import record_written
+        from cairn.memory.tasks import written_files
 
         space = self.space()
         files: list[WrittenFile] = written_files(paths, space.writable_roots())
@@ -434,7 +463,7 @@ class MemoryManager:
         """
         if not self.enabled:
             return
-        key = str(Path(project_root).resolve())
+        key = self._task_key(project_root)
         record = self._tasks.new("dream", session_id)
         coro = self._auto_dream(key, session_id, runtime, record)
         self._tasks.start(runtime, coro, name="memory-dream")
@@ -475,7 +504,7 @@ class MemoryManager:
         """
         from cairn.memory.dream import DreamReport
 
-        key = str(Path(runtime.project_root).resolve())
+        key = self._task_key(runtime.project_root)
         record = self._tasks.new("dream", session_id, trigger="manual")
         if key in self._dreaming:
             record.finish("skipped", reason="locked")

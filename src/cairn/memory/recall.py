@@ -2,14 +2,15 @@
 
 1. Refresh the store (incremental) and drop the paths already surfaced in this session.
 2. Rank the pool lexically, leaving out recent-tool noise. The top two are the *fast result*,
-   published through ``on_fast_result`` before any model request starts.
-3. Offer ≤200 candidates (lexical matches interleaved with the newest documents) to the selector
-   on the fast model. Its answer wins, even when empty; if it fails, the lexical top five are
-   used; if the caller aborts, the result is empty and nothing is recorded.
+   ranked on their own and published through ``on_fast_result`` before anything else is done.
+3. Rank the ≤180 lexical candidates (the top two lead them) and offer ≤200 candidates (lexical
+   matches interleaved with the newest documents) to the selector on the fast model. Its answer
+   wins, even when empty; if it fails, the lexical top five are used; if the caller aborts, the
+   result is empty and nothing is recorded.
 
 The fast phase never awaits, so it runs in the first step of the recall task and is published
 before a caller's bounded wait can expire, however busy the machine is; recall then yields once
-so a waiting consumer takes the fast result before the selector's candidates are built.
+so a waiting consumer takes the fast result before the selector's candidates are ranked and built.
 """
 
 from __future__ import annotations
@@ -116,14 +117,24 @@ async def recall_memories(
     def ineligible(doc: MemoryDoc) -> bool:
         return str(doc.path) in excluded or is_noise(doc, aliases)
 
-    wanted = max(LEXICAL_CANDIDATE_LIMIT, limit)
-    lexical = [hit.doc for hit in store.rank(query, limit=wanted, exclude=ineligible)]
-    fast_docs = lexical[:MAX_FAST_RECALL_DOCS]
-    if on_fast_result is not None and fast_docs:
-        fast_prompt = render_relevant_memory(fast_docs, now=now())
-        _publish(on_fast_result, RecallResult(fast_prompt, fast_docs, "heuristic"))
-    timings.fast_ms = clock.lap_ms()
-    await asyncio.sleep(0)  # a waiting consumer takes the fast result before candidates are built
+    def ranked(count: int) -> list[MemoryDoc]:
+        return [hit.doc for hit in store.rank(query, limit=count, exclude=ineligible)]
+
+    # The selector needs ≤180 lexical candidates, the fallback ``limit``; nobody else needs more.
+    wanted = max(LEXICAL_CANDIDATE_LIMIT, limit) if provider is not None else limit
+    if on_fast_result is None:
+        lexical = ranked(wanted)
+        timings.fast_ms = clock.lap_ms()
+    else:
+        # Only the top two stand between the turn and its first request: rank them alone.
+        fast_docs = ranked(MAX_FAST_RECALL_DOCS)
+        if fast_docs:
+            fast_prompt = render_relevant_memory(fast_docs, now=now())
+            _publish(on_fast_result, RecallResult(fast_prompt, fast_docs, "heuristic"))
+        timings.fast_ms = clock.lap_ms()
+        await asyncio.sleep(0)  # a waiting consumer takes the fast result before the rest
+        # Fewer hits than asked for: the pool holds no other lexical match.
+        lexical = ranked(wanted) if len(fast_docs) == MAX_FAST_RECALL_DOCS else fast_docs
 
     fallback = lexical[:limit]
     if provider is None:

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import functools
 import unicodedata
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import regex
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.abort import Aborted, AbortSignal
 from cairn.content import Content
 from cairn.llm.side_query import side_query
 from cairn.llm.types import Provider
 from cairn.memory.document import MemoryDoc
+
+if TYPE_CHECKING:
+    import regex
 
 __all__ = [
     "MAX_MODEL_MANIFEST_BYTES",
@@ -68,9 +70,6 @@ failed calls): the live tool definitions are authoritative. Do choose memories t
 operational context about those tools: where credentials live, who owns a system, escalation \
 paths, gotchas, warnings and confirmed workarounds."""
 
-_CONTROL = regex.compile(r"\p{Cc}")
-_FORMAT = regex.compile(r"\p{Cf}")
-_SPACES = regex.compile(r"\s+")
 _T = TypeVar("_T")
 
 
@@ -86,10 +85,20 @@ class Manifest:
 
 def sanitize_manifest_text(text: str, limit: int = MAX_MANIFEST_DESCRIPTION_CHARS) -> str:
     """NFKC, control characters to spaces, format characters removed, whitespace collapsed."""
+    control, format_, spaces = _manifest_patterns()
     text = unicodedata.normalize("NFKC", text)
-    text = _CONTROL.sub(" ", text)
-    text = _FORMAT.sub("", text)
-    return _SPACES.sub(" ", text).strip()[:limit].rstrip()
+    text = control.sub(" ", text)
+    text = format_.sub("", text)
+    return spaces.sub(" ", text).strip()[:limit].rstrip()
+
+
+@functools.cache
+def _manifest_patterns() -> tuple[regex.Pattern[str], regex.Pattern[str], regex.Pattern[str]]:
+    """Control characters, format characters, whitespace runs. Compiled on first use (``regex``
+    costs ~15 ms to import, and a turn whose memory store is empty never builds a manifest)."""
+    import regex
+
+    return regex.compile(r"\p{Cc}"), regex.compile(r"\p{Cf}"), regex.compile(r"\s+")
 
 
 def _iso(mtime: float) -> str:

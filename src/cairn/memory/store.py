@@ -36,6 +36,7 @@ from cairn.memory.store_cache import (
     load_cache,
     save_cache,
 )
+from cairn.memory.tokenizer import load as load_tokenizer
 from cairn.memory.tokenizer import query_tokens, tokenize
 from cairn.memory.watch import TreeWatcher, open_watcher
 
@@ -348,6 +349,14 @@ class MemoryStore:
             scanned_at=self._clock(),
         )
 
+    def warm(self) -> ScanReport:
+        """:meth:`refresh`, then load what ranking a query needs when there is something to
+        rank, for a front end that can do this before the first prompt (off the event loop)."""
+        report = self.refresh()
+        if report.docs:
+            load_tokenizer()
+        return report
+
     def _ensure_refreshed(self) -> None:
         if not self._refreshed:
             self.refresh()
@@ -394,6 +403,8 @@ class MemoryStore:
         """
         self._ensure_refreshed()
         shards = self._shards
+        if not any(shard.records.by_slot for shard in shards):
+            return []  # nothing to rank (and no query to tokenize)
 
         def accept(shard: int, slot: int) -> bool:
             return exclude is None or not exclude(

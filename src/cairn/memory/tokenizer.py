@@ -13,15 +13,19 @@ the last 32 distinct ones (an LRU tail), so a long query keeps both of its ends.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
 __all__ = [
     "MAX_QUERY_TOKENS",
     "QUERY_HEAD_TOKENS",
     "TOKENIZER_VERSION",
+    "load",
     "normalize",
     "query_tokens",
     "tokenize",
@@ -32,10 +36,23 @@ QUERY_HEAD_TOKENS = 32  # of which the first distinct ones; the rest is the LRU 
 TOKENIZER_VERSION = 1  # bump when tokens change: persisted indexes are then rebuilt
 
 _CJK = r"\p{Script=Han}\p{Script=Hiragana}\p{Script_Extensions=Katakana}\p{Script=Hangul}"
-# Group 1: a CJK run; group 2: a non-CJK run of >= 3 letters/marks/digits starting with L or N.
-_TOKEN_RUN = regex.compile(
-    rf"(?V1)([{_CJK}]+)|([[\p{{L}}\p{{N}}]--[{_CJK}]][[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}]]{{2,}})"
-)
+
+
+@functools.cache
+def _token_run() -> regex.Pattern[str]:
+    """Group 1: a CJK run; group 2: a non-CJK run of >= 3 letters/marks/digits starting with L
+    or N. Compiled on first use: ``regex`` costs ~15 ms to import, which a session whose
+    memory store is empty never needs."""
+    import regex
+
+    return regex.compile(
+        rf"(?V1)([{_CJK}]+)|([[\p{{L}}\p{{N}}]--[{_CJK}]][[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}]]{{2,}})"
+    )
+
+
+def load() -> None:
+    """Compile the tokenizer now (it imports ``regex``), e.g. while the user types a prompt."""
+    _token_run()
 
 
 def normalize(text: str) -> str:
@@ -46,7 +63,7 @@ def normalize(text: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Every token of ``text`` in order, repeats included (term frequencies count them)."""
     tokens: list[str] = []
-    for cjk_run, word in _TOKEN_RUN.findall(normalize(text)):
+    for cjk_run, word in _token_run().findall(normalize(text)):
         if word:
             tokens.append(word)
         else:

@@ -15,13 +15,16 @@ walk rather than guessing.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
+import functools
 import os
 import struct
 import sys
 import weakref
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 __all__ = ["Changes", "TreeWatcher", "open_watcher"]
 
@@ -57,19 +60,29 @@ class Changes:
     rescan: bool = False  # something only a full walk can sort out
 
 
-def _load_libc() -> ctypes.CDLL | None:
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    """The C library with the inotify calls, loaded when the first watcher opens.
+
+    glibc's ``libc.so.6`` is tried by name first: ``ctypes.util.find_library`` runs
+    ``ldconfig -p`` in a subprocess, which a store would otherwise pay for on every start.
+    """
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # with the first watcher: a store with no memory folder never needs it
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        try:
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        except OSError:  # not glibc (musl, ...)
+            from ctypes.util import find_library
+
+            libc = ctypes.CDLL(find_library("c"), use_errno=True)
         libc.inotify_init1.argtypes = [ctypes.c_int]
         libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         return libc
     except (OSError, AttributeError):
         return None
-
-
-_libc = _load_libc()
 
 
 class TreeWatcher:
@@ -83,8 +96,9 @@ class TreeWatcher:
 
     def watch(self, folder: str, prefix: str) -> bool:
         """Watch ``folder`` (absolute), whose files are reported as ``prefix + name``."""
-        assert _libc is not None
-        wd = _libc.inotify_add_watch(self._fd, os.fsencode(folder), _WATCH_MASK)
+        libc = _libc()
+        assert libc is not None
+        wd = libc.inotify_add_watch(self._fd, os.fsencode(folder), _WATCH_MASK)
         if wd < 0:
             return False
         self._folders[wd] = prefix
@@ -142,9 +156,10 @@ class TreeWatcher:
 
 def open_watcher() -> TreeWatcher | None:
     """A new watcher, or None where kernel notifications are unavailable."""
-    if _libc is None:
+    libc = _libc()
+    if libc is None:
         return None
-    fd = _libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+    fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
     if fd < 0:
         return None
     with contextlib.suppress(OSError):

@@ -56,8 +56,16 @@ class Runtime:
 
     @classmethod
     def from_endpoint(
-        cls, *, cwd: Path, settings: Settings, endpoint: Endpoint, record_chats: bool = True
+        cls,
+        *,
+        cwd: Path,
+        settings: Settings,
+        endpoint: Endpoint,
+        record_chats: bool = True,
+        connection_pools: int = 1,
     ) -> Runtime:
+        """A runtime talking to ``endpoint``; ``connection_pools`` > 1 spreads the sessions'
+        requests over that many HTTP connection pools (for many concurrent sessions)."""
         from cairn.llm.openai import OpenAIProvider
 
         provider = OpenAIProvider(
@@ -66,6 +74,7 @@ class Runtime:
             model=endpoint.model,
             fast_model=endpoint.fast_model,
             timeout=settings.model.generation_config.timeout,
+            pools=connection_pools,
         )
         return cls(
             cwd=cwd,
@@ -85,7 +94,9 @@ class Runtime:
         """The memory manager of a project (one per project per process, shared by sessions)."""
         from cairn.memory.manager import MemoryManager
 
-        key = (root or self.project_root).resolve()
+        # project_root is resolved already; resolving it again (a system call per path part)
+        # on every call cost the daemon ~0.5 ms a turn with memory on.
+        key = self.project_root if root is None else root.resolve()
         manager = self._memory.get(key)
         if manager is None:
             manager = MemoryManager(key, settings=self.settings)

@@ -223,6 +223,7 @@ class Session:
         return build_system_prompt(context_files=render_context_files(files), memory_section=memory)
 
     def refresh_system_prompt(self) -> None:
+        self.client.attach_recall(self._make_recall)  # memory may have been turned on since
         self.client.system_prompt = self.build_system_prompt()
 
     def _refresh_if_memory_changed(self) -> None:
@@ -312,7 +313,9 @@ class Session:
             await asyncio.gather(self._turn_task, return_exceptions=True)
         self.client.cancel_recall("shutdown")
         if self.recorder is not None:
-            self.recorder.close()
+            # Closing syncs the recording to disk (an fsync, ~3 ms here): off the event loop,
+            # which other sessions (daemon, ACP) share.
+            await asyncio.to_thread(self.recorder.close)
 
     # ----- the turn -----
 

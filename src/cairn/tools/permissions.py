@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from cairn.tools._walk import GlobPattern
-from cairn.tools.shell_parse import is_read_only_command, split_commands
 
 if TYPE_CHECKING:  # pydantic stays off the import path of the tools
     from cairn.config.settings import ApprovalMode, PermissionsSettings
@@ -197,6 +196,8 @@ class PermissionRules:
         bare = next((r for r in rules if r.specifier in (None, "*")), None)
         if bare is not None:
             return RuleMatch("allow", bare)
+        from cairn.tools.shell_parse import is_read_only_command, split_commands  # ~6 ms: on use
+
         parts = split_commands(command)
         if not parts:
             return None
@@ -223,6 +224,8 @@ def _shell_texts(command: str) -> list[str]:
     """Every text a deny/ask rule is tried against: each simple command with and without its
     assignments and redirections, and the whole command. Unparseable commands are cut roughly
     at the list operators so that ``rm -rf x`` on a later line is still seen."""
+    from cairn.tools.shell_parse import split_commands  # ~6 ms to import: on first shell rule
+
     texts = [command.strip()]
     parts = split_commands(command)
     if parts is None:

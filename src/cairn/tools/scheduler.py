@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Literal
 
 from cairn.content import FunctionCall, FunctionResponse
 from cairn.debug_log import get_logger
-from cairn.session.events import EventSink, PlanUpdate, ToolCallStart, ToolCallUpdate
+from cairn.session.events import EventSink, Notice, PlanUpdate, ToolCallStart, ToolCallUpdate
 from cairn.session.frontend import Frontend, PermissionRequest
 from cairn.tools.base import Location, Tool, ToolContext, ToolKind, ToolResult
 from cairn.tools.permissions import ApprovalDecision, PermissionRules, decide_approval
-from cairn.tools.shell_parse import describe_command
 
 if TYPE_CHECKING:
     from cairn.hooks.runner import HookRunner
@@ -99,11 +98,15 @@ class ToolScheduler:
                 tool_use_id=call.id,
                 permission_mode=self._approval_mode(),
             )
+            for warning in hook.warnings:
+                await emit(Notice("warning", warning, "hook"))
+            if hook.system_message:
+                await emit(Notice("info", hook.system_message, "hook"))
             if hook.blocked or hook.decision == "deny":
                 reason = hook.reason or "No reason provided"
                 return await _fail(call, f"Blocked by a PreToolUse hook: {reason}", emit)
-            if hook.decision == "allow":
-                return await self._execute(tool, call, ctx, emit)
+            if hook.decision == "allow" and not self._denied_by_rule(call, ctx):
+                return await self._execute(tool, call, ctx, emit)  # deny rules still apply
             forced_confirm = hook.decision == "ask"
 
         action = self._approval(tool, call, ctx, forced_confirm)
@@ -115,6 +118,10 @@ class ToolScheduler:
                 await emit(ToolCallUpdate(call.id, "cancelled", output=DECLINED_MESSAGE))
                 return _error(call, DECLINED_MESSAGE, "rejected")
         return await self._execute(tool, call, ctx, emit)
+
+    def _denied_by_rule(self, call: FunctionCall, ctx: ToolContext) -> bool:
+        match = self.rules.match(call.name, call.args, ctx.workspace)
+        return match is not None and match.decision == "deny"
 
     def _approval(
         self, tool: Tool, call: FunctionCall, ctx: ToolContext, forced: bool
@@ -164,6 +171,8 @@ class ToolScheduler:
     def _always_keys(call: FunctionCall) -> set[str]:
         """What "allow always" remembers: the tool, or for the shell every program it runs."""
         if call.name == "run_shell_command":
+            from cairn.tools.shell_parse import describe_command  # ~6 ms to import: on use
+
             programs = describe_command(str(call.args.get("command", "")))
             return {f"run_shell_command:{p}" for p in programs}
         return {call.name}

@@ -26,7 +26,6 @@ from cairn.tools._common import (
     require_str,
 )
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
-from cairn.tools.shell_parse import is_read_only_command
 
 __all__ = ["MAX_SHELL_OUTPUT_CHARS", "MAX_SHELL_TIMEOUT_SECONDS", "ShellTool"]
 
@@ -78,6 +77,8 @@ class ShellTool(BuiltinTool):
         return f"{text} ({description})" if isinstance(description, str) and description else text
 
     def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
+        from cairn.tools.shell_parse import is_read_only_command  # ~6 ms to import: on use
+
         command = args.get("command")
         if isinstance(command, str) and is_read_only_command(command):
             return None

@@ -1,0 +1,111 @@
+"""The ``cairn`` command as a typer app: help, errors, ``demo``, ``memory`` and every other form.
+
+The options are declared in :mod:`cairn.cli.options`; what each command does is in
+:mod:`cairn.cli.main` (``run_root``, ``run_serve``), which the fast path calls too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cairn.cli.options import (
+    ROOT_OPTIONS,
+    SERVE_OPTIONS,
+    Format,
+    Mode,
+    OptionSpec,
+    RootOptions,
+    ServeOptions,
+)
+
+__all__ = ["app", "mount_memory", "root_options", "serve_options"]
+
+app = typer.Typer(
+    add_completion=False,
+    help="cairn: a terminal AI coding agent with a managed long-term memory.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+_R = ROOT_OPTIONS
+_S = SERVE_OPTIONS
+_SERVE_DEFAULTS = ServeOptions()  # the defaults are declared once, in cli/options.py
+_DEFAULT_FORMAT = Format(RootOptions().output_format)
+
+
+def _opt(spec: OptionSpec) -> Any:
+    return typer.Option(*spec.names, help=spec.help, envvar=spec.envvar)
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    prompt: Annotated[str | None, _opt(_R["prompt"])] = None,
+    output_format: Annotated[Format, _opt(_R["output_format"])] = _DEFAULT_FORMAT,
+    max_session_turns: Annotated[int | None, _opt(_R["max_session_turns"])] = None,
+    approval_mode: Annotated[Mode | None, _opt(_R["approval_mode"])] = None,
+    yolo: Annotated[bool, _opt(_R["yolo"])] = False,
+    resume: Annotated[str | None, _opt(_R["resume"])] = None,
+    continue_latest: Annotated[bool, _opt(_R["continue_latest"])] = False,
+    model: Annotated[str | None, _opt(_R["model"])] = None,
+    acp: Annotated[bool, _opt(_R["acp"])] = False,
+    version: Annotated[bool, _opt(_R["version"])] = False,
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    from cairn.cli.main import run_root
+
+    raise typer.Exit(run_root(root_options(ctx.params)))
+
+
+@app.command()
+def demo(
+    keep: Annotated[bool, typer.Option(help="Keep the temporary project afterwards.")] = False,
+) -> None:
+    """Run a scripted session against the built-in scripted model (no API key needed)."""
+    from cairn.demo import run_demo
+
+    raise typer.Exit(run_demo(keep=keep))
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, _opt(_S["host"])] = _SERVE_DEFAULTS.host,
+    port: Annotated[int, _opt(_S["port"])] = _SERVE_DEFAULTS.port,
+    token: Annotated[str | None, _opt(_S["token"])] = None,
+    allow_origin: Annotated[list[str] | None, _opt(_S["allow_origin"])] = None,
+    max_sessions: Annotated[int, _opt(_S["max_sessions"])] = _SERVE_DEFAULTS.max_sessions,
+    workspace: Annotated[Path | None, _opt(_S["workspace"])] = None,
+) -> None:
+    """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
+    from cairn.cli.main import run_serve
+
+    raise typer.Exit(run_serve(serve_options(ctx.params)))
+
+
+def root_options(params: Mapping[str, Any]) -> RootOptions:
+    """The root callback's parsed parameters as :class:`RootOptions` (enums as their values)."""
+    values: dict[str, Any] = {
+        k: v.value if isinstance(v, StrEnum) else v for k, v in params.items()
+    }
+    return RootOptions(**values)
+
+
+def serve_options(params: Mapping[str, Any]) -> ServeOptions:
+    """``serve``'s parsed parameters as :class:`ServeOptions`."""
+    return ServeOptions(**{**params, "allow_origin": tuple(params.get("allow_origin") or ())})
+
+
+def mount_memory() -> None:
+    """Add ``cairn memory``; imported only when used (the memory package and rich tables)."""
+    from cairn.cli.memory_cmd import memory_app
+
+    app.add_typer(
+        memory_app, name="memory", help="List, search, recall, forget and restore memories."
+    )

@@ -1,0 +1,212 @@
+"""The options of ``cairn`` and ``cairn serve``, declared once, and a parser for the common forms.
+
+The typer app (:mod:`cairn.cli.app`) builds its parameters from these declarations (names, help,
+choices, environment variable). :func:`parse_fast` reads the same declarations to parse the
+command lines that start an agent — ``cairn -p ...``, ``cairn --acp ...``, ``cairn serve ...`` —
+without importing typer and its click copy, which costs 0.1–0.2 s of a start-up whose budget
+is 0.3 s (``cairn -p``) to 1 s (``cairn --acp``). It accepts only plain forms whose meaning is
+certain; anything else (help, ``--version``, an unknown or repeated option, a missing or invalid
+value, a value that starts with ``-``, joined short flags) returns ``None`` and goes through typer,
+which prints its usual messages. A test checks that both parsers agree on what this one accepts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+__all__ = [
+    "ROOT_OPTIONS",
+    "SERVE_OPTIONS",
+    "Format",
+    "Mode",
+    "OptionSpec",
+    "RootOptions",
+    "ServeOptions",
+    "parse_fast",
+]
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    stream_json = "stream-json"
+
+
+class Mode(StrEnum):
+    plan = "plan"
+    default = "default"
+    auto_edit = "auto-edit"
+    yolo = "yolo"
+
+
+Kind = Literal["flag", "text", "int", "path", "choice", "multi"]
+
+
+# NamedTuples rather than dataclasses: a sixth of the cost to define, on every start-up.
+
+
+class OptionSpec(NamedTuple):
+    """One command-line option: its parameter name, flags, help and how its value is read."""
+
+    dest: str
+    names: tuple[str, ...]
+    help: str
+    kind: Kind = "text"
+    choices: tuple[str, ...] = ()
+    envvar: str | None = None
+
+
+def _options(*specs: OptionSpec) -> dict[str, OptionSpec]:
+    return {spec.dest: spec for spec in specs}
+
+
+ROOT_OPTIONS = _options(
+    OptionSpec("prompt", ("--prompt", "-p"), "Run one turn without a UI and exit."),
+    OptionSpec(
+        "output_format",
+        ("--output-format", "-o"),
+        "Headless output format.",
+        kind="choice",
+        choices=tuple(Format),
+    ),
+    OptionSpec(
+        "max_session_turns",
+        ("--max-session-turns",),
+        "Stop after this many model requests.",
+        kind="int",
+    ),
+    OptionSpec(
+        "approval_mode",
+        ("--approval-mode",),
+        "When to ask before running tools.",
+        kind="choice",
+        choices=tuple(Mode),
+    ),
+    OptionSpec("yolo", ("--yolo", "-y"), "Never ask (approval mode yolo).", kind="flag"),
+    OptionSpec("resume", ("--resume",), "Resume a session by ID."),
+    OptionSpec(
+        "continue_latest",
+        ("--continue", "-c"),
+        "Resume the latest session of this project.",
+        kind="flag",
+    ),
+    OptionSpec("model", ("--model", "-m"), "The model to use."),
+    OptionSpec("acp", ("--acp",), "Serve the Agent Client Protocol on stdio.", kind="flag"),
+    OptionSpec("version", ("--version",), "Print the version and exit.", kind="flag"),
+)
+
+SERVE_OPTIONS = _options(
+    OptionSpec("host", ("--host", "--hostname"), "Address to bind."),
+    OptionSpec("port", ("--port",), "Port (0 picks a free one).", kind="int"),
+    OptionSpec(
+        "token", ("--token",), "Bearer token (or CAIRN_SERVER_TOKEN).", envvar="CAIRN_SERVER_TOKEN"
+    ),
+    OptionSpec(
+        "allow_origin",
+        ("--allow-origin",),
+        "Allow browser requests from this origin.",
+        kind="multi",
+    ),
+    OptionSpec("max_sessions", ("--max-sessions",), "Most live sessions at once.", kind="int"),
+    OptionSpec(
+        "workspace", ("--workspace",), "The workspace (default: the current folder).", kind="path"
+    ),
+)
+
+
+class RootOptions(NamedTuple):
+    """``cairn [options]``: what the root command was asked to do."""
+
+    prompt: str | None = None
+    output_format: str = Format.text.value
+    max_session_turns: int | None = None
+    approval_mode: str | None = None
+    yolo: bool = False
+    resume: str | None = None
+    continue_latest: bool = False
+    model: str | None = None
+    acp: bool = False
+    version: bool = False
+
+
+class ServeOptions(NamedTuple):
+    """``cairn serve [options]``."""
+
+    host: str = "127.0.0.1"
+    port: int = 4170
+    token: str | None = None
+    allow_origin: tuple[str, ...] = ()
+    max_sessions: int = 64
+    workspace: Path | None = None
+
+
+def parse_fast(
+    argv: Sequence[str], environ: Mapping[str, str] = os.environ
+) -> RootOptions | ServeOptions | None:
+    """The options of a plain ``cairn [root options]`` or ``cairn serve [serve options]``.
+
+    ``None`` when the command line needs typer: another subcommand, help, ``--version`` or
+    anything this parser is not certain to read exactly as typer would.
+    """
+    if argv and argv[0] == "serve":
+        values = _parse(argv[1:], SERVE_OPTIONS)
+        if values is None:
+            return None
+        for spec in SERVE_OPTIONS.values():
+            if spec.envvar and spec.dest not in values:
+                values[spec.dest] = environ.get(spec.envvar) or None  # typer ignores ""
+        return ServeOptions()._replace(**values)
+    values = _parse(argv, ROOT_OPTIONS)
+    if values is None or values.get("version"):
+        return None
+    return RootOptions()._replace(**values)
+
+
+def _parse(argv: Sequence[str], specs: Mapping[str, OptionSpec]) -> dict[str, Any] | None:
+    by_name = {name: spec for spec in specs.values() for name in spec.names}
+    values: dict[str, Any] = {}
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        name, has_inline, inline = arg.partition("=")
+        if not name.startswith("--"):
+            name, has_inline = arg, ""  # short options take their value as the next argument
+        spec = by_name.get(name)
+        if spec is None or (spec.dest in values and spec.kind != "multi"):
+            return None
+        if spec.kind == "flag":
+            if has_inline:
+                return None
+            values[spec.dest] = True
+            continue
+        if has_inline:
+            raw = inline
+        elif rest:
+            raw = rest.pop(0)
+        else:
+            return None
+        value = _convert(spec, raw)
+        if value is None:
+            return None
+        if spec.kind == "multi":
+            values[spec.dest] = (*values.get(spec.dest, ()), value)
+        else:
+            values[spec.dest] = value
+    return values
+
+
+def _convert(spec: OptionSpec, raw: str) -> object | None:
+    """``raw`` as the option's value, or ``None`` when typer should judge it."""
+    if raw.startswith("-"):
+        return None  # a value or a forgotten value? typer decides
+    if spec.kind == "int":
+        return int(raw) if raw.isascii() and raw.isdigit() else None
+    if spec.kind == "choice":
+        return raw if raw in spec.choices else None
+    if spec.kind == "path":
+        return Path(raw) if raw else None
+    return raw

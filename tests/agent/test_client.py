@@ -1,0 +1,624 @@
+"""AgentClient.send and its gates, against the in-process scripted provider.
+
+What is observed: the events ``send`` yields, the requests the scripted provider received, and
+the client's history afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pytest
+
+from cairn.abort import AbortController, Aborted, AbortSignal
+from cairn.agent.client import (
+    INTERRUPTED_CALL_ERROR,
+    MAX_RECENT_TOOL_NAMES,
+    AgentClient,
+    AgentCompressed,
+    AgentEvent,
+    AgentFinished,
+    AgentLimit,
+    AgentLoop,
+    AgentRetry,
+    AgentText,
+    AgentToolCall,
+    SendKind,
+)
+from cairn.agent.compression import SUMMARY_ACK, CompressionStatus
+from cairn.agent.reminders import system_reminder
+from cairn.config.settings import Settings
+from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text
+from cairn.llm.types import ModelRequest, ToolDeclaration, Usage
+from cairn.testing import ScriptedProvider, ToolCallSpec, error_reply, reply, tool_calls
+
+SUMMARY = "<state_snapshot>the user wants a calculator</state_snapshot>"
+TOOLS = [ToolDeclaration("read_file", "Read a file", {"type": "object", "properties": {}})]
+
+
+# ----- the test double for the memory package's Recall handle -----
+
+
+@dataclass
+class Delivery:
+    prompt: str
+
+
+@dataclass
+class RecordingRecall:
+    """A RecallHandle that answers every ``consume`` with ``prompt`` and records each call."""
+
+    prompt: str | None = "## Relevant memory\n- deploy with `make release`"
+    fail: bool = False
+    surfaced_paths: set[str] = field(default_factory=set)
+    begun: list[tuple[str, list[str]]] = field(default_factory=list)
+    consumed: list[str] = field(default_factory=list)
+
+    def begin(self, query: str, signal: AbortSignal, recent_tools: Sequence[str]) -> None:
+        self.begun.append((query, list(recent_tools)))
+
+    async def consume(self, point: Literal["initial", "tool_result"]) -> Delivery | None:
+        self.consumed.append(point)
+        if self.fail:
+            raise RuntimeError("recall broke")
+        return Delivery(self.prompt) if self.prompt is not None else None
+
+    def finish(self) -> None:
+        pass
+
+    def cancel(self, reason: str) -> None:
+        pass
+
+    def reset(self) -> None:
+        self.surfaced_paths.clear()
+
+
+# ----- helpers -----
+
+
+def _settings(**model: Any) -> Settings:
+    return Settings.model_validate({"model": model})
+
+
+def _client(
+    provider: ScriptedProvider,
+    *,
+    settings: Settings | None = None,
+    history: Sequence[Content] = (),
+    recall: RecordingRecall | None = None,
+    **kwargs: Any,
+) -> AgentClient:
+    return AgentClient(
+        provider=provider,
+        settings=settings or _settings(),
+        session_id="session-1",
+        system_prompt="You are a test agent.",
+        tools=lambda: TOOLS,
+        history=history,
+        recall=recall,
+        **kwargs,
+    )
+
+
+async def _send(
+    client: AgentClient,
+    parts: Sequence[Part],
+    kind: SendKind = SendKind.USER_QUERY,
+    abort: AbortSignal | None = None,
+) -> list[AgentEvent]:
+    signal = abort or AbortController().signal
+    return [event async for event in client.send(parts, kind=kind, abort=signal)]
+
+
+def _main_requests(provider: ScriptedProvider) -> list[ModelRequest]:
+    return provider.requests_for("main")
+
+
+def _last_user_parts(request: ModelRequest) -> list[Part]:
+    last = request.contents[-1]
+    assert last.role == "user"
+    return last.parts
+
+
+def _usage(prompt_tokens: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": 5}
+
+
+def _conversation(turns: int) -> list[Content]:
+    """A finished conversation of ``turns`` exchanges (enough text to be worth compressing)."""
+    entries: list[Content] = []
+    for i in range(turns):
+        entries.append(Content.user(f"question {i}: " + "words " * 40))
+        entries.append(Content.model(f"answer {i}: " + "more words " * 40))
+    return entries
+
+
+# ----- the basic exchange -----
+
+
+async def test_the_request_carries_system_prompt_tools_and_history() -> None:
+    provider = ScriptedProvider(reply("Hello!"))
+    client = _client(provider, history=[Content.user("earlier"), Content.model("ok")])
+
+    await _send(client, [Text("hi")])
+
+    [request] = provider.requests
+    assert request.system == "You are a test agent."
+    assert [t.name for t in request.tools] == ["read_file"]
+    assert request.session_id == "session-1"
+    assert request.purpose == "main"
+    assert [c.text for c in request.contents] == ["earlier", "ok", "hi"]
+
+
+async def test_the_answer_joins_the_history_and_is_reported() -> None:
+    provider = ScriptedProvider(reply("Hello!", usage=_usage(42)))
+    reported: list[tuple[Content, str, Usage]] = []
+    client = _client(provider, on_assistant=lambda c, m, u: reported.append((c, m, u)))
+
+    events = await _send(client, [Text("hi")])
+
+    assert events[0] == AgentText("Hello!")
+    finished = events[-1]
+    assert isinstance(finished, AgentFinished)
+    assert (finished.reason, finished.text, finished.calls) == ("stop", "Hello!", ())
+    assert client.history.shallow() == [Content.user("hi"), Content.model("Hello!")]
+    [(content, model, usage)] = reported
+    assert content == Content.model("Hello!")
+    assert model == "scripted-model"
+    assert usage.input_tokens == 42
+    assert client.last_prompt_tokens == 42
+
+
+async def test_tool_calls_are_streamed_and_kept_with_the_answer() -> None:
+    provider = ScriptedProvider(
+        tool_calls(ToolCallSpec("read_file", {"file_path": "a.txt"}, "c1"), text="Reading.")
+    )
+    client = _client(provider)
+
+    events = await _send(client, [Text("read a.txt")])
+
+    call = FunctionCall("c1", "read_file", {"file_path": "a.txt"})
+    assert AgentToolCall(call) in events
+    finished = events[-1]
+    assert isinstance(finished, AgentFinished)
+    assert finished.calls == (call,)
+    assert finished.reason == "tool_calls"
+    assert client.history.last() == Content("model", [Text("Reading."), call])
+
+
+async def test_an_aborted_signal_stops_before_any_request() -> None:
+    provider = ScriptedProvider(reply("never"))
+    client = _client(provider)
+    controller = AbortController()
+    controller.abort("user_cancel")
+
+    with pytest.raises(Aborted):
+        await _send(client, [Text("hi")], abort=controller.signal)
+
+    assert provider.requests == []
+    assert len(client.history) == 0
+
+
+# ----- max session turns -----
+
+
+async def test_max_session_turns_yields_a_limit_before_any_request() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    client = _client(provider, settings=_settings(maxSessionTurns=1))
+    await _send(client, [Text("first")])
+
+    events = await _send(client, [Text("second")], SendKind.CONTINUATION)
+
+    [limit] = events
+    assert isinstance(limit, AgentLimit)
+    assert limit.kind == "max_session_turns"
+    assert "Reached the session limit of 1 model requests" in limit.message
+    assert len(provider.requests) == 1
+    assert [c.text for c in client.history.shallow()] == ["first", "ok"]
+
+
+async def test_a_retry_does_not_count_as_a_session_turn() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    client = _client(provider, settings=_settings(maxSessionTurns=1))
+    await _send(client, [Text("first")])
+    client.history.truncate(0)
+
+    events = await _send(client, [Text("first")], SendKind.RETRY)
+
+    assert isinstance(events[-1], AgentFinished)
+    assert len(provider.requests) == 2
+
+
+async def test_a_negative_max_session_turns_means_no_limit() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    client = _client(provider, settings=_settings(maxSessionTurns=-1))
+
+    for i in range(3):
+        events = await _send(client, [Text(f"prompt {i}")])
+        assert isinstance(events[-1], AgentFinished)
+
+    assert len(provider.requests) == 3
+
+
+# ----- session token limit -----
+
+
+async def test_the_session_token_limit_refuses_once_the_last_prompt_exceeds_it() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(501)))
+    client = _client(provider, settings=_settings(sessionTokenLimit=500))
+    await _send(client, [Text("first")])
+
+    events = await _send(client, [Text("second")])
+
+    [limit] = events
+    assert isinstance(limit, AgentLimit)
+    assert limit.kind == "session_token_limit"
+    assert "501 tokens > 500 limit" in limit.message
+    assert len(provider.requests) == 1
+    assert [c.text for c in client.history.shallow()] == ["first", "ok"]
+
+
+async def test_a_prompt_exactly_at_the_session_token_limit_is_sent() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(500)))
+    client = _client(provider, settings=_settings(sessionTokenLimit=500))
+    await _send(client, [Text("first")])
+
+    events = await _send(client, [Text("second")])
+
+    assert isinstance(events[-1], AgentFinished)
+    assert len(provider.requests) == 2
+
+
+# ----- dangling calls -----
+
+
+def _interrupted_history() -> list[Content]:
+    return [
+        Content.user("read both files"),
+        Content(
+            "model",
+            [
+                FunctionCall("c1", "read_file", {"file_path": "a.txt"}),
+                FunctionCall("c2", "read_file", {"file_path": "b.txt"}),
+            ],
+        ),
+    ]
+
+
+async def test_dangling_calls_are_answered_with_errors_before_the_other_parts() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    client = _client(provider, history=_interrupted_history())
+
+    await _send(client, [Text("go on")], SendKind.CONTINUATION)
+
+    assert _last_user_parts(provider.requests[0]) == [
+        FunctionResponse("c1", "read_file", {"error": INTERRUPTED_CALL_ERROR}),
+        FunctionResponse("c2", "read_file", {"error": INTERRUPTED_CALL_ERROR}),
+        Text("go on"),
+    ]
+
+
+async def test_only_the_unanswered_calls_get_an_error_after_the_given_responses() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    client = _client(provider, history=_interrupted_history())
+    answered = FunctionResponse("c1", "read_file", {"output": "A"})
+
+    await _send(client, [answered, Text("note")], SendKind.TOOL_RESULT)
+
+    assert _last_user_parts(provider.requests[0]) == [
+        answered,
+        FunctionResponse("c2", "read_file", {"error": INTERRUPTED_CALL_ERROR}),
+        Text("note"),
+    ]
+
+
+# ----- Recall at the tool-result point -----
+
+
+async def test_recall_is_consumed_and_inserted_right_after_the_function_responses() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    recall = RecordingRecall()
+    history = [
+        Content.user("deploy it"),
+        Content("model", [FunctionCall("c1", "read_file", {"file_path": "Makefile"})]),
+    ]
+    client = _client(provider, history=history, recall=recall)
+    response = FunctionResponse("c1", "read_file", {"output": "release:"})
+
+    await _send(client, [response, Text("steering")], SendKind.TOOL_RESULT)
+
+    assert recall.consumed == ["tool_result"]
+    assert _last_user_parts(provider.requests[0]) == [
+        response,
+        system_reminder(recall.prompt or ""),
+        Text("steering"),
+    ]
+
+
+async def test_recall_is_not_consumed_for_a_request_without_function_responses() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    recall = RecordingRecall()
+    client = _client(provider, recall=recall)
+
+    await _send(client, [Text("hi")])
+    await _send(client, [Text("a stop hook says go on")], SendKind.CONTINUATION)
+
+    assert recall.consumed == []
+    assert all(len(_last_user_parts(r)) == 1 for r in provider.requests)
+
+
+async def test_recall_is_not_consumed_when_a_gate_refuses_the_request() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(900)))
+    recall = RecordingRecall()
+    client = _client(provider, settings=_settings(sessionTokenLimit=500), recall=recall)
+    await _send(client, [Text("first")])
+
+    events = await _send(
+        client, [FunctionResponse("c1", "read_file", {"output": "x"})], SendKind.TOOL_RESULT
+    )
+
+    assert isinstance(events[0], AgentLimit)
+    assert recall.consumed == []
+
+
+async def test_an_empty_recall_leaves_the_tool_results_as_they_are() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    recall = RecordingRecall(prompt=None)
+    client = _client(provider, history=_interrupted_history()[:1], recall=recall)
+    response = FunctionResponse("c1", "read_file", {"output": "A"})
+
+    await _send(client, [response], SendKind.TOOL_RESULT)
+
+    assert recall.consumed == ["tool_result"]
+    assert _last_user_parts(provider.requests[0]) == [response]
+
+
+async def test_a_failing_recall_never_stops_the_request() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    recall = RecordingRecall(fail=True)
+    client = _client(provider, recall=recall)
+    response = FunctionResponse("c1", "read_file", {"output": "A"})
+
+    events = await _send(client, [response], SendKind.TOOL_RESULT)
+
+    assert isinstance(events[-1], AgentFinished)
+    assert _last_user_parts(provider.requests[0]) == [response]
+
+
+async def test_begin_recall_passes_the_query_and_the_recent_tools() -> None:
+    recall = RecordingRecall()
+    client = _client(ScriptedProvider(), recall=recall)
+    client.record_completed_tool_call("read_file")
+
+    client.begin_recall("how do we deploy?", AbortController().signal)
+
+    assert recall.begun == [("how do we deploy?", ["read_file"])]
+
+
+async def test_begin_recall_does_nothing_while_recall_is_disabled() -> None:
+    recall = RecordingRecall()
+    client = _client(ScriptedProvider(), recall=recall, recall_enabled=lambda: False)
+
+    client.begin_recall("how do we deploy?", AbortController().signal)
+
+    assert recall.begun == []
+
+
+async def test_attach_recall_gives_a_client_without_recall_its_handle() -> None:
+    provider = ScriptedProvider(reply("ok"))
+    client = _client(provider)
+    recall = RecordingRecall()
+
+    client.attach_recall(lambda: recall)
+    client.attach_recall(lambda: RecordingRecall(prompt="another"))  # the first one stays
+    await _send(
+        client, [FunctionResponse("c1", "read_file", {"output": "A"})], SendKind.TOOL_RESULT
+    )
+
+    assert recall.consumed == ["tool_result"]
+    assert system_reminder(recall.prompt or "") in _last_user_parts(provider.requests[0])
+
+
+# ----- recent tools -----
+
+
+def test_recent_tools_keep_the_last_twenty_distinct_names_most_recent_last() -> None:
+    client = _client(ScriptedProvider())
+    names = [f"tool_{i}" for i in range(MAX_RECENT_TOOL_NAMES + 5)]
+
+    for name in names:
+        client.record_completed_tool_call(name)
+    client.record_completed_tool_call("tool_10")  # again: moves to the end, no duplicate
+
+    expected = [n for n in names[-MAX_RECENT_TOOL_NAMES:] if n != "tool_10"] + ["tool_10"]
+    assert MAX_RECENT_TOOL_NAMES == 20
+    assert client.recent_tools == expected
+    assert client.stats.tool_call_count == len(names) + 1
+
+
+def test_blank_tool_names_are_not_recorded() -> None:
+    client = _client(ScriptedProvider())
+
+    client.record_completed_tool_call("  ")
+    client.record_completed_tool_call(" grep_search ")
+
+    assert client.recent_tools == ["grep_search"]
+
+
+def test_recent_tools_are_seeded_from_the_answered_calls_of_a_resumed_history() -> None:
+    history = [
+        Content.user("look around"),
+        Content("model", [FunctionCall("c1", "list_directory"), FunctionCall("c2", "glob")]),
+        Content(
+            "user",
+            [
+                FunctionResponse("c1", "list_directory", {"output": "a"}),
+                FunctionResponse("c2", "glob", {"error": "bad pattern"}),
+            ],
+        ),
+        Content("model", [FunctionCall("c3", "read_file"), FunctionCall("c4", "list_directory")]),
+        Content("user", [FunctionResponse("c4", "list_directory", {"output": "b"})]),
+        Content("model", [FunctionCall("c5", "edit")]),  # interrupted: never answered
+    ]
+
+    client = _client(ScriptedProvider(), history=history)
+
+    assert client.recent_tools == ["glob", "list_directory"]
+    assert client.stats.tool_call_count == 0
+
+
+# ----- retries -----
+
+
+async def test_a_stream_retry_discards_the_partial_text() -> None:
+    provider = ScriptedProvider()
+    provider.enqueue(
+        reply(chunks=["partial ", "answer"], drop_after_chunks=1),
+        reply(chunks=["final ", "answer"]),
+    )
+    client = _client(provider)
+
+    events = await _send(client, [Text("hi")])
+
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["AgentText", "AgentRetry", "AgentText", "AgentText", "AgentFinished"]
+    assert isinstance(events[1], AgentRetry) and events[1].attempt == 1
+    finished = events[-1]
+    assert isinstance(finished, AgentFinished) and finished.text == "final answer"
+    assert client.history.last() == Content.model("final answer")
+    assert len(provider.requests) == 2
+
+
+# ----- loop detection -----
+
+
+async def test_repeated_identical_tool_calls_report_a_loop_and_keep_the_model_entry() -> None:
+    same = [ToolCallSpec("read_file", {"file_path": "a.txt"}, f"c{i}") for i in range(6)]
+    provider = ScriptedProvider(tool_calls(*same))
+    client = _client(provider)
+
+    events = await _send(client, [Text("read it")])
+
+    loop = events[-1]
+    assert isinstance(loop, AgentLoop)
+    assert loop.info.loop_type == "consecutive_identical_tool_calls"
+    assert not any(isinstance(e, AgentFinished) for e in events)
+    last = client.history.last()
+    assert last is not None and last.role == "model"
+    assert [p.id for p in last.parts if isinstance(p, FunctionCall)] == [
+        "c0",
+        "c1",
+        "c2",
+        "c3",
+        "c4",
+    ]
+
+
+async def test_chanting_the_same_text_reports_a_loop_and_keeps_what_was_said() -> None:
+    sentence = "I will now check the file again to be really sure. "
+    provider = ScriptedProvider(reply(chunks=[sentence] * 30))
+    client = _client(provider)
+
+    events = await _send(client, [Text("check")])
+
+    loop = events[-1]
+    assert isinstance(loop, AgentLoop)
+    assert loop.info.loop_type == "chanting_identical_sentences"
+    streamed = "".join(e.text for e in events if isinstance(e, AgentText))
+    assert client.history.last() == Content.model(streamed)
+    assert len(streamed) < len(sentence) * 30  # the stream was cut at the loop
+
+
+async def test_skip_loop_detection_lets_repetition_through() -> None:
+    same = [ToolCallSpec("read_file", {"file_path": "a.txt"}, f"c{i}") for i in range(6)]
+    provider = ScriptedProvider(tool_calls(*same))
+    client = _client(provider, settings=_settings(skipLoopDetection=True))
+
+    events = await _send(client, [Text("read it")])
+
+    finished = events[-1]
+    assert isinstance(finished, AgentFinished)
+    assert len(finished.calls) == 6
+
+
+# ----- automatic compression -----
+
+
+def _compressing_settings() -> Settings:
+    return Settings.model_validate(
+        {
+            "model": {
+                "generationConfig": {"contextWindowSize": 1000},
+                "chatCompression": {"contextPercentageThreshold": 0.5},
+            }
+        }
+    )
+
+
+async def test_compression_runs_once_the_last_prompt_passes_the_threshold() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(600)))
+    provider.enqueue(
+        reply(SUMMARY, usage={"prompt_tokens": 1400, "completion_tokens": 50}), purpose="compress"
+    )
+    client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
+    await _send(client, [Text("one more question")])
+    assert provider.requests_for("compress") == []
+
+    events = await _send(client, [Text("and another")])
+
+    compressed = events[0]
+    assert isinstance(compressed, AgentCompressed)
+    assert compressed.result.status is CompressionStatus.COMPRESSED
+    assert compressed.result.original_tokens == 600
+    assert len(provider.requests_for("compress")) == 1
+    main = _main_requests(provider)[-1]
+    assert main.contents[0].text == SUMMARY
+    assert main.contents[1].text == SUMMARY_ACK
+    assert main.contents[-1].text == "and another"
+    assert len(main.contents) < len(_conversation(6)) + 4
+
+
+async def test_compression_stays_off_below_the_threshold() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(499)))
+    client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
+
+    await _send(client, [Text("first")])
+    events = await _send(client, [Text("second")])
+
+    assert not any(isinstance(e, AgentCompressed) for e in events)
+    assert provider.requests_for("compress") == []
+
+
+async def test_a_failed_compression_is_not_retried_on_every_request() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(600)))
+    provider.enqueue(error_reply(400, "bad request"), purpose="compress")
+    client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
+    await _send(client, [Text("first")])
+
+    failed = await _send(client, [Text("second")])
+    later = await _send(client, [Text("third")])
+
+    assert isinstance(failed[0], AgentCompressed)
+    assert failed[0].result.status is CompressionStatus.FAILED_ERROR
+    assert isinstance(failed[-1], AgentFinished)
+    assert not any(isinstance(e, AgentCompressed) for e in later)
+    assert isinstance(later[-1], AgentFinished)
+    assert len(provider.requests_for("compress")) == 1
+    assert len(_main_requests(provider)) == 3
+
+
+async def test_reset_lifts_the_compression_failure_latch() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(600)))
+    provider.enqueue(error_reply(400), error_reply(400), purpose="compress")
+    client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
+    await _send(client, [Text("first")])
+    await _send(client, [Text("second")])  # compression fails and latches
+
+    client.reset(_conversation(6))
+    await _send(client, [Text("third")])  # the answer reports 600 prompt tokens again
+    events = await _send(client, [Text("fourth")])
+
+    assert isinstance(events[0], AgentCompressed)
+    assert len(provider.requests_for("compress")) == 2

@@ -1,0 +1,404 @@
+"""Slash commands, run through a real Session on a Runtime with the in-process scripted model.
+
+What is observed: the notices and events the session emits, the turn result, and the requests
+the scripted model received (or did not).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator
+from pathlib import Path
+
+import pytest
+
+from cairn.agent.prompt import STARTUP_CONTEXT_ACK
+from cairn.content import Content
+from cairn.llm.types import ModelRequest, StreamEvent
+from cairn.session.commands import COMMANDS
+from cairn.session.events import ModeChanged, Notice, TurnResult
+from cairn.testing import Reply, ScriptedProvider, error_reply, reply
+
+from .helpers import ANSWER, MakeWorld, World, write_memory
+
+pytestmark = pytest.mark.timeout(60)
+
+DEPLOY_MARKER = "MARKER-DEPLOY-5521"
+AUTO_MEMORY_HEADING = "# auto memory"
+
+
+def notices(world: World, source: str) -> list[str]:
+    return [e.text for e in world.events if isinstance(e, Notice) and e.source == source]
+
+
+def last_user_text(request: ModelRequest) -> str:
+    last = request.contents[-1]
+    assert last.role == "user"
+    return last.text
+
+
+def assert_handled_locally(world: World, result: TurnResult) -> None:
+    assert result.handled_locally
+    assert result.stop_reason == "end_turn"
+    assert world.provider.requests == []
+
+
+def assert_handled_locally_after(world: World, result: TurnResult, *, requests: int) -> None:
+    assert result.handled_locally
+    assert len(world.provider.requests) == requests
+
+
+class PinnedModelProvider:
+    """A provider whose model cannot be switched (a pinned deployment)."""
+
+    def __init__(self) -> None:
+        self.inner = ScriptedProvider(reply(ANSWER))
+
+    @property
+    def model(self) -> str:
+        return "pinned-model"
+
+    @property
+    def fast_model(self) -> str | None:
+        return None
+
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        return self.inner.stream(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+# ----- /help -----
+
+
+async def test_help_lists_every_command_without_asking_the_model(make_world: MakeWorld) -> None:
+    world = make_world()
+    session = world.session()
+
+    result = await world.prompt(session, "/help")
+
+    assert_handled_locally(world, result)
+    [text] = notices(world, "command:help")
+    lines = text.splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == [f"/{c.name}" for c in COMMANDS]
+    assert "/memory <on|off> — Show managed memory, or turn it on or off" in lines
+    assert result.text == text
+
+
+async def test_command_names_are_case_insensitive(make_world: MakeWorld) -> None:
+    world = make_world()
+
+    result = await world.prompt(world.session(), "/HELP")
+
+    assert_handled_locally(world, result)
+    assert notices(world, "command:help")
+
+
+# ----- /clear -----
+
+
+async def test_clear_empties_the_history_to_the_startup_context(make_world: MakeWorld) -> None:
+    world = make_world()
+    session = world.session()
+    await world.prompt(session, "remember the number 42")
+    assert len(session.history) == 4
+
+    result = await world.prompt(session, "/clear")
+
+    assert_handled_locally_after(world, result, requests=1)
+    assert notices(world, "command:clear") == ["Started a fresh conversation."]
+    assert [c.role for c in session.history] == ["user", "model"]
+    assert session.history[1] == Content.model(STARTUP_CONTEXT_ACK)
+    assert "I'm currently working in the directory" in session.history[0].text
+    await world.prompt(session, "what was the number?")
+    assert "remember the number 42" not in json.dumps(
+        [c.to_dict() for c in world.last_main().contents]
+    )
+
+
+async def test_clear_lets_surfaced_memories_be_recalled_again(
+    make_world: MakeWorld, project: Path
+) -> None:
+    write_memory(
+        project, "deploy", "how we deploy the billing service", f"{DEPLOY_MARKER}: `make release`."
+    )
+    world = make_world(memory=True)
+    world.provider.handler = _selector_chooses_nothing
+    world.runtime.memory_manager().search("deploy")  # warm the index: fast Recall is immediate
+    session = world.session()
+    question = "how do we deploy the billing service?"
+
+    await world.prompt(session, question)
+    first = last_user_text(world.last_main())
+    await world.prompt(session, question)
+    second = last_user_text(world.last_main())
+    await world.prompt(session, "/clear")
+    await world.prompt(session, question)
+    third = last_user_text(world.last_main())
+    await world.settle()
+
+    assert DEPLOY_MARKER in first
+    assert DEPLOY_MARKER not in second  # a memory reaches the model once per conversation
+    assert DEPLOY_MARKER in third
+
+
+def _selector_chooses_nothing(request: ModelRequest) -> Reply | None:
+    if request.purpose == "recall-selector":
+        return reply(json.dumps({"selected_memories": []}))
+    return None
+
+
+# ----- /compress -----
+
+
+async def test_compress_reports_a_compressed_conversation(make_world: MakeWorld) -> None:
+    world = make_world()
+    summary = reply(
+        "<state_snapshot>numbers</state_snapshot>",
+        usage={"prompt_tokens": 1500, "completion_tokens": 20},  # the summary is much smaller
+    )
+    world.provider.enqueue(summary, purpose="compress")
+    session = world.session()
+    for i in range(4):
+        await world.prompt(session, f"question {i}: " + "words " * 50)
+
+    result = await world.prompt(session, "/compress")
+
+    assert result.handled_locally
+    [text] = notices(world, "command:compress")
+    assert text.startswith("Compressed the conversation: ")
+    assert text.endswith(" tokens.")
+    assert len(world.provider.requests_for("compress")) == 1
+    assert any(c.text == "<state_snapshot>numbers</state_snapshot>" for c in session.history)
+
+
+async def test_compress_reports_when_there_is_nothing_to_compress(make_world: MakeWorld) -> None:
+    world = make_world()
+
+    result = await world.prompt(world.session(), "/compress")
+
+    assert_handled_locally(world, result)
+    assert notices(world, "command:compress") == ["Nothing was compressed: noop."]
+
+
+async def test_compress_reports_a_failed_compression(make_world: MakeWorld) -> None:
+    world = make_world()
+    world.provider.enqueue(error_reply(400, "context too long"), purpose="compress")
+    session = world.session()
+    for i in range(4):
+        await world.prompt(session, f"question {i}: " + "words " * 50)
+
+    await world.prompt(session, "/compress")
+
+    [text] = notices(world, "command:compress")
+    assert text.startswith("Nothing was compressed: failed_error (")
+    assert "context too long" in text
+
+
+# ----- /model -----
+
+
+async def test_model_without_a_name_shows_the_current_model(make_world: MakeWorld) -> None:
+    world = make_world()
+
+    result = await world.prompt(world.session(), "/model")
+
+    assert_handled_locally(world, result)
+    assert notices(world, "command:model") == ["Current model: scripted-model"]
+
+
+async def test_model_switches_the_model_of_the_next_request(make_world: MakeWorld) -> None:
+    world = make_world()
+    session = world.session()
+
+    await world.prompt(session, "/model big-model")
+    await world.prompt(session, "hello")
+
+    assert notices(world, "command:model") == ["Model set to big-model."]
+    assert world.last_main().model == "big-model"
+
+
+# ----- /approval-mode -----
+
+
+async def test_approval_mode_without_a_value_shows_the_mode(make_world: MakeWorld) -> None:
+    world = make_world()
+
+    await world.prompt(world.session(), "/approval-mode")
+
+    assert notices(world, "command:approval-mode") == [
+        "Approval mode: default (one of plan, default, auto-edit, yolo)."
+    ]
+
+
+async def test_approval_mode_sets_the_mode_and_reports_the_change(make_world: MakeWorld) -> None:
+    world = make_world()
+    session = world.session()
+
+    result = await world.prompt(session, "/approval-mode auto-edit")
+
+    assert_handled_locally(world, result)
+    assert session.approval_mode == "auto-edit"
+    assert [e for e in world.events if isinstance(e, ModeChanged)] == [ModeChanged("auto-edit")]
+    assert notices(world, "command:approval-mode") == ["Approval mode set to auto-edit."]
+
+
+async def test_approval_mode_plan_reaches_the_next_request(make_world: MakeWorld) -> None:
+    world = make_world()
+    session = world.session()
+
+    await world.prompt(session, "/approval-mode plan")
+    await world.prompt(session, "refactor the parser")
+
+    assert "Plan mode is active" in last_user_text(world.last_main())
+
+
+async def test_approval_mode_refuses_an_unknown_mode(make_world: MakeWorld) -> None:
+    world = make_world()
+    session = world.session()
+
+    await world.prompt(session, "/approval-mode fast")
+
+    assert session.approval_mode == "default"
+    assert not any(isinstance(e, ModeChanged) for e in world.events)
+    assert notices(world, "command:approval-mode") == [
+        "Unknown approval mode 'fast'; use one of plan, default, auto-edit, yolo."
+    ]
+
+
+# ----- /remember -----
+
+
+async def test_remember_becomes_a_fresh_model_bound_turn(make_world: MakeWorld) -> None:
+    world = make_world()
+
+    result = await world.prompt(world.session(), "/remember we deploy on Tuesdays")
+
+    assert not result.handled_locally
+    assert result.fresh
+    assert result.text == ANSWER
+    [request] = world.main_requests()
+    text = last_user_text(request)
+    assert text.startswith("Save this to managed memory so it is available in future sessions")
+    assert text.endswith("\n\nwe deploy on Tuesdays")
+    assert notices(world, "command:remember") == []
+
+
+async def test_remember_without_text_explains_its_use(make_world: MakeWorld) -> None:
+    world = make_world()
+
+    result = await world.prompt(world.session(), "/remember   ")
+
+    assert_handled_locally(world, result)
+    assert notices(world, "command:remember") == ["Usage: /remember <what to remember>"]
+
+
+# ----- /memory -----
+
+
+async def test_memory_off_and_on_toggles_the_memory_section_of_the_system_prompt(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world(memory=True)
+    world.provider.handler = _selector_chooses_nothing
+    session = world.session()
+
+    await world.prompt(session, "first")
+    with_memory = world.last_main().system or ""
+    await world.prompt(session, "/memory off")
+    await world.prompt(session, "second")
+    without_memory = world.last_main().system or ""
+    await world.prompt(session, "/memory on")
+    await world.prompt(session, "third")
+    again = world.last_main().system or ""
+    await world.settle()
+
+    assert AUTO_MEMORY_HEADING in with_memory
+    assert AUTO_MEMORY_HEADING not in without_memory
+    assert AUTO_MEMORY_HEADING in again
+    assert notices(world, "command:memory") == [
+        "Managed memory is now off for this process.",
+        "Managed memory is now on for this process.",
+    ]
+
+
+async def test_memory_on_in_a_session_started_without_memory_starts_recall(
+    make_world: MakeWorld, project: Path
+) -> None:
+    """Regression: a session created with memory off had no Recall handle, so `/memory on`
+    added the memory section to the prompt but never recalled a memory in that session."""
+    write_memory(
+        project, "deploy", "how we deploy the billing service", f"{DEPLOY_MARKER}: `make release`."
+    )
+    world = make_world(memory=False)
+    world.provider.handler = _selector_chooses_nothing
+    session = world.session()
+
+    await world.prompt(session, "/memory on")
+    world.runtime.memory_manager().search("deploy")  # warm the index: fast Recall is immediate
+    await world.prompt(session, "how do we deploy the billing service?")
+    await world.settle()
+
+    assert AUTO_MEMORY_HEADING in (world.last_main().system or "")
+    assert DEPLOY_MARKER in last_user_text(world.last_main())
+
+
+async def test_memory_lists_the_memories_when_on(make_world: MakeWorld, project: Path) -> None:
+    write_memory(project, "deploy", "how we deploy", "make release")
+    world = make_world(memory=True)
+
+    result = await world.prompt(world.session(), "/memory")
+
+    assert_handled_locally(world, result)
+    [text] = notices(world, "command:memory")
+    assert text.splitlines()[0] == "Managed memory is on: 1 memories."
+    assert "- [project] deploy (project: project/deploy.md)" in text
+
+
+async def test_memory_says_how_to_turn_it_on_when_off(make_world: MakeWorld) -> None:
+    world = make_world(memory=False)
+
+    await world.prompt(world.session(), "/memory")
+
+    assert notices(world, "command:memory") == ["Managed memory is off. `/memory on` turns it on."]
+
+
+# ----- not a command, or a failing one -----
+
+
+async def test_an_unknown_slash_word_is_sent_to_the_model_as_a_prompt(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+
+    result = await world.prompt(world.session(), "/frobnicate the widget")
+
+    assert not result.handled_locally
+    assert last_user_text(world.last_main()) == "/frobnicate the widget"
+    assert result.text == ANSWER
+
+
+async def test_a_failing_command_reports_the_failure_instead_of_raising(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world(provider=PinnedModelProvider())
+    session = world.session()
+
+    result = await world.prompt(session, "/model other-model")
+
+    assert result.handled_locally
+    assert result.stop_reason == "end_turn"
+    assert notices(world, "command:model") == ["/model failed: this provider cannot switch models"]
+    assert session.runtime.provider.model == "pinned-model"
+
+
+async def test_a_command_never_enters_the_history(make_world: MakeWorld) -> None:
+    world = make_world()
+    session = world.session()
+    before = list(session.history)
+
+    await world.prompt(session, "/approval-mode yolo")
+    await world.prompt(session, "/model")
+
+    assert session.history == before

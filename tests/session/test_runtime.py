@@ -1,0 +1,244 @@
+"""The Runtime: sessions and their recordings, memory managers, and background work."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cairn.content import Content
+from cairn.session.runtime import SessionNotFound
+
+from .helpers import ANSWER, MakeWorld, World, write_memory
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _conversation(history: list[Content], startup_length: int) -> list[tuple[str, str]]:
+    return [(c.role, c.text) for c in history[startup_length:]]
+
+
+async def _recorded_session(world: World, prompt: str, *, mtime: float | None = None) -> str:
+    """A session with one exchange, closed; its recording's mtime set when given."""
+    session = world.session()
+    await world.prompt(session, prompt)
+    await session.close()
+    if mtime is not None:
+        os.utime(world.runtime.chats_dir / f"{session.id}.jsonl", (mtime, mtime))
+    return session.id
+
+
+# ----- sessions -----
+
+
+async def test_a_new_session_gets_a_fresh_id_and_records_into_the_chats_folder(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+
+    first, second = world.session(), world.session()
+
+    assert first.id != second.id
+    assert str(uuid.UUID(first.id)) == first.id
+    assert (world.runtime.chats_dir / f"{first.id}.jsonl").is_file()
+    assert world.runtime.session_exists(first.id)
+
+
+async def test_a_loaded_session_continues_the_recorded_conversation(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    original = world.session()
+    await world.prompt(original, "my name is Ada")
+    await original.close()
+
+    loaded = world.load(original.id)
+    await world.prompt(loaded, "what is my name?")
+
+    assert loaded.id == original.id
+    startup = loaded.client.startup_length
+    assert _conversation(loaded.history, startup) == [
+        ("user", "my name is Ada"),
+        ("model", ANSWER),
+        ("user", "what is my name?"),
+        ("model", ANSWER),
+    ]
+    request = world.last_main()
+    assert [c.text for c in request.contents[startup:]] == [
+        "my name is Ada",
+        ANSWER,
+        "what is my name?",
+    ]
+
+
+async def test_a_loaded_session_keeps_recording_into_the_same_file(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    original = world.session()
+    await world.prompt(original, "first")
+    await original.close()
+
+    loaded = world.load(original.id)
+    await world.prompt(loaded, "second")
+    await loaded.close()
+    again = world.load(original.id)
+
+    assert _conversation(again.history, again.client.startup_length) == [
+        ("user", "first"),
+        ("model", ANSWER),
+        ("user", "second"),
+        ("model", ANSWER),
+    ]
+    assert sorted(p.name for p in world.runtime.chats_dir.iterdir()) == [f"{original.id}.jsonl"]
+
+
+async def test_loading_an_unknown_session_raises_session_not_found(make_world: MakeWorld) -> None:
+    world = make_world()
+    missing = str(uuid.uuid4())
+
+    with pytest.raises(SessionNotFound) as caught:
+        world.runtime.load_session(missing)
+
+    assert str(caught.value) == f'No session found with ID "{missing}".'
+    assert not world.runtime.session_exists(missing)
+
+
+@pytest.mark.parametrize("bad_id", ["../../etc/passwd", "not-a-session", "", "x" * 36])
+async def test_loading_a_malformed_id_raises_session_not_found(
+    make_world: MakeWorld, bad_id: str
+) -> None:
+    world = make_world()
+
+    with pytest.raises(SessionNotFound, match="No session found with ID"):
+        world.runtime.load_session(bad_id)
+
+
+async def test_a_malformed_id_is_refused_even_when_such_a_file_exists(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    world.runtime.chats_dir.mkdir(parents=True, exist_ok=True)
+    (world.runtime.chats_dir / "notes.jsonl").write_text("{}\n")
+
+    with pytest.raises(SessionNotFound):
+        world.runtime.load_session("notes")
+
+
+async def test_sessions_are_listed_newest_first(make_world: MakeWorld) -> None:
+    world = make_world()
+    old = await _recorded_session(world, "the old one", mtime=1_700_000_000)
+    new = await _recorded_session(world, "the new one", mtime=1_700_000_200)
+    middle = await _recorded_session(world, "the middle one", mtime=1_700_000_100)
+
+    listed = world.runtime.list_sessions()
+
+    assert [info.session_id for info in listed] == [new, middle, old]
+    assert [info.first_prompt for info in listed] == [
+        "the new one",
+        "the middle one",
+        "the old one",
+    ]
+    assert [i.session_id for i in world.runtime.list_sessions(limit=2)] == [new, middle]
+    assert world.runtime.latest_session_id() == new
+
+
+async def test_a_project_without_sessions_lists_none(make_world: MakeWorld) -> None:
+    world = make_world()
+
+    assert world.runtime.list_sessions() == []
+    assert world.runtime.latest_session_id() is None
+
+
+async def test_sessions_are_not_recorded_when_recording_is_off(make_world: MakeWorld) -> None:
+    world = make_world()
+    world.runtime.record_chats = False
+    session = world.session()
+
+    await world.prompt(session, "hello")
+
+    assert session.recorder is None
+    assert world.runtime.list_sessions() == []
+
+
+# ----- memory managers -----
+
+
+async def test_there_is_one_memory_manager_per_project_root(
+    make_world: MakeWorld, project: Path, tmp_path: Path
+) -> None:
+    world = make_world(memory=True)
+    other = tmp_path / "other-project"
+    other.mkdir()
+
+    default = world.runtime.memory_manager()
+
+    assert world.runtime.memory_manager() is default
+    assert world.runtime.memory_manager(project) is default
+    assert world.runtime.memory_manager(project / "src" / "..") is default
+    assert world.runtime.memory_manager(other) is not default
+    assert world.runtime.memory_manager(other) is world.runtime.memory_manager(other)
+    assert default.project_root == project.resolve()
+
+
+# ----- background work and closing -----
+
+
+async def test_spawn_runs_background_work_under_its_name(make_world: MakeWorld) -> None:
+    world = make_world()
+
+    async def work() -> str:
+        return "done"
+
+    task = world.runtime.spawn(work(), name="memory-extract")
+
+    assert task.get_name() == "memory-extract"
+    assert await task == "done"
+
+
+async def test_a_failing_background_task_never_raises_into_the_runtime(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+
+    async def broken() -> None:
+        raise RuntimeError("boom")
+
+    task = world.runtime.spawn(broken(), name="broken")
+    await asyncio.gather(task, return_exceptions=True)
+
+    await world.runtime.aclose()  # does not raise
+    assert isinstance(task.exception(), RuntimeError)
+
+
+async def test_aclose_cancels_unfinished_background_tasks(make_world: MakeWorld) -> None:
+    world = make_world()
+    started = asyncio.Event()
+
+    async def forever() -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    task = world.runtime.spawn(forever(), name="forever")
+    await started.wait()
+
+    await world.runtime.aclose()
+
+    assert task.cancelled()
+    assert world.provider.closed
+
+
+async def test_aclose_persists_the_memory_index(make_world: MakeWorld, project: Path) -> None:
+    write_memory(project, "deploy", "how we deploy", "make release")
+    world = make_world(memory=True)
+    manager = world.runtime.memory_manager()
+    assert [doc.title for doc in manager.docs()] == ["deploy"]
+    index_folder = manager.roots.state_dir / "recall-index"
+    assert not index_folder.exists()
+
+    await world.runtime.aclose()
+
+    assert [p.name for p in index_folder.iterdir()] == ["project.bin"]
