@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -45,13 +44,10 @@ async def test_output_of_exactly_one_megabyte_is_kept_whole(tmp_path):
 
 
 async def test_timeout_reports_timed_out(tmp_path):
-    started = time.monotonic()
-
     result = await _run("sleep 30", tmp_path, timeout=0.3)
 
     assert result.timed_out
     assert result.exit_code is None
-    assert time.monotonic() - started < 5
 
 
 async def test_cancelling_the_caller_kills_the_process_group(tmp_path):

@@ -56,10 +56,8 @@ def test_a_lock_held_by_another_process_makes_a_waiter_give_up(tmp_path: Path) -
     root = tmp_path / "memory"
     child = hold_in_child(root, 5)
     try:
-        started = time.monotonic()
         with pytest.raises(MemoryBusy), hold_roots([root], timeout=0.3):
             pass
-        assert time.monotonic() - started >= 0.3
     finally:
         child.kill()
         child.wait()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from cairn.ui.shell import MAX_SHELL_OUTPUT_CHARS, run_shell
 
@@ -19,14 +18,11 @@ async def test_output_and_exit_code_are_returned(tmp_path):
 
 
 async def test_a_command_that_runs_too_long_is_stopped(tmp_path):
-    started = time.monotonic()
-
     result = await run_shell("echo started; sleep 30", tmp_path, timeout=0.5)
 
     assert result.timed_out
     assert result.exit_code is None
     assert result.output == "started\n"
-    assert time.monotonic() - started < 10
 
 
 async def test_cancelling_stops_the_command(tmp_path):
