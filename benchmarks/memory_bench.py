@@ -56,10 +56,10 @@ async def _turns(
     from cairn.config.loader import Endpoint
     from cairn.config.settings import Settings
     from cairn.llm.openai import OpenAIProvider
-    from cairn.session.events import SessionEvent
     from cairn.session.runtime import Runtime
     from cairn.session.session import PromptRequest
     from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply
+    from cairn.vocabulary.events import SessionEvent
 
     def answer(request: RecordedRequest) -> Reply:
         if request.purpose in ("extract", "dream"):

@@ -141,10 +141,10 @@ async def filter_figures() -> tuple[int, int, int]:
     from cairn.config.settings import Settings
     from cairn.llm.openai import to_openai_messages
     from cairn.recap.service import RECAP_SYSTEM_PROMPT, RECAP_USER_PROMPT, recap_messages
-    from cairn.session.events import SessionEvent
     from cairn.session.runtime import Runtime
     from cairn.session.session import PromptRequest
     from cairn.testing import ScriptedServer, ToolCallSpec, reply, tool_calls
+    from cairn.vocabulary.events import SessionEvent
 
     async def ignore(event: SessionEvent) -> None:
         return None

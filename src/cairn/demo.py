@@ -24,7 +24,10 @@ from rich.rule import Rule
 
 from cairn.config.loader import Endpoint
 from cairn.config.settings import Settings
-from cairn.session.events import (
+from cairn.session.runtime import Runtime
+from cairn.session.session import PromptRequest, Session
+from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
+from cairn.vocabulary.events import (
     AssistantText,
     Notice,
     SessionEvent,
@@ -32,9 +35,6 @@ from cairn.session.events import (
     ToolCallUpdate,
     TurnEnded,
 )
-from cairn.session.runtime import Runtime
-from cairn.session.session import PromptRequest, Session
-from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
 __all__ = ["run_demo"]
 

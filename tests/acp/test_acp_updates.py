@@ -16,7 +16,8 @@ from cairn.acp.updates import (
 from cairn.llm.types import Usage
 from cairn.recording.replay import ReplayItem
 from cairn.session.commands import COMMANDS
-from cairn.session.events import (
+from cairn.tools.base import FileDiff, Location, TodoItem, ToolKind
+from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
@@ -31,7 +32,6 @@ from cairn.session.events import (
     TurnStarted,
     UsageUpdate,
 )
-from cairn.tools.base import FileDiff, Location, TodoItem, ToolKind
 
 
 def dump(update: object) -> dict[str, object]:

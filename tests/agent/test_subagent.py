@@ -7,10 +7,10 @@ from pathlib import Path
 from cairn.abort import AbortController
 from cairn.agent.subagent import run_subagent
 from cairn.config.settings import Settings
-from cairn.session.events import SessionEvent, ToolCallStart
 from cairn.testing import ScriptedProvider, reply, tool_call
 from cairn.tools.base import ToolContext
 from cairn.tools.registry import default_registry
+from cairn.vocabulary.events import SessionEvent, ToolCallStart
 
 
 def context(tmp_path: Path) -> ToolContext:

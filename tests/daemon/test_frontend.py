@@ -11,8 +11,8 @@ import pytest
 
 from cairn.daemon.errors import ApiError
 from cairn.daemon.frontend import DaemonFrontend
-from cairn.session.frontend import PermissionRequest
 from cairn.tools.base import FileDiff, Question, ToolKind
+from cairn.vocabulary.interaction import PermissionRequest
 
 REQUEST = PermissionRequest(
     call_id="c1",

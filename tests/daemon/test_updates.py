@@ -7,7 +7,8 @@ from pathlib import Path
 from cairn.daemon.updates import MAX_TOOL_TEXT_CHARS, replay_updates, to_wire
 from cairn.llm.types import Usage
 from cairn.recording.replay import ReplayItem
-from cairn.session.events import (
+from cairn.tools.base import FileDiff, Location, TodoItem, ToolKind
+from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
@@ -23,7 +24,6 @@ from cairn.session.events import (
     UsageUpdate,
     UserText,
 )
-from cairn.tools.base import FileDiff, Location, TodoItem, ToolKind
 
 
 def test_assistant_text_is_an_agent_message_chunk() -> None:

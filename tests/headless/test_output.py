@@ -10,7 +10,8 @@ from typing import Any
 from cairn.content import FunctionCall
 from cairn.headless.output import OutputFormat, OutputWriter
 from cairn.llm.types import Usage
-from cairn.session.events import (
+from cairn.tools.base import ToolKind
+from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
@@ -24,7 +25,6 @@ from cairn.session.events import (
     TurnStarted,
     UsageUpdate,
 )
-from cairn.tools.base import ToolKind
 
 SESSION_ID = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 MODEL = "scripted-model"

@@ -19,11 +19,11 @@ from cairn.recap.service import (
     generate_session_recap,
 )
 from cairn.session.commands import NO_RECAP_MESSAGE
-from cairn.session.events import Notice, SessionEvent
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import Reply, ScriptedServer, error_reply, reply, tool_call
 from cairn.testing.fixtures import TEST_MODEL
+from cairn.vocabulary.events import Notice, SessionEvent
 
 from .helpers import FAST_MODEL, make_runtime
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from cairn.llm.types import ModelRequest
-from cairn.session.events import SessionEvent, TurnResult
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import ScriptedProvider
+from cairn.vocabulary.events import SessionEvent, TurnResult
 
 ANSWER = "Noted."  # what the scripted model says unless a test scripts more
 

@@ -16,8 +16,8 @@ from cairn.agent.prompt import STARTUP_CONTEXT_ACK
 from cairn.content import Content
 from cairn.llm.types import ModelRequest, StreamEvent
 from cairn.session.commands import COMMANDS
-from cairn.session.events import ModeChanged, Notice, TurnResult
 from cairn.testing import Reply, ScriptedProvider, error_reply, reply
+from cairn.vocabulary.events import ModeChanged, Notice, TurnResult
 
 from .helpers import ANSWER, MakeWorld, World, write_memory
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from cairn.content import FunctionResponse, Text
 from cairn.llm.types import ModelRequest
-from cairn.session.events import SessionEvent, ToolCallStart
 from cairn.session.session import TODO_REMINDER_CAP, PromptRequest, Session
 from cairn.testing import reply, tool_call
+from cairn.vocabulary.events import SessionEvent, ToolCallStart
 
 from .helpers import MakeWorld
 

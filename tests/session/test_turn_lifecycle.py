@@ -28,13 +28,13 @@ from cairn import telemetry
 from cairn.config.loader import Endpoint
 from cairn.config.settings import Settings
 from cairn.recording.reader import pending_question
-from cairn.session.events import SessionEvent, TurnResult
-from cairn.session.frontend import PermissionOutcome, PermissionRequest
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, error_reply, reply, tool_call
 from cairn.testing.fixtures import TEST_API_KEY, TEST_MODEL
 from cairn.tools.base import Question
+from cairn.vocabulary.events import SessionEvent, TurnResult
+from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 
 pytestmark = pytest.mark.timeout(60)
 

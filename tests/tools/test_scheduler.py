@@ -20,8 +20,6 @@ from cairn.config.settings import Settings
 from cairn.content import FunctionCall
 from cairn.hooks import HookRunner
 from cairn.llm.types import INVALID_ARGUMENTS_KEY
-from cairn.session.events import Notice, PlanUpdate, SessionEvent, ToolCallStart, ToolCallUpdate
-from cairn.session.frontend import NonInteractive, PermissionOutcome, PermissionRequest
 from cairn.tools.base import (
     ConfirmationKind,
     FileDiff,
@@ -35,6 +33,8 @@ from cairn.tools.base import (
 from cairn.tools.permissions import NON_INTERACTIVE_MESSAGE, PLAN_MODE_MESSAGE, PermissionRules
 from cairn.tools.registry import ToolRegistry, default_registry
 from cairn.tools.scheduler import DECLINED_MESSAGE, SKIPPED_MESSAGE, ToolOutcome, ToolScheduler
+from cairn.vocabulary.events import Notice, PlanUpdate, SessionEvent, ToolCallStart, ToolCallUpdate
+from cairn.vocabulary.interaction import NonInteractive, PermissionOutcome, PermissionRequest
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
-from cairn.session.frontend import PermissionRequest
 from cairn.tools.base import ToolKind
 from cairn.ui.dialogs import SettingsScreen, permission_choices
+from cairn.vocabulary.interaction import PermissionRequest
 
 from .conftest import send
 from .helpers import screen_text

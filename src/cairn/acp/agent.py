@@ -55,9 +55,9 @@ from cairn.config.settings import APPROVAL_MODES, Settings
 from cairn.debug_log import bind_session, get_logger, set_process_session
 from cairn.recording.reader import SessionLoadError, list_sessions, pending_question
 from cairn.session.commands import COMMANDS
-from cairn.session.events import TurnResult
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
+from cairn.vocabulary.events import TurnResult
 
 __all__ = [
     "AUTH_METHOD_ID",

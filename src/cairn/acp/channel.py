@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from cairn.acp.updates import SessionUpdate, event_update
 from cairn.debug_log import get_logger
 from cairn.recording.reader import ASK_USER_TOOL
-from cairn.session.events import SessionEvent, ToolCallStart, TurnResult
+from cairn.vocabulary.events import SessionEvent, ToolCallStart, TurnResult
 
 if TYPE_CHECKING:
     from acp.interfaces import Client

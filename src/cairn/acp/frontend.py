@@ -32,8 +32,8 @@ from acp.schema import (
 
 from cairn.acp.updates import acp_kind, diff_content
 from cairn.debug_log import get_logger
-from cairn.session.frontend import PermissionOutcome, PermissionRequest
 from cairn.tools.base import FileSystem, LocalFileSystem, Question
+from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 
 __all__ = ["PERMISSION_OPTIONS", "AcpFileSystem", "AcpFrontend"]
 
@@ -49,7 +49,7 @@ _log = get_logger("ACP")
 
 
 class AcpFrontend:
-    """One session's :class:`~cairn.session.frontend.Frontend` over an ACP connection."""
+    """One session's :class:`~cairn.vocabulary.interaction.Frontend` over an ACP connection."""
 
     interactive = True
 

@@ -40,7 +40,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from cairn.session.events import (
+from cairn.vocabulary.events import (
     AssistantText,
     AssistantThought,
     ModeChanged,
@@ -49,8 +49,8 @@ from cairn.session.events import (
     SessionEvent,
     ToolCallUpdate,
 )
-from cairn.session.events import ToolCallStart as CairnToolCallStart
-from cairn.session.events import UsageUpdate as CairnUsageUpdate
+from cairn.vocabulary.events import ToolCallStart as CairnToolCallStart
+from cairn.vocabulary.events import UsageUpdate as CairnUsageUpdate
 
 if TYPE_CHECKING:
     from cairn.recording.replay import ReplayItem

@@ -17,12 +17,12 @@ from pathlib import Path
 from cairn.agent.client import AgentClient, AgentFinished, AgentLimit, AgentLoop, SendKind
 from cairn.config.settings import PermissionsSettings, Settings
 from cairn.content import Content, Part, Text
-from cairn.session.events import EventSink, SessionEvent
-from cairn.session.frontend import NonInteractive
 from cairn.tools.base import ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import ToolRegistry
 from cairn.tools.scheduler import ToolScheduler
+from cairn.vocabulary.events import EventSink, SessionEvent
+from cairn.vocabulary.interaction import NonInteractive
 
 __all__ = ["SubagentResult", "run_subagent"]
 

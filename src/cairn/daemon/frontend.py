@@ -1,4 +1,4 @@
-"""The daemon's :class:`~cairn.session.frontend.Frontend`: approvals and answers by HTTP vote.
+"""The daemon's :class:`~cairn.vocabulary.interaction.Frontend`: approvals and answers by HTTP vote.
 
 A permission request (or an ``ask_user_question``) is published as a ``permission_request``
 event; the first valid vote on ``POST /session/{id}/permission/{requestId}`` resolves it. A
@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from cairn.daemon.errors import ApiError
 from cairn.daemon.updates import diff_content
-from cairn.session.frontend import PermissionOutcome, PermissionRequest
 from cairn.tools.base import Question
+from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 
 __all__ = ["PERMISSION_OPTIONS", "DaemonFrontend", "Vote"]
 

@@ -21,8 +21,8 @@ from cairn.daemon.errors import ApiError
 from cairn.daemon.frontend import DaemonFrontend
 from cairn.daemon.updates import replay_updates, to_wire
 from cairn.debug_log import get_logger
-from cairn.session.events import SessionEvent, TurnResult
 from cairn.session.runtime import SessionNotFound
+from cairn.vocabulary.events import SessionEvent, TurnResult
 
 if TYPE_CHECKING:
     from cairn.session.runtime import Runtime

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from cairn.recording.replay import ReplayItem
-from cairn.session.events import (
+from cairn.tools.base import FileDiff, Location
+from cairn.vocabulary.events import (
     AssistantText,
     AssistantThought,
     ModeChanged,
@@ -27,7 +28,6 @@ from cairn.session.events import (
     UsageUpdate,
     UserText,
 )
-from cairn.tools.base import FileDiff, Location
 
 __all__ = ["SESSION_UPDATE", "diff_content", "replay_updates", "to_wire"]
 

@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any, Literal, TextIO
 
-from cairn.session.events import (
+from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     Notice,

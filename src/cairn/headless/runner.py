@@ -14,9 +14,9 @@ from cairn.config.loader import NoAuthError, SettingsError, load_settings, resol
 from cairn.debug_log import set_process_session
 from cairn.headless.output import OutputFormat, OutputWriter
 from cairn.session.commands import COMMANDS
-from cairn.session.events import TurnResult
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
+from cairn.vocabulary.events import TurnResult
 
 __all__ = [
     "EXIT_API_ERROR",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from cairn.content import Content, FunctionCall
+from cairn.vocabulary.usage import Usage
 
 __all__ = [
     "INVALID_ARGUMENTS_KEY",
@@ -49,30 +50,6 @@ class ModelRequest:
     top_p: float | None = None
     json_mode: bool = False
     max_attempts: int | None = None  # None: the provider's configured budget
-
-
-@dataclass(slots=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    def add(self, other: Usage) -> None:
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-        self.total_tokens += other.total_tokens
-        self.cached_tokens += other.cached_tokens
-        self.reasoning_tokens += other.reasoning_tokens
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.total_tokens,
-            "cache_read_input_tokens": self.cached_tokens,
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from cairn.memory.prompt import (
     WHAT_NOT_TO_SAVE_SECTION,
 )
 from cairn.memory.tasks import MemoryRuntime, MemorySpace, WrittenFile, agent_limits, written_files
-from cairn.session.events import SessionEvent, ToolCallStart
+from cairn.vocabulary.events import SessionEvent, ToolCallStart
 
 __all__ = [
     "DREAM_MAX_TURNS",

@@ -1,7 +1,9 @@
 """The session runtime shared by every front end (terminal UI, headless, ACP, daemon)."""
 
 from cairn.session.commands import COMMANDS, CommandOutcome, SlashCommand, find_command
-from cairn.session.events import (
+from cairn.session.runtime import Runtime, SessionNotFound
+from cairn.session.session import PromptRequest, Session
+from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
@@ -20,9 +22,12 @@ from cairn.session.events import (
     UsageUpdate,
     UserText,
 )
-from cairn.session.frontend import Frontend, NonInteractive, PermissionOutcome, PermissionRequest
-from cairn.session.runtime import Runtime, SessionNotFound
-from cairn.session.session import PromptRequest, Session
+from cairn.vocabulary.interaction import (
+    Frontend,
+    NonInteractive,
+    PermissionOutcome,
+    PermissionRequest,
+)
 
 __all__ = [
     "COMMANDS",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cairn.config.settings import APPROVAL_MODES
-from cairn.session.events import EventSink, Notice
+from cairn.vocabulary.events import EventSink, Notice
 
 if TYPE_CHECKING:
     from cairn.session.session import Session

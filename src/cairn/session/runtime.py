@@ -21,7 +21,7 @@ from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
-from cairn.session.frontend import Frontend, NonInteractive
+from cairn.vocabulary.interaction import Frontend, NonInteractive
 
 if TYPE_CHECKING:
     from cairn.memory.manager import MemoryManager

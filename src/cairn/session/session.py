@@ -43,7 +43,11 @@ from cairn.content import (
 from cairn.debug_log import bind_session, get_logger
 from cairn.llm.errors import ProviderError
 from cairn.llm.types import Usage
-from cairn.session.events import (
+from cairn.tools.base import FileSystem, LocalFileSystem, TodoItem, ToolContext
+from cairn.tools.permissions import PermissionRules
+from cairn.tools.registry import default_registry
+from cairn.tools.scheduler import ToolOutcome, ToolScheduler
+from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
@@ -56,11 +60,7 @@ from cairn.session.events import (
     TurnStarted,
     UsageUpdate,
 )
-from cairn.session.frontend import Frontend
-from cairn.tools.base import FileSystem, LocalFileSystem, TodoItem, ToolContext
-from cairn.tools.permissions import PermissionRules
-from cairn.tools.registry import default_registry
-from cairn.tools.scheduler import ToolOutcome, ToolScheduler
+from cairn.vocabulary.interaction import Frontend
 
 if TYPE_CHECKING:
     from cairn.recording.reader import LoadedSession

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Protocol
 
 from cairn.abort import AbortSignal
 from cairn.content import FunctionCall, FunctionResponse
+from cairn.vocabulary.interaction import Question, UserInteraction
+from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
 
 __all__ = [
     "ConfirmationKind",
@@ -30,61 +31,12 @@ __all__ = [
 ]
 
 
-class ToolKind(StrEnum):
-    """What a tool does; front ends pick icons and ACP ``kind`` from it."""
-
-    READ = "read"
-    EDIT = "edit"
-    DELETE = "delete"
-    SEARCH = "search"
-    EXECUTE = "execute"
-    THINK = "think"
-    FETCH = "fetch"
-    OTHER = "other"
-
-
-# How a call that needs approval is confirmed: an edit (auto-approved in auto-edit mode),
-# a command (asks unless yolo), or information only.
-ConfirmationKind: TypeAlias = Literal["edit", "exec", "info"]
-
-
 class ToolError(Exception):
     """A tool failed in a way the model should be told about (becomes ``{"error": ...}``)."""
 
 
 class PathOutsideWorkspace(ToolError):
     pass
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    path: Path
-    line: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FileDiff:
-    path: Path
-    old_text: str | None  # None: the file is new
-    new_text: str
-
-
-@dataclass(frozen=True, slots=True)
-class TodoItem:
-    id: str
-    content: str
-    status: Literal["pending", "in_progress", "completed", "cancelled"]
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """One question of ``ask_user_question``: a prompt and 2-4 choices."""
-
-    question: str
-    options: Sequence[str]
-    header: str = ""
-    multi_select: bool = False
-    option_descriptions: Sequence[str] = ()  # parallel to ``options``; may be empty
 
 
 @dataclass
@@ -125,17 +77,6 @@ class LocalFileSystem:
         from cairn.fsutil import atomic_write_text
 
         atomic_write_text(path, content)
-
-
-class UserInteraction(Protocol):
-    """How a front end asks its user. Headless and background agents answer without a user."""
-
-    @property
-    def interactive(self) -> bool: ...
-
-    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
-        """The chosen option (or free text) per question; ``None`` when nobody can answer."""
-        ...
 
 
 @dataclass

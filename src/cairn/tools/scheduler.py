@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Literal
 
 from cairn.content import FunctionCall, FunctionResponse
 from cairn.debug_log import get_logger
-from cairn.session.events import EventSink, Notice, PlanUpdate, ToolCallStart, ToolCallUpdate
-from cairn.session.frontend import Frontend, PermissionRequest
 from cairn.tools.base import Location, Tool, ToolContext, ToolKind, ToolResult
 from cairn.tools.permissions import ApprovalDecision, PermissionRules, decide_approval
+from cairn.vocabulary.events import EventSink, Notice, PlanUpdate, ToolCallStart, ToolCallUpdate
+from cairn.vocabulary.interaction import Frontend, PermissionRequest
 
 if TYPE_CHECKING:
     from cairn.hooks.runner import HookRunner

@@ -31,15 +31,6 @@ from cairn.recap.away import AwayRecapTracker, RecapTicket
 from cairn.recording.records import MID_TURN_USER_MESSAGE
 from cairn.recording.replay import ReplayItem
 from cairn.session.commands import NO_RECAP_MESSAGE, busy_refusal, find_command
-from cairn.session.events import (
-    ModeChanged,
-    Notice,
-    SessionEvent,
-    TurnEnded,
-    TurnResult,
-    TurnStarted,
-    UsageUpdate,
-)
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
 from cairn.ui.completion import UI_COMMANDS
@@ -59,6 +50,15 @@ from cairn.ui.transcript import (
     TurnRenderer,
     UserView,
     replay_widgets,
+)
+from cairn.vocabulary.events import (
+    ModeChanged,
+    Notice,
+    SessionEvent,
+    TurnEnded,
+    TurnResult,
+    TurnStarted,
+    UsageUpdate,
 )
 
 __all__ = ["QUIT_WINDOW_SECONDS", "CairnApp"]

@@ -16,9 +16,9 @@ from textual.widgets.option_list import Option
 from cairn.config.editor import EditableSetting
 from cairn.config.settings import Settings
 from cairn.recording.listing import SessionInfo
-from cairn.session.frontend import PermissionOutcome, PermissionRequest
 from cairn.tools.base import Question
 from cairn.ui.transcript import recap_text, render_diff
+from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 
 __all__ = [
     "PermissionScreen",

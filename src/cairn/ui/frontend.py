@@ -1,4 +1,4 @@
-"""The terminal UI as the session's :class:`~cairn.session.frontend.Frontend`: modal dialogs."""
+"""The terminal UI as the session's :class:`~cairn.vocabulary.Frontend`: modal dialogs."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cairn.session.frontend import PermissionOutcome, PermissionRequest
 from cairn.tools.base import Question
 from cairn.ui.dialogs import PermissionScreen, QuestionScreen
+from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 
 if TYPE_CHECKING:
     from textual.app import App

@@ -15,7 +15,8 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from cairn.recording.replay import ReplayItem
-from cairn.session.events import (
+from cairn.tools.base import FileDiff, TodoItem
+from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
@@ -28,7 +29,6 @@ from cairn.session.events import (
     ToolStatus,
     TurnEnded,
 )
-from cairn.tools.base import FileDiff, TodoItem
 
 __all__ = [
     "AssistantView",

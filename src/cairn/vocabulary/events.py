@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from cairn.content import FunctionCall
-from cairn.llm.types import Usage
-from cairn.tools.base import FileDiff, Location, TodoItem, ToolKind
+from cairn.vocabulary.tool_calls import FileDiff, Location, TodoItem, ToolKind
+from cairn.vocabulary.usage import Usage
 
 __all__ = [
     "AssistantMessage",

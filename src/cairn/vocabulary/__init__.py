@@ -1,0 +1,70 @@
+"""The words every layer of cairn shares: session events, the user-interaction protocol, tool-call
+types and token usage.
+
+A leaf: it imports nothing of cairn but :mod:`cairn.content`, so tools, the agent, memory and the
+session runtime can all speak it without importing each other.
+"""
+
+from cairn.vocabulary.events import (
+    AssistantMessage,
+    AssistantText,
+    AssistantThought,
+    EventSink,
+    ModeChanged,
+    Notice,
+    PlanUpdate,
+    SessionEvent,
+    StopReason,
+    StreamReset,
+    ToolCallStart,
+    ToolCallUpdate,
+    ToolStatus,
+    TurnEnded,
+    TurnResult,
+    TurnStarted,
+    UsageUpdate,
+    UserText,
+)
+from cairn.vocabulary.interaction import (
+    Frontend,
+    NonInteractive,
+    PermissionOutcome,
+    PermissionRequest,
+    Question,
+    UserInteraction,
+)
+from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
+from cairn.vocabulary.usage import Usage
+
+__all__ = [
+    "AssistantMessage",
+    "AssistantText",
+    "AssistantThought",
+    "ConfirmationKind",
+    "EventSink",
+    "FileDiff",
+    "Frontend",
+    "Location",
+    "ModeChanged",
+    "NonInteractive",
+    "Notice",
+    "PermissionOutcome",
+    "PermissionRequest",
+    "PlanUpdate",
+    "Question",
+    "SessionEvent",
+    "StopReason",
+    "StreamReset",
+    "TodoItem",
+    "ToolCallStart",
+    "ToolCallUpdate",
+    "ToolKind",
+    "ToolStatus",
+    "TurnEnded",
+    "TurnResult",
+    "TurnStarted",
+    "Usage",
+    "UsageUpdate",
+    "UserInteraction",
+    "UserText",
+]

@@ -1,0 +1,221 @@
+"""The layering of ``src/cairn`` (docs/architecture.md), checked on the real import graph.
+
+Every ``import`` of a cairn module in every source file is read with :mod:`ast`. Imports under
+``if TYPE_CHECKING:`` are type-only: they are exempt from the layer order (annotations may name a
+type from above) but not from the never-rules. Every other import, at module level or inside a
+function, runs at some point, so it must follow the layer order: a package imports only packages
+of its own layer or below, which makes a cycle between packages impossible.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# Bottom to top. A package may import its own layer and the layers below it, never above.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"_lazy", "abort", "content", "fsutil", "vocabulary", "exit_codes"}),
+    frozenset({"config"}),
+    frozenset({"debug_log", "telemetry"}),
+    frozenset({"llm", "hooks", "recording"}),
+    frozenset({"tools"}),
+    frozenset({"agent", "mcp"}),
+    frozenset({"memory", "recap", "extensions"}),
+    frozenset({"session"}),
+    frozenset({"acp", "daemon", "ui", "headless"}),  # the front ends
+    frozenset({"sdk", "testing", "demo", "cli"}),
+)
+FRONT_ENDS = LAYERS[8]
+# ARCHITECTURE.md's never-rules, type-only imports included: (importer, imported) package pairs.
+NEVER = {
+    ("memory", "session"),  # memory knows no session
+    *(("session", front) for front in FRONT_ENDS),  # the runtime knows no transport
+    *((a, b) for a in FRONT_ENDS for b in FRONT_ENDS if a != b),  # front ends don't call each other
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module, e.g. "cairn.tools.scheduler"
+    target: str  # the imported module or name, e.g. "cairn.vocabulary.events"
+    line: int
+    type_only: bool
+
+    @property
+    def source_package(self) -> str:
+        return _package(self.source)
+
+    @property
+    def target_package(self) -> str:
+        return _package(self.target)
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line} imports {self.target}"
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "cairn"
+
+
+def _module_name(path: Path, src: Path = SRC) -> str:
+    parts = path.relative_to(src).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_blocks(tree: ast.Module) -> set[int]:
+    """Ids of the nodes inside ``if TYPE_CHECKING:`` blocks."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                inside.update(id(n) for n in ast.walk(child))
+    return inside
+
+
+def _imports(src: Path = SRC) -> Iterator[Import]:
+    for path in sorted((src / "cairn").rglob("*.py")):
+        source = _module_name(path, src)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        type_only = _type_checking_blocks(tree)
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            for target in targets:
+                if target == "cairn" or target.startswith("cairn."):
+                    yield Import(source, target, node.lineno, id(node) in type_only)
+
+
+def _layer(package: str) -> int:
+    for index, members in enumerate(LAYERS):
+        if package in members:
+            return index
+    raise AssertionError(f"package cairn.{package} is in no layer: add it to LAYERS")
+
+
+def _package_imports(src: Path = SRC) -> list[Import]:
+    return [i for i in _imports(src) if "cairn" not in (i.source_package, i.target_package)]
+
+
+def _upward(imports: list[Import]) -> list[str]:
+    return [
+        str(i)
+        for i in imports
+        if not i.type_only and _layer(i.target_package) > _layer(i.source_package)
+    ]
+
+
+def _never(imports: list[Import]) -> list[str]:
+    return [str(i) for i in imports if (i.source_package, i.target_package) in NEVER]
+
+
+IMPORTS = _package_imports()
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name.removesuffix(".py") for p in (SRC / "cairn").iterdir()}
+    packages -= {"__init__", "__pycache__", "py.typed"}
+    for package in sorted(packages):
+        _layer(package)
+
+
+def test_no_runtime_import_goes_up_a_layer() -> None:
+    assert _upward(IMPORTS) == []
+
+
+def test_no_import_breaks_a_never_rule() -> None:
+    assert _never(IMPORTS) == []
+
+
+def test_there_is_no_cycle_between_packages() -> None:
+    """Implied by the layer order; checked directly so a change to LAYERS cannot hide one."""
+    graph: dict[str, set[str]] = {}
+    for i in IMPORTS:
+        if not i.type_only and i.source_package != i.target_package:
+            graph.setdefault(i.source_package, set()).add(i.target_package)
+    assert _cycles(graph) == []
+
+
+def test_no_two_modules_import_each_other_at_import_time() -> None:
+    """Module-level imports only: a cycle there makes the import order matter."""
+    graph: dict[str, set[str]] = {}
+    modules = {_module_name(p) for p in (SRC / "cairn").rglob("*.py")}
+    for path in sorted((SRC / "cairn").rglob("*.py")):
+        source = _module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:  # module level, outside functions and TYPE_CHECKING blocks
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    name = f"{node.module}.{alias.name}"
+                    target = name if name in modules else node.module
+                    if target in modules and target != source:
+                        graph.setdefault(source, set()).add(target)
+    assert _cycles(graph) == []
+
+
+def test_the_checks_flag_a_broken_tree(tmp_path: Path) -> None:
+    """The checker itself works: a small tree with one violation of each kind is flagged."""
+    package = tmp_path / "cairn"
+    for name, text in {
+        "memory/dream.py": "from cairn.session.events import X\n",  # up a layer, never-rule
+        "tools/shell.py": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n"
+            "    from cairn.agent.client import AgentClient\n"  # type-only: allowed
+        ),
+        "acp/agent.py": "def f():\n    from cairn.daemon import routes\n",  # front end to front end
+        "session/__init__.py": "",
+        "agent/client.py": "",
+        "daemon/routes.py": "",
+    }.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    imports = _package_imports(tmp_path)
+    assert _upward(imports) == ["cairn.memory.dream:1 imports cairn.session.events"]
+    assert _never(imports) == [
+        "cairn.acp.agent:2 imports cairn.daemon",
+        "cairn.memory.dream:1 imports cairn.session.events",
+    ]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one member (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in graph.get(node, ()):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
