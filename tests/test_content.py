@@ -2,6 +2,7 @@ from cairn.content import (
     Content,
     FunctionCall,
     FunctionResponse,
+    Image,
     Text,
     Thought,
     insert_after_function_responses,
@@ -30,8 +31,54 @@ def test_function_response_exposes_output_or_error_text():
 
 
 def test_unknown_part_kinds_are_dropped_not_fatal():
-    assert part_from_dict({"inlineData": {"mimeType": "image/png", "data": "AA=="}}) is None
+    assert part_from_dict({"inlineData": {"mimeType": "audio/wav", "data": "AA=="}}) is None
+    assert part_from_dict({"fileData": {"fileUri": "gs://x"}}) is None
     assert part_from_dict("not a part") is None
+
+
+def test_an_image_round_trips_as_gemini_inline_data():
+    image = Image("image/png", "iVBORw0KGgo=", "shot.png")
+    data = Content("user", [Text("look"), image]).to_dict()
+
+    assert data["parts"][1] == {
+        "inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo=", "displayName": "shot.png"}
+    }
+    assert Content.from_dict(data).parts == [Text("look"), image]
+
+
+def test_a_tool_result_keeps_its_images():
+    response = FunctionResponse(
+        "c1", "read_file", {"output": "an image"}, (Image("image/gif", "R0lGOA=="),)
+    )
+    data = Content("user", [response]).to_dict()
+
+    assert data["parts"][0]["functionResponse"]["parts"] == [
+        {"inlineData": {"mimeType": "image/gif", "data": "R0lGOA=="}}
+    ]
+    assert Content.from_dict(data).parts == [response]
+
+
+def test_a_thought_keeps_its_signature_and_redaction():
+    signed = Thought("step one", signature="sig-1")
+    redacted = Thought("", signature="opaque", redacted=True)
+    data = Content("model", [signed, redacted]).to_dict()
+
+    assert data["parts"][0] == {"text": "step one", "thought": True, "thoughtSignature": "sig-1"}
+    assert Content.from_dict(data).parts == [signed, redacted]
+
+
+def test_image_size_is_the_decoded_byte_count():
+    assert Image("image/png", "QUJD").size == 3
+    assert Image("image/png", "QUI=").size == 2
+    assert Image("image/png", "").size == 0
+
+
+def test_malformed_nested_part_fields_are_read_as_empty_not_fatal():
+    """Regression: a recorded functionCall whose args is a list raised out of from_dict."""
+    assert part_from_dict({"functionCall": {"name": "x", "args": [1, 2]}}) == FunctionCall(
+        "", "x", {}
+    )
+    assert part_from_dict({"functionResponse": "oops"}) == FunctionResponse("", "", {"output": ""})
 
 
 def test_content_with_an_unknown_role_is_rejected_with_a_clear_message():

@@ -20,6 +20,7 @@ __all__ = [
     "Content",
     "FunctionCall",
     "FunctionResponse",
+    "Image",
     "Part",
     "Role",
     "Text",
@@ -41,9 +42,35 @@ class Text:
 
 @dataclass(frozen=True, slots=True)
 class Thought:
-    """Model reasoning, never shown as an answer and never sent back as one."""
+    """Model reasoning, never shown as an answer and never sent back as one.
+
+    ``signature`` is the provider's proof that it wrote this reasoning (Anthropic's thinking
+    blocks); it must go back unchanged with the conversation. ``redacted`` reasoning carries only
+    the provider's encrypted form, in ``signature``.
+    """
 
     text: str
+    signature: str = ""
+    redacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image for the model: base64 ``data`` of ``mime_type`` (``image/png``, ``image/jpeg``...).
+
+    ``source`` says where it came from (a path, a URI, an attachment name), for the note a
+    text-only model gets instead and for people reading a recording.
+    """
+
+    mime_type: str
+    data: str
+    source: str = ""
+
+    @property
+    def size(self) -> int:
+        """The decoded size in bytes (from the base64 length, without decoding)."""
+        padding = self.data[-2:].count("=") if self.data else 0
+        return max(0, len(self.data) * 3 // 4 - padding)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +84,15 @@ class FunctionCall:
 
 @dataclass(frozen=True, slots=True)
 class FunctionResponse:
-    """A tool result; ``response`` is ``{"output": str}`` on success or ``{"error": str}``."""
+    """A tool result; ``response`` is ``{"output": str}`` on success or ``{"error": str}``.
+
+    ``media`` holds images the tool returns to the model (``read_file`` of a picture).
+    """
 
     id: str
     name: str
     response: Mapping[str, Any]
+    media: tuple[Image, ...] = ()
 
     @property
     def is_error(self) -> bool:
@@ -73,7 +104,7 @@ class FunctionResponse:
         return value if isinstance(value, str) else str(value)
 
 
-Part: TypeAlias = Text | Thought | FunctionCall | FunctionResponse
+Part: TypeAlias = Text | Thought | Image | FunctionCall | FunctionResponse
 
 
 @dataclass(slots=True)
@@ -118,33 +149,78 @@ def part_to_dict(part: Part) -> dict[str, Any]:
     match part:
         case Text(text):
             return {"text": text}
-        case Thought(text):
-            return {"text": text, "thought": True}
+        case Thought(text, signature, redacted):
+            data: dict[str, Any] = {"text": text, "thought": True}
+            if signature:
+                data["thoughtSignature"] = signature
+            if redacted:
+                data["redacted"] = True
+            return data
+        case Image():
+            return {"inlineData": _image_to_dict(part)}
         case FunctionCall(id=call_id, name=name, args=args):
             return {"functionCall": {"id": call_id, "name": name, "args": dict(args)}}
-        case FunctionResponse(id=call_id, name=name, response=response):
-            return {"functionResponse": {"id": call_id, "name": name, "response": dict(response)}}
+        case FunctionResponse(id=call_id, name=name, response=response, media=media):
+            body: dict[str, Any] = {"id": call_id, "name": name, "response": dict(response)}
+            if media:
+                body["parts"] = [{"inlineData": _image_to_dict(image)} for image in media]
+            return {"functionResponse": body}
     raise TypeError(f"not a part: {part!r}")
 
 
+def _image_to_dict(image: Image) -> dict[str, str]:
+    data = {"mimeType": image.mime_type, "data": image.data}
+    if image.source:
+        data["displayName"] = image.source
+    return data
+
+
 def part_from_dict(data: Any) -> Part | None:
-    """Read one part; parts of kinds cairn does not model (media) are dropped (``None``)."""
+    """Read one part; parts of kinds cairn does not model (audio, files) are dropped (``None``)."""
     if not isinstance(data, Mapping):
         return None
     if "functionCall" in data:
-        fc = data["functionCall"] or {}
-        args = fc.get("args") or {}
+        fc = _mapping(data["functionCall"])
+        args = _mapping(fc.get("args"))
         return FunctionCall(str(fc.get("id") or ""), str(fc.get("name") or ""), dict(args))
     if "functionResponse" in data:
-        fr = data["functionResponse"] or {}
+        fr = _mapping(data["functionResponse"])
         response = fr.get("response")
         if not isinstance(response, Mapping):
             response = {"output": "" if response is None else str(response)}
-        return FunctionResponse(str(fr.get("id") or ""), str(fr.get("name") or ""), dict(response))
+        nested = fr.get("parts")
+        media = tuple(
+            image
+            for image in (_image_from(p) for p in (nested if isinstance(nested, list) else []))
+            if image is not None
+        )
+        call_id, name = str(fr.get("id") or ""), str(fr.get("name") or "")
+        return FunctionResponse(call_id, name, dict(response), media)
+    if "inlineData" in data:
+        return _image_from(data)
     text = data.get("text")
     if isinstance(text, str):
-        return Thought(text) if data.get("thought") else Text(text)
+        if not data.get("thought"):
+            return Text(text)
+        signature = data.get("thoughtSignature")
+        return Thought(
+            text, signature if isinstance(signature, str) else "", data.get("redacted") is True
+        )
     return None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _image_from(part: Any) -> Image | None:
+    """An ``inlineData`` part as an :class:`Image`; other media types are not modelled."""
+    inline = _mapping(part.get("inlineData") if isinstance(part, Mapping) else None)
+    mime, data = inline.get("mimeType"), inline.get("data")
+    if not (isinstance(mime, str) and mime.startswith("image/") and isinstance(data, str)):
+        return None
+    source = inline.get("displayName")
+    return Image(mime, data, source if isinstance(source, str) else "")
 
 
 def content_text(content: Content) -> str:

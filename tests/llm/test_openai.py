@@ -13,8 +13,9 @@ import pytest
 from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
 from cairn.llm._httpx import httpx
 from cairn.llm.errors import InvalidStreamError, ProviderError
-from cairn.llm.openai import OpenAIProvider, _tls_context
+from cairn.llm.openai import OpenAIProvider
 from cairn.llm.retry import RetryPolicy
+from cairn.llm.transport import tls_context
 from cairn.llm.types import (
     INVALID_ARGUMENTS_KEY,
     Finished,
@@ -257,7 +258,7 @@ async def test_each_session_keeps_to_one_pool_and_reuses_its_connection(
 def test_an_http_endpoint_gets_a_tls_context_that_trusts_nothing() -> None:
     """Loading the CA bundle costs ~40 ms at start-up, and http:// never uses TLS; should it
     ever, the context still verifies, and with no CA every certificate is refused."""
-    context = _tls_context("http://127.0.0.1:8000/v1").result()
+    context = tls_context("http://127.0.0.1:8000/v1").result()
 
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname
@@ -265,7 +266,7 @@ def test_an_http_endpoint_gets_a_tls_context_that_trusts_nothing() -> None:
 
 
 def test_an_https_endpoint_gets_the_verifying_context_httpx_would_build() -> None:
-    context = _tls_context("https://api.example.com/v1").result(timeout=30)
+    context = tls_context("https://api.example.com/v1").result(timeout=30)
     expected = httpx.create_ssl_context(trust_env=False)
 
     assert context.verify_mode == ssl.CERT_REQUIRED

@@ -54,16 +54,21 @@ class PinnedModelProvider:
     def __init__(self) -> None:
         self.inner = ScriptedProvider(reply(ANSWER))
 
+    fast_model: str | None = None
+
     @property
     def model(self) -> str:
         return "pinned-model"
 
-    @property
-    def fast_model(self) -> str | None:
-        return None
+    @model.setter
+    def model(self, value: str) -> None:
+        raise ValueError("this provider cannot switch models")
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         return self.inner.stream(request)
+
+    async def warm_up(self) -> None:
+        return None
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -223,9 +223,28 @@ async def test_an_empty_reply_is_an_invalid_stream() -> None:
     assert failure.value.kind == "no_response"
 
 
-def test_raw_sse_replies_are_refused() -> None:
-    with pytest.raises(ValueError, match="ScriptedServer"):
-        ScriptedProvider().enqueue(Reply(raw_sse=["[DONE]"]))
+async def test_raw_sse_payloads_are_read_by_the_real_stream_parser() -> None:
+    payloads = [
+        ": keep-alive",
+        '{"choices":[{"index":0,"delta":{"content":"raw"}}]}',
+        '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        "[DONE]",
+    ]
+    provider = ScriptedProvider(default=Reply(raw_sse=payloads))
+
+    events = await collect(provider)
+
+    assert kinds(events) == ["TextDelta", "Finished"]
+    assert events[0] == TextDelta("raw")
+
+
+async def test_a_non_streaming_reply_is_read_as_a_completion_body() -> None:
+    provider = ScriptedProvider(default=reply("whole answer", stream=False))
+
+    events = await collect(provider)
+
+    assert events[0] == TextDelta("whole answer")
+    assert isinstance(events[-1], Finished)
 
 
 async def test_side_query_runs_on_the_fast_model() -> None:

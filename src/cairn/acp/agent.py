@@ -446,9 +446,7 @@ def _log_failure(task: asyncio.Task[object]) -> None:
 
 
 def _warm_provider(runtime: Runtime) -> None:
-    warm_up = getattr(runtime.provider, "warm_up", None)
-    if warm_up is not None:
-        runtime.spawn(warm_up(), name="provider-warm-up")
+    runtime.spawn(runtime.provider.warm_up(), name="provider-warm-up")
 
 
 async def _drain_memory(runtime: Runtime, timeout: float) -> None:

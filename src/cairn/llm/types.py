@@ -90,16 +90,21 @@ StreamEvent: TypeAlias = TextDelta | ThoughtDelta | ToolCallDelta | Finished | S
 
 
 class Provider(Protocol):
-    """A chat model endpoint. Implementations own the wire format, streaming and retries."""
+    """A chat model endpoint. Implementations own the wire format, streaming and retries.
 
-    @property
-    def model(self) -> str: ...
+    ``model`` is the model new requests go to (settable: ``/model`` switches it);
+    ``fast_model`` is the side-query model (``None``: the main one).
+    """
 
-    @property
-    def fast_model(self) -> str | None: ...
+    model: str
+    fast_model: str | None
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream one response. Raises :class:`cairn.llm.errors.ProviderError` on failure."""
+        ...
+
+    async def warm_up(self) -> None:
+        """Prepare for the first request (open a connection); best effort, never raises."""
         ...
 
     async def aclose(self) -> None: ...

@@ -269,11 +269,7 @@ class Session:
             await sink(ModeChanged(mode))
 
     def set_model(self, model: str) -> None:
-        setter = getattr(type(self.runtime.provider), "model", None)
-        if isinstance(setter, property) and setter.fset is not None:
-            self.runtime.provider.model = model  # type: ignore[misc]
-        else:
-            raise ValueError("this provider cannot switch models")
+        self.runtime.provider.model = model
 
     def steer(self, text: str) -> bool:
         """Queue text typed while a turn runs; it reaches the model with the next tool results."""

@@ -1,0 +1,168 @@
+"""The OpenAI chat-completions request format: cairn's content model as ``messages``.
+
+Shared by :class:`~cairn.llm.openai.OpenAIProvider` and the scripted in-process provider, so a
+scripted test sees the body the real provider would send.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
+from cairn.llm.types import ModelRequest, ToolDeclaration
+
+__all__ = ["build_request_body", "to_openai_messages"]
+
+
+def build_request_body(request: ModelRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": to_openai_messages(request.system, request.contents),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [_tool(t) for t in request.tools]
+    if request.max_output_tokens is not None:
+        body["max_tokens"] = request.max_output_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.top_p is not None:
+        body["top_p"] = request.top_p
+    if request.json_mode:
+        body["response_format"] = {"type": "json_object"}
+    return body
+
+
+def _tool(tool: ToolDeclaration) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": dict(tool.parameters),
+        },
+    }
+
+
+def to_openai_messages(system: str | None, contents: Sequence[Content]) -> list[dict[str, Any]]:
+    """Convert cairn content to chat-completions messages.
+
+    Function responses become ``tool`` messages right after the assistant message that issued the
+    calls; text in the same user entry follows as a user message. Calls without a response and
+    responses without a call are dropped, since providers reject both.
+    """
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    for content in contents:
+        if content.role == "model":
+            messages.append(_assistant_message(content))
+            continue
+        texts: list[str] = []
+        for part in content.parts:
+            if isinstance(part, FunctionResponse):
+                messages.append(
+                    {"role": "tool", "tool_call_id": part.id, "content": _response_text(part)}
+                )
+            elif isinstance(part, Text) and part.text:
+                texts.append(part.text)
+        if texts:
+            messages.append({"role": "user", "content": "\n\n".join(texts)})
+    return _merge_assistants(_drop_orphans(_merge_assistants(messages)))
+
+
+def _assistant_message(content: Content) -> dict[str, Any]:
+    text = "".join(p.text for p in content.parts if isinstance(p, Text))
+    reasoning = "".join(p.text for p in content.parts if isinstance(p, Thought))
+    calls: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, part in enumerate(content.parts):
+        if isinstance(part, FunctionCall):
+            call_id = part.id or f"call_{i}"
+            if call_id in seen:
+                continue
+            seen.add(call_id)
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": part.name, "arguments": json.dumps(dict(part.args))},
+                }
+            )
+    message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _response_text(part: FunctionResponse) -> str:
+    for key in ("output", "error"):
+        value = part.response.get(key)
+        if isinstance(value, str):
+            return value
+    return json.dumps(dict(part.response), default=str)
+
+
+def _merge_assistants(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        previous = merged[-1] if merged else None
+        if previous and previous["role"] == "assistant" == message["role"]:
+            text = (previous.get("content") or "") + (message.get("content") or "")
+            calls = previous.get("tool_calls", []) + message.get("tool_calls", [])
+            previous["content"] = text or (None if calls else "")
+            if calls:
+                previous["tool_calls"] = calls
+            if message.get("reasoning_content"):
+                previous["reasoning_content"] = (
+                    previous.get("reasoning_content", "") + message["reasoning_content"]
+                )
+        else:
+            merged.append(message)
+    return merged
+
+
+def _drop_orphans(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Keep only tool calls answered by the tool messages right after them, and those answers."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        i += 1
+        if message["role"] == "tool":
+            continue  # not right after an assistant's calls: an orphan
+        if message["role"] != "assistant" or not message.get("tool_calls"):
+            out.append(message)
+            continue
+        replies: list[dict[str, Any]] = []
+        while i < len(messages) and messages[i]["role"] == "tool":
+            replies.append(messages[i])
+            i += 1
+        out.extend(_answered_calls(message, replies))
+    return out
+
+
+def _answered_calls(
+    assistant: dict[str, Any], replies: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The assistant message trimmed to its answered calls, followed by one answer per call."""
+    call_ids = {call["id"] for call in assistant["tool_calls"]}
+    answers: dict[str, dict[str, Any]] = {}
+    for reply in replies:
+        if reply["tool_call_id"] in call_ids:
+            answers.setdefault(reply["tool_call_id"], reply)
+    message = dict(assistant)
+    calls = [call for call in assistant["tool_calls"] if call["id"] in answers]
+    if calls:
+        message["tool_calls"] = calls
+        return [message, *(answers[call["id"]] for call in calls)]
+    message.pop("tool_calls")
+    if not message.get("content") and not message.get("reasoning_content"):
+        return []
+    message["content"] = message.get("content") or ""
+    return [message]

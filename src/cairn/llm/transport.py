@@ -1,0 +1,198 @@
+"""HTTP plumbing shared by the providers: connection pools, TLS, error bodies, SSE reading.
+
+Providers differ in their wire format only; how they reach the endpoint, how a failed response
+becomes a :class:`ProviderError` and how an event stream is read are the same for all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import ssl
+import threading
+import zlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, TypeVar
+
+from cairn.llm._httpx import httpx
+from cairn.llm.errors import InvalidStreamError, ProviderError
+from cairn.llm.retry import is_retryable_status
+
+__all__ = [
+    "DONE_DRAIN_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "MAX_KEEPALIVE_CONNECTIONS",
+    "ClientPools",
+    "drain",
+    "http_error",
+    "request_errors",
+    "retry_after_seconds",
+    "sse_data",
+    "tls_context",
+]
+
+DONE_DRAIN_TIMEOUT = 1.0  # seconds to wait for the end of the body after the final event
+MAX_CONNECTIONS = 200  # open connections to the endpoint, per pool
+MAX_KEEPALIVE_CONNECTIONS = 64  # idle connections kept open (5 s at most, httpx's expiry), per pool
+MAX_ERROR_CHARS = 500  # of a non-JSON error body quoted in the message
+_T = TypeVar("_T")
+
+
+class ClientPools:
+    """A provider's HTTP clients, created on first use, one per slice of the sessions.
+
+    httpcore's connection pool re-checks every pooled connection whenever a request starts or a
+    response ends (a ``poll()`` per idle connection and a count of idle connections per idle
+    connection), so one pool serving 50 concurrent sessions costs more CPU than the rest of a
+    turn. Each of ``pools`` clients serves the sessions whose id hashes to it, which keeps its
+    connection list short; a session always uses the same client, so its connection stays warm.
+    Requests without a session id use the first client.
+
+    TLS: an ``http://`` endpoint gets a context with no CA certificates (loading the bundle
+    costs ~40 ms at start-up; should TLS ever be attempted, every certificate is refused). For
+    ``https://`` the verifying context is built in a worker thread as soon as the provider
+    exists (OpenSSL releases the GIL while it parses the CA bundle), and the first request
+    waits for it only if it is not ready yet.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: httpx.Timeout,
+        pools: int,
+        client: httpx.AsyncClient | None,
+    ) -> None:
+        self._base_url = base_url
+        self._timeout = timeout
+        self.owned = client is None
+        count = 1 if client is not None else max(1, pools)
+        self._clients: list[httpx.AsyncClient | None] = [client, *([None] * (count - 1))]
+        # Each pool keeps the limits one pool had: a pool never gets fewer connections than
+        # its sessions need at once (no queueing behind an unlucky hash), and idle ones expire.
+        self._limits = httpx.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
+        )
+        self._tls = None if client is not None else tls_context(base_url)
+
+    async def get(self, session_id: str | None) -> httpx.AsyncClient:
+        index = zlib.crc32(session_id.encode()) % len(self._clients) if session_id else 0
+        client = self._clients[index]
+        if client is None:
+            assert self._tls is not None
+            try:
+                tls = await asyncio.wrap_future(self._tls)
+            except OSError as exc:  # e.g. an unreadable CA bundle
+                raise ProviderError(f"cannot set up TLS for {self._base_url}: {exc}") from exc
+            client = self._clients[index]  # another request may have created it meanwhile
+            if client is None:
+                client = httpx.AsyncClient(
+                    timeout=self._timeout, limits=self._limits, trust_env=False, verify=tls
+                )
+                self._clients[index] = client
+        return client
+
+    async def aclose(self) -> None:
+        if not self.owned:
+            return
+        for client in self._clients:
+            if client is not None:
+                await client.aclose()
+
+
+def tls_context(base_url: str) -> concurrent.futures.Future[ssl.SSLContext]:
+    """The TLS context for connections to ``base_url`` (see :class:`ClientPools`)."""
+    if base_url.lower().startswith("https:"):
+        return _in_thread(lambda: httpx.create_ssl_context(trust_env=False))
+    future: concurrent.futures.Future[ssl.SSLContext] = concurrent.futures.Future()
+    future.set_result(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))  # verifying, and trusting no CA
+    return future
+
+
+def _in_thread(build: Callable[[], _T]) -> concurrent.futures.Future[_T]:
+    """Run ``build`` in a daemon thread (one that never delays the process's exit)."""
+    future: concurrent.futures.Future[_T] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(build())
+        except BaseException as exc:  # handed to whoever waits for the result
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="cairn-tls-context", daemon=True).start()
+    return future
+
+
+def http_error(status: int, raw: bytes, headers: Mapping[str, str]) -> ProviderError:
+    """A failed response as a :class:`ProviderError`, with the endpoint's own message.
+
+    Both wire formats put the message at ``error.message`` (OpenAI ``{"error": {...}}``,
+    Anthropic ``{"type": "error", "error": {...}}``); anything else is quoted as text.
+    """
+    message = raw.decode("utf-8", "replace").strip()[:MAX_ERROR_CHARS]
+    with contextlib.suppress(ValueError, RecursionError):
+        data = json.loads(raw)
+        err = data.get("error") if isinstance(data, dict) else None
+        if isinstance(err, dict) and err.get("message"):
+            message = str(err["message"])
+        elif isinstance(err, str):
+            message = err
+    error = ProviderError(
+        f"HTTP {status}: {message or 'no details'}",
+        status=status,
+        retryable=is_retryable_status(status),
+    )
+    error.retry_after = retry_after_seconds(headers.get("retry-after"))
+    return error
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A ``Retry-After`` header in seconds (``None`` when absent or not a number)."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return max(0.0, seconds) if seconds == seconds else None  # NaN is not a delay
+
+
+@contextlib.asynccontextmanager
+async def request_errors(url: str) -> AsyncIterator[None]:
+    """Turn httpx's transport failures during one attempt into provider errors."""
+    try:
+        yield
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise ProviderError(f"invalid model endpoint URL {url!r}: {exc}") from exc
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise ProviderError(f"cannot reach {url}: {exc}", retryable=True) from exc
+    except httpx.ReadTimeout as exc:
+        raise InvalidStreamError(f"the model stopped responding: {exc}", kind="dropped") from exc
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.DecodingError) as exc:
+        raise InvalidStreamError(f"the stream was cut off: {exc}", kind="dropped") from exc
+    except httpx.TransportError as exc:  # write errors, proxies, other network failures
+        raise ProviderError(f"the request to {url} failed: {exc}", retryable=True) from exc
+
+
+async def sse_data(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """The ``(event, data)`` of each server-sent event with data, in order."""
+    from httpx_sse import EventSource
+
+    async for sse in EventSource(response).aiter_sse():
+        data = sse.data.strip()
+        if data:
+            yield sse.event, data
+
+
+async def drain(events: AsyncIterator[Any]) -> None:
+    """Read the end of the body after the final event so the connection goes back to the pool.
+
+    An HTTP/1.1 connection whose response was not read to the end is closed, and every request
+    would then pay for a new connection.
+    """
+    with contextlib.suppress(TimeoutError, httpx.TransportError):
+        async with asyncio.timeout(DONE_DRAIN_TIMEOUT):
+            async for _ in events:
+                pass
