@@ -149,7 +149,7 @@ def materialize(docs: Iterable[EvalDoc], base: Path) -> Any:
 
 
 def materialize_into(docs: Iterable[EvalDoc], roots: Any) -> None:
-    from cairn.memory.parse import render_memory_file
+    from cairn.memory.store.parse import render_memory_file
 
     for doc in docs:
         root = roots.project if doc.scope == "project" else roots.user
@@ -243,7 +243,7 @@ def reference_score(tokens: Sequence[str], doc: Any) -> int:
 def reference_rank(query: str, pool: Sequence[Any], limit: int) -> list[Any]:
     """The reference's selection (§2.3) over documents in input order (title, description,
     body, type, mtime): score > 0, then score desc, mtime desc, input order."""
-    from cairn.memory.tokenizer import query_tokens
+    from cairn.memory.store.tokenizer import query_tokens
 
     tokens = query_tokens(query)
     kept = [
@@ -264,7 +264,7 @@ class PlainBM25:
     def __init__(self, pool: Sequence[PoolDoc]) -> None:
         from collections import Counter
 
-        from cairn.memory.tokenizer import tokenize
+        from cairn.memory.store.tokenizer import tokenize
 
         self.pool = list(pool)
         self.tfs = [
@@ -277,7 +277,7 @@ class PlainBM25:
             self.df.update(tf.keys())
 
     def rank(self, query: str, limit: int, keep: Callable[[PoolDoc], bool]) -> list[PoolDoc]:
-        from cairn.memory.tokenizer import query_tokens
+        from cairn.memory.store.tokenizer import query_tokens
 
         terms = query_tokens(query)
         n = len(self.pool)
@@ -325,7 +325,7 @@ def scripted_selector(query: str, candidates: Sequence[PoolDoc]) -> list[PoolDoc
     order). It is a lexical stand-in, so it cannot show what a model adds on paraphrases; it
     shows what widening the pool to 200 candidates and re-reading descriptions recovers.
     """
-    from cairn.memory.tokenizer import query_tokens, tokenize
+    from cairn.memory.store.tokenizer import query_tokens, tokenize
 
     wanted = set(query_tokens(query))
     scored: list[tuple[int, int, PoolDoc]] = []
@@ -353,7 +353,7 @@ def deliver(fast: Sequence[PoolDoc], refined: Sequence[PoolDoc]) -> list[PoolDoc
 
 def _render(docs: Sequence[Any], now: float) -> str:
     """The recalled-memory prompt, rendered by cairn's renderer (the reference layout)."""
-    from cairn.memory.render import render_relevant_memory
+    from cairn.memory.recall.render import render_relevant_memory
 
     return render_relevant_memory(docs, now=now)
 
@@ -485,7 +485,7 @@ def print_quality(rows: Sequence[QualityRow], cases: Sequence[EvalCase], docs: i
 def quality_main(show_misses: bool) -> None:
     import tempfile
 
-    from cairn.memory.store import MemoryStore
+    from cairn.memory.store.memory_store import MemoryStore
 
     corpus = load_corpus()
     cases = load_cases(corpus)
@@ -517,7 +517,7 @@ TYPE_BONUS_STEPS = (0.0, 0.25, 0.5, 1.0)  # the reference's type-keyword bonus, 
 
 def _dev_figures(store: Any, cases: Sequence[EvalCase], bonus: float = 0.0) -> tuple[float, float]:
     """(Recall@2, MRR@10) on ``cases``; ``bonus`` adds the reference's type-keyword bonus."""
-    from cairn.memory.tokenizer import query_tokens
+    from cairn.memory.store.tokenizer import query_tokens
 
     at2: list[float] = []
     reciprocal: list[float] = []
@@ -556,8 +556,8 @@ def tune_main() -> None:
     import itertools
     import tempfile
 
-    from cairn.memory.scorer import DEFAULT_SCORER, ScorerConfig
-    from cairn.memory.store import MemoryStore
+    from cairn.memory.store.memory_store import MemoryStore
+    from cairn.memory.store.scorer import DEFAULT_SCORER, ScorerConfig
 
     corpus = load_corpus()
     cases = load_cases(corpus)
@@ -629,7 +629,7 @@ def _vocabulary(corpus: Sequence[EvalDoc]) -> tuple[list[str], list[float], list
     """Latin words with Zipf weights, and Chinese words, drawn from the evaluation corpus."""
     import regex
 
-    from cairn.memory.tokenizer import tokenize
+    from cairn.memory.store.tokenizer import tokenize
 
     counts: dict[str, int] = {}
     chinese: list[str] = []
@@ -696,8 +696,8 @@ def _accumulate(values: Iterable[float]) -> Iterable[float]:
 
 def build_tree(size: int, corpus: Sequence[EvalDoc], base: Path) -> Any:
     """A pool of ``size`` memory files: the evaluation corpus plus synthetic ones (cached)."""
-    from cairn.memory.parse import render_memory_file
     from cairn.memory.paths import MemoryRoots
+    from cairn.memory.store.parse import render_memory_file
 
     folder = base / f"pool-{size}-v{TREE_VERSION}"
     roots = MemoryRoots(
@@ -767,8 +767,8 @@ class ReferenceScanner:
 
     def scan(self) -> list[Any]:
         from cairn.memory.document import MemoryDoc
-        from cairn.memory.parse import parse_memory_file
-        from cairn.memory.scan import walk_root
+        from cairn.memory.store.parse import parse_memory_file
+        from cairn.memory.store.scan import walk_root
 
         docs: list[Any] = []
         scopes: tuple[tuple[MemoryScope, Path], ...] = (
@@ -802,7 +802,7 @@ class SpeedRow:
 
 @dataclass(frozen=True)
 class ColdRun:
-    imports_ms: float  # importing cairn.memory.store (pulls in cairn.config and pydantic today)
+    imports_ms: float  # importing the memory store (pulls in cairn.config and pydantic today)
     first_result_ms: float  # store opened -> refreshed -> top 2 ranked and rendered
     first_result_cpu_ms: float  # the same, in CPU time
     wall_ms: float  # the whole subprocess, interpreter start-up included
@@ -828,8 +828,8 @@ def cold_probe(spec_text: str) -> None:
     spec = json.loads(spec_text)
     before_imports = time.perf_counter()
     from cairn.memory.paths import MemoryRoots
-    from cairn.memory.render import render_relevant_memory
-    from cairn.memory.store import MemoryStore
+    from cairn.memory.recall.render import render_relevant_memory
+    from cairn.memory.store.memory_store import MemoryStore
 
     opened, cpu = time.perf_counter(), time.process_time()
     roots = MemoryRoots(Path(spec["project"]), Path(spec["user"]), Path(spec["state"]))
@@ -886,7 +886,7 @@ def _time_to_fast_result(store: Any, queries: Sequence[str], repeats: int = 3) -
     import asyncio
 
     from cairn.abort import AbortController
-    from cairn.memory.recall import recall_memories
+    from cairn.memory.recall.query import recall_memories
 
     samples = Samples()
 
@@ -948,7 +948,7 @@ def _measure_cold(
 
 
 def _measure_warm(row: SpeedRow, roots: Any, cache_dir: Path, queries: Sequence[str]) -> Any:
-    from cairn.memory.store import MemoryStore
+    from cairn.memory.store.memory_store import MemoryStore
 
     store = MemoryStore(roots, cache_dir=cache_dir)
     store.refresh()
@@ -973,7 +973,7 @@ def _measure_warm(row: SpeedRow, roots: Any, cache_dir: Path, queries: Sequence[
 
 
 def _measure_polling(row: SpeedRow, roots: Any, work: Path, queries: Sequence[str]) -> None:
-    from cairn.memory.store import MemoryStore
+    from cairn.memory.store.memory_store import MemoryStore
 
     polling = MemoryStore(roots, cache_dir=work / f"cache-{row.size}-poll", watch=False)
     polling.refresh()

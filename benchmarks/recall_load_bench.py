@@ -55,7 +55,7 @@ sys.path.insert(0, str(HERE))
 
 from recall_bench import PoolGenerator, load_corpus, percentile, write_doc  # noqa: E402
 
-from cairn.memory.parse import render_memory_file  # noqa: E402
+from cairn.memory.store.parse import render_memory_file  # noqa: E402
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply  # noqa: E402
 from cairn.testing.fixtures import isolated_env  # noqa: E402
 

@@ -100,7 +100,7 @@ def shared_log_text() -> str:
 
 def audit(root: Path, workers: int, rounds: int) -> dict[str, int]:
     """What was lost or torn in ``root`` after the workers ran (every count should be 0)."""
-    from cairn.memory.parse import ParseSkip, parse_memory_file
+    from cairn.memory.store.parse import ParseSkip, parse_memory_file
 
     expected = [(w, r) for w in range(workers) for r in range(rounds)]
     lost = corrupt = 0

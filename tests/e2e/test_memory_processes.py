@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cairn.memory.locks import hold_roots
 from cairn.memory.paths import memory_roots
+from cairn.memory.store.locks import hold_roots
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 
 from .conftest import CAIRN, write_settings

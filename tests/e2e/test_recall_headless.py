@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cairn.memory.render import RELEVANT_MEMORY_HEADING
+from cairn.memory.recall.render import RELEVANT_MEMORY_HEADING
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
 from .conftest import RunCairn, write_settings

@@ -11,7 +11,7 @@ def test_the_headless_path_imports_no_front_end_library() -> None:
     probe = (
         "import sys\n"
         "import cairn.cli.main, cairn.headless.runner, cairn.session.session\n"
-        "import cairn.llm.openai, cairn.memory.manager, cairn.memory.prefetch\n"
+        "import cairn.llm.openai, cairn.memory.manager, cairn.memory.recall.lifecycle\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -24,10 +24,7 @@ HOUR = 3600.0
 
 
 def memory_file(title: str, body: str, *, type: str = "feedback", description: str = "") -> str:
-    return (
-        f"---\nname: {title}\ndescription: {description or title}\ntype: {type}\n---\n\n"
-        f"{body}\n"
-    )
+    return f"---\nname: {title}\ndescription: {description or title}\ntype: {type}\n---\n\n{body}\n"
 
 
 def write_memory(root: Path, relative: str, title: str, body: str = "A fact.") -> Path:

@@ -19,7 +19,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_importing_one_submodule_does_not_load_the_store_or_the_selector() -> None:
-    heavy = ("cairn.memory.store", "cairn.memory.selector")
+    heavy = ("cairn.memory.store.memory_store", "cairn.memory.recall.selector")
     code = f"import sys, cairn.memory.document; print([m for m in {heavy!r} if m in sys.modules])"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -28,7 +28,13 @@ def test_importing_one_submodule_does_not_load_the_store_or_the_selector() -> No
 
 
 def test_the_manager_loads_forget_and_the_task_records_on_first_use() -> None:
-    later = ("cairn.memory.forget", "cairn.memory.tasks", "cairn.memory.extract", "regex")
+    later = (
+        "cairn.memory.forget.selection",
+        "cairn.memory.forget.trash",
+        "cairn.memory.background.tasks",
+        "cairn.memory.background.extract",
+        "regex",
+    )
     code = f"import sys, cairn.memory.manager; print([m for m in {later!r} if m in sys.modules])"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from cairn.abort import AbortController
-from cairn.memory.forget import ForgetPlan
+from cairn.memory.forget.selection import ForgetPlan
 from cairn.memory.manager import MemoryManager
-from cairn.memory.recall import RecallResult
+from cairn.memory.recall.query import RecallResult
 from cairn.testing import reply
 
 from .memory_helpers import Events, make_manager, project_root, write_memory

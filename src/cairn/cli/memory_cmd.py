@@ -22,17 +22,18 @@ from cairn.abort import AbortController
 from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
 from cairn.config.paths import project_root
 from cairn.memory.document import MemoryDoc
-from cairn.memory.forget import ForgetPlan, ForgetReport
+from cairn.memory.forget.selection import ForgetPlan
+from cairn.memory.forget.trash import ForgetReport
 from cairn.memory.manager import MemoryManager
-from cairn.memory.recall import RecallResult
-from cairn.memory.render import age_text, memory_age_days
+from cairn.memory.recall.query import RecallResult
+from cairn.memory.recall.render import age_text, memory_age_days
 
 if TYPE_CHECKING:
     from cairn.config.loader import Endpoint
     from cairn.config.settings import Settings
     from cairn.llm.types import Provider
-    from cairn.memory.dream import DreamReport
-    from cairn.memory.history import HistoryEntry
+    from cairn.memory.background.dream.run import DreamReport
+    from cairn.memory.store.history import HistoryEntry
 
 __all__ = ["memory_app"]
 

@@ -11,17 +11,22 @@ from typing import TYPE_CHECKING
 from cairn._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from cairn.memory.background.dream.run import DreamReport
+    from cairn.memory.background.tasks import MemoryTask
     from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
-    from cairn.memory.dream import DreamReport
-    from cairn.memory.forget import ForgetCandidate, ForgetPlan, ForgetReport
-    from cairn.memory.history import HistoryEntry
+    from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan
+    from cairn.memory.forget.trash import ForgetReport
     from cairn.memory.manager import MemoryManager
-    from cairn.memory.noise import remember_tool_name
     from cairn.memory.paths import MemoryRoots, memory_roots
-    from cairn.memory.prefetch import INITIAL_RECALL_WAIT_MS, RecallDelivery, RecallLifecycle
-    from cairn.memory.recall import RecallResult
-    from cairn.memory.store import MemoryStore, ScanReport, ScoredDoc
-    from cairn.memory.tasks import MemoryTask
+    from cairn.memory.recall.lifecycle import (
+        INITIAL_RECALL_WAIT_MS,
+        RecallDelivery,
+        RecallLifecycle,
+    )
+    from cairn.memory.recall.noise import remember_tool_name
+    from cairn.memory.recall.query import RecallResult
+    from cairn.memory.store.history import HistoryEntry
+    from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
 
 __all__ = [
     "INITIAL_RECALL_WAIT_MS",
@@ -52,23 +57,23 @@ __getattr__, __dir__ = lazy_exports(
         "MemoryDoc": "document",
         "MemoryScope": "document",
         "MemoryType": "document",
-        "DreamReport": "dream",
-        "HistoryEntry": "history",
-        "MemoryTask": "tasks",
-        "ForgetCandidate": "forget",
-        "ForgetPlan": "forget",
-        "ForgetReport": "forget",
+        "DreamReport": "background.dream.run",
+        "HistoryEntry": "store.history",
+        "MemoryTask": "background.tasks",
+        "ForgetCandidate": "forget.selection",
+        "ForgetPlan": "forget.selection",
+        "ForgetReport": "forget.trash",
         "MemoryManager": "manager",
-        "remember_tool_name": "noise",
+        "remember_tool_name": "recall.noise",
         "MemoryRoots": "paths",
         "memory_roots": "paths",
-        "INITIAL_RECALL_WAIT_MS": "prefetch",
-        "RecallDelivery": "prefetch",
-        "RecallLifecycle": "prefetch",
-        "RecallResult": "recall",
-        "MemoryStore": "store",
-        "ScanReport": "store",
-        "ScoredDoc": "store",
+        "INITIAL_RECALL_WAIT_MS": "recall.lifecycle",
+        "RecallDelivery": "recall.lifecycle",
+        "RecallLifecycle": "recall.lifecycle",
+        "RecallResult": "recall.query",
+        "MemoryStore": "store.memory_store",
+        "ScanReport": "store.memory_store",
+        "ScoredDoc": "store.memory_store",
     },
     __all__,
 )

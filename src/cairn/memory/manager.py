@@ -1,16 +1,16 @@
 """The memory manager of one project: one per (process, project root), shared by its sessions.
 
-It owns the project's :class:`~cairn.memory.store.MemoryStore` and is the one entry point the
-session runtime, the agent client and ``cairn memory`` use for the system-prompt section, Recall,
-Forget and the background tasks. Every session's Recall handle
-(:class:`~cairn.memory.prefetch.RecallLifecycle`) calls :meth:`MemoryManager.recall`.
+It owns the project's :class:`~cairn.memory.store.memory_store.MemoryStore` and is the one entry
+point the session runtime, the agent client and ``cairn memory`` use for the system-prompt
+section, Recall, Forget and the background tasks. Every session's Recall handle
+(:class:`~cairn.memory.recall.lifecycle.RecallLifecycle`) calls :meth:`MemoryManager.recall`.
 
 Background tasks (never awaited by a turn): :meth:`MemoryManager.schedule_extract` runs one
 extraction per project at a time, a request arriving meanwhile waits in a single slot where the
 newest replaces older ones; :meth:`MemoryManager.schedule_dream` checks Dream's gates and runs it;
 :meth:`MemoryManager.drain` waits for both (headless). Every write into a memory root, here and in
-the tasks, holds that root's cross-process lock (:mod:`cairn.memory.locks`) and is recorded in the
-root's audit trail (:mod:`cairn.memory.history`).
+the tasks, holds that root's cross-process lock (:mod:`cairn.memory.store.locks`) and is recorded
+in the root's audit trail (:mod:`cairn.memory.store.history`).
 """
 
 from __future__ import annotations
@@ -29,23 +29,22 @@ from cairn.config.settings import Settings
 from cairn.content import Content
 from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
+from cairn.memory.background.pressure import AvailableMemory, available_memory_mb
 from cairn.memory.document import MemoryDoc, MemoryScope
 from cairn.memory.paths import INDEX_FILE_NAME, MemoryRoots, memory_roots
-from cairn.memory.pressure import AvailableMemory, available_memory_mb
 from cairn.memory.prompt import MemoryTier, build_auto_memory_prompt
-from cairn.memory.recall import RecallResult, recall_memories
-from cairn.memory.render import render_relevant_memory
-from cairn.memory.store import MemoryStore, ScanReport, ScoredDoc
+from cairn.memory.recall.query import RecallResult, recall_memories
+from cairn.memory.recall.render import render_relevant_memory
+from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
 from cairn.memory.telemetry import emit_dream, emit_extract, emit_forget
 
 if TYPE_CHECKING:
     # Loaded on first use: the task modules pull in the agent loop and tools, and Forget and
     # the task records (~8 ms together) are not needed before a session's first request.
-    from cairn.memory.dream import DreamReport, ScanClock
-    from cairn.memory.extract import ExtractRequest
-    from cairn.memory.forget import ForgetCandidate, ForgetPlan, ForgetReport
-    from cairn.memory.history import HistoryEntry
-    from cairn.memory.tasks import (
+    from cairn.memory.background.dream.gates import ScanClock
+    from cairn.memory.background.dream.run import DreamReport
+    from cairn.memory.background.extract import ExtractRequest
+    from cairn.memory.background.tasks import (
         MemoryRuntime,
         MemorySpace,
         MemoryTask,
@@ -53,6 +52,9 @@ if TYPE_CHECKING:
         TaskStatus,
         WrittenFile,
     )
+    from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan
+    from cairn.memory.forget.trash import ForgetReport
+    from cairn.memory.store.history import HistoryEntry
 
 __all__ = ["MemoryManager"]
 
@@ -94,7 +96,7 @@ class MemoryManager:
     def _tasks(self) -> TaskBook:
         """The task records, created when the first task is scheduled."""
         if self._task_book is None:
-            from cairn.memory.tasks import TaskBook
+            from cairn.memory.background.tasks import TaskBook
 
             self._task_book = TaskBook()
         return self._task_book
@@ -131,7 +133,7 @@ class MemoryManager:
             if not _holds_memories(root):  # e.g. a root only a lock file created
                 return ""
             # Memories copied in by hand have no index yet: show what it would say.
-            from cairn.memory.index_file import build_index_text
+            from cairn.memory.store.index_file import build_index_text
 
             return build_index_text([doc for doc in self.docs() if doc.scope == scope])
         except (OSError, UnicodeDecodeError) as exc:
@@ -233,7 +235,7 @@ class MemoryManager:
     # --- forget ----------------------------------------------------------------------------
 
     def forget_candidates(self) -> list[ForgetCandidate]:
-        from cairn.memory.forget import list_forget_candidates
+        from cairn.memory.forget.selection import list_forget_candidates
 
         return list_forget_candidates(self.docs())
 
@@ -246,8 +248,8 @@ class MemoryManager:
         session_id: str | None = None,
     ) -> ForgetPlan:
         """The entries ``query`` asks to forget (nothing is changed yet); at most ``limit``
-        (default :data:`~cairn.memory.forget.MAX_FORGET_MATCHES`)."""
-        from cairn.memory.forget import MAX_FORGET_MATCHES, select_forget_candidates
+        (default :data:`~cairn.memory.forget.selection.MAX_FORGET_MATCHES`)."""
+        from cairn.memory.forget.selection import MAX_FORGET_MATCHES, select_forget_candidates
 
         return await select_forget_candidates(
             self.forget_candidates(),
@@ -259,7 +261,7 @@ class MemoryManager:
 
     def apply_forget(self, plan: ForgetPlan, *, session_id: str = "") -> ForgetReport:
         """Move the plan's entries to the trash and rebuild the indexes (roots locked)."""
-        from cairn.memory.forget import apply_forget_plan
+        from cairn.memory.forget.trash import apply_forget_plan
 
         with _hold_roots(self._root_paths()):
             report = apply_forget_plan(plan, self.root_map(), now=self.clock())
@@ -272,7 +274,7 @@ class MemoryManager:
 
     def restore_last_forget(self, *, session_id: str = "") -> ForgetReport:
         """Bring back the most recent forget (refusing to overwrite) and rebuild the indexes."""
-        from cairn.memory.forget import restore_last_forget
+        from cairn.memory.forget.trash import restore_last_forget
 
         with _hold_roots(self._root_paths()):
             report = restore_last_forget(self.root_map())
@@ -287,7 +289,7 @@ class MemoryManager:
         self, operation: str, labels: Sequence[str], session_id: str, detail: str
     ) -> None:
         """Indexes and audit trail after Forget or restore (call with the roots locked)."""
-        from cairn.memory import history
+        from cairn.memory.store import history
 
         self._rebuild_indexes()
         now = self.clock()
@@ -309,7 +311,7 @@ class MemoryManager:
 
     def history(self) -> tuple[list[HistoryEntry], list[str]]:
         """Every audit entry of both roots, newest first, and warnings for unreadable lines."""
-        from cairn.memory.history import read_history
+        from cairn.memory.store.history import read_history
 
         return read_history(list(self.root_map().items()))
 
@@ -325,7 +327,7 @@ class MemoryManager:
 
     def space(self) -> MemorySpace:
         """What the Extract and Dream runs work on."""
-        from cairn.memory.tasks import MemorySpace
+        from cairn.memory.background.tasks import MemorySpace
 
         return MemorySpace(
             roots=self.roots,
@@ -365,7 +367,7 @@ class MemoryManager:
         """
         if not self.enabled:
             return
-        from cairn.memory.extract import ExtractRequest, turn_wrote_memory
+        from cairn.memory.background.extract import ExtractRequest, turn_wrote_memory
 
         key = self._task_key(project_root)
         entries = [entry.shallow_copy() for entry in history]
@@ -406,7 +408,7 @@ class MemoryManager:
                 dropped[1].finish("cancelled")
 
     async def _extract_once(self, request: ExtractRequest, record: MemoryTask) -> None:
-        from cairn.memory.extract import ExtractOutcome, run_extract
+        from cairn.memory.background.extract import ExtractOutcome, run_extract
 
         record.status = "running"
         started = time.monotonic()
@@ -438,13 +440,13 @@ class MemoryManager:
 
     async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
         """The turn's own agent wrote memory: index it and note it in the audit trail."""
-        from cairn.memory.extract import record_written
-        from cairn.memory.tasks import written_files
+        from cairn.memory.background.extract import record_written
+        from cairn.memory.background.tasks import written_files
 
         space = self.space()
         files: list[WrittenFile] = written_files(paths, space.writable_roots())
         try:
-            from cairn.memory.locks import hold_roots_async
+            from cairn.memory.store.locks import hold_roots_async
 
             async with hold_roots_async(self._root_paths()):
                 record_written(space, files, operation="remember", session_id=session_id)
@@ -471,7 +473,7 @@ class MemoryManager:
     async def _auto_dream(
         self, key: str, session_id: str, runtime: MemoryRuntime, record: MemoryTask
     ) -> None:
-        from cairn.memory.dream import ScanClock, auto_dream_gate
+        from cairn.memory.background.dream.gates import ScanClock, auto_dream_gate
 
         space = self.space()
         scans = self._scans.setdefault(key, ScanClock())
@@ -490,7 +492,7 @@ class MemoryManager:
         await self._dream(key, session_id, runtime, record, trigger="auto", progress=None)
 
     def _consolidation_held(self) -> bool:
-        from cairn.memory.dream import consolidation_lock
+        from cairn.memory.background.dream.gates import consolidation_lock
 
         lock = consolidation_lock(self.space())
         return lock.holder(time.time(), clean=False, ours_is_stale=not self._dreaming) is not None
@@ -502,7 +504,7 @@ class MemoryManager:
 
         ``progress`` is told each step as it starts. The report's ``str()`` is a summary.
         """
-        from cairn.memory.dream import DreamReport
+        from cairn.memory.background.dream.run import DreamReport
 
         key = self._task_key(runtime.project_root)
         record = self._tasks.new("dream", session_id, trigger="manual")
@@ -523,7 +525,7 @@ class MemoryManager:
         trigger: Literal["auto", "manual"],
         progress: Progress | None,
     ) -> DreamReport:
-        from cairn.memory.dream import DreamReport, run_dream
+        from cairn.memory.background.dream.run import DreamReport, run_dream
 
         self._dreaming.add(key)
         record.status = "running"
@@ -582,7 +584,7 @@ def _holds_memories(root: Path) -> bool:
 @contextlib.contextmanager
 def _hold_roots(roots: Sequence[Path]) -> Iterator[None]:
     """:func:`cairn.memory.locks.hold_roots`, imported on first use (it loads filelock)."""
-    from cairn.memory.locks import hold_roots
+    from cairn.memory.store.locks import hold_roots
 
     with hold_roots(roots):
         yield

@@ -202,7 +202,7 @@ class Session:
     def _make_recall(self) -> Any:
         if not self.runtime.memory_enabled:
             return None
-        from cairn.memory.prefetch import RecallLifecycle
+        from cairn.memory import RecallLifecycle
 
         return RecallLifecycle(
             self.runtime.memory_manager(), self.runtime.provider, session_id=self.id

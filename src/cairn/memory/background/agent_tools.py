@@ -1,0 +1,260 @@
+"""The tool set of the memory agents (Extract and Dream): built-in tools with memory guards.
+
+The agents get ``read_file``, ``grep_search``, ``glob``, ``run_shell_command`` (read-only
+commands only: anything else needs a confirmation nobody can give) and ``write_file`` and
+``edit`` restricted to the memory roots (``pinned/`` refused by the tool context). On top of the
+built-in tools:
+
+- every write runs under the cross-process lock of its memory root (:mod:`cairn.memory.store.locks`)
+  and is atomic, so a concurrent writer in another process never sees a torn file;
+- ``write_file`` over an existing memory is refused unless this agent read the file's current
+  content first: a file another process changed after the agent read it is never overwritten
+  with a stale version (optimistic concurrency; ``edit`` is safe by construction, since its
+  ``old_string`` must match the current text);
+- only Markdown memory files (and names a caller allows, such as Dream's operations manifest)
+  may be written, never the generated ``MEMORY.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cairn.abort import AbortSignal
+from cairn.memory.paths import INDEX_FILE_NAME, PINNED_FOLDER
+from cairn.memory.store.locks import hold_roots_async
+from cairn.tools.base import (
+    ConfirmationKind,
+    FileDiff,
+    Location,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolKind,
+    ToolResult,
+)
+from cairn.tools.registry import ToolRegistry, default_registry
+
+__all__ = [
+    "MEMORY_AGENT_TOOLS",
+    "WRITE_PAUSE_ENV",
+    "MemoryFiles",
+    "memory_agent_context",
+    "memory_agent_registry",
+]
+
+MEMORY_AGENT_TOOLS = (
+    "read_file",
+    "grep_search",
+    "glob",
+    "run_shell_command",
+    "write_file",
+    "edit",
+)
+# Test hook for crash tests: seconds to pause between writing a memory's temp file and renaming
+# it into place, with the root lock held (so a test can kill -9 the process mid-write).
+WRITE_PAUSE_ENV = "CAIRN_TEST_MEMORY_WRITE_PAUSE"
+_MEMORY_SUFFIX = ".md"
+_WRITE_TOOLS = frozenset({"write_file", "edit"})
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write_pause() -> float:
+    try:
+        return max(float(os.environ.get(WRITE_PAUSE_ENV, "0") or 0), 0.0)
+    except ValueError:
+        return 0.0
+
+
+class MemoryFiles:
+    """The file system of one memory-agent run: atomic writes, and what the agent has read."""
+
+    def __init__(self) -> None:
+        self.seen: dict[Path, str] = {}  # resolved path -> digest of the content the agent saw
+        self.written: list[Path] = []  # resolved paths written, first write first
+
+    async def read_text(self, path: Path) -> str:
+        # bytes, not read_text(): universal newlines would turn CRLF files into LF on write
+        return path.read_bytes().decode("utf-8")
+
+    async def write_text(self, path: Path, content: str) -> None:
+        data = content.encode("utf-8")
+        temp = _write_temp(path, data)
+        try:
+            pause = _write_pause()
+            if pause:
+                await asyncio.sleep(pause)
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        resolved = path.resolve()
+        self.seen[resolved] = _digest(data)
+        if resolved not in self.written:
+            self.written.append(resolved)
+
+    def saw(self, path: Path, text: str) -> None:
+        self.seen[path.resolve()] = _digest(text.encode("utf-8"))
+
+
+def _write_temp(path: Path, data: bytes) -> str:
+    """A fully written, fsynced temp file beside ``path`` (same folder: the rename is atomic)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode: int | None = None
+    with contextlib.suppress(OSError):
+        mode = path.stat().st_mode & 0o777
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    return temp
+
+
+class _RecordingReads:
+    """The ``read_file`` view of :class:`MemoryFiles`: what it returns counts as seen."""
+
+    def __init__(self, files: MemoryFiles) -> None:
+        self.files = files
+
+    async def read_text(self, path: Path) -> str:
+        text = await self.files.read_text(path)
+        self.files.saw(path, text)
+        return text
+
+    async def write_text(self, path: Path, content: str) -> None:
+        await self.files.write_text(path, content)
+
+
+class _Guarded:
+    """A built-in tool run with memory guards; everything else is delegated."""
+
+    def __init__(self, inner: Tool, files: MemoryFiles, allowed_names: frozenset[str]) -> None:
+        self.inner = inner
+        self.files = files
+        self.allowed_names = allowed_names
+        self.name = inner.name
+        self.description = inner.description
+        self.parameters = inner.parameters
+        self.kind: ToolKind = inner.kind
+
+    def title(self, args: Mapping[str, Any]) -> str:
+        return self.inner.title(args)
+
+    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
+        return self.inner.confirmation(args, ctx)
+
+    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
+        return self.inner.locations(args, ctx)
+
+    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
+        return await self.inner.preview(args, ctx)
+
+    async def execute(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        if self.name == "read_file":
+            reading = dataclasses.replace(ctx, fs=_RecordingReads(self.files))
+            return await self.inner.execute(args, reading)
+        if self.name not in _WRITE_TOOLS:
+            return await self.inner.execute(args, ctx)
+        try:
+            path, root = _write_target(args, ctx)
+        except ToolError as error:
+            return ToolResult(error=str(error))
+        refusal = self._refusal(path, root)
+        if refusal is not None:
+            return ToolResult(error=refusal)
+        async with hold_roots_async([root]):
+            if self.name == "write_file":
+                stale = self._stale(path)
+                if stale is not None:
+                    return ToolResult(error=stale)
+            return await self.inner.execute(args, dataclasses.replace(ctx, fs=self.files))
+
+    def _refusal(self, path: Path, root: Path) -> str | None:
+        relative = path.relative_to(root)
+        if relative.name in self.allowed_names and len(relative.parts) == 1:
+            return None
+        if relative.parts and relative.parts[0] == PINNED_FOLDER:
+            return f"{path}: files under {PINNED_FOLDER}/ are protected and read-only"
+        if relative.name == INDEX_FILE_NAME and len(relative.parts) == 1:
+            return f"{path}: {INDEX_FILE_NAME} is generated from the memory files; do not edit it"
+        hidden = any(part.startswith(".") for part in relative.parts)
+        if not relative.name.endswith(_MEMORY_SUFFIX) or hidden:
+            return f"{path}: only Markdown memory files (*.md) can be written in memory folders"
+        return None
+
+    def _stale(self, path: Path) -> str | None:
+        try:
+            current = _digest(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            return f"{path}: could not be read before writing ({error.strerror or error})"
+        if self.files.seen.get(path.resolve()) == current:
+            return None
+        return (
+            f"{path} already exists and its current content has not been read by you (it may "
+            "have changed). Read it with read_file first, then write it again or use edit."
+        )
+
+
+def _write_target(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
+    raw = args.get("file_path")
+    if not isinstance(raw, str):
+        raise ToolError("file_path is required")
+    path = ctx.resolve(raw, write=True)
+    for root in ctx.writable_roots or ():
+        real_root = root.resolve()
+        if path == real_root or real_root in path.parents:
+            return path, real_root
+    raise ToolError(f"{raw}: not inside a memory folder")
+
+
+def memory_agent_registry(
+    *, allow_shell: bool = True, allowed_names: Sequence[str] = ()
+) -> tuple[ToolRegistry, MemoryFiles]:
+    """The memory agents' tools and the file system their writes go through."""
+    files = MemoryFiles()
+    names = [n for n in MEMORY_AGENT_TOOLS if allow_shell or n != "run_shell_command"]
+    base = default_registry().subset(names)
+    allowed = frozenset(allowed_names)
+    return ToolRegistry(_Guarded(tool, files, allowed) for tool in base), files
+
+
+def memory_agent_context(
+    *,
+    workspace: Path,
+    writable: Sequence[Path],
+    readable: Sequence[Path],
+    files: MemoryFiles,
+    abort: AbortSignal,
+    session_id: str = "",
+) -> ToolContext:
+    """A tool context that may read ``readable`` and write ``writable`` (never ``pinned/``)."""
+    return ToolContext(
+        workspace=workspace,
+        abort=abort,
+        fs=files,
+        session_id=session_id,
+        writable_roots=list(writable),
+        readable_roots=list(dict.fromkeys([*writable, *readable])),
+        protected_subdirs=(PINNED_FOLDER,),
+    )

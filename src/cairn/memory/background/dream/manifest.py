@@ -1,0 +1,219 @@
+"""Dream's operations manifest: the deletions the dreamer schedules, checked as a whole.
+
+The dreamer cannot delete files itself. It lists deletions (and the merges and splits they
+belong to) in ``.dream-operations.json``; :func:`validate_manifest` accepts the manifest only
+when every rule holds, and :func:`apply_manifest` then applies it (the file is always removed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from cairn.debug_log import get_logger
+from cairn.memory.paths import INDEX_FILE_NAME, PINNED_FOLDER
+from cairn.memory.store.parse import ParseSkip, parse_memory_file
+
+__all__ = [
+    "MANIFEST_VERSION",
+    "MAX_MANIFEST_BYTES",
+    "OPERATIONS_FILE_NAME",
+    "DreamOperations",
+    "ManifestRejected",
+    "apply_manifest",
+    "validate_manifest",
+]
+
+MAX_MANIFEST_BYTES = 1024 * 1024  # a larger operations manifest is rejected unread
+OPERATIONS_FILE_NAME = ".dream-operations.json"
+MANIFEST_VERSION = 1
+_log = get_logger("MEMORY_DREAM")
+
+
+class ManifestRejected(ValueError):
+    """The operations manifest broke a rule; none of it is applied."""
+
+
+@dataclass(frozen=True)
+class DreamOperations:
+    delete: list[str] = field(default_factory=list)  # relative POSIX paths
+    deduped: int = 0  # dedupe sources
+    split: int = 0  # split operations
+
+
+def _check_path(value: Any, root: Path, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ManifestRejected(f"{what}: a path must be a non-empty string")
+    if "\\" in value or value.startswith("/") or re.match(r"^[A-Za-z]:", value):
+        raise ManifestRejected(f"{what} {value!r}: must be a relative POSIX path")
+    parts = value.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise ManifestRejected(f"{what} {value!r}: empty, '.' or '..' segments are not allowed")
+    if not value.endswith(".md"):
+        raise ManifestRejected(f"{what} {value!r}: only .md memory files")
+    if parts[-1] == INDEX_FILE_NAME:
+        raise ManifestRejected(f"{what} {value!r}: {INDEX_FILE_NAME} is generated, not a memory")
+    if parts[0] == PINNED_FOLDER:
+        raise ManifestRejected(f"{what} {value!r}: {PINNED_FOLDER}/ is protected")
+    current = root
+    for part in parts:
+        current = current / part
+        if current.is_symlink():
+            raise ManifestRejected(f"{what} {value!r}: symlinks are not allowed")
+    real_root = os.path.realpath(root)
+    if not os.path.realpath(root / value).startswith(real_root + os.sep):
+        raise ManifestRejected(f"{what} {value!r}: outside the memory folder")
+    return str(PurePosixPath(value))
+
+
+def _existing_memory(path: str, root: Path, what: str) -> None:
+    target = root / path
+    if not target.is_file():
+        raise ManifestRejected(f"{what} {path!r}: no such memory file")
+    if isinstance(parse_memory_file(target, root, "project"), ParseSkip):
+        raise ManifestRejected(f"{what} {path!r}: not a valid memory file")
+
+
+def _string_list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ManifestRejected(f"{what}: must be a list")
+    return value
+
+
+def validate_manifest(data: Any, root: Path) -> DreamOperations:
+    """The deletions a manifest schedules, or :class:`ManifestRejected` on the first problem.
+
+    Rules (reference §4.6): relative POSIX ``.md`` paths, no ``..``, never ``MEMORY.md`` or
+    ``pinned/``, no symlink segments, inside the root, regular files; no duplicate deletes; a
+    dedupe target exists, is a valid memory and is not deleted; every dedupe or split source is
+    deleted, differs from its targets and belongs to one operation only; split targets (two or
+    more) are unique, valid and survive.
+    """
+    if not isinstance(data, dict):
+        raise ManifestRejected("the manifest must be a JSON object")
+    if data.get("version", MANIFEST_VERSION) != MANIFEST_VERSION:
+        raise ManifestRejected(f"unsupported manifest version {data.get('version')!r}")
+    deletes = [_check_path(p, root, "delete") for p in _string_list(data.get("delete"), "delete")]
+    if len(set(deletes)) != len(deletes):
+        raise ManifestRejected("delete: a path is listed twice")
+    for path in deletes:
+        target = root / path
+        if not target.is_file() or target.is_symlink():
+            raise ManifestRejected(f"delete {path!r}: no such regular file")
+    deleted = set(deletes)
+    claimed: set[str] = set()
+    deduped = split = 0
+    for index, operation in enumerate(_string_list(data.get("operations"), "operations")):
+        what = f"operations[{index}]"
+        if not isinstance(operation, dict):
+            raise ManifestRejected(f"{what}: must be an object")
+        kind = operation.get("type")
+        if kind == "dedupe":
+            deduped += _check_dedupe(operation, root, deleted, claimed, what)
+        elif kind == "split":
+            _check_split(operation, root, deleted, claimed, what)
+            split += 1
+        else:
+            raise ManifestRejected(f"{what}: unknown operation type {kind!r}")
+    return DreamOperations(deletes, deduped, split)
+
+
+def _claim(source: str, deleted: set[str], claimed: set[str], what: str) -> None:
+    if source not in deleted:
+        raise ManifestRejected(f"{what}: source {source!r} must also be in delete")
+    if source in claimed:
+        raise ManifestRejected(f"{what}: source {source!r} belongs to two operations")
+    claimed.add(source)
+
+
+def _check_dedupe(
+    operation: Mapping[str, Any], root: Path, deleted: set[str], claimed: set[str], what: str
+) -> int:
+    target = _check_path(operation.get("target"), root, f"{what} target")
+    if target in deleted:
+        raise ManifestRejected(f"{what}: target {target!r} is deleted")
+    _existing_memory(target, root, f"{what} target")
+    sources = [
+        _check_path(raw, root, f"{what} source")
+        for raw in _string_list(operation.get("sources"), f"{what} sources")
+    ]
+    if not sources:
+        raise ManifestRejected(f"{what}: a dedupe needs at least one source")
+    for source in sources:
+        if source == target:
+            raise ManifestRejected(f"{what}: source {source!r} is also the target")
+        _claim(source, deleted, claimed, what)
+    return len(sources)
+
+
+def _check_split(
+    operation: Mapping[str, Any], root: Path, deleted: set[str], claimed: set[str], what: str
+) -> None:
+    source = _check_path(operation.get("source"), root, f"{what} source")
+    targets = [
+        _check_path(p, root, f"{what} target")
+        for p in _string_list(operation.get("targets"), f"{what} targets")
+    ]
+    if len(targets) < 2:
+        raise ManifestRejected(f"{what}: a split needs at least two targets")
+    if len(set(targets)) != len(targets):
+        raise ManifestRejected(f"{what}: a split target is listed twice")
+    if source in targets:
+        raise ManifestRejected(f"{what}: source {source!r} is also a target")
+    for target in targets:
+        if target in deleted:
+            raise ManifestRejected(f"{what}: target {target!r} is deleted")
+        _existing_memory(target, root, f"{what} target")
+    _claim(source, deleted, claimed, what)
+
+
+def _read_manifest(path: Path) -> Any:
+    """The manifest's JSON, None when absent; :class:`ManifestRejected` when unreadable."""
+    try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            raise ManifestRejected("the manifest is larger than 1 MiB")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        reason = error.strerror or error
+        raise ManifestRejected(f"the manifest is not readable ({reason})") from None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ManifestRejected(f"the manifest is not valid JSON ({error})") from None
+
+
+def apply_manifest(root: Path) -> tuple[DreamOperations, str | None]:
+    """Validate and apply ``.dream-operations.json`` (root lock held); always remove it.
+
+    Returns what was applied and, when the manifest was rejected, why.
+    """
+    path = root / OPERATIONS_FILE_NAME
+    try:
+        data = _read_manifest(path)
+        if data is None:
+            return DreamOperations(), None
+        operations = validate_manifest(data, root)
+    except ManifestRejected as error:
+        _log.warning(f"{path}: rejected, nothing deleted: {error}")
+        return DreamOperations(), str(error)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    applied: list[str] = []
+    for relative in operations.delete:
+        try:
+            (root / relative).unlink()
+            applied.append(relative)
+        except FileNotFoundError:
+            continue
+    return DreamOperations(applied, operations.deduped, operations.split), None

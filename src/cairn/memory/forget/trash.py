@@ -1,0 +1,345 @@
+"""Forget's trash: forgotten memories move to a trash folder, and the last forget comes back.
+
+Applying a plan never deletes anything: a removed file, or the original of a multi-entry file
+whose other entries are rewritten in place, moves to ``<root>/.trash/<id>/<relpath>`` beside a
+``manifest.json``. :func:`restore_last_forget` puts the most recent forget back, refusing when a
+file it would restore exists again (or, for a rewritten file, was changed since).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cairn.debug_log import get_logger
+from cairn.fsutil import atomic_write_bytes, atomic_write_json
+from cairn.memory.document import MemoryScope
+from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan, normalize_summary
+from cairn.memory.store.entries import MemoryEntry, parse_entries, render_entries
+
+__all__ = [
+    "MANIFEST_NAME",
+    "TRASH_FOLDER",
+    "ForgetReport",
+    "apply_forget_plan",
+    "restore_last_forget",
+]
+
+TRASH_FOLDER = ".trash"  # under each memory root; never scanned as memory
+MANIFEST_NAME = "manifest.json"
+_MANIFEST_VERSION = 1
+_FRONT_MATTER = re.compile(
+    r"\A(?:\ufeff)?---[ \t]*\r?\n(?:.*?\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL
+)
+_log = get_logger("MEMORY_FORGET")
+
+
+@dataclass(slots=True)
+class ForgetReport:
+    """What a forget or a restore did; ``ok`` is False when it refused or failed."""
+
+    ok: bool
+    message: str
+    entries: int = 0
+    files: list[str] = field(default_factory=list)  # "scope:relpath" labels
+    trash: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _trash_id(now: float) -> str:
+    return _dt.datetime.fromtimestamp(now, _dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def _unique_trash_id(roots: Mapping[MemoryScope, Path], now: float) -> str:
+    base = _trash_id(now)
+    candidate, n = base, 0
+    while any((root / TRASH_FOLDER / candidate).exists() for root in roots.values()):
+        n += 1
+        candidate = f"{base}-{n:03d}"
+    return candidate
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _split_front_matter(text: str) -> tuple[str, str] | None:
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return None
+    return match.group(0), text[match.end() :]
+
+
+def _same_entry(entry: MemoryEntry, candidate: ForgetCandidate) -> bool:
+    return normalize_summary(entry.summary) == normalize_summary(candidate.summary)
+
+
+def _match_entries(
+    entries: Sequence[MemoryEntry], candidates: Sequence[ForgetCandidate]
+) -> tuple[set[int], list[ForgetCandidate]]:
+    """Indexes of the entries to drop and the candidates they matched.
+
+    An entry is matched at its listed index when the summary there is unchanged, else by the
+    first unmatched entry with the same summary (the file may have changed since the listing).
+    """
+    drop: set[int] = set()
+    removed: list[ForgetCandidate] = []
+    pending: list[ForgetCandidate] = []
+    for candidate in candidates:
+        index = candidate.entry_index
+        at_index = index is not None and index < len(entries) and index not in drop
+        if at_index and index is not None and _same_entry(entries[index], candidate):
+            drop.add(index)
+            removed.append(candidate)
+        else:
+            pending.append(candidate)
+    for candidate in pending:
+        for index, entry in enumerate(entries):
+            if index not in drop and _same_entry(entry, candidate):
+                drop.add(index)
+                removed.append(candidate)
+                break
+    return drop, removed
+
+
+@dataclass(slots=True)
+class _Outcome:
+    relative_path: str
+    action: Literal["deleted", "rewritten"]
+    removed: list[ForgetCandidate]
+    rewritten_sha256: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "relative_path": self.relative_path,
+            "action": self.action,
+            "entries": [c.summary for c in self.removed],
+        }
+        if self.rewritten_sha256 is not None:
+            record["rewritten_sha256"] = self.rewritten_sha256
+        return record
+
+
+def _move(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(source, target)
+
+
+def _forget_file(
+    path: Path, relative_path: str, candidates: Sequence[ForgetCandidate], trash_dir: Path
+) -> _Outcome | None:
+    """Move the file (or its chosen entries) to ``trash_dir``; None when nothing matched."""
+    saved = trash_dir / relative_path
+    if any(c.entry_index is None for c in candidates):
+        _move(path, saved)
+        return _Outcome(relative_path, "deleted", list(candidates))
+    data = path.read_bytes()
+    split = _split_front_matter(data.decode("utf-8"))
+    if split is None:  # no longer a memory file: forget it whole, as the reference does
+        _move(path, saved)
+        return _Outcome(relative_path, "deleted", list(candidates))
+    head, body = split
+    entries = parse_entries(body)
+    drop, removed = _match_entries(entries, candidates)
+    if not removed:
+        return None
+    kept = [entry for index, entry in enumerate(entries) if index not in drop]
+    if not kept:
+        _move(path, saved)
+        return _Outcome(relative_path, "deleted", removed)
+    rewritten = f"{head.rstrip()}\n\n{render_entries(kept)}\n".encode()
+    atomic_write_bytes(saved, data)
+    atomic_write_bytes(path, rewritten)
+    return _Outcome(relative_path, "rewritten", removed, _sha256(rewritten))
+
+
+def _group_by_file(
+    matches: Sequence[ForgetCandidate],
+) -> dict[tuple[MemoryScope, str], list[ForgetCandidate]]:
+    groups: dict[tuple[MemoryScope, str], list[ForgetCandidate]] = {}
+    for candidate in matches:
+        groups.setdefault((candidate.scope, candidate.relative_path), []).append(candidate)
+    return groups
+
+
+def apply_forget_plan(
+    plan: ForgetPlan, roots: Mapping[MemoryScope, Path], *, now: float
+) -> ForgetReport:
+    """Move the plan's entries to the trash. Per-file failures are reported and skipped."""
+    if not plan.matches:
+        return ForgetReport(False, f"No memory entries matched: {plan.query}")
+    trash_id = _unique_trash_id(roots, now)
+    outcomes: dict[MemoryScope, list[_Outcome]] = {}
+    report = ForgetReport(True, "")
+    for (scope, relative_path), candidates in _group_by_file(plan.matches).items():
+        root = roots.get(scope)
+        if root is None:
+            report.problems.append(f"{scope}:{relative_path}: that memory root is not available")
+            continue
+        try:
+            outcome = _forget_file(
+                root / relative_path, relative_path, candidates, root / TRASH_FOLDER / trash_id
+            )
+        except (OSError, UnicodeDecodeError) as exc:
+            _log.warning(f"forget skipped {scope}:{relative_path}: {exc}")
+            report.problems.append(f"{scope}:{relative_path}: {exc}")
+            continue
+        if outcome is None:
+            report.problems.append(f"{scope}:{relative_path}: the entries changed; nothing removed")
+            continue
+        outcomes.setdefault(scope, []).append(outcome)
+        report.files.append(f"{scope}:{relative_path}")
+        report.entries += len(outcome.removed)
+    for scope, done in outcomes.items():
+        trash_dir = roots[scope] / TRASH_FOLDER / trash_id
+        atomic_write_json(
+            trash_dir / MANIFEST_NAME, _manifest(trash_id, scope, plan.query, now, done)
+        )
+        report.trash.append(trash_dir)
+    report.ok = report.entries > 0
+    report.message = _forget_message(report, plan.query)
+    return report
+
+
+def _manifest(
+    trash_id: str, scope: MemoryScope, query: str, now: float, outcomes: Sequence[_Outcome]
+) -> dict[str, Any]:
+    return {
+        "version": _MANIFEST_VERSION,
+        "id": trash_id,
+        "scope": scope,
+        "forgotten_at": _dt.datetime.fromtimestamp(now, _dt.UTC).isoformat(),
+        "query": query,
+        "files": [outcome.to_json() for outcome in outcomes],
+    }
+
+
+def _forget_message(report: ForgetReport, query: str) -> str:
+    if report.entries == 0:
+        return f"Nothing was forgotten for: {query}"
+    noun = "entry" if report.entries == 1 else "entries"
+    return (
+        f"Forgot {report.entries} memory {noun} from: {', '.join(report.files)}. "
+        "`cairn memory restore` brings them back."
+    )
+
+
+# --- restore -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _TrashedForget:
+    scope: MemoryScope
+    root: Path
+    folder: Path
+    files: list[dict[str, Any]]
+
+
+def _read_manifest(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if data.get("version") != _MANIFEST_VERSION or not isinstance(files, list):
+        return None
+    return data
+
+
+def _recorded_forgets(roots: Mapping[MemoryScope, Path]) -> dict[str, list[_TrashedForget]]:
+    found: dict[str, list[_TrashedForget]] = {}
+    for scope, root in roots.items():
+        trash = root / TRASH_FOLDER
+        try:
+            folders = sorted(p for p in trash.iterdir() if p.is_dir())
+        except OSError:
+            continue
+        for folder in folders:
+            manifest = _read_manifest(folder)
+            if manifest is not None:
+                record = _TrashedForget(scope, root, folder, manifest["files"])
+                found.setdefault(folder.name, []).append(record)
+    return found
+
+
+def _safe_relative(value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    path = Path(value)
+    if path.is_absolute() or ".." in path.parts:
+        return None
+    return path.as_posix()
+
+
+def _restore_steps(
+    forgets: Sequence[_TrashedForget],
+) -> tuple[list[tuple[Path, Path, str, int]], list[str]]:
+    """(trash copy, target, label, entries) per file, and why restoring would be unsafe."""
+    steps: list[tuple[Path, Path, str, int]] = []
+    problems: list[str] = []
+    for forget in forgets:
+        for record in forget.files:
+            relative = _safe_relative(record.get("relative_path"))
+            if relative is None:
+                problems.append(f"{forget.folder / MANIFEST_NAME}: a file entry is invalid")
+                continue
+            label = f"{forget.scope}:{relative}"
+            source, target = forget.folder / relative, forget.root / relative
+            problem = _restore_conflict(source, target, record, label)
+            if problem:
+                problems.append(problem)
+            entries = record.get("entries")
+            steps.append((source, target, label, len(entries) if isinstance(entries, list) else 1))
+    return steps, problems
+
+
+def _restore_conflict(source: Path, target: Path, record: Mapping[str, Any], label: str) -> str:
+    if not source.is_file():
+        return f"{label}: its copy is missing from the trash ({source})"
+    if not target.exists():
+        return ""
+    if record.get("action") == "rewritten":
+        try:
+            current = _sha256(target.read_bytes())
+        except OSError as exc:
+            return f"{label}: cannot read the current file ({exc.strerror})"
+        if current == record.get("rewritten_sha256"):
+            return ""
+        return f"{label} was changed after the forget; restoring would overwrite that change"
+    return f"{label} exists again; restoring would overwrite it"
+
+
+def restore_last_forget(roots: Mapping[MemoryScope, Path]) -> ForgetReport:
+    """Put the most recent forget back, or refuse (changing nothing) when that is unsafe."""
+    recorded = _recorded_forgets(roots)
+    if not recorded:
+        return ForgetReport(False, "Nothing to restore: no forget is recorded in the trash.")
+    latest = max(recorded)
+    forgets = recorded[latest]
+    steps, problems = _restore_steps(forgets)
+    if problems:
+        return ForgetReport(
+            False,
+            "Not restored, nothing was changed: "
+            + "; ".join(problems)
+            + ". Move the file away (or restore it by hand from the trash) and try again.",
+            problems=problems,
+        )
+    report = ForgetReport(True, "")
+    for source, target, label, entries in steps:
+        _move(source, target)
+        report.files.append(label)
+        report.entries += entries
+    for forget in forgets:
+        shutil.rmtree(forget.folder, ignore_errors=True)
+    noun = "entry" if report.entries == 1 else "entries"
+    report.message = f"Restored {report.entries} memory {noun} to: {', '.join(report.files)}."
+    return report

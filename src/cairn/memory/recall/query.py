@@ -1,0 +1,183 @@
+"""Recall for one query: the deterministic fast result, then the model selector's choice.
+
+1. Refresh the store (incremental) and drop the paths already surfaced in this session.
+2. Rank the pool lexically, leaving out recent-tool noise. The top two are the *fast result*,
+   ranked on their own and published through ``on_fast_result`` before anything else is done.
+3. Rank the ≤180 lexical candidates (the top two lead them) and offer ≤200 candidates (lexical
+   matches interleaved with the newest documents) to the selector on the fast model. Its answer
+   wins, even when empty; if it fails, the lexical top five are used; if the caller aborts, the
+   result is empty and nothing is recorded.
+
+The fast phase never awaits, so it runs in the first step of the recall task and is published
+before a caller's bounded wait can expire, however busy the machine is; recall then yields once
+so a waiting consumer takes the fast result before the selector's candidates are ranked and built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+from cairn.abort import Aborted, AbortSignal
+from cairn.debug_log import get_logger
+from cairn.llm.types import Provider
+from cairn.memory.document import MemoryDoc
+from cairn.memory.recall.candidates import (
+    LEXICAL_CANDIDATE_LIMIT,
+    MAX_MODEL_CANDIDATE_DOCS,
+    build_candidates,
+)
+from cairn.memory.recall.noise import is_noise, tool_aliases
+from cairn.memory.recall.render import render_relevant_memory
+from cairn.memory.recall.selector import MAX_RELEVANT_DOCS, SelectorError, select_memories
+from cairn.memory.store.memory_store import MemoryStore
+from cairn.memory.telemetry import RecallTimings, emit_recall
+
+__all__ = [
+    "MAX_FAST_RECALL_DOCS",
+    "RecallResult",
+    "RecallStrategy",
+    "recall_memories",
+]
+
+MAX_FAST_RECALL_DOCS = 2  # documents in the deterministic fast result
+
+RecallStrategy: TypeAlias = Literal["none", "heuristic", "model"]
+_log = get_logger("MEMORY_RECALL")
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """What Recall found: the rendered prompt, the documents and how they were chosen."""
+
+    prompt: str = ""
+    docs: list[MemoryDoc] = field(default_factory=list)
+    strategy: RecallStrategy = "none"
+
+    @property
+    def paths(self) -> list[str]:
+        return [str(doc.path) for doc in self.docs]
+
+
+@dataclass(slots=True)
+class _Clock:
+    started: float = field(default_factory=time.perf_counter)
+    mark: float = field(default_factory=time.perf_counter)
+
+    def lap_ms(self) -> float:
+        now = time.perf_counter()
+        lap, self.mark = (now - self.mark) * 1000, now
+        return lap
+
+    def total_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+
+async def recall_memories(
+    store: MemoryStore,
+    query: str,
+    *,
+    provider: Provider | None,
+    excluded: AbstractSet[str],
+    recent_tools: Sequence[str],
+    abort: AbortSignal,
+    now: Callable[[], float],
+    on_fast_result: Callable[[RecallResult], None] | None = None,
+    session_id: str | None = None,
+    limit: int = MAX_RELEVANT_DOCS,
+) -> RecallResult:
+    """Recall memories for ``query`` (see the module docstring). Raises only on a bug."""
+    clock, timings = _Clock(), RecallTimings()
+    scanned = store.refresh().docs - sum(1 for path in excluded if store.get(Path(path)))
+    timings.scan_ms = clock.lap_ms()
+
+    def finish(result: RecallResult) -> RecallResult:
+        emit_recall(
+            query_length=len(query),
+            docs_scanned=scanned,
+            docs_selected=len(result.docs),
+            strategy=result.strategy,
+            duration_ms=clock.total_ms(),
+            timings=timings,
+        )
+        return result
+
+    if abort.aborted:
+        return RecallResult()
+    if not query.strip() or scanned <= 0 or limit <= 0:
+        return finish(RecallResult())
+
+    aliases = tool_aliases(recent_tools)
+
+    def ineligible(doc: MemoryDoc) -> bool:
+        return str(doc.path) in excluded or is_noise(doc, aliases)
+
+    def ranked(count: int) -> list[MemoryDoc]:
+        return [hit.doc for hit in store.rank(query, limit=count, exclude=ineligible)]
+
+    # The selector needs ≤180 lexical candidates, the fallback ``limit``; nobody else needs more.
+    wanted = max(LEXICAL_CANDIDATE_LIMIT, limit) if provider is not None else limit
+    if on_fast_result is None:
+        lexical = ranked(wanted)
+        timings.fast_ms = clock.lap_ms()
+    else:
+        # Only the top two stand between the turn and its first request: rank them alone.
+        fast_docs = ranked(MAX_FAST_RECALL_DOCS)
+        if fast_docs:
+            fast_prompt = render_relevant_memory(fast_docs, now=now())
+            _publish(on_fast_result, RecallResult(fast_prompt, fast_docs, "heuristic"))
+        timings.fast_ms = clock.lap_ms()
+        await asyncio.sleep(0)  # a waiting consumer takes the fast result before the rest
+        # Fewer hits than asked for: the pool holds no other lexical match.
+        lexical = ranked(wanted) if len(fast_docs) == MAX_FAST_RECALL_DOCS else fast_docs
+
+    fallback = lexical[:limit]
+    if provider is None:
+        return finish(_heuristic(fallback, now))
+    taken = {doc.path for doc in lexical[:LEXICAL_CANDIDATE_LIMIT]}
+    recent = store.recent(
+        limit=MAX_MODEL_CANDIDATE_DOCS - len(taken),
+        exclude=lambda doc: doc.path in taken or ineligible(doc),
+    )
+    candidates = build_candidates(lexical, recent, limit=limit)
+    try:
+        chosen = await select_memories(
+            provider,
+            query,
+            candidates.model,
+            recent_tools=recent_tools,
+            abort=abort,
+            limit=limit,
+            session_id=session_id,
+        )
+    except Aborted:
+        return RecallResult()
+    except SelectorError as exc:
+        timings.selector_ms = clock.lap_ms()
+        if abort.aborted:
+            return RecallResult()
+        _log.warning(f"recall selector failed, using the lexical result: {exc}")
+        return finish(_heuristic(fallback, now))
+    timings.selector_ms = clock.lap_ms()
+    if abort.aborted:
+        return RecallResult()
+    strategy: RecallStrategy = "model" if chosen else "none"
+    return finish(RecallResult(render_relevant_memory(chosen, now=now()), chosen, strategy))
+
+
+def _heuristic(docs: list[MemoryDoc], now: Callable[[], float]) -> RecallResult:
+    if not docs:
+        return RecallResult()
+    return RecallResult(render_relevant_memory(docs, now=now()), docs, "heuristic")
+
+
+def _publish(callback: Callable[[RecallResult], None], result: RecallResult) -> None:
+    try:
+        callback(result)
+    except Exception as exc:  # a listener's bug must not lose the recall
+        _log.warning(f"fast recall listener failed: {exc!r}")

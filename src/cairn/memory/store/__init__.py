@@ -1,0 +1,12 @@
+"""Where memories are kept and how they are read fast.
+
+- :mod:`~cairn.memory.store.parse`, :mod:`~cairn.memory.store.entries`: the memory file format;
+- :mod:`~cairn.memory.store.scan`, :mod:`~cairn.memory.store.watch`: finding files and changes;
+- :mod:`~cairn.memory.store.tokenizer`, :mod:`~cairn.memory.store.scorer`,
+  :mod:`~cairn.memory.store.lexical_index`: the fast phase's ranking;
+- :mod:`~cairn.memory.store.cache`: the persisted parse cache and index;
+- :mod:`~cairn.memory.store.memory_store`: :class:`MemoryStore`, all of the above per root;
+- :mod:`~cairn.memory.store.index_file`: the generated ``MEMORY.md``;
+- :mod:`~cairn.memory.store.locks`, :mod:`~cairn.memory.store.history`: cross-process locks
+  and the audit trail.
+"""

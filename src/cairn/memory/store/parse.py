@@ -1,0 +1,283 @@
+"""Reading and writing one memory file (YAML front matter + Markdown body).
+
+:func:`parse_memory_file` never raises: a file that is not a usable memory comes back as a
+:class:`ParseSkip` whose ``message`` is the one warning to show for it.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from cairn.memory.document import MEMORY_TYPES, MemoryDoc, MemoryScope, MemoryType
+from cairn.memory.store.entries import (
+    EMPTY_BODY_PLACEHOLDER,
+    MemoryEntry,
+    merge_entry,
+    parse_entries,
+    render_entries,
+)
+
+__all__ = [
+    "EMPTY_BODY_PLACEHOLDER",
+    "MAX_MEMORY_FILE_BYTES",
+    "MemoryEntry",
+    "ParseSkip",
+    "SkipReason",
+    "merge_entry",
+    "parse_entries",
+    "parse_memory_file",
+    "parse_memory_text",
+    "render_entries",
+    "render_memory_file",
+]
+
+MAX_MEMORY_FILE_BYTES = 1024 * 1024  # larger files are skipped, never read whole
+_BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary file
+
+SkipReason: TypeAlias = Literal[
+    "invalid_front_matter",
+    "unknown_type",
+    "too_large",
+    "binary",
+    "symlink_outside_root",
+    "unreadable",
+]
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:(.*?)\n)?---[ \t]*(?:\n(.*))?\Z", re.DOTALL)
+_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):[ \t]+(?P<value>.*?)[ \t]*$")
+_FIXED_VOCABULARY_KEYS = frozenset({"type", "category"})  # their ` #` stays a YAML comment
+_FREE_TEXT_KEYS = ("name", "title", "description")
+_YAML_INDICATORS = tuple("\"'|>[{&*!%@`")
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class ParseSkip:
+    """A file under a memory root that is not read as a memory, and why."""
+
+    path: Path
+    reason: SkipReason
+    detail: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.path}: skipped ({self.detail})"
+
+
+def _quote_hash_values(front_matter: str) -> str:
+    """Quote free-text values holding `` #`` so YAML keeps them instead of reading a comment."""
+    lines = front_matter.split("\n")
+    for i, line in enumerate(lines):
+        match = _KEY_LINE.match(line)
+        if match is None or match["key"] in _FIXED_VOCABULARY_KEYS:
+            continue
+        value = match["value"]
+        if value.startswith(_YAML_INDICATORS) or (" #" not in value and "\t#" not in value):
+            continue
+        lines[i] = f"{match['key']}: {json.dumps(value, ensure_ascii=False)}"
+    return "\n".join(lines)
+
+
+def _load_yaml(front_matter: str) -> dict[Any, Any] | None:
+    import yaml  # deferred: only files that changed since the last scan are parsed
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(_quote_hash_values(front_matter), Loader=loader)  # noqa: S506 - safe loader
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        return None
+    if data is None:
+        return {}
+    return data if isinstance(data, dict) else None
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def _load_key_lines(front_matter: str) -> dict[str, str]:
+    """Plain ``key: value`` lines: how front matter YAML rejects (``a: b: c``) is still read."""
+    fields: dict[str, str] = {}
+    for line in front_matter.split("\n"):
+        match = _KEY_LINE.match(line)
+        if match is not None and match["key"] not in fields:
+            fields[match["key"]] = _unquote(match["value"])
+    return fields
+
+
+def _prefer_raw_text(fields: dict[Any, Any], front_matter: str) -> dict[Any, Any]:
+    """YAML reads ``name: 1.10`` as 1.1 and ``name: no`` as False: keep the text as written."""
+    if all(isinstance(fields.get(key, ""), str) for key in _FREE_TEXT_KEYS):
+        return fields
+    raw = _load_key_lines(front_matter)
+    fixed = dict(fields)
+    for key in _FREE_TEXT_KEYS:
+        if key in raw and not isinstance(fields.get(key, ""), str):
+            fixed[key] = raw[key]
+    return fixed
+
+
+def _scalar(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None if value is None else str(value).lower()
+    if isinstance(value, str | int | float):
+        return str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return None
+
+
+def _memory_type(value: Any) -> MemoryType | None:
+    text = _scalar(value)
+    if text is None:
+        return None
+    lowered = text.strip().lower()
+    for memory_type in MEMORY_TYPES:
+        if lowered == memory_type:
+            return memory_type
+    return None
+
+
+def parse_memory_text(
+    text: str,
+    *,
+    path: Path,
+    relative_path: str,
+    scope: MemoryScope,
+    mtime: float,
+    size: int,
+) -> MemoryDoc | ParseSkip:
+    """A memory from the text of a file (CRLF or LF), or why it is not one."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return ParseSkip(path, "invalid_front_matter", "no '---' front matter block")
+    front_matter, body = match[1] or "", match[2] or ""
+    fields = _load_yaml(front_matter)
+    if fields is None:
+        fields = _load_key_lines(front_matter)
+        if "type" not in fields:
+            return ParseSkip(path, "invalid_front_matter", "front matter is not valid YAML")
+    fields = _prefer_raw_text(fields, front_matter)
+    memory_type = _memory_type(fields.get("type"))
+    if memory_type is None:
+        shown = _scalar(fields.get("type"))
+        detail = "no 'type' in front matter" if shown is None else f"unknown type {shown!r}"
+        return ParseSkip(
+            path, "unknown_type", f"{detail}; expected one of {', '.join(MEMORY_TYPES)}"
+        )
+    title = _scalar(fields.get("name")) or _scalar(fields.get("title")) or memory_type
+    body = body.strip()
+    return MemoryDoc(
+        path=path,
+        relative_path=relative_path,
+        scope=scope,
+        type=memory_type,
+        title=title.strip() or memory_type,
+        description=(_scalar(fields.get("description")) or "").strip(),
+        body="" if body == EMPTY_BODY_PLACEHOLDER else body,
+        mtime=mtime,
+        size=size,
+    )
+
+
+def _outside_root(path: Path, root: Path) -> bool:
+    if not path.is_symlink():
+        return False  # folders are the walker's job: it never follows a symlinked folder
+    real_root = os.path.realpath(root)
+    real_path = os.path.realpath(path)
+    return os.path.commonpath((real_root, real_path)) != real_root
+
+
+def _read_bytes(path: Path) -> bytes:
+    # O_NONBLOCK: a FIFO swapped in after the caller's stat must not hang the scan.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return handle.read(MAX_MEMORY_FILE_BYTES + 1)
+
+
+def _relative_path(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return Path(os.path.relpath(path, root)).as_posix()
+
+
+def _read_checked(
+    path: Path, root: Path, known: os.stat_result | None
+) -> ParseSkip | tuple[bytes, os.stat_result]:
+    try:
+        if _outside_root(path, root):
+            return ParseSkip(path, "symlink_outside_root", "symlink leading out of the memory root")
+        info = known if known is not None else os.stat(path)
+        if info.st_size > MAX_MEMORY_FILE_BYTES:
+            return ParseSkip(path, "too_large", f"{info.st_size} bytes, over the 1 MiB limit")
+        return _read_bytes(path), info
+    except OSError as error:
+        return ParseSkip(path, "unreadable", f"unreadable: {error.strerror or error}")
+    except ValueError as error:  # e.g. a NUL character in the path
+        return ParseSkip(path, "unreadable", f"unreadable: {error}")
+
+
+def parse_memory_file(
+    path: Path, root: Path, scope: MemoryScope, *, info: os.stat_result | None = None
+) -> MemoryDoc | ParseSkip:
+    """Read one memory file under ``root``. Never raises.
+
+    ``info`` (its stat, symlinks followed) saves a system call when the caller has it.
+    """
+    read = _read_checked(path, root, info)
+    if isinstance(read, ParseSkip):
+        return read
+    data, info = read
+    if len(data) > MAX_MEMORY_FILE_BYTES:
+        return ParseSkip(path, "too_large", "over the 1 MiB limit")
+    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+        return ParseSkip(path, "binary", "binary file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return ParseSkip(path, "binary", "binary file (not UTF-8 text)")
+    return parse_memory_text(
+        text,
+        path=path,
+        relative_path=_relative_path(path, root),
+        scope=scope,
+        mtime=info.st_mtime,
+        size=info.st_size,
+    )
+
+
+def _yaml_scalar_line(key: str, value: str) -> str:
+    import yaml
+
+    dumped = yaml.safe_dump({key: value}, allow_unicode=True, width=1 << 30, sort_keys=False)
+    return dumped.rstrip("\n").removesuffix("\n...")
+
+
+def render_memory_file(name: str, description: str, type: MemoryType, body: str) -> str:
+    """The text of a memory file: front matter (one line per field), a blank line, the body."""
+    if type not in MEMORY_TYPES:
+        raise ValueError(f"memory type must be one of {', '.join(MEMORY_TYPES)}, not {type!r}")
+    lines = [
+        "---",
+        _yaml_scalar_line("name", _SPACES.sub(" ", name).strip()),
+        _yaml_scalar_line("description", _SPACES.sub(" ", description).strip()),
+        f"type: {type}",
+        "---",
+        "",
+        body.strip(),
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,139 @@
+"""Finding the memory files of a root: the full stat walk and the single-file stat.
+
+A memory file is a regular ``*.md`` file (or a symlink to one inside the root) anywhere under the
+root, except the generated ``MEMORY.md`` and anything whose name starts with a dot (temp files of
+atomic writes, a trash folder). Symlinked folders are never followed: one leading out of the root
+gets a warning, one pointing inside it is already walked where it really is.
+
+The walk stats every file (an in-place edit leaves its folder's mtime alone, so nothing cheaper
+is complete); it keeps the per-file Python work small and does the system calls in one C-level
+``map`` per folder.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import attrgetter
+
+from cairn.memory.paths import INDEX_FILE_NAME
+from cairn.memory.store.cache import StatKey
+from cairn.memory.store.watch import TreeWatcher
+
+__all__ = ["Walk", "is_memory_name", "stat_file", "stat_key", "walk_root"]
+
+_MEMORY_SUFFIX = ".md"
+_UNREADABLE = os.stat_result((stat.S_IFREG,) + (0,) * 9)  # a file that cannot be stat-ed
+_FILE_TYPE = 0o170000  # the file-type bits of st_mode (stat.S_IFMT)
+
+stat_key: Callable[[os.stat_result], StatKey] = attrgetter(
+    "st_mtime_ns", "st_size", "st_ino", "st_ctime_ns"
+)
+
+
+@dataclass
+class Walk:
+    keys: dict[str, StatKey] = field(default_factory=dict)  # relative path -> stat key
+    infos: dict[str, os.stat_result] = field(default_factory=dict)  # symlinks followed
+    symlinks: set[str] = field(default_factory=set)  # symlinked files inside the root
+    warnings: list[str] = field(default_factory=list)  # one per skipped folder
+
+
+def is_memory_name(name: str) -> bool:
+    return name.endswith(_MEMORY_SUFFIX) and not name.startswith(".") and name != INDEX_FILE_NAME
+
+
+def _inside(real_root: str, target: str) -> bool:
+    return target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _symlink_info(path: str) -> os.stat_result | None:
+    """A symlinked file's stat (its target's); a dangling link keeps its own, to warn about."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        try:
+            return os.lstat(path)
+        except OSError:
+            return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def stat_file(root: str, relative: str) -> tuple[os.stat_result, bool] | None:
+    """The stat of one file under ``root`` and whether it is a symlink; None when not a memory."""
+    path = os.path.join(root, relative)
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        followed = _symlink_info(path)
+        return None if followed is None else (followed, True)
+    return (info, False) if stat.S_ISREG(info.st_mode) else None
+
+
+def _safe_lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None  # removed while we walked
+    except OSError:
+        return _UNREADABLE  # still listed, so it gets its one "unreadable" warning
+
+
+def _lstat_all(paths: list[str]) -> list[os.stat_result | None]:
+    try:
+        return list(map(os.lstat, paths))  # one C-level loop over the system calls
+    except OSError:
+        return list(map(_safe_lstat, paths))  # something vanished or failed: one by one
+
+
+def walk_root(root: str, watcher: TreeWatcher | None = None) -> Walk:
+    """Stat every memory file under ``root``, watching each folder before listing it.
+
+    Each folder is listed by name and every entry lstat-ed in one batch; the file mode then says
+    file, folder or symlink (cheaper than a ``DirEntry`` per file, and the stat is needed anyway).
+    """
+    walk = Walk()
+    real_root: str | None = None
+    pending = [("", root)]
+    while pending:
+        prefix, folder = pending.pop()
+        if watcher is not None:
+            watcher.watch(folder, prefix)
+        try:
+            names = [name for name in os.listdir(folder) if not name.startswith(".")]
+        except OSError as error:
+            reason = error.strerror or str(error)
+            walk.warnings.append(f"{folder}: folder skipped (unreadable: {reason})")
+            continue
+        base = folder + os.sep
+        for name, info in zip(names, _lstat_all([base + name for name in names]), strict=True):
+            if info is None:
+                continue
+            kind = info.st_mode & _FILE_TYPE
+            if kind == stat.S_IFREG:
+                if name.endswith(_MEMORY_SUFFIX) and name != INDEX_FILE_NAME:
+                    walk.infos[prefix + name] = info
+            elif kind == stat.S_IFDIR:
+                pending.append((f"{prefix}{name}/", base + name))
+            elif kind == stat.S_IFLNK:
+                real_root = real_root or os.path.realpath(root)
+                _walk_symlink(walk, base + name, prefix + name, real_root)
+    walk.keys.update(zip(walk.infos, map(stat_key, walk.infos.values()), strict=True))
+    return walk
+
+
+def _walk_symlink(walk: Walk, path: str, relative: str, real_root: str) -> None:
+    if os.path.isdir(path):
+        if not _inside(real_root, os.path.realpath(path)):
+            walk.warnings.append(f"{path}: folder skipped (symlink leading out of the memory root)")
+        return
+    if not is_memory_name(relative.rsplit("/", 1)[-1]):
+        return
+    info = _symlink_info(path)
+    if info is not None:
+        walk.infos[relative] = info
+        walk.symlinks.add(relative)

@@ -1,0 +1,138 @@
+"""The memory agents' tools: locked atomic writes, read-before-overwrite, refused targets."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.abort import AbortController
+from cairn.memory.background.agent_tools import (
+    MEMORY_AGENT_TOOLS,
+    WRITE_PAUSE_ENV,
+    memory_agent_context,
+    memory_agent_registry,
+)
+from cairn.memory.store.locks import MemoryBusy, hold_roots
+from cairn.tools.base import ToolContext, ToolResult
+
+DOC = "---\nname: Tabs\ndescription: tabs\ntype: feedback\n---\n\nUse tabs.\n"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "memory"
+    root.mkdir()
+    return root
+
+
+def tools(root: Path, **options: Any) -> tuple[Any, ToolContext]:
+    registry, files = memory_agent_registry(**options)
+    ctx = memory_agent_context(
+        workspace=root, writable=[root], readable=(), files=files, abort=AbortController().signal
+    )
+    return registry, ctx
+
+
+async def call(registry: Any, ctx: ToolContext, name: str, **args: Any) -> ToolResult:
+    return await registry.get(name).execute(args, ctx)
+
+
+def test_the_agents_get_exactly_the_memory_tools(root: Path) -> None:
+    registry, _ = tools(root)
+    assert sorted(registry.names()) == sorted(MEMORY_AGENT_TOOLS)
+
+
+async def test_a_new_memory_is_written(root: Path) -> None:
+    registry, ctx = tools(root)
+
+    target = root / "feedback" / "t.md"
+    result = await call(registry, ctx, "write_file", file_path=str(target), content=DOC)
+
+    assert result.ok and (root / "feedback" / "t.md").read_text() == DOC
+
+
+async def test_an_existing_memory_is_overwritten_only_after_reading_it(root: Path) -> None:
+    target = root / "t.md"
+    target.write_text("old\n")
+    registry, ctx = tools(root)
+
+    refused = await call(registry, ctx, "write_file", file_path=str(target), content=DOC)
+    await call(registry, ctx, "read_file", file_path=str(target))
+    allowed = await call(registry, ctx, "write_file", file_path=str(target), content=DOC)
+
+    assert refused.error is not None and "read_file first" in refused.error
+    assert allowed.ok and target.read_text() == DOC
+
+
+async def test_a_memory_changed_by_someone_else_after_the_read_is_not_overwritten(
+    root: Path,
+) -> None:
+    target = root / "t.md"
+    target.write_text("old\n")
+    registry, ctx = tools(root)
+    await call(registry, ctx, "read_file", file_path=str(target))
+    target.write_text("another process wrote this\n")
+
+    result = await call(registry, ctx, "write_file", file_path=str(target), content=DOC)
+
+    assert result.error is not None
+    assert target.read_text() == "another process wrote this\n"
+
+
+async def test_an_edit_applies_to_the_current_text(root: Path) -> None:
+    target = root / "t.md"
+    target.write_text(DOC)
+    registry, ctx = tools(root)
+
+    result = await call(
+        registry, ctx, "edit", file_path=str(target), old_string="Use tabs.", new_string="Tabs."
+    )
+
+    assert result.ok and "Tabs.\n" in target.read_text()
+
+
+@pytest.mark.parametrize(
+    ("relative", "why"),
+    [("MEMORY.md", "generated"), ("feedback/x.txt", "only Markdown"),
+     (".hidden.md", "only Markdown"), (".trash/1/x.md", "only Markdown"),
+     ("pinned/rule.md", "protected")],
+)  # fmt: skip
+async def test_non_memory_targets_are_refused(root: Path, relative: str, why: str) -> None:
+    registry, ctx = tools(root)
+
+    result = await call(registry, ctx, "write_file", file_path=str(root / relative), content=DOC)
+
+    assert result.error is not None and why in result.error
+    assert not (root / relative).exists()
+
+
+async def test_a_name_the_caller_allows_may_be_written_at_the_top(root: Path) -> None:
+    registry, ctx = tools(root, allowed_names=[".dream-operations.json"])
+
+    result = await call(
+        registry, ctx, "write_file", file_path=str(root / ".dream-operations.json"), content="{}"
+    )
+
+    assert result.ok
+
+
+async def test_a_write_holds_the_root_lock_and_renames_a_complete_temp_file(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(WRITE_PAUSE_ENV, "0.5")
+    registry, ctx = tools(root)
+    target = root / "t.md"
+    writing = asyncio.create_task(
+        call(registry, ctx, "write_file", file_path=str(target), content=DOC)
+    )
+    await asyncio.sleep(0.2)
+
+    [temp] = root.glob(".t.md.*.tmp")
+    assert temp.read_text() == DOC and not target.exists()
+    with pytest.raises(MemoryBusy), hold_roots([root], timeout=0.05):
+        pass
+    assert (await writing).ok
+    assert target.read_text() == DOC and not list(root.glob(".*.tmp"))

@@ -1,0 +1,135 @@
+"""The parse cache's record table and the persisted cache file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cairn.memory.store.cache import (
+    DocRecord,
+    RecordTable,
+    ShardCache,
+    SkipRecord,
+    load_cache,
+    save_cache,
+)
+from cairn.memory.store.lexical_index import LexicalIndex
+
+KEY = (1_700_000_000_123_456_789, 321, 98765, 1_700_000_000_999_999_999)
+
+
+def doc_record(slot: int, *, body: str = "body", symlink: bool = False) -> DocRecord:
+    return DocRecord(KEY, slot, "feedback", "Title", "Description", body, 1.5, 42, symlink)
+
+
+def filled_table() -> RecordTable:
+    table = RecordTable()
+    table.put("feedback/a.md", doc_record(0, body="漢字 and emoji 🙂"))
+    table.put("pinned/link.md", doc_record(1, symlink=True))
+    table.put("user/bad.md", SkipRecord(KEY, "unknown_type", "unknown type 'memo'"))
+    return table
+
+
+def test_put_keeps_the_lookups_current() -> None:
+    table = filled_table()
+    assert table.keys == {"feedback/a.md": KEY, "pinned/link.md": KEY, "user/bad.md": KEY}
+    assert table.by_slot == {0: "feedback/a.md", 1: "pinned/link.md"}
+    assert (table.symlinks, table.skips) == ({"pinned/link.md"}, {"user/bad.md"})
+
+
+def test_pop_removes_a_record_from_every_lookup() -> None:
+    table = filled_table()
+    assert table.pop("pinned/link.md") == doc_record(1, symlink=True)
+    assert table.pop("user/bad.md") is not None
+    assert (len(table), table.by_slot, table.symlinks, table.skips) == (
+        1,
+        {0: "feedback/a.md"},
+        set(),
+        set(),
+    )
+    assert table.pop("missing.md") is None
+
+
+def test_a_saved_table_loads_back_record_for_record() -> None:
+    table = filled_table()
+    loaded = RecordTable.from_state(table.to_state())
+    assert dict(loaded.items()) == dict(table.items())
+    assert (loaded.keys, loaded.by_slot, loaded.symlinks, loaded.skips) == (
+        table.keys, table.by_slot, table.symlinks, table.skips,
+    )  # fmt: skip
+    assert sorted(loaded.doc_mtimes()) == [("feedback/a.md", 1.5), ("pinned/link.md", 1.5)]
+
+
+def test_an_empty_table_round_trips() -> None:
+    assert len(RecordTable.from_state(RecordTable().to_state())) == 0
+
+
+def test_a_table_with_columns_of_different_lengths_is_refused() -> None:
+    state = list(filled_table().to_state())
+    state[2] = state[2][:-4]  # one slot short
+    try:
+        RecordTable.from_state(tuple(state))
+    except ValueError as error:
+        assert "columns of different lengths" in str(error)
+    else:
+        raise AssertionError("a damaged table was accepted")
+
+
+@given(st.text(), st.text(), st.text())
+def test_any_text_survives_the_round_trip(title: str, description: str, body: str) -> None:
+    table = RecordTable()
+    table.put("x.md", DocRecord(KEY, 0, "user", title, description, body, 0.0, 0, False))
+    assert RecordTable.from_state(table.to_state()).get("x.md") == table.get("x.md")
+
+
+def _cache() -> ShardCache:
+    cache = ShardCache()
+    slot = cache.index.add({"ledger": 200})
+    cache.records.put("project/m.md", doc_record(slot))
+    return cache
+
+
+def test_a_saved_cache_loads_back(tmp_path: Path) -> None:
+    path = tmp_path / "c" / "project.bin"
+    assert save_cache(path, _cache(), root="/r", scope="project", fingerprint="f1")
+    loaded = load_cache(path, root="/r", scope="project", fingerprint="f1")
+    assert loaded is not None
+    assert dict(loaded.records.items()) == dict(_cache().records.items())
+    assert loaded.index.doc_frequency("ledger") == 1
+
+
+def test_a_cache_for_another_root_scope_or_scorer_is_not_loaded(tmp_path: Path) -> None:
+    path = tmp_path / "project.bin"
+    save_cache(path, _cache(), root="/r", scope="project", fingerprint="f1")
+    assert load_cache(path, root="/other", scope="project", fingerprint="f1") is None
+    assert load_cache(path, root="/r", scope="user", fingerprint="f1") is None
+    assert load_cache(path, root="/r", scope="project", fingerprint="f2") is None
+
+
+def test_a_missing_or_damaged_cache_loads_as_none(tmp_path: Path) -> None:
+    path = tmp_path / "project.bin"
+    assert load_cache(path, root="/r", scope="project", fingerprint="f") is None
+    save_cache(path, _cache(), root="/r", scope="project", fingerprint="f")
+    data = path.read_bytes()
+    for damaged in (data[: len(data) // 2], data[:-1] + b"\x00", b"\x00" * 64):
+        path.write_bytes(damaged)
+        assert load_cache(path, root="/r", scope="project", fingerprint="f") is None
+
+
+def test_records_disagreeing_with_the_index_are_refused(tmp_path: Path) -> None:
+    cache = _cache()
+    cache.index = LexicalIndex()  # the record says one memory, the index none
+    path = tmp_path / "project.bin"
+    save_cache(path, cache, root="/r", scope="project", fingerprint="f")
+    assert load_cache(path, root="/r", scope="project", fingerprint="f") is None
+
+
+def test_saving_into_an_unwritable_place_returns_false(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", "utf-8")
+    assert (
+        save_cache(blocker / "project.bin", _cache(), root="/r", scope="p", fingerprint="f")
+        is False
+    )
