@@ -7,6 +7,8 @@ import pytest
 import cairn.testing
 
 PUBLIC = {
+    "FastMCPServer",
+    "RunningMcpServer",
     "RecordedRequest",
     "Reply",
     "ScriptedProvider",

@@ -26,6 +26,7 @@ __all__ = [
     "LoadedSettings",
     "NoAuthError",
     "SettingsError",
+    "describe_validation_error",
     "load_settings",
     "merge_settings_dicts",
     "project_settings_path",
@@ -37,6 +38,8 @@ __all__ = [
 _UNION_KEYS = {("permissions", "allow"), ("permissions", "ask"), ("permissions", "deny")}
 # Keys whose lists are concatenated (user hooks run, then project hooks).
 _CONCAT_PARENTS = {("hooks",)}
+# Keys whose entries replace each other whole: a project's server named like a user's wins.
+_REPLACE_CHILDREN = {("mcpServers",)}
 _ENV_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
@@ -90,7 +93,7 @@ def load_settings(cwd: Path, *, user_path: Path | None = None) -> LoadedSettings
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:  # pragma: no cover - each file was validated on its own
-        raise SettingsError(_describe(exc, "merged settings", "")) from None
+        raise SettingsError(describe_validation_error(exc, "merged settings", "")) from None
     return LoadedSettings(settings, warnings, used)
 
 
@@ -101,7 +104,7 @@ def merge_settings_dicts(
     for key, value in override.items():
         path = (*_path, key)
         current = out.get(key)
-        if isinstance(current, dict) and isinstance(value, dict):
+        if isinstance(current, dict) and isinstance(value, dict) and _path not in _REPLACE_CHILDREN:
             out[key] = merge_settings_dicts(current, value, path)
         elif isinstance(current, list) and isinstance(value, list) and path in _UNION_KEYS:
             out[key] = current + [v for v in value if v not in current]
@@ -167,7 +170,7 @@ def _validate_file(path: Path, raw: dict[str, Any], warnings: list[str]) -> None
     try:
         settings = Settings.model_validate(_interpolate(raw))
     except ValidationError as exc:
-        raise SettingsError(_describe(exc, str(path), _text(path))) from None
+        raise SettingsError(describe_validation_error(exc, str(path), _text(path))) from None
     for key in _unknown_keys(settings, ""):
         warnings.append(f"{path}: unknown setting `{key}` is ignored")
 
@@ -203,15 +206,19 @@ _EXPECTED = {
 }
 
 
-def _describe(exc: ValidationError, where: str, text: str) -> str:
+def describe_validation_error(
+    exc: ValidationError, where: str, text: str, prefix: str = ""
+) -> str:
+    """One line per error: the file (and line), the dotted key under ``prefix``, what it must be."""
     lines = []
     for error in exc.errors():
         loc = [str(p) for p in error["loc"] if not str(p).startswith(("function-", "literal"))]
-        key = ".".join(loc) or "(top level)"
+        key = ".".join([prefix, *loc] if prefix else loc) or "(top level)"
         expected = _EXPECTED.get(error["type"])
         if expected is None:
             expected = error["msg"].removeprefix("Input should be ").rstrip(".")
-        line_no = _line_of(text, loc[-1]) if loc and text else None
+        last = loc[-1] if loc else prefix.rpartition(".")[2]
+        line_no = _line_of(text, last) if last and text else None
         at = f"{where} line {line_no}" if line_no else where
         got = json.dumps(error.get("input"), default=str)[:60]
         lines.append(f"{at}: `{key}` must be {expected} (got {got})")

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 __all__ = [
     "APPROVAL_MODES",
@@ -24,6 +25,8 @@ __all__ = [
     "HookCommand",
     "HookMatcher",
     "HooksSettings",
+    "McpServerSettings",
+    "McpSettings",
     "MemorySettings",
     "ModelSettings",
     "PermissionsSettings",
@@ -209,6 +212,71 @@ class HooksSettings(_Section):
     )
 
 
+class McpServerSettings(_Section):
+    """One MCP server, in the shape Qwen Code and Gemini CLI use (``type`` as in Claude Code)."""
+
+    type: Literal["stdio", "sse", "http"] | None = Field(
+        None,
+        description="Transport, as Claude Code's `.mcp.json` names it (`stdio`, `sse`, `http`). "
+        "Optional: `command` means stdio, `url` SSE and `httpUrl` streamable HTTP.",
+    )
+    command: str | None = Field(None, description="Program that runs a stdio server.")
+    args: list[str] = Field(default_factory=list, description="Arguments of `command`.")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment of a stdio server, over cairn's own (`$VAR` / `${VAR}` expand).",
+    )
+    cwd: str | None = Field(None, description="Working directory of a stdio server.")
+    url: str | None = Field(
+        None, description="SSE endpoint (with `type: http`, a streamable HTTP endpoint)."
+    )
+    http_url: str | None = Field(None, description="Streamable HTTP endpoint.")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="HTTP headers sent to an SSE or HTTP server."
+    )
+    timeout: float = Field(
+        600_000, description="Milliseconds a tool call may run before it is cancelled."
+    )
+    trust: bool = Field(
+        False, description="Run this server's tools without asking (never in plan mode)."
+    )
+    include_tools: list[str] | None = Field(
+        None, description="Only these tools of the server are offered to the model."
+    )
+    exclude_tools: list[str] = Field(
+        default_factory=list, description="Tools of the server never offered to the model."
+    )
+    description: str | None = Field(None, description="What the server is for (shown in lists).")
+    disabled: bool = Field(False, description="Keep the server configured but do not start it.")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if not (self.command or self.url or self.http_url):
+            raise PydanticCustomError(
+                "mcp_server",
+                "a server with `command` (stdio), `url` (SSE) or `httpUrl` (streamable HTTP)",
+            )
+        if self.type == "stdio" and not self.command:
+            raise PydanticCustomError("mcp_server", "a stdio server with a `command`")
+        if self.type in ("sse", "http") and not (self.url or self.http_url):
+            raise PydanticCustomError("mcp_server", f"an {self.type} server with a `url`")
+        return self
+
+
+class McpSettings(_Section):
+    discovery_timeout_ms: int = Field(
+        5000,
+        description="How long the first model request of a session waits for MCP servers to "
+        "connect; servers still connecting join a later request.",
+    )
+    allowed: list[str] | None = Field(
+        None, description="Only these configured MCP servers start (default: all)."
+    )
+    excluded: list[str] = Field(
+        default_factory=list, description="Configured MCP servers that do not start."
+    )
+
+
 class TelemetrySettings(_Section):
     enabled: bool = Field(True, description="Record telemetry events in the debug log.")
     outfile: str | None = Field(
@@ -239,6 +307,10 @@ class Settings(_Section):
     telemetry: TelemetrySettings = Field(
         default_factory=TelemetrySettings, description="Telemetry."
     )
+    mcp_servers: dict[str, McpServerSettings] = Field(
+        default_factory=dict, alias="mcpServers", description="MCP servers, by name."
+    )
+    mcp: McpSettings = Field(default_factory=McpSettings, description="MCP client behaviour.")
 
 
 def editable_fields() -> list[tuple[str, type[BaseModel], str]]:

@@ -3,6 +3,8 @@
 - :class:`ScriptedServer`: an OpenAI-compatible chat-completions server on 127.0.0.1 that
   records every request and answers from a script of :class:`Reply` objects.
 - :class:`ScriptedProvider`: the same replies played in process, without HTTP.
+- :class:`FastMCPServer`: a FastMCP server script run over stdio (by cairn) or streamable HTTP
+  on 127.0.0.1 (by the helper), for tests of MCP settings.
 - ``cairn.testing.fixtures``: a pytest plugin with the ``scripted_server`` and ``cairn_env``
   fixtures (a pytest plugin registered by the package: no configuration needed).
 
@@ -18,12 +20,15 @@ from cairn.testing.request import RecordedRequest
 from cairn.testing.script import Reply, ToolCallSpec, error_reply, reply, tool_call, tool_calls
 
 if TYPE_CHECKING:
+    from cairn.testing.mcp import FastMCPServer, RunningMcpServer
     from cairn.testing.provider import ScriptedProvider
     from cairn.testing.server import ScriptedServer
 
 __all__ = [
+    "FastMCPServer",
     "RecordedRequest",
     "Reply",
+    "RunningMcpServer",
     "ScriptedProvider",
     "ScriptedServer",
     "ToolCallSpec",
@@ -34,6 +39,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "FastMCPServer": "cairn.testing.mcp",
+    "RunningMcpServer": "cairn.testing.mcp",
     "ScriptedServer": "cairn.testing.server",
     "ScriptedProvider": "cairn.testing.provider",
 }

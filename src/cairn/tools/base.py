@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cairn.abort import AbortSignal
-from cairn.content import FunctionCall, FunctionResponse
+from cairn.content import FunctionCall, FunctionResponse, Image
 from cairn.vocabulary.interaction import Question, UserInteraction
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
 
@@ -49,6 +49,7 @@ class ToolResult:
     diff: FileDiff | None = None
     locations: list[Location] = field(default_factory=list)
     todos: list[TodoItem] | None = None
+    media: tuple[Image, ...] = ()  # images for the model (an MCP tool's image content)
 
     @property
     def ok(self) -> bool:
@@ -56,8 +57,8 @@ class ToolResult:
 
     def to_response(self, call: FunctionCall) -> FunctionResponse:
         if self.error is not None:
-            return FunctionResponse(call.id, call.name, {"error": self.error})
-        return FunctionResponse(call.id, call.name, {"output": self.output or ""})
+            return FunctionResponse(call.id, call.name, {"error": self.error}, self.media)
+        return FunctionResponse(call.id, call.name, {"output": self.output or ""}, self.media)
 
 
 class FileSystem(Protocol):
@@ -93,6 +94,7 @@ class ToolContext:
     writable_roots: Sequence[Path] | None = None
     readable_roots: Sequence[Path] | None = None
     protected_subdirs: Sequence[str] = ()  # e.g. ("pinned",): never written under any root
+    approval_mode: str = "default"  # the session's mode when the call is decided
 
     def resolve(self, raw: str, *, write: bool = False) -> Path:
         """An absolute path for a tool argument, refused when outside the allowed roots."""

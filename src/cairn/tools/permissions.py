@@ -51,6 +51,7 @@ TOOL_ALIASES: Mapping[str, str] = {
     "search_file_content": "grep_search",
 }
 SHELL_TOOL = "run_shell_command"
+_MCP_PREFIX = "mcp__"
 ASK_USER_TOOL = "ask_user_question"
 # The argument a path rule is matched against, per tool; None means "the workspace".
 _PATH_ARGUMENTS: Mapping[str, str] = {
@@ -62,7 +63,9 @@ _PATH_ARGUMENTS: Mapping[str, str] = {
     "grep_search": "path",
 }
 _FOLDER_TOOLS = frozenset({"list_directory", "glob", "grep_search"})
-_RULE_SYNTAX = re.compile(r"\s*(?P<tool>[A-Za-z_][\w.\-]*)\s*(?:\((?P<spec>.*)\))?\s*", re.DOTALL)
+_RULE_SYNTAX = re.compile(
+    r"\s*(?P<tool>[A-Za-z_][\w.\-]*\*?)\s*(?:\((?P<spec>.*)\))?\s*", re.DOTALL
+)
 _ROUGH_SHELL_SEPARATORS = re.compile(r"&&|\|\||[;|&\n]")
 
 PLAN_MODE_MESSAGE = (
@@ -105,7 +108,13 @@ class PermissionRule:
         return cls(text, canonical_tool_name(match.group("tool")), spec)
 
     def applies_to(self, tool_name: str) -> bool:
-        return self.tool == canonical_tool_name(tool_name)
+        name = canonical_tool_name(tool_name)
+        if self.tool.startswith(_MCP_PREFIX) and name.startswith(_MCP_PREFIX):
+            # mcp__server (every tool of the server), mcp__server__* and mcp__server__tool
+            if self.tool.endswith("*"):
+                return name.startswith(self.tool[:-1])
+            return name == self.tool or name.startswith(self.tool + "__")
+        return self.tool == name
 
     def matches(self, tool_name: str, args: Mapping[str, Any], workspace: Path) -> bool:
         """True when this rule covers the call: any part of a compound shell command counts."""
@@ -293,11 +302,14 @@ def decide_approval(
 ) -> ApprovalDecision:
     """Combine the matched rule, the tool's confirmation need and the approval mode.
 
-    deny rule > ask_user_question (its own interaction) > allow rule > no confirmation needed
+    deny rule > plan mode refuses MCP calls that may change things > ask_user_question (its own
+    interaction) > allow rule > no confirmation needed
     (unless an ask rule) > yolo > plan (refused) > auto-edit for edits > ask or refuse.
     """
     if rule == "deny":
         return ApprovalDecision("deny", _denied_by_rule(tool_name, rule_text))
+    if approval_mode == "plan" and confirmation == "mcp":
+        return ApprovalDecision("deny", PLAN_MODE_MESSAGE)  # no rule lets plan mode change things
     if canonical_tool_name(tool_name) == ASK_USER_TOOL or rule == "allow":
         return _RUN
     if confirmation is None and rule != "ask":

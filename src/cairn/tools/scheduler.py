@@ -7,13 +7,18 @@ batch: the calls after it are answered as skipped, so every call still gets a re
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from cairn.content import FunctionCall, FunctionResponse
 from cairn.debug_log import get_logger
 from cairn.tools.base import Location, Tool, ToolContext, ToolKind, ToolResult
-from cairn.tools.permissions import ApprovalDecision, PermissionRules, decide_approval
+from cairn.tools.permissions import (
+    PLAN_MODE_MESSAGE,
+    ApprovalDecision,
+    PermissionRules,
+    decide_approval,
+)
 from cairn.vocabulary.events import EventSink, Notice, PlanUpdate, ToolCallStart, ToolCallUpdate
 from cairn.vocabulary.interaction import Frontend, PermissionRequest
 
@@ -75,6 +80,7 @@ class ToolScheduler:
         return outcomes
 
     async def _run_one(self, call: FunctionCall, ctx: ToolContext, emit: EventSink) -> ToolOutcome:
+        ctx = replace(ctx, approval_mode=self._approval_mode())
         tool = self.registry.get(call.name)
         if tool is None:
             await emit(ToolCallStart(call.id, call.name, call.name, ToolKind.OTHER, call.args))
@@ -106,6 +112,9 @@ class ToolScheduler:
                 reason = hook.reason or "No reason provided"
                 return await _fail(call, f"Blocked by a PreToolUse hook: {reason}", emit)
             if hook.decision == "allow" and not self._denied_by_rule(call, ctx):
+                refused = self._refused_in_plan_mode(tool, call, ctx)
+                if refused is not None:
+                    return await _fail(call, refused, emit)
                 return await self._execute(tool, call, ctx, emit)  # deny rules still apply
             forced_confirm = hook.decision == "ask"
 
@@ -118,6 +127,13 @@ class ToolScheduler:
                 await emit(ToolCallUpdate(call.id, "cancelled", output=DECLINED_MESSAGE))
                 return _error(call, DECLINED_MESSAGE, "rejected")
         return await self._execute(tool, call, ctx, emit)
+
+    @staticmethod
+    def _refused_in_plan_mode(tool: Tool, call: FunctionCall, ctx: ToolContext) -> str | None:
+        """Plan mode refuses an MCP call that may change things, even when a hook allows it."""
+        if ctx.approval_mode == "plan" and tool.confirmation(call.args, ctx) == "mcp":
+            return PLAN_MODE_MESSAGE
+        return None
 
     def _denied_by_rule(self, call: FunctionCall, ctx: ToolContext) -> bool:
         match = self.rules.match(call.name, call.args, ctx.workspace)

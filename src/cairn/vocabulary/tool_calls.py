@@ -27,8 +27,9 @@ class ToolKind(StrEnum):
 
 
 # How a call that needs approval is confirmed: an edit (auto-approved in auto-edit mode),
-# a command (asks unless yolo), or information only.
-ConfirmationKind: TypeAlias = Literal["edit", "exec", "info"]
+# a command (asks unless yolo), information only, or an MCP tool call that may change things
+# (asks unless yolo; refused in plan mode even when a rule allows it).
+ConfirmationKind: TypeAlias = Literal["edit", "exec", "info", "mcp"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,479 @@
+"""One MCP server connection: start, discover, call, notice a crash, restart, close.
+
+The SDK's transports and ``ClientSession`` are anyio context managers that must be entered and
+left by one task, so each connection runs an owner task that opens them, discovers the server's
+tools, prompts and resources, then waits until it is closed or the server goes away. Calls come
+from any task and go through the session's streams.
+
+Nothing here raises into a turn for a server's misbehaviour: a failed start or a crash is a
+status with a reason, and a call on a broken server is an :class:`McpCallError` the tool turns
+into an error result for the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import anyio
+import httpx
+import mcp.types as types
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import McpError
+from pydantic import AnyUrl, ValidationError
+
+from cairn import __version__
+from cairn.debug_log import get_logger
+from cairn.mcp.config import ServerConfig
+from cairn.mcp.stdio import StdioProcess, open_stdio
+
+__all__ = [
+    "CONNECT_TIMEOUT_SECONDS",
+    "MAX_RESTARTS",
+    "ConnectionStatus",
+    "McpCallError",
+    "McpConnection",
+    "ServerStatus",
+]
+
+CONNECT_TIMEOUT_SECONDS = 30.0  # start + initialize + first listings; longer is a failed start
+MAX_RESTARTS = 3  # restarts of a crashed server in one connection's life (a session)
+HTTP_TIMEOUT = httpx.Timeout(30.0, read=300.0)  # SSE streams stay open between events
+ConnectionStatus: TypeAlias = Literal["connecting", "connected", "failed", "disabled", "closed"]
+_log = get_logger("MCP")
+
+
+class McpCallError(Exception):
+    """A request to a server failed; the message is what the model (and the user) is told."""
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """A snapshot for ``cairn mcp list`` and ``/mcp``."""
+
+    name: str
+    transport: str
+    status: ConnectionStatus
+    target: str
+    scope: str
+    tools: int
+    prompts: int
+    resources: int
+    error: str | None
+    pid: int | None
+    restarts: int
+    description: str | None
+
+
+class McpConnection:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        cwd: Path,
+        on_change: Callable[[], None] | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self._cwd = cwd
+        self._on_change = on_change
+        self._connect_timeout = connect_timeout
+        self.status: ConnectionStatus = "disabled" if config.disabled else "connecting"
+        self.error: str | None = config.disabled_reason if config.disabled else None
+        self.tools: list[types.Tool] = []
+        self.prompts: list[types.Prompt] = []
+        self.resources: list[types.Resource] = []
+        self.resource_templates: list[types.ResourceTemplate] = []
+        self.instructions: str | None = None
+        self.restarts = 0
+        self.generation = 0  # bumped whenever what the server offers changes
+        self.connected_at: float | None = None
+        self._session: ClientSession | None = None
+        self._process: StdioProcess | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._dead = asyncio.Event()
+        self._crashed = False  # it was connected and went away: restartable on next use
+        self._background: set[asyncio.Task[Any]] = set()
+        self._restart_lock = asyncio.Lock()
+        if config.disabled:
+            self._ready.set()
+
+    # ----- lifecycle -----
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def restartable(self) -> bool:
+        """It crashed after connecting and has restarts left: the next call restarts it."""
+        return self._crashed and self.restarts < MAX_RESTARTS
+
+    @property
+    def settled(self) -> bool:
+        """Connected, failed, disabled or closed: no longer on its way up."""
+        return self._ready.is_set()
+
+    def start(self) -> None:
+        """Connect in the background (idempotent while running)."""
+        if self.config.disabled or (self._runner is not None and not self._runner.done()):
+            return
+        self._ready.clear()
+        self._stop.clear()
+        self._dead.clear()
+        self.status = "connecting"
+        self._runner = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
+
+    async def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until the connection settles; False if it is still connecting at ``timeout``."""
+        if self._ready.is_set():
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def aclose(self) -> None:
+        """Close the session and stop the server (stdio: stdin, SIGTERM, SIGKILL)."""
+        self._stop.set()
+        runner = self._runner
+        if runner is not None and not runner.done():
+            try:
+                async with asyncio.timeout(10):
+                    await asyncio.shield(runner)
+            except (TimeoutError, asyncio.CancelledError):
+                runner.cancel()
+                await asyncio.gather(runner, return_exceptions=True)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        if self.status != "disabled":
+            self.status = "closed"
+        self._ready.set()
+
+    async def _run(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                session = await self._open(stack)
+                with anyio.fail_after(self._connect_timeout):
+                    result = await session.initialize()
+                    self.instructions = result.instructions
+                    await self._discover(session, result.capabilities)
+                self._session = session
+                self.status, self.error = "connected", None
+                self.connected_at = time.monotonic()
+                self._crashed = False
+                self._changed()
+                self._ready.set()
+                _log.info(f"MCP server {self.name}: connected, {len(self.tools)} tools")
+                await self._until_gone()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # an ExceptionGroup from a transport's task group too
+            self._failed(exc)
+        finally:
+            self._session = None
+            self._ready.set()
+        if not self._stop.is_set() and self.status == "connected":
+            self._crashed = True
+            self.status = "failed"
+            self.error = self._exit_reason() + "; it is restarted on its next use"
+            _log.warning(f"MCP server {self.name}: {self.error}")
+            self._changed()
+
+    async def _open(self, stack: AsyncExitStack) -> ClientSession:
+        config = self.config
+        if config.transport == "stdio":
+            assert config.command is not None
+            cwd = Path(config.cwd).expanduser() if config.cwd else self._cwd
+            if not cwd.is_absolute():
+                cwd = self._cwd / cwd
+            read, write, process = await stack.enter_async_context(
+                open_stdio(config.command, config.args, env=config.env, cwd=cwd, name=self.name)
+            )
+            self._process = process
+        elif config.transport == "http":
+            from mcp.client.streamable_http import streamable_http_client
+
+            assert config.url is not None
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(headers=dict(config.headers), timeout=HTTP_TIMEOUT)
+            )
+            read, write, _ = await stack.enter_async_context(
+                streamable_http_client(config.url, http_client=client)
+            )
+        else:
+            from mcp.client.sse import sse_client
+
+            assert config.url is not None
+            read, write = await stack.enter_async_context(
+                sse_client(config.url, headers=dict(config.headers), timeout=30.0)
+            )
+        return await stack.enter_async_context(
+            ClientSession(
+                read,
+                write,
+                message_handler=self._on_message,
+                client_info=types.Implementation(name="cairn", version=__version__),
+            )
+        )
+
+    async def _until_gone(self) -> None:
+        """Until closed, the process exits, or the transport reports a broken connection."""
+        waits: list[asyncio.Future[object]] = [
+            asyncio.ensure_future(self._stop.wait()),
+            asyncio.ensure_future(self._dead.wait()),
+        ]
+        if self._process is not None:
+            waits.append(asyncio.ensure_future(self._process.exited.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    async def _discover(
+        self, session: ClientSession, capabilities: types.ServerCapabilities
+    ) -> None:
+        self.tools = await _list_all(session.list_tools, "tools") if capabilities.tools else []
+        self.prompts = (
+            await _list_all(session.list_prompts, "prompts") if capabilities.prompts else []
+        )
+        if capabilities.resources:
+            self.resources = await _list_all(session.list_resources, "resources")
+            self.resource_templates = await _list_all(
+                session.list_resource_templates, "resourceTemplates"
+            )
+        else:
+            self.resources, self.resource_templates = [], []
+
+    def _failed(self, exc: BaseException) -> None:
+        self.status = "failed"
+        self.error = self._describe_failure(exc)
+        _log.warning(f"MCP server {self.name}: {self.error}")
+        self._changed()
+
+    def _describe_failure(self, exc: BaseException) -> str:
+        root = _root_cause(exc)
+        if isinstance(root, TimeoutError):
+            return f"did not answer initialize within {self._connect_timeout:g} s" + (
+                f" ({self._process.last_stderr()})" if self._process else ""
+            )
+        if isinstance(root, FileNotFoundError | PermissionError) and self.config.command:
+            return f"cannot start `{self.config.command}`: {root.strerror or root}"
+        if self._process is not None and (
+            self._process.exited.is_set() or isinstance(root, McpError | anyio.ClosedResourceError)
+        ):
+            return f"failed to start: {self._exit_reason()}"
+        if isinstance(root, httpx.HTTPStatusError):
+            return f"HTTP {root.response.status_code} from {self.config.url}"
+        if isinstance(root, httpx.HTTPError):
+            return f"cannot reach {self.config.url}: {type(root).__name__} {root}".strip()
+        return f"failed to start: {type(root).__name__}: {root}"
+
+    def _exit_reason(self) -> str:
+        if self._process is not None:
+            return self._process.describe_exit()
+        return "the server closed the connection"
+
+    def _changed(self) -> None:
+        self.generation += 1
+        if self._on_change is not None:
+            try:
+                self._on_change()
+            except Exception as exc:
+                _log.warning(f"MCP change listener failed: {exc!r}")
+
+    # ----- notifications from the server -----
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            # Transports report a broken HTTP connection this way; no response will follow.
+            _log.warning(f"MCP server {self.name}: transport error {message!r}")
+            if isinstance(message, httpx.HTTPError | anyio.BrokenResourceError):
+                self._dead.set()
+            return
+        if not isinstance(message, types.ServerNotification):
+            return
+        match message.root:
+            case (
+                types.ToolListChangedNotification()
+                | types.PromptListChangedNotification()
+                | types.ResourceListChangedNotification()
+            ):
+                # Listing here would wait on the loop that delivers its answer: in a task.
+                self._spawn(self._refresh())
+            case _:
+                pass
+
+    async def _refresh(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        capabilities = session.get_server_capabilities() or types.ServerCapabilities()
+        try:
+            with anyio.fail_after(self._connect_timeout):
+                await self._discover(session, capabilities)
+        except Exception as exc:
+            _log.warning(f"MCP server {self.name}: refreshing its lists failed: {exc!r}")
+            return
+        _log.info(f"MCP server {self.name}: lists changed, {len(self.tools)} tools")
+        self._changed()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ----- requests -----
+
+    async def call_tool(self, tool: str, args: dict[str, Any], *, timeout: float) -> Any:
+        """``tools/call``; past ``timeout`` seconds the request is cancelled on the server."""
+        return await self._request(
+            lambda s: s.call_tool(tool, args), what=f"tool {tool}", timeout=timeout
+        )
+
+    async def get_prompt(self, prompt: str, args: dict[str, str]) -> types.GetPromptResult:
+        return await self._request(
+            lambda s: s.get_prompt(prompt, args or None),
+            what=f"prompt {prompt}",
+            timeout=self.config.timeout_ms / 1000,
+        )
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        return await self._request(
+            lambda s: s.read_resource(AnyUrl(uri)),
+            what=f"resource {uri}",
+            timeout=self.config.timeout_ms / 1000,
+        )
+
+    async def _request(
+        self, send: Callable[[ClientSession], Any], *, what: str, timeout: float
+    ) -> Any:
+        session = await self._usable_session()
+        request_id = session._request_id  # the id send_request gives the next request
+        try:
+            async with asyncio.timeout(timeout):
+                return await send(session)
+        except TimeoutError:
+            self._cancel_on_server(session, request_id, "timed out")
+            raise McpCallError(
+                f"The MCP {what} of server {self.name} ran past its {timeout:g} s timeout "
+                "and was cancelled."
+            ) from None
+        except asyncio.CancelledError:
+            self._cancel_on_server(session, request_id, "cancelled by the user")
+            raise
+        except McpError as exc:
+            if self._session is None or exc.error.code == types.CONNECTION_CLOSED:
+                raise McpCallError(
+                    f"MCP server {self.name} went away during the {what} call "
+                    f"({self._exit_reason()}); it is restarted on its next use."
+                ) from None
+            raise McpCallError(f"MCP server {self.name}: {exc.error.message}") from None
+        except ValidationError as exc:
+            raise McpCallError(
+                f"MCP server {self.name} returned a malformed result for the {what} call: "
+                f"{_first_error(exc)}"
+            ) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise McpCallError(
+                f"MCP server {self.name} is not connected ({self._exit_reason()}); "
+                "it is restarted on its next use."
+            ) from None
+        except Exception as exc:
+            raise McpCallError(f"MCP server {self.name}: the {what} call failed: {exc}") from None
+
+    async def _usable_session(self) -> ClientSession:
+        async with self._restart_lock:
+            if self._session is None and self._crashed and self.restarts < MAX_RESTARTS:
+                self.restarts += 1
+                _log.info(f"MCP server {self.name}: restart {self.restarts} of {MAX_RESTARTS}")
+                self.start()
+                await self.wait_ready()
+            if self.status == "connecting":
+                await self.wait_ready()
+        session = self._session
+        if session is not None:
+            return session
+        if self._crashed and self.restarts >= MAX_RESTARTS:
+            raise McpCallError(
+                f"MCP server {self.name} crashed and was restarted {MAX_RESTARTS} times; "
+                "it is not restarted again in this session."
+            )
+        raise McpCallError(f"MCP server {self.name} is not connected: {self.error or self.status}")
+
+    def _cancel_on_server(self, session: ClientSession, request_id: int, reason: str) -> None:
+        """``notifications/cancelled`` for a request we stop waiting for (never awaited)."""
+
+        async def send() -> None:
+            with contextlib.suppress(Exception):
+                await session.send_notification(
+                    types.ClientNotification(
+                        types.CancelledNotification(
+                            params=types.CancelledNotificationParams(
+                                requestId=request_id, reason=reason
+                            )
+                        )
+                    )
+                )
+
+        self._spawn(send())
+
+    def snapshot(self) -> ServerStatus:
+        config = self.config
+        return ServerStatus(
+            name=self.name,
+            transport=config.transport,
+            status=self.status,
+            target=config.target,
+            scope=config.scope,
+            tools=len([t for t in self.tools if config.offers(t.name)]),
+            prompts=len(self.prompts),
+            resources=len(self.resources) + len(self.resource_templates),
+            error=self.error,
+            pid=self.pid if self.status == "connected" else None,
+            restarts=self.restarts,
+            description=config.description,
+        )
+
+
+async def _list_all(method: Callable[..., Any], attribute: str) -> list[Any]:
+    """Every page of a ``*/list`` request."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(100):  # a server that pages forever still ends
+        result = await method(
+            params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        )
+        items += getattr(result, attribute)
+        cursor = result.nextCursor
+        if not cursor:
+            break
+    return items
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return str(exc)
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"])
+    return f"{where}: {first['msg']}" if where else first["msg"]

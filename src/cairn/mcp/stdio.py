@@ -1,0 +1,208 @@
+"""The stdio transport: a child process speaking newline-delimited JSON-RPC.
+
+cairn runs its own instead of the SDK's ``stdio_client`` for what a coding agent needs around
+it: the child's PID and exit status (shown in ``/mcp``), the tail of its stderr (the reason a
+server failed), lines that are not JSON-RPC skipped with a warning instead of ending the
+session, and a shutdown that leaves no process behind: stdin closed, then SIGTERM, then SIGKILL
+to the child's whole process group, and an exit hook for anything still running.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import mcp.types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from cairn.debug_log import get_logger
+
+__all__ = ["CLOSE_GRACE_SECONDS", "StdioProcess", "open_stdio"]
+
+CLOSE_GRACE_SECONDS = 2.0  # after stdin closes, then again after SIGTERM, before the next step
+STDERR_TAIL_LINES = 20  # stderr lines kept to explain a failure
+MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer stdout line is not a message: it is skipped
+_log = get_logger("MCP")
+_live_groups: set[int] = set()  # process groups of running servers, killed at interpreter exit
+
+
+@dataclass
+class StdioProcess:
+    """What is known about the child: its PID, its stderr tail, and whether it has exited."""
+
+    pid: int
+    stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=STDERR_TAIL_LINES))
+    returncode: int | None = None
+    skipped_lines: int = 0
+    exited: anyio.Event = field(default_factory=anyio.Event)
+
+    def describe_exit(self) -> str:
+        code = self.returncode
+        if code is None:
+            status = "closed its stdout"
+        elif code < 0:
+            status = f"was killed by signal {-code}"
+        else:
+            status = f"exited with code {code}"
+        tail = self.last_stderr()
+        return f"the server {status}" + (f": {tail}" if tail else "")
+
+    def last_stderr(self) -> str:
+        lines = [line for line in self.stderr_tail if line.strip()]
+        return " | ".join(lines[-3:])[-400:]
+
+
+@asynccontextmanager
+async def open_stdio(
+    command: str,
+    args: tuple[str, ...],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    name: str,
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+        StdioProcess,
+    ]
+]:
+    """Start ``command`` and yield the SDK's message streams and the :class:`StdioProcess`.
+
+    Raises ``OSError`` when the program cannot be started (not found, not executable).
+    """
+    environment = {**os.environ, **env}
+    process = await anyio.open_process(
+        [command, *args],
+        env=environment,
+        cwd=str(cwd),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own group: Ctrl+C in the terminal is cairn's to handle
+    )
+    info = StdioProcess(process.pid)
+    _live_groups.add(process.pid)
+    to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](16)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_read_stdout, process, to_session, info, name)
+            group.start_soon(_read_stderr, process, info, name)
+            group.start_soon(_write_stdin, process, from_session)
+            try:
+                yield read_stream, write_stream, info
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _terminate(process, info)
+                group.cancel_scope.cancel()
+    finally:
+        _live_groups.discard(process.pid)
+        for stream in (read_stream, write_stream, to_session, from_session):
+            await stream.aclose()
+
+
+async def _read_stdout(
+    process: anyio.abc.Process,
+    sink: MemoryObjectSendStream[SessionMessage | Exception],
+    info: StdioProcess,
+    name: str,
+) -> None:
+    assert process.stdout is not None
+    buffer = b""
+    try:
+        async with sink:
+            async for chunk in process.stdout:
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                if len(buffer) > MAX_LINE_BYTES:
+                    info.skipped_lines += 1
+                    _log.warning(f"MCP server {name}: a stdout line over 64 MiB was skipped")
+                    buffer = b""
+                for line in lines:
+                    message = _parse(line, info, name)
+                    if message is not None:
+                        await sink.send(SessionMessage(message))
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            info.returncode = await process.wait()
+        info.exited.set()
+
+
+def _parse(line: bytes, info: StdioProcess, name: str) -> types.JSONRPCMessage | None:
+    text = line.strip()
+    if not text:
+        return None
+    try:
+        return types.JSONRPCMessage.model_validate_json(text)
+    except ValueError:
+        info.skipped_lines += 1
+        _log.warning(f"MCP server {name} printed a line that is not JSON-RPC: {text[:200]!r}")
+        return None
+
+
+async def _read_stderr(process: anyio.abc.Process, info: StdioProcess, name: str) -> None:
+    assert process.stderr is not None
+    pending = b""
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        async for chunk in process.stderr:
+            *lines, pending = (pending + chunk).split(b"\n")
+            for raw in lines:
+                line = raw.decode("utf-8", "replace").rstrip()
+                info.stderr_tail.append(line)
+                _log.debug(f"MCP server {name} stderr: {line}")
+            pending = pending[-4096:]
+    if pending.strip():
+        info.stderr_tail.append(pending.decode("utf-8", "replace").rstrip())
+
+
+async def _write_stdin(
+    process: anyio.abc.Process, source: MemoryObjectReceiveStream[SessionMessage]
+) -> None:
+    assert process.stdin is not None
+    with contextlib.suppress(
+        anyio.ClosedResourceError, anyio.BrokenResourceError, BrokenPipeError, ConnectionError
+    ):
+        async with source:
+            async for message in source:
+                data = message.message.model_dump_json(by_alias=True, exclude_none=True)
+                await process.stdin.send((data + "\n").encode())
+
+
+async def _terminate(process: anyio.abc.Process, info: StdioProcess) -> None:
+    """Close stdin (the MCP way to ask a stdio server to exit), then escalate to the group."""
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            await process.stdin.aclose()
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            _signal_group(process.pid, sig)
+        with anyio.move_on_after(CLOSE_GRACE_SECONDS):
+            info.returncode = await process.wait()
+            _signal_group(process.pid, signal.SIGKILL)  # children it left in its group
+            return
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """A process that exits without closing its servers (an unhandled error) still kills them."""
+    for pid in list(_live_groups):
+        _signal_group(pid, signal.SIGKILL)

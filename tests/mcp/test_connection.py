@@ -1,0 +1,229 @@
+"""Connections to real MCP servers (FastMCP processes over stdio and HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from cairn.abort import AbortSignal
+from cairn.mcp.config import ServerConfig
+from cairn.mcp.connection import MAX_RESTARTS, McpCallError, McpConnection
+from cairn.mcp.manager import SessionMcp
+from cairn.testing.mcp import pid_alive
+from cairn.tools.base import ToolContext
+
+from .helpers import raw_config, server_log, stdio_config, tools_server
+
+pytestmark = pytest.mark.slow
+
+
+def _ctx(tmp_path: Path) -> ToolContext:
+    return ToolContext(workspace=tmp_path, abort=AbortSignal())
+
+
+async def _connected(config: ServerConfig, tmp_path: Path, **kwargs: float) -> McpConnection:
+    connection = McpConnection(config, cwd=tmp_path, **kwargs)
+    connection.start()
+    assert await connection.wait_ready(30)
+    return connection
+
+
+async def test_a_stdio_server_is_listed_and_its_tool_called(tmp_path: Path) -> None:
+    connection = await _connected(stdio_config(tools_server(tmp_path)), tmp_path)
+    try:
+        assert connection.status == "connected", connection.error
+        assert {t.name for t in connection.tools} >= {"echo", "write_note", "slow"}
+        assert [p.name for p in connection.prompts] == ["review"]
+        assert [str(r.uri) for r in connection.resources] == ["notes://today"]
+        result = await connection.call_tool("echo", {"text": "hi"}, timeout=10)
+        assert result.content[0].text == "echo: hi"
+    finally:
+        await connection.aclose()
+    assert connection.status == "closed"
+
+
+async def test_closing_stops_the_server_process(tmp_path: Path) -> None:
+    server = tools_server(tmp_path)
+    connection = await _connected(stdio_config(server), tmp_path)
+    pid = connection.pid
+    assert pid is not None and pid in server.pids() and pid_alive(pid)
+    await connection.aclose()
+    assert not pid_alive(pid)
+
+
+async def test_a_server_that_cannot_be_started_fails_with_the_reason(tmp_path: Path) -> None:
+    missing = ServerConfig("ghost", "stdio", command="cairn-no-such-program")
+    connection = await _connected(missing, tmp_path)
+    assert connection.status == "failed"
+    assert connection.error == "cannot start `cairn-no-such-program`: No such file or directory"
+
+
+async def test_a_server_that_exits_at_start_reports_its_stderr(tmp_path: Path) -> None:
+    config = stdio_config(tools_server(tmp_path, MCP_TEST_FAIL_START="1"))
+    connection = await _connected(config, tmp_path)
+    assert connection.status == "failed"
+    assert connection.error is not None
+    assert "exited with code 3" in connection.error
+    assert "the test server was told to fail" in connection.error
+
+
+async def test_a_server_that_hangs_in_initialize_fails_after_the_connect_timeout(
+    tmp_path: Path,
+) -> None:
+    server = tools_server(tmp_path, MCP_TEST_HANG_SECONDS="60")
+    connection = await _connected(stdio_config(server), tmp_path, connect_timeout=1.0)
+    assert connection.status == "failed"
+    assert (
+        connection.error is not None and "did not answer initialize within 1 s" in connection.error
+    )
+    assert all(not pid_alive(pid) for pid in server.pids())
+
+
+async def test_garbage_on_stdout_is_skipped_and_the_server_still_works(tmp_path: Path) -> None:
+    connection = await _connected(
+        stdio_config(tools_server(tmp_path, MCP_TEST_GARBAGE="1")), tmp_path
+    )
+    try:
+        assert connection.status == "connected", connection.error
+        result = await connection.call_tool("echo", {"text": "still here"}, timeout=10)
+        assert result.content[0].text == "echo: still here"
+    finally:
+        await connection.aclose()
+
+
+async def test_a_malformed_result_is_an_error_naming_the_server(tmp_path: Path) -> None:
+    connection = await _connected(raw_config(tmp_path, "malformed"), tmp_path)
+    try:
+        assert connection.status == "connected", connection.error
+        with pytest.raises(McpCallError, match="raw returned a malformed result"):
+            await connection.call_tool("broken", {}, timeout=10)
+    finally:
+        await connection.aclose()
+
+
+async def test_a_crash_mid_call_is_an_error_and_the_next_call_restarts_the_server(
+    tmp_path: Path,
+) -> None:
+    server = tools_server(tmp_path)
+    connection = await _connected(stdio_config(server), tmp_path)
+    first_pid = connection.pid
+    try:
+        with pytest.raises(McpCallError, match="went away during the tool crash call"):
+            await connection.call_tool("crash", {}, timeout=10)
+        await asyncio.sleep(0)  # let the owner task notice the exit
+        for _ in range(200):
+            if connection.status == "failed":
+                break
+            await asyncio.sleep(0.01)
+        assert connection.status == "failed"
+        assert connection.error is not None and "exited with code 7" in connection.error
+        assert connection.restartable
+
+        result = await connection.call_tool("echo", {"text": "back"}, timeout=10)
+        assert result.content[0].text == "echo: back"
+        assert connection.restarts == 1
+        assert connection.pid != first_pid
+    finally:
+        await connection.aclose()
+    assert all(not pid_alive(pid) for pid in server.pids())
+
+
+async def test_restarts_are_bounded(tmp_path: Path) -> None:
+    connection = await _connected(stdio_config(tools_server(tmp_path)), tmp_path)
+    try:
+        for _ in range(MAX_RESTARTS + 1):
+            with pytest.raises(McpCallError):
+                await connection.call_tool("crash", {}, timeout=10)
+            await connection.wait_ready(10)
+            for _ in range(200):
+                if connection.status != "connected":
+                    break
+                await asyncio.sleep(0.01)
+        assert connection.restarts == MAX_RESTARTS
+        with pytest.raises(McpCallError, match=f"restarted {MAX_RESTARTS} times"):
+            await connection.call_tool("echo", {"text": "x"}, timeout=10)
+    finally:
+        await connection.aclose()
+    starts = [line for line in server_log(tmp_path) if line.startswith("start")]
+    assert len(starts) == MAX_RESTARTS + 1
+
+
+async def test_a_call_past_its_timeout_is_cancelled_on_the_server(tmp_path: Path) -> None:
+    connection = await _connected(stdio_config(tools_server(tmp_path)), tmp_path)
+    try:
+        with pytest.raises(McpCallError, match=r"ran past its 0\.5 s timeout and was cancelled"):
+            await connection.call_tool("slow", {"seconds": 30}, timeout=0.5)
+        for _ in range(300):
+            if "cancelled slow" in server_log(tmp_path):
+                break
+            await asyncio.sleep(0.01)
+        assert "cancelled slow" in server_log(tmp_path)
+        result = await connection.call_tool("echo", {"text": "after"}, timeout=10)
+        assert result.content[0].text == "echo: after"
+    finally:
+        await connection.aclose()
+
+
+async def test_cancelling_the_caller_cancels_the_call_on_the_server(tmp_path: Path) -> None:
+    connection = await _connected(stdio_config(tools_server(tmp_path)), tmp_path)
+    try:
+        call = asyncio.create_task(connection.call_tool("slow", {"seconds": 30}, timeout=60))
+        for _ in range(300):
+            if "slow started" in server_log(tmp_path):
+                break
+            await asyncio.sleep(0.01)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        for _ in range(300):
+            if "cancelled slow" in server_log(tmp_path):
+                break
+            await asyncio.sleep(0.01)
+        assert "cancelled slow" in server_log(tmp_path)
+    finally:
+        await connection.aclose()
+
+
+async def test_a_tool_list_change_adds_the_new_tool(tmp_path: Path) -> None:
+    view = SessionMcp(None, [stdio_config(tools_server(tmp_path))], cwd=tmp_path)
+    view.start()
+    try:
+        assert await view.wait_for_discovery(30) == []
+        names = [t.name for t in view.tools([])]
+        assert "mcp__tools__extra" not in names
+        grow = next(t for t in view.tools([]) if t.name == "mcp__tools__grow")
+        result = await grow.execute({}, _ctx(tmp_path))
+        assert result.output == "added a tool"
+        for _ in range(300):
+            if "mcp__tools__extra" in [t.name for t in view.tools([])]:
+                break
+            await asyncio.sleep(0.01)
+        extra = next(t for t in view.tools([]) if t.name == "mcp__tools__extra")
+        assert (await extra.execute({}, _ctx(tmp_path))).output == "extra tool ran"
+    finally:
+        await view.aclose()
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_http_and_sse_servers_are_listed_and_called(tmp_path: Path, transport: str) -> None:
+    server = tools_server(tmp_path)
+    with server.serve_http(transport) as running:  # type: ignore[arg-type]
+        config = ServerConfig("web", transport, url=running.url)  # type: ignore[arg-type]
+        connection = await _connected(config, tmp_path)
+        try:
+            assert connection.status == "connected", connection.error
+            result = await connection.call_tool("echo", {"text": transport}, timeout=10)
+            assert result.content[0].text == f"echo: {transport}"
+        finally:
+            await connection.aclose()
+
+
+async def test_an_http_server_that_is_not_there_fails_with_the_reason(tmp_path: Path) -> None:
+    config = ServerConfig("web", "http", url="http://127.0.0.1:9/mcp")
+    connection = await _connected(config, tmp_path)
+    assert connection.status == "failed"
+    assert (
+        connection.error is not None and "cannot reach http://127.0.0.1:9/mcp" in connection.error
+    )
