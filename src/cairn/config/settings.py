@@ -251,15 +251,15 @@ class McpServerSettings(_Section):
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSettings:
+        if self.type == "stdio" and not self.command:
+            raise PydanticCustomError("mcp_server", "a stdio server with a `command`")
+        if self.type in ("sse", "http") and not (self.url or self.http_url):
+            raise PydanticCustomError("mcp_server", f"an {self.type} server with a `url`")
         if not (self.command or self.url or self.http_url):
             raise PydanticCustomError(
                 "mcp_server",
                 "a server with `command` (stdio), `url` (SSE) or `httpUrl` (streamable HTTP)",
             )
-        if self.type == "stdio" and not self.command:
-            raise PydanticCustomError("mcp_server", "a stdio server with a `command`")
-        if self.type in ("sse", "http") and not (self.url or self.http_url):
-            raise PydanticCustomError("mcp_server", f"an {self.type} server with a `url`")
         return self
 
 

@@ -260,15 +260,18 @@ def servers_from_client(entries: Iterable[Any], *, source: str) -> list[ServerCo
 
 
 def workspace_trusted(cwd: Path, settings: Settings) -> bool:
-    """May this workspace's own (project-scope) servers start? The trusted-folders check."""
+    """May this workspace's own servers (its ``.mcp.json``) start? The trusted-folders check.
+
+    The settings loader already drops an untrusted project file's ``mcpServers``.
+    """
     import importlib
 
     try:  # the trusted-folders module of #12, once it is there
         trust = importlib.import_module("cairn.config.trust")
     except ImportError:
         return True
-    check = getattr(trust, "is_workspace_trusted", None)
-    return True if check is None else bool(check(cwd, settings))
+    root = find_git_root(cwd) or cwd.resolve()
+    return bool(trust.project_trust(root).trusted)
 
 
 def _gate(server: ServerConfig, cwd: Path, settings: Settings) -> ServerConfig:

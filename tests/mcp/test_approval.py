@@ -1,0 +1,165 @@
+"""Approval of MCP tool calls through the real scheduler, against a real FastMCP server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from cairn.abort import AbortSignal
+from cairn.content import FunctionCall
+from cairn.mcp.manager import SessionMcp
+from cairn.tools.base import ToolContext
+from cairn.tools.permissions import PLAN_MODE_MESSAGE, PermissionRules
+from cairn.tools.registry import ToolRegistry
+from cairn.tools.scheduler import ToolScheduler
+from cairn.vocabulary.events import SessionEvent
+from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest, Question
+
+from .helpers import server_log, stdio_config, tools_server
+
+pytestmark = pytest.mark.slow
+
+
+class User:
+    """The person at the keyboard: answers every permission request with ``answer``."""
+
+    interactive = True
+
+    def __init__(self, answer: PermissionOutcome) -> None:
+        self.answer = answer
+        self.asked: list[PermissionRequest] = []
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
+        self.asked.append(request)
+        return self.answer
+
+    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
+        return None
+
+
+@pytest.fixture(params=[False, True], ids=["untrusted", "trusted"])
+async def servers(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionMcp]:
+    config = stdio_config(tools_server(tmp_path), trust=request.param)
+    view = SessionMcp(None, [config], cwd=tmp_path)
+    view.start()
+    assert await view.wait_for_discovery(30) == []
+    yield view
+    await view.aclose()
+
+
+async def _run(
+    servers: SessionMcp,
+    tmp_path: Path,
+    tool: str,
+    args: dict[str, object],
+    *,
+    mode: str = "default",
+    answer: PermissionOutcome = "allow_once",
+    rules: PermissionRules | None = None,
+) -> tuple[str, str, User]:
+    user = User(answer)
+    scheduler = ToolScheduler(
+        registry=ToolRegistry(servers.tools([])),
+        rules=rules or PermissionRules(),
+        frontend=user,
+        approval_mode=lambda: mode,
+    )
+    events: list[SessionEvent] = []
+
+    async def emit(event: SessionEvent) -> None:
+        events.append(event)
+
+    ctx = ToolContext(workspace=tmp_path, abort=AbortSignal())
+    [outcome] = await scheduler.run([FunctionCall("c1", tool, args)], ctx, emit)
+    return outcome.status, outcome.response.text, user
+
+
+async def test_a_tool_that_changes_things_asks_unless_the_server_is_trusted(
+    servers: SessionMcp, tmp_path: Path
+) -> None:
+    status, text, user = await _run(servers, tmp_path, "mcp__tools__write_note", {"text": "a"})
+    assert (status, text) == ("completed", "saved note: a")
+    trusted = servers.connections[0].config.trust
+    assert len(user.asked) == (0 if trusted else 1)
+    if not trusted:
+        assert user.asked[0].tool_name == "mcp__tools__write_note"
+        assert user.asked[0].confirmation == "mcp"
+
+
+async def test_a_declined_call_does_not_reach_the_server(tmp_path: Path) -> None:
+    view = SessionMcp(None, [stdio_config(tools_server(tmp_path))], cwd=tmp_path)
+    view.start()
+    try:
+        await view.wait_for_discovery(30)
+        status, _, user = await _run(
+            view, tmp_path, "mcp__tools__write_note", {"text": "no"}, answer="reject"
+        )
+        assert status == "rejected" and len(user.asked) == 1
+        assert "note no" not in server_log(tmp_path)
+    finally:
+        await view.aclose()
+
+
+@pytest.mark.parametrize("mode", ["auto-edit", "plan", "yolo"])
+async def test_a_read_only_tool_runs_unasked_in_auto_edit_plan_and_yolo(
+    servers: SessionMcp, tmp_path: Path, mode: str
+) -> None:
+    status, text, user = await _run(servers, tmp_path, "mcp__tools__echo", {"text": "x"}, mode=mode)
+    assert (status, text, user.asked) == ("completed", "echo: x", [])
+
+
+async def test_a_read_only_tool_asks_in_default_mode_on_an_untrusted_server(
+    servers: SessionMcp, tmp_path: Path
+) -> None:
+    _, _, user = await _run(servers, tmp_path, "mcp__tools__echo", {"text": "x"})
+    assert len(user.asked) == (0 if servers.connections[0].config.trust else 1)
+
+
+async def test_plan_mode_never_runs_a_tool_that_may_change_things(
+    servers: SessionMcp, tmp_path: Path
+) -> None:
+    allow_all = PermissionRules.parse(allow=["mcp__tools__*"])
+    status, text, user = await _run(
+        servers, tmp_path, "mcp__tools__write_note", {"text": "p"}, mode="plan", rules=allow_all
+    )
+    assert (status, text, user.asked) == ("failed", PLAN_MODE_MESSAGE, [])
+    assert "note p" not in server_log(tmp_path)
+
+
+@pytest.mark.parametrize("rule", ["mcp__tools__*", "mcp__tools", "mcp__tools__write_note"])
+async def test_an_allow_rule_on_the_full_name_or_the_server_skips_the_question(
+    tmp_path: Path, rule: str
+) -> None:
+    view = SessionMcp(None, [stdio_config(tools_server(tmp_path))], cwd=tmp_path)
+    view.start()
+    try:
+        await view.wait_for_discovery(30)
+        rules = PermissionRules.parse(allow=[rule])
+        status, _, user = await _run(
+            view, tmp_path, "mcp__tools__write_note", {"text": "r"}, rules=rules
+        )
+        assert (status, user.asked) == ("completed", [])
+    finally:
+        await view.aclose()
+
+
+async def test_a_deny_rule_on_the_full_name_refuses_the_call(
+    servers: SessionMcp, tmp_path: Path
+) -> None:
+    rules = PermissionRules.parse(deny=["mcp__tools__write_note"])
+    status, text, _ = await _run(
+        servers, tmp_path, "mcp__tools__write_note", {"text": "d"}, mode="yolo", rules=rules
+    )
+    assert status == "failed"
+    assert text == (
+        "Permission denied: this mcp__tools__write_note call matches the permissions.deny rule "
+        '"mcp__tools__write_note".'
+    )
+
+
+def test_a_rule_for_another_server_does_not_cover_a_similar_prefix() -> None:
+    rules = PermissionRules.parse(allow=["mcp__git"])
+    assert rules.decide("mcp__github__get_issue", {}, Path(".")) is None
+    assert rules.decide("mcp__git__log", {}, Path(".")) == "allow"
