@@ -484,7 +484,7 @@ async def test_a_stream_retry_discards_the_partial_text() -> None:
 
     kinds = [type(e).__name__ for e in events]
     assert kinds == ["AgentText", "AgentRetry", "AgentText", "AgentText", "AgentFinished"]
-    assert isinstance(events[1], AgentRetry) and events[1].attempt == 1
+    assert isinstance(events[1], AgentRetry) and events[1].attempt == 2
     finished = events[-1]
     assert isinstance(finished, AgentFinished) and finished.text == "final answer"
     assert client.history.last() == Content.model("final answer")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
-from cairn.testing import ScriptedServer, error_reply, reply, tool_call
+from cairn.testing import Reply, ScriptedServer, error_reply, reply, tool_call
 
 from .conftest import CAIRN, RunCairn, write_settings
 
@@ -125,6 +126,57 @@ def test_a_500_is_retried_and_the_turn_succeeds(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "recovered\n"
     assert len(scripted_server.requests) == 2
+
+
+def test_each_retry_prints_its_attempt_and_delay_on_stderr(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    """Regression (#16): `-p` printed only "[retrying: …]", without attempt or delay."""
+    scripted_server.enqueue(error_reply(500, "overloaded", retry_after=0))
+    scripted_server.enqueue(error_reply(503, "still busy", retry_after=0))
+    scripted_server.enqueue(reply("recovered"))
+
+    done = run_cairn("-p", "hi")
+
+    assert done.returncode == 0, done.stderr
+    assert "retrying in 0 s (attempt 2 of 7): HTTP 500: overloaded" in done.stderr
+    assert "retrying in 0 s (attempt 3 of 7): HTTP 503: still busy" in done.stderr
+
+
+def test_a_refused_connection_fails_after_one_retry_naming_the_url_and_the_variable(
+    run_cairn: RunCairn, cairn_env: dict[str, str]
+) -> None:
+    """Regression (#16): a refused connection (a typo in the base URL) took 78 s to fail."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+
+    done = run_cairn("-p", "hi", env={**cairn_env, "OPENAI_BASE_URL": url})
+
+    assert done.returncode == 1
+    assert done.stderr.count("retrying in 0.5 s (attempt 2 of 2)") == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"cannot connect to {url}/chat/completions" in last
+    assert "connection refused" in last and "OPENAI_BASE_URL" in last
+    assert "Traceback" not in done.stderr
+
+
+def test_a_malformed_answer_is_retried_then_reported_not_called_a_bug(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    """Regression (#18): a chunk whose delta is a string ended `-p` with "internal error …
+    This is a bug" and no retry."""
+    scripted_server.default = Reply(
+        raw_sse=['{"choices":[{"index":0,"delta":"text"}]}', "[DONE]"]
+    )
+
+    done = run_cairn("-p", "hi")
+
+    assert done.returncode == 1
+    assert "This is a bug" not in done.stderr and "internal error" not in done.stderr
+    assert "malformed chunk from the model: choices[0].delta is a string" in done.stderr
+    assert len(scripted_server.requests) == 3
 
 
 def test_a_dropped_stream_is_retried(run_cairn: RunCairn, scripted_server: ScriptedServer) -> None:

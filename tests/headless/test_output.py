@@ -151,11 +151,12 @@ async def test_text_sends_warnings_and_errors_to_stderr_but_not_info() -> None:
 async def test_text_ends_partial_output_before_reporting_a_retry() -> None:
     run = Run("text")
 
-    await run.play([AssistantText("Hel"), StreamReset("HTTP 503", 1.0), AssistantText("Hello")])
+    retry = StreamReset("HTTP 503", 1.0, 2, 7)
+    await run.play([AssistantText("Hel"), retry, AssistantText("Hello")])
     run.finish(_result(text="Hello"))
 
     assert run.stdout.getvalue() == "Hel\nHello\n"
-    assert run.stderr.getvalue() == "[retrying: HTTP 503]\n"
+    assert run.stderr.getvalue() == "[retrying in 1 s (attempt 2 of 7): HTTP 503]\n"
 
 
 async def test_text_ends_the_partial_line_only_once_when_a_retry_then_fails() -> None:
@@ -163,11 +164,13 @@ async def test_text_ends_the_partial_line_only_once_when_a_retry_then_fails() ->
     second one (a blank line in the output)."""
     run = Run("text")
 
-    await run.play([AssistantText("Hel"), StreamReset("HTTP 503", 1.0)])
+    await run.play([AssistantText("Hel"), StreamReset("HTTP 503", 1.0, 2, 7)])
     run.finish(_result(stop_reason="error", text=""), error="API error: HTTP 500")
 
     assert run.stdout.getvalue() == "Hel\n"
-    assert run.stderr.getvalue() == "[retrying: HTTP 503]\nAPI error: HTTP 500\n"
+    assert run.stderr.getvalue() == (
+        "[retrying in 1 s (attempt 2 of 7): HTTP 503]\nAPI error: HTTP 500\n"
+    )
 
 
 async def test_text_prints_a_locally_handled_command_answer() -> None:
@@ -315,7 +318,8 @@ async def test_json_result_of_a_failed_turn_carries_the_error_and_status() -> No
 
 async def test_json_never_writes_streamed_text_or_to_stderr() -> None:
     run = Run("json")
-    await run.play([AssistantText("Hel"), StreamReset("HTTP 503", 1.0), AssistantText("Hello")])
+    retry = StreamReset("HTTP 503", 1.0, 2, 7)
+    await run.play([AssistantText("Hel"), retry, AssistantText("Hello")])
 
     assert run.stdout.getvalue() == ""
     assert run.stderr.getvalue() == ""
@@ -364,7 +368,7 @@ async def test_stream_json_ignores_events_without_a_message() -> None:
             TurnStarted("p1", fresh=True),
             AssistantText("partial"),
             AssistantThought("hmm"),
-            StreamReset("HTTP 503", 1.0),
+            StreamReset("HTTP 503", 1.0, 2, 7),
             UsageUpdate(FIRST_USAGE, 120, 131_072),
             ToolCallStart("call_1", "list_directory", "List .", ToolKind.READ, {}),
             ToolCallUpdate("call_1", "in_progress"),

@@ -54,8 +54,10 @@ def test_retry_after_zero_means_retry_at_once() -> None:
     assert RetryPolicy().delay(5, retry_after=0.0) == 0.0
 
 
-def test_retry_after_is_capped_at_five_minutes() -> None:
-    assert RetryPolicy().delay(1, retry_after=3600.0) == 300.0
+def test_retry_after_is_capped_at_a_minute() -> None:
+    """Regression (#18): Retry-After was honoured up to 300 s per attempt (~30 min in all)."""
+    assert RetryPolicy().delay(1, retry_after=3600.0) == 60.0
+    assert RetryPolicy().delay(1, retry_after=float("inf")) == 60.0
 
 
 @pytest.mark.parametrize("status", [429, 500, 502, 503, 504, 529, 599])

@@ -160,7 +160,7 @@ async def test_a_retryable_error_is_retried_reporting_the_real_backoff() -> None
     assert kinds(events) == ["StreamRetry", "TextDelta", "Finished"]
     retry = events[0]
     assert isinstance(retry, StreamRetry)
-    assert retry.attempt == 1
+    assert retry.attempt == 2
     assert 1.5 * 0.7 <= retry.delay <= 1.5 * 1.3  # the first backoff step, with jitter
     assert len(provider.requests) == 2
 

@@ -113,9 +113,10 @@ class AgentToolCall:
 
 @dataclass(frozen=True)
 class AgentRetry:
-    attempt: int
+    attempt: int  # the attempt about to start, of max_attempts
     delay: float
     reason: str
+    max_attempts: int = 0
 
 
 @dataclass(frozen=True)
@@ -380,7 +381,7 @@ class AgentClient:
                     texts.clear()
                     thoughts.clear()
                     calls.clear()
-                    yield AgentRetry(event.attempt, event.delay, event.reason)
+                    yield AgentRetry(event.attempt, event.delay, event.reason, event.max_attempts)
                 elif isinstance(event, TextDelta):
                     texts.append(event.text)
                     yield AgentText(event.text)

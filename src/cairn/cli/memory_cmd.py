@@ -92,15 +92,9 @@ def _provider(manager: MemoryManager) -> Provider | None:
         endpoint = resolve_endpoint(manager.settings)
     except NoAuthError:
         return None
-    from cairn.llm.openai import OpenAIProvider  # httpx: only for commands that ask the model
+    from cairn.llm.factory import create_provider  # httpx: only for commands that ask the model
 
-    return OpenAIProvider(
-        base_url=endpoint.base_url,
-        api_key=endpoint.api_key,
-        model=endpoint.model,
-        fast_model=endpoint.fast_model,
-        timeout=manager.settings.model.generation_config.timeout,
-    )
+    return create_provider(endpoint, manager.settings)
 
 
 def _run(command: Callable[[], None]) -> None:

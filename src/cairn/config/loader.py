@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from cairn.config.endpoint import Endpoint, NoAuthError, resolve_endpoint
 from cairn.config.paths import find_git_root, user_settings_path
 from cairn.config.settings import Settings
 
@@ -47,25 +48,11 @@ class SettingsError(Exception):
     """A settings file cannot be used; the message names the file, the key and the fix."""
 
 
-class NoAuthError(Exception):
-    """No endpoint, key or model is configured."""
-
-
 @dataclass
 class LoadedSettings:
     settings: Settings
     warnings: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where and how to reach the model."""
-
-    base_url: str
-    api_key: str
-    model: str
-    fast_model: str | None = None
 
 
 def project_settings_path(cwd: Path) -> Path:
@@ -113,38 +100,6 @@ def merge_settings_dicts(
         else:
             out[key] = value
     return out
-
-
-def resolve_endpoint(
-    settings: Settings,
-    *,
-    model: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> Endpoint:
-    """Resolve base URL, key and model: flag > process environment > settings > ``env``."""
-    env = dict(settings.env)
-    env.update(environ if environ is not None else os.environ)
-    auth = settings.security.auth
-    base_url = env.get("OPENAI_BASE_URL") or auth.base_url or ""
-    api_key = env.get("OPENAI_API_KEY") or auth.api_key or ""
-    chosen = model or env.get("OPENAI_MODEL") or settings.model.name or ""
-    missing = [
-        name
-        for name, value in (
-            ("OPENAI_BASE_URL (or security.auth.baseUrl)", base_url),
-            ("OPENAI_API_KEY (or security.auth.apiKey)", api_key),
-            ("OPENAI_MODEL (or model.name, or --model)", chosen),
-        )
-        if not value
-    ]
-    if missing:
-        raise NoAuthError(
-            "No model endpoint is configured. Set "
-            + ", ".join(missing)
-            + " in the environment or in ~/.cairn/settings.json. "
-            "Any OpenAI-compatible endpoint works; `cairn demo` runs without one."
-        )
-    return Endpoint(base_url.rstrip("/"), api_key, chosen, settings.fast_model or None)
 
 
 def read_settings_file(path: Path) -> dict[str, Any]:

@@ -79,10 +79,20 @@ class SamplingParams(_Section):
 
 class GenerationConfig(_Section):
     timeout: float = Field(
-        120, description="Seconds to wait for the provider's response headers and each chunk."
+        120,
+        description="Seconds to wait for the provider's response headers and for each event "
+        "of the stream (keep-alive comments do not count); a stream idle that long is retried.",
+    )
+    request_deadline: float = Field(
+        1800,
+        description="Seconds one request may take from sending to the end of the answer; "
+        "a request past it fails and is not retried.",
     )
     max_retries: int = Field(
-        7, description="Attempts for a request that fails with HTTP 429 or 5xx (at least 1)."
+        7,
+        description="Attempts for a request that fails with HTTP 429 or 5xx (at least 1). "
+        "`Retry-After` is honoured up to 60 s, and no retry starts 5 minutes after the first "
+        "attempt. A refused connection or an unknown host is retried once.",
     )
     sampling_params: SamplingParams = Field(
         default_factory=SamplingParams, description="Sampling parameters sent with main requests."

@@ -76,7 +76,7 @@ class OutputWriter:
             if self._text_written and not self._ended_with_newline:
                 self.out.write("\n")
                 self._ended_with_newline = True
-            self.err.write(f"[retrying: {event.reason}]\n")
+            self.err.write(f"[{event.describe()}]\n")
         elif isinstance(event, Notice):
             if self.fmt == "text" and event.level != "info":
                 self.err.write(f"{event.text}\n")

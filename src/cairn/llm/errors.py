@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidStreamError", "ProviderError"]
+__all__ = ["InvalidStreamError", "ProviderError", "UnreachableError"]
 
 
 class ProviderError(Exception):
@@ -20,8 +20,22 @@ class ProviderError(Exception):
 
 
 class InvalidStreamError(ProviderError):
-    """The stream ended without a finish reason (dropped) or carried nothing usable."""
+    """The answer arrived but cannot be used; retried on its own small budget.
+
+    ``kind``: ``dropped`` (cut off), ``no_finish_reason``, ``no_response`` (empty),
+    ``malformed`` (a chunk of the wrong shape) or ``idle`` (nothing arrived for too long).
+    """
 
     def __init__(self, message: str, *, kind: str):
         super().__init__(message, retryable=True)
-        self.kind = kind  # "no_finish_reason" | "no_response" | "dropped"
+        self.kind = kind
+
+
+class UnreachableError(ProviderError):
+    """No connection could be made (refused, or the host name does not resolve).
+
+    Retried once, quickly: this is usually a wrong base URL, which waiting does not fix.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=True)

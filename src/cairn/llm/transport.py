@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import socket
 import ssl
 import threading
 import zlib
@@ -17,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 from cairn.llm._httpx import httpx
-from cairn.llm.errors import InvalidStreamError, ProviderError
+from cairn.llm.errors import InvalidStreamError, ProviderError, UnreachableError
 from cairn.llm.retry import is_retryable_status
 
 __all__ = [
@@ -25,11 +26,13 @@ __all__ = [
     "MAX_CONNECTIONS",
     "MAX_KEEPALIVE_CONNECTIONS",
     "ClientPools",
+    "deadline_error",
     "drain",
     "http_error",
     "request_errors",
     "retry_after_seconds",
     "sse_data",
+    "timed",
     "tls_context",
 ]
 
@@ -160,13 +163,20 @@ def retry_after_seconds(value: str | None) -> float | None:
 
 
 @contextlib.asynccontextmanager
-async def request_errors(url: str) -> AsyncIterator[None]:
-    """Turn httpx's transport failures during one attempt into provider errors."""
+async def request_errors(url: str, setting: str) -> AsyncIterator[None]:
+    """Turn httpx's transport failures during one attempt into provider errors.
+
+    ``setting`` names where the base URL came from, for the message when nothing answers there.
+    """
     try:
         yield
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        raise ProviderError(f"invalid model endpoint URL {url!r}: {exc}") from exc
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise ProviderError(f"invalid model endpoint URL {url!r} ({setting}): {exc}") from exc
+    except httpx.ConnectError as exc:
+        raise UnreachableError(
+            f"cannot connect to {url}: {_connect_failure(exc)}. Check the endpoint URL ({setting})."
+        ) from exc
+    except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise ProviderError(f"cannot reach {url}: {exc}", retryable=True) from exc
     except httpx.ReadTimeout as exc:
         raise InvalidStreamError(f"the model stopped responding: {exc}", kind="dropped") from exc
@@ -174,6 +184,65 @@ async def request_errors(url: str) -> AsyncIterator[None]:
         raise InvalidStreamError(f"the stream was cut off: {exc}", kind="dropped") from exc
     except httpx.TransportError as exc:  # write errors, proxies, other network failures
         raise ProviderError(f"the request to {url} failed: {exc}", retryable=True) from exc
+
+
+def _connect_failure(exc: BaseException) -> str:
+    """Why a connection failed, in words: refused, a name that does not resolve, or the OS's."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, socket.gaierror):
+            return "the host name does not resolve"
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused (nothing listens there)"
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc)
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "the host name does not resolve"
+    if "Connection refused" in text:
+        return "connection refused (nothing listens there)"
+    return text or type(exc).__name__
+
+
+async def timed(
+    events: AsyncIterator[_T], *, idle: float, deadline: float, started: float
+) -> AsyncIterator[_T]:
+    """``events``, failing when none comes for ``idle`` s or ``deadline`` s after ``started``.
+
+    ``started`` is on the event loop's clock. The limits apply while waiting for the next event
+    only, never while the consumer handles one. Keep-alive comments are not events, so a stream
+    of nothing else ends after ``idle`` seconds.
+    """
+    loop = asyncio.get_running_loop()
+    ends_at = started + deadline
+    try:
+        while True:
+            try:
+                async with asyncio.timeout_at(min(loop.time() + idle, ends_at)) as scope:
+                    item = await anext(events)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if not scope.expired():
+                    raise
+                if loop.time() >= ends_at:
+                    raise deadline_error(deadline) from None
+                raise InvalidStreamError(
+                    f"the model sent nothing for {idle:g} s (model.generationConfig.timeout)",
+                    kind="idle",
+                ) from None
+            yield item
+    finally:
+        closer = getattr(events, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+def deadline_error(deadline: float) -> ProviderError:
+    """An attempt that ran past its deadline; not retried, since it would run as long again."""
+    return ProviderError(
+        f"the model's answer took longer than {deadline:g} s "
+        "(model.generationConfig.requestDeadline)"
+    )
 
 
 async def sse_data(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:

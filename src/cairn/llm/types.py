@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from cairn.content import Content, FunctionCall
+from cairn.vocabulary.retries import describe_retry
 from cairn.vocabulary.usage import Usage
 
 __all__ = [
@@ -79,11 +80,19 @@ class Finished:
 
 @dataclass(frozen=True, slots=True)
 class StreamRetry:
-    """The attempt failed and will be retried: discard anything streamed so far."""
+    """The attempt failed and will be retried: discard anything streamed so far.
+
+    ``attempt`` is the attempt that comes next, of ``max_attempts`` in its budget.
+    """
 
     attempt: int
     delay: float
     reason: str
+    max_attempts: int = 0
+
+    def describe(self) -> str:
+        """``retrying in 4 s (attempt 3 of 7): HTTP 500: overloaded``."""
+        return describe_retry(self.delay, self.attempt, self.max_attempts, self.reason)
 
 
 StreamEvent: TypeAlias = TextDelta | ThoughtDelta | ToolCallDelta | Finished | StreamRetry

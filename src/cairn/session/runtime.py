@@ -66,16 +66,9 @@ class Runtime:
     ) -> Runtime:
         """A runtime talking to ``endpoint``; ``connection_pools`` > 1 spreads the sessions'
         requests over that many HTTP connection pools (for many concurrent sessions)."""
-        from cairn.llm.openai import OpenAIProvider
+        from cairn.llm.factory import create_provider
 
-        provider = OpenAIProvider(
-            base_url=endpoint.base_url,
-            api_key=endpoint.api_key,
-            model=endpoint.model,
-            fast_model=endpoint.fast_model,
-            timeout=settings.model.generation_config.timeout,
-            pools=connection_pools,
-        )
+        provider = create_provider(endpoint, settings, pools=connection_pools)
         return cls(
             cwd=cwd,
             settings=settings,

@@ -527,7 +527,9 @@ class Session:
             elif isinstance(event, AgentRetry):
                 state.texts.clear()
                 state.thoughts.clear()
-                await sink(StreamReset(event.reason, event.delay))
+                await sink(
+                    StreamReset(event.reason, event.delay, event.attempt, event.max_attempts)
+                )
             elif isinstance(event, AgentCompressed):
                 info = event.result
                 await sink(

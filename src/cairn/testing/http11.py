@@ -23,6 +23,7 @@ __all__ = [
     "HttpError",
     "IncomingRequest",
     "read_request",
+    "send_body",
     "send_json",
     "send_stream",
 ]
@@ -168,8 +169,24 @@ async def send_json(
 ) -> bool:
     """Send a JSON response; returns ``keep_alive`` (whether the connection stays open)."""
     data = json.dumps(body, ensure_ascii=False).encode()
+    return await send_body(
+        writer, status, data, keep_alive=keep_alive, extra=extra, head_only=head_only
+    )
+
+
+async def send_body(
+    writer: asyncio.StreamWriter,
+    status: int,
+    data: bytes,
+    *,
+    keep_alive: bool,
+    content_type: str = "application/json",
+    extra: Sequence[tuple[str, str]] = (),
+    head_only: bool = False,
+) -> bool:
+    """Send ``data`` as the whole body; returns ``keep_alive``."""
     headers = [
-        ("Content-Type", "application/json"),
+        ("Content-Type", content_type),
         ("Content-Length", str(len(data))),
         _connection(keep_alive),
         *extra,

@@ -138,6 +138,10 @@ class ScriptedProvider:
         if answer.is_error:
             raw = json.dumps(error_body(answer.status, answer.resolved_error_message))
             raise http_error(answer.status, raw.encode(), headers)
+        if answer.raw_body is not None:
+            for event in parse_completion(answer.raw_body.encode()):
+                yield event
+            return
         ctx = self._context(answer, request)
         if answer.raw_sse is None and answer.stream is False:
             if answer.drop_after_chunks is not None:

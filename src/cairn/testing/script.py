@@ -57,8 +57,10 @@ class Reply:
     ``status`` other than 200 answers with an OpenAI-style error body. ``drop_after_chunks`` cuts
     the connection after that many chunks (role chunk not counted) with no finish and no
     ``[DONE]``; ``omit_finish`` ends the stream cleanly without a finish reason. ``raw_sse``
-    replaces the generated stream with these ``data:`` payloads, sent verbatim. ``stream``
-    overrides the request's ``stream`` flag (a proxy that ignores it, for instance).
+    replaces the generated stream with these ``data:`` payloads, sent verbatim; ``raw_body``
+    answers with this text as a whole ``application/json`` body instead (to script a malformed
+    answer). ``stream`` overrides the request's ``stream`` flag (a proxy that ignores it, for
+    instance).
     """
 
     text: str | None = None
@@ -75,6 +77,7 @@ class Reply:
     drop_after_chunks: int | None = None
     omit_finish: bool = False
     raw_sse: list[str] | None = None
+    raw_body: str | None = None
     model: str | None = None
     stream: bool | None = None  # None: as the request asks; False: a JSON answer regardless
 

@@ -32,6 +32,7 @@ from cairn.testing.http11 import (
     HttpError,
     IncomingRequest,
     read_request,
+    send_body,
     send_json,
     send_stream,
 )
@@ -423,6 +424,9 @@ class ScriptedServer:
         if answer.is_error:
             body = error_body(answer.status, answer.resolved_error_message)
             return await send_json(writer, answer.status, body, keep_alive=keep_alive, extra=extra)
+        if answer.raw_body is not None:
+            data = answer.raw_body.encode()
+            return await send_body(writer, 200, data, keep_alive=keep_alive, extra=extra)
         ctx = self._context(answer, request)
         streamed = request.stream if answer.stream is None else answer.stream
         if answer.raw_sse is not None or streamed:

@@ -373,10 +373,8 @@ class TurnRenderer:
         await self.end_response()
         for widget in stale:
             await widget.remove()
-        reason = f" ({event.reason})" if event.reason else ""
-        await self.transcript.add(
-            NoticeView("warning", f"Retrying in {event.delay:.0f} s{reason}.")
-        )
+        text = event.describe()
+        await self.transcript.add(NoticeView("warning", text[:1].upper() + text[1:]))
 
     async def _tool_update(self, event: ToolCallUpdate) -> None:
         view = self._tools.get(event.call_id)

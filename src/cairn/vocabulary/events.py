@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from cairn.content import FunctionCall
+from cairn.vocabulary.retries import describe_retry
 from cairn.vocabulary.tool_calls import FileDiff, Location, TodoItem, ToolKind
 from cairn.vocabulary.usage import Usage
 
@@ -78,10 +79,18 @@ class AssistantMessage:
 
 @dataclass(frozen=True)
 class StreamReset:
-    """The model request is being retried: discard the text streamed since the last request."""
+    """The model request is being retried: discard the text streamed since the last request.
+
+    ``attempt`` is the attempt about to start, of ``max_attempts`` (0: not known).
+    """
 
     reason: str
     delay: float
+    attempt: int = 0
+    max_attempts: int = 0
+
+    def describe(self) -> str:
+        return describe_retry(self.delay, self.attempt, self.max_attempts, self.reason)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -18,7 +19,15 @@ from cairn.llm._httpx import httpx
 from cairn.llm.openai.format import build_request_body
 from cairn.llm.openai.stream import ChunkParser, parse_completion
 from cairn.llm.retry import RetryPolicy, retry_stream
-from cairn.llm.transport import ClientPools, drain, http_error, request_errors, sse_data
+from cairn.llm.transport import (
+    ClientPools,
+    deadline_error,
+    drain,
+    http_error,
+    request_errors,
+    sse_data,
+    timed,
+)
 from cairn.llm.types import ModelRequest, StreamEvent
 
 __all__ = ["PURPOSE_HEADER", "SESSION_HEADER", "OpenAIProvider"]
@@ -26,6 +35,8 @@ __all__ = ["PURPOSE_HEADER", "SESSION_HEADER", "OpenAIProvider"]
 PURPOSE_HEADER = "X-Cairn-Purpose"
 SESSION_HEADER = "X-Cairn-Session-Id"
 MAX_CONNECT_TIMEOUT = 15.0  # seconds to open a connection, whatever the read timeout
+DEFAULT_REQUEST_DEADLINE = 1800.0  # seconds one attempt may take, first byte to last
+DEFAULT_BASE_URL_SETTING = "OPENAI_BASE_URL or security.auth.baseUrl"
 
 
 class OpenAIProvider:
@@ -33,7 +44,10 @@ class OpenAIProvider:
 
     ``pools`` spreads the sessions over that many HTTP clients (see
     :class:`~cairn.llm.transport.ClientPools`); a front end running many concurrent sessions
-    (the daemon) asks for several.
+    (the daemon) asks for several. ``timeout`` bounds the wait for the response headers and for
+    each event of the stream; ``attempt_deadline`` bounds one attempt as a whole.
+    ``base_url_setting`` names where ``base_url`` came from, for the message when nothing
+    answers there. ``sleep`` and ``clock`` (monotonic) are injectable for tests.
     """
 
     def __init__(
@@ -47,9 +61,16 @@ class OpenAIProvider:
         retry: RetryPolicy | None = None,
         client: httpx.AsyncClient | None = None,
         sleep: Any = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
         pools: int = 1,
+        attempt_deadline: float = DEFAULT_REQUEST_DEADLINE,
+        base_url_setting: str = DEFAULT_BASE_URL_SETTING,
     ) -> None:
         self._base_url = base_url.rstrip("/")
+        self._timeout = timeout
+        self._deadline = attempt_deadline
+        self._clock = clock
+        self._base_url_setting = base_url_setting
         self._api_key = api_key
         self.model = model
         self.fast_model = fast_model or None
@@ -80,6 +101,7 @@ class OpenAIProvider:
             policy=self._retry,
             max_attempts=max(1, request.max_attempts or self._retry.max_attempts),
             sleep=self._sleep,
+            clock=self._clock,
         )
         async with aclosing(events):
             async for event in events:
@@ -100,26 +122,41 @@ class OpenAIProvider:
     ) -> AsyncIterator[StreamEvent]:
         url = self._base_url + "/chat/completions"
         client = await self._clients.get(session_id)
-        async with request_errors(url):
+        started = asyncio.get_running_loop().time()
+        async with (
+            request_errors(url, self._base_url_setting),
+            contextlib.AsyncExitStack() as stack,
+        ):
             if self._chat_url is None:  # parsed once: httpx re-parses a str URL per request
                 self._chat_url = httpx.URL(url)
-            async with client.stream(
-                "POST", self._chat_url, json=body, headers=headers
-            ) as response:
-                if response.status_code != 200:
-                    raw = await response.aread()
-                    raise http_error(response.status_code, raw, response.headers)
-                if "text/event-stream" not in response.headers.get("content-type", ""):
-                    for event in parse_completion(await response.aread()):
-                        yield event
-                    return
-                async for event in _events_from_sse(response):
+            try:
+                async with asyncio.timeout(self._deadline):
+                    response = await stack.enter_async_context(
+                        client.stream("POST", self._chat_url, json=body, headers=headers)
+                    )
+                    if response.status_code != 200:
+                        raise http_error(
+                            response.status_code, await response.aread(), response.headers
+                        )
+                    if "text/event-stream" not in response.headers.get("content-type", ""):
+                        events = parse_completion(await response.aread())
+                    else:
+                        events = None
+            except TimeoutError:
+                raise deadline_error(self._deadline) from None
+            if events is not None:
+                for event in events:
                     yield event
+                return
+            payloads = timed(
+                sse_data(response), idle=self._timeout, deadline=self._deadline, started=started
+            )
+            async for event in _events_from_sse(payloads):
+                yield event
 
 
-async def _events_from_sse(response: httpx.Response) -> AsyncIterator[StreamEvent]:
+async def _events_from_sse(payloads: AsyncIterator[tuple[str, str]]) -> AsyncIterator[StreamEvent]:
     parser = ChunkParser()
-    payloads = sse_data(response)
     async for _event, data in payloads:
         for event in parser.feed_payload(data):
             yield event

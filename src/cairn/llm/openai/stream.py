@@ -57,7 +57,11 @@ class _ToolCallBuffer:
 
 
 class ChunkParser:
-    """The state of one answer being read; feed it payloads, then call :meth:`finish`."""
+    """The state of one answer being read; feed it payloads, then call :meth:`finish`.
+
+    Every field is checked for its type as it is read: a chunk of the wrong shape raises
+    :class:`InvalidStreamError` (kind ``malformed``) naming the field, never a ``TypeError``.
+    """
 
     def __init__(self) -> None:
         self.calls: dict[int, _ToolCallBuffer] = {}
@@ -71,65 +75,73 @@ class ChunkParser:
         if data == DONE:
             self.done = True
             return []
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:
-            raise InvalidStreamError(
-                f"invalid JSON in stream: {data[:80]}", kind="dropped"
-            ) from exc
-        if not isinstance(chunk, dict):
-            return []
+        chunk = _load_chunk(data)
         if "error" in chunk and not chunk.get("choices"):
             err = chunk["error"]
-            message = err.get("message") if isinstance(err, dict) else str(err)
-            raise ProviderError(f"stream error: {message}", retryable=True)
+            message = err.get("message") if isinstance(err, dict) else err
+            raise ProviderError(f"stream error: {str(message)[:500]}", retryable=True)
         return self.feed_chunk(chunk)
 
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         """One parsed chunk (or a whole non-streaming completion)."""
         events: list[StreamEvent] = []
-        usage = chunk.get("usage")
-        if isinstance(usage, Mapping):
+        usage = _optional(chunk, "usage", Mapping, "usage")
+        if usage is not None:
             self.usage = parse_usage(usage)
-        choices = chunk.get("choices") or []
-        if not isinstance(choices, list):
-            return events
-        for choice in choices[:1]:
+        choices = _optional(chunk, "choices", list, "choices") or []
+        for i, choice in enumerate(choices[:1]):
+            where = f"choices[{i}]"
             if not isinstance(choice, Mapping):
-                continue
-            delta = choice.get("delta") or choice.get("message") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                self.saw_output = True
-                events.append(ThoughtDelta(reasoning))
-            text = delta.get("content")
-            if isinstance(text, str) and text:
-                self.saw_output = True
-                events.append(TextDelta(text))
-            for raw_call in delta.get("tool_calls") or []:
-                self._feed_call(raw_call)
-            reason = choice.get("finish_reason")
-            if isinstance(reason, str) and reason:
+                raise _malformed(where, choice, "an object")
+            delta = _optional(choice, "delta", Mapping, f"{where}.delta")
+            if delta is None:
+                delta = _optional(choice, "message", Mapping, f"{where}.message") or {}
+            events.extend(self._feed_delta(delta, where))
+            reason = _optional(choice, "finish_reason", str, f"{where}.finish_reason")
+            if reason:
                 self.finish_reason = FINISH_REASONS.get(reason, reason)
         return events
 
-    def _feed_call(self, raw: Any) -> None:
+    def _feed_delta(self, delta: Mapping[str, Any], where: str) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for key in ("reasoning_content", "reasoning"):
+            reasoning = _text(delta, key, f"{where}.{key}")
+            if reasoning:
+                self.saw_output = True
+                events.append(ThoughtDelta(reasoning))
+                break
+        text = _text(delta, "content", f"{where}.content")
+        if text:
+            self.saw_output = True
+            events.append(TextDelta(text))
+        calls = _optional(delta, "tool_calls", list, f"{where}.tool_calls") or []
+        for n, raw_call in enumerate(calls):
+            self._feed_call(raw_call, f"{where}.tool_calls[{n}]")
+        return events
+
+    def _feed_call(self, raw: Any, where: str) -> None:
         if not isinstance(raw, Mapping):
-            return
+            raise _malformed(where, raw, "an object")
         index = raw.get("index")
-        if not isinstance(index, int):
+        if index is None:
             index = len(self.calls)
+        elif not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise _malformed(f"{where}.index", index, "a non-negative integer")
         buffer = self.calls.setdefault(index, _ToolCallBuffer())
-        if raw.get("id"):
-            buffer.id = str(raw["id"])
-        function = raw.get("function") or {}
-        if function.get("name"):
-            buffer.name = str(function["name"])
+        call_id = _optional(raw, "id", str, f"{where}.id")
+        if call_id:
+            buffer.id = call_id
+        function = _optional(raw, "function", Mapping, f"{where}.function") or {}
+        name = _optional(function, "name", str, f"{where}.function.name")
+        if name:
+            buffer.name = name
         arguments = function.get("arguments")
         if isinstance(arguments, str):
             buffer.arguments.append(arguments)
         elif isinstance(arguments, Mapping):
             buffer.arguments.append(json.dumps(arguments))
+        elif arguments is not None:
+            raise _malformed(f"{where}.function.arguments", arguments, "a string")
 
     def finish(self) -> list[StreamEvent]:
         """The tool calls and :class:`Finished`; raises when the answer is incomplete or empty."""
@@ -183,18 +195,78 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 
 def parse_usage(raw: Mapping[str, Any]) -> Usage:
     """OpenAI usage counts (``prompt_tokens``, ``prompt_tokens_details.cached_tokens``...)."""
-
-    def number(value: Any) -> int:
-        return int(value) if isinstance(value, int | float) else 0
-
-    prompt = number(raw.get("prompt_tokens"))
-    completion = number(raw.get("completion_tokens"))
-    total = number(raw.get("total_tokens")) or prompt + completion
-    details = raw.get("prompt_tokens_details") or {}
-    cached = number(details.get("cached_tokens") if isinstance(details, Mapping) else 0)
-    cached = cached or number(raw.get("cached_tokens"))
-    out_details = raw.get("completion_tokens_details") or {}
-    reasoning = number(
-        out_details.get("reasoning_tokens") if isinstance(out_details, Mapping) else 0
-    )
+    prompt = _count(raw, "prompt_tokens", "usage")
+    completion = _count(raw, "completion_tokens", "usage")
+    total = _count(raw, "total_tokens", "usage") or prompt + completion
+    details = _optional(raw, "prompt_tokens_details", Mapping, "usage.prompt_tokens_details")
+    cached = _count(details, "cached_tokens", "usage.prompt_tokens_details") if details else 0
+    cached = cached or _count(raw, "cached_tokens", "usage")
+    out = _optional(raw, "completion_tokens_details", Mapping, "usage.completion_tokens_details")
+    reasoning = _count(out, "reasoning_tokens", "usage.completion_tokens_details") if out else 0
     return Usage(prompt, completion, total, cached, reasoning)
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _load_chunk(data: str) -> dict[str, Any]:
+    """A payload as a JSON object; NaN and Infinity (not JSON) are refused."""
+    try:
+        chunk = json.loads(data, parse_constant=_reject_constant)
+    except _NonFinite as exc:
+        raise InvalidStreamError(
+            f"malformed chunk from the model: {exc} is not a JSON number", kind="malformed"
+        ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise InvalidStreamError(f"invalid JSON in stream: {data[:80]}", kind="dropped") from exc
+    if not isinstance(chunk, dict):
+        raise _malformed("the chunk", chunk, "a JSON object")
+    return chunk
+
+
+def _malformed(where: str, value: Any, expected: str) -> InvalidStreamError:
+    got = "null" if value is None else type(value).__name__
+    got = {"str": "a string", "int": "a number", "float": "a number", "list": "a list"}.get(
+        got, got
+    )
+    return InvalidStreamError(
+        f"malformed chunk from the model: {where} is {got}, not {expected}", kind="malformed"
+    )
+
+
+_EXPECTED: dict[Any, str] = {Mapping: "an object", list: "a list", str: "a string"}
+
+
+def _optional(container: Mapping[str, Any], key: str, kind: Any, where: str) -> Any:
+    """``container[key]`` when present and of ``kind``; ``None`` when absent or null."""
+    value = container.get(key)
+    if value is None or isinstance(value, kind):
+        return value
+    raise _malformed(where, value, _EXPECTED.get(kind, "the expected type"))
+
+
+def _text(container: Mapping[str, Any], key: str, where: str) -> str:
+    """A text field: a string, or a list of ``{"type": "text", "text": ...}`` parts."""
+    value = container.get(key)
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, list) and all(isinstance(p, Mapping) for p in value):
+        texts = [p.get("text") for p in value]
+        if all(t is None or isinstance(t, str) for t in texts):
+            return "".join(t for t in texts if t)
+    raise _malformed(where, value, "a string")
+
+
+def _count(container: Mapping[str, Any], key: str, where: str) -> int:
+    """A token count: a finite non-negative number, or absent."""
+    value = container.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 2**63:
+        raise _malformed(f"{where}.{key}", value, "a token count")
+    return int(value)

@@ -33,6 +33,21 @@ from cairn.testing import Reply, ScriptedServer, ToolCallSpec, error_reply, repl
 NO_JITTER = RetryPolicy(jitter=0.0)
 
 
+class FakeClock:
+    """A monotonic clock that only moves when something sleeps on it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, delay: float) -> None:
+        self.slept.append(delay)
+        self.now += delay
+
+
 class RecordingSleep:
     """Stands in for asyncio.sleep so retry tests never wait; keeps the delays asked for."""
 
@@ -469,7 +484,7 @@ async def test_a_500_is_retried_after_retry_after_then_succeeds(
     events = await collect(provider)
 
     [retry] = retries(events)
-    assert (retry.attempt, retry.delay) == (1, 0.0)
+    assert (retry.attempt, retry.delay) == (2, 0.0)
     assert "overloaded" in retry.reason
     assert texts(events) == ["recovered"]
     assert sleep.delays == [0.0]
@@ -554,7 +569,7 @@ async def test_a_dropped_stream_is_retried_twice_then_fails(
 
     assert failure.value.kind == "dropped"
     assert len(scripted_server.requests) == 3
-    assert [r.attempt for r in retries(events)] == [1, 2]
+    assert [r.attempt for r in retries(events)] == [2, 3]
     assert sleep.delays == [0.5, 1.0]
 
 
@@ -623,20 +638,138 @@ async def test_an_error_event_inside_the_stream_is_retried(
     assert texts(events) == ["ok"]
 
 
-async def test_an_unreachable_endpoint_is_a_retryable_error(sleep: RecordingSleep) -> None:
+def closed_port() -> int:
+    """A loopback port nothing listens on (connections to it are refused)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    unreachable = OpenAIProvider(
-        base_url=f"http://127.0.0.1:{port}/v1", api_key="k", model="m", sleep=sleep
-    )
+        return int(probe.getsockname()[1])
 
-    with pytest.raises(ProviderError, match="cannot reach") as failure:
-        await collect(unreachable, ask(max_attempts=2))
+
+async def test_a_refused_connection_fails_after_one_quick_retry_naming_url_and_setting(
+    sleep: RecordingSleep,
+) -> None:
+    """Regression (#16): a refused connection went through the whole 7-attempt backoff (78 s)."""
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    unreachable = OpenAIProvider(
+        base_url=url, api_key="k", model="m", sleep=sleep, base_url_setting="OPENAI_BASE_URL"
+    )
+    events: list[StreamEvent] = []
+
+    with pytest.raises(ProviderError) as failure:
+        async for event in unreachable.stream(ask()):
+            events.append(event)
     await unreachable.aclose()
 
-    assert failure.value.retryable
+    message = str(failure.value)
+    assert f"{url}/chat/completions" in message
+    assert "OPENAI_BASE_URL" in message
+    assert "connection refused" in message
+    assert len(sleep.delays) == 1 and sleep.delays[0] <= 1.0
+    [retry] = retries(events)
+    assert (retry.attempt, retry.max_attempts) == (2, 2)
+
+
+async def test_a_name_that_does_not_resolve_fails_after_one_quick_retry(
+    sleep: RecordingSleep,
+) -> None:
+    """Regression (#16): a DNS failure took the whole backoff too (``.invalid`` never resolves)."""
+    bad = OpenAIProvider(
+        base_url="http://no-such-host.invalid/v1",
+        api_key="k",
+        model="m",
+        sleep=sleep,
+        base_url_setting="security.auth.baseUrl",
+    )
+
+    with pytest.raises(ProviderError, match=r"no-such-host\.invalid.*security\.auth\.baseUrl"):
+        await collect(bad)
+    await bad.aclose()
+
     assert len(sleep.delays) == 1
+
+
+async def test_each_http_retry_says_which_attempt_of_how_many_comes_next(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(error_reply(500, "boom", retry_after=0), error_reply(503), reply("ok"))
+
+    events = await collect(provider)
+
+    assert [(r.attempt, r.max_attempts) for r in retries(events)] == [(2, 7), (3, 7)]
+    assert retries(events)[0].describe() == "retrying in 0 s (attempt 2 of 7): HTTP 500: boom"
+
+
+async def test_retry_after_over_a_minute_waits_a_minute(
+    scripted_server: ScriptedServer, provider: OpenAIProvider, sleep: RecordingSleep
+) -> None:
+    """Regression (#18): a Retry-After of 300 s was waited in full."""
+    scripted_server.enqueue(error_reply(429, "slow down", retry_after=300), reply("ok"))
+
+    await collect(provider)
+
+    assert sleep.delays == [60.0]
+
+
+async def test_the_total_retry_time_is_bounded(scripted_server: ScriptedServer) -> None:
+    """Regression (#18): 7 attempts each honouring Retry-After could wait ~30 min in all."""
+    clock = FakeClock()
+    provider = OpenAIProvider(
+        base_url=scripted_server.base_url,
+        api_key="k",
+        model="m",
+        retry=RetryPolicy(jitter=0.0, max_total_seconds=150.0),
+        sleep=clock.sleep,
+        clock=clock,
+    )
+    scripted_server.default = error_reply(429, "busy", retry_after=60)
+
+    with pytest.raises(ProviderError, match=r"gave up after 3 attempts") as failure:
+        await collect(provider)
+    await provider.aclose()
+
+    assert clock.slept == [60.0, 60.0]  # a third wait would pass the 150 s budget
+    assert len(scripted_server.requests) == 3
+    assert failure.value.status == 429
+
+
+async def test_a_stream_of_keep_alive_comments_only_times_out(
+    scripted_server: ScriptedServer, sleep: RecordingSleep
+) -> None:
+    """Regression (#18): a stream sending only keep-alive comments never ended."""
+    provider = OpenAIProvider(
+        base_url=scripted_server.base_url, api_key="k", model="m", timeout=0.3, sleep=sleep
+    )
+    scripted_server.default = Reply(raw_sse=[": keep-alive"] * 400, chunk_delay=0.05)
+
+    with pytest.raises(InvalidStreamError) as failure:
+        await collect(provider)
+    await provider.aclose()
+
+    assert failure.value.kind == "idle"
+    assert "0.3 s" in str(failure.value)
+    assert len(scripted_server.requests) == 3  # retried as an invalid stream
+
+
+async def test_an_attempt_that_outlives_its_deadline_is_stopped(
+    scripted_server: ScriptedServer, sleep: RecordingSleep
+) -> None:
+    """Regression (#18): a stream that trickles output forever was never cut off."""
+    provider = OpenAIProvider(
+        base_url=scripted_server.base_url,
+        api_key="k",
+        model="m",
+        sleep=sleep,
+        attempt_deadline=0.5,
+    )
+    scripted_server.default = reply(chunks=["."] * 400, chunk_delay=0.02)
+
+    with pytest.raises(ProviderError) as failure:
+        await collect(provider)
+    await provider.aclose()
+
+    assert "0.5 s" in str(failure.value)
+    assert not failure.value.retryable
+    assert len(scripted_server.requests) == 1
 
 
 async def test_a_base_url_without_a_scheme_is_a_clear_non_retryable_error(
@@ -661,3 +794,64 @@ async def test_an_exhausted_script_fails_after_immediate_retries(
     assert failure.value.status == 500
     assert len(scripted_server.requests) == RetryPolicy().max_attempts
     assert set(sleep.delays) == {0.0}
+
+
+# ----- malformed answers (#18): a provider error, retried as an invalid stream --------------
+
+_ROLE = '{"choices":[{"index":0,"delta":{"role":"assistant"}}]}'
+_STOP = '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}'
+MALFORMED_STREAMS = {
+    "delta is a string": [_ROLE, '{"choices":[{"index":0,"delta":"hello"}]}', _STOP],
+    "tool_calls is a number": [_ROLE, '{"choices":[{"index":0,"delta":{"tool_calls":7}}]}', _STOP],
+    "function is a string": [
+        _ROLE,
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":"f"}]}}]}',
+        _STOP,
+    ],
+    "usage has Infinity": [
+        _ROLE,
+        '{"choices":[{"index":0,"delta":{"content":"hi"}}]}',
+        '{"choices":[],"usage":{"prompt_tokens":Infinity,"completion_tokens":1}}',
+        _STOP,
+    ],
+    "usage has NaN": [
+        _ROLE,
+        '{"choices":[{"index":0,"delta":{"content":"hi"}}]}',
+        '{"choices":[],"usage":{"prompt_tokens":NaN,"completion_tokens":1}}',
+        _STOP,
+    ],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MALFORMED_STREAMS))
+async def test_a_malformed_chunk_is_retried_as_an_invalid_stream_then_named(
+    scripted_server: ScriptedServer, provider: OpenAIProvider, shape: str
+) -> None:
+    """Regression (#18): these chunk shapes ended the turn with "internal error … This is a
+    bug" (AttributeError, TypeError, OverflowError, ValueError) and no retry."""
+    scripted_server.default = Reply(raw_sse=[*MALFORMED_STREAMS[shape], "[DONE]"])
+    events: list[StreamEvent] = []
+
+    with pytest.raises(InvalidStreamError) as failure:
+        async for event in provider.stream(ask()):
+            events.append(event)
+
+    assert failure.value.kind == "malformed"
+    assert "malformed" in str(failure.value)
+    assert len(scripted_server.requests) == 3  # the first try and two stream retries
+    assert [r.attempt for r in retries(events)] == [2, 3]
+
+
+async def test_a_non_streaming_body_whose_message_is_a_string_is_a_malformed_answer(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    """Regression (#18): a JSON answer with ``"message": "text"`` crashed with AttributeError."""
+    body = {"choices": [{"index": 0, "message": "plain text", "finish_reason": "stop"}]}
+    scripted_server.default = Reply(raw_body=json.dumps(body))
+
+    with pytest.raises(InvalidStreamError) as failure:
+        await collect(provider)
+
+    assert failure.value.kind == "malformed"
+    assert "choices[0].message" in str(failure.value)
+    assert len(scripted_server.requests) == 3

@@ -1,0 +1,30 @@
+"""The provider for a resolved endpoint, configured from the settings."""
+
+from __future__ import annotations
+
+from cairn.config.endpoint import Endpoint
+from cairn.config.settings import Settings
+from cairn.llm.types import Provider
+
+__all__ = ["create_provider"]
+
+
+def create_provider(endpoint: Endpoint, settings: Settings, *, pools: int = 1) -> Provider:
+    """A provider for ``endpoint``; its wire module (and httpx) is imported only here.
+
+    ``pools`` > 1 spreads the sessions' requests over that many HTTP connection pools (for many
+    concurrent sessions).
+    """
+    from cairn.llm.openai import OpenAIProvider
+
+    generation = settings.model.generation_config
+    return OpenAIProvider(
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        model=endpoint.model,
+        fast_model=endpoint.fast_model,
+        timeout=generation.timeout,
+        attempt_deadline=generation.request_deadline,
+        pools=pools,
+        base_url_setting=endpoint.base_url_source,
+    )
