@@ -96,3 +96,26 @@ def test_tui_answers_a_typed_prompt_and_quits_cleanly(
                tmux.screen)
     assert status.read_text().strip() == "0"
     assert "Traceback" not in tmux.screen()
+
+
+def test_bursts_of_keys_arrive_in_order_in_a_real_terminal(
+    tmux: Tmux, scripted_server: ScriptedServer, project: Path
+):
+    """Regression: `/help`+Enter sent at once became `/helpelp`; `line one`, Ctrl+J, `line two`
+    became `line oneline two` (Enter and Ctrl+J were applied out of order)."""
+    scripted_server.enqueue(reply("Got both lines."), purpose="main")
+    tmux.start([str(CAIRN)], project)
+    wait_until(lambda: "Type a message" in tmux.screen(), "the prompt box", tmux.screen)
+
+    tmux.keys("-l", "/h")
+    wait_until(lambda: "List the slash commands" in tmux.screen(), "the completions", tmux.screen)
+    tmux.keys("elp", "Enter")  # one write: the menu is still the one computed for "/h"
+    wait_until(lambda: "Keys: Enter sends" in tmux.screen(), "the help text", tmux.screen)
+    assert "Unknown command" not in tmux.screen()
+
+    tmux.keys("line one", "C-j", "line two", "Enter")
+    wait_until(lambda: "Got both lines." in tmux.screen(), "the answer", tmux.screen)
+    [request] = scripted_server.requests_for("main")
+    assert request.last_user_text() == "line one\nline two"
+    tmux.keys("C-c")
+    tmux.keys("C-c")

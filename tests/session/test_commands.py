@@ -17,7 +17,7 @@ from cairn.content import Content
 from cairn.llm.types import ModelRequest, StreamEvent
 from cairn.session.commands import COMMANDS
 from cairn.testing import Reply, ScriptedProvider, error_reply, reply
-from cairn.vocabulary.events import ModeChanged, Notice, TurnResult
+from cairn.vocabulary.events import ModeChanged, Notice, TurnResult, UsageUpdate
 
 from .helpers import ANSWER, MakeWorld, World, write_memory
 
@@ -184,7 +184,7 @@ async def test_compress_reports_when_there_is_nothing_to_compress(make_world: Ma
     result = await world.prompt(world.session(), "/compress")
 
     assert_handled_locally(world, result)
-    assert notices(world, "command:compress") == ["Nothing was compressed: noop."]
+    assert notices(world, "command:compress") == ["Nothing to compress yet."]
 
 
 async def test_compress_reports_a_failed_compression(make_world: MakeWorld) -> None:
@@ -197,8 +197,35 @@ async def test_compress_reports_a_failed_compression(make_world: MakeWorld) -> N
     await world.prompt(session, "/compress")
 
     [text] = notices(world, "command:compress")
-    assert text.startswith("Nothing was compressed: failed_error (")
+    assert text.startswith("Could not compress the conversation: ")
     assert "context too long" in text
+
+
+async def test_compress_and_clear_tell_front_ends_the_new_context_size(
+    make_world: MakeWorld,
+) -> None:
+    """Regression: after /compress no usage update followed, so context figures went stale."""
+    world = make_world()
+    summary = reply(
+        "<state_snapshot>numbers</state_snapshot>",
+        usage={"prompt_tokens": 1500, "completion_tokens": 20},
+    )
+    world.provider.enqueue(summary, purpose="compress")
+    session = world.session()
+    for i in range(4):
+        await world.prompt(session, f"question {i}: " + "words " * 50)
+    before = [e for e in world.events if isinstance(e, UsageUpdate)][-1].context_tokens
+
+    await world.prompt(session, "/compress")
+    after_compress = [e for e in world.events if isinstance(e, UsageUpdate)][-1]
+    compressed_to = session.client.last_prompt_tokens
+    await world.prompt(session, "/clear")
+    after_clear = [e for e in world.events if isinstance(e, UsageUpdate)][-1]
+
+    assert 0 < after_compress.context_tokens < before
+    assert after_compress.context_tokens == compressed_to
+    assert after_clear.context_tokens == 0
+    assert after_clear.context_window == after_compress.context_window > 0
 
 
 # ----- /model -----

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from cairn.config.loader import Endpoint
 from cairn.config.settings import Settings
 from cairn.session.runtime import Runtime
-from cairn.testing import ScriptedServer
+from cairn.testing import Reply, ScriptedServer
 from cairn.ui.app import CairnApp
 
 SESSION_ID = "0a1b2c3d-0000-4000-8000-000000000001"  # fixed: snapshots must not change per run
@@ -102,6 +103,11 @@ async def record_session(
         )
     await session.close()
     await runtime.aclose()
+
+
+def slow(answer: Reply, seconds: float) -> Reply:
+    """``answer`` sent after ``seconds``: a turn that is still running while the test acts."""
+    return dataclasses.replace(answer, delay=seconds)
 
 
 async def send(pilot: Any, text: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import unicodedata
 from typing import Any
 
 from rich.console import Console
@@ -27,3 +28,28 @@ def screen_text(app: App[Any]) -> str:
     )
     console.print(render)
     return console.export_text()
+
+
+
+async def burst(pilot: Any, *keys: str) -> None:
+    """Send ``keys`` the way a paste without bracketed paste or a laggy link does: all at once.
+
+    ``pilot.press`` waits for the app to go idle after every key; this queues every key event
+    before the app handles the first one (as a terminal read of several bytes does), then waits.
+    """
+    from textual import events
+    from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
+
+    driver = pilot.app._driver
+    for key in keys:
+        name = _character_to_key(key) if len(key) == 1 and not key.isalnum() else key
+        try:
+            char: str | None = unicodedata.lookup(
+                _get_unicode_name_from_key(REPLACED_KEYS.get(name, name))
+            )
+        except KeyError:
+            char = key if len(key) == 1 else None
+        event = events.Key(name, char)
+        event.set_sender(pilot.app)
+        driver.send_message(event)
+    await pilot.pause()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 
 from cairn.testing import reply, tool_call
@@ -19,7 +18,7 @@ from cairn.ui.transcript import (
     UserView,
 )
 
-from .conftest import MODEL, send, settle
+from .conftest import MODEL, send, settle, slow
 from .helpers import screen_text
 
 SIZE = (100, 36)
@@ -27,10 +26,6 @@ SIZE = (100, 36)
 
 def views(app, kind):
     return [w for w in app.history_widgets() if isinstance(w, kind)]
-
-
-def slow(r, seconds: float):
-    return dataclasses.replace(r, delay=seconds)
 
 
 # ----- answers -----
@@ -244,24 +239,6 @@ async def test_a_question_can_be_answered_in_free_text(make_app, scripted_server
 
 
 # ----- cancelling, steering, quitting -----
-
-
-async def test_ctrl_c_cancels_the_running_turn(make_app, scripted_server):
-    scripted_server.enqueue(slow(reply("too late"), 5), purpose="main")
-    app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await send(pilot, "long task")
-        await pilot.pause(0.3)
-        assert app.busy
-
-        await pilot.press("ctrl+c")
-        await asyncio.wait_for(app.wait_until_idle(), 3)
-        await pilot.pause()
-
-        assert not app.busy
-        assert "Cancelled." in screen_text(app)
-        assert "too late" not in screen_text(app)
-        assert app.is_running
 
 
 async def test_ctrl_c_closes_an_open_approval_dialog(make_app, scripted_server, project):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from cairn.session.commands import NO_RECAP_MESSAGE
-from cairn.testing import reply
+from cairn.testing import reply, tool_call
 from cairn.ui.dialogs import QuestionScreen
 from cairn.ui.transcript import NoticeView, RecapView
 
@@ -14,6 +15,10 @@ from .conftest import send, settle, user_turns
 from .helpers import screen_text
 
 SIZE = (100, 40)
+
+
+def status(app) -> str:
+    return str(app.status.render_state())
 
 
 def notices(app) -> list[str]:
@@ -30,7 +35,8 @@ async def test_help_lists_shared_and_ui_commands_and_keys(make_app, scripted_ser
         for name in ("/recap", "/memory", "/remember", "/forget", "/dream", "/compress"):
             assert name in text
         assert "/resume" in text and "/settings" in text and "/quit" in text
-        assert "Ctrl+C cancels the turn, twice quits" in text
+        assert "Esc interrupts the turn" in text
+        assert "Ctrl+C clears the prompt or cancels the turn, twice quits" in text
     assert scripted_server.requests == []
 
 
@@ -140,16 +146,73 @@ async def test_recap_while_a_turn_runs_is_refused(make_app, scripted_server):
     assert scripted_server.requests_for("recap") == []
 
 
-async def test_compress_reports_its_outcome(make_app, scripted_server):
+async def test_compress_on_a_short_conversation_says_so_in_words(make_app, scripted_server):
+    """Regression: `/compress` after one exchange answered `failed_inflated_token_count`."""
     scripted_server.default = reply("ok")
+    scripted_server.enqueue(reply("<state_snapshot>" + "a long summary " * 40), purpose="compress")
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await user_turns(pilot, 1)
         await send(pilot, "/compress")
         await settle(pilot)
 
-        assert "Nothing was compressed" in notices(app)[-1]
+        last = notices(app)[-1]
+        assert "Nothing to compress yet" in last
+        assert "_" not in last
     assert len(scripted_server.requests_for("compress")) == 1
+
+
+def usage(prompt: int, completion: int = 100) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion}
+
+
+async def test_the_context_figure_follows_each_response(make_app, scripted_server, project):
+    (project / "a.txt").write_text("alpha")
+    read = tool_call("read_file", {"file_path": "a.txt"})
+    scripted_server.enqueue(dataclasses.replace(read, usage=usage(13_000)), purpose="main")
+    scripted_server.enqueue(reply("It says alpha.", usage=usage(26_000)), purpose="main")
+    scripted_server.enqueue(reply("Yes.", usage=usage(39_000)), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "read a.txt")
+        await settle(pilot)
+        assert "context 20% (26.0k/131k)" in status(app)
+
+        await send(pilot, "sure?")
+        await settle(pilot)
+        assert "context 30% (39.0k/131k)" in status(app)
+
+
+async def test_the_context_figure_is_current_after_compress(make_app, scripted_server):
+    """Regression: after `/compress` the status line kept showing the old, larger figure."""
+    for index in range(4):
+        answer = reply(" ".join(f"detail-{index}-{n}" for n in range(60)), usage=usage(50_000))
+        scripted_server.enqueue(answer, purpose="main")
+    summary = reply("<state_snapshot>the work so far</state_snapshot>", usage=usage(40_000, 500))
+    scripted_server.enqueue(summary, purpose="compress")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await user_turns(pilot, 4)
+        assert "context 38% (50.0k/131k)" in status(app)
+
+        await send(pilot, "/compress")
+        await settle(pilot)
+
+        assert "Compressed the conversation: 50000 → 11500 tokens." in notices(app)[-1]
+        assert "context 9% (11.5k/131k)" in status(app)
+
+
+async def test_the_context_figure_is_zero_after_clear(make_app, scripted_server):
+    scripted_server.default = reply("ok", usage=usage(50_000))
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await user_turns(pilot, 1)
+        assert "context 38%" in status(app)
+
+        await send(pilot, "/clear")
+        await settle(pilot)
+
+        assert "context 0%" in status(app)
 
 
 async def test_a_command_is_shown_as_typed(make_app):

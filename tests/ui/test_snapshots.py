@@ -61,6 +61,22 @@ def test_conversation_with_thought_tool_diff_and_answer(
     )
 
 
+def test_shell_output_clipped_under_the_call(snap_compare, make_app, scripted_server):
+    command = "for i in $(seq 1 12); do echo \"test_case_$i passed\"; done"
+    scripted_server.enqueue(
+        replace(tool_call("run_shell_command", {"command": command}), usage=USAGE),
+        purpose="main",
+    )
+    scripted_server.enqueue(ok("All 12 tests pass."), purpose="main")
+
+    async def run(pilot) -> None:
+        await steady(pilot)
+        await send(pilot, "run the tests")
+        await settle(pilot)
+
+    assert snap_compare(make_app(approval_mode="yolo"), terminal_size=SIZE, run_before=run)
+
+
 def test_approval_dialog(snap_compare, make_app, scripted_server, project):
     (project / "config.py").write_text("def load():\n    return read_file()\n")
     edit = {"file_path": "config.py", "old_string": "read_file()", "new_string": "read_json()"}
@@ -169,6 +185,7 @@ DOC_SCREENSHOTS = {
     "tui-welcome.svg": "test_welcome_screen.svg",
     "tui-conversation.svg": "test_conversation_with_thought_tool_diff_and_answer.svg",
     "tui-approval.svg": "test_approval_dialog.svg",
+    "tui-shell-output.svg": "test_shell_output_clipped_under_the_call.svg",
     "tui-question.svg": "test_question_dialog.svg",
     "tui-away-recap.svg": "test_away_recap_in_the_conversation.svg",
     "tui-resume.svg": "test_resume_picker_shows_each_session_with_its_last_recap.svg",

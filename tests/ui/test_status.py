@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.ui.status import StatusState, format_tokens, render_status
+from cairn.ui.status import StatusState, format_elapsed, format_tokens, render_status
 
 
 @pytest.mark.parametrize(
@@ -22,7 +22,16 @@ def test_status_names_model_mode_context_and_memory():
     assert render_status(state).plain == "m1  ·  yolo  ·  context 25% (2.0k/8.2k)  ·  memory off"
 
 
-def test_busy_and_hint_are_appended():
-    state = StatusState(model="m", busy=True, hint="Press Ctrl+C again to quit")
+def test_busy_leads_with_a_spinner_and_the_elapsed_time_and_a_hint_ends_the_line():
+    state = StatusState(model="m", busy=True, elapsed=12.34, hint="Press Ctrl+C again")
 
-    assert render_status(state).plain.endswith("working…  ·  Press Ctrl+C again to quit")
+    plain = render_status(state).plain
+    assert plain.startswith("⠸ working… 12s · esc to interrupt  ·  m  ·  ")
+    assert plain.endswith("memory on  ·  Press Ctrl+C again")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(0, "0s"), (7.9, "7s"), (65, "1m 05s"), (3725, "1h 02m")]
+)
+def test_elapsed_time_is_short(seconds, shown):
+    assert format_elapsed(seconds) == shown

@@ -55,6 +55,21 @@ class CompressionResult:
     history: list[Content] | None = None  # the new history when compressed
     error: str | None = None
 
+    def describe(self) -> str:
+        """The outcome in words for people (never the status value itself)."""
+        if self.status is CompressionStatus.COMPRESSED:
+            return (
+                f"Compressed the conversation: {self.original_tokens} → {self.new_tokens} tokens."
+            )
+        if self.status is CompressionStatus.NOOP:
+            return "Nothing to compress yet."
+        if self.status is CompressionStatus.FAILED_INFLATED:
+            return "Nothing to compress yet: a summary would be longer than the conversation."
+        if self.status is CompressionStatus.FAILED_EMPTY_SUMMARY:
+            return "Could not compress the conversation: the model returned an empty summary."
+        detail = f": {self.error}" if self.error else ""
+        return f"Could not compress the conversation{detail}."
+
 
 def _size(entry: Content) -> int:
     return len(json.dumps(entry.to_dict(), ensure_ascii=False))

@@ -37,6 +37,7 @@ class ReplayItem:
     tool_name: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
     result: str | None = None
+    display: str | None = None  # the short summary people saw live ("Found 3 files")
     error: str | None = None
     uuid: str | None = None
     timestamp: str | None = None
@@ -88,11 +89,14 @@ class _ReplayBuilder:
         message = message_of(record)
         if message is None:
             return
+        displays = _result_displays(record)
         for part in message.parts:
             if isinstance(part, FunctionResponse):
-                self._attach(part, record)
+                self._attach(part, record, displays.get(part.id))
 
-    def _attach(self, response: FunctionResponse, record: Mapping[str, Any]) -> None:
+    def _attach(
+        self, response: FunctionResponse, record: Mapping[str, Any], display: str | None = None
+    ) -> None:
         item = self._open_calls.pop(response.id, None)
         if item is None:  # a result whose call is not on the chain: still show it
             item = self._new("tool_call", record, tool_call_id=response.id, tool_name=response.name)
@@ -100,6 +104,7 @@ class _ReplayBuilder:
             item.error = response.text
         else:
             item.result = response.text
+            item.display = display
 
     def _text(
         self, kind: ReplayKind, text: str, record: Mapping[str, Any], *, merge: bool = False
@@ -118,3 +123,17 @@ class _ReplayBuilder:
         )
         self.items.append(item)
         return item
+
+
+def _result_displays(record: Mapping[str, Any]) -> dict[str, str]:
+    """``toolCallResult``'s ``resultDisplay`` by call id (a malformed entry is skipped)."""
+    results = record.get("toolCallResult")
+    if not isinstance(results, list):
+        return {}
+    return {
+        entry["callId"]: entry["resultDisplay"]
+        for entry in results
+        if isinstance(entry, Mapping)
+        and isinstance(entry.get("callId"), str)
+        and isinstance(entry.get("resultDisplay"), str)
+    }

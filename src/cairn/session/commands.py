@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cairn.config.settings import APPROVAL_MODES
-from cairn.vocabulary.events import EventSink, Notice
+from cairn.vocabulary.events import EventSink, Notice, UsageUpdate
+from cairn.vocabulary.usage import Usage
 
 if TYPE_CHECKING:
     from cairn.session.session import Session
@@ -57,17 +58,20 @@ async def _help(session: Session, args: str, sink: EventSink) -> CommandOutcome:
 
 async def _clear(session: Session, args: str, sink: EventSink) -> CommandOutcome:
     await session.clear()
+    await _context_changed(session, sink)
     return CommandOutcome("Started a fresh conversation.")
 
 
 async def _compress(session: Session, args: str, sink: EventSink) -> CommandOutcome:
     result = await session.client.compress(force=True)
-    if result.status.value == "compressed":
-        return CommandOutcome(
-            f"Compressed the conversation: {result.original_tokens} → {result.new_tokens} tokens."
-        )
-    detail = f" ({result.error})" if result.error else ""
-    return CommandOutcome(f"Nothing was compressed: {result.status.value}{detail}.")
+    await _context_changed(session, sink)
+    return CommandOutcome(result.describe())
+
+
+async def _context_changed(session: Session, sink: EventSink) -> None:
+    """Front ends showing how full the context is learn its new size (no request was made)."""
+    client = session.client
+    await sink(UsageUpdate(Usage(), client.last_prompt_tokens, client.context_window))
 
 
 async def _recap(session: Session, args: str, sink: EventSink) -> CommandOutcome:

@@ -29,6 +29,7 @@ from cairn.agent.client import (
     AgentThought,
     SendKind,
 )
+from cairn.agent.compression import CompressionStatus
 from cairn.agent.prompt import build_system_prompt, startup_context
 from cairn.agent.reminders import plan_mode_reminder, steering_text, system_reminder
 from cairn.config.context_files import collect_context_files, render_context_files
@@ -532,14 +533,9 @@ class Session:
                 )
             elif isinstance(event, AgentCompressed):
                 info = event.result
-                await sink(
-                    Notice(
-                        "info",
-                        f"Conversation compressed ({info.status.value}): "
-                        f"{info.original_tokens} → {info.new_tokens} tokens.",
-                        "compression",
-                    )
-                )
+                compressed = info.status is CompressionStatus.COMPRESSED
+                level: Literal["info", "warning"] = "info" if compressed else "warning"
+                await sink(Notice(level, info.describe(), "compression"))
             elif isinstance(event, AgentLimit):
                 result.stop_reason = (
                     "max_turn_requests" if event.kind == "max_session_turns" else "max_tokens"
@@ -597,7 +593,7 @@ class Session:
         if self.recorder is not None:
             self.recorder.record_tool_result(
                 Content("user", [o.response for o in outcomes]),
-                tool_results=[{"callId": o.call.id, "status": o.status} for o in outcomes],
+                tool_results=[_tool_call_result(o) for o in outcomes],
             )
         return outcomes
 
@@ -692,3 +688,11 @@ def new_session_id() -> str:
 
 def prompt_text(blocks: Sequence[str]) -> str:
     return " ".join(b for b in blocks if b)
+
+
+def _tool_call_result(outcome: ToolOutcome) -> dict[str, Any]:
+    """A call's ``toolCallResult`` entry: its status and the summary people saw."""
+    entry: dict[str, Any] = {"callId": outcome.call.id, "status": outcome.status}
+    if outcome.result is not None and outcome.result.display:
+        entry["resultDisplay"] = outcome.result.display
+    return entry

@@ -33,6 +33,7 @@ from cairn.recording.replay import ReplayItem
 from cairn.session.commands import NO_RECAP_MESSAGE, busy_refusal, find_command
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
+from cairn.tools.base import ToolKind
 from cairn.ui.completion import UI_COMMANDS
 from cairn.ui.dialogs import ResumeScreen, SettingsScreen
 from cairn.ui.frontend import TuiFrontend
@@ -46,6 +47,7 @@ from cairn.ui.transcript import (
     RecapView,
     ShellView,
     SteerView,
+    ToolOutput,
     Transcript,
     TurnRenderer,
     UserView,
@@ -70,7 +72,8 @@ KEYS_HELP = (
     "Terminal UI: /resume [id] picks a recorded session · /settings changes settings · /quit "
     "leaves.\nKeys: Enter sends · Ctrl+J or Shift+Enter (or a trailing \\) adds a line · "
     "Up/Down walk the prompt history · Tab completes · Shift+Tab cycles the approval mode · "
-    "Ctrl+C cancels the turn, twice quits.\nType while the agent works to steer it; "
+    "Esc interrupts the turn · Ctrl+O expands tool output · Ctrl+C clears the prompt or "
+    "cancels the turn, twice quits.\nType while the agent works to steer it; "
     "@path attaches a file; !cmd runs a shell command here."
 )
 _COMMAND_WORD = re.compile(r"^/[A-Za-z][\w-]*$")
@@ -91,10 +94,14 @@ Screen { layers: base; }
 .thought Contents { padding: 0 0 0 3; }
 .tool { padding: 0 1; }
 .tool-body { padding: 0 0 0 2; }
+.tool-output { height: auto; padding: 0 0 0 2; }
+.tool-expander { border: none; padding: 0; margin: 0; background: transparent; }
+.tool-expander CollapsibleTitle { color: $text-muted; padding: 0; }
+.tool-expander Contents { padding: 0; }
 .recap { padding: 0 1; }
 .notice { padding: 0 1; }
 .shell { padding: 0 1; }
-.shell-output { padding: 0 0 0 2; }
+.shell-output { height: auto; padding: 0 0 0 2; }
 .plan { padding: 0 1; }
 #completions { height: auto; max-height: 10; margin: 0 1; border: none; background: $panel; }
 #prompt { height: auto; max-height: 10; margin: 0 1; border: round $primary; padding: 0 1; }
@@ -123,6 +130,8 @@ class CairnApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "interrupt", "Cancel / quit", priority=True, show=False),
         Binding("shift+tab", "cycle_approval_mode", "Approval mode", priority=True, show=False),
+        Binding("escape", "interrupt_turn", "Interrupt the turn", show=False),
+        Binding("ctrl+o", "toggle_outputs", "Expand tool output", show=False),
     ]
 
     def __init__(
@@ -135,7 +144,10 @@ class CairnApp(App[int]):
         clock: Callable[[], float] = time.monotonic,
         warnings: Sequence[str] = (),
     ) -> None:
-        """``clock`` times the away recap (tests move it); the app closes ``runtime`` on exit."""
+        """``clock`` times the away recap and the working indicator (tests move it).
+
+        The app closes ``runtime`` on exit.
+        """
         super().__init__()
         self.runtime = runtime
         self.frontend = TuiFrontend(self, runtime.cwd)
@@ -158,7 +170,7 @@ class CairnApp(App[int]):
         self.menu = CompletionMenu()
         self.prompt_input = PromptInput(history=self.history, cwd=runtime.cwd, menu=self.menu)
         self.transcript = Transcript(id="transcript")
-        self.status = StatusLine()
+        self.status = StatusLine(clock)
         self.renderer = TurnRenderer(self.transcript, runtime.cwd)
 
     # ----- layout and life cycle -----
@@ -226,7 +238,11 @@ class CairnApp(App[int]):
                 r["uuid"] for r in loaded.records if r.get("subtype") == MID_TURN_USER_MESSAGE
             }
             widgets = replay_widgets(
-                loaded.items, steering, title_of=_title_of(session), base=session.cwd
+                loaded.items,
+                steering,
+                title_of=_title_of(session),
+                kind_of=_kind_of(session),
+                base=session.cwd,
             )
             await self.transcript.add(*widgets)
             self._seed_from_replay(loaded.items, steering)
@@ -257,7 +273,8 @@ class CairnApp(App[int]):
         text.append(f"cairn {__version__}", style="bold")
         text.append(f"  ·  {self.runtime.provider.model}  ·  {cwd}", style="dim")
         text.append(
-            "\nEnter sends · Ctrl+J new line · /help · @file · !cmd · Ctrl+C cancels, twice quits",
+            "\nEnter sends · Ctrl+J new line · /help · @file · !cmd · Esc interrupts · "
+            "Ctrl+C twice quits",
             style="dim",
         )
         return text
@@ -307,7 +324,7 @@ class CairnApp(App[int]):
             await self.transcript.add(
                 NoticeView(
                     "error",
-                    f"Cannot run /{command} while a turn is running; wait or press Ctrl+C.",
+                    f"Cannot run /{command} while a turn is running; wait or press Esc.",
                 )
             )
         elif self.session.steer(text):
@@ -414,24 +431,53 @@ class CairnApp(App[int]):
             self.prompt_input.insert(event.character)
 
     def action_interrupt(self) -> None:
-        now = time.monotonic()
-        last, self._last_interrupt = self._last_interrupt, now
+        """Ctrl+C: clear the draft, else cancel the turn or ``!`` command; twice quits."""
         if self._quitting:
             self.exit(0)  # Ctrl+C while memory is being saved: leave now
             return
+        if isinstance(self.screen, ModalScreen) or not self.prompt_input.is_mounted:
+            self._interrupt(draft=False)
+        else:
+            # Behind the keys the prompt box has not handled yet, so it sees the draft they make.
+            self.prompt_input.call_later(self._interrupt, draft=True)
+
+    def _interrupt(self, *, draft: bool) -> None:
+        if draft and self.prompt_input.text:
+            self.prompt_input.clear_draft()  # never arms quit: the next Ctrl+C keeps a new draft
+            self._last_interrupt = None
+            self.status.set(hint="")
+            return
+        now = time.monotonic()
+        last, self._last_interrupt = self._last_interrupt, now
         if last is not None and now - last <= QUIT_WINDOW_SECONDS:
             self.run_worker(self.quit_app(), exclusive=True, group="quit")
             return
+        self._cancel_running()
+        self.status.set(hint="Press Ctrl+C again to quit")
+        self.set_timer(QUIT_WINDOW_SECONDS, self._clear_hint)
+
+    def action_toggle_outputs(self) -> None:
+        """Ctrl+O: expand every clipped tool output, or collapse them all again."""
+        outputs = [o for o in self.query(ToolOutput) if o.expandable]
+        expand = not all(o.expanded for o in outputs)
+        for output in outputs:
+            output.set_expanded(expand)
+
+    def action_interrupt_turn(self) -> None:
+        """Esc: interrupt the running turn (or ``!`` command); the draft stays."""
+        self._cancel_running()
+
+    def _cancel_running(self) -> bool:
+        """Cancel the running turn, else the running ``!`` commands; False if nothing ran."""
         if self.busy:
             if not (self._session and self._session.cancel()) and self.turn_task:
                 self.turn_task.cancel()
-        elif self.shell_tasks:
+            return True
+        if self.shell_tasks:
             for task in self.shell_tasks:
                 task.cancel()
-        elif self.prompt_input.text:
-            self.prompt_input.clear()
-        self.status.set(hint="Press Ctrl+C again to quit")
-        self.set_timer(QUIT_WINDOW_SECONDS, self._clear_hint)
+            return True
+        return False
 
     def _clear_hint(self) -> None:
         if self._last_interrupt is None or time.monotonic() - self._last_interrupt >= (
@@ -487,7 +533,7 @@ class CairnApp(App[int]):
     async def _resume_command(self, args: str) -> None:
         if self.busy:
             await self.transcript.add(
-                NoticeView("error", "Cannot resume while a turn is running; wait or press Ctrl+C.")
+                NoticeView("error", "Cannot resume while a turn is running; wait or press Esc.")
             )
             return
         if args:
@@ -587,6 +633,14 @@ def _title_of(session: Session) -> Callable[[str, Mapping[str, Any]], str]:
         return tool.title(args) if tool is not None else name
 
     return title
+
+
+def _kind_of(session: Session) -> Callable[[str], ToolKind | None]:
+    def kind(name: str) -> ToolKind | None:
+        tool = session.registry.get(name)
+        return tool.kind if tool is not None else None
+
+    return kind
 
 
 def _command_name(text: str) -> tuple[str | None, str]:

@@ -78,30 +78,50 @@ class PromptInput(TextArea):
         self.prompt_history = history
         self.cwd = cwd
         self.menu = menu
-        self._quiet_text: str | None = None  # text we set ourselves: no completion menu for it
+        # The (text, cursor) the menu was last computed or dismissed for; Enter and Tab
+        # recompute it when the text has moved on (keys of a burst outrun the Changed messages).
+        self._menu_for: tuple[str, int] | None = None
 
     # ----- keys -----
 
     async def _on_key(self, event: Key) -> None:
+        """Every key of the prompt box is handled here, in arrival order.
+
+        Textual runs a widget's key bindings only when the key has bubbled up to the app, after
+        the keys queued behind it were typed; in a burst (a paste without bracketed paste, a
+        fast typist, a laggy link) Ctrl+J or Home would then land in the wrong place.
+        """
         if event.key == "enter":
-            event.stop()
-            event.prevent_default()
+            self._consume(event)
             self._enter()
             return
-        if event.key == "tab" and self.menu.current is not None:
-            event.stop()
-            event.prevent_default()
-            self.apply_completion(self.menu.current)
+        if event.key == "tab" and self._current_completion() is not None:
+            self._consume(event)
+            completion = self.menu.current
+            assert completion is not None
+            self.apply_completion(completion)
             return
         if event.key == "escape" and self.menu.display:
-            event.stop()
-            event.prevent_default()
+            self._consume(event)
             self.menu.hide()
+            self._menu_for = self._state()
+            return
+        bindings = self._bindings.key_to_bindings.get(event.key, ())
+        if bindings and event.key != "ctrl+c":  # Ctrl+C is the app's (cancel, clear, quit)
+            self._consume(event)
+            for binding in bindings:
+                if await self.app.run_action(binding.action, self):
+                    break
             return
         await super()._on_key(event)
 
+    @staticmethod
+    def _consume(event: Key) -> None:
+        event.stop()
+        event.prevent_default()
+
     def _enter(self) -> None:
-        completion = self.menu.current
+        completion = self._current_completion()
         if completion is not None and self._changes(completion):
             self.apply_completion(completion)
             return
@@ -114,8 +134,7 @@ class PromptInput(TextArea):
         if not text.strip():
             return
         self.prompt_history.add(text)
-        self.clear()
-        self.menu.hide()
+        self._set_text("")
         self.post_message(self.Submitted(text))
 
     def action_newline(self) -> None:
@@ -147,41 +166,53 @@ class PromptInput(TextArea):
     # ----- completion -----
 
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        if self._quiet_text is not None and self.text == self._quiet_text:
-            self._quiet_text = None
-            return
-        self._quiet_text = None
-        self.refresh_completions()
+        if self._menu_for != self._state():
+            self.refresh_completions()
 
     def refresh_completions(self) -> None:
         text = self.text
-        completions = complete(text, self._offset_of_cursor(), self.cwd) if text else []
+        cursor = self._offset_of_cursor()
+        self._menu_for = (text, cursor)
+        completions = complete(text, cursor, self.cwd) if text else []
         if completions:
             self.menu.show(completions)
         else:
             self.menu.hide()
 
+    def _current_completion(self) -> Completion | None:
+        """The highlighted completion for the text as it is now (recomputed if it moved on)."""
+        if self._menu_for != self._state():
+            self.refresh_completions()
+        return self.menu.current
+
     def apply_completion(self, completion: Completion) -> None:
         text = self.text
         new = text[: completion.start] + completion.insert + text[completion.end :]
         offset = completion.start + len(completion.insert)
-        self._quiet_text = new
         self.text = new
         self.cursor_location = self._location(new, offset)
         if completion.insert.endswith("/"):
             self.refresh_completions()  # a folder: offer what is inside it
         else:
             self.menu.hide()
+            self._menu_for = self._state()
 
     def _changes(self, completion: Completion) -> bool:
         current = self.text[completion.start : completion.end]
         return current != completion.insert.rstrip(" ")
 
     def _set_text(self, text: str) -> None:
-        self._quiet_text = text
+        """Text we put in the box ourselves (history, clearing): no completion menu for it."""
         self.text = text
         self.cursor_location = self._location(text, len(text))
         self.menu.hide()
+        self._menu_for = self._state()
+
+    def clear_draft(self) -> None:
+        self._set_text("")
+
+    def _state(self) -> tuple[str, int]:
+        return self.text, self._offset_of_cursor()
 
     def _offset_of_cursor(self) -> int:
         row, column = self.cursor_location

@@ -1,14 +1,29 @@
-"""The status line under the prompt: model, approval mode, context used, memory on or off."""
+"""The status line under the prompt: model, approval mode, context used, memory on or off.
+
+While a turn runs it starts with a spinner and the time the turn has taken so far.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from rich.text import Text
+from textual.timer import Timer
 from textual.widgets import Static
 
-__all__ = ["StatusLine", "StatusState", "format_tokens", "render_status"]
+__all__ = [
+    "SPINNER_FRAMES",
+    "StatusLine",
+    "StatusState",
+    "format_elapsed",
+    "format_tokens",
+    "render_status",
+]
 
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPINNER_INTERVAL_SECONDS = 0.1  # one spinner frame; the elapsed time is redrawn with it
 _MODE_STYLES = {"plan": "cyan", "default": "", "auto-edit": "yellow", "yolo": "bold red"}
 
 
@@ -20,6 +35,7 @@ class StatusState:
     context_window: int = 0
     memory: bool = True
     busy: bool = False
+    elapsed: float = 0.0  # seconds the running turn has taken (it also turns the spinner)
     hint: str = ""  # a short message on the right ("Press Ctrl+C again to quit")
 
 
@@ -32,14 +48,46 @@ def format_tokens(count: int) -> str:
     return str(count)
 
 
+def format_elapsed(seconds: float) -> str:
+    """7.9 → ``7s``; 65 → ``1m 05s``; 3725 → ``1h 02m``."""
+    whole = max(int(seconds), 0)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
 class StatusLine(Static):
-    def __init__(self) -> None:
+    """``clock`` times the running turn (tests move it instead of waiting)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__("", id="status")
         self.state = StatusState()
+        self._clock = clock
+        self._busy_since: float | None = None
+        self._timer: Timer | None = None
 
     def set(self, **changes: object) -> None:
+        busy = changes.get("busy")
+        if busy is True and not self.state.busy:
+            self._busy_since = self._clock()
+            changes.update(elapsed=0.0)
+            if self._timer is None:
+                self._timer = self.set_interval(SPINNER_INTERVAL_SECONDS, self.tick)
+        elif busy is False and self._timer is not None:
+            self._timer.stop()
+            self._timer = None
         self.state = replace(self.state, **changes)  # type: ignore[arg-type]
         self.update(self.render_state())
+
+    def tick(self) -> None:
+        """Redraw the elapsed time and the spinner's frame for it."""
+        if not self.state.busy or self._busy_since is None:
+            return
+        self.set(elapsed=self._clock() - self._busy_since)
 
     def render_state(self) -> Text:
         return render_status(self.state)
@@ -47,6 +95,12 @@ class StatusLine(Static):
 
 def render_status(state: StatusState) -> Text:
     text = Text()
+    if state.busy:
+        frame = int(state.elapsed / SPINNER_INTERVAL_SECONDS) % len(SPINNER_FRAMES)
+        text.append(f"{SPINNER_FRAMES[frame]} ", style="yellow")
+        text.append(f"working… {format_elapsed(state.elapsed)}", style="yellow")
+        text.append(" · esc to interrupt", style="dim")
+        text.append("  ·  ")
     text.append(state.model or "no model", style="bold")
     text.append("  ·  ")
     text.append(state.approval_mode, style=_MODE_STYLES.get(state.approval_mode, ""))
@@ -55,9 +109,6 @@ def render_status(state: StatusState) -> Text:
     text.append("  ·  ")
     memory = "on" if state.memory else "off"
     text.append(f"memory {memory}", style="" if state.memory else "dim")
-    if state.busy:
-        text.append("  ·  ")
-        text.append("working…", style="yellow")
     if state.hint:
         text.append("  ·  ")
         text.append(state.hint, style="bold yellow")

@@ -15,7 +15,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from cairn.recording.replay import ReplayItem
-from cairn.tools.base import FileDiff, TodoItem
+from cairn.tools.base import FileDiff, TodoItem, ToolKind
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
@@ -39,6 +39,7 @@ __all__ = [
     "SteerView",
     "ThoughtView",
     "ToolCallView",
+    "ToolOutput",
     "Transcript",
     "TurnRenderer",
     "UserView",
@@ -49,7 +50,11 @@ __all__ = [
 ]
 
 MAX_ARGS_CHARS = 160  # a tool call's arguments, shown on about one line
-MAX_OUTPUT_LINES = 12  # lines of a tool result shown under the call
+TOOL_PREVIEW_LINES = 5  # lines of a tool's output shown before "… +N lines"
+SHELL_PREVIEW_LINES = 20  # lines of a `!cmd`'s output shown before "… +N lines"
+MAX_EXPANDED_LINES = 500  # lines an expanded output shows (the model got all of it)
+EXPAND_HINT = "(ctrl+o to expand)"
+COLLAPSE_HINT = "(ctrl+o to collapse)"
 MAX_DIFF_LINES = 60  # lines of an edit's diff shown under the call
 DIFF_CONTEXT_LINES = 2  # unchanged lines around each change
 _STATUS_MARKS: Mapping[str, tuple[str, str]] = {
@@ -115,8 +120,92 @@ class ThoughtView(Collapsible):
         self.title = "Thought"
 
 
+class ToolOutput(Vertical):
+    """What a tool printed: its first lines (or a summary), the rest behind an expander.
+
+    ``summary`` (``Found 3 files``) stands in for the whole output until it is expanded;
+    without one the first ``preview_lines`` are shown and ``note`` (``exit 0``) joins the
+    ``… +N lines`` line.
+    """
+
+    def __init__(
+        self,
+        output: str,
+        *,
+        summary: str | None = None,
+        note: str | None = None,
+        preview_lines: int = TOOL_PREVIEW_LINES,
+        style: str = "",
+    ) -> None:
+        super().__init__(classes="tool-output")
+        lines = output.rstrip("\n").splitlines()
+        if summary is not None:
+            head, rest = [], lines
+            title = summary
+        else:
+            head, rest = lines[:preview_lines], lines[preview_lines:]
+            title = f"… +{len(rest)} lines" + (f" · {note}" if note else "")
+        self._style = style
+        self._head = "\n".join(head)
+        self._rest = rest
+        self._title = title
+        self.preview = Static(Text(self._head, style=style)) if head else None
+        self.expander: Collapsible | None = None
+        self._summary: Static | None = None
+        if rest:
+            body = Static(_bounded(rest, style), classes="tool-output-rest")
+            self.expander = Collapsible(
+                body, title=f"{title} {EXPAND_HINT}", collapsed=True, classes="tool-expander"
+            )
+        elif summary is not None:
+            self._summary = Static(Text(summary, style="dim"))
+
+    def compose(self) -> Any:
+        for part in (self.preview, self.expander, self._summary):
+            if part is not None:
+                yield part
+
+    @property
+    def expandable(self) -> bool:
+        return self.expander is not None
+
+    @property
+    def expanded(self) -> bool:
+        return self.expander is not None and not self.expander.collapsed
+
+    def set_expanded(self, expanded: bool) -> None:
+        if self.expander is not None:
+            self.expander.collapsed = not expanded
+
+    def shown_text(self) -> str:
+        """The text on screen now (the preview, plus the rest when expanded)."""
+        parts = [self._head] if self._head else []
+        if self.expanded:
+            parts.append("\n".join(self._rest))
+        elif self.expander is not None or self._summary is not None:
+            parts.append(self._title)
+        return "\n".join(parts)
+
+    def on_collapsible_expanded(self, event: Collapsible.Expanded) -> None:
+        event.stop()
+        if self.expander is not None:
+            self.expander.title = f"{self._title} {COLLAPSE_HINT}"
+
+    def on_collapsible_collapsed(self, event: Collapsible.Collapsed) -> None:
+        event.stop()
+        if self.expander is not None:
+            self.expander.title = f"{self._title} {EXPAND_HINT}"
+
+
+def _bounded(lines: Sequence[str], style: str) -> Text:
+    shown = Text("\n".join(lines[:MAX_EXPANDED_LINES]), style=style)
+    if len(lines) > MAX_EXPANDED_LINES:
+        shown.append(f"\n… {len(lines) - MAX_EXPANDED_LINES} more lines", style="dim")
+    return shown
+
+
 class ToolCallView(Vertical):
-    """One tool call: status, title, arguments, then its result or diff."""
+    """One tool call: status, title, arguments, then its output or diff."""
 
     def __init__(
         self,
@@ -125,6 +214,7 @@ class ToolCallView(Vertical):
         title: str,
         args: Mapping[str, Any],
         *,
+        kind: ToolKind | None = None,
         base: Path | None = None,
     ) -> None:
         super().__init__(classes="tool")
@@ -132,38 +222,68 @@ class ToolCallView(Vertical):
         self.call_id = call_id
         self.tool_name = name
         self.tool_title = title
+        self.tool_kind = kind
         self.args = dict(args)
         self.status: ToolStatus = "pending"
         self._header = Static(self._header_text(), classes="tool-header")
         self._args = Static(Text(_format_args(self.args), style="dim"), classes="tool-args")
-        self._body = Static("", classes="tool-body")
-        self._body.display = False
+        self._body: Widget | None = None
 
     def compose(self) -> Any:
         yield self._header
         yield self._args
-        yield self._body
+        if self._body is not None:  # a replayed call gets its result before it is mounted
+            yield self._body
 
     def set_status(self, status: ToolStatus) -> None:
         self.status = status
         self._header.update(self._header_text())
 
     def show_result(
-        self, output: str | None, *, diff: FileDiff | None = None, error: bool = False
+        self,
+        output: str | None,
+        *,
+        display: str | None = None,
+        diff: FileDiff | None = None,
+        error: bool = False,
     ) -> None:
-        body = render_diff(diff, self.base) if diff is not None else None
-        if body is None and output:
-            body = _clip_lines(output, MAX_OUTPUT_LINES, style="red" if error else "")
+        """Show what the call produced: a diff, an error, the output, or a summary of it.
+
+        A command's output is shown (clipped); a tool that summarises its output for people
+        (``Found 3 files``, ``Read lines 1-40 of 90``) shows the summary, expandable.
+        """
+        body = self._result_widget(output or "", display, diff, error)
         if body is None:
             return
-        self._body.update(body)
-        self._body.display = True
+        if self._body is not None and self._body.is_mounted:
+            self._body.remove()
+        self._body = body
+        if self.is_mounted:
+            self.mount(body)
+
+    def _result_widget(
+        self, output: str, display: str | None, diff: FileDiff | None, error: bool
+    ) -> Widget | None:
+        if diff is not None:
+            return Static(render_diff(diff, self.base) or "", classes="tool-body")
+        if error:
+            return ToolOutput(output or display or "", style="red") if output or display else None
+        summary = display if display and display.strip() != output.strip() else None
+        if not output.strip():
+            return ToolOutput(summary) if summary else None
+        if summary is not None and self.tool_kind is not ToolKind.EXECUTE:
+            return ToolOutput(output, summary=summary)
+        return ToolOutput(output, note=summary)
 
     def update_from(self, event: ToolCallUpdate) -> None:
         self.set_status(event.status)
         if event.status in ("completed", "failed", "cancelled"):
-            text = event.display or event.output
-            self.show_result(text, diff=event.diff, error=event.status == "failed")
+            self.show_result(
+                event.output,
+                display=event.display,
+                diff=event.diff,
+                error=event.status == "failed",
+            )
 
     def _header_text(self) -> Text:
         mark, style = _STATUS_MARKS.get(self.status, ("•", ""))
@@ -187,22 +307,25 @@ class RecapView(Static):
 
 
 class ShellView(Vertical):
-    """``!cmd`` and what it printed."""
+    """``!cmd`` and what it printed (clipped like a tool's output, expandable)."""
 
     def __init__(self, command: str) -> None:
         super().__init__(classes="shell")
         self.command = command
-        self._output = Static(Text("running…", style="dim"), classes="shell-output")
+        self._status_line = Static(Text("running…", style="dim"), classes="shell-output")
+        self.output: ToolOutput | None = None
 
     def compose(self) -> Any:
         yield Static(Text.assemble(("! ", "bold magenta"), (self.command, "bold")))
-        yield self._output
+        yield self._status_line
 
     def show(self, output: str, exit_code: int | None, *, note: str = "") -> None:
-        body = Text(output.rstrip("\n"))
         status = f"exit {exit_code}" if exit_code is not None else "stopped"
-        body.append(f"\n[{status}{'; ' + note if note else ''}]", style="dim")
-        self._output.update(body)
+        self._status_line.update(Text(f"[{status}{'; ' + note if note else ''}]", style="dim"))
+        if output.strip():
+            self.output = ToolOutput(output, preview_lines=SHELL_PREVIEW_LINES)
+            self.output.add_class("shell-output")
+            self.mount(self.output, before=self._status_line)
 
 
 class PlanView(Static):
@@ -284,14 +407,6 @@ def _format_args(args: Mapping[str, Any]) -> str:
     return text
 
 
-def _clip_lines(text: str, limit: int, *, style: str = "") -> Text:
-    lines = text.rstrip("\n").splitlines()
-    shown = Text("\n".join(lines[:limit]), style=style)
-    if len(lines) > limit:
-        shown.append(f"\n… {len(lines) - limit} more lines", style="dim")
-    return shown
-
-
 def _plan_text(todos: Sequence[TodoItem]) -> Text:
     text = Text("Plan", style="bold")
     for item in todos:
@@ -324,7 +439,7 @@ class TurnRenderer:
         elif isinstance(event, ToolCallStart):
             await self.end_response()
             view = ToolCallView(
-                event.call_id, event.name, event.title, event.args, base=self.cwd
+                event.call_id, event.name, event.title, event.args, kind=event.kind, base=self.cwd
             )
             self._tools[event.call_id] = view
             await self.transcript.add(view)
@@ -404,6 +519,7 @@ class TurnRenderer:
 
 
 TitleOf = Callable[[str, Mapping[str, Any]], str]
+KindOf = Callable[[str], "ToolKind | None"]
 
 
 def replay_widgets(
@@ -411,12 +527,14 @@ def replay_widgets(
     steering: set[str] | None = None,
     *,
     title_of: TitleOf | None = None,
+    kind_of: KindOf | None = None,
     base: Path | None = None,
 ) -> list[Widget]:
     """Widgets for a resumed session's history.
 
     ``steering`` holds the uuids of mid-turn messages; ``title_of`` names a tool call as the
-    live view did (``Edit src/a.py``).
+    live view did (``Edit src/a.py``) and ``kind_of`` says what a tool does, so its output is
+    shown as it was live.
     """
     widgets: list[Widget] = []
     for item in items:
@@ -430,11 +548,13 @@ def replay_widgets(
         elif item.kind == "recap":
             widgets.append(RecapView(item.text))
         elif item.kind == "tool_call":
-            widgets.append(_replayed_tool(item, title_of, base))
+            widgets.append(_replayed_tool(item, title_of, kind_of, base))
     return widgets
 
 
-def _replayed_tool(item: ReplayItem, title_of: TitleOf | None, base: Path | None) -> ToolCallView:
+def _replayed_tool(
+    item: ReplayItem, title_of: TitleOf | None, kind_of: KindOf | None, base: Path | None
+) -> ToolCallView:
     name = item.tool_name or "tool"
     title = name
     if title_of is not None:
@@ -442,13 +562,14 @@ def _replayed_tool(item: ReplayItem, title_of: TitleOf | None, base: Path | None
             title = title_of(name, item.args)
         except Exception:  # a title is cosmetic: an old recording must still replay
             title = name
-    view = ToolCallView(item.tool_call_id or "", name, title, item.args, base=base)
+    kind = kind_of(name) if kind_of is not None else None
+    view = ToolCallView(item.tool_call_id or "", name, title, item.args, kind=kind, base=base)
     if item.error is not None:
         view.set_status("failed")
         view.show_result(item.error, error=True)
     elif item.result is not None:
         view.set_status("completed")
-        view.show_result(item.result)
+        view.show_result(item.result, display=item.display)
     else:
         view.set_status("cancelled")
     return view

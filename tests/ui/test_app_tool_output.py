@@ -1,0 +1,152 @@
+"""What a tool printed is shown under its call: a shell command's output clipped, searches and
+reads as a summary, each expandable (click the line or press Ctrl+O)."""
+
+from __future__ import annotations
+
+from cairn.testing import reply, tool_call
+from cairn.ui.transcript import ToolCallView, ToolOutput
+
+from .conftest import record_session, send, settle
+from .helpers import screen_text
+
+SIZE = (100, 70)
+COUNT_TO_30 = "for i in $(seq 1 30); do echo line-$i; done"
+
+
+def script_counting(server) -> None:
+    """The model runs a command printing 30 lines, then answers."""
+    server.enqueue(tool_call("run_shell_command", {"command": COUNT_TO_30}), purpose="main")
+    server.enqueue(reply("Counted."), purpose="main")
+
+
+def outputs(app) -> list[ToolOutput]:
+    return list(app.query(ToolOutput))
+
+
+async def test_a_shell_commands_output_is_shown_clipped(make_app, scripted_server):
+    """Regression: the block said only `exit 0`; the output reached the model but not the user."""
+    script_counting(scripted_server)
+    app = make_app(approval_mode="yolo")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "count")
+        await settle(pilot)
+
+        screen = screen_text(app)
+        assert "line-1" in screen
+        assert "line-5" in screen
+        assert "line-6" not in screen
+        assert "+27 lines · exit 0 (ctrl+o to expand)" in screen
+
+
+async def test_ctrl_o_expands_and_collapses_every_clipped_output(make_app, scripted_server):
+    script_counting(scripted_server)
+    app = make_app(approval_mode="yolo")
+    async with app.run_test(size=(100, 80)) as pilot:
+        await send(pilot, "count")
+        await settle(pilot)
+
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert "line-30" in screen_text(app)
+        assert app.prompt_input.has_focus  # typing goes on where it was
+
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert "line-30" not in screen_text(app)
+
+
+async def test_clicking_the_more_line_expands_one_output(make_app, scripted_server):
+    script_counting(scripted_server)
+    app = make_app(approval_mode="yolo")
+    async with app.run_test(size=(100, 80)) as pilot:
+        await send(pilot, "count")
+        await settle(pilot)
+        [output] = outputs(app)
+
+        await pilot.click(output.expander.query_one("CollapsibleTitle"))
+        await pilot.pause()
+
+        assert "line-30" in screen_text(app)
+
+
+async def test_a_short_output_is_shown_whole_without_an_expander(make_app, scripted_server):
+    scripted_server.enqueue(tool_call("run_shell_command", {"command": "echo hi"}), purpose="main")
+    scripted_server.enqueue(reply("Said hi."), purpose="main")
+    app = make_app(approval_mode="yolo")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "greet")
+        await settle(pilot)
+
+        [output] = outputs(app)
+        assert output.expander is None
+        assert "hi" in output.shown_text()
+
+
+async def test_a_search_shows_its_summary_and_expands_to_the_matches(
+    make_app, scripted_server, project
+):
+    for name in ("alpha.py", "beta.py", "gamma.py"):
+        (project / name).write_text("")
+    scripted_server.enqueue(tool_call("glob", {"pattern": "*.py"}), purpose="main")
+    scripted_server.enqueue(reply("Three files."), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "list python files")
+        await settle(pilot)
+
+        screen = screen_text(app)
+        assert "Found 3 files (ctrl+o to expand)" in screen
+        assert "beta.py" not in screen
+
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert "beta.py" in screen_text(app)
+
+
+async def test_a_failed_call_shows_its_error(make_app, scripted_server):
+    scripted_server.enqueue(tool_call("read_file", {"file_path": "missing.txt"}), purpose="main")
+    scripted_server.enqueue(reply("It is missing."), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "read it")
+        await settle(pilot)
+
+        [tool] = app.query(ToolCallView)
+        assert tool.status == "failed"
+        assert "missing.txt" in screen_text(app)
+
+
+async def test_a_resumed_shell_call_shows_its_output_as_the_live_one_did(
+    make_app, make_runtime, scripted_server
+):
+    script_counting(scripted_server)
+    old = "11111111-2222-4333-8444-555555555555"
+    yolo = make_runtime({"tools": {"approvalMode": "yolo"}})
+    await record_session(yolo, ["count"], session_id=old)
+
+    app = make_app(resume=old)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+
+        screen = screen_text(app)
+        assert "line-5" in screen
+        assert "+27 lines · exit 0 (ctrl+o to expand)" in screen
+
+
+async def test_a_resumed_search_shows_the_summary_it_showed_live(
+    make_app, make_runtime, scripted_server, project
+):
+    for name in ("alpha.py", "beta.py"):
+        (project / name).write_text("")
+    scripted_server.enqueue(tool_call("glob", {"pattern": "*.py"}), purpose="main")
+    scripted_server.enqueue(reply("Two files."), purpose="main")
+    old = "11111111-2222-4333-8444-555555555555"
+    await record_session(make_runtime(), ["list"], session_id=old)
+
+    app = make_app(resume=old)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+
+        screen = screen_text(app)
+        assert "Found 2 files (ctrl+o to expand)" in screen
+        assert "beta.py" not in screen
