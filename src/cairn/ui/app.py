@@ -33,7 +33,6 @@ from cairn.recording.replay import ReplayItem
 from cairn.session.commands import NO_RECAP_MESSAGE, busy_refusal, find_command
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
-from cairn.tools.base import ToolKind
 from cairn.ui.completion import UI_COMMANDS
 from cairn.ui.dialogs import ResumeScreen, SettingsScreen
 from cairn.ui.frontend import TuiFrontend
@@ -62,6 +61,7 @@ from cairn.vocabulary.events import (
     TurnStarted,
     UsageUpdate,
 )
+from cairn.vocabulary.tool_calls import ToolKind
 
 __all__ = ["QUIT_WINDOW_SECONDS", "CairnApp"]
 

@@ -15,7 +15,6 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from cairn.recording.replay import ReplayItem
-from cairn.tools.base import FileDiff, TodoItem, ToolKind
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
@@ -29,6 +28,7 @@ from cairn.vocabulary.events import (
     ToolStatus,
     TurnEnded,
 )
+from cairn.vocabulary.tool_calls import FileDiff, TodoItem, ToolKind
 
 __all__ = [
     "AssistantView",
