@@ -64,16 +64,20 @@ async def test_a_permission_request_is_published_with_the_call_and_options() -> 
     assert request["toolCall"]["toolCallId"] == "c1"
     assert request["toolCall"]["kind"] == "edit"
     assert request["toolCall"]["content"] == [
-        {"type": "diff", "path": "/w/a.txt", "oldText": None, "newText": "x"}
+        {"type": "diff", "path": "/w/a.txt", "newText": "x"}
     ]
-    assert [o["optionId"] for o in request["options"]] == ["allow_once", "allow_always", "reject"]
+    assert [o["optionId"] for o in request["options"]] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+    ]
     assert [o["kind"] for o in request["options"]] == ["allow_once", "allow_always", "reject_once"]
     task.cancel()
 
 
 @pytest.mark.parametrize(
     ("option", "outcome"),
-    [("allow_once", "allow_once"), ("allow_always", "allow_always"), ("reject", "reject")],
+    [("allow_once", "allow_once"), ("allow_always", "allow_always"), ("reject_once", "reject")],
 )
 async def test_a_vote_resolves_the_request(option: str, outcome: str) -> None:
     frontend, published, task, request_id = await ask()
@@ -88,7 +92,7 @@ async def test_a_vote_resolves_the_request(option: str, outcome: str) -> None:
 async def test_the_first_vote_wins_and_later_votes_are_refused() -> None:
     frontend, _, task, request_id = await ask()
 
-    assert frontend.vote(request_id, selected("reject"))
+    assert frontend.vote(request_id, selected("reject_once"))
     assert not frontend.vote(request_id, selected("allow_once"))
     assert await task == "reject"
 

@@ -290,7 +290,11 @@ async def test_a_slash_command_answers_in_turn_complete(daemon: RunningDaemon) -
     [done] = of_type(frames, "turn_complete")
     assert done.data["handledLocally"] is True
     assert done.data["text"] == "Not enough conversation context for a recap yet."
-    assert of_type(frames, "notice")[0].data["source"] == "command:recap"
+    [notice] = updates(frames, "agent_message_chunk")
+    assert notice["content"]["text"] == "Not enough conversation context for a recap yet.\n\n"
+    assert notice["_meta"] == {
+        "cairn": {"kind": "notice", "level": "info", "source": "command:recap"}
+    }
 
 
 async def test_malformed_json_is_a_400_with_a_message(daemon: RunningDaemon) -> None:
@@ -388,7 +392,7 @@ async def test_a_permission_vote_lets_the_tool_run(
     )
     again = await daemon.http.post(
         f"/session/{session_id}/permission/{request.data['requestId']}",
-        json={"outcome": {"outcome": "selected", "optionId": "reject"}},
+        json={"outcome": {"outcome": "selected", "optionId": "reject_once"}},
     )
     frames = await collect_until(daemon.http, session_id, "turn_complete")
 
@@ -431,21 +435,19 @@ async def test_changing_the_approval_mode_needs_a_token_even_on_loopback(
     assert daemon.registry.get(session_id).session.approval_mode == "default"
 
 
-async def test_with_a_token_the_approval_mode_changes_and_is_announced(
+async def test_with_a_token_the_approval_mode_changes_and_is_announced_once(
     start_daemon: StartDaemon,
 ) -> None:
     daemon = await start_daemon(token=TOKEN)
     session_id = await daemon.create_session()
 
     response = await daemon.http.post(f"/session/{session_id}/approval-mode", json={"mode": "plan"})
-    frames = await collect_until(daemon.http, session_id, "approval_mode_changed")
+    frames = await collect_until(daemon.http, session_id, "session_update")
 
     assert response.json() == {"sessionId": session_id, "mode": "plan", "previous": "default"}
-    assert (
-        updates(frames, "current_mode_update")
-        == [{"sessionUpdate": "current_mode_update", "currentModeId": "plan"}]
-        or of_type(frames, "approval_mode_changed")[0].data["mode"] == "plan"
-    )
+    assert [(f.type, f.data) for f in frames] == [
+        ("session_update", {"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+    ]
 
 
 # ----- recap -----

@@ -23,7 +23,7 @@ from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import Reply, ScriptedServer, error_reply, reply, tool_call
 from cairn.testing.fixtures import TEST_MODEL
-from cairn.vocabulary.events import Notice, SessionEvent
+from cairn.vocabulary.events import Notice, RecapShown, SessionEvent
 
 from .helpers import FAST_MODEL, make_runtime
 
@@ -323,7 +323,7 @@ async def test_a_history_of_only_tool_traffic_is_skipped_as_no_dialog(
 # ----- the /recap command -----
 
 
-async def test_recap_command_answers_with_the_recap(
+async def test_recap_command_shows_the_recap_as_a_recap_not_a_notice(
     runtime: Runtime, scripted_server: ScriptedServer
 ) -> None:
     session = runtime.new_session()
@@ -335,7 +335,8 @@ async def test_recap_command_answers_with_the_recap(
 
     assert result.handled_locally
     assert result.text == "Fixing the login bug. Next: run the auth tests."
-    assert events.notices() == [result.text]
+    assert [e for e in events.items if isinstance(e, RecapShown)] == [RecapShown(result.text)]
+    assert events.notices() == []
     assert len(scripted_server.requests_for("main")) == 1  # no model turn for the command
 
 

@@ -254,7 +254,7 @@ async def test_a_permission_vote_is_accepted_once(
             info.session_id, request.data["requestId"], "allow_once"
         )
         again = await client.respond_permission(
-            info.session_id, request.data["requestId"], "reject"
+            info.session_id, request.data["requestId"], "reject_once"
         )
         done = await client.wait_for_turn(info.session_id, admission)
 

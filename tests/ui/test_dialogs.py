@@ -6,9 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from cairn.tools.base import ToolKind
-from cairn.ui.dialogs import SettingsScreen, permission_choices
-from cairn.vocabulary.interaction import PermissionRequest
+from cairn.ui.dialogs import SettingsScreen
 
 from .conftest import send
 from .helpers import screen_text
@@ -117,17 +115,3 @@ async def test_escape_closes_the_settings(make_app):
         await pilot.pause()
 
         assert not isinstance(app.screen, SettingsScreen)
-
-
-def test_shell_approval_offers_to_always_allow_the_programs():
-    request = PermissionRequest(
-        "c1", "run_shell_command", "git status", ToolKind.EXECUTE, "exec", {"command": "git status"}
-    )
-
-    labels = [label for _, label in permission_choices(request)]
-
-    assert labels == [
-        "Allow once",
-        "Allow always for these programs (this session)",
-        "Deny (tell the model what to do instead)",
-    ]

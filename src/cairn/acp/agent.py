@@ -42,7 +42,7 @@ from cairn import __version__
 from cairn.acp.channel import SessionChannel
 from cairn.acp.frontend import AcpFileSystem, AcpFrontend
 from cairn.acp.prompt import build_prompt_request
-from cairn.acp.updates import Describe, available_commands, mode_state, replay_updates
+from cairn.acp.updates import mode_state_model
 from cairn.config.loader import (
     Endpoint,
     NoAuthError,
@@ -57,6 +57,7 @@ from cairn.recording.reader import SessionLoadError, list_sessions, pending_ques
 from cairn.session.commands import COMMANDS
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
+from cairn.session.updates import commands_update, mode_state
 from cairn.vocabulary.events import TurnResult
 
 __all__ = [
@@ -191,8 +192,7 @@ class CairnAgent:
         channel = self._open(runtime, session_id=session_id, cwd=Path(cwd))
         loaded = channel.session.loaded
         if loaded is not None:
-            for update in replay_updates(loaded.items, self._describer(channel)):
-                await channel.send(update)
+            await channel.replay(loaded.items)
         question = pending_question(loaded) if loaded is not None else None
         self._after_response(self._announce(channel, restore_question=question is not None))
         self._after_response(self._warm_memory(runtime))
@@ -379,21 +379,7 @@ class CairnAgent:
         return channel
 
     def _modes(self, channel: SessionChannel) -> SessionModeState:
-        return mode_state(channel.session.approval_mode, APPROVAL_MODES)
-
-    def _describer(self, channel: SessionChannel) -> Describe:
-        registry = channel.session.registry
-
-        def describe(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
-            tool = registry.get(name)
-            if tool is None:
-                return name, "other"
-            try:
-                return tool.title(args), str(tool.kind)
-            except Exception:  # a title is cosmetic
-                return name, str(tool.kind)
-
-        return describe
+        return mode_state_model(mode_state(channel.session.approval_mode, APPROVAL_MODES))
 
     def _require_client(self) -> Client:
         if self._client is None:
@@ -408,7 +394,7 @@ class CairnAgent:
         task.add_done_callback(_log_failure)
 
     async def _announce(self, channel: SessionChannel, *, restore_question: bool = False) -> None:
-        await channel.send(available_commands(COMMANDS))
+        await channel.send(commands_update(COMMANDS))
         if restore_question:
             # Asked again; the answer continues the interrupted turn (not a fresh turn).
             channel.run_in_background(

@@ -9,16 +9,19 @@ waiting for their turn when an even newer prompt or a ``session/cancel`` arrived
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from cairn.acp.updates import SessionUpdate, event_update
+from cairn.acp.updates import update_model
 from cairn.debug_log import get_logger
 from cairn.recording.reader import ASK_USER_TOOL
+from cairn.session.updates import UpdateMapper
 from cairn.vocabulary.events import SessionEvent, ToolCallStart, TurnResult
 
 if TYPE_CHECKING:
     from acp.interfaces import Client
 
+    from cairn.recording.replay import ReplayItem
     from cairn.session.runtime import Runtime
     from cairn.session.session import PromptRequest, Session
 
@@ -39,6 +42,7 @@ class SessionChannel:
         self._background: set[asyncio.Task[object]] = set()
         self.question_call_id: str | None = None  # the ask_user_question call being answered
         self._send_failed = False
+        self._updates = UpdateMapper(session.registry)
 
     # ----- turns -----
 
@@ -78,16 +82,20 @@ class SessionChannel:
     # ----- updates -----
 
     async def sink(self, event: SessionEvent) -> None:
-        """The session's event sink: each event becomes at most one ``session/update``."""
+        """The session's event sink: each event becomes its ``session/update`` notifications."""
         if isinstance(event, ToolCallStart) and event.name == ASK_USER_TOOL:
             self.question_call_id = event.call_id
-        update = event_update(event)
-        if update is not None:
-            await self.send(update)
+        for payload in self._updates.event(event):
+            await self.send(payload)
 
-    async def send(self, update: SessionUpdate) -> None:
+    async def replay(self, items: Iterable[ReplayItem]) -> None:
+        """A loaded session's conversation, as the person saw it."""
+        for payload in self._updates.replay(items):
+            await self.send(payload)
+
+    async def send(self, payload: Mapping[str, Any]) -> None:
         try:
-            await self._client.session_update(session_id=self.id, update=update)
+            await self._client.session_update(session_id=self.id, update=update_model(payload))
         except ConnectionError as exc:  # the client went away: the turn still ends cleanly
             if not self._send_failed:
                 self._send_failed = True

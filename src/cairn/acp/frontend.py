@@ -30,19 +30,15 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from cairn.acp.updates import acp_kind, diff_content
+from cairn.acp.updates import tool_call_model
 from cairn.debug_log import get_logger
+from cairn.session.updates import permission_options, permission_tool_call
 from cairn.tools.base import FileSystem, LocalFileSystem, Question
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
+from cairn.vocabulary.permissions import outcome_of_option
 
-__all__ = ["PERMISSION_OPTIONS", "AcpFileSystem", "AcpFrontend"]
+__all__ = ["AcpFileSystem", "AcpFrontend"]
 
-# The choices of every approval: ACP option id -> (label, ACP kind, cairn outcome).
-PERMISSION_OPTIONS: dict[str, tuple[str, str, PermissionOutcome]] = {
-    "allow_once": ("Allow", "allow_once", "allow_once"),
-    "allow_always": ("Always allow", "allow_always", "allow_always"),
-    "reject_once": ("Reject", "reject_once", "reject"),
-}
 _CHOICE_PREFIX = "choice-"  # option ids of a question asked as a permission request
 
 _log = get_logger("ACP")
@@ -69,23 +65,12 @@ class AcpFrontend:
         self._on_disconnect = on_disconnect
 
     async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
-        tool_call = ToolCallUpdate(
-            tool_call_id=request.call_id,
-            title=request.title,
-            kind=acp_kind(str(request.kind)),
-            status="pending",
-            content=[diff_content(request.diff)] if request.diff is not None else None,
-            raw_input=dict(request.args),
-        )
-        options = [
-            PermissionOption(option_id=option_id, name=label, kind=kind)
-            for option_id, (label, kind, _outcome) in PERMISSION_OPTIONS.items()
-        ]
+        tool_call = tool_call_model(permission_tool_call(request))
+        options = [PermissionOption.model_validate(o) for o in permission_options(request)]
         chosen = await self._ask_permission(tool_call, options)
         if chosen is None:
             return "cancelled"
-        entry = PERMISSION_OPTIONS.get(chosen)
-        return entry[2] if entry is not None else "reject"
+        return outcome_of_option(chosen) or "reject"
 
     async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
         if self._supports_forms():

@@ -15,18 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cairn.daemon.errors import ApiError
-from cairn.daemon.updates import diff_content
+from cairn.session.updates import permission_options, permission_tool_call
 from cairn.tools.base import Question
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
+from cairn.vocabulary.permissions import PERMISSION_OPTION_IDS, outcome_of_option
 
-__all__ = ["PERMISSION_OPTIONS", "DaemonFrontend", "Vote"]
+__all__ = ["DaemonFrontend", "Vote"]
 
-# optionId → (label, ACP option kind, the session's outcome)
-PERMISSION_OPTIONS: dict[str, tuple[str, str, PermissionOutcome]] = {
-    "allow_once": ("Allow once", "allow_once", "allow_once"),
-    "allow_always": ("Allow always", "allow_always", "allow_always"),
-    "reject": ("Reject", "reject_once", "reject"),
-}
 Publish = Callable[[str, Mapping[str, Any]], object]
 
 
@@ -63,23 +58,14 @@ class DaemonFrontend:
         return [p.payload for p in self._pending.values()]
 
     async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
-        tool_call: dict[str, Any] = {
-            "toolCallId": request.call_id,
-            "title": request.title,
-            "kind": request.kind.value,
-            "status": "pending",
-            "rawInput": dict(request.args),
+        body = {
+            "toolCall": permission_tool_call(request),
+            "options": permission_options(request),
         }
-        if request.diff is not None:
-            tool_call["content"] = [diff_content(request.diff)]
-        options = [
-            {"optionId": option_id, "name": label, "kind": kind}
-            for option_id, (label, kind, _) in PERMISSION_OPTIONS.items()
-        ]
-        vote = await self._ask("permission", {"toolCall": tool_call, "options": options})
+        vote = await self._ask("permission", body)
         if vote.outcome == "cancelled" or vote.option_id is None:
             return "cancelled"
-        return PERMISSION_OPTIONS[vote.option_id][2]
+        return outcome_of_option(vote.option_id) or "cancelled"
 
     async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
         listed = [
@@ -164,13 +150,13 @@ def _parse_vote(body: Any, pending: _Pending) -> Vote:
             "invalid_vote",
         )
     option_id = outcome.get("optionId")
-    if option_id not in PERMISSION_OPTIONS:
+    if not isinstance(option_id, str) or outcome_of_option(option_id) is None:
         raise ApiError(
             400,
-            f"optionId must be one of {', '.join(PERMISSION_OPTIONS)}.",
+            f"optionId must be one of {', '.join(PERMISSION_OPTION_IDS)}.",
             "invalid_vote",
         )
-    return Vote("selected", option_id=str(option_id))
+    return Vote("selected", option_id=option_id)
 
 
 def _answers(value: Any, count: int) -> tuple[str, ...]:

@@ -335,10 +335,7 @@ class DaemonRoutes:
         mode = check_approval_mode(body.mode)
         assert mode is not None
         previous = live.session.approval_mode
-        await live.session.set_approval_mode(mode)
-        live.bus.publish(
-            "approval_mode_changed", {"sessionId": live.id, "mode": mode, "previous": previous}
-        )
+        await live.session.set_approval_mode(mode, live.sink)
         return JSONResponse({"sessionId": live.id, "mode": mode, "previous": previous})
 
     async def recap(self, request: Request) -> Response:

@@ -19,16 +19,18 @@ from cairn.daemon.bus import EventBus
 from cairn.daemon.config import RETRY_AFTER_SECONDS, DaemonConfig
 from cairn.daemon.errors import ApiError
 from cairn.daemon.frontend import DaemonFrontend
-from cairn.daemon.updates import replay_updates, to_wire
 from cairn.debug_log import get_logger
 from cairn.session.runtime import SessionNotFound
-from cairn.vocabulary.events import SessionEvent, TurnResult
+from cairn.session.updates import UpdateMapper
+from cairn.vocabulary.events import SessionEvent, StreamReset, TurnResult, TurnStarted
 
 if TYPE_CHECKING:
     from cairn.session.runtime import Runtime
     from cairn.session.session import PromptRequest, Session
 
-__all__ = ["LiveSession", "QueuedPrompt", "SessionRegistry"]
+__all__ = ["SESSION_UPDATE", "LiveSession", "QueuedPrompt", "SessionRegistry"]
+
+SESSION_UPDATE = "session_update"  # the envelope type of every ACP-shaped payload
 
 _log = get_logger("DAEMON")
 
@@ -63,6 +65,7 @@ class LiveSession:
         self._worker: asyncio.Task[None] | None = None
         self.closing = False
         self.created_at = time.time()
+        self._updates = UpdateMapper(session.registry)
 
     @property
     def id(self) -> str:
@@ -107,17 +110,37 @@ class LiveSession:
             finally:
                 self._running = None
 
+    def publish_event(
+        self,
+        event: SessionEvent,
+        extra: Mapping[str, Any] | None = None,
+        prompt_id: str | None = None,
+    ) -> None:
+        """Publish a session event: ACP-shaped ``session_update`` payloads, plus the daemon's
+        own ``turn_started`` and ``stream_reset`` envelopes."""
+        if isinstance(event, TurnStarted):
+            data = {"turnId": event.prompt_id, "fresh": event.fresh, "sessionId": self.id}
+            self.bus.publish("turn_started", {**data, "promptId": prompt_id}, extra)
+        elif isinstance(event, StreamReset):
+            self.bus.publish("stream_reset", {"reason": event.reason, "delay": event.delay}, extra)
+        for payload in self._updates.event(event):
+            self.bus.publish(SESSION_UPDATE, payload, extra)
+
+    async def sink(self, event: SessionEvent) -> None:
+        """The sink of changes made outside a prompt (e.g. the approval-mode route)."""
+        self.publish_event(event)
+
+    def publish_replay(self) -> None:
+        """A loaded session's conversation, for clients reading from ``Last-Event-ID: 0``."""
+        if self.session.loaded is not None:
+            for payload in self._updates.replay(self.session.loaded.items):
+                self.bus.publish(SESSION_UPDATE, payload)
+
     async def _run(self, item: QueuedPrompt) -> None:
         extra = {"originatorClientId": item.client_id} if item.client_id else None
 
         async def sink(event: SessionEvent) -> None:
-            wire = to_wire(event)
-            if wire is None:
-                return
-            kind, data = wire
-            if kind == "turn_started":
-                data = {**data, "sessionId": self.id, "promptId": item.prompt_id}
-            self.bus.publish(kind, data, extra)
+            self.publish_event(event, extra, item.prompt_id)
 
         try:
             result = await self.session.prompt(item.request, sink)
@@ -270,9 +293,7 @@ class SessionRegistry:
                 404, f'No session with id "{session_id}"', "session_not_found", sessionId=session_id
             ) from None
         live = self._add(session, bus, frontend)
-        if session.loaded is not None:
-            for kind, data in replay_updates(session.loaded.items):
-                bus.publish(kind, data)
+        live.publish_replay()
         return live, False
 
     async def close(self, session_id: str, reason: str = "client_close") -> None:

@@ -12,6 +12,7 @@ from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     Notice,
+    RecapShown,
     SessionEvent,
     StreamReset,
     ToolCallUpdate,
@@ -90,6 +91,8 @@ class OutputWriter:
                         "text": event.text,
                     }
                 )
+        elif isinstance(event, RecapShown) and self.fmt != "text":
+            self._message({"type": "system", "subtype": "recap", "text": event.text})
         elif isinstance(event, AssistantMessage):
             self._assistant(event)
         elif isinstance(event, ToolCallUpdate) and event.status in _TERMINAL:

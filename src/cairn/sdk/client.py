@@ -242,7 +242,7 @@ class DaemonClient:
         *,
         answers: Sequence[str] | None = None,
     ) -> bool:
-        """Vote on a ``permission_request``: ``allow_once``, ``allow_always`` or ``reject``;
+        """Vote on a ``permission_request``: ``allow_once``, ``allow_always`` or ``reject_once``;
         ``answers`` for a question; neither cancels. False when it was already resolved."""
         body: dict[str, Any]
         if answers is not None:

@@ -11,6 +11,7 @@ from cairn.vocabulary.events import (
     ModeChanged,
     Notice,
     PlanUpdate,
+    RecapShown,
     SessionEvent,
     StopReason,
     StreamReset,
@@ -20,7 +21,6 @@ from cairn.vocabulary.events import (
     TurnResult,
     TurnStarted,
     UsageUpdate,
-    UserText,
 )
 from cairn.vocabulary.interaction import (
     Frontend,
@@ -44,6 +44,7 @@ __all__ = [
     "PermissionRequest",
     "PlanUpdate",
     "PromptRequest",
+    "RecapShown",
     "Runtime",
     "Session",
     "SessionEvent",
@@ -57,6 +58,5 @@ __all__ = [
     "TurnResult",
     "TurnStarted",
     "UsageUpdate",
-    "UserText",
     "find_command",
 ]

@@ -34,8 +34,9 @@ _REFUSED_WHILE_BUSY = frozenset({"recap"})  # commands that must not wait behind
 
 @dataclass
 class CommandOutcome:
-    message: str | None = None  # shown to the user
+    message: str | None = None  # the answer (the turn's text)
     prompt: str | None = None  # model-bound: run this as the turn's prompt instead
+    shown: bool = False  # the command already showed its answer (no notice needed)
 
 
 Handler = Callable[["Session", str, EventSink], Awaitable[CommandOutcome]]
@@ -78,13 +79,8 @@ async def _recap(session: Session, args: str, sink: EventSink) -> CommandOutcome
     recap = await session.recap()
     if recap is None:
         return CommandOutcome(NO_RECAP_MESSAGE)
-    if session.recorder is not None:
-        session.recorder.record_slash_command(
-            phase="result",
-            raw_command="/recap",
-            output_items=[{"type": "away_recap", "text": recap}],
-        )
-    return CommandOutcome(recap)
+    await session.show_recap(recap, sink)
+    return CommandOutcome(recap, shown=True)
 
 
 async def _memory(session: Session, args: str, sink: EventSink) -> CommandOutcome:
@@ -220,6 +216,6 @@ async def run_slash_command(session: Session, text: str, sink: EventSink) -> Com
         outcome = await command.handler(session, args, sink)
     except Exception as exc:
         outcome = CommandOutcome(f"/{command.name} failed: {exc}")
-    if outcome.message and outcome.prompt is None:
+    if outcome.message and outcome.prompt is None and not outcome.shown:
         await sink(Notice("info", outcome.message, f"command:{command.name}"))
     return outcome

@@ -55,6 +55,7 @@ from cairn.vocabulary.events import (
     EventSink,
     ModeChanged,
     Notice,
+    RecapShown,
     StreamReset,
     TurnEnded,
     TurnResult,
@@ -677,9 +678,24 @@ class Session:
     # ----- recap -----
 
     async def recap(self, abort: AbortSignal | None = None) -> str | None:
+        """A "where were we" recap of this session (``None`` when there is too little)."""
         from cairn.recap import generate_session_recap
 
         return await generate_session_recap(self, abort)
+
+    async def show_recap(self, text: str, sink: EventSink, *, away: bool = False) -> None:
+        """Put a recap into the conversation: recorded (a resume replays it), then shown."""
+        if self.recorder is not None:
+            try:
+                # Only the result phase: a resume must not replay a "/recap" the user never typed.
+                self.recorder.record_slash_command(
+                    phase="result",
+                    raw_command="/recap",
+                    output_items=[{"type": "away_recap", "text": text}],
+                )
+            except Exception as exc:  # recording a recap is best-effort
+                _log.warning(f"recording the recap failed: {exc!r}")
+        await sink(RecapShown(text, away=away))
 
 
 def new_session_id() -> str:

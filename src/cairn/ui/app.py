@@ -30,7 +30,7 @@ from cairn.debug_log import get_logger, set_process_session
 from cairn.recap.away import AwayRecapTracker, RecapTicket
 from cairn.recording.records import MID_TURN_USER_MESSAGE
 from cairn.recording.replay import ReplayItem
-from cairn.session.commands import NO_RECAP_MESSAGE, busy_refusal, find_command
+from cairn.session.commands import busy_refusal, find_command
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
 from cairn.ui.completion import UI_COMMANDS
@@ -54,7 +54,7 @@ from cairn.ui.transcript import (
 )
 from cairn.vocabulary.events import (
     ModeChanged,
-    Notice,
+    RecapShown,
     SessionEvent,
     TurnEnded,
     TurnResult,
@@ -382,7 +382,7 @@ class CairnApp(App[int]):
         elif isinstance(event, TurnEnded):
             if event.result.fresh and not event.result.handled_locally:
                 self.tracker.user_turn()
-        elif isinstance(event, Notice) and _is_recap(event):
+        elif isinstance(event, RecapShown):
             await self.transcript.add(RecapView(event.text))
             self.tracker.recap_shown()
             return
@@ -405,16 +405,7 @@ class CairnApp(App[int]):
         text = await session.recap()
         if not self.tracker.finish(ticket, text) or session is not self._session or not text:
             return
-        await self.transcript.add(RecapView(text))
-        if session.recorder is not None:
-            try:
-                session.recorder.record_slash_command(
-                    phase="result",
-                    raw_command="/recap",
-                    output_items=[{"type": "away_recap", "text": text}],
-                )
-            except Exception as exc:  # recording a recap is best-effort
-                _log.warning(f"recording the away recap failed: {exc!r}")
+        await session.show_recap(text, self._sink, away=True)
 
     # ----- keys -----
 
@@ -648,14 +639,6 @@ def _command_name(text: str) -> tuple[str | None, str]:
         return None, ""
     head, _, args = text[1:].partition(" ")
     return head.strip().lower() or None, args.strip()
-
-
-def _is_recap(event: Notice) -> bool:
-    return (
-        event.source == "command:recap"
-        and event.text != NO_RECAP_MESSAGE
-        and not event.text.startswith("/recap failed")
-    )
 
 
 def _home_relative(path: Path) -> str:

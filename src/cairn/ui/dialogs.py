@@ -19,30 +19,13 @@ from cairn.recording.listing import SessionInfo
 from cairn.tools.base import Question
 from cairn.ui.transcript import recap_text, render_diff
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
+from cairn.vocabulary.permissions import permission_choices
 
-__all__ = [
-    "PermissionScreen",
-    "QuestionScreen",
-    "ResumeScreen",
-    "SettingsScreen",
-    "permission_choices",
-]
+__all__ = ["PermissionScreen", "QuestionScreen", "ResumeScreen", "SettingsScreen"]
 
 MAX_PREVIEW_CHARS = 2000  # of a command or argument list shown in the approval dialog
 OTHER_ANSWER = "Type another answer…"
 DONE_CHOOSING = "Done"
-
-
-def permission_choices(request: PermissionRequest) -> list[tuple[PermissionOutcome, str]]:
-    """The three answers to an approval prompt, labelled for this kind of call."""
-    always = "Allow always (this session)"
-    if request.tool_name == "run_shell_command":
-        always = "Allow always for these programs (this session)"
-    return [
-        ("allow_once", "Allow once"),
-        ("allow_always", always),
-        ("reject", "Deny (tell the model what to do instead)"),
-    ]
 
 
 class PermissionScreen(ModalScreen[PermissionOutcome]):
@@ -69,8 +52,10 @@ class PermissionScreen(ModalScreen[PermissionOutcome]):
             with VerticalScroll(classes="dialog-preview"):
                 yield Static(self._preview())
             yield OptionList(
-                *[Option(f"{i}. {label}", id=outcome) for i, (outcome, label) in
-                  enumerate(self._choices, 1)],
+                *[
+                    Option(f"{i}. {choice.label}", id=choice.outcome)
+                    for i, choice in enumerate(self._choices, 1)
+                ],
                 id="permission-choices",
             )
 

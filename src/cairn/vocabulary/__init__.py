@@ -13,6 +13,7 @@ from cairn.vocabulary.events import (
     ModeChanged,
     Notice,
     PlanUpdate,
+    RecapShown,
     SessionEvent,
     StopReason,
     StreamReset,
@@ -23,7 +24,6 @@ from cairn.vocabulary.events import (
     TurnResult,
     TurnStarted,
     UsageUpdate,
-    UserText,
 )
 from cairn.vocabulary.interaction import (
     Frontend,
@@ -33,10 +33,17 @@ from cairn.vocabulary.interaction import (
     Question,
     UserInteraction,
 )
+from cairn.vocabulary.permissions import (
+    PERMISSION_OPTION_IDS,
+    PermissionChoice,
+    outcome_of_option,
+    permission_choices,
+)
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
 from cairn.vocabulary.usage import Usage
 
 __all__ = [
+    "PERMISSION_OPTION_IDS",
     "AssistantMessage",
     "AssistantText",
     "AssistantThought",
@@ -48,10 +55,12 @@ __all__ = [
     "ModeChanged",
     "NonInteractive",
     "Notice",
+    "PermissionChoice",
     "PermissionOutcome",
     "PermissionRequest",
     "PlanUpdate",
     "Question",
+    "RecapShown",
     "SessionEvent",
     "StopReason",
     "StreamReset",
@@ -66,5 +75,6 @@ __all__ = [
     "Usage",
     "UsageUpdate",
     "UserInteraction",
-    "UserText",
+    "outcome_of_option",
+    "permission_choices",
 ]

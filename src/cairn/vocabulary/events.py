@@ -24,6 +24,7 @@ __all__ = [
     "ModeChanged",
     "Notice",
     "PlanUpdate",
+    "RecapShown",
     "SessionEvent",
     "StopReason",
     "StreamReset",
@@ -34,7 +35,6 @@ __all__ = [
     "TurnResult",
     "TurnStarted",
     "UsageUpdate",
-    "UserText",
 ]
 
 StopReason: TypeAlias = Literal[
@@ -47,13 +47,6 @@ ToolStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed",
 class TurnStarted:
     prompt_id: str
     fresh: bool
-
-
-@dataclass(frozen=True)
-class UserText:
-    """A user message (sent to the model or replayed from a recording)."""
-
-    text: str
 
 
 @dataclass(frozen=True)
@@ -128,6 +121,14 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class RecapShown:
+    """A "where were we" recap joined the conversation (``/recap`` or the away recap)."""
+
+    text: str
+    away: bool = False  # generated because the user came back, not asked for
+
+
+@dataclass(frozen=True)
 class UsageUpdate:
     usage: Usage
     context_tokens: int
@@ -165,7 +166,6 @@ class TurnEnded:
 
 SessionEvent: TypeAlias = (
     TurnStarted
-    | UserText
     | AssistantText
     | AssistantThought
     | AssistantMessage
@@ -174,6 +174,7 @@ SessionEvent: TypeAlias = (
     | ToolCallUpdate
     | PlanUpdate
     | Notice
+    | RecapShown
     | UsageUpdate
     | ModeChanged
     | TurnEnded

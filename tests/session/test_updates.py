@@ -1,0 +1,349 @@
+"""The one mapper from session events and replayed recordings to ``session/update`` payloads."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from cairn.recording.replay import ReplayItem
+from cairn.session.commands import COMMANDS
+from cairn.session.updates import (
+    MAX_TOOL_TEXT_CHARS,
+    UpdateMapper,
+    commands_update,
+    describe_call,
+    mode_state,
+    permission_options,
+    permission_tool_call,
+)
+from cairn.tools.registry import default_registry
+from cairn.vocabulary import (
+    AssistantMessage,
+    AssistantText,
+    AssistantThought,
+    FileDiff,
+    Location,
+    ModeChanged,
+    Notice,
+    PermissionRequest,
+    PlanUpdate,
+    RecapShown,
+    StreamReset,
+    TodoItem,
+    ToolCallStart,
+    ToolCallUpdate,
+    ToolKind,
+    TurnEnded,
+    TurnResult,
+    TurnStarted,
+    Usage,
+    UsageUpdate,
+)
+
+
+def mapper() -> UpdateMapper:
+    ids = itertools.count(1)
+    return UpdateMapper(default_registry(), new_id=lambda: f"m{next(ids)}")
+
+
+def one(event: object, on: UpdateMapper | None = None) -> dict[str, object]:
+    [payload] = (on or mapper()).event(event)  # type: ignore[arg-type]
+    return payload
+
+
+def test_text_and_thoughts_are_chunks_of_one_message_per_model_response() -> None:
+    updates = mapper()
+    streamed = [
+        *updates.event(AssistantThought("hmm")),
+        *updates.event(AssistantText("Hel")),
+        *updates.event(AssistantText("lo")),
+        *updates.event(AssistantMessage("Hello", "hmm", (), Usage(), "m")),
+        *updates.event(AssistantText("Next request")),
+    ]
+
+    assert streamed == [
+        {
+            "sessionUpdate": "agent_thought_chunk",
+            "content": {"type": "text", "text": "hmm"},
+            "messageId": "m1",
+        },
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "Hel"},
+            "messageId": "m2",
+        },
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "lo"},
+            "messageId": "m2",
+        },
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "Next request"},
+            "messageId": "m3",
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        AssistantText(""),
+        TurnStarted("p", True),
+        TurnEnded(TurnResult("end_turn")),
+        StreamReset("retry", 0.0),
+        AssistantMessage("x", "", (), Usage(), "m"),
+        UsageUpdate(Usage(), 10, 0),
+    ],
+)
+def test_events_a_client_needs_no_update_for_give_none(event: object) -> None:
+    assert mapper().event(event) == []  # type: ignore[arg-type]
+
+
+def test_a_retried_request_streams_a_new_message() -> None:
+    updates = mapper()
+    first = one(AssistantText("partial"), updates)
+    updates.event(StreamReset("HTTP 500", 1.0))
+    again = one(AssistantText("whole"), updates)
+
+    assert first["messageId"] != again["messageId"]
+
+
+def test_a_tool_call_start_carries_kind_title_locations_and_input() -> None:
+    event = ToolCallStart(
+        "c1",
+        "edit",
+        "Edit app.py",
+        ToolKind.EDIT,
+        {"file_path": "app.py"},
+        (Location(Path("/p/app.py"), 3), Location(Path("/p/b.py"))),
+    )
+
+    assert one(event) == {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "c1",
+        "title": "Edit app.py",
+        "kind": "edit",
+        "status": "pending",
+        "locations": [{"path": "/p/app.py", "line": 3}, {"path": "/p/b.py"}],
+        "rawInput": {"file_path": "app.py"},
+    }
+
+
+def test_tool_kinds_outside_acp_are_other() -> None:
+    event = ToolCallStart("c1", "x", "X", "memory_write", {})  # type: ignore[arg-type]
+
+    assert one(event)["kind"] == "other"
+
+
+def test_a_finished_edit_reports_its_diff_and_a_new_file_has_no_old_text() -> None:
+    edit = one(
+        ToolCallUpdate("c1", "completed", output="Edited", diff=FileDiff(Path("/p/a"), "o", "n"))
+    )
+    new = one(ToolCallUpdate("c2", "completed", diff=FileDiff(Path("/p/b"), None, "x\n")))
+
+    assert edit["status"] == "completed"
+    assert edit["content"] == [{"type": "diff", "path": "/p/a", "oldText": "o", "newText": "n"}]
+    assert new["content"] == [{"type": "diff", "path": "/p/b", "newText": "x\n"}]
+
+
+def test_a_finished_call_shows_its_summary_and_a_failed_one_its_error() -> None:
+    done = one(ToolCallUpdate("c1", "completed", output="full output", display="3 matches"))
+    failed = one(ToolCallUpdate("c1", "failed", output="File not found", display="x"))
+    quiet = one(ToolCallUpdate("c1", "in_progress"))
+
+    assert done["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "3 matches"}}
+    ]
+    assert failed["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "File not found"}}
+    ]
+    assert quiet == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c1",
+        "status": "in_progress",
+    }
+
+
+def test_a_cancelled_call_is_reported_failed() -> None:
+    assert one(ToolCallUpdate("c1", "cancelled", output="declined"))["status"] == "failed"
+
+
+def test_long_tool_output_is_clipped_for_people() -> None:
+    event = ToolCallUpdate("c1", "completed", output="x" * (MAX_TOOL_TEXT_CHARS + 10))
+
+    text = one(event)["content"][0]["content"]["text"]  # type: ignore[index]
+
+    assert text.startswith("x" * MAX_TOOL_TEXT_CHARS)
+    assert text.endswith("(10 more characters not shown)")
+
+
+def test_todos_become_plan_entries_without_the_cancelled_ones() -> None:
+    todos = (
+        TodoItem("1", "parse", "completed"),
+        TodoItem("2", "test", "in_progress"),
+        TodoItem("3", "dropped idea", "cancelled"),
+    )
+
+    assert one(PlanUpdate(todos)) == {
+        "sessionUpdate": "plan",
+        "entries": [
+            {"content": "parse", "priority": "medium", "status": "completed"},
+            {"content": "test", "priority": "medium", "status": "in_progress"},
+        ],
+    }
+
+
+def test_a_notice_is_a_message_of_its_own_marked_in_meta() -> None:
+    updates = mapper()
+    before = one(AssistantText("answer"), updates)
+    notice = one(Notice("error", "UserPromptSubmit blocked: no", "hook"), updates)
+    after = one(AssistantText("more"), updates)
+
+    assert notice == {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "✗ UserPromptSubmit blocked: no\n\n"},
+        "messageId": "m2",
+        "_meta": {"cairn": {"kind": "notice", "level": "error", "source": "hook"}},
+    }
+    assert len({before["messageId"], notice["messageId"], after["messageId"]}) == 3
+
+
+def test_a_recap_is_a_message_of_its_own_marked_in_meta() -> None:
+    updates = mapper()
+    one(AssistantText("answer"), updates)
+
+    recap = one(RecapShown("Fixing login. Next: tests.", away=True), updates)
+
+    assert recap == {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "※ recap: Fixing login. Next: tests.\n\n"},
+        "messageId": "m2",
+        "_meta": {
+            "cairn": {"kind": "recap", "text": "Fixing login. Next: tests.", "replayed": False}
+        },
+    }
+
+
+def test_mode_changes_and_context_usage_are_reported() -> None:
+    assert one(ModeChanged("plan")) == {
+        "sessionUpdate": "current_mode_update",
+        "currentModeId": "plan",
+    }
+    assert one(UsageUpdate(Usage(input_tokens=5), 1200, 128000)) == {
+        "sessionUpdate": "usage_update",
+        "used": 1200,
+        "size": 128000,
+    }
+
+
+def test_available_commands_list_every_slash_command_with_its_hint() -> None:
+    update = commands_update(COMMANDS)
+
+    commands = {c["name"]: c for c in update["availableCommands"]}
+    assert update["sessionUpdate"] == "available_commands_update"
+    assert set(commands) == {c.name for c in COMMANDS}
+    assert commands["forget"]["input"] == {"hint": "text"}
+    assert "input" not in commands["recap"]
+
+
+def test_mode_state_names_and_describes_every_mode() -> None:
+    state = mode_state("auto-edit", ("plan", "default", "auto-edit", "yolo"))
+
+    assert state["currentModeId"] == "auto-edit"
+    assert [m["id"] for m in state["availableModes"]] == ["plan", "default", "auto-edit", "yolo"]
+    assert all(m["name"] and m["description"] for m in state["availableModes"])
+
+
+def test_a_permission_request_shows_the_call_its_diff_and_the_three_choices() -> None:
+    request = PermissionRequest(
+        "c1",
+        "run_shell_command",
+        "Run ls",
+        ToolKind.EXECUTE,
+        "exec",
+        {"command": "ls"},
+        FileDiff(Path("/p/a"), "o", "n"),
+    )
+
+    assert permission_tool_call(request) == {
+        "toolCallId": "c1",
+        "title": "Run ls",
+        "kind": "execute",
+        "status": "pending",
+        "rawInput": {"command": "ls"},
+        "content": [{"type": "diff", "path": "/p/a", "oldText": "o", "newText": "n"}],
+    }
+    assert permission_options(request) == [
+        {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+        {
+            "optionId": "allow_always",
+            "name": "Allow always for these programs (this session)",
+            "kind": "allow_always",
+        },
+        {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    ]
+
+
+def test_a_replayed_tool_call_gets_its_registry_title_and_kind() -> None:
+    items = [
+        ReplayItem("user_text", "read the file"),
+        ReplayItem("thought", "let me look"),
+        ReplayItem(
+            "tool_call",
+            tool_call_id="c1",
+            tool_name="read_file",
+            args={"file_path": "a.py"},
+            result="ok",
+        ),
+        ReplayItem("tool_call", tool_call_id="c2", tool_name="edit", error="no match"),
+        ReplayItem("tool_call", tool_call_id="c3", tool_name="gone_tool", result="x"),
+        ReplayItem("assistant_text", "Done."),
+    ]
+
+    updates = mapper().replay(items)
+
+    assert [u["sessionUpdate"] for u in updates] == [
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "tool_call",
+        "tool_call_update",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ]
+    title, kind = describe_call(default_registry(), "read_file", {"file_path": "a.py"})
+    assert (updates[2]["title"], updates[2]["kind"]) == (title, kind) == (title, "read")
+    assert updates[3] == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c1",
+        "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "ok"}}],
+    }
+    assert updates[5]["status"] == "failed"
+    assert (updates[6]["title"], updates[6]["kind"]) == ("gone_tool", "other")
+    assert len({u.get("messageId") for u in updates if "messageId" in u}) == 3
+
+
+def test_a_replayed_recap_is_its_own_message_like_a_live_one() -> None:
+    items = [ReplayItem("assistant_text", "Done."), ReplayItem("recap", "We were reading.")]
+
+    [answer, recap] = mapper().replay(items)
+
+    assert recap["content"] == {"type": "text", "text": "※ recap: We were reading.\n\n"}
+    assert recap["_meta"] == {
+        "cairn": {"kind": "recap", "text": "We were reading.", "replayed": True}
+    }
+    assert recap["messageId"] != answer["messageId"]
+
+
+def test_an_unanswered_replayed_call_stays_pending() -> None:
+    items = [ReplayItem("tool_call", tool_call_id="c1", tool_name="ask_user_question")]
+
+    [start] = mapper().replay(items)
+
+    assert start["status"] == "pending"
