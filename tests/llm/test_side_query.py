@@ -234,3 +234,14 @@ def test_parse_json_answer_returns_an_object_or_raises_provider_error(text: str)
     except ProviderError:
         return
     assert isinstance(value, dict)
+
+
+async def test_inline_reasoning_before_a_json_answer_is_not_part_of_the_answer(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply('<think>{"selected": ["wrong"]} no...</think>{"selected": []}'))
+
+    result = await ask(provider, json_schema=SCHEMA)
+
+    assert result.data == {"selected": []}
+    assert result.text == '{"selected": []}'

@@ -384,3 +384,18 @@ async def test_the_recap_survives_resume_as_a_recap_item_never_a_user_line(
     assert [t for kind, t in items if kind == "user_text"] == ["fix the login bug"]
     assert not any("/recap" in c.text for c in resumed.history)
     await resumed.close()
+
+
+async def test_inline_reasoning_before_the_recap_never_becomes_the_recap(
+    runtime: Runtime, scripted_server: ScriptedServer
+) -> None:
+    """Reasoning servers put ``<think>…</think>`` in the content; a draft recap in there must
+    not be taken for the answer."""
+    session = runtime.new_session()
+    await talk(session, scripted_server, ("fix the login bug", "Looking at auth.py now."))
+    thinking = "<think>Draft: <recap>Wrong draft.</recap> better to mention tests.</think>\n"
+    scripted_server.enqueue(reply(chunks=[thinking[:9], thinking[9:], RECAP]), purpose="recap")
+
+    recap = await generate_session_recap(session)
+
+    assert recap == "Fixing the login bug. Next: run the auth tests."

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from cairn.content import FunctionResponse, Text
+from cairn.content import FunctionResponse, Text, Thought
 from cairn.llm.types import ModelRequest
 from cairn.session.session import TODO_REMINDER_CAP, PromptRequest, Session
 from cairn.testing import reply, tool_call
-from cairn.vocabulary.events import SessionEvent, ToolCallStart
+from cairn.vocabulary.events import AssistantThought, SessionEvent, ToolCallStart
 
 from .helpers import MakeWorld
 
@@ -130,3 +130,20 @@ async def test_steering_is_recorded_and_restored_on_resume(make_world: MakeWorld
     resumed = world.load(session.id)
     flattened = [p.text for entry in resumed.history for p in entry.parts if isinstance(p, Text)]
     assert any(text.endswith("also check the README") for text in flattened)
+
+
+async def test_inline_reasoning_is_shown_as_thought_and_kept_out_of_the_answer(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    world.provider.enqueue(reply(chunks=["<think>check the ", "tests first</think>", "All green."]))
+    session = world.session()
+
+    result = await world.prompt(session, "are the tests green?")
+
+    assert result.text == "All green."
+    thoughts = "".join(e.text for e in world.events if isinstance(e, AssistantThought))
+    assert thoughts == "check the tests first"
+    answer = session.history[-1]
+    assert answer.text == "All green."
+    assert [p.text for p in answer.parts if isinstance(p, Thought)] == ["check the tests first"]

@@ -110,8 +110,18 @@ class ChatCompressionSettings(_Section):
     )
 
 
+StructuredOutput = Literal["auto", "json_object", "tool", "prompt"]
+
+
 class ModelSettings(_Section):
     name: str | None = Field(None, description="The main model (e.g. `gpt-4.1`, `qwen3-coder`).")
+    structured_output: StructuredOutput = Field(
+        "auto",
+        description="How side queries that need JSON ask for it: `json_object` "
+        "(`response_format`), `tool` (a forced `respond_in_schema` tool call), `prompt` (the "
+        "schema in the prompt only), or `auto` (`json_object`, falling back per endpoint when "
+        "it is refused).",
+    )
     max_session_turns: int = Field(
         -1, description="Stop after this many model requests in a session (-1: no limit)."
     )

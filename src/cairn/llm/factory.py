@@ -27,4 +27,5 @@ def create_provider(endpoint: Endpoint, settings: Settings, *, pools: int = 1) -
         attempt_deadline=generation.request_deadline,
         pools=pools,
         base_url_setting=endpoint.base_url_source,
+        structured_output=settings.model.structured_output,
     )

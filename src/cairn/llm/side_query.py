@@ -13,9 +13,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cairn.content import Content
+from cairn.content import Content, FunctionCall
 from cairn.llm.errors import ProviderError
-from cairn.llm.types import Finished, ModelRequest, Provider, StreamRetry, TextDelta, Usage
+from cairn.llm.structured import RESPOND_TOOL
+from cairn.llm.types import (
+    INVALID_ARGUMENTS_KEY,
+    Finished,
+    ModelRequest,
+    Provider,
+    StreamRetry,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
 
 __all__ = ["SideQueryResult", "parse_json_answer", "side_query"]
 
@@ -46,16 +56,12 @@ async def side_query(
 ) -> SideQueryResult:
     """Ask the model once, outside the conversation.
 
-    With ``json_schema`` the system prompt asks for one JSON object of that shape and the answer
-    is parsed into ``result.data``; a reply that is not such an object raises
-    :class:`ProviderError` so callers can fall back.
+    With ``json_schema`` the provider asks for one JSON object of that shape the way its
+    endpoint supports (:mod:`cairn.llm.structured`) and the answer is parsed into
+    ``result.data`` (JSON text, a fenced block, or a ``respond_in_schema`` call); a reply that is
+    not such an object raises :class:`ProviderError` so callers can fall back.
     """
     chosen = model or provider.fast_model or provider.model
-    if json_schema is not None:
-        system = (
-            f"{system}\n\nRespond with one JSON object and nothing else. "
-            f"It must match this JSON schema:\n{json.dumps(json_schema)}"
-        )
     request = ModelRequest(
         model=chosen,
         contents=list(messages),
@@ -64,23 +70,35 @@ async def side_query(
         session_id=session_id,
         max_output_tokens=max_output_tokens,
         temperature=temperature,
-        json_mode=json_schema is not None,
+        response_schema=json_schema,
         max_attempts=max_attempts,
     )
     chunks: list[str] = []
+    answer: FunctionCall | None = None  # a respond_in_schema call, when asked that way
     usage = Usage()
     async for event in provider.stream(request):
         if isinstance(event, StreamRetry):
             chunks.clear()
+            answer = None
         elif isinstance(event, TextDelta):
             chunks.append(event.text)
+        elif isinstance(event, ToolCallDelta) and event.call.name == RESPOND_TOOL:
+            answer = answer or event.call
         elif isinstance(event, Finished):
             usage = event.usage
     text = "".join(chunks).strip()
     result = SideQueryResult(text=text, model=chosen, usage=usage)
     if json_schema is not None:
-        result.data = parse_json_answer(text)
+        result.data = _called_answer(answer) if answer is not None else parse_json_answer(text)
     return result
+
+
+def _called_answer(call: FunctionCall) -> dict[str, Any]:
+    """The arguments of a ``respond_in_schema`` call (unparseable ones read like text)."""
+    raw = call.args.get(INVALID_ARGUMENTS_KEY)
+    if isinstance(raw, str) and len(call.args) == 1:
+        return parse_json_answer(raw)
+    return dict(call.args)
 
 
 def parse_json_answer(text: str) -> dict[str, Any]:

@@ -49,8 +49,13 @@ class ModelRequest:
     max_output_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
-    json_mode: bool = False
+    response_schema: Mapping[str, Any] | None = None  # answer with one JSON object of this shape
     max_attempts: int | None = None  # None: the provider's configured budget
+
+    @property
+    def json_mode(self) -> bool:
+        """Whether the answer must be a JSON object (see :mod:`cairn.llm.structured`)."""
+        return self.response_schema is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,10 @@ class ScriptedServer:
     :class:`Reply`), the reply queues (:meth:`enqueue`), ``default`` (a reply or a handler).
     With none of them it gets HTTP 500 "script exhausted" with ``Retry-After: 0``, so a
     client's retries fail fast instead of backing off for minutes.
+
+    ``unsupported`` names request fields (``response_format``, ``tool_choice``...) the server
+    refuses as some endpoints do: a request carrying one gets HTTP 400 naming it, before the
+    script is asked.
     """
 
     def __init__(
@@ -74,8 +78,10 @@ class ScriptedServer:
         handler: Handler | None = None,
         port: int = 0,
         models: Sequence[str] = (DEFAULT_MODEL,),
+        unsupported: Sequence[str] = (),
     ) -> None:
         self.handler: Handler | None = handler
+        self.unsupported = set(unsupported)  # request fields answered with 400
         self.default: Reply | Handler | None = default
         self.models = list(models)  # what GET /v1/models lists
         self.requests: list[RecordedRequest] = []  # chat-completion requests, in arrival order
@@ -369,6 +375,9 @@ class ScriptedServer:
         recorded = self._record(incoming, body, connection, chat=True)
         if incoming.too_large:
             return await _send_too_large(writer)
+        refused = sorted(n for n in self.unsupported if isinstance(body, dict) and n in body)
+        if problem is None and refused:
+            problem = f"Unsupported parameter: '{refused[0]}' is not supported by this endpoint."
         if problem is not None:
             return await send_json(
                 writer, 400, error_body(400, problem), keep_alive=incoming.keep_alive

@@ -333,7 +333,13 @@ async def test_the_body_carries_model_sampling_tools_and_streaming_options(
 
     await collect(
         provider,
-        ask(tools=[tool], max_output_tokens=300, temperature=0.3, top_p=0.9, json_mode=True),
+        ask(
+            tools=[tool],
+            max_output_tokens=300,
+            temperature=0.3,
+            top_p=0.9,
+            response_schema={"type": "object"},
+        ),
     )
 
     body = scripted_server.requests[0].body
@@ -855,3 +861,14 @@ async def test_a_non_streaming_body_whose_message_is_a_string_is_a_malformed_ans
     assert failure.value.kind == "malformed"
     assert "choices[0].message" in str(failure.value)
     assert len(scripted_server.requests) == 3
+
+
+async def test_an_inline_think_block_streams_as_thoughts_not_text(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    scripted_server.enqueue(reply(chunks=["<thi", "nk>weigh it", " up</think>\n\n", "Answer."]))
+
+    events = await collect(provider)
+
+    assert "".join(e.text for e in events if isinstance(e, ThoughtDelta)) == "weigh it up"
+    assert texts(events) == ["Answer."]

@@ -8,30 +8,56 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
+from cairn.llm.structured import RESPOND_TOOL, Strategy, instruction, respond_tool
 from cairn.llm.types import ModelRequest, ToolDeclaration
 
-__all__ = ["build_request_body", "to_openai_messages"]
+__all__ = ["WireOptions", "build_request_body", "to_openai_messages"]
 
 
-def build_request_body(request: ModelRequest) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WireOptions:
+    """How the provider has chosen to phrase requests to its endpoint.
+
+    ``structured``: how a request with a ``response_schema`` asks for JSON
+    (:mod:`cairn.llm.structured`).
+    """
+
+    structured: Strategy = "json_object"
+
+
+def build_request_body(
+    request: ModelRequest, options: WireOptions | None = None
+) -> dict[str, Any]:
+    options = options or WireOptions()
+    system = request.system
+    tools = list(request.tools)
+    schema = request.response_schema
+    if schema is not None:
+        rule = instruction(schema, options.structured)
+        system = f"{system}\n\n{rule}" if system else rule
+        if options.structured == "tool":
+            tools.append(respond_tool(schema))
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": to_openai_messages(request.system, request.contents),
+        "messages": to_openai_messages(system, request.contents),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    if request.tools:
-        body["tools"] = [_tool(t) for t in request.tools]
+    if tools:
+        body["tools"] = [_tool(t) for t in tools]
+    if schema is not None and options.structured == "tool":
+        body["tool_choice"] = {"type": "function", "function": {"name": RESPOND_TOOL}}
     if request.max_output_tokens is not None:
         body["max_tokens"] = request.max_output_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.top_p is not None:
         body["top_p"] = request.top_p
-    if request.json_mode:
+    if schema is not None and options.structured == "json_object":
         body["response_format"] = {"type": "json_object"}
     return body
 

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any
 
+from cairn.debug_log import get_logger
 from cairn.llm._httpx import httpx
-from cairn.llm.openai.format import build_request_body
+from cairn.llm.errors import ProviderError
+from cairn.llm.openai.format import WireOptions, build_request_body
 from cairn.llm.openai.stream import ChunkParser, parse_completion
 from cairn.llm.retry import RetryPolicy, retry_stream
+from cairn.llm.structured import ENDPOINTS, Strategy, downgrade
 from cairn.llm.transport import (
     ClientPools,
     deadline_error,
@@ -37,6 +41,7 @@ SESSION_HEADER = "X-Cairn-Session-Id"
 MAX_CONNECT_TIMEOUT = 15.0  # seconds to open a connection, whatever the read timeout
 DEFAULT_REQUEST_DEADLINE = 1800.0  # seconds one attempt may take, first byte to last
 DEFAULT_BASE_URL_SETTING = "OPENAI_BASE_URL or security.auth.baseUrl"
+_log = get_logger("PROVIDER")
 
 
 class OpenAIProvider:
@@ -47,7 +52,9 @@ class OpenAIProvider:
     (the daemon) asks for several. ``timeout`` bounds the wait for the response headers and for
     each event of the stream; ``attempt_deadline`` bounds one attempt as a whole.
     ``base_url_setting`` names where ``base_url`` came from, for the message when nothing
-    answers there. ``sleep`` and ``clock`` (monotonic) are injectable for tests.
+    answers there. ``structured_output`` is ``model.structuredOutput``: how a side query asks
+    for JSON (:mod:`cairn.llm.structured`). ``sleep`` and ``clock`` (monotonic) are injectable
+    for tests.
     """
 
     def __init__(
@@ -65,7 +72,9 @@ class OpenAIProvider:
         pools: int = 1,
         attempt_deadline: float = DEFAULT_REQUEST_DEADLINE,
         base_url_setting: str = DEFAULT_BASE_URL_SETTING,
+        structured_output: str = "auto",
     ) -> None:
+        self._structured = structured_output
         self._base_url = base_url.rstrip("/")
         self._timeout = timeout
         self._deadline = attempt_deadline
@@ -94,18 +103,41 @@ class OpenAIProvider:
         await self._clients.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        body = build_request_body(request)
         headers = self._headers(request.purpose, request.session_id)
-        events = retry_stream(
-            lambda: self._attempt(body, headers, request.session_id),
-            policy=self._retry,
-            max_attempts=max(1, request.max_attempts or self._retry.max_attempts),
-            sleep=self._sleep,
-            clock=self._clock,
-        )
-        async with aclosing(events):
-            async for event in events:
-                yield event
+        strategy = ENDPOINTS.strategy(self._structured, self._base_url, request.model)
+        while True:
+            body = build_request_body(request, WireOptions(structured=strategy))
+            events = retry_stream(
+                functools.partial(self._attempt, body, headers, request.session_id),
+                policy=self._retry,
+                max_attempts=max(1, request.max_attempts or self._retry.max_attempts),
+                sleep=self._sleep,
+                clock=self._clock,
+            )
+            produced = False
+            try:
+                async with aclosing(events):
+                    async for event in events:
+                        produced = True
+                        yield event
+                return
+            except ProviderError as exc:
+                fallback = self._fallback(request, strategy, exc) if not produced else None
+                if fallback is None:
+                    raise
+                strategy = fallback
+
+    def _fallback(
+        self, request: ModelRequest, strategy: Strategy, error: ProviderError
+    ) -> Strategy | None:
+        """The next way to ask for JSON after the endpoint refused this one (``auto`` only)."""
+        if request.response_schema is None or self._structured != "auto":
+            return None
+        fallback = downgrade(strategy, error)
+        if fallback is not None:
+            _log.info(f"{self._base_url} refused {strategy} structured output; using {fallback}")
+            ENDPOINTS.refused(self._base_url, request.model, fallback)
+        return fallback
 
     def _headers(self, purpose: str, session_id: str | None) -> dict[str, str]:
         headers = {

@@ -1,10 +1,11 @@
 """Reading an OpenAI chat-completions answer: streamed chunks or one JSON body, as stream events.
 
 :class:`ChunkParser` is fed the ``data:`` payloads of a stream (or a whole ``chat.completion``
-body) and turns them into :mod:`cairn.llm.types` events: text and reasoning as they arrive, tool
-calls assembled by index from their fragments and emitted once the stream has finished, then
-:class:`Finished` with the usage. The real provider and the scripted in-process provider both
-parse through it, so they cannot drift apart.
+body) and turns them into :mod:`cairn.llm.types` events: text and reasoning as they arrive (a
+leading inline ``<think>`` block as reasoning), tool calls assembled by index from their
+fragments and emitted once the stream has finished, then :class:`Finished` with the usage.
+The real provider and the scripted in-process provider both parse through it, so they cannot
+drift apart.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Any
 
 from cairn.content import FunctionCall
 from cairn.llm.errors import InvalidStreamError, ProviderError
+from cairn.llm.think import InlineThinkSplitter
 from cairn.llm.types import (
     INVALID_ARGUMENTS_KEY,
     Finished,
     StreamEvent,
-    TextDelta,
     ThoughtDelta,
     ToolCallDelta,
     Usage,
@@ -69,6 +70,7 @@ class ChunkParser:
         self.usage = Usage()
         self.saw_output = False
         self.done = False  # the ``[DONE]`` payload arrived
+        self._think = InlineThinkSplitter()
 
     def feed_payload(self, data: str) -> list[StreamEvent]:
         """One SSE ``data:`` payload: a JSON chunk, an error object, or ``[DONE]``."""
@@ -113,7 +115,7 @@ class ChunkParser:
         text = _text(delta, "content", f"{where}.content")
         if text:
             self.saw_output = True
-            events.append(TextDelta(text))
+            events.extend(self._think.feed(text))
         calls = _optional(delta, "tool_calls", list, f"{where}.tool_calls") or []
         for n, raw_call in enumerate(calls):
             self._feed_call(raw_call, f"{where}.tool_calls[{n}]")
@@ -149,7 +151,7 @@ class ChunkParser:
             raise InvalidStreamError(
                 "the stream ended without a finish reason", kind="no_finish_reason"
             )
-        events: list[StreamEvent] = []
+        events: list[StreamEvent] = [*self._think.flush()]
         for index in sorted(self.calls):
             buffer = self.calls[index]
             if not buffer.name:
