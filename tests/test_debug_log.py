@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import io
 import re
 import uuid
 from collections.abc import Iterator
@@ -12,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from cairn.config.paths import debug_dir
-from cairn.debug_log import bind_session, get_logger, log_path, set_process_session
+from cairn.debug_log import (
+    MAX_PENDING_LINES,
+    bind_session,
+    get_logger,
+    log_path,
+    mirror_warnings,
+    set_process_session,
+)
 
 LINE = re.compile(r"^(?P<time>\S+) \[(?P<level>[A-Z]+)\] \[(?P<tag>[A-Z_]+)\] (?P<message>.*)$")
 
@@ -25,6 +33,7 @@ def debug_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path
     set_process_session(None)
     yield tmp_path / "cairn-home" / "debug"
     set_process_session(None)
+    mirror_warnings(None)
 
 
 def _session() -> str:
@@ -182,3 +191,100 @@ async def test_a_task_created_inside_a_bound_block_logs_to_that_session() -> Non
 
     [line] = _lines(session)
     assert line.endswith("[MEMORY] from the background task")
+
+
+# ----- before there is a session -----
+
+
+def test_lines_logged_before_the_process_has_a_session_reach_its_log_first() -> None:
+    """Regression (#17): warnings logged while a front end started, before any session existed
+    (a settings or recording problem), were dropped."""
+    log = get_logger("SESSION")
+    log.warning("recording line 3 is truncated")
+    session = _session()
+
+    set_process_session(session)
+    log.info("the session runs")
+
+    assert [line.split("] ", 2)[2] for line in _lines(session)] == [
+        "recording line 3 is truncated",
+        "the session runs",
+    ]
+
+
+def test_early_lines_go_to_the_first_session_only() -> None:
+    get_logger("SESSION").info("early")
+    first, second = _session(), _session()
+
+    set_process_session(first)
+    set_process_session(second)
+    get_logger("SESSION").info("later")
+
+    assert [line.split("] ", 2)[2] for line in _lines(first)] == ["early"]
+    assert [line.split("] ", 2)[2] for line in _lines(second)] == ["later"]
+
+
+def test_only_the_newest_early_lines_are_kept() -> None:
+    log = get_logger("SESSION")
+    for index in range(MAX_PENDING_LINES + 5):
+        log.info(f"line {index}")
+    session = _session()
+
+    set_process_session(session)
+
+    lines = _lines(session)
+    assert len(lines) == MAX_PENDING_LINES
+    assert lines[0].endswith("line 5")
+    assert lines[-1].endswith(f"line {MAX_PENDING_LINES + 4}")
+
+
+def test_with_the_log_off_early_lines_are_not_kept(
+    monkeypatch: pytest.MonkeyPatch, debug_home: Path
+) -> None:
+    monkeypatch.setenv("CAIRN_DEBUG_LOG_FILE", "0")
+    get_logger("SESSION").warning("not kept")
+    monkeypatch.delenv("CAIRN_DEBUG_LOG_FILE")
+    session = _session()
+
+    set_process_session(session)
+
+    assert not log_path(session).exists()
+
+
+# ----- warnings mirrored to a stream (cairn --acp and cairn serve: stderr) -----
+
+
+def test_mirrored_warnings_and_errors_are_one_prefixed_line_each() -> None:
+    stream = io.StringIO()
+    mirror_warnings(stream, "cairn --acp: ")
+    log = get_logger("MEMORY")
+
+    log.info("not a warning")
+    log.warning("index not saved\nTraceback (most recent call last): ...")
+    log.error("extraction failed")
+
+    assert stream.getvalue().splitlines() == [
+        "cairn --acp: warning: [MEMORY] index not saved",
+        "cairn --acp: error: [MEMORY] extraction failed",
+    ]
+
+
+def test_a_warning_can_stay_off_the_mirror_and_the_mirror_can_stop() -> None:
+    stream = io.StringIO()
+    mirror_warnings(stream, "x: ")
+    log = get_logger("ACP")
+
+    log.warning("shown already by another handler", mirror=False)
+    mirror_warnings(None)
+    log.warning("after the mirror stopped")
+
+    assert stream.getvalue() == ""
+
+
+def test_a_closed_mirror_stream_never_breaks_the_caller() -> None:
+    stream = io.StringIO()
+    mirror_warnings(stream, "x: ")
+    stream.close()
+
+    get_logger("ACP").warning("still fine")  # does not raise
+

@@ -19,13 +19,16 @@ __all__ = ["lazy_exports"]
 def lazy_exports(
     package: str, homes: Mapping[str, str], public: Sequence[str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``: ``name`` comes from ``homes[name]``."""
+    """``__getattr__`` and ``__dir__`` for ``package``: ``name`` comes from ``homes[name]``, a
+    submodule of ``package`` (``"store.history"``) or, written in full, any module
+    (``"cairn.vocabulary.events"``: a name re-exported from elsewhere)."""
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        module = home if home.startswith("cairn.") else f"{package}.{home}"
+        value = getattr(importlib.import_module(module), name)
         setattr(sys.modules[package], name, value)  # later lookups skip this function
         return value
 

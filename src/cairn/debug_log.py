@@ -4,6 +4,11 @@ Each line is ``<ISO time> [LEVEL] [TAG] message``. ``debug/latest`` is a symlink
 most recent session. ``CAIRN_DEBUG_LOG_FILE=0`` (or ``false``, ``off``, ``no``) turns file logging
 off. Several sessions in one process (the daemon) each log to their own file: the session is taken
 from a context variable set around each session's work.
+
+Lines logged before the process has a session (while it starts, or loads the session to resume)
+are kept, up to :data:`MAX_PENDING_LINES`, and written to the log of the first process session.
+:func:`mirror_warnings` also hands every warning and error to a stream: ``cairn --acp`` and
+``cairn serve`` show them on stderr, their operator's log.
 """
 
 from __future__ import annotations
@@ -13,19 +18,31 @@ import contextvars
 import datetime as _dt
 import os
 import threading
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TextIO
 
 from cairn.config.paths import debug_dir
 
-__all__ = ["DebugLogger", "bind_session", "get_logger", "log_path", "set_process_session"]
+__all__ = [
+    "MAX_PENDING_LINES",
+    "DebugLogger",
+    "bind_session",
+    "get_logger",
+    "log_path",
+    "mirror_warnings",
+    "set_process_session",
+]
 
 _session: contextvars.ContextVar[str | None] = contextvars.ContextVar("cairn_session", default=None)
 _process_session: str | None = None
 _lock = threading.Lock()
 _handles: dict[str, IO[str]] = {}
 _MAX_OPEN = 128  # open log handles kept; older ones are closed and reopened on demand
+MAX_PENDING_LINES = 500  # lines kept from before the process has a session (the oldest go first)
+_pending: deque[str] = deque(maxlen=MAX_PENDING_LINES)
+_mirror: tuple[TextIO, str] | None = None  # (stream, line prefix) that warnings also go to
 
 
 def _enabled() -> bool:
@@ -38,11 +55,29 @@ def log_path(session_id: str) -> Path:
 
 
 def set_process_session(session_id: str | None) -> None:
-    """The session logged to when no other session is bound (one-session processes)."""
+    """The session logged to when no other session is bound (one-session processes).
+
+    The lines logged before there was one go to its log first; ``None`` drops them.
+    """
     global _process_session
     _process_session = session_id
-    if session_id and _enabled():
+    if not session_id:
+        _pending.clear()
+        return
+    if _enabled():
         _point_latest(session_id)
+    with _lock:
+        early = list(_pending)
+        _pending.clear()
+    for line in early:
+        _write(line)
+
+
+def mirror_warnings(stream: TextIO | None, prefix: str = "") -> None:
+    """Also write each warning and error to ``stream`` (``None``: stop), one line each:
+    ``<prefix><level>: [<TAG>] <first line of the message>``."""
+    global _mirror
+    _mirror = None if stream is None else (stream, prefix)
 
 
 @contextlib.contextmanager
@@ -71,7 +106,11 @@ def _point_latest(session_id: str) -> None:
 
 def _write(line: str) -> None:
     session = _session.get() or _process_session
-    if session is None or not _enabled():
+    if not _enabled():
+        return
+    if session is None:
+        with _lock:
+            _pending.append(line)
         return
     with _lock:
         handle = _handles.get(session)
@@ -103,11 +142,29 @@ class DebugLogger:
     def info(self, message: str) -> None:
         self._log("INFO", message)
 
-    def warning(self, message: str) -> None:
+    def warning(self, message: str, *, mirror: bool = True) -> None:
+        """``mirror=False``: not to :func:`mirror_warnings`' stream (it has the record already)."""
         self._log("WARN", message)
+        if mirror:
+            self._mirror("warning", message)
 
-    def error(self, message: str) -> None:
+    def error(self, message: str, *, mirror: bool = True) -> None:
         self._log("ERROR", message)
+        if mirror:
+            self._mirror("error", message)
+
+    def _mirror(self, level: str, message: str) -> None:
+        target = _mirror
+        if target is None:
+            return
+        stream, prefix = target
+        first = message.strip().splitlines()[0] if message.strip() else ""
+        try:
+            with _lock:
+                stream.write(f"{prefix}{level}: [{self.tag}] {first}\n")
+                stream.flush()
+        except (OSError, ValueError):  # a closed stderr must not break the caller
+            pass
 
 
 def get_logger(tag: str) -> DebugLogger:

@@ -1,16 +1,21 @@
-"""``cairn.daemon`` stays import-light: Starlette and uvicorn load only when the daemon runs."""
+"""``cairn.daemon`` stays import-light: Starlette and uvicorn load only when the daemon runs.
+
+The session runtime (``cairn.session.runtime`` and the session it builds) loads only after the
+daemon listens; ``cairn.session.startup``, which checks the settings first, may load before.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+WATCHED = ("starlette", "uvicorn", "acp", "textual", "cairn.session.runtime")
+
 
 def imported_after(code: str) -> list[str]:
     probe = (
         f"{code}\nimport sys\n"
-        "print(','.join(m for m in ('starlette', 'uvicorn', 'cairn.session', 'acp', 'textual') "
-        "if m in sys.modules))"
+        f"print(','.join(m for m in {WATCHED!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return [m for m in out.stdout.strip().split(",") if m]

@@ -387,6 +387,38 @@ def test_closing_stdin_ends_the_agent_cleanly(cairn_env: dict[str, str], project
     assert os.environ.get("CAIRN_HOME") != cairn_env["CAIRN_HOME"]
 
 
+def test_stdin_closing_while_requests_are_answered_prints_no_runtime_warning(
+    agent_env: dict[str, str], project: Path
+) -> None:
+    """#16: a client that sent initialize and session/new and closed stdin at once got
+    "RuntimeWarning: coroutine ... was never awaited" on stderr: the work scheduled for after
+    each response was cancelled at shutdown before it began."""
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/new",
+            "params": {"cwd": str(project), "mcpServers": []},
+        },
+    ]
+
+    result = subprocess.run(
+        [CAIRN, "--acp"],
+        env=agent_env,
+        cwd=project,
+        input=b"".join(json.dumps(r).encode() + b"\n" for r in requests),
+        capture_output=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0
+    answered = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [m.get("id") for m in answered if "result" in m] == [1, 2]
+    assert b"RuntimeWarning" not in result.stderr
+    assert b"never awaited" not in result.stderr
+
+
 def test_an_invalid_approval_mode_is_bad_input(
     cairn_env: dict[str, str], project: Path
 ) -> None:
@@ -429,3 +461,27 @@ async def test_sigterm_ends_the_agent_cleanly(
 
     assert code == 0
     assert "Traceback" not in (project.parent / "agent-stderr.txt").read_text()
+
+
+async def test_a_warning_logged_before_the_session_exists_reaches_stderr_and_its_log(
+    scripted_server: ScriptedServer, agent_env: dict[str, str], project: Path
+) -> None:
+    """#17: cairn's warnings reached only the debug log, and those logged before a session
+    existed (here: loading a recording a crash left torn) reached nothing at all."""
+    scripted_server.enqueue(reply("Noted."), purpose="main")
+    async with running_agent(agent_env, project) as agent:
+        session_id = await agent.start_session()
+        await agent.prompt(session_id, "remember the word pelican")
+    [recording] = Path(agent_env["CAIRN_HOME"]).glob(f"projects/*/chats/{session_id}.jsonl")
+    with recording.open("a") as handle:
+        handle.write('{"uuid": "torn", "parentUuid": ')  # a crash mid-write
+
+    async with running_agent(agent_env, project) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        await agent.conn.load_session(cwd=str(project), session_id=session_id)
+
+    stderr = (project.parent / "agent-stderr.txt").read_text()
+    shown = [line for line in stderr.splitlines() if "unfinished last record" in line]
+    assert shown and all(line.startswith("cairn --acp: warning: [") for line in shown)
+    log = Path(agent_env["CAIRN_HOME"], "debug", f"{session_id}.txt").read_text()
+    assert "unfinished last record (interrupted write) skipped" in log

@@ -252,6 +252,25 @@ def test_continue_resumes_the_latest_session(
     assert scripted_server.requests[1].contains("remember the word pelican")
 
 
+def test_continue_without_an_earlier_session_starts_a_new_one_with_a_warning(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    """#16: `-p --continue` in a project with no recording exited 42 while the terminal UI
+    started a new session; both now start a new session and say so."""
+    scripted_server.enqueue(reply("a fresh answer"))
+
+    done = run_cairn("-p", "hello", "--continue")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "a fresh answer"
+    assert (
+        "warning: No earlier session to continue in this project; starting a new one."
+        in done.stderr
+    )
+    [request] = scripted_server.requests_for("main")
+    assert request.last_user_text() == "hello"
+
+
 def test_a_blocking_user_prompt_submit_hook_stops_the_prompt_before_the_model(
     run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
 ) -> None:

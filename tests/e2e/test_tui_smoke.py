@@ -71,14 +71,29 @@ def tmux(cairn_env: dict[str, str]) -> Iterator[Tmux]:
     session.kill()
 
 
+def start_cairn(tmux: Tmux, project: Path, status: Path, *args: str) -> None:
+    """``cairn *args`` in the window, its exit code written to ``status`` when it ends."""
+    # The shell records cairn's exit code (tmux's own pane_dead_status can lag behind).
+    command = " ".join(f'"{part}"' for part in (CAIRN, *args))
+    tmux.start(["sh", "-c", f'{command}; echo $? > "{status}"'], project)
+    wait_until(lambda: "Type a message" in tmux.screen(), "the prompt box", tmux.screen)
+
+
+def quit_cairn(tmux: Tmux, status: Path) -> str:
+    """Ctrl+C twice; cairn's exit code."""
+    tmux.keys("C-c")
+    tmux.keys("C-c")
+    wait_until(lambda: status.exists() and status.read_text().strip() != "", "cairn to exit",
+               tmux.screen)
+    return status.read_text().strip()
+
+
 def test_tui_answers_a_typed_prompt_and_quits_cleanly(
     tmux: Tmux, scripted_server: ScriptedServer, project: Path, tmp_path: Path
 ):
     scripted_server.enqueue(reply("The capital of France is Paris."), purpose="main")
     status = tmp_path / "exit-status"
-    # The shell records cairn's exit code (tmux's own pane_dead_status can lag behind).
-    tmux.start(["sh", "-c", f'"{CAIRN}"; echo $? > "{status}"'], project)
-    wait_until(lambda: "Type a message" in tmux.screen(), "the prompt box", tmux.screen)
+    start_cairn(tmux, project, status)
 
     tmux.keys("-l", "what is the capital of France?")
     tmux.keys("Enter")
@@ -90,11 +105,7 @@ def test_tui_answers_a_typed_prompt_and_quits_cleanly(
     [request] = scripted_server.requests_for("main")
     assert request.last_user_text() == "what is the capital of France?"
 
-    tmux.keys("C-c")
-    tmux.keys("C-c")
-    wait_until(lambda: status.exists() and status.read_text().strip() != "", "cairn to exit",
-               tmux.screen)
-    assert status.read_text().strip() == "0"
+    assert quit_cairn(tmux, status) == "0"
     assert "Traceback" not in tmux.screen()
 
 
@@ -119,3 +130,18 @@ def test_bursts_of_keys_arrive_in_order_in_a_real_terminal(
     assert request.last_user_text() == "line one\nline two"
     tmux.keys("C-c")
     tmux.keys("C-c")
+
+
+def test_continue_without_an_earlier_session_opens_a_new_one_and_says_so(
+    tmux: Tmux, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+):
+    """#16: the terminal UI and `cairn -p` agree on `--continue` with nothing to continue."""
+    scripted_server.enqueue(reply("A fresh session answers."), purpose="main")
+    status = tmp_path / "exit-status"
+    start_cairn(tmux, project, status, "--continue")
+
+    assert "No earlier session to continue in this project" in tmux.screen()
+    tmux.keys("-l", "hello")
+    tmux.keys("Enter")
+    wait_until(lambda: "A fresh session answers." in tmux.screen(), "the answer", tmux.screen)
+    assert quit_cairn(tmux, status) == "0"

@@ -11,6 +11,7 @@ import pytest
 
 from cairn.content import Content
 from cairn.session.runtime import SessionNotFound
+from cairn.testing import Reply, ToolCallSpec, reply
 
 from .helpers import ANSWER, MakeWorld, World, write_memory
 
@@ -242,3 +243,86 @@ async def test_aclose_persists_the_memory_index(make_world: MakeWorld, project: 
     await world.runtime.aclose()
 
     assert [p.name for p in index_folder.iterdir()] == ["project.bin"]
+
+
+# ----- shutdown: Runtime.aclose(memory_wait=...) -----
+
+PREFERENCE = "By the way: I always use pytest for tests, never unittest."
+
+
+def _memory_path(project: Path) -> Path:
+    return project / ".cairn" / "memory" / "feedback" / "testing.md"
+
+
+def _script_extraction(world: World, project: Path, *, delay: float) -> None:
+    """The extraction agent saves one memory after ``delay`` seconds, then says it is done."""
+    content = (
+        "---\nname: Tests use pytest\ndescription: the user's test framework\n"
+        "type: feedback\n---\n\nAlways pytest, never unittest.\n"
+    )
+    args = {"file_path": str(_memory_path(project)), "content": content}
+    write = ToolCallSpec("write_file", args)
+    world.provider.enqueue(
+        Reply(tool_calls=[write], delay=delay), reply("Saved."), purpose="extract"
+    )
+
+
+def _extraction_status(world: World) -> str:
+    [task] = [t for t in world.runtime.memory_manager().recent_tasks() if t.kind == "extract"]
+    return task.status
+
+
+async def _until(condition: object) -> None:
+    while not condition():  # type: ignore[operator]
+        await asyncio.sleep(0.01)
+
+
+async def test_aclose_with_a_memory_wait_lets_the_turns_extraction_finish(
+    make_world: MakeWorld, project: Path
+) -> None:
+    world = make_world(memory=True)
+    _script_extraction(world, project, delay=0.3)
+    session = world.session()
+    await world.prompt(session, PREFERENCE)
+
+    await world.runtime.aclose(memory_wait=30)
+
+    assert "Always pytest" in _memory_path(project).read_text()
+    assert _extraction_status(world) == "completed"
+
+
+@pytest.mark.parametrize("memory_wait", [0.0, 0.2], ids=["no wait", "a wait too short"])
+async def test_an_extraction_that_outlasts_the_memory_wait_is_cancelled_and_moves_no_cursor(
+    make_world: MakeWorld, project: Path, memory_wait: float
+) -> None:
+    world = make_world(memory=True)
+    _script_extraction(world, project, delay=30)
+    session = world.session()
+    await world.prompt(session, PREFERENCE)
+    await _until(lambda: world.provider.requests_for("extract"))
+    manager = world.runtime.memory_manager()
+
+    await world.runtime.aclose(memory_wait=memory_wait)
+
+    assert not _memory_path(project).exists()
+    assert not (manager.roots.state_dir / "extract-cursor.json").exists()
+    assert _extraction_status(world) == "cancelled"
+    assert world.provider.closed
+
+
+async def test_aclose_cancels_a_running_turn_and_flushes_its_recording(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    world.provider.enqueue(reply("too late", delay=30), purpose="main")
+    session = world.session()
+    turn = asyncio.ensure_future(world.prompt(session, "a question the model never answers"))
+    await _until(lambda: world.provider.requests_for("main"))
+
+    await world.runtime.aclose()
+
+    result = await turn
+    assert result.stop_reason == "cancelled"
+    recording = (world.runtime.chats_dir / f"{session.id}.jsonl").read_text()
+    assert "a question the model never answers" in recording
+

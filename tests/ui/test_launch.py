@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cairn.exit_codes import ExitCode
 from cairn.ui import run_interactive
-from cairn.ui.launch import EXIT_BAD_INPUT, EXIT_CONFIG, EXIT_NO_AUTH
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def start(tmp_path: Path, **kwargs) -> tuple[int, str]:
 def test_no_endpoint_exits_41_with_the_setup_message(isolated, tmp_path):
     code, message = start(tmp_path)
 
-    assert code == EXIT_NO_AUTH == 41
+    assert code == ExitCode.NO_AUTH == 41
     assert "No model endpoint is configured" in message
 
 
@@ -43,7 +43,7 @@ def test_broken_settings_exit_52_naming_the_file(isolated, tmp_path):
 
     code, message = start(tmp_path)
 
-    assert code == EXIT_CONFIG == 52
+    assert code == ExitCode.CONFIG == 52
     assert "showSessionRecap" in message and "settings.json" in message
 
 
@@ -54,7 +54,7 @@ def test_unknown_resume_id_exits_42(isolated, tmp_path, monkeypatch):
 
     code, message = start(tmp_path, resume="11111111-2222-4333-8444-555555555555")
 
-    assert code == EXIT_BAD_INPUT == 42
+    assert code == ExitCode.BAD_INPUT == 42
     assert 'No session found with ID "11111111-2222-4333-8444-555555555555".' in message
 
 

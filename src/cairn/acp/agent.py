@@ -43,20 +43,16 @@ from cairn.acp.channel import SessionChannel
 from cairn.acp.frontend import AcpFileSystem, AcpFrontend
 from cairn.acp.prompt import build_prompt_request
 from cairn.acp.updates import mode_state_model
-from cairn.config.loader import (
-    Endpoint,
-    NoAuthError,
-    SettingsError,
-    load_settings,
-    resolve_endpoint,
-)
+from cairn.config.loader import Endpoint
 from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import APPROVAL_MODES, Settings
 from cairn.debug_log import bind_session, get_logger, set_process_session
+from cairn.exit_codes import ExitCode
 from cairn.recording.reader import SessionLoadError, list_sessions, pending_question
 from cairn.session.commands import COMMANDS
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
+from cairn.session.startup import Startup, StartupError, load_startup
 from cairn.session.updates import commands_update, mode_state
 from cairn.vocabulary.events import TurnResult
 
@@ -103,7 +99,6 @@ class CairnAgent:
         self._channels: dict[str, SessionChannel] = {}
         self._memory_warm: dict[Path, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[object]] = set()
-        self._used: set[Path] = set()  # projects that had a session (and may have memory work)
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -149,11 +144,10 @@ class CairnAgent:
         """Re-read the settings and the environment; succeeds once an endpoint is configured."""
         if self._options.endpoint is None:
             try:
-                settings = load_settings(self._options.cwd).settings
-                endpoint = resolve_endpoint(settings, model=self._options.model)
-            except (SettingsError, NoAuthError) as exc:
+                startup = self._startup(self._options.cwd)
+            except StartupError as exc:
                 raise _auth_required(str(exc)) from None
-            self._options.settings, self._options.endpoint = settings, endpoint
+            self._options.settings, self._options.endpoint = startup.settings, startup.endpoint
             self._options.auth_error = None
             self._main_runtime()
         return AuthenticateResponse()
@@ -275,17 +269,16 @@ class CairnAgent:
     # ----- shutdown -----
 
     async def aclose(self, *, memory_wait: float) -> None:
-        """Close every session, give pending memory work ``memory_wait`` seconds, free the pool."""
+        """Close every session, then every project's runtime (memory gets ``memory_wait`` s)."""
         for task in list(self._tasks):
             task.cancel()
         for channel in list(self._channels.values()):
             await channel.close()
         self._channels.clear()
-        for root, runtime in self._runtimes.items():
-            if root in self._used:
-                await _drain_memory(runtime, memory_wait)
-                _save_memory_index(runtime)
-            await runtime.aclose()
+        for runtime in self._runtimes.values():
+            await self._memory_ready(runtime)  # the index is saved below: not while it loads
+        # Concurrently: the memory wait is one bound for the process, not one per project.
+        await asyncio.gather(*(r.aclose(memory_wait=memory_wait) for r in self._runtimes.values()))
 
     # ----- helpers -----
 
@@ -293,12 +286,8 @@ class CairnAgent:
         root = project_root(self._options.cwd)
         runtime = self._runtimes.get(root)
         if runtime is None:
-            assert self._options.endpoint is not None
-            runtime = Runtime.from_endpoint(
-                cwd=self._options.cwd,
-                settings=self._options.settings,
-                endpoint=self._options.endpoint,
-            )
+            options = self._options
+            runtime = Startup(options.cwd, options.settings, options.endpoint).open_runtime()
             self._runtimes[root] = runtime
             _warm_provider(runtime)
         return runtime
@@ -324,15 +313,17 @@ class CairnAgent:
     def _project_runtime(self, folder: Path) -> Runtime:
         """A runtime for another project, with that project's settings."""
         try:
-            settings = load_settings(folder).settings
-            endpoint = resolve_endpoint(settings, model=self._options.model)
-        except SettingsError as exc:
+            runtime = self._startup(folder).open_runtime()
+        except StartupError as exc:
+            if exc.exit_code == ExitCode.NO_AUTH:
+                raise _auth_required(str(exc)) from None
             raise RequestError.invalid_params({"details": str(exc)}) from None
-        except NoAuthError as exc:
-            raise _auth_required(str(exc)) from None
-        runtime = Runtime.from_endpoint(cwd=folder, settings=settings, endpoint=endpoint)
         _warm_provider(runtime)
         return runtime
+
+    def _startup(self, folder: Path) -> Startup:
+        """The settings and endpoint of ``folder`` (the process's telemetry is set already)."""
+        return load_startup(folder, model=self._options.model, configure_telemetry=False)
 
     def _open(self, runtime: Runtime, *, session_id: str | None, cwd: Path) -> SessionChannel:
         client = self._require_client()
@@ -366,7 +357,6 @@ class CairnAgent:
         except SessionLoadError as exc:
             raise RequestError.invalid_params({"sessionId": sid, "details": str(exc)}) from None
         channel = SessionChannel(session, runtime, client)
-        self._used.add(runtime.project_root)
         holder.append(channel)
         self._channels[sid] = channel
         set_process_session(sid)
@@ -392,6 +382,9 @@ class CairnAgent:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(_log_failure)
+        # Cancelled before it ran (the client left at once): close ``coro``, or Python warns on
+        # stderr that it was never awaited. Closing a finished coroutine does nothing.
+        task.add_done_callback(lambda _task: coro.close())
 
     async def _announce(self, channel: SessionChannel, *, restore_question: bool = False) -> None:
         await channel.send(commands_update(COMMANDS))
@@ -407,14 +400,15 @@ class CairnAgent:
             return
         store = runtime.memory_manager().store
         task = asyncio.ensure_future(asyncio.to_thread(store.warm))
+        task.add_done_callback(_log_failure)
         self._memory_warm[runtime.project_root] = task  # type: ignore[assignment]
-        await asyncio.gather(task, return_exceptions=True)
+        await asyncio.wait({task})  # wait, never cancel: a running thread cannot be stopped
 
     async def _memory_ready(self, runtime: Runtime) -> None:
         """Wait for the warm-up scan: the memory store must not be used from two threads."""
         task = self._memory_warm.get(runtime.project_root)
         if task is not None and not task.done():
-            await asyncio.gather(task, return_exceptions=True)
+            await asyncio.wait({task})
 
 
 async def _call(function: Callable[[], object]) -> None:
@@ -433,28 +427,6 @@ def _log_failure(task: asyncio.Task[object]) -> None:
 
 def _warm_provider(runtime: Runtime) -> None:
     runtime.spawn(runtime.provider.warm_up(), name="provider-warm-up")
-
-
-async def _drain_memory(runtime: Runtime, timeout: float) -> None:
-    if not runtime.memory_enabled or timeout <= 0:
-        return
-    manager = runtime.memory_manager()
-    drain = getattr(manager, "drain", None)  # Extract and Dream land with issue #4
-    if drain is not None:
-        try:
-            await drain(timeout=timeout)
-        except Exception as exc:  # shutting down: report, never raise
-            _log.warning(f"memory work did not finish: {exc!r}")
-
-
-def _save_memory_index(runtime: Runtime) -> None:
-    """Persist the memory search index, so the next agent in this project starts warm."""
-    if not runtime.memory_enabled:
-        return
-    try:
-        runtime.memory_manager().close()
-    except Exception as exc:  # shutting down: report, never raise
-        _log.warning(f"memory index not saved: {exc!r}")
 
 
 def _prompt_response(result: TurnResult) -> PromptResponse:

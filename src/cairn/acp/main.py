@@ -10,16 +10,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO, cast
 
-from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
-from cairn.debug_log import get_logger
+from cairn.debug_log import get_logger, mirror_warnings
+from cairn.exit_codes import ExitCode
+from cairn.session.startup import StartupError, load_startup
 
 if TYPE_CHECKING:
     from cairn.acp.agent import AgentOptions
 
-__all__ = ["EXIT_CONFIG", "EXIT_OK", "SHUTDOWN_MEMORY_WAIT_SECONDS", "run_acp_agent", "serve"]
+__all__ = ["SHUTDOWN_MEMORY_WAIT_SECONDS", "run_acp_agent", "serve"]
 
-EXIT_OK = 0
-EXIT_CONFIG = 52  # a settings file cannot be used (the same code as ``cairn -p``)
 SHUTDOWN_MEMORY_WAIT_SECONDS = 10.0  # memory work (Extract) may finish after the client leaves
 
 
@@ -29,40 +28,34 @@ def run_acp_agent(*, model: str | None, approval_mode: str | None) -> int:
 
     protocol_out = claim_stdout()
     _route_logging(sys.stderr)
+    mirror_warnings(sys.stderr, "cairn --acp: ")  # cairn's own warnings, as docs/acp.md says
     cwd = Path.cwd()
-    try:
-        loaded = load_settings(cwd)
-    except SettingsError as exc:
+    try:  # no endpoint is no reason to stop: session/new explains what to set
+        startup = load_startup(cwd, model=model, require_endpoint=False)
+    except StartupError as exc:
         sys.stderr.write(f"cairn --acp: {exc}\n")
-        return EXIT_CONFIG
-    for warning in loaded.warnings:
+        return exc.exit_code
+    for warning in startup.warnings:
         sys.stderr.write(f"cairn --acp: warning: {warning}\n")
-    settings = loaded.settings
-    endpoint, auth_error = None, None
-    try:
-        endpoint = resolve_endpoint(settings, model=model)
-    except NoAuthError as exc:  # still serve: session/new explains what to set
-        auth_error = str(exc)
-        sys.stderr.write(f"cairn --acp: {exc}\n")
+    if startup.auth_error is not None:
+        sys.stderr.write(f"cairn --acp: {startup.auth_error}\n")
 
-    from cairn import telemetry
     from cairn.acp._sdk import import_sdk
 
-    telemetry.configure(enabled=settings.telemetry.enabled, outfile=settings.telemetry.outfile)
     import_sdk()
     from cairn.acp.agent import AgentOptions
 
     options = AgentOptions(
         cwd=cwd,
-        settings=settings,
-        endpoint=endpoint,
-        auth_error=auth_error,
+        settings=startup.settings,
+        endpoint=startup.endpoint,
+        auth_error=startup.auth_error,
         model=model,
         approval_mode=approval_mode,
     )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(options, sys.stdin.buffer, protocol_out, stop_signals=True))
-    return EXIT_OK
+    return ExitCode.OK
 
 
 async def serve(
@@ -124,10 +117,13 @@ class _DebugLogHandler(logging.Handler):
             message = record.getMessage()
             if record.exc_info:
                 message += "\n" + logging.Formatter().formatException(record.exc_info)
-            level = {"WARNING": "warning", "ERROR": "error", "CRITICAL": "error"}.get(
-                record.levelname, "info"
-            )
-            getattr(get_logger(record.name.upper()), level)(message)
+            logger = get_logger(record.name.upper())
+            if record.levelno >= logging.ERROR:
+                logger.error(message, mirror=False)  # the stderr handler shows it already
+            elif record.levelno >= logging.WARNING:
+                logger.warning(message, mirror=False)
+            else:
+                logger.info(message)
         except Exception:  # logging must never raise
             self.handleError(record)
 

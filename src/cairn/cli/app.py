@@ -1,7 +1,7 @@
 """The ``cairn`` command as a typer app: help, errors, ``demo``, ``memory`` and every other form.
 
-The options are declared in :mod:`cairn.cli.options`; what each command does is in
-:mod:`cairn.cli.main` (``run_root``, ``run_serve``), which the fast path calls too.
+The options are declared in :mod:`cairn.cli.options`; what each command runs is in
+:mod:`cairn.cli.dispatch` (``run_root``, ``run_serve``), which the fast path calls too.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def root(
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    from cairn.cli.main import run_root
+    from cairn.cli.dispatch import run_root
 
     raise typer.Exit(run_root(root_options(ctx.params)))
 
@@ -84,7 +84,7 @@ def serve(
     workspace: Annotated[Path | None, _opt(_S["workspace"])] = None,
 ) -> None:
     """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
-    from cairn.cli.main import run_serve
+    from cairn.cli.dispatch import run_serve
 
     raise typer.Exit(run_serve(serve_options(ctx.params)))
 

@@ -21,6 +21,7 @@ from rich.table import Table
 from cairn.abort import AbortController
 from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
 from cairn.config.paths import project_root
+from cairn.exit_codes import ExitCode
 from cairn.memory.document import MemoryDoc
 from cairn.memory.forget.selection import ForgetPlan
 from cairn.memory.forget.trash import ForgetReport
@@ -37,10 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["memory_app"]
 
-EXIT_FAILED = 1  # the command ran but could not do what was asked
-EXIT_USAGE = 42  # bad input (as for `cairn -p`)
-EXIT_CONFIG = 52  # a settings file cannot be used (as for `cairn -p`)
-EXIT_NO_AUTH = 41  # no model endpoint configured (as for `cairn -p`)
 MAX_LOG_FILES_SHOWN = 3  # file names per audit line in `cairn memory log`
 MAX_LOG_FILE_WIDTH = 48  # columns a file name keeps before it is folded
 
@@ -58,7 +55,7 @@ def _out() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+def _fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     err.print("[red]error:[/red] ", end="")
     err.print(message, markup=False)
@@ -73,7 +70,7 @@ def _errors_as_messages() -> Iterator[None]:
     except typer.Exit:
         raise
     except SettingsError as exc:
-        _fail(str(exc), EXIT_CONFIG)
+        _fail(str(exc), ExitCode.CONFIG)
     except OSError as exc:
         _fail(f"{exc.filename or 'memory'}: {exc.strerror or exc}")
     except Exception as exc:
@@ -163,7 +160,7 @@ def search(
         hits = manager.search(query, limit=limit)
         if not hits:
             _out().print(f"No memory matches: {query}", markup=False)
-            raise typer.Exit(EXIT_FAILED)
+            raise typer.Exit(ExitCode.ERROR)
         table = Table("Score", "Type", "Scope", "Title", "Path")
         for hit in hits:
             doc = hit.doc
@@ -256,7 +253,7 @@ def forget(
 
     def command() -> None:
         if not text.strip():
-            _fail("Usage: cairn memory forget <memory text to remove>", EXIT_USAGE)
+            _fail("Usage: cairn memory forget <memory text to remove>", ExitCode.BAD_INPUT)
         manager = _manager()
         plan = asyncio.run(_select(manager, text))
         if not plan.matches:
@@ -323,12 +320,12 @@ def dream() -> None:
             _fail(
                 "Dream needs a model endpoint: set OPENAI_BASE_URL, OPENAI_API_KEY and "
                 "OPENAI_MODEL (or security.auth in settings.json).",
-                EXIT_NO_AUTH,
+                ExitCode.NO_AUTH,
             )
         report = asyncio.run(_dream(cwd, settings, endpoint))
         _out().print(str(report), markup=False)
         if report.status in ("failed", "cancelled", "skipped"):
-            raise typer.Exit(EXIT_FAILED)
+            raise typer.Exit(ExitCode.ERROR)
 
     _run(command)
 

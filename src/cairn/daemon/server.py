@@ -5,7 +5,8 @@ and benchmarks use it alike). ``cairn serve`` validates its flags and settings, 
 then imports the session runtime in a worker thread, so ``/health`` answers within the time it
 takes to import uvicorn. On shutdown every live session is closed first (its running turn
 cancelled, its pending permission requests resolved as cancelled, its recording flushed, its
-event streams ended with ``session_closed``), then uvicorn stops.
+event streams ended with ``session_closed``), then uvicorn stops and the runtime closes, giving
+the memory work of the last turns a bounded wait (:meth:`Runtime.aclose`).
 """
 
 from __future__ import annotations
@@ -25,21 +26,16 @@ import uvicorn
 from cairn.daemon.app import BootApp
 from cairn.daemon.config import SHUTDOWN_GRACE_SECONDS, DaemonConfig, DaemonConfigError
 from cairn.daemon.security import SecurityMiddleware
-from cairn.debug_log import get_logger
+from cairn.debug_log import get_logger, mirror_warnings
+from cairn.exit_codes import ExitCode
+from cairn.session.startup import Startup, StartupError, load_startup
 
 if TYPE_CHECKING:
-    from cairn.config.loader import Endpoint
-    from cairn.config.settings import Settings
     from cairn.daemon.sessions import SessionRegistry
     from cairn.session.runtime import Runtime
 
 __all__ = ["DaemonServer", "run_daemon"]
 
-EXIT_OK = 0
-EXIT_SERVER_ERROR = 1  # the port could not be bound, or the server failed
-EXIT_NO_AUTH = 41  # no model endpoint configured (as in headless mode)
-EXIT_BAD_INPUT = 42  # an unsafe or invalid flag combination
-EXIT_CONFIG = 52  # a settings file cannot be used
 STARTUP_POLL_SECONDS = 0.002  # how often start() checks that uvicorn is listening
 DATE_REFRESH_SECONDS = 1.0  # uvicorn's Date header is refreshed at least this often
 BACKLOG = 2048  # pending connections the listening socket queues (uvicorn's default)
@@ -222,70 +218,47 @@ def run_daemon(
         config.validate()
     except DaemonConfigError as exc:
         sys.stderr.write(f"cairn serve: {exc}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     return asyncio.run(_serve(config))
 
 
 async def _serve(config: DaemonConfig) -> int:
-    loaded = _load_settings(config)
-    if isinstance(loaded, int):
-        return loaded
-    settings, endpoint = loaded
+    try:  # before listening: a bad setup exits with its code, never a half-started daemon
+        startup = load_startup(config.workspace)
+    except StartupError as exc:
+        sys.stderr.write(f"cairn serve: {exc}\n")
+        return exc.exit_code
+    for warning in startup.warnings:
+        sys.stderr.write(f"cairn serve: warning: {warning}\n")
+    mirror_warnings(sys.stderr, "cairn serve: ")  # the operator's log: warnings of every session
+    try:
+        return await _serve_until_stopped(config, startup)
+    finally:
+        mirror_warnings(None)
+
+
+async def _serve_until_stopped(config: DaemonConfig, startup: Startup) -> int:
     stop = _stop_on_signals()
     server = DaemonServer(None, config)
     try:
         base_url = await server.start()
     except OSError as exc:
         sys.stderr.write(f"cairn serve: cannot listen on {config.host}:{config.port}: {exc}\n")
-        return EXIT_SERVER_ERROR
+        return ExitCode.ERROR
     try:
-        await server.load(lambda: _make_runtime(config, settings, endpoint))
+        await server.load(lambda: startup.open_runtime(connection_pools=CONNECTION_POOLS))
     except Exception as exc:
         sys.stderr.write(f"cairn serve: cannot start the session runtime: {exc}\n")
         await server.stop()
-        return EXIT_SERVER_ERROR
+        return ExitCode.ERROR
     _announce(base_url, config)
     try:
         await _until_stopped(server, stop)
         await server.stop()
-        if server.runtime is not None:
-            await _drain_memory(server.runtime)
-        return EXIT_OK
+        return ExitCode.OK
     finally:
         if server.runtime is not None:
-            await server.runtime.aclose()
-
-
-def _load_settings(config: DaemonConfig) -> tuple[Settings, Endpoint] | int:
-    """The settings and model endpoint, or the exit code for why there are none."""
-    from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
-
-    try:
-        loaded = load_settings(config.workspace)
-    except SettingsError as exc:
-        sys.stderr.write(f"cairn serve: {exc}\n")
-        return EXIT_CONFIG
-    for warning in loaded.warnings:
-        sys.stderr.write(f"cairn serve: warning: {warning}\n")
-    try:
-        endpoint = resolve_endpoint(loaded.settings)
-    except NoAuthError as exc:
-        sys.stderr.write(f"cairn serve: {exc}\n")
-        return EXIT_NO_AUTH
-    return loaded.settings, endpoint
-
-
-def _make_runtime(config: DaemonConfig, settings: Settings, endpoint: Endpoint) -> Runtime:
-    from cairn import telemetry
-    from cairn.session.runtime import Runtime
-
-    telemetry.configure(enabled=settings.telemetry.enabled, outfile=settings.telemetry.outfile)
-    return Runtime.from_endpoint(
-        cwd=config.workspace,
-        settings=settings,
-        endpoint=endpoint,
-        connection_pools=CONNECTION_POOLS,
-    )
+            await server.runtime.aclose(memory_wait=SHUTDOWN_GRACE_SECONDS)
 
 
 def _announce(base_url: str, config: DaemonConfig) -> None:
@@ -306,7 +279,7 @@ def _stop_on_signals() -> asyncio.Event:
 
     def on_signal() -> None:
         if stop.is_set():
-            os._exit(EXIT_SERVER_ERROR)
+            os._exit(ExitCode.ERROR)
         stop.set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -323,11 +296,3 @@ async def _until_stopped(server: DaemonServer, stop: asyncio.Event) -> None:
     for task in (stopped, serving):
         task.cancel()
     _log.info("shutting down")
-
-
-async def _drain_memory(runtime: Runtime) -> None:
-    """Give the Extract work the turns scheduled a bounded chance to finish before exit."""
-    if not runtime.memory_enabled:
-        return
-    with contextlib.suppress(Exception):  # memory is best-effort: never block shutdown
-        await runtime.memory_manager().drain(timeout=SHUTDOWN_GRACE_SECONDS)

@@ -10,33 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
 from cairn.debug_log import set_process_session
+from cairn.exit_codes import ExitCode
 from cairn.headless.output import OutputFormat, OutputWriter
 from cairn.session.commands import COMMANDS
-from cairn.session.runtime import Runtime, SessionNotFound
+from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest
+from cairn.session.startup import StartupError, open_runtime
 from cairn.vocabulary.events import TurnResult
 
-__all__ = [
-    "EXIT_API_ERROR",
-    "EXIT_BAD_INPUT",
-    "EXIT_CANCELLED",
-    "EXIT_CONFIG",
-    "EXIT_NO_AUTH",
-    "EXIT_OK",
-    "EXIT_TURN_LIMIT",
-    "HeadlessOptions",
-    "run_headless",
-]
-
-EXIT_OK = 0
-EXIT_API_ERROR = 1  # the model endpoint failed, or the turn could not finish
-EXIT_NO_AUTH = 41  # no endpoint, key or model configured
-EXIT_BAD_INPUT = 42  # no prompt, an unknown session, an invalid flag value
-EXIT_CONFIG = 52  # a settings file cannot be used
-EXIT_TURN_LIMIT = 53  # --max-session-turns (or the per-turn request cap) reached
-EXIT_CANCELLED = 130  # Ctrl+C
+__all__ = ["HeadlessOptions", "run_headless"]
 
 
 @dataclass
@@ -61,54 +44,47 @@ async def _run(options: HeadlessOptions, stdout: TextIO, stderr: TextIO) -> int:
     started = time.monotonic()
     if not options.prompt.strip():
         stderr.write("No prompt given: pass one with -p or on stdin.\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     try:
-        loaded = load_settings(options.cwd)
-    except SettingsError as exc:
+        opened = open_runtime(
+            options.cwd,
+            model=options.model,
+            max_session_turns=options.max_session_turns,
+            resume=options.resume,
+            continue_latest=options.continue_latest,
+        )
+    except StartupError as exc:
         stderr.write(f"{exc}\n")
-        return EXIT_CONFIG
-    for warning in loaded.warnings:
+        return exc.exit_code
+    for warning in opened.warnings:
         stderr.write(f"warning: {warning}\n")
-    settings = loaded.settings
-    if options.max_session_turns is not None:
-        settings.model.max_session_turns = options.max_session_turns
+    runtime = opened.runtime
+    # One-shot use still learns: the Extract this turn scheduled gets a bounded wait. A Dream
+    # is not waited for: it can take minutes and simply runs again next time.
+    memory_wait = runtime.settings.memory.headless_extract_wait_seconds
     try:
-        endpoint = resolve_endpoint(settings, model=options.model)
-    except NoAuthError as exc:
-        stderr.write(f"{exc}\n")
-        return EXIT_NO_AUTH
-
-    from cairn import telemetry
-
-    telemetry.configure(enabled=settings.telemetry.enabled, outfile=settings.telemetry.outfile)
-    runtime = Runtime.from_endpoint(cwd=options.cwd, settings=settings, endpoint=endpoint)
-    try:
-        return await _run_turn(runtime, options, stdout, stderr, started)
+        return await _run_turn(runtime, options, opened.resume, stdout, stderr, started)
     finally:
-        await runtime.aclose()
+        await runtime.aclose(memory_wait=memory_wait)
 
 
 async def _run_turn(
-    runtime: Runtime, options: HeadlessOptions, stdout: TextIO, stderr: TextIO, started: float
+    runtime: Runtime,
+    options: HeadlessOptions,
+    resume: str | None,
+    stdout: TextIO,
+    stderr: TextIO,
+    started: float,
 ) -> int:
-    resume = options.resume
-    if options.continue_latest and not resume:
-        resume = runtime.latest_session_id()
-        if resume is None:
-            stderr.write("No earlier session to continue in this project.\n")
-            return EXIT_BAD_INPUT
     try:
         session = (
             runtime.load_session(resume, approval_mode=options.approval_mode)
             if resume
             else runtime.new_session(approval_mode=options.approval_mode)
         )
-    except SessionNotFound as exc:
+    except (LookupError, ValueError) as exc:  # a recording gone meanwhile; a bad approval mode
         stderr.write(f"{exc}\n")
-        return EXIT_BAD_INPUT
-    except ValueError as exc:
-        stderr.write(f"{exc}\n")
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     set_process_session(session.id)
 
     writer = OutputWriter(
@@ -131,7 +107,6 @@ async def _run_turn(
     api_started = time.monotonic()
     result = await session.prompt(PromptRequest(text=options.prompt), writer)
     api_ms = int((time.monotonic() - api_started) * 1000)
-    await _wait_for_memory(runtime, session.id)
     await session.close()
     code, subtype, error = _classify(result)
     writer.result(
@@ -139,46 +114,32 @@ async def _run_turn(
         subtype=subtype,
         duration_ms=int((time.monotonic() - started) * 1000),
         api_duration_ms=api_ms,
-        is_error=code != EXIT_OK,
+        is_error=code != ExitCode.OK,
         error=error,
     )
     return code
 
 
-async def _wait_for_memory(runtime: Runtime, session_id: str) -> None:
-    """One-shot use still learns: wait (bounded) for the Extract this turn scheduled.
-
-    A Dream is not waited for: it can take minutes, and one cut short by the exit records no
-    completion, so it simply runs again next time.
-    """
-    if not runtime.memory_enabled:
-        return
-    manager = runtime.memory_manager()
-    await manager.drain(
-        timeout=runtime.settings.memory.headless_extract_wait_seconds, extract_only=True
-    )
-
-
 def _classify(result: TurnResult) -> tuple[int, str, str | None]:
     if result.stop_reason == "cancelled":
-        return EXIT_CANCELLED, "error_during_execution", "Cancelled."
+        return ExitCode.CANCELLED, "error_during_execution", "Cancelled."
     if result.stop_reason == "error":
-        return EXIT_API_ERROR, "error_during_execution", f"API error: {result.error}"
+        return ExitCode.ERROR, "error_during_execution", f"API error: {result.error}"
     if result.limit in ("max_session_turns", "max_requests"):
         return (
-            EXIT_TURN_LIMIT,
+            ExitCode.TURN_LIMIT,
             "error_max_turns",
             "Reached the maximum number of session turns. Raise model.maxSessionTurns in "
             "settings.json or pass a larger --max-session-turns.",
         )
     if result.limit == "session_token_limit":
-        return EXIT_API_ERROR, "error_during_execution", "Session token limit exceeded."
+        return ExitCode.ERROR, "error_during_execution", "Session token limit exceeded."
     if result.loop_stopped:
         return (
-            EXIT_API_ERROR,
+            ExitCode.ERROR,
             "error_during_execution",
             f"Loop detected ({result.loop_type}); the turn was stopped.",
         )
     if result.blocked:
-        return EXIT_API_ERROR, "error_during_execution", result.text
-    return EXIT_OK, "success", None
+        return ExitCode.ERROR, "error_during_execution", result.text
+    return ExitCode.OK, "success", None

@@ -29,6 +29,7 @@ __all__ = [
     "SessionInfo",
     "latest_session",
     "list_sessions",
+    "session_path",
 ]
 
 SESSION_FILE_PATTERN = re.compile(r"^[0-9a-fA-F-]{32,36}\.jsonl$")  # a session file's name
@@ -67,6 +68,16 @@ def list_sessions(chats_dir: Path, *, limit: int = 50) -> list[SessionInfo]:
 def latest_session(chats_dir: Path) -> SessionInfo | None:
     sessions = list_sessions(chats_dir, limit=1)
     return sessions[0] if sessions else None
+
+
+def session_path(chats_dir: Path, session_id: str) -> Path | None:
+    """The recording of ``session_id`` in ``chats_dir``, or ``None`` when there is none (also
+    for a string that is not a session id, so it can never name a file elsewhere)."""
+    name = f"{session_id}.jsonl"
+    if not SESSION_FILE_PATTERN.fullmatch(name):
+        return None
+    path = chats_dir / name
+    return path if path.is_file() else None
 
 
 def _session_files(chats_dir: Path) -> list[tuple[Path, float]]:

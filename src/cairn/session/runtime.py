@@ -2,7 +2,8 @@
 
 A front end creates one :class:`Runtime` (settings, the model provider with its connection pool,
 the memory manager of each project) and asks it for sessions. The daemon and the ACP agent run
-many sessions on one runtime; headless and the terminal UI run one.
+many sessions on one runtime; headless and the terminal UI run one. Front ends build it with
+:mod:`cairn.session.startup` and end it with :meth:`Runtime.aclose`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +37,11 @@ _log = get_logger("SESSION")
 
 
 class SessionNotFound(LookupError):
-    pass
+    """No recording of the session exists in this project."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f'No session found with ID "{session_id}".')
+        self.session_id = session_id
 
 
 @dataclass
@@ -49,6 +55,7 @@ class Runtime:
     clock: Callable[[], float] = time.time
     _memory: dict[Path, MemoryManager] = field(default_factory=dict)
     _background: set[asyncio.Task[object]] = field(default_factory=set)
+    _sessions: weakref.WeakSet[Session] = field(default_factory=weakref.WeakSet)
 
     def __post_init__(self) -> None:
         self.cwd = self.cwd.resolve()
@@ -113,7 +120,7 @@ class Runtime:
     ) -> Session:
         from cairn.session.session import Session
 
-        return Session(
+        session = Session(
             self,
             session_id=session_id or str(uuid.uuid4()),
             frontend=frontend or NonInteractive(),
@@ -121,6 +128,8 @@ class Runtime:
             cwd=cwd or self.cwd,
             fs=fs,
         )
+        self._sessions.add(session)
+        return session
 
     def load_session(
         self,
@@ -136,11 +145,11 @@ class Runtime:
 
         path = self.chats_dir / f"{session_id}.jsonl"
         if not self.session_exists(session_id):
-            raise SessionNotFound(f'No session found with ID "{session_id}".')
+            raise SessionNotFound(session_id)
         loaded = load_session(path)
         for warning in loaded.warnings:
             _log.warning(f"{path}: {warning}")
-        return Session(
+        session = Session(
             self,
             session_id=session_id,
             frontend=frontend or NonInteractive(),
@@ -149,10 +158,14 @@ class Runtime:
             fs=fs,
             loaded=loaded,
         )
+        self._sessions.add(session)
+        return session
 
     def session_exists(self, session_id: str) -> bool:
-        """A recording of ``session_id`` exists in this project (checked before a UI starts)."""
-        return _is_session_id(session_id) and (self.chats_dir / f"{session_id}.jsonl").is_file()
+        """A recording of ``session_id`` exists in this project."""
+        from cairn.recording.listing import session_path
+
+        return session_path(self.chats_dir, session_id) is not None
 
     def list_sessions(self, limit: int = 50) -> Sequence[SessionInfo]:
         from cairn.recording.reader import list_sessions
@@ -181,7 +194,33 @@ class Runtime:
         task.add_done_callback(done)
         return task
 
-    async def aclose(self) -> None:
+    async def drain_memory(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds in all for the memory work the turns scheduled
+        (Extract, not Dream: see :meth:`aclose`); True when none is left. Never raises."""
+        waits = [m.drain(timeout, extract_only=True) for m in self._memory.values()]
+        results = await asyncio.gather(*waits, return_exceptions=True)
+        for result in results:
+            if isinstance(result, Exception):  # memory is best-effort: never fail a shutdown
+                _log.warning(f"waiting for memory work failed: {result!r}")
+        return all(result is True for result in results)
+
+    async def aclose(self, *, memory_wait: float = 0.0) -> None:
+        """Shut down: what every front end does on its way out, in this order.
+
+        Close the sessions still open (their turns cancelled, recordings flushed); give the
+        extractions their turns scheduled ``memory_wait`` seconds to finish (one cut short
+        leaves the extract cursor unmoved, so those messages are extracted after the
+        session's next turn); cancel all other background work (a Dream, which runs again
+        next time, warm-ups); persist each project's memory index once, so the next process
+        starts warm; close the provider's connections.
+        """
+        for session in list(self._sessions):
+            try:
+                await session.close()
+            except Exception as exc:  # one broken session must not keep the others open
+                _log.warning(f"closing session {session.id} failed: {exc!r}")
+        if memory_wait > 0:
+            await self.drain_memory(memory_wait)
         for task in list(self._background):
             task.cancel()
         if self._background:
@@ -192,7 +231,3 @@ class Runtime:
             except Exception as exc:
                 _log.warning(f"closing the memory manager failed: {exc!r}")
         await self.provider.aclose()
-
-
-def _is_session_id(value: str) -> bool:
-    return 32 <= len(value) <= 36 and all(c in "0123456789abcdefABCDEF-" for c in value)

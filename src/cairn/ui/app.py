@@ -27,6 +27,7 @@ from cairn.config.editor import EditableSetting, editable_settings, save_setting
 from cairn.config.loader import SettingsError
 from cairn.config.settings import APPROVAL_MODES
 from cairn.debug_log import get_logger, set_process_session
+from cairn.exit_codes import ExitCode
 from cairn.recap.away import AwayRecapTracker, RecapTicket
 from cairn.recording.records import MID_TURN_USER_MESSAGE
 from cairn.recording.replay import ReplayItem
@@ -67,7 +68,6 @@ __all__ = ["QUIT_WINDOW_SECONDS", "CairnApp"]
 
 QUIT_WINDOW_SECONDS = 2.0  # a second Ctrl+C within this time quits
 QUIT_MEMORY_WAIT_SECONDS = 10.0  # on quit, how long a running Extract may still finish
-EXIT_BAD_INPUT = 42  # the session to resume does not exist (as in headless mode)
 KEYS_HELP = (
     "Terminal UI: /resume [id] picks a recorded session · /settings changes settings · /quit "
     "leaves.\nKeys: Enter sends · Ctrl+J or Shift+Enter (or a trailing \\) adds a line · "
@@ -220,7 +220,7 @@ class CairnApp(App[int]):
                     self._resume, frontend=self.frontend, approval_mode=self._approval_mode
                 )
             except SessionNotFound as exc:
-                self.exit(EXIT_BAD_INPUT, return_code=EXIT_BAD_INPUT, message=str(exc))
+                self.exit(ExitCode.BAD_INPUT, return_code=ExitCode.BAD_INPUT, message=str(exc))
                 return None
         return self.runtime.new_session(
             frontend=self.frontend, session_id=self._session_id, approval_mode=self._approval_mode
@@ -501,15 +501,12 @@ class CairnApp(App[int]):
         self.exit(0)
 
     async def _drain_memory(self) -> None:
+        """The shutdown's memory wait, while the UI can still say so (on_unmount then closes
+        the runtime without waiting again)."""
         if not self.runtime.memory_enabled:
             return
         self.status.set(hint="Saving memories… (Ctrl+C leaves now)")
-        try:
-            await self.runtime.memory_manager().drain(
-                timeout=QUIT_MEMORY_WAIT_SECONDS, extract_only=True
-            )
-        except Exception as exc:  # saving memory on the way out is best-effort
-            _log.warning(f"memory drain on quit failed: {exc!r}")
+        await self.runtime.drain_memory(QUIT_MEMORY_WAIT_SECONDS)
 
     async def _ui_command(self, name: str, args: str) -> None:
         if name in ("quit", "exit"):

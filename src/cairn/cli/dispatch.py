@@ -1,0 +1,85 @@
+"""What a parsed ``cairn`` command line runs: the version, the ACP agent, the terminal UI, one
+headless turn, or the daemon.
+
+Both parsers end here, :func:`cairn.cli.options.parse_fast` (called by :mod:`cairn.cli.main`)
+and the typer app (:mod:`cairn.cli.app`), so the two never start a front end differently. Each
+front end is imported only when it runs: their libraries stay off the others' start-up.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from cairn.cli.options import RootOptions, ServeOptions
+from cairn.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from cairn.headless.output import OutputFormat
+
+__all__ = ["run_root", "run_serve"]
+
+
+def run_root(options: RootOptions) -> int:
+    """``cairn [options]``: the version, the ACP agent, the terminal UI or one headless turn."""
+    if options.version:
+        from cairn import __version__
+
+        print(__version__)
+        return ExitCode.OK
+    mode = "yolo" if options.yolo else options.approval_mode
+    if options.acp:
+        from cairn.acp import run_acp_agent
+
+        return run_acp_agent(model=options.model, approval_mode=mode)
+
+    piped = _read_stdin()
+    if options.prompt is None and piped is None:
+        from cairn.ui import run_interactive
+
+        return run_interactive(
+            model=options.model,
+            approval_mode=mode,
+            resume=options.resume,
+            continue_latest=options.continue_latest,
+        )
+    text = "\n\n".join(t for t in (piped, options.prompt) if t and t.strip())
+    from cairn.headless.runner import HeadlessOptions, run_headless
+
+    return run_headless(
+        HeadlessOptions(
+            prompt=text,
+            cwd=Path.cwd(),
+            output_format=cast("OutputFormat", options.output_format),  # one of Format
+            max_session_turns=options.max_session_turns,
+            approval_mode=mode,
+            resume=options.resume,
+            continue_latest=options.continue_latest,
+            model=options.model,
+        )
+    )
+
+
+def run_serve(options: ServeOptions) -> int:
+    """``cairn serve``: the HTTP daemon."""
+    from cairn.daemon import run_daemon
+
+    return run_daemon(
+        host=options.host,
+        port=options.port,
+        token=options.token,
+        allow_origins=list(options.allow_origin),
+        max_sessions=options.max_sessions,
+        workspace=options.workspace or Path.cwd(),
+    )
+
+
+def _read_stdin() -> str | None:
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return None
+        data = sys.stdin.read()
+    except (OSError, ValueError):
+        return None
+    return data if data.strip() else None
