@@ -1,4 +1,5 @@
-"""Atomic writes: the new content, the old mode, no leftovers, and never a half-written file."""
+"""Atomic writes (the new content, the old mode, no leftovers, never a half-written file) and
+reads that refuse anything but a regular file."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cairn.fsutil import atomic_write_bytes, atomic_write_json, atomic_write_text
+from cairn.fsutil import (
+    NotRegularFile,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    read_regular_bytes,
+)
 
 
 def _mode(path: Path) -> int:
@@ -153,3 +160,29 @@ def test_a_concurrent_reader_only_ever_sees_a_complete_old_or_new_file(tmp_path:
     writer.join()
 
     assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.timeout(10)
+def test_read_regular_bytes_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegularFile, match="not a regular file: a FIFO") as caught:
+        read_regular_bytes(fifo)
+    assert caught.value.kind == "a FIFO"
+
+
+def test_read_regular_bytes_refuses_devices_and_folders(tmp_path: Path) -> None:
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    with pytest.raises(NotRegularFile, match="a device"):
+        read_regular_bytes(tmp_path / "zero")
+    with pytest.raises(NotRegularFile, match="a folder"):
+        read_regular_bytes(tmp_path)
+
+
+def test_read_regular_bytes_reads_a_file_up_to_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"0123456789")
+    assert read_regular_bytes(path) == b"0123456789"
+    assert read_regular_bytes(path, limit=4) == b"0123"
+    with pytest.raises(FileNotFoundError):
+        read_regular_bytes(tmp_path / "missing")

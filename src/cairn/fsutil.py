@@ -1,16 +1,68 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either."""
+"""Atomic file writes (a reader sees the old file or the new one, never half of either), and
+reads that refuse anything but a regular file (a FIFO or a device never blocks or floods them)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_bytes", "atomic_write_json", "atomic_write_text"]
+__all__ = [
+    "NotRegularFile",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "file_kind",
+    "read_regular_bytes",
+]
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class NotRegularFile(OSError):
+    """A path that should be a regular file is a FIFO, a device, a socket or a folder."""
+
+    def __init__(self, path: Path | str, mode: int) -> None:
+        super().__init__(errno.EINVAL, f"not a regular file: {file_kind(mode)}", str(path))
+        self.kind = file_kind(mode)
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words ("a FIFO", "a device", ...)."""
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return "a regular file" if stat.S_ISREG(mode) else "a special file"
+
+
+def read_regular_bytes(path: Path | str, *, limit: int = -1) -> bytes:
+    """The bytes of ``path`` (at most ``limit`` when given), which must be a regular file.
+
+    Raises :class:`NotRegularFile` for anything else, checked before opening and again on the
+    descriptor, opened without blocking: a FIFO swapped in meanwhile can never hang the caller.
+    """
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):  # checked before opening: opening a device can have effects
+        raise NotRegularFile(path, mode)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path, mode)
+        return handle.read(limit)
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:

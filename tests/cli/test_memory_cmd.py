@@ -247,6 +247,19 @@ def test_a_broken_settings_file_is_a_clear_error_not_a_traceback(cli: Cli) -> No
     _no_traceback(result)
 
 
+def test_an_unknown_setting_is_warned_about_by_every_memory_command(cli: Cli) -> None:
+    """Regression (#18): `cairn memory list` did not show unknown-key settings warnings."""
+    cli.home.mkdir()
+    (cli.home / "settings.json").write_text(json.dumps({"memory": {"enableAutoMemroy": False}}))
+    for command in (["list"], ["path"], ["log"]):
+        result = cli(*command)
+        assert result.exit_code == 0, result.output
+        assert (
+            f"warning: {cli.home / 'settings.json'}: unknown setting "
+            "`memory.enableAutoMemroy` is ignored"
+        ) in result.stderr
+
+
 def test_the_command_module_does_not_import_the_http_client() -> None:
     """`cairn memory list` must not pay for httpx; only recall and forget need it."""
     code = "import sys, cairn.cli.memory_cmd; print('cairn.llm.openai' in sys.modules)"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,6 +77,14 @@ def test_memories_without_an_index_file_still_show_in_the_prompt(manager: Memory
     write_memory(project_root(manager), "uv", title="Use uv", description="Install with uv")
     assert not (project_root(manager) / "MEMORY.md").exists()
     assert "- [Use uv](project/uv.md)" in manager.system_prompt_section()
+
+
+@pytest.mark.timeout(20)
+def test_an_index_that_is_a_fifo_never_blocks_the_prompt_section(manager: MemoryManager) -> None:
+    """Regression (#18): a FIFO at MEMORY.md hung the system prompt of every prompt."""
+    write_memory(project_root(manager), "uv", title="Use uv", description="Install with uv")
+    os.mkfifo(project_root(manager) / "MEMORY.md")
+    assert "- [Use uv](project/uv.md) — Install with uv" in manager.system_prompt_section()
 
 
 def test_reindex_writes_every_index_and_names_its_steps(manager: MemoryManager) -> None:

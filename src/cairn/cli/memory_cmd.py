@@ -21,6 +21,7 @@ from rich.table import Table
 from cairn.abort import AbortController
 from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
 from cairn.config.paths import project_root
+from cairn.config.settings import Settings
 from cairn.exit_codes import ExitCode
 from cairn.memory.document import MemoryDoc
 from cairn.memory.forget.selection import ForgetPlan
@@ -31,7 +32,6 @@ from cairn.memory.recall.render import age_text, memory_age_days
 
 if TYPE_CHECKING:
     from cairn.config.loader import Endpoint
-    from cairn.config.settings import Settings
     from cairn.llm.types import Provider
     from cairn.memory.background.dream.run import DreamReport
     from cairn.memory.store.history import HistoryEntry
@@ -77,10 +77,19 @@ def _errors_as_messages() -> Iterator[None]:
         _fail(f"{type(exc).__name__}: {exc}")
 
 
+def _settings(cwd: Path) -> Settings:
+    """The settings of ``cwd``, their warnings (unknown keys, ...) printed on stderr."""
+    loaded = load_settings(cwd)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    for warning in loaded.warnings:
+        err.print("[yellow]warning:[/yellow] ", end="")
+        err.print(warning, markup=False)
+    return loaded.settings
+
+
 def _manager() -> MemoryManager:
     cwd = Path.cwd()
-    settings = load_settings(cwd).settings
-    return MemoryManager(project_root(cwd), settings=settings)
+    return MemoryManager(project_root(cwd), settings=_settings(cwd))
 
 
 def _provider(manager: MemoryManager) -> Provider | None:
@@ -282,7 +291,7 @@ async def _select(manager: MemoryManager, text: str) -> ForgetPlan:
 
 @memory_app.command("restore")
 def restore() -> None:
-    """Bring back the entries removed by the last forget."""
+    """Bring back the entries removed by the last forget (or the last Dream's deletions)."""
     _run(lambda: _print_report(_manager().restore_last_forget()))
 
 
@@ -313,7 +322,7 @@ def dream() -> None:
 
     def command() -> None:
         cwd = Path.cwd()
-        settings = load_settings(cwd).settings
+        settings = _settings(cwd)
         try:
             endpoint = resolve_endpoint(settings)
         except NoAuthError:

@@ -28,6 +28,7 @@ from cairn.abort import AbortSignal
 from cairn.config.settings import Settings
 from cairn.content import Content
 from cairn.debug_log import get_logger
+from cairn.fsutil import NotRegularFile, read_regular_bytes
 from cairn.llm.types import Provider
 from cairn.memory.background.pressure import AvailableMemory, available_memory_mb
 from cairn.memory.document import MemoryDoc, MemoryScope
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryManager"]
 
+_MAX_INDEX_BYTES = 256 * 1024  # MEMORY.md read into the prompt (the prompt keeps 25,000 chars)
 _log = get_logger("MEMORY_RECALL")
 _task_log = get_logger("MEMORY")
 
@@ -127,18 +129,21 @@ class MemoryManager:
         return build_auto_memory_prompt(tiers)
 
     def _index_text(self, scope: MemoryScope, root: Path) -> str:
+        path = root / INDEX_FILE_NAME
         try:
-            return (root / INDEX_FILE_NAME).read_text(encoding="utf-8")
+            return read_regular_bytes(path, limit=_MAX_INDEX_BYTES).decode("utf-8")
         except FileNotFoundError:
             if not _holds_memories(root):  # e.g. a root only a lock file created
                 return ""
-            # Memories copied in by hand have no index yet: show what it would say.
-            from cairn.memory.store.index_file import build_index_text
-
-            return build_index_text([doc for doc in self.docs() if doc.scope == scope])
+        except NotRegularFile as exc:  # a FIFO would hang every prompt: never opened
+            _log.warning(f"{path}: not loaded into the prompt ({exc.strerror})")
         except (OSError, UnicodeDecodeError) as exc:
-            _log.warning(f"{root / INDEX_FILE_NAME}: not loaded into the prompt ({exc})")
+            _log.warning(f"{path}: not loaded into the prompt ({exc})")
             return ""
+        # No usable index (memories copied in by hand, a FIFO): show what it would say.
+        from cairn.memory.store.index_file import build_index_text
+
+        return build_index_text([doc for doc in self.docs() if doc.scope == scope])
 
     # --- reading ---------------------------------------------------------------------------
 

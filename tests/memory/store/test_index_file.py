@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from cairn.memory.document import MemoryDoc
 from cairn.memory.store.index_file import (
     MAX_INDEX_CHARS,
@@ -65,8 +67,26 @@ def test_a_long_title_is_shortened_when_the_link_alone_is_too_long() -> None:
     assert line.endswith("…](user/t.md)")
 
 
-def test_a_path_too_long_for_any_line_gets_no_line() -> None:
-    assert index_line(doc("p" * 200)) is None
+def test_a_memory_with_a_path_too_long_for_150_characters_still_gets_its_line() -> None:
+    """Regression (#18): a memory whose link alone passed 150 characters got no line."""
+    line = index_line(doc("p" * 200, title="Deploy notes"))
+    assert line == f"- [Deploy notes]({'user/' + 'p' * 200}.md)"
+
+
+def test_a_newline_in_a_file_name_keeps_its_index_line_one_line() -> None:
+    """Regression (#18): a newline in a file name split its MEMORY.md line in two."""
+    text = build_index_text([doc("a\nb"), doc("c\rd\te")])
+    assert text.splitlines() == [
+        "- [a b](user/a%0Ab.md) — d",
+        "- [c d e](user/c%0Dd%09e.md) — d",
+    ]
+
+
+@pytest.mark.timeout(60)
+def test_a_200000_character_title_is_indexed_at_once() -> None:
+    """Regression (#18): shortening a long title was quadratic; 200,000 characters never ended."""
+    line = index_line(doc("t", title="T" * 200_000, description=""))
+    assert line == f"- [{'T' * 134}…](user/t.md)"
 
 
 def test_index_lists_docs_in_the_given_order_one_line_each() -> None:
@@ -97,12 +117,24 @@ def test_the_whole_index_stays_within_25000_characters_of_whole_lines() -> None:
     assert len(text) + len(lines[0]) + 1 > MAX_INDEX_CHARS  # no room for one more line
 
 
-def test_a_doc_whose_line_cannot_be_made_is_reported_as_left_out() -> None:
-    text = build_index_text([doc("ok"), doc("p" * 200)])
-    assert text.splitlines() == [
-        "- [ok](user/ok.md) — d",
-        "> WARNING: MEMORY.md is too large; only part of it was written (1 of 2 memories listed).",
-    ]
+def test_a_small_index_with_long_paths_lists_every_memory_without_a_warning() -> None:
+    """Regression (#18): long paths were dropped under a "MEMORY.md is too large" warning."""
+    text = build_index_text([doc("ok"), doc("p" * 300), doc("q" * 4000)])
+    lines = text.splitlines()
+    assert len(lines) == 3
+    assert not any(line.startswith("> WARNING") for line in lines)
+
+
+def test_over_budget_short_lines_are_kept_before_long_ones_in_their_order() -> None:
+    long_ones = [doc(f"{i}" + "p" * 3000, title=f"L{i}") for i in range(10)]
+    short = [doc(f"s{i}") for i in range(5)]
+    docs = [long_ones[0], short[0], *long_ones[1:], *short[1:]]
+    lines = build_index_text(docs).splitlines()
+    assert lines[-1].startswith("> WARNING: MEMORY.md is too large")
+    kept = lines[:-1]
+    assert [line for line in kept if "](user/s" in line] == [index_line(d) for d in short]
+    assert kept == [index_line(d) for d in docs if index_line(d) in kept]  # original order
+    assert len("\n".join(lines)) + 1 <= MAX_INDEX_CHARS
 
 
 def test_write_index_replaces_the_file_atomically(tmp_path: Path) -> None:

@@ -143,6 +143,69 @@ def test_each_skipped_file_gets_exactly_one_warning(
     assert store.refresh().warnings == report.warnings  # listed again, not duplicated
 
 
+@pytest.mark.timeout(20)
+def test_a_fifo_and_a_symlink_to_a_device_get_the_documented_warning(
+    store: MemoryStore, roots: MemoryRoots
+) -> None:
+    """Regression (#18): a FIFO or a `/dev/zero` symlink named *.md was skipped silently."""
+    root = project(roots)
+    write(root, "user/ok.md")
+    os.mkfifo(root / "user" / "pipe.md")
+    (root / "user" / "zero.md").symlink_to("/dev/zero")
+    report = store.refresh()
+    assert sorted(report.warnings) == [
+        f"{root / 'user' / 'pipe.md'}: skipped (not a regular file: a FIFO)",
+        f"{root / 'user' / 'zero.md'}: skipped (symlink leading out of the memory root)",
+    ]
+    assert paths_of(store.docs()) == ["project:user/ok.md"]
+    os.mkfifo(root / "user" / "later.md")  # noticed by the watcher or the next walk
+    assert f"{root / 'user' / 'later.md'}: skipped (not a regular file: a FIFO)" in (
+        store.refresh().warnings
+    )
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_index_still_written(
+    store: MemoryStore, roots: MemoryRoots
+) -> None:
+    """Regression (#18): one non-UTF-8 file name made every index rebuild (and turn) fail."""
+    root = project(roots)
+    write(root, "user/ok.md", name="OK")
+    bad = Path(os.fsdecode(os.fsencode(root / "user") + b"/\xff\xfe.md"))
+    bad.write_text(render_memory_file("Bad", "d", "user", "b"), "utf-8")
+    report = store.refresh()
+    assert report.warnings == [
+        f"{root / 'user'}/\\xff\\xfe.md: skipped (the file name is not valid UTF-8)"
+    ]
+    assert paths_of(store.docs()) == ["project:user/ok.md"]
+    store.rebuild_index_files()
+    assert (root / "MEMORY.md").read_text("utf-8") == "- [OK](user/ok.md) — project\n"
+    store.save()
+
+
+@pytest.mark.timeout(60)
+def test_a_memory_with_a_200000_character_title_is_indexed_and_listed(
+    store: MemoryStore, roots: MemoryRoots
+) -> None:
+    """Regression (#18): a 200,000-character title never finished an index rebuild."""
+    write(project(roots), "user/long.md", name="T" * 200_000, description="d")
+    store.rebuild_index_files()
+    [line] = (project(roots) / "MEMORY.md").read_text("utf-8").splitlines()
+    assert line.startswith("- [TTTT") and line.endswith("…](user/long.md)")
+    assert len(line) <= 150
+
+
+@pytest.mark.timeout(20)
+def test_an_index_file_that_is_a_fifo_is_replaced_without_hanging(
+    store: MemoryStore, roots: MemoryRoots
+) -> None:
+    """Regression (#18): a FIFO at MEMORY.md hung every rebuild (and every prompt)."""
+    root = project(roots)
+    write(root, "user/ok.md", name="OK")
+    os.mkfifo(root / "MEMORY.md")
+    store.rebuild_index_files()
+    assert (root / "MEMORY.md").read_text("utf-8") == "- [OK](user/ok.md) — project\n"
+
+
 @pytest.fixture
 def shared_tmp() -> Iterator[Path]:
     """A temp folder another (unprivileged) user can enter."""

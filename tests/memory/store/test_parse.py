@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from cairn.memory.document import MEMORY_TYPES, MemoryDoc
 from cairn.memory.store.parse import (
+    MAX_DESCRIPTION_CHARS,
     MAX_MEMORY_FILE_BYTES,
+    MAX_TITLE_CHARS,
     ParseSkip,
     parse_memory_file,
     parse_memory_text,
@@ -134,6 +136,41 @@ def test_missing_type_is_skipped_as_unknown_type() -> None:
     assert skip_of("---\nname: n\n---\nbody").reason == "unknown_type"
 
 
+def test_a_list_valued_type_is_named_as_a_list_not_as_missing() -> None:
+    """Regression (#18): `type: [user, project]` was reported as "no 'type' in front matter"."""
+    skip = skip_of("---\nname: n\ntype: [user, project]\n---\nbody")
+    assert skip.reason == "unknown_type"
+    assert "no 'type'" not in skip.message
+    assert "'type' must be one value, not a list" in skip.message
+
+
+def test_a_very_long_title_and_description_are_cut_when_read() -> None:
+    doc = doc_of(f"---\nname: {'T' * 200_000}\ndescription: {'d ' * 5_000}\ntype: user\n---\nb")
+    assert len(doc.title) == MAX_TITLE_CHARS and doc.title.endswith("…")
+    assert len(doc.description) <= MAX_DESCRIPTION_CHARS and doc.description.endswith("…")
+
+
+@pytest.mark.timeout(10)
+def test_a_fifo_named_like_a_memory_is_skipped_unopened(tmp_path: Path) -> None:
+    fifo = tmp_path / "user" / "pipe.md"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    skip = parse_memory_file(fifo, tmp_path, "user")
+    assert isinstance(skip, ParseSkip) and skip.reason == "not_regular"
+    assert skip.message.endswith("skipped (not a regular file: a FIFO)")
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_a_printable_warning(tmp_path: Path) -> None:
+    folder = tmp_path / "user"
+    folder.mkdir()
+    path = Path(os.fsdecode(os.fsencode(folder) + b"/caf\xe9.md"))
+    path.write_text(VALID)
+    skip = parse_memory_file(path, tmp_path, "user")
+    assert isinstance(skip, ParseSkip) and skip.reason == "invalid_name"
+    assert "caf\\xe9.md: skipped (the file name is not valid UTF-8)" in skip.message
+    skip.message.encode("utf-8")  # printable as it is
+
+
 def test_file_over_one_mebibyte_is_skipped_unread(tmp_path: Path) -> None:
     path = write(tmp_path, "user/big.md", VALID + "x" * MAX_MEMORY_FILE_BYTES)
     skip = parse_memory_file(path, tmp_path, "user")
@@ -178,11 +215,12 @@ def test_dangling_symlink_is_skipped_as_unreadable(tmp_path: Path) -> None:
     assert isinstance(skip, ParseSkip) and skip.reason == "unreadable"
 
 
-def test_a_folder_named_like_a_memory_is_skipped_as_unreadable(tmp_path: Path) -> None:
+def test_a_folder_named_like_a_memory_is_skipped_as_not_a_regular_file(tmp_path: Path) -> None:
     folder = tmp_path / "user" / "odd.md"
     folder.mkdir(parents=True)
     skip = parse_memory_file(folder, tmp_path, "user")
-    assert isinstance(skip, ParseSkip) and skip.reason == "unreadable"
+    assert isinstance(skip, ParseSkip) and skip.reason == "not_regular"
+    assert skip.detail == "not a regular file: a folder"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")

@@ -1,9 +1,11 @@
-"""Forget's trash: forgotten memories move to a trash folder, and the last forget comes back.
+"""The trash: forgotten memories (and Dream's deletions) move to a trash folder, and the last
+such change comes back.
 
-Applying a plan never deletes anything: a removed file, or the original of a multi-entry file
-whose other entries are rewritten in place, moves to ``<root>/.trash/<id>/<relpath>`` beside a
-``manifest.json``. :func:`restore_last_forget` puts the most recent forget back, refusing when a
-file it would restore exists again (or, for a rewritten file, was changed since).
+Applying a forget plan never deletes anything: a removed file, or the original of a multi-entry
+file whose other entries are rewritten in place, moves to ``<root>/.trash/<id>/<relpath>`` beside
+a ``manifest.json``; :func:`trash_files` does the same for whole files Dream deletes.
+:func:`restore_last_forget` puts the most recent one back, refusing when a file it would restore
+exists again (or, for a rewritten file, was changed since).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "ForgetReport",
     "apply_forget_plan",
     "restore_last_forget",
+    "trash_files",
 ]
 
 TRASH_FOLDER = ".trash"  # under each memory root; never scanned as memory
@@ -210,16 +213,47 @@ def apply_forget_plan(
 
 
 def _manifest(
-    trash_id: str, scope: MemoryScope, query: str, now: float, outcomes: Sequence[_Outcome]
+    trash_id: str,
+    scope: MemoryScope,
+    query: str,
+    now: float,
+    outcomes: Sequence[_Outcome],
+    *,
+    operation: str = "forget",
 ) -> dict[str, Any]:
     return {
         "version": _MANIFEST_VERSION,
         "id": trash_id,
         "scope": scope,
+        "operation": operation,
         "forgotten_at": _dt.datetime.fromtimestamp(now, _dt.UTC).isoformat(),
         "query": query,
         "files": [outcome.to_json() for outcome in outcomes],
     }
+
+
+def trash_files(
+    root: Path, scope: MemoryScope, relatives: Sequence[str], *, operation: str, now: float
+) -> Path | None:
+    """Move whole memory files of ``root`` into a new trash folder with its manifest (Dream's
+    deletions), so ``cairn memory restore`` can bring them back. Call with the root lock held.
+
+    Returns the trash folder, or None when none of the files existed any more.
+    """
+    trash_id = _unique_trash_id({scope: root}, now)
+    folder = root / TRASH_FOLDER / trash_id
+    moved: list[_Outcome] = []
+    for relative in relatives:
+        try:
+            _move(root / relative, folder / relative)
+        except FileNotFoundError:
+            continue
+        moved.append(_Outcome(relative, "deleted", []))
+    if not moved:
+        return None
+    manifest = _manifest(trash_id, scope, "", now, moved, operation=operation)
+    atomic_write_json(folder / MANIFEST_NAME, manifest)
+    return folder
 
 
 def _forget_message(report: ForgetReport, query: str) -> str:
@@ -297,7 +331,8 @@ def _restore_steps(
             if problem:
                 problems.append(problem)
             entries = record.get("entries")
-            steps.append((source, target, label, len(entries) if isinstance(entries, list) else 1))
+            count = max(len(entries), 1) if isinstance(entries, list) else 1
+            steps.append((source, target, label, count))
     return steps, problems
 
 
@@ -318,10 +353,13 @@ def _restore_conflict(source: Path, target: Path, record: Mapping[str, Any], lab
 
 
 def restore_last_forget(roots: Mapping[MemoryScope, Path]) -> ForgetReport:
-    """Put the most recent forget back, or refuse (changing nothing) when that is unsafe."""
+    """Put the most recent forget (or Dream deletion) back, or refuse, changing nothing, when
+    that is unsafe."""
     recorded = _recorded_forgets(roots)
     if not recorded:
-        return ForgetReport(False, "Nothing to restore: no forget is recorded in the trash.")
+        return ForgetReport(
+            False, "Nothing to restore: no forget or Dream deletion is recorded in the trash."
+        )
     latest = max(recorded)
     forgets = recorded[latest]
     steps, problems = _restore_steps(forgets)

@@ -92,7 +92,10 @@ class HistoryEntry:
 def append_history(root: Path, entry: HistoryEntry) -> None:
     """Append one line (call with the root lock held; never raises)."""
     path = root / HISTORY_FILE_NAME
-    line = (json.dumps(entry.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        line = (json.dumps(entry.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a file name that is not UTF-8: kept as a JSON escape
+        line = (json.dumps(entry.to_json()) + "\n").encode("ascii")
     try:
         root.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

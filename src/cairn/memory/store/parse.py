@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -16,6 +15,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from cairn.fsutil import NotRegularFile, file_kind, read_regular_bytes
 from cairn.memory.document import MEMORY_TYPES, MemoryDoc, MemoryScope, MemoryType
 from cairn.memory.store.entries import (
     EMPTY_BODY_PLACEHOLDER,
@@ -27,19 +27,25 @@ from cairn.memory.store.entries import (
 
 __all__ = [
     "EMPTY_BODY_PLACEHOLDER",
+    "MAX_DESCRIPTION_CHARS",
     "MAX_MEMORY_FILE_BYTES",
+    "MAX_TITLE_CHARS",
     "MemoryEntry",
     "ParseSkip",
     "SkipReason",
+    "display_path",
     "merge_entry",
     "parse_entries",
     "parse_memory_file",
     "parse_memory_text",
     "render_entries",
     "render_memory_file",
+    "valid_name",
 ]
 
 MAX_MEMORY_FILE_BYTES = 1024 * 1024  # larger files are skipped, never read whole
+MAX_TITLE_CHARS = 200  # a longer title is cut when read (the file keeps it)
+MAX_DESCRIPTION_CHARS = 1_000  # a longer description is cut when read (the file keeps it)
 _BINARY_SNIFF_BYTES = 8192  # a NUL byte in this prefix marks a binary file
 
 SkipReason: TypeAlias = Literal[
@@ -48,6 +54,8 @@ SkipReason: TypeAlias = Literal[
     "too_large",
     "binary",
     "symlink_outside_root",
+    "not_regular",
+    "invalid_name",
     "unreadable",
 ]
 
@@ -69,7 +77,21 @@ class ParseSkip:
 
     @property
     def message(self) -> str:
-        return f"{self.path}: skipped ({self.detail})"
+        return f"{display_path(self.path)}: skipped ({self.detail})"
+
+
+def display_path(path: Path | str) -> str:
+    """``path`` as printable text: bytes that are not UTF-8 shown as ``\\xe9`` escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def valid_name(path: Path | str) -> bool:
+    """Whether ``path`` is valid UTF-8 (a name that is not cannot be written to a prompt)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _quote_hash_values(front_matter: str) -> str:
@@ -137,6 +159,21 @@ def _scalar(value: Any) -> str | None:
     return None
 
 
+def _capped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _type_problem(fields: dict[Any, Any]) -> str:
+    if "type" not in fields or fields["type"] is None:
+        return "no 'type' in front matter"
+    value = fields["type"]
+    if isinstance(value, list | tuple):
+        return "'type' must be one value, not a list"
+    if isinstance(value, dict):
+        return "'type' must be one value, not a mapping"
+    return f"unknown type {_scalar(value)!r}"
+
+
 def _memory_type(value: Any) -> MemoryType | None:
     text = _scalar(value)
     if text is None:
@@ -171,20 +208,18 @@ def parse_memory_text(
     fields = _prefer_raw_text(fields, front_matter)
     memory_type = _memory_type(fields.get("type"))
     if memory_type is None:
-        shown = _scalar(fields.get("type"))
-        detail = "no 'type' in front matter" if shown is None else f"unknown type {shown!r}"
-        return ParseSkip(
-            path, "unknown_type", f"{detail}; expected one of {', '.join(MEMORY_TYPES)}"
-        )
+        detail = f"{_type_problem(fields)}; expected one of {', '.join(MEMORY_TYPES)}"
+        return ParseSkip(path, "unknown_type", detail)
     title = _scalar(fields.get("name")) or _scalar(fields.get("title")) or memory_type
+    description = (_scalar(fields.get("description")) or "").strip()
     body = body.strip()
     return MemoryDoc(
         path=path,
         relative_path=relative_path,
         scope=scope,
         type=memory_type,
-        title=title.strip() or memory_type,
-        description=(_scalar(fields.get("description")) or "").strip(),
+        title=_capped(title.strip(), MAX_TITLE_CHARS) or memory_type,
+        description=_capped(description, MAX_DESCRIPTION_CHARS),
         body="" if body == EMPTY_BODY_PLACEHOLDER else body,
         mtime=mtime,
         size=size,
@@ -199,15 +234,6 @@ def _outside_root(path: Path, root: Path) -> bool:
     return os.path.commonpath((real_root, real_path)) != real_root
 
 
-def _read_bytes(path: Path) -> bytes:
-    # O_NONBLOCK: a FIFO swapped in after the caller's stat must not hang the scan.
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        return handle.read(MAX_MEMORY_FILE_BYTES + 1)
-
-
 def _relative_path(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
@@ -218,13 +244,19 @@ def _relative_path(path: Path, root: Path) -> str:
 def _read_checked(
     path: Path, root: Path, known: os.stat_result | None
 ) -> ParseSkip | tuple[bytes, os.stat_result]:
+    if not valid_name(path):
+        return ParseSkip(path, "invalid_name", "the file name is not valid UTF-8")
     try:
         if _outside_root(path, root):
             return ParseSkip(path, "symlink_outside_root", "symlink leading out of the memory root")
-        info = known if known is not None else os.stat(path)
+        info = known if known is not None and not stat.S_ISLNK(known.st_mode) else os.stat(path)
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would block, a device never end
+            return ParseSkip(path, "not_regular", f"not a regular file: {file_kind(info.st_mode)}")
         if info.st_size > MAX_MEMORY_FILE_BYTES:
             return ParseSkip(path, "too_large", f"{info.st_size} bytes, over the 1 MiB limit")
-        return _read_bytes(path), info
+        return read_regular_bytes(path, limit=MAX_MEMORY_FILE_BYTES + 1), info
+    except NotRegularFile as error:  # swapped in after the stat
+        return ParseSkip(path, "not_regular", f"not a regular file: {error.kind}")
     except OSError as error:
         return ParseSkip(path, "unreadable", f"unreadable: {error.strerror or error}")
     except ValueError as error:  # e.g. a NUL character in the path

@@ -2,7 +2,9 @@
 
 A memory file is a regular ``*.md`` file (or a symlink to one inside the root) anywhere under the
 root, except the generated ``MEMORY.md`` and anything whose name starts with a dot (temp files of
-atomic writes, a trash folder). Symlinked folders are never followed: one leading out of the root
+atomic writes, a trash folder). Other entries named like memories (a FIFO, a device, a symlink to
+one) are listed too, so the store warns about them instead of skipping them in silence; they are
+never opened. Symlinked folders are never followed: one leading out of the root
 gets a warning, one pointing inside it is already walked where it really is.
 
 The walk stats every file (an in-place edit leaves its folder's mtime alone, so nothing cheaper
@@ -58,7 +60,7 @@ def _symlink_info(path: str) -> os.stat_result | None:
             return os.lstat(path)
         except OSError:
             return None
-    return info if stat.S_ISREG(info.st_mode) else None
+    return None if stat.S_ISDIR(info.st_mode) else info
 
 
 def stat_file(root: str, relative: str) -> tuple[os.stat_result, bool] | None:
@@ -71,7 +73,7 @@ def stat_file(root: str, relative: str) -> tuple[os.stat_result, bool] | None:
     if stat.S_ISLNK(info.st_mode):
         followed = _symlink_info(path)
         return None if followed is None else (followed, True)
-    return (info, False) if stat.S_ISREG(info.st_mode) else None
+    return None if stat.S_ISDIR(info.st_mode) else (info, False)
 
 
 def _safe_lstat(path: str) -> os.stat_result | None:
@@ -114,14 +116,13 @@ def walk_root(root: str, watcher: TreeWatcher | None = None) -> Walk:
             if info is None:
                 continue
             kind = info.st_mode & _FILE_TYPE
-            if kind == stat.S_IFREG:
-                if name.endswith(_MEMORY_SUFFIX) and name != INDEX_FILE_NAME:
-                    walk.infos[prefix + name] = info
-            elif kind == stat.S_IFDIR:
+            if kind == stat.S_IFDIR:
                 pending.append((f"{prefix}{name}/", base + name))
             elif kind == stat.S_IFLNK:
                 real_root = real_root or os.path.realpath(root)
                 _walk_symlink(walk, base + name, prefix + name, real_root)
+            elif name.endswith(_MEMORY_SUFFIX) and name != INDEX_FILE_NAME:
+                walk.infos[prefix + name] = info  # FIFOs and devices too: parsing warns about them
     walk.keys.update(zip(walk.infos, map(stat_key, walk.infos.values()), strict=True))
     return walk
 

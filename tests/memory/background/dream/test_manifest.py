@@ -10,13 +10,17 @@ import pytest
 
 from cairn.memory.background.dream.manifest import (
     OPERATIONS_FILE_NAME,
+    AppliedManifest,
     DreamOperations,
     ManifestRejected,
     apply_manifest,
+    memory_digests,
     validate_manifest,
 )
+from cairn.memory.forget.trash import TRASH_FOLDER
 
 from ...task_helpers import (
+    NOW,
     new_project,
     write_memory,
 )
@@ -144,22 +148,44 @@ def test_applying_a_valid_manifest_deletes_its_files_and_removes_it(root: Path) 
     manifest = {"version": 1, "delete": ["feedback/c.md"]}
     (root / OPERATIONS_FILE_NAME).write_text(json.dumps(manifest))
 
-    operations, problem = apply_manifest(root)
+    original = (root / "feedback" / "c.md").read_bytes()
 
-    assert problem is None and operations.delete == ["feedback/c.md"]
+    applied = apply_manifest(root, expected=memory_digests(root), now=NOW)
+
+    assert applied.error is None and applied.operations.delete == ["feedback/c.md"]
     assert not (root / "feedback" / "c.md").exists()
     assert not (root / OPERATIONS_FILE_NAME).exists()
+    [trashed] = (root / TRASH_FOLDER).glob("*/feedback/c.md")  # restorable, never unlinked
+    assert trashed.read_bytes() == original
+
+
+def test_a_deletion_of_a_file_changed_since_the_dreamer_read_it_is_kept(root: Path) -> None:
+    """Regression (#18): Dream deleted a memory another process had just added a fact to."""
+    expected = memory_digests(root)
+    changed = root / "feedback" / "c.md"
+    changed.write_text(changed.read_text() + "\nA fact saved meanwhile.\n")
+    (root / "feedback" / "new.md").write_text((root / "feedback" / "a.md").read_text())
+    manifest = {"version": 1, "delete": ["feedback/a.md", "feedback/c.md", "feedback/new.md"]}
+    (root / OPERATIONS_FILE_NAME).write_text(json.dumps(manifest))
+
+    applied = apply_manifest(root, expected=expected, now=NOW)
+
+    assert applied.operations.delete == ["feedback/a.md"]
+    assert applied.kept == ["feedback/c.md", "feedback/new.md"]
+    assert "A fact saved meanwhile." in changed.read_text()
+    assert (root / "feedback" / "new.md").exists()  # appeared after the dreamer looked
 
 
 def test_a_manifest_that_is_not_json_is_rejected_and_removed(root: Path) -> None:
     (root / OPERATIONS_FILE_NAME).write_text("delete everything")
 
-    operations, problem = apply_manifest(root)
+    applied = apply_manifest(root, expected=memory_digests(root), now=NOW)
 
-    assert operations.delete == [] and problem is not None and "not valid JSON" in problem
+    assert applied.operations.delete == []
+    assert applied.error is not None and "not valid JSON" in applied.error
     assert not (root / OPERATIONS_FILE_NAME).exists()
     assert (root / "feedback" / "a.md").exists()
 
 
 def test_no_manifest_means_no_deletions(root: Path) -> None:
-    assert apply_manifest(root) == (DreamOperations(), None)
+    assert apply_manifest(root, expected={}, now=NOW) == AppliedManifest(DreamOperations())

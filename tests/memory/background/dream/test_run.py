@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 
 import pytest
 
 from cairn.memory.background.dream.manifest import OPERATIONS_FILE_NAME
 from cairn.memory.background.dream.run import DreamReport
+from cairn.memory.forget.trash import MANIFEST_NAME, TRASH_FOLDER
 from cairn.memory.store.history import read_history
-from cairn.testing import reply, tool_call
+from cairn.testing import RecordedRequest, Reply, ToolCallSpec, reply, tool_call, tool_calls
 
 from ...task_helpers import (
     ProjectFactory,
     agent_script,
+    conversation,
     memory_file,
     new_project,
+    tool_messages,
     write_memory,
     writes,
 )
@@ -26,6 +31,14 @@ pytestmark = pytest.mark.timeout(30)
 
 SESSION = "11111111-2222-3333-4444-555555555555"
 DREAM_EVENT = "memory.dream"
+MERGE_TABS = {  # a manifest merging the two tab memories into feedback/indentation.md
+    "version": 1,
+    "delete": ["feedback/tabs.md", "feedback/tabs-again.md"],
+    "operations": [
+        {"type": "dedupe", "sources": ["feedback/tabs.md", "feedback/tabs-again.md"],
+         "target": "feedback/indentation.md"},
+    ],
+}  # fmt: skip
 
 
 # --- what the dreamer does -------------------------------------------------------------------
@@ -38,19 +51,11 @@ async def test_a_dream_merges_duplicates_and_applies_the_manifest(
     write_memory(project.memory, "feedback/tabs.md", "Tabs", "Indent with tabs.")
     write_memory(project.memory, "feedback/tabs-again.md", "Tabs again", "Use tabs.")
     merged = project.memory / "feedback" / "indentation.md"
-    operations = {
-        "version": 1,
-        "delete": ["feedback/tabs.md", "feedback/tabs-again.md"],
-        "operations": [
-            {"type": "dedupe", "sources": ["feedback/tabs.md", "feedback/tabs-again.md"],
-             "target": "feedback/indentation.md"},
-        ],
-    }  # fmt: skip
     project.server.handler = agent_script(
         "dream",
         writes(
             (str(merged), memory_file("Indentation", "Indent with tabs, never spaces.")),
-            (str(project.memory / OPERATIONS_FILE_NAME), json.dumps(operations)),
+            (str(project.memory / OPERATIONS_FILE_NAME), json.dumps(MERGE_TABS)),
         ),
         "Merged two tab memories.",
     )
@@ -129,3 +134,89 @@ def test_a_report_reads_as_a_summary() -> None:
     report = DreamReport("updated", created=["a.md"], updated=["b.md"], duration_s=1.25)
     assert str(report).startswith("Dream finished: 1 created, 1 updated, 0 deleted (1.2 s).")
     assert str(DreamReport("noop")).startswith("Dream finished: no changes")
+
+
+async def test_a_fact_extract_adds_while_the_dreamer_thinks_is_never_deleted(
+    new_project: ProjectFactory,
+) -> None:
+    """Regression (#18): Dream read two memories; while its model call ran, Extract added a fact
+    to one; Dream then deleted both, and the new fact was in no file and not in the trash."""
+    project = new_project()
+    tabs = write_memory(project.memory, "feedback/tabs.md", "Tabs", "Indent with tabs.")
+    again = write_memory(project.memory, "feedback/tabs-again.md", "Tabs again", "Use tabs.")
+    merged = project.memory / "feedback" / "indentation.md"
+    extracted = threading.Event()
+
+    async def handle(request: RecordedRequest) -> Reply | None:
+        answered = len(tool_messages(request))
+        if request.purpose == "extract":
+            if answered:
+                return reply("Saved.")
+            edit = {"file_path": str(again), "old_string": "Use tabs.",
+                    "new_string": "Use tabs. They are 4 columns wide (FACT-4417)."}  # fmt: skip
+            return tool_call("edit", edit)
+        if request.purpose != "dream":
+            return None
+        if answered == 0:
+            return tool_calls(
+                ToolCallSpec("read_file", {"file_path": str(tabs)}),
+                ToolCallSpec("read_file", {"file_path": str(again)}),
+            )
+        if answered == 2:  # the dreamer's model call: Extract writes meanwhile
+            while not extracted.is_set():
+                await asyncio.sleep(0.01)
+            return writes(
+                (str(merged), memory_file("Indentation", "Indent with tabs, never spaces.")),
+                (str(project.memory / OPERATIONS_FILE_NAME), json.dumps(MERGE_TABS)),
+            )
+        return reply("Merged two tab memories.")
+
+    project.server.handler = handle
+    dream = asyncio.ensure_future(
+        project.manager.run_dream_now(session_id=SESSION, runtime=project.runtime)
+    )
+    await project.server.async_wait_for_requests(2, purpose="dream")
+    project.manager.schedule_extract(
+        project_root=project.workspace,
+        session_id=SESSION,
+        history=conversation("Tabs are 4 columns wide here.", "Noted."),
+        runtime=project.runtime,
+    )
+    assert await project.manager.drain(10, extract_only=True)
+    assert "FACT-4417" in again.read_text()
+    extracted.set()
+    report = await dream
+
+    assert "FACT-4417" in again.read_text()  # changed after the dreamer read it: kept
+    assert not tabs.exists()
+    assert report.deleted == ["feedback/tabs.md"]
+    assert report.kept == ["feedback/tabs-again.md"]
+    assert "kept feedback/tabs-again.md" in str(report)
+    restored = project.manager.restore_last_forget()
+    assert restored.ok, restored.message
+    assert tabs.read_text() == memory_file("Tabs", "Indent with tabs.")
+    assert again.exists() and merged.exists()
+
+
+async def test_dream_deletions_go_to_the_trash_and_restore_brings_them_back(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    old = write_memory(project.memory, "project/old-deploy.md", "Old deploy", "Use make.")
+    original = old.read_bytes()
+    manifest = {"version": 1, "delete": ["project/old-deploy.md"]}
+    project.server.handler = agent_script(
+        "dream", writes((str(project.memory / OPERATIONS_FILE_NAME), json.dumps(manifest)))
+    )
+    report = await project.manager.run_dream_now(session_id=SESSION, runtime=project.runtime)
+    assert report.deleted == ["project/old-deploy.md"] and not old.exists()
+    [trashed] = (project.memory / TRASH_FOLDER).glob("*/project/old-deploy.md")
+    assert trashed.read_bytes() == original
+    manifest_json = json.loads((trashed.parent.parent / MANIFEST_NAME).read_text())
+    assert manifest_json["operation"] == "dream"
+    assert "old-deploy.md" not in (project.memory / "MEMORY.md").read_text()
+
+    restored = project.manager.restore_last_forget()
+
+    assert restored.ok and old.read_bytes() == original
+    assert "old-deploy.md" in (project.memory / "MEMORY.md").read_text()

@@ -2,12 +2,14 @@
 
 The dreamer cannot delete files itself. It lists deletions (and the merges and splits they
 belong to) in ``.dream-operations.json``; :func:`validate_manifest` accepts the manifest only
-when every rule holds, and :func:`apply_manifest` then applies it (the file is always removed).
+when every rule holds, and :func:`apply_manifest` then applies it (the file is always removed):
+each deleted file moves to the trash, unless it changed after the dreamer read it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -17,16 +19,21 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cairn.debug_log import get_logger
+from cairn.fsutil import read_regular_bytes
+from cairn.memory.forget.trash import trash_files
 from cairn.memory.paths import INDEX_FILE_NAME, PINNED_FOLDER
-from cairn.memory.store.parse import ParseSkip, parse_memory_file
+from cairn.memory.store.parse import ParseSkip, parse_memory_file, valid_name
+from cairn.memory.store.scan import is_memory_name
 
 __all__ = [
     "MANIFEST_VERSION",
     "MAX_MANIFEST_BYTES",
     "OPERATIONS_FILE_NAME",
+    "AppliedManifest",
     "DreamOperations",
     "ManifestRejected",
     "apply_manifest",
+    "memory_digests",
     "validate_manifest",
 ]
 
@@ -192,28 +199,69 @@ def _read_manifest(path: Path) -> Any:
         raise ManifestRejected(f"the manifest is not valid JSON ({error})") from None
 
 
-def apply_manifest(root: Path) -> tuple[DreamOperations, str | None]:
-    """Validate and apply ``.dream-operations.json`` (root lock held); always remove it.
+@dataclass(frozen=True)
+class AppliedManifest:
+    """What applying a manifest did."""
 
-    Returns what was applied and, when the manifest was rejected, why.
+    operations: DreamOperations  # ``delete``: the files moved to the trash
+    kept: list[str] = field(default_factory=list)  # deletions skipped: changed since read
+    error: str | None = None  # why the whole manifest was rejected (nothing applied)
+
+
+def memory_digests(root: Path) -> dict[str, str]:
+    """SHA-256 of every memory file under ``root`` by relative path (no dot names, no symlinks,
+    not ``MEMORY.md``, no name that is not UTF-8; FIFOs and devices are never opened)."""
+    found: dict[str, str] = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            path = Path(folder, name)
+            if not is_memory_name(name) or not valid_name(name) or path.is_symlink():
+                continue
+            with contextlib.suppress(OSError):
+                found[path.relative_to(root).as_posix()] = _digest(read_regular_bytes(path))
+    return found
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _unchanged(root: Path, relative: str, expected: Mapping[str, str]) -> bool:
+    """Whether the file still holds what the dreamer decided on (its digest when read)."""
+    wanted = expected.get(relative)
+    if wanted is None:
+        return False  # appeared after the dreamer looked: not its to delete
+    try:
+        return _digest(read_regular_bytes(root / relative)) == wanted
+    except OSError:
+        return False
+
+
+def apply_manifest(root: Path, *, expected: Mapping[str, str], now: float) -> AppliedManifest:
+    """Validate ``.dream-operations.json`` and move its deletions to the trash (root lock held);
+    always remove the manifest.
+
+    ``expected`` holds, by relative path, the digest of each file as the dreamer saw it (when it
+    read it, else when the Dream started). A file whose content changed since (another process
+    added a fact meanwhile) is kept, never deleted: its deletion was decided on older content.
     """
     path = root / OPERATIONS_FILE_NAME
     try:
         data = _read_manifest(path)
         if data is None:
-            return DreamOperations(), None
+            return AppliedManifest(DreamOperations())
         operations = validate_manifest(data, root)
     except ManifestRejected as error:
         _log.warning(f"{path}: rejected, nothing deleted: {error}")
-        return DreamOperations(), str(error)
+        return AppliedManifest(DreamOperations(), error=str(error))
     finally:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-    applied: list[str] = []
-    for relative in operations.delete:
-        try:
-            (root / relative).unlink()
-            applied.append(relative)
-        except FileNotFoundError:
-            continue
-    return DreamOperations(applied, operations.deduped, operations.split), None
+    doomed = [p for p in operations.delete if _unchanged(root, p, expected)]
+    kept = [p for p in operations.delete if p not in doomed]
+    for relative in kept:
+        _log.warning(f"{root / relative}: changed after the dreamer read it; not deleted")
+    folder = trash_files(root, "project", doomed, operation="dream", now=now) if doomed else None
+    moved = [p for p in doomed if folder is not None and (folder / p).exists()]
+    return AppliedManifest(DreamOperations(moved, operations.deduped, operations.split), kept)

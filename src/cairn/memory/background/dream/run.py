@@ -11,7 +11,6 @@ rebuilds the indexes, writes the audit trail and ``meta.json`` (``lastDreamAt``,
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
@@ -26,8 +25,10 @@ from cairn.memory.background.agent_tools import memory_agent_context, memory_age
 from cairn.memory.background.dream.gates import consolidation_lock
 from cairn.memory.background.dream.manifest import (
     OPERATIONS_FILE_NAME,
+    AppliedManifest,
     DreamOperations,
     apply_manifest,
+    memory_digests,
 )
 from cairn.memory.background.extract import existing_memories_block, record_written
 from cairn.memory.background.meta import record_dream
@@ -39,7 +40,7 @@ from cairn.memory.background.tasks import (
     written_files,
 )
 from cairn.memory.document import MemoryDoc
-from cairn.memory.paths import INDEX_FILE_NAME, TYPE_FOLDERS
+from cairn.memory.paths import TYPE_FOLDERS
 from cairn.memory.prompt import (
     HOW_TO_SAVE_SECTION,
     MEMORY_TYPES_SECTION,
@@ -160,7 +161,8 @@ class DreamReport:
     skipped_reason: str | None = None
     created: list[str] = field(default_factory=list)  # relative paths
     updated: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)  # moved to the trash
+    kept: list[str] = field(default_factory=list)  # deletions skipped: changed since read
     deduped: int = 0
     split: int = 0
     manifest_error: str | None = None
@@ -193,6 +195,14 @@ class DreamReport:
         changes = (("created", self.created), ("updated", self.updated), ("deleted", self.deleted))
         for label, paths in changes:
             lines.extend(f"  {label}: {path}" for path in paths)
+        lines.extend(
+            f"  kept {path}: it changed after the dreamer read it, so it was not deleted"
+            for path in self.kept
+        )
+        if self.deleted:
+            lines.append(
+                "Deleted memories are in the trash: `cairn memory restore` brings them back."
+            )
         if self.manifest_error:
             lines.append(f"Deletions were not applied: {self.manifest_error}")
         if self.agent_status and self.agent_status != "completed":
@@ -207,23 +217,6 @@ _SKIP_MESSAGES = {
     "no_project_memory": "There is no project memory folder to consolidate here.",
     "disabled": "Managed memory is off.",
 }
-
-
-def _snapshot(root: Path) -> dict[str, str]:
-    """Digest of every memory file under ``root`` (no dot names, no symlinks, not MEMORY.md)."""
-    found: dict[str, str] = {}
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in names:
-            path = Path(folder, name)
-            if name.startswith(".") or not name.endswith(".md") or path.is_symlink():
-                continue
-            relative = path.relative_to(root).as_posix()
-            if relative == INDEX_FILE_NAME:
-                continue
-            with contextlib.suppress(OSError):
-                found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
 
 
 async def _say(progress: Progress | None, text: str) -> None:
@@ -275,7 +268,7 @@ async def _dream_locked(
     from cairn.agent.subagent import run_subagent  # the agent loop: only when a run happens
 
     docs = space.docs()
-    before = _snapshot(root)
+    before = memory_digests(root)
     await _say(progress, f"Reading {len(before)} project memories…")
     max_turns, timeout = agent_limits(
         runtime.settings, default_turns=DREAM_MAX_TURNS, default_minutes=DREAM_TIMEOUT_MINUTES
@@ -318,8 +311,19 @@ async def _dream_locked(
         _log.warning(f"dream failed: {report.error}")
     await _say(progress, "Applying changes and rebuilding the index…")
     written = written_files(files.written, [("project", root)])
-    await _finish(space, root, session_id, report, before, written)
+    expected = {**before, **_seen_digests(root, files.seen)}
+    await _finish(space, root, session_id, report, (before, expected), written)
     return report
+
+
+def _seen_digests(root: Path, seen: Mapping[Path, str]) -> dict[str, str]:
+    """What the dreamer read (or wrote) last of each file, by path relative to ``root``."""
+    real_root = Path(os.path.realpath(root))
+    found: dict[str, str] = {}
+    for path, digest in seen.items():
+        if real_root in path.parents:
+            found[path.relative_to(real_root).as_posix()] = digest
+    return found
 
 
 async def _finish(
@@ -327,18 +331,24 @@ async def _finish(
     root: Path,
     session_id: str,
     report: DreamReport,
-    before: Mapping[str, str],
+    digests: tuple[Mapping[str, str], Mapping[str, str]],
     written: Sequence[WrittenFile],
 ) -> None:
+    before, expected = digests
     roots = [r for _, r in space.writable_roots()]
     async with hold_roots_async(roots):
         if report.status == "failed":
             with contextlib.suppress(FileNotFoundError):
                 (root / OPERATIONS_FILE_NAME).unlink()
-            operations = DreamOperations()
+            applied = AppliedManifest(DreamOperations())
         else:
-            operations, report.manifest_error = apply_manifest(root)
-        after = _snapshot(root)
+            applied = apply_manifest(root, expected=expected, now=space.clock())
+        operations, report.manifest_error, report.kept = (
+            applied.operations,
+            applied.error,
+            applied.kept,
+        )
+        after = memory_digests(root)
         mine = [f.relative_path for f in written if f.relative_path != OPERATIONS_FILE_NAME]
         report.created = [p for p in mine if p not in before and p in after]
         report.updated = [p for p in mine if p in before and after.get(p) not in (None, before[p])]
@@ -353,8 +363,10 @@ async def _finish(
         files = [WrittenFile("project", p, None) for p in changed]
         detail = (
             f"created {len(report.created)}, updated {len(report.updated)}, "
-            f"deleted {len(report.deleted)}"
+            f"deleted {len(report.deleted)} (to the trash)"
         )
+        if report.kept:
+            detail += f", kept {len(report.kept)} changed since read"
         record_written(space, files, operation="dream", session_id=session_id, detail=detail)
         if report.status != "failed":
             record_dream(
