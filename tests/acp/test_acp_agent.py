@@ -687,3 +687,37 @@ async def test_of_three_quick_prompts_only_the_newest_runs(
     assert [r.stop_reason for r in responses] == ["cancelled", "cancelled", "end_turn"]
     assert [r.last_user_text() for r in scripted_server.requests_for("main")] == ["one", "three"]
     assert client.agent_text() == "third"
+
+
+async def test_an_empty_prompt_is_invalid_params_and_reaches_no_model(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    async with connect(agent_options(scripted_server, project)) as (conn, _client):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(project))
+        for prompt in ([], text("   ")):
+            with pytest.raises(RequestError) as raised:
+                await conn.prompt(session_id=session.session_id, prompt=prompt)
+            assert raised.value.code == -32602
+
+    assert scripted_server.requests_for("main") == []
+
+
+async def test_a_linked_file_is_attached_once_even_when_also_mentioned(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    from acp.schema import ResourceContentBlock
+
+    (project / "a.md").write_text("LINKED-ONCE")
+    prompt = [
+        TextContentBlock(type="text", text="compare @a.md with"),
+        ResourceContentBlock(type="resource_link", name="a.md", uri=(project / "a.md").as_uri()),
+    ]
+    scripted_server.enqueue(reply("Done."), purpose="main")
+    async with connect(agent_options(scripted_server, project)) as (conn, _client):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(project))
+        await conn.prompt(session_id=session.session_id, prompt=prompt)
+
+    [request] = scripted_server.requests_for("main")
+    assert request.last_user_text().count("LINKED-ONCE") == 1

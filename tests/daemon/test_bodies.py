@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cairn.content import Text
+from cairn.config.settings import Settings
+from cairn.content import Image, Text
 from cairn.daemon.bodies import (
-    MAX_PROMPT_BLOCKS,
     CreateSessionBody,
     PromptBody,
     check_approval_mode,
@@ -16,10 +18,28 @@ from cairn.daemon.bodies import (
     to_prompt_request,
 )
 from cairn.daemon.errors import ApiError
+from cairn.session.attachments import BLOCK_END, BLOCK_START, MAX_PROMPT_BLOCKS
+from cairn.session.runtime import Runtime
+from cairn.session.session import PromptRequest, Session
+from cairn.testing import ScriptedProvider, reply
 
 
-def prompt(raw: Any) -> Any:
-    return to_prompt_request(parse_body(PromptBody, raw))
+@pytest.fixture
+async def session(workspace: Path, home: Path) -> AsyncIterator[Session]:
+    runtime = Runtime(
+        cwd=workspace,
+        settings=Settings(),
+        provider=ScriptedProvider(reply("ok")),
+        record_chats=False,
+    )
+    session = runtime.new_session()
+    yield session
+    await session.close()
+    await runtime.aclose()
+
+
+async def prompt(session: Session, raw: Any) -> PromptRequest:
+    return await to_prompt_request(parse_body(PromptBody, raw), session)
 
 
 def test_an_empty_body_takes_the_defaults() -> None:
@@ -53,45 +73,63 @@ def test_a_body_that_is_not_an_object_is_a_400() -> None:
         parse_body(CreateSessionBody, ["a"])
 
 
-def test_a_string_prompt_is_the_prompt_text() -> None:
-    request = prompt({"prompt": "fix the bug"})
+async def test_a_string_prompt_is_the_prompt_text(session: Session) -> None:
+    request = await prompt(session, {"prompt": "fix the bug"})
 
     assert request.text == "fix the bug" and request.parts is None and request.fresh
 
 
-def test_text_blocks_are_joined_into_the_prompt_text() -> None:
-    request = prompt({"prompt": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})
+async def test_text_blocks_are_joined_into_the_prompt_text(session: Session) -> None:
+    raw = {"prompt": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+
+    request = await prompt(session, raw)
 
     assert request.text == "a b"
-    assert request.parts == [Text("a"), Text("b")]
+    assert request.parts is None
 
 
-def test_an_embedded_resource_is_added_as_context() -> None:
-    request = prompt(
-        {
-            "prompt": [
-                {"type": "text", "text": "explain"},
-                {"type": "resource", "resource": {"uri": "file:///w/a.py", "text": "x = 1"}},
-            ]
-        }
-    )
+async def test_an_embedded_resource_is_attached_as_a_referenced_file(session: Session) -> None:
+    resource = {"uri": "file:///w/a.py", "text": "x = 1"}
+    raw = {
+        "prompt": [{"type": "text", "text": "explain"}, {"type": "resource", "resource": resource}]
+    }
+
+    request = await prompt(session, raw)
 
     assert request.text == "explain"
-    assert request.parts is not None
-    assert request.parts[1] == Text('<resource uri="file:///w/a.py">\nx = 1\n</resource>')
+    assert request.parts == [
+        Text("explain @/w/a.py"),
+        Text(f"\n{BLOCK_START}\nContent from @/w/a.py:\nx = 1\n{BLOCK_END}"),
+    ]
 
 
-def test_a_resource_link_is_mentioned_by_path() -> None:
-    request = prompt(
-        {
-            "prompt": [
-                {"type": "text", "text": "read"},
-                {"type": "resource_link", "uri": "file:///w/a.py"},
-            ]
-        }
-    )
+async def test_a_resource_link_in_the_workspace_is_read_and_attached(
+    session: Session, workspace: Path
+) -> None:
+    """Regression: a resource_link became an `@/abs/path` mention that nothing resolved."""
+    (workspace / "a.py").write_text("print(1)\n")
+    link = {"type": "resource_link", "uri": (workspace / "a.py").as_uri(), "name": "a.py"}
 
-    assert request.parts == [Text("read"), Text("@/w/a.py")]
+    request = await prompt(session, {"prompt": [{"type": "text", "text": "read"}, link]})
+
+    assert request.parts == [
+        Text("read @a.py"),
+        Text(f"\n{BLOCK_START}\nContent from @a.py:\nprint(1)\n\n{BLOCK_END}"),
+    ]
+
+
+async def test_an_image_block_is_passed_through_as_an_image(session: Session) -> None:
+    """Regression: image blocks were refused with 400 unsupported_content."""
+    raw = {
+        "prompt": [
+            {"type": "text", "text": "what is this"},
+            {"type": "image", "mimeType": "image/png", "data": "aGk="},
+        ]
+    }
+
+    request = await prompt(session, raw)
+
+    assert request.parts == [Text("what is this"), Image("image/png", "aGk=", "image")]
 
 
 @pytest.mark.parametrize(
@@ -99,27 +137,29 @@ def test_a_resource_link_is_mentioned_by_path() -> None:
     [
         ({}, "invalid_prompt"),
         ({"prompt": ""}, "invalid_prompt"),
+        ({"prompt": " \n "}, "invalid_prompt"),
         ({"prompt": []}, "invalid_prompt"),
         ({"prompt": [{"type": "text"}]}, "invalid_prompt"),
         ({"prompt": [{"text": "no type"}]}, "invalid_prompt"),
-        ({"prompt": [{"type": "image", "data": "..."}]}, "unsupported_content"),
+        ({"prompt": [{"type": "image", "data": "..."}]}, "invalid_prompt"),
+        ({"prompt": [{"type": "image", "mimeType": "image/png", "data": "!!"}]}, "invalid_prompt"),
         ({"prompt": [{"type": "resource", "resource": {"uri": "x"}}]}, "invalid_prompt"),
         ({"prompt": [{"type": "text", "text": "x"}] * (MAX_PROMPT_BLOCKS + 1)}, "invalid_prompt"),
         ({"prompt": "x", "deadline": 5}, "invalid_body"),
         ({"prompt": 5}, "invalid_body"),
     ],
 )
-def test_a_bad_prompt_is_a_400_with_a_code(raw: Any, code: str) -> None:
+async def test_a_bad_prompt_is_a_400_with_a_code(session: Session, raw: Any, code: str) -> None:
     with pytest.raises(ApiError) as raised:
-        prompt(raw)
+        await prompt(session, raw)
 
     assert raised.value.status == 400
     assert raised.value.code == code
 
 
-def test_retry_and_continue_need_no_prompt_text() -> None:
-    assert prompt({"retry": True}).retry
-    assert prompt({"continueLastTurn": True}).continue_turn
+async def test_retry_and_continue_need_no_prompt_text(session: Session) -> None:
+    assert (await prompt(session, {"retry": True})).retry
+    assert (await prompt(session, {"continueLastTurn": True})).continue_turn
 
 
 def test_an_unknown_approval_mode_is_a_400() -> None:

@@ -211,6 +211,33 @@ async def test_loading_a_live_session_attaches(daemon: RunningDaemon) -> None:
 # ----- prompts -----
 
 
+async def test_a_linked_workspace_file_reaches_the_model_and_a_bad_one_warns(
+    daemon: RunningDaemon, scripted_server: ScriptedServer, workspace: Path
+) -> None:
+    """Regression: a resource_link became an `@/path` mention that nothing resolved."""
+    (workspace / "spec.md").write_text("SPEC-CONTENT")
+    (workspace / "docs").mkdir()
+    session_id = await daemon.create_session()
+    scripted_server.enqueue(reply("Read it."), purpose="main")
+    blocks = [
+        {"type": "text", "text": "read @docs and"},
+        {"type": "resource_link", "name": "spec.md", "uri": (workspace / "spec.md").as_uri()},
+    ]
+
+    response = await daemon.http.post(f"/session/{session_id}/prompt", json={"prompt": blocks})
+    frames = await collect_until(daemon.http, session_id, "turn_complete")
+
+    assert response.status_code == 202
+    [request] = scripted_server.requests_for("main")
+    assert "SPEC-CONTENT" in request.last_user_text()
+    warnings = [
+        u["content"]["text"]
+        for u in updates(frames, "agent_message_chunk")
+        if u.get("_meta", {}).get("cairn", {}).get("source") == "attachment"
+    ]
+    assert warnings == ["⚠ @docs is a folder; mention the files in it to attach them.\n\n"]
+
+
 async def test_a_prompt_is_admitted_with_202_and_completes_on_the_stream(
     daemon: RunningDaemon, scripted_server: ScriptedServer
 ) -> None:

@@ -342,3 +342,20 @@ def test_an_unknown_option_is_bad_input(run_cairn: RunCairn) -> None:
     done = run_cairn("--no-such-option")
     assert done.returncode == 42
     assert "No such option" in done.stderr
+
+
+def test_an_at_mention_attaches_the_file_and_a_folder_gets_a_warning(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """`cairn -p` attaches `@path` mentions with the same builder as the terminal UI."""
+    (project / "notes.txt").write_text("MENTIONED-CONTENT\n")
+    (project / "src").mkdir()
+    scripted_server.enqueue(reply("Summarised."))
+
+    done = run_cairn("-p", "summarise @notes.txt and @src")
+
+    assert done.returncode == 0, done.stderr
+    [request] = scripted_server.requests
+    assert "MENTIONED-CONTENT" in request.last_user_text()
+    assert "summarise @notes.txt and @src" in request.last_user_text()
+    assert "@src is a folder; mention the files in it to attach them." in done.stderr

@@ -347,3 +347,20 @@ def test_an_unanswered_replayed_call_stays_pending() -> None:
     [start] = mapper().replay(items)
 
     assert start["status"] == "pending"
+
+
+def test_a_replayed_call_shows_the_summary_people_saw_live() -> None:
+    item = ReplayItem(
+        "tool_call",
+        tool_call_id="c1",
+        tool_name="glob",
+        args={"pattern": "*.py"},
+        result="a.py\nb.py",
+        display="Found 2 files",
+    )
+
+    [_, done] = mapper().replay([item])
+
+    assert done["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "Found 2 files"}}
+    ]

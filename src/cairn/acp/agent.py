@@ -37,11 +37,11 @@ from acp.schema import (
     SetSessionModeResponse,
     Usage,
 )
+from pydantic import BaseModel
 
 from cairn import __version__
 from cairn.acp.channel import SessionChannel
 from cairn.acp.frontend import AcpFileSystem, AcpFrontend
-from cairn.acp.prompt import build_prompt_request
 from cairn.acp.updates import mode_state_model
 from cairn.config.loader import Endpoint
 from cairn.config.paths import chats_dir, project_root
@@ -49,6 +49,7 @@ from cairn.config.settings import APPROVAL_MODES, Settings
 from cairn.debug_log import bind_session, get_logger, set_process_session
 from cairn.exit_codes import ExitCode
 from cairn.recording.reader import SessionLoadError, list_sessions, pending_question
+from cairn.session.attachments import AttachmentError
 from cairn.session.commands import COMMANDS
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
@@ -234,8 +235,14 @@ class CairnAgent:
     async def prompt(self, prompt: list[Any], session_id: str, **_meta: Any) -> PromptResponse:
         channel = self._channel(session_id)
         await self._memory_ready(channel.runtime)
-        request = await build_prompt_request(prompt, channel.session.fs)
-        return await self._turn(channel, request)
+        blocks = [_block_payload(block) for block in prompt]
+        try:
+            attachments = await channel.session.attach(blocks)
+        except AttachmentError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        if attachments.empty:
+            raise RequestError.invalid_params({"details": "the prompt is empty"})
+        return await self._turn(channel, PromptRequest.attaching(attachments))
 
     async def cancel(self, session_id: str, **_meta: Any) -> None:
         channel = self._channels.get(session_id)
@@ -483,6 +490,13 @@ def _cursor_offset(cursor: str | None) -> int:
     if not cursor.isdigit():
         raise RequestError.invalid_params({"details": f"invalid cursor {cursor!r}"})
     return int(cursor)
+
+
+def _block_payload(block: Any) -> Any:
+    """A content block in its wire shape (the SDK hands the agent models)."""
+    if isinstance(block, BaseModel):
+        return block.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return block
 
 
 def _warn_mcp(servers: list[Any] | None) -> None:

@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.config.settings import APPROVAL_MODES
-from cairn.content import Part, Text
 from cairn.daemon.errors import ApiError
-from cairn.session.session import PromptRequest
+from cairn.session.attachments import AttachmentError
+from cairn.session.session import PromptRequest, Session
 
 __all__ = [
     "ApprovalModeBody",
@@ -21,7 +21,6 @@ __all__ = [
     "to_prompt_request",
 ]
 
-MAX_PROMPT_BLOCKS = 256  # content blocks in one prompt
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
@@ -73,64 +72,19 @@ def check_approval_mode(mode: str | None) -> str | None:
     return mode
 
 
-def to_prompt_request(body: PromptBody) -> PromptRequest:
-    """ACP content blocks (or a plain string) → the session's prompt.
-
-    ``text`` blocks are the prompt; an embedded ``resource`` with text is added as context; a
-    ``resource_link`` is mentioned by its URI. Images and audio are refused (400).
-    """
+async def to_prompt_request(body: PromptBody, session: Session) -> PromptRequest:
+    """ACP content blocks (or a plain string) → the session's prompt, built by the session's
+    one attachment builder; a malformed block or an empty prompt is a 400."""
     if body.retry or body.continue_last_turn:
         return PromptRequest(text="", retry=body.retry, continue_turn=body.continue_last_turn)
-    if isinstance(body.prompt, str):
-        blocks: list[dict[str, Any]] = [{"type": "text", "text": body.prompt}]
-    else:
-        blocks = body.prompt
-    if not blocks or len(blocks) > MAX_PROMPT_BLOCKS:
-        raise ApiError(
-            400, f"prompt must hold 1 to {MAX_PROMPT_BLOCKS} content blocks.", "invalid_prompt"
-        )
-    texts: list[str] = []
-    parts: list[Part] = []
-    for index, block in enumerate(blocks):
-        text, part = _block(index, block)
-        if text is not None:
-            texts.append(text)
-        parts.append(part)
-    prompt_text = " ".join(t for t in texts if t)
-    if not prompt_text.strip() and len(parts) == len(texts):
+    prompt = body.prompt
+    blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
+    if not blocks:
         raise ApiError(400, "The prompt is empty.", "invalid_prompt")
-    if len(parts) == 1 and texts:
-        return PromptRequest(text=prompt_text)
-    return PromptRequest(text=prompt_text, parts=parts)
-
-
-def _block(index: int, block: Any) -> tuple[str | None, Part]:
-    where = f"prompt[{index}]"
-    kind = block.get("type") if isinstance(block, dict) else None
-    if kind == "text":
-        text = block.get("text")
-        if not isinstance(text, str):
-            raise ApiError(400, f"{where}.text must be a string.", "invalid_prompt")
-        return text, Text(text)
-    if kind == "resource":
-        resource = block.get("resource")
-        if not isinstance(resource, dict) or not isinstance(resource.get("text"), str):
-            raise ApiError(400, f"{where}.resource must have a uri and a text.", "invalid_prompt")
-        uri = str(resource.get("uri", ""))
-        return None, Text(f'<resource uri="{uri}">\n{resource["text"]}\n</resource>')
-    if kind == "resource_link":
-        uri = block.get("uri")
-        if not isinstance(uri, str) or not uri:
-            raise ApiError(400, f"{where}.uri must be a non-empty string.", "invalid_prompt")
-        return None, Text(f"@{_path_of(uri)}")
-    if kind in ("image", "audio"):
-        raise ApiError(400, f"{where}: {kind} blocks are not supported.", "unsupported_content")
-    raise ApiError(
-        400,
-        f"{where} must be an object with type text, resource or resource_link.",
-        "invalid_prompt",
-    )
-
-
-def _path_of(uri: str) -> str:
-    return uri.removeprefix("file://")
+    try:
+        attachments = await session.attach(blocks)
+    except AttachmentError as exc:
+        raise ApiError(400, f"Invalid prompt: {exc}.", "invalid_prompt") from None
+    if attachments.empty:
+        raise ApiError(400, "The prompt is empty.", "invalid_prompt")
+    return PromptRequest.attaching(attachments)

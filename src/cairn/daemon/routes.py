@@ -296,7 +296,7 @@ class DaemonRoutes:
     async def prompt(self, request: Request) -> Response:
         live = self.registry.get(request.path_params["id"])
         body = parse_body(PromptBody, await self._body(request))
-        prompt_request = to_prompt_request(body)
+        prompt_request = await to_prompt_request(body, live.session)
         last_event_id = live.bus.last_id
         item = live.admit(prompt_request, _client_id(request))
         return JSONResponse({"promptId": item.prompt_id, "lastEventId": last_event_id}, 202)

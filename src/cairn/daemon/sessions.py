@@ -122,7 +122,14 @@ class LiveSession:
             data = {"turnId": event.prompt_id, "fresh": event.fresh, "sessionId": self.id}
             self.bus.publish("turn_started", {**data, "promptId": prompt_id}, extra)
         elif isinstance(event, StreamReset):
-            self.bus.publish("stream_reset", {"reason": event.reason, "delay": event.delay}, extra)
+            reset = {
+                "reason": event.reason,
+                "delay": event.delay,
+                "attempt": event.attempt,
+                "maxAttempts": event.max_attempts,
+                "message": event.describe(),
+            }
+            self.bus.publish("stream_reset", reset, extra)
         for payload in self._updates.event(event):
             self.bus.publish(SESSION_UPDATE, payload, extra)
 

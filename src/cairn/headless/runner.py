@@ -105,7 +105,8 @@ async def _run_turn(
     except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix event loops
         pass
     api_started = time.monotonic()
-    result = await session.prompt(PromptRequest(text=options.prompt), writer)
+    attachments = await session.attach_text(options.prompt)  # @path mentions, as in the UI
+    result = await session.prompt(PromptRequest.attaching(attachments), writer)
     api_ms = int((time.monotonic() - api_started) * 1000)
     await session.close()
     code, subtype, error = _classify(result)

@@ -44,6 +44,7 @@ from cairn.content import (
 from cairn.debug_log import bind_session, get_logger
 from cairn.llm.errors import ProviderError
 from cairn.llm.types import Usage
+from cairn.session.attachments import Attachments, build_attachments
 from cairn.tools.base import FileSystem, LocalFileSystem, TodoItem, ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import default_registry
@@ -93,6 +94,20 @@ class PromptRequest:
     restore_question: bool = False
     origin: Literal["user", "runtime"] = "user"
     display_text: str | None = None
+    warnings: Sequence[str] = ()  # shown when the turn starts (e.g. a file not attached)
+
+    @classmethod
+    def attaching(cls, attachments: Attachments, **fields: Any) -> PromptRequest:
+        """The prompt :func:`~cairn.session.attachments.build_attachments` built."""
+        if attachments.plain:
+            return cls(text=attachments.text, warnings=tuple(attachments.warnings), **fields)
+        fields.setdefault("display_text", attachments.text)
+        return cls(
+            text=attachments.text,
+            parts=list(attachments.parts),
+            warnings=tuple(attachments.warnings),
+            **fields,
+        )
 
     @property
     def fresh(self) -> bool:
@@ -259,6 +274,21 @@ class Session:
     def history(self) -> list[Content]:
         return self.client.history.shallow()
 
+    async def attach(self, blocks: Sequence[Any]) -> Attachments:
+        """Build a prompt from content blocks (text blocks' ``@path`` mentions included), with
+        files read inside this session's workspace through its file system."""
+        return await build_attachments(
+            blocks, workspace=self.cwd, fs=self.fs, denied=self._read_denied
+        )
+
+    async def attach_text(self, text: str) -> Attachments:
+        """:meth:`attach` for a prompt typed as text (the terminal UI, ``cairn -p``)."""
+        return await self.attach([{"type": "text", "text": text}])
+
+    def _read_denied(self, path: Path) -> bool:
+        match = self.rules.match("read_file", {"file_path": str(path)}, self.cwd)
+        return match is not None and match.decision == "deny"
+
     async def set_approval_mode(self, mode: str, sink: EventSink | None = None) -> None:
         from cairn.config.settings import APPROVAL_MODES
 
@@ -402,6 +432,8 @@ class Session:
             self.client.history.truncate(index)
             return list(retried)
 
+        for warning in request.warnings:
+            await sink(Notice("warning", warning, "attachment"))
         parts: list[Part] = list(request.parts) if request.parts else [Text(request.text)]
         user_parts = list(parts)
         if request.fresh and request.text.lstrip().startswith("/"):

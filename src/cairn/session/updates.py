@@ -170,7 +170,7 @@ class UpdateMapper:
         }
         if item.result is None and item.error is None:
             return [start]  # never answered (an interrupted turn)
-        text = item.error if item.error is not None else item.result
+        text = item.error if item.error is not None else (item.display or item.result)
         done: Payload = {
             "sessionUpdate": "tool_call_update",
             "toolCallId": call_id,

@@ -38,7 +38,6 @@ from cairn.ui.completion import UI_COMMANDS
 from cairn.ui.dialogs import ResumeScreen, SettingsScreen
 from cairn.ui.frontend import TuiFrontend
 from cairn.ui.input_history import InputHistory
-from cairn.ui.mentions import resolve_mentions
 from cairn.ui.prompt import CompletionMenu, PromptInput
 from cairn.ui.shell import run_shell
 from cairn.ui.status import StatusLine
@@ -333,18 +332,15 @@ class CairnApp(App[int]):
     async def _run_turn(self, text: str, command: str | None) -> TurnResult | None:
         session = self.session
         await self.transcript.add(UserView(text))
-        parts = None
-        display = text if command is not None else None
-        if command is None:
-            mentions = await resolve_mentions(text, session.cwd, session.fs)
-            for warning in mentions.warnings:
-                await self.transcript.add(NoticeView("warning", warning))
-            if mentions.parts is not None:
-                parts, display = mentions.parts, text
+        if command is not None:
+            request = PromptRequest(text=text, display_text=text)
+        else:
+            attachments = await session.attach_text(text)  # its warnings come with the turn
+            if attachments.attached:
                 await self.transcript.add(
-                    NoticeView("info", "Attached " + ", ".join(mentions.attached) + ".")
+                    NoticeView("info", "Attached " + ", ".join(attachments.attached) + ".")
                 )
-        request = PromptRequest(text=text, parts=parts, display_text=display)
+            request = PromptRequest.attaching(attachments)
         result: TurnResult | None = None
         try:
             result = await session.prompt(request, self._sink)
