@@ -1,20 +1,68 @@
-"""``cairn demo``: the scripted tour runs end to end, memory included."""
+"""``cairn demo``: the scripted tour runs end to end, memory included, and ends with next steps."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from cairn.demo import run_demo
 
 
-def test_the_demo_extracts_a_memory_in_one_session_and_recalls_it_in_the_next() -> None:
-    out = io.StringIO()
+@pytest.fixture(scope="module")
+def demo_output(tmp_path_factory: pytest.TempPathFactory) -> str:
+    home = tmp_path_factory.mktemp("cairn-home")
+    cwd = tmp_path_factory.mktemp("somewhere")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CAIRN_HOME", str(home))
+        patch.chdir(cwd)
+        out = io.StringIO()
+        assert run_demo(console=Console(file=out, width=200, color_system=None)) == 0
+    return out.getvalue()
 
-    assert run_demo(console=Console(file=out, width=200, color_system=None)) == 0
 
-    text = out.getvalue()
-    assert "+ project memory: feedback/testing-with-pytest.md (extract)" in text
-    assert "recalled into this session: Tests use pytest" in text
-    assert "Wrote `test_greet.py` with two pytest tests" in text
+def test_the_demo_extracts_a_memory_in_one_session_and_recalls_it_in_the_next(
+    demo_output: str,
+) -> None:
+    assert "+ project memory: feedback/testing-with-pytest.md (extract)" in demo_output
+    assert "recalled into this session: Tests use pytest" in demo_output
+    assert "Wrote `test_greet.py` with two pytest tests" in demo_output
+
+
+def test_the_demo_asks_before_an_edit_and_a_command_as_the_ui_does(demo_output: str) -> None:
+    """Regression: the demo ran in yolo mode, so a newcomer never saw an approval."""
+    edit = demo_output.index("Allow edit?")
+    command = demo_output.index("Allow run_shell_command?")
+    assert edit < command
+    dialog = demo_output[edit:command]
+    assert "Edit greet.py" in dialog
+    assert "+def farewell(name: str) -> str:" in dialog  # the diff, as in the UI's dialog
+    for choice in ("1. Allow once", "2. Allow always (this session)", "3. Deny"):
+        assert choice in dialog
+    assert "you › 1 (Allow once)" in dialog
+    assert "print(greet.farewell" in demo_output[command:]
+
+
+def test_the_demo_ends_with_what_to_do_next(demo_output: str) -> None:
+    """Regression: it ended with model-request counts by purpose and no next step."""
+    ending = demo_output[demo_output.index("What next") :]
+    assert "X-Cairn-Purpose" not in demo_output
+    assert "requests" not in ending
+    assert "export OPENAI_BASE_URL=" in ending
+    assert "OPENAI_API_KEY=" in ending and "OPENAI_MODEL=" in ending
+    assert "cd your-project && cairn\n" in ending  # the terminal UI
+    assert "`cairn memory list` shows them" in ending
+
+
+def test_the_ending_names_the_real_memory_folders_not_the_demos(demo_output: str) -> None:
+    ending = demo_output[demo_output.index("What next") :]
+    home = Path(ending.split("yours, in every project:", 1)[1].split()[0])
+    project = Path(ending.split("each project's:", 1)[1].split()[0])
+
+    assert home.name == "memories" and home.parent.name.startswith("cairn-home")
+    assert project.parts[-3:] == ("projects", "<project>", "memory")
+    assert project.parents[2] == home.parent
+    assert f"{home.parent}/settings.json" in ending
+    assert "temporary folder, now removed" in ending

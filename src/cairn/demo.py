@@ -13,20 +13,24 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.rule import Rule
+from rich.text import Text
 
 from cairn.config.loader import Endpoint
+from cairn.config.paths import user_settings_path
 from cairn.config.settings import Settings
+from cairn.memory.paths import memory_base
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
+from cairn.ui.render import permission_choices, permission_preview, permission_title
 from cairn.vocabulary.events import (
     AssistantText,
     Notice,
@@ -35,6 +39,7 @@ from cairn.vocabulary.events import (
     ToolCallUpdate,
     TurnEnded,
 )
+from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest, Question
 
 __all__ = ["run_demo"]
 
@@ -68,7 +73,9 @@ RECAP = (
 def run_demo(*, keep: bool = False, console: Console | None = None) -> int:
     console = console or Console(highlight=False)
     with _demo_folder(keep) as folder:
-        return asyncio.run(_demo(folder, console))
+        code = asyncio.run(_demo(folder, console))
+    _next_steps(console, kept=folder if keep else None)
+    return code
 
 
 @contextmanager
@@ -119,6 +126,33 @@ class _Printer:
             console.print(f"  [magenta]• {event.text}[/]")
         elif isinstance(event, TurnEnded) and event.result.handled_locally and event.result.text:
             console.print(f"[dim]※[/] {event.result.text}")
+
+
+class _DemoUser:
+    """The person at the keyboard: sees each approval as the terminal UI's dialog shows it and
+    allows it once."""
+
+    interactive = True
+
+    def __init__(self, console: Console, cwd: Path) -> None:
+        self.console = console
+        self.cwd = cwd
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
+        choices = permission_choices(request)
+        lines = [
+            Text(f"{number}. {label}", style="bold" if number == 1 else "")
+            for number, (_, label) in enumerate(choices, 1)
+        ]
+        preview = permission_preview(request, self.cwd)
+        body = Group(Text(request.title), *([preview] if preview else []), Text(), *lines)
+        self.console.print(Panel(body, title=permission_title(request), title_align="left"))
+        outcome, label = choices[0]
+        self.console.print(f"[bold green]you ›[/] 1 ({label})")
+        return outcome
+
+    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
+        return None
 
 
 class _DemoModel:
@@ -227,7 +261,8 @@ async def _demo(folder: Path, console: Console) -> int:
         runtime = Runtime.from_endpoint(cwd=project, settings=settings, endpoint=endpoint)
         printer = _Printer(console)
         try:
-            session = runtime.new_session(approval_mode="yolo")
+            user = _DemoUser(console, project)
+            session = runtime.new_session(frontend=user, approval_mode="default")
             await _turn(console, session, printer, "1. A streamed answer", "What does greet.py do?")
             await _turn(
                 console,
@@ -246,7 +281,7 @@ async def _demo(folder: Path, console: Console) -> int:
             )
             await session.close()
             await _show_saved_memory(console, runtime)
-            second = runtime.new_session(approval_mode="yolo")
+            second = runtime.new_session(frontend=user, approval_mode="default")
             await _turn(
                 console, second, printer, "4. A new session remembers", "Write a test for greet.py."
             )
@@ -255,7 +290,6 @@ async def _demo(folder: Path, console: Console) -> int:
             await second.close()
         finally:
             await runtime.aclose()
-        _summary(console, server)
     return 0
 
 
@@ -297,10 +331,26 @@ def _show_recalled(console: Console, server: ScriptedServer, session_id: str) ->
     console.print(f"  [magenta]• recalled into this session: {', '.join(titles) or 'nothing'}[/]")
 
 
-def _summary(console: Console, server: ScriptedServer) -> None:
-    counts: dict[str, int] = {}
-    for request in server.requests:
-        counts[request.purpose or "?"] = counts.get(request.purpose or "?", 0) + 1
-    listing = ", ".join(f"{purpose}: {n}" for purpose, n in sorted(counts.items()))
-    console.print(Rule("Model requests by X-Cairn-Purpose", align="left"))
-    console.print(listing)
+def _next_steps(console: Console, *, kept: Path | None) -> None:
+    """What to do after the demo: an endpoint, the UI, and where the memories live."""
+    base = memory_base()
+    lines = [
+        "  1. Point cairn at your model (any OpenAI-compatible endpoint):",
+        "       export OPENAI_BASE_URL=https://api.example.com/v1",
+        "       export OPENAI_API_KEY=sk-...  OPENAI_MODEL=qwen3-coder-plus",
+        f"     or keep them in {user_settings_path()}: security.auth.baseUrl, apiKey and",
+        "     model.name (docs/configuration.md).",
+        "  2. Open the terminal UI in your project:  cd your-project && cairn",
+        '     or run one turn from a script:         cairn -p "why does test_login fail?"',
+        "  3. Memories are Markdown files you can read, edit and delete:",
+        f"       yours, in every project:  {base / 'memories'}",
+        f"       each project's:           {base / 'projects' / '<project>' / 'memory'}",
+        "     `cairn memory list` shows them; `cairn memory path` shows this folder's.",
+        f"  This demo's project and memories are kept in {kept}."
+        if kept is not None
+        else "  This demo ran in a temporary folder, now removed (`cairn demo --keep` keeps it).",
+        "  More: docs/usage.md (the terminal UI) and docs/memory.md (memory).",
+    ]
+    console.print(Rule("What next", align="left"))
+    for line in lines:
+        console.print(line, markup=False, soft_wrap=True)

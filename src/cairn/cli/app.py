@@ -6,10 +6,11 @@ The options are declared in :mod:`cairn.cli.options`; what each command runs is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -23,7 +24,14 @@ from cairn.cli.options import (
     ServeOptions,
 )
 
-__all__ = ["app", "mount_memory", "root_options", "serve_options"]
+__all__ = [
+    "COMMAND_GROUPS",
+    "CommandGroup",
+    "app",
+    "mount_command_groups",
+    "root_options",
+    "serve_options",
+]
 
 app = typer.Typer(
     add_completion=False,
@@ -102,10 +110,36 @@ def serve_options(params: Mapping[str, Any]) -> ServeOptions:
     return ServeOptions(**{**params, "allow_origin": tuple(params.get("allow_origin") or ())})
 
 
-def mount_memory() -> None:
-    """Add ``cairn memory``; imported only when used (the memory package and rich tables)."""
-    from cairn.cli.memory_cmd import memory_app
+class CommandGroup(NamedTuple):
+    """A command group (``cairn memory ...``) whose module is imported only when it is run."""
 
-    app.add_typer(
-        memory_app, name="memory", help="List, search, recall, forget and restore memories."
-    )
+    name: str
+    module: str  # the module that defines it
+    attribute: str  # its typer.Typer in that module
+    help: str  # the line ``cairn --help`` shows for it
+
+
+# Every command group, in the order ``cairn --help`` lists them: a new group is one more row.
+COMMAND_GROUPS: tuple[CommandGroup, ...] = (
+    CommandGroup(
+        "memory",
+        "cairn.cli.memory_cmd",
+        "memory_app",
+        "List, search, recall, forget and restore memories.",
+    ),
+)
+
+
+def mount_command_groups(argv: Sequence[str]) -> None:
+    """Add every group to the app: the one ``argv`` runs for real, the others by name and help.
+
+    The groups' modules import the packages they manage (memory, MCP, ...); ``cairn --help``
+    and the other commands list them without paying for those imports.
+    """
+    invoked = argv[0] if argv else None
+    for group in COMMAND_GROUPS:
+        if group.name == invoked:
+            sub_app = getattr(importlib.import_module(group.module), group.attribute)
+        else:
+            sub_app = typer.Typer()
+        app.add_typer(sub_app, name=group.name, help=group.help)

@@ -25,10 +25,9 @@ def main() -> None:
             sys.exit(run_root(options))
         if isinstance(options, ServeOptions):
             sys.exit(run_serve(options))
-        from cairn.cli.app import app, mount_memory
+        from cairn.cli.app import app, mount_command_groups
 
-        if len(sys.argv) > 1 and sys.argv[1] == "memory":
-            mount_memory()
+        mount_command_groups(sys.argv[1:])
         app()
     except SystemExit as exc:
         # typer reports a usage error (unknown option, invalid value) with exit code 2; cairn

@@ -17,13 +17,17 @@ from cairn.config.editor import EditableSetting
 from cairn.config.settings import Settings
 from cairn.recording.listing import SessionInfo
 from cairn.tools.base import Question
-from cairn.ui.transcript import recap_text, render_diff
+from cairn.ui.render import (
+    permission_choices,
+    permission_preview,
+    permission_title,
+    recap_text,
+)
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 from cairn.vocabulary.permissions import permission_choices
 
 __all__ = ["PermissionScreen", "QuestionScreen", "ResumeScreen", "SettingsScreen"]
 
-MAX_PREVIEW_CHARS = 2000  # of a command or argument list shown in the approval dialog
 OTHER_ANSWER = "Type another answer…"
 DONE_CHOOSING = "Done"
 
@@ -46,11 +50,12 @@ class PermissionScreen(ModalScreen[PermissionOutcome]):
 
     def compose(self) -> Any:
         with Vertical(classes="dialog"):
-            name = self.request.tool_name
-            yield Static(Text.assemble(("Allow ", "bold"), (name, "bold yellow"), ("?", "bold")))
+            yield Static(permission_title(self.request))
             yield Static(Text(self.request.title), classes="dialog-subtitle")
-            with VerticalScroll(classes="dialog-preview"):
-                yield Static(self._preview())
+            preview = permission_preview(self.request, self.cwd)
+            if preview is not None:
+                with VerticalScroll(classes="dialog-preview"):
+                    yield Static(preview)
             yield OptionList(
                 *[
                     Option(f"{i}. {choice.label}", id=choice.outcome)
@@ -70,16 +75,6 @@ class PermissionScreen(ModalScreen[PermissionOutcome]):
 
     def action_choose(self, outcome: str) -> None:
         self.dismiss(outcome)  # type: ignore[arg-type]
-
-    def _preview(self) -> Text:
-        diff = render_diff(self.request.diff, self.cwd)
-        if diff is not None:
-            return diff
-        command = self.request.args.get("command")
-        if isinstance(command, str):
-            return Text(command[:MAX_PREVIEW_CHARS], style="bold")
-        lines = [f"{key}: {value}" for key, value in self.request.args.items()]
-        return Text("\n".join(lines)[:MAX_PREVIEW_CHARS], style="dim")
 
 
 class QuestionScreen(ModalScreen[str | None]):

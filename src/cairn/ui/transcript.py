@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from cairn.recording.replay import ReplayItem
+from cairn.ui.render import display_path, recap_text, render_diff
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
@@ -55,8 +55,6 @@ SHELL_PREVIEW_LINES = 20  # lines of a `!cmd`'s output shown before "… +N line
 MAX_EXPANDED_LINES = 500  # lines an expanded output shows (the model got all of it)
 EXPAND_HINT = "(ctrl+o to expand)"
 COLLAPSE_HINT = "(ctrl+o to collapse)"
-MAX_DIFF_LINES = 60  # lines of an edit's diff shown under the call
-DIFF_CONTEXT_LINES = 2  # unchanged lines around each change
 _STATUS_MARKS: Mapping[str, tuple[str, str]] = {
     "pending": ("○", "yellow"),
     "in_progress": ("◐", "yellow"),
@@ -336,62 +334,6 @@ class PlanView(Static):
 
     def set_todos(self, todos: Sequence[TodoItem]) -> None:
         self.update(_plan_text(todos))
-
-
-def recap_text(text: str) -> Text:
-    return Text.assemble(("※ ", "dim"), ("recap: ", "dim bold"), (text, "dim italic"))
-
-
-def render_diff(diff: FileDiff | None, base: Path | None = None) -> Text | None:
-    """A coloured unified diff of an edit (a new file shows as all added lines).
-
-    Paths under ``base`` (the workspace) are shown relative to it.
-    """
-    if diff is None:
-        return None
-    old = (diff.old_text or "").splitlines()
-    new = diff.new_text.splitlines()
-    name = display_path(diff.path, base)
-    lines = list(
-        difflib.unified_diff(
-            old,
-            new,
-            fromfile="/dev/null" if diff.old_text is None else name,
-            tofile=name,
-            lineterm="",
-            n=DIFF_CONTEXT_LINES,
-        )
-    )
-    if not lines:
-        return Text("(no changes)", style="dim")
-    text = Text()
-    for line in lines[:MAX_DIFF_LINES]:
-        text.append(line + "\n", style=_diff_style(line))
-    if len(lines) > MAX_DIFF_LINES:
-        text.append(f"… {len(lines) - MAX_DIFF_LINES} more diff lines", style="dim")
-    text.rstrip()
-    return text
-
-
-def display_path(path: Path, base: Path | None) -> str:
-    if base is not None:
-        try:
-            return str(path.relative_to(base))
-        except ValueError:
-            pass
-    return str(path)
-
-
-def _diff_style(line: str) -> str:
-    if line.startswith(("+++", "---")):
-        return "bold"
-    if line.startswith("+"):
-        return "green"
-    if line.startswith("-"):
-        return "red"
-    if line.startswith("@@"):
-        return "cyan"
-    return "dim"
 
 
 def _format_args(args: Mapping[str, Any]) -> str:
