@@ -39,7 +39,7 @@ def test_the_demo_asks_before_an_edit_and_a_command_as_the_ui_does(demo_output: 
     dialog = demo_output[edit:command]
     assert "Edit greet.py" in dialog
     assert "+def farewell(name: str) -> str:" in dialog  # the diff, as in the UI's dialog
-    for choice in ("1. Allow once", "2. Allow always (this session)", "3. Deny"):
+    for choice in ("1. Allow once", "2. Allow always (this session)", "3. Reject"):
         assert choice in dialog
     assert "you › 1 (Allow once)" in dialog
     assert "print(greet.farewell" in demo_output[command:]

@@ -30,7 +30,7 @@ from cairn.memory.paths import memory_base
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
-from cairn.ui.render import permission_choices, permission_preview, permission_title
+from cairn.ui.render import permission_preview, permission_title
 from cairn.vocabulary.events import (
     AssistantText,
     Notice,
@@ -40,6 +40,7 @@ from cairn.vocabulary.events import (
     TurnEnded,
 )
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest, Question
+from cairn.vocabulary.permissions import permission_choices
 
 __all__ = ["run_demo"]
 
@@ -141,15 +142,15 @@ class _DemoUser:
     async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
         choices = permission_choices(request)
         lines = [
-            Text(f"{number}. {label}", style="bold" if number == 1 else "")
-            for number, (_, label) in enumerate(choices, 1)
+            Text(f"{number}. {choice.label}", style="bold" if number == 1 else "")
+            for number, choice in enumerate(choices, 1)
         ]
         preview = permission_preview(request, self.cwd)
         body = Group(Text(request.title), *([preview] if preview else []), Text(), *lines)
         self.console.print(Panel(body, title=permission_title(request), title_align="left"))
-        outcome, label = choices[0]
-        self.console.print(f"[bold green]you ›[/] 1 ({label})")
-        return outcome
+        first = choices[0]
+        self.console.print(f"[bold green]you ›[/] 1 ({first.label})")
+        return first.outcome
 
     async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
         return None

@@ -17,12 +17,7 @@ from cairn.config.editor import EditableSetting
 from cairn.config.settings import Settings
 from cairn.recording.listing import SessionInfo
 from cairn.tools.base import Question
-from cairn.ui.render import (
-    permission_choices,
-    permission_preview,
-    permission_title,
-    recap_text,
-)
+from cairn.ui.render import permission_preview, permission_title, recap_text
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 from cairn.vocabulary.permissions import permission_choices
 

@@ -11,12 +11,11 @@ from pathlib import Path
 
 from rich.text import Text
 
-from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
+from cairn.vocabulary.interaction import PermissionRequest
 from cairn.vocabulary.tool_calls import FileDiff
 
 __all__ = [
     "display_path",
-    "permission_choices",
     "permission_preview",
     "permission_title",
     "recap_text",
@@ -35,18 +34,6 @@ def recap_text(text: str) -> Text:
 def permission_title(request: PermissionRequest) -> Text:
     """``Allow edit?``: the first line of an approval prompt."""
     return Text.assemble(("Allow ", "bold"), (request.tool_name, "bold yellow"), ("?", "bold"))
-
-
-def permission_choices(request: PermissionRequest) -> list[tuple[PermissionOutcome, str]]:
-    """The three answers to an approval prompt, labelled for this kind of call."""
-    always = "Allow always (this session)"
-    if request.tool_name == "run_shell_command":
-        always = "Allow always for these programs (this session)"
-    return [
-        ("allow_once", "Allow once"),
-        ("allow_always", always),
-        ("reject", "Deny (tell the model what to do instead)"),
-    ]
 
 
 def permission_preview(request: PermissionRequest, cwd: Path | None = None) -> Text | None:
