@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import socket
@@ -359,3 +360,66 @@ def test_an_at_mention_attaches_the_file_and_a_folder_gets_a_warning(
     assert "MENTIONED-CONTENT" in request.last_user_text()
     assert "summarise @notes.txt and @src" in request.last_user_text()
     assert "@src is a folder; mention the files in it to attach them." in done.stderr
+
+
+def _png() -> bytes:
+    import io
+
+    from PIL import Image as PilImage
+
+    buffer = io.BytesIO()
+    PilImage.new("RGB", (8, 6), (200, 30, 30)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def test_read_file_of_an_image_sends_the_image_to_the_model(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    raw = _png()
+    (project / "red.png").write_bytes(raw)
+    scripted_server.enqueue(tool_call("read_file", {"file_path": "red.png"}), reply("It is red."))
+
+    done = run_cairn("-p", "what colour is red.png?")
+
+    assert done.returncode == 0, done.stderr
+    second = scripted_server.requests[1]
+    assert second.images == ["data:image/png;base64," + base64.b64encode(raw).decode()]
+    tool_message = next(m for m in second.messages if m["role"] == "tool")
+    assert tool_message["content"].startswith("Read image red.png (image/png,")
+
+
+def test_a_text_only_model_gets_a_note_naming_the_image_read(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    (project / "red.png").write_bytes(_png())
+    write_settings(
+        project, {"memory": {"enableManagedAutoMemory": False}, "model": {"supportsImages": False}}
+    )
+    scripted_server.enqueue(tool_call("read_file", {"file_path": "red.png"}), reply("No idea."))
+
+    done = run_cairn("-p", "what colour is red.png?")
+
+    assert done.returncode == 0, done.stderr
+    second = scripted_server.requests[1]
+    assert second.images == []
+    tool_message = next(m for m in second.messages if m["role"] == "tool")
+    assert "[image red.png (image/png," in tool_message["content"]
+    assert "model.supportsImages is false" in tool_message["content"]
+
+
+def test_the_json_result_reports_tokens_read_from_the_prompt_cache(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    from cairn.testing.cache import PromptCache
+
+    scripted_server.prompt_cache = PromptCache("marked")
+    write_settings(
+        project, {"memory": {"enableManagedAutoMemory": False}, "model": {"promptCaching": "on"}}
+    )
+    scripted_server.enqueue(tool_call("list_directory", {"path": "."}), reply("Done."))
+
+    done = run_cairn("-p", "list", "-o", "json")
+
+    assert done.returncode == 0, done.stderr
+    usage = json.loads(done.stdout)[-1]["usage"]
+    assert 0 < usage["cache_read_input_tokens"] < usage["input_tokens"]

@@ -119,9 +119,9 @@ async def test_offset_past_the_end_is_an_error_giving_the_line_count(
 
 
 async def test_file_with_nul_bytes_is_refused_as_binary(workspace: Path, ctx: ToolContext) -> None:
-    (workspace / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (workspace / "data.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 
-    result = await tool.execute({"file_path": "image.png"}, ctx)
+    result = await tool.execute({"file_path": "data.bin"}, ctx)
 
     assert result.error is not None
     assert "binary" in result.error
@@ -207,3 +207,25 @@ def test_locations_point_at_the_file_and_first_line(workspace: Path, ctx: ToolCo
     locations = tool.locations({"file_path": "a.txt", "offset": 9}, ctx)
 
     assert locations == [Location(workspace.resolve() / "a.txt", 10)]
+
+
+async def test_an_image_file_is_returned_as_an_image(workspace: Path, ctx: ToolContext) -> None:
+    raw = b"GIF89a\x01\x00\x01\x00\x00\x00\x00;"
+    (workspace / "dot.gif").write_bytes(raw)
+
+    result = await tool.execute({"file_path": "dot.gif"}, ctx)
+
+    assert result.error is None
+    [image] = result.media
+    assert (image.mime_type, image.source, image.size) == ("image/gif", "dot.gif", len(raw))
+    assert result.output == "Read image dot.gif (image/gif, 14 B); it is attached for you to see."
+
+
+async def test_a_file_named_like_an_image_that_is_not_one_is_refused(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    (workspace / "fake.png").write_text("just text", encoding="utf-8")
+
+    result = await tool.execute({"file_path": "fake.png"}, ctx)
+
+    assert result.error == "fake.png is not a PNG, JPEG, GIF or WebP image"

@@ -22,6 +22,14 @@ def test_status_names_model_mode_context_and_memory():
     assert render_status(state).plain == "m1  ·  yolo  ·  context 25% (2.0k/8.2k)  ·  memory off"
 
 
+def test_tokens_read_from_the_endpoints_cache_are_shown_with_the_context():
+    state = StatusState(
+        model="m", context_tokens=20_000, context_window=100_000, cached_tokens=18_500
+    )
+
+    assert "context 20% (20.0k/100k, 18.5k cached)" in render_status(state).plain
+
+
 def test_busy_leads_with_a_spinner_and_the_elapsed_time_and_a_hint_ends_the_line():
     state = StatusState(model="m", busy=True, elapsed=12.34, hint="Press Ctrl+C again")
 

@@ -111,6 +111,7 @@ class ChatCompressionSettings(_Section):
 
 
 StructuredOutput = Literal["auto", "json_object", "tool", "prompt"]
+PromptCaching = Literal["auto", "on", "off"]
 
 
 class ModelSettings(_Section):
@@ -121,6 +122,17 @@ class ModelSettings(_Section):
         "(`response_format`), `tool` (a forced `respond_in_schema` tool call), `prompt` (the "
         "schema in the prompt only), or `auto` (`json_object`, falling back per endpoint when "
         "it is refused).",
+    )
+    supports_images: bool = Field(
+        True,
+        description="The model takes images. Off (a text-only model): each image is sent as a "
+        "one-line note naming it instead.",
+    )
+    prompt_caching: PromptCaching = Field(
+        "auto",
+        description="Mark the stable prefix of each request for the endpoint to cache "
+        "(`cache_control`): `auto` for endpoints known to honour it (DashScope, Anthropic "
+        "models through OpenRouter, the Anthropic API), `on` everywhere, `off` nowhere.",
     )
     max_session_turns: int = Field(
         -1, description="Stop after this many model requests in a session (-1: no limit)."

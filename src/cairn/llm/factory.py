@@ -28,4 +28,6 @@ def create_provider(endpoint: Endpoint, settings: Settings, *, pools: int = 1) -
         pools=pools,
         base_url_setting=endpoint.base_url_source,
         structured_output=settings.model.structured_output,
+        supports_images=settings.model.supports_images,
+        prompt_caching=settings.model.prompt_caching,
     )

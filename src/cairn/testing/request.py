@@ -113,6 +113,19 @@ class RecordedRequest:
         value = self._field("temperature")
         return float(value) if isinstance(value, int | float) else None
 
+    @property
+    def images(self) -> list[str]:
+        """The URL of every image part of every message, in order (``data:`` URIs for inline)."""
+        urls: list[str] = []
+        for message in self.messages:
+            content = message.get("content")
+            for part in content if isinstance(content, list) else []:
+                image = part.get("image_url") if isinstance(part, dict) else None
+                url = image.get("url") if isinstance(image, dict) else None
+                if isinstance(url, str):
+                    urls.append(url)
+        return urls
+
     def user_texts(self) -> list[str]:
         """The text of every user message, in order."""
         return [message_text(m) for m in self.messages if m.get("role") == "user"]

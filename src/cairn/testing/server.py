@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import json
@@ -26,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO, TypeAlias
 
+from cairn.testing.cache import CacheMode, PromptCache, openai_blocks
 from cairn.testing.http11 import (
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
@@ -40,6 +42,7 @@ from cairn.testing.request import RecordedRequest, message_text
 from cairn.testing.script import Reply, ReplyQueues, load_script
 from cairn.testing.wire import (
     ReplyContext,
+    cached_usage,
     completion_body,
     error_body,
     sse_frame,
@@ -68,7 +71,9 @@ class ScriptedServer:
 
     ``unsupported`` names request fields (``response_format``, ``tool_choice``...) the server
     refuses as some endpoints do: a request carrying one gets HTTP 400 naming it, before the
-    script is asked.
+    script is asked. ``prompt_cache`` (``"marked"`` or ``"automatic"``) makes the default usage
+    report cache hits as an endpoint with that kind of prompt cache would
+    (:class:`~cairn.testing.cache.PromptCache`).
     """
 
     def __init__(
@@ -79,9 +84,12 @@ class ScriptedServer:
         port: int = 0,
         models: Sequence[str] = (DEFAULT_MODEL,),
         unsupported: Sequence[str] = (),
+        prompt_cache: CacheMode | None = None,
     ) -> None:
         self.handler: Handler | None = handler
         self.unsupported = set(unsupported)  # request fields answered with 400
+        # None: no cache hits are reported; see cairn.testing.cache for the two modes
+        self.prompt_cache = PromptCache(prompt_cache) if prompt_cache else None
         self.default: Reply | Handler | None = default
         self.models = list(models)  # what GET /v1/models lists
         self.requests: list[RecordedRequest] = []  # chat-completion requests, in arrival order
@@ -456,6 +464,9 @@ class ScriptedServer:
     def _context(self, answer: Reply, request: RecordedRequest) -> ReplyContext:
         call_ids = [spec.id or f"call_{next(self._call_ids)}" for spec in answer.tool_calls]
         prompt_chars = sum(len(message_text(m)) for m in request.messages)
+        if self.prompt_cache is not None and answer.usage is None:
+            use = self.prompt_cache.use(openai_blocks(request.body))
+            answer = dataclasses.replace(answer, usage=cached_usage(answer, use))
         return ReplyContext(
             completion_id=f"chatcmpl-scripted-{request.index}",
             created=int(request.received_at),

@@ -7,12 +7,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.testing.script import Reply
+from cairn.testing.cache import CacheUse
+from cairn.testing.script import CHARS_PER_TOKEN, Reply
 
 __all__ = [
     "ReplyContext",
     "StreamPlan",
     "argument_fragments",
+    "cached_usage",
     "completion_body",
     "error_body",
     "error_type",
@@ -147,6 +149,18 @@ def completion_body(reply: Reply, ctx: ReplyContext) -> dict[str, Any]:
         "model": ctx.model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": ctx.usage,
+    }
+
+
+def cached_usage(reply: Reply, use: CacheUse) -> dict[str, Any]:
+    """OpenAI-style usage counts for a reply whose prompt was partly read from the cache."""
+    prompt = max(1, use.prompt_tokens)
+    completion = max(1, reply.output_chars() // CHARS_PER_TOKEN)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": min(use.cached_tokens, prompt)},
     }
 
 

@@ -1,12 +1,14 @@
-"""``read_file``: a text file, or a window of its lines."""
+"""``read_file``: a text file, or a window of its lines; an image file as an image."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cairn.images import ImageError, describe_image, is_image_path, load_image
 from cairn.tools._common import (
     BuiltinTool,
     display_path,
@@ -59,7 +61,8 @@ class ReadFileTool(BuiltinTool):
     description = (
         "Read a text file from the workspace. Returns up to "
         f"{DEFAULT_LINE_LIMIT} lines by default; for larger files use offset (0-based line) "
-        "and limit to read further. Binary files are refused."
+        "and limit to read further. Images (PNG, JPEG, GIF, WebP) are returned as images you "
+        "can see. Other binary files are refused."
     )
     parameters = _PARAMETERS
     kind = ToolKind.READ
@@ -85,6 +88,8 @@ class ReadFileTool(BuiltinTool):
         limit = optional_int(args, "limit", minimum=1) or DEFAULT_LINE_LIMIT
         path = ctx.resolve(raw)
         shown = display_path(path, ctx.workspace)
+        if is_image_path(path):
+            return await _read_image(path, shown)
         text = await _read_text(path, shown, ctx)
         window = _window(text, offset, limit, shown)
         return ToolResult(
@@ -94,6 +99,20 @@ class ReadFileTool(BuiltinTool):
             else "Read an empty file",
             locations=[Location(path, window.first if offset else None)],
         )
+
+
+async def _read_image(path: Path, shown: str) -> ToolResult:
+    """The picture for the model (size-capped, downscaled when Pillow is installed)."""
+    try:
+        image = await asyncio.to_thread(load_image, path, source=shown)
+    except ImageError as exc:
+        raise ToolError(str(exc)) from None
+    return ToolResult(
+        output=f"Read image {describe_image(image)}; it is attached for you to see.",
+        display=f"Read image ({image.mime_type}, {image.size // 1024 or 1} KB)",
+        locations=[Location(path)],
+        media=(image,),
+    )
 
 
 async def _read_text(path: Path, shown: str, ctx: ToolContext) -> str:

@@ -371,7 +371,9 @@ class CairnApp(App[int]):
             self.status.set(busy=True)
         elif isinstance(event, UsageUpdate):
             self.status.set(
-                context_tokens=event.context_tokens, context_window=event.context_window
+                context_tokens=event.context_tokens,
+                context_window=event.context_window,
+                cached_tokens=event.usage.cached_tokens,
             )
         elif isinstance(event, ModeChanged):
             self.status.set(approval_mode=event.approval_mode)

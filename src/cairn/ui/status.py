@@ -33,6 +33,7 @@ class StatusState:
     approval_mode: str = "default"
     context_tokens: int = 0
     context_window: int = 0
+    cached_tokens: int = 0  # of the last prompt, read from the endpoint's cache
     memory: bool = True
     busy: bool = False
     elapsed: float = 0.0  # seconds the running turn has taken (it also turns the spinner)
@@ -120,4 +121,5 @@ def _context_text(state: StatusState) -> str:
         return "context 0%"
     share = 100 * state.context_tokens / state.context_window
     used, window = format_tokens(state.context_tokens), format_tokens(state.context_window)
-    return f"context {share:.0f}% ({used}/{window})"
+    cached = f", {format_tokens(state.cached_tokens)} cached" if state.cached_tokens else ""
+    return f"context {share:.0f}% ({used}/{window}{cached})"

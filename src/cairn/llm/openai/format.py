@@ -11,11 +11,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
+from cairn.content import Content, FunctionCall, FunctionResponse, Image, Text, Thought
+from cairn.images import image_note
 from cairn.llm.structured import RESPOND_TOOL, Strategy, instruction, respond_tool
 from cairn.llm.types import ModelRequest, ToolDeclaration
 
-__all__ = ["WireOptions", "build_request_body", "to_openai_messages"]
+__all__ = [
+    "EPHEMERAL",
+    "WireOptions",
+    "build_request_body",
+    "mark_cache_breakpoints",
+    "to_openai_messages",
+]
+
+EPHEMERAL = {"type": "ephemeral"}  # the cache_control mark endpoints that cache prompts honour
 
 
 @dataclass(frozen=True)
@@ -23,15 +32,16 @@ class WireOptions:
     """How the provider has chosen to phrase requests to its endpoint.
 
     ``structured``: how a request with a ``response_schema`` asks for JSON
-    (:mod:`cairn.llm.structured`).
+    (:mod:`cairn.llm.structured`); ``images``: whether the model takes images (else each is a
+    one-line note); ``cache``: whether to mark cache breakpoints for the endpoint.
     """
 
     structured: Strategy = "json_object"
+    images: bool = True
+    cache: bool = False
 
 
-def build_request_body(
-    request: ModelRequest, options: WireOptions | None = None
-) -> dict[str, Any]:
+def build_request_body(request: ModelRequest, options: WireOptions | None = None) -> dict[str, Any]:
     options = options or WireOptions()
     system = request.system
     tools = list(request.tools)
@@ -43,12 +53,16 @@ def build_request_body(
             tools.append(respond_tool(schema))
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": to_openai_messages(system, request.contents),
+        "messages": to_openai_messages(
+            system, request.contents, images=options.images, cache=options.cache
+        ),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
     if tools:
         body["tools"] = [_tool(t) for t in tools]
+        if options.cache:  # the declarations are the stable part of every request's prefix
+            body["tools"][-1]["cache_control"] = dict(EPHEMERAL)
     if schema is not None and options.structured == "tool":
         body["tool_choice"] = {"type": "function", "function": {"name": RESPOND_TOOL}}
     if request.max_output_tokens is not None:
@@ -73,12 +87,21 @@ def _tool(tool: ToolDeclaration) -> dict[str, Any]:
     }
 
 
-def to_openai_messages(system: str | None, contents: Sequence[Content]) -> list[dict[str, Any]]:
+def to_openai_messages(
+    system: str | None,
+    contents: Sequence[Content],
+    *,
+    images: bool = True,
+    cache: bool = False,
+) -> list[dict[str, Any]]:
     """Convert cairn content to chat-completions messages.
 
     Function responses become ``tool`` messages right after the assistant message that issued the
-    calls; text in the same user entry follows as a user message. Calls without a response and
-    responses without a call are dropped, since providers reject both.
+    calls; images they returned and the text and images of the same user entry follow as one user
+    message (a ``tool`` message carries text only). Images are ``image_url`` parts with data URIs,
+    or a one-line note each when ``images`` is false (a text-only model). Calls without a response
+    and responses without a call are dropped, since providers reject both. ``cache`` marks the
+    system prompt and the last message as cache breakpoints (:func:`mark_cache_breakpoints`).
     """
     messages: list[dict[str, Any]] = []
     if system:
@@ -87,17 +110,65 @@ def to_openai_messages(system: str | None, contents: Sequence[Content]) -> list[
         if content.role == "model":
             messages.append(_assistant_message(content))
             continue
-        texts: list[str] = []
+        pieces: list[str | Image] = []
         for part in content.parts:
             if isinstance(part, FunctionResponse):
-                messages.append(
-                    {"role": "tool", "tool_call_id": part.id, "content": _response_text(part)}
-                )
+                messages.append(_tool_message(part, images))
+                if images and part.media:
+                    pieces.append(f"[The images below were returned by {part.name}.]")
+                    pieces.extend(part.media)
             elif isinstance(part, Text) and part.text:
-                texts.append(part.text)
-        if texts:
-            messages.append({"role": "user", "content": "\n\n".join(texts)})
-    return _merge_assistants(_drop_orphans(_merge_assistants(messages)))
+                pieces.append(part.text)
+            elif isinstance(part, Image):
+                pieces.append(part if images else image_note(part))
+        if pieces:
+            messages.append({"role": "user", "content": _user_content(pieces)})
+    messages = _merge_assistants(_drop_orphans(_merge_assistants(messages)))
+    if cache:
+        mark_cache_breakpoints(messages)
+    return messages
+
+
+def _tool_message(part: FunctionResponse, images: bool) -> dict[str, Any]:
+    text = _response_text(part)
+    if not images and part.media:
+        text = "\n".join([text, *(image_note(image) for image in part.media)])
+    return {"role": "tool", "tool_call_id": part.id, "content": text}
+
+
+def _user_content(pieces: Sequence[str | Image]) -> str | list[dict[str, Any]]:
+    """Text alone as one string (what every endpoint takes); with images, a list of parts."""
+    if all(isinstance(piece, str) for piece in pieces):
+        return "\n\n".join(piece for piece in pieces if isinstance(piece, str))
+    return [
+        {"type": "text", "text": piece}
+        if isinstance(piece, str)
+        else {
+            "type": "image_url",
+            "image_url": {"url": f"data:{piece.mime_type};base64,{piece.data}"},
+        }
+        for piece in pieces
+    ]
+
+
+def mark_cache_breakpoints(messages: list[dict[str, Any]]) -> None:
+    """Mark the system prompt and the last message ``cache_control: ephemeral``, in place.
+
+    The prefix up to each mark is what an endpoint that honours the marks (DashScope, Anthropic
+    models through OpenRouter) caches: the system prompt is stable across a session, and the last
+    message closes the longest prefix the next request repeats. Text content becomes a list of
+    parts, since the mark goes on a part.
+    """
+    marked = [m for m in messages[:1] if m["role"] == "system"]
+    if messages and messages[-1] not in marked:
+        marked.append(messages[-1])
+    for message in marked:
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            mark = {"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}
+            message["content"] = [mark]
+        elif isinstance(content, list) and content and isinstance(content[-1], dict):
+            content[-1] = {**content[-1], "cache_control": dict(EPHEMERAL)}
 
 
 def _assistant_message(content: Content) -> dict[str, Any]:

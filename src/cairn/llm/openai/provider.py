@@ -18,6 +18,7 @@ from typing import Any
 
 from cairn.debug_log import get_logger
 from cairn.llm._httpx import httpx
+from cairn.llm.caching import extra_cache_headers, marks_cache
 from cairn.llm.errors import ProviderError
 from cairn.llm.openai.format import WireOptions, build_request_body
 from cairn.llm.openai.stream import ChunkParser, parse_completion
@@ -53,8 +54,9 @@ class OpenAIProvider:
     each event of the stream; ``attempt_deadline`` bounds one attempt as a whole.
     ``base_url_setting`` names where ``base_url`` came from, for the message when nothing
     answers there. ``structured_output`` is ``model.structuredOutput``: how a side query asks
-    for JSON (:mod:`cairn.llm.structured`). ``sleep`` and ``clock`` (monotonic) are injectable
-    for tests.
+    for JSON (:mod:`cairn.llm.structured`); ``supports_images`` false sends each image as a
+    one-line note; ``prompt_caching`` is ``model.promptCaching`` (:mod:`cairn.llm.caching`).
+    ``sleep`` and ``clock`` (monotonic) are injectable for tests.
     """
 
     def __init__(
@@ -73,8 +75,12 @@ class OpenAIProvider:
         attempt_deadline: float = DEFAULT_REQUEST_DEADLINE,
         base_url_setting: str = DEFAULT_BASE_URL_SETTING,
         structured_output: str = "auto",
+        supports_images: bool = True,
+        prompt_caching: str = "auto",
     ) -> None:
         self._structured = structured_output
+        self._images = supports_images
+        self._caching = prompt_caching
         self._base_url = base_url.rstrip("/")
         self._timeout = timeout
         self._deadline = attempt_deadline
@@ -104,9 +110,13 @@ class OpenAIProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         headers = self._headers(request.purpose, request.session_id)
+        cache = marks_cache(self._caching, self._base_url, request.model)
+        if cache:
+            headers.update(extra_cache_headers(self._base_url))
         strategy = ENDPOINTS.strategy(self._structured, self._base_url, request.model)
         while True:
-            body = build_request_body(request, WireOptions(structured=strategy))
+            options = WireOptions(structured=strategy, images=self._images, cache=cache)
+            body = build_request_body(request, options)
             events = retry_stream(
                 functools.partial(self._attempt, body, headers, request.session_id),
                 policy=self._retry,
