@@ -31,7 +31,7 @@ async def test_initialize_advertises_load_session_modes_free_prompts_and_agent_i
     assert response.protocol_version == 1
     assert caps.load_session is True
     assert caps.prompt_capabilities.embedded_context is True
-    assert caps.prompt_capabilities.image is False
+    assert caps.prompt_capabilities.image is True  # images go to the model (#14)
     assert caps.session_capabilities.list is not None
     assert response.agent_info.name == "cairn"
     assert response.agent_info.version == __version__

@@ -120,16 +120,17 @@ async def test_a_resource_link_in_the_workspace_is_read_and_attached(
 
 async def test_an_image_block_is_passed_through_as_an_image(session: Session) -> None:
     """Regression: image blocks were refused with 400 unsupported_content."""
+    png = "iVBORw0KGgoAAAANSUhEUg=="  # the PNG signature and the start of a header
     raw = {
         "prompt": [
             {"type": "text", "text": "what is this"},
-            {"type": "image", "mimeType": "image/png", "data": "aGk="},
+            {"type": "image", "mimeType": "image/png", "data": png},
         ]
     }
 
     request = await prompt(session, raw)
 
-    assert request.parts == [Text("what is this"), Image("image/png", "aGk=", "image")]
+    assert request.parts == [Text("what is this"), Image("image/png", png, "image")]
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from cairn.tools.base import LocalFileSystem
 
 FS = LocalFileSystem()
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF"
 
 
 class EditorBuffers:
@@ -263,16 +264,30 @@ async def test_an_embedded_binary_is_named_and_an_embedded_image_is_an_image(
 async def test_images_pass_through_as_image_parts(tmp_path: Path) -> None:
     """Regression: images were a placeholder in ACP and a 400 in the daemon."""
     (tmp_path / "shot.png").write_bytes(PNG)
-    block = {"type": "image", "mimeType": "image/jpeg", "data": "aGk="}
+    jpeg = base64.b64encode(JPEG).decode()
+    block = {"type": "image", "mimeType": "image/jpeg", "data": jpeg}
 
     result = await attach(tmp_path, text("what is in @shot.png and this"), block)
 
     assert result.parts == [
         Text("what is in @shot.png and this"),
-        Image("image/jpeg", "aGk=", "image"),
+        Image("image/jpeg", jpeg, "image"),
         Image("image/png", base64.b64encode(PNG).decode(), "shot.png"),
     ]
     assert result.attached == ["image", "shot.png"]
+
+
+async def test_an_image_that_is_not_one_is_left_out_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "fake.png").write_text("plain text")
+    block = {"type": "image", "mimeType": "image/png", "data": "aGk="}
+
+    result = await attach(tmp_path, text("see @fake.png"), block)
+
+    assert result.parts == [Text("see @fake.png")]
+    assert result.warnings == [
+        "image (said to be image/png) is not a PNG, JPEG, GIF or WebP image; it was not attached.",
+        "@fake.png is not a PNG, JPEG, GIF or WebP image; it was not attached.",
+    ]
 
 
 async def test_audio_is_named_with_a_warning(tmp_path: Path) -> None:

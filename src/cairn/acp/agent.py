@@ -122,7 +122,9 @@ class CairnAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=True
+                    image=self._options.settings.model.supports_images,
+                    audio=False,
+                    embedded_context=True,
                 ),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),

@@ -11,7 +11,8 @@ and ``cairn -p`` one text block. In every block of text, ``@path`` mentions atta
   a special file (a FIFO, a device) is not attached; the prompt says so in a warning.
 - Embedded resources carry their own text; a binary one is named, not sent.
 - Images (image blocks, embedded image resources, ``@picture.png``) are passed through as
-  :class:`~cairn.content.Image` parts.
+  :class:`~cairn.content.Image` parts, checked and size-capped by :mod:`cairn.images` as every
+  image is (one that cannot be sent is left out with a warning).
 - Every attached text is cut at :data:`MAX_ATTACHED_CHARS`, with a note saying so.
 
 The model gets the prompt text, then one "referenced files" block holding every attached text
@@ -34,6 +35,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from cairn.content import Image, Part, Text
+from cairn.images import ImageError, image_from_bytes, is_image_path, load_image
 from cairn.tools.base import FileSystem, ToolError, resolve_in_roots
 
 __all__ = [
@@ -41,7 +43,6 @@ __all__ = [
     "BLOCK_START",
     "MAX_ATTACHED_CHARS",
     "MAX_ATTACHED_FILES",
-    "MAX_IMAGE_BYTES",
     "MAX_PROMPT_BLOCKS",
     "AttachmentError",
     "Attachments",
@@ -51,17 +52,9 @@ __all__ = [
 
 MAX_ATTACHED_CHARS = 200_000  # of one attached text; the rest is cut, with a note
 MAX_ATTACHED_FILES = 20  # files one prompt attaches (mentions and links together)
-MAX_IMAGE_BYTES = 20 * 1024 * 1024  # of one image (what the largest provider accepts)
 MAX_PROMPT_BLOCKS = 256  # content blocks in one prompt
 BLOCK_START = "--- Content from referenced files ---"
 BLOCK_END = "--- End of content ---"
-IMAGE_TYPES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-}
 _MENTION = re.compile(r"(?:^|(?<=\s))@((?:\\ |[^\s])+)")
 _TRAILING_PUNCTUATION = ",.;:!?)]}'\""
 _BINARY_SNIFF_CHARS = 8192  # a NUL byte this early means the file is not text
@@ -219,13 +212,12 @@ class _Builder:
             raw = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
             raise AttachmentError(f"{where}: the image data is not base64") from None
-        if len(raw) > MAX_IMAGE_BYTES:
-            self.warnings.append(
-                f"{label} is {len(raw)} bytes, over the {MAX_IMAGE_BYTES}-byte image limit; "
-                "it was not attached."
-            )
+        try:
+            image = image_from_bytes(raw, mime_type=mime, source=label)
+        except ImageError as exc:
+            self.warnings.append(f"{exc}; it was not attached.")
             return
-        self.images.append(Image(mime, data, label))
+        self.images.append(image)
         self.attached.append(label)
 
     # ----- files -----
@@ -256,29 +248,20 @@ class _Builder:
             self.warnings.append(problem)
             return
         self._seen.add(path)
-        mime = IMAGE_TYPES.get(path.suffix.lower())
-        if mime is not None:
-            await self._image_file(label, path, mime)
+        if is_image_path(path):
+            await self._image_file(label, path)
             return
         read = await self._read(label, path)
         if read is not None:
             self._add_text(f"@{label}", read, name=label)
 
-    async def _image_file(self, label: str, path: Path, mime: str) -> None:
+    async def _image_file(self, label: str, path: Path) -> None:
         try:
-            data = await asyncio.to_thread(path.read_bytes)
-        except OSError as exc:
-            self.warnings.append(
-                f"@{label} cannot be read ({exc.strerror or exc}); it was not attached."
-            )
+            image = await asyncio.to_thread(load_image, path, source=label)
+        except ImageError as exc:
+            self.warnings.append(f"@{exc}; it was not attached.")
             return
-        if len(data) > MAX_IMAGE_BYTES:
-            self.warnings.append(
-                f"@{label} is {len(data)} bytes, over the {MAX_IMAGE_BYTES}-byte image limit; "
-                "it was not attached."
-            )
-            return
-        self.images.append(Image(mime, base64.b64encode(data).decode("ascii"), label))
+        self.images.append(image)
         self.attached.append(label)
 
     async def _problem(self, label: str, path: Path) -> str | None:

@@ -26,6 +26,7 @@ from textual.widgets import OptionList, Static
 from cairn.config.editor import EditableSetting, editable_settings, save_setting
 from cairn.config.loader import SettingsError
 from cairn.config.settings import APPROVAL_MODES
+from cairn.content import Image
 from cairn.debug_log import get_logger, set_process_session
 from cairn.exit_codes import ExitCode
 from cairn.recap.away import AwayRecapTracker, RecapTicket
@@ -281,7 +282,7 @@ class CairnApp(App[int]):
     # ----- input -----
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
-        await self.submit(message.text)
+        await self.submit(message.text, message.images)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         """A click on a completion takes it."""
@@ -291,8 +292,11 @@ class CairnApp(App[int]):
                 self.prompt_input.apply_completion(current)
             self.prompt_input.focus()
 
-    async def submit(self, text: str) -> None:
-        """Handle one submitted prompt: a shell command, a UI command, steering or a turn."""
+    async def submit(self, text: str, images: Sequence[Image] = ()) -> None:
+        """Handle one submitted prompt: a shell command, a UI command, steering or a turn.
+
+        ``images`` were pasted into the prompt box as image files; they go with a turn.
+        """
         stripped = text.strip()
         if not stripped:
             return
@@ -313,7 +317,7 @@ class CairnApp(App[int]):
         if self.busy:
             await self._while_busy(text, command)
             return
-        self.turn_task = asyncio.create_task(self._run_turn(text, command))
+        self.turn_task = asyncio.create_task(self._run_turn(text, command, images))
 
     async def _while_busy(self, text: str, command: str | None) -> None:
         refusal = busy_refusal(text)
@@ -329,13 +333,16 @@ class CairnApp(App[int]):
         elif self.session.steer(text):
             await self.transcript.add(SteerView(text))
 
-    async def _run_turn(self, text: str, command: str | None) -> TurnResult | None:
+    async def _run_turn(
+        self, text: str, command: str | None, images: Sequence[Image] = ()
+    ) -> TurnResult | None:
         session = self.session
         await self.transcript.add(UserView(text))
         if command is not None:
             request = PromptRequest(text=text, display_text=text)
         else:
-            attachments = await session.attach_text(text)  # its warnings come with the turn
+            blocks = [{"type": "text", "text": text}, *(_image_block(i) for i in images)]
+            attachments = await session.attach(blocks)  # its warnings come with the turn
             if attachments.attached:
                 await self.transcript.add(
                     NoticeView("info", "Attached " + ", ".join(attachments.attached) + ".")
@@ -627,6 +634,11 @@ def _kind_of(session: Session) -> Callable[[str], ToolKind | None]:
         return tool.kind if tool is not None else None
 
     return kind
+
+
+def _image_block(image: Image) -> dict[str, str]:
+    """A pasted image as the content block the attachment builder takes."""
+    return {"type": "image", "mimeType": image.mime_type, "data": image.data, "uri": image.source}
 
 
 def _command_name(text: str) -> tuple[str | None, str]:

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import shlex
 from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
-from textual.events import Key
+from textual.events import Key, Paste
 from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
+from cairn.content import Image
+from cairn.images import ImageError, is_image_path, load_image
 from cairn.ui.completion import Completion, complete
 from cairn.ui.input_history import InputHistory
 
-__all__ = ["CompletionMenu", "PromptInput"]
+__all__ = ["CompletionMenu", "PromptInput", "pasted_image_path"]
 
 PLACEHOLDER = "Type a message · / commands · @ attach a file · ! run a shell command"
 
@@ -61,9 +65,10 @@ class PromptInput(TextArea):
     ]
 
     class Submitted(Message):
-        def __init__(self, text: str) -> None:
+        def __init__(self, text: str, images: tuple[Image, ...] = ()) -> None:
             super().__init__()
             self.text = text
+            self.images = images  # pasted image files whose placeholder is still in the text
 
     def __init__(self, *, history: InputHistory, cwd: Path, menu: CompletionMenu) -> None:
         super().__init__(
@@ -81,6 +86,30 @@ class PromptInput(TextArea):
         # The (text, cursor) the menu was last computed or dismissed for; Enter and Tab
         # recompute it when the text has moved on (keys of a burst outrun the Changed messages).
         self._menu_for: tuple[str, int] | None = None
+        self.pasted_images: dict[str, Image] = {}  # "[image shot.png]" -> the image read
+
+    async def _on_paste(self, event: Paste) -> None:
+        """A pasted (or dragged-in) path of an image file attaches that image.
+
+        Any other paste is left to TextArea's own handler, which Textual runs after this one.
+        """
+        path = pasted_image_path(event.text, self.cwd)
+        if path is None:
+            return
+        event.prevent_default()  # TextArea's handler would insert the path as text
+        try:
+            image = await asyncio.to_thread(load_image, path, source=path.name)
+        except ImageError as exc:
+            self.app.notify(f"Not attached: {exc}", severity="warning")
+            self.insert(event.text)
+            return
+        label = f"[image {path.name}]"
+        count = 1
+        while label in self.pasted_images:
+            count += 1
+            label = f"[image {path.name} #{count}]"
+        self.pasted_images[label] = image
+        self.insert(label)
 
     # ----- keys -----
 
@@ -134,8 +163,10 @@ class PromptInput(TextArea):
         if not text.strip():
             return
         self.prompt_history.add(text)
+        images = tuple(image for label, image in self.pasted_images.items() if label in text)
         self._set_text("")
-        self.post_message(self.Submitted(text))
+        self.pasted_images.clear()
+        self.post_message(self.Submitted(text, images))
 
     def action_newline(self) -> None:
         self.insert("\n")
@@ -210,6 +241,7 @@ class PromptInput(TextArea):
 
     def clear_draft(self) -> None:
         self._set_text("")
+        self.pasted_images.clear()
 
     def _state(self) -> tuple[str, int]:
         return self.text, self._offset_of_cursor()
@@ -225,3 +257,22 @@ class PromptInput(TextArea):
         row = before.count("\n")
         column = len(before) - (before.rfind("\n") + 1)
         return row, column
+
+
+def pasted_image_path(text: str, cwd: Path) -> Path | None:
+    """The image file a pasted text names, if it is one path (quoted or escaped, as terminals
+    paste a dragged file) of an existing image file; else ``None``."""
+    text = text.strip()
+    if not text or "\n" in text:
+        return None
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return None
+    if len(words) != 1:
+        return None
+    raw = words[0].removeprefix("file://")
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = cwd / path
+    return path if is_image_path(path) and path.is_file() else None
