@@ -97,6 +97,37 @@ def serve(
     raise typer.Exit(run_serve(serve_options(ctx.params)))
 
 
+@app.command()
+def rewind(
+    turn: Annotated[int | None, typer.Argument(help="The turn to go back to before.")] = None,
+    list_turns: Annotated[
+        bool, typer.Option("--list", help="List the turns (newest first) and exit.")
+    ] = False,
+    code_only: Annotated[bool, typer.Option("--code-only", help="Restore the files only.")] = False,
+    conversation_only: Annotated[
+        bool, typer.Option("--conversation-only", help="Rewind the conversation only.")
+    ] = False,
+    undo: Annotated[bool, typer.Option("--undo", help="Reverse the last rewind.")] = False,
+    session: Annotated[
+        str | None, typer.Option(help="The session (default: the project's latest).")
+    ] = None,
+) -> None:
+    """Go back to before a turn of a recorded session: code, conversation, or both."""
+    from cairn.cli.rewind_cmd import run_rewind
+
+    raise typer.Exit(
+        run_rewind(
+            turn=turn,
+            list_turns=list_turns,
+            code_only=code_only,
+            conversation_only=conversation_only,
+            undo=undo,
+            session_id=session,
+            cwd=Path.cwd(),
+        )
+    )
+
+
 def root_options(params: Mapping[str, Any]) -> RootOptions:
     """The root callback's parsed parameters as :class:`RootOptions` (enums as their values)."""
     values: dict[str, Any] = {

@@ -19,6 +19,7 @@ __all__ = [
     "ApprovalMode",
     "AuthSettings",
     "ChatCompressionSettings",
+    "CheckpointingSettings",
     "ContextSettings",
     "GeneralSettings",
     "GenerationConfig",
@@ -56,6 +57,23 @@ class _Section(BaseModel):
     )
 
 
+class CheckpointingSettings(_Section):
+    enabled: bool = Field(
+        True,
+        description="Snapshot the workspace (in a shadow git repository under `$CAIRN_HOME`) "
+        "before a turn first changes it, so `/rewind` can restore it. Needs git.",
+    )
+    max_file_size_mb: float = Field(
+        4, description="Files larger than this (MB) are not captured; a snapshot lists them."
+    )
+    max_files: int = Field(
+        20_000, description="A workspace with more files than this to capture gets no snapshot."
+    )
+    max_snapshot_size_mb: float = Field(
+        256, description="A workspace holding more than this (MB) to capture gets no snapshot."
+    )
+
+
 class GeneralSettings(_Section):
     show_session_recap: bool = _editable(
         default=False,
@@ -66,6 +84,9 @@ class GeneralSettings(_Section):
         default=5,
         description="Minutes the terminal must be unfocused before the away recap fires "
         "(minimum 1; a non-positive value means 5).",
+    )
+    checkpointing: CheckpointingSettings = Field(
+        default_factory=CheckpointingSettings, description="Checkpoints for `/rewind`."
     )
 
 

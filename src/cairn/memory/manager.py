@@ -93,6 +93,7 @@ class MemoryManager:
         self._queued: dict[str, tuple[ExtractRequest, MemoryTask]] = {}  # the one trailing slot
         self._dreaming: set[str] = set()
         self._scans: dict[str, ScanClock] = {}
+        self._rewinds: dict[str, tuple[int, int]] = {}  # session -> (rewinds so far, length)
 
     @property
     def _tasks(self) -> TaskBook:
@@ -413,6 +414,15 @@ class MemoryManager:
                 dropped[1].finish("cancelled")
 
     async def _extract_once(self, request: ExtractRequest, record: MemoryTask) -> None:
+        rewinds_before = self._rewinds.get(request.session_id, (0, 0))[0]
+        try:
+            await self._run_extract_once(request, record)
+        finally:
+            rewound = self._rewinds.get(request.session_id)
+            if rewound is not None and rewound[0] != rewinds_before:
+                await self._clamp_cursor(request.session_id, rewound[1])  # a pre-rewind history
+
+    async def _run_extract_once(self, request: ExtractRequest, record: MemoryTask) -> None:
         from cairn.memory.background.extract import ExtractOutcome, run_extract
 
         record.status = "running"
@@ -442,6 +452,33 @@ class MemoryManager:
             agent_status=outcome.agent_status,
             files=len(outcome.files),
         )
+
+    # --- a conversation rewind (cairn.session.rewind) --------------------------------------
+
+    async def conversation_rewound(self, session_id: str, history_length: int) -> None:
+        """The session's conversation now has ``history_length`` entries (a rewind cut it).
+
+        Extract must neither skip the turns typed from here nor repeat the ones kept: the
+        cursor moves back to the rewind point, a waiting request holding the rewound turns is
+        dropped, and an extraction running now has its cursor clamped again when it ends.
+        """
+        for key, (request, record) in list(self._queued.items()):
+            if request.session_id == session_id:
+                del self._queued[key]
+                record.finish("superseded")
+        count = self._rewinds.get(session_id, (0, 0))[0] + 1
+        self._rewinds[session_id] = (count, history_length)
+        await self._clamp_cursor(session_id, history_length)
+
+    async def _clamp_cursor(self, session_id: str, history_length: int) -> None:
+        from cairn.memory.background.cursor import clamp_cursor
+        from cairn.memory.store.locks import hold_roots_async
+
+        try:
+            async with hold_roots_async(self._root_paths()):
+                clamp_cursor(self.roots.state_dir, session_id, history_length, now=self.clock())
+        except Exception as error:  # best effort: at worst Extract looks at a turn again
+            _task_log.warning(f"moving the extract cursor back after a rewind failed: {error!r}")
 
     async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
         """The turn's own agent wrote memory: index it and note it in the audit trail."""

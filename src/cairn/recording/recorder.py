@@ -131,6 +131,12 @@ class ChatRecorder:
             systemPayload=dict(payload),
         )
 
+    def branch_from(self, parent_uuid: str | None) -> None:
+        """Make the next record a child of ``parent_uuid`` (``None``: a new root), leaving the
+        records after that point on a dead branch (a conversation rewind)."""
+        with self._lock:
+            self.last_uuid = parent_uuid
+
     def close(self) -> None:
         with self._lock:
             fd, self._fd = self._fd, None

@@ -29,7 +29,8 @@ __all__ = [
 
 NO_RECAP_MESSAGE = "Not enough conversation context for a recap yet."
 BUSY_MESSAGE = "Cannot run /{name} while another operation is in progress."
-_REFUSED_WHILE_BUSY = frozenset({"recap"})  # commands that must not wait behind a running turn
+# Commands that must not wait behind a running turn.
+_REFUSED_WHILE_BUSY = frozenset({"recap", "rewind"})
 
 
 @dataclass
@@ -173,6 +174,28 @@ async def _approval_mode(session: Session, args: str, sink: EventSink) -> Comman
     return CommandOutcome(f"Approval mode set to {mode}.")
 
 
+async def _rewind(session: Session, args: str, sink: EventSink) -> CommandOutcome:
+    from cairn.session.rewind import (
+        REWIND_USAGE,
+        RewindError,
+        describe_listing,
+        parse_rewind_args,
+    )
+
+    try:
+        if args.strip().lower() == "undo":
+            return CommandOutcome((await session.undo_rewind(check_busy=False)).message)
+        parsed = parse_rewind_args(args)
+        if parsed is None:
+            return CommandOutcome(f"Usage: {REWIND_USAGE}")
+        number, mode = parsed
+        if number is None:
+            return CommandOutcome(describe_listing(await session.rewind_listing()))
+        return CommandOutcome((await session.rewind(number, mode, check_busy=False)).message)
+    except RewindError as exc:
+        return CommandOutcome(f"Cannot rewind: {exc}.")
+
+
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("help", "List the slash commands", _help),
     SlashCommand("clear", "Start a fresh conversation in this session", _clear),
@@ -184,6 +207,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("dream", "Consolidate project memory now", _dream),
     SlashCommand("model", "Show or switch the model", _model, "model name"),
     SlashCommand("approval-mode", "Show or set the approval mode", _approval_mode, "mode"),
+    SlashCommand(
+        "rewind", "Go back to before a turn (code, conversation or both)", _rewind, "N [mode]"
+    ),
 )
 
 

@@ -68,6 +68,8 @@ from cairn.vocabulary.interaction import Frontend
 if TYPE_CHECKING:
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
+    from cairn.recording.rewind import RewindMode
+    from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome, TurnCheckpoints
     from cairn.session.runtime import Runtime
 
 __all__ = ["PromptRequest", "Session"]
@@ -167,12 +169,14 @@ class Session:
 
         self.recorder = self._make_recorder(loaded)
         self.hooks = self._make_hooks()
+        self.checkpoints = self._make_checkpoints()
         self.scheduler = ToolScheduler(
             registry=self.registry,
             rules=self.rules,
             frontend=frontend,
             approval_mode=lambda: self.approval_mode,
             hooks=self.hooks,
+            before_change=self.checkpoints.before_change if self.checkpoints else None,
         )
         startup = [] if self.settings.model.skip_startup_context else startup_context(self.cwd)
         history = [*startup, *(loaded.history if loaded else [])]
@@ -214,6 +218,15 @@ class Session:
             session_id=self.id,
             transcript_path=self.recorder.path if self.recorder else None,
             disabled=self.settings.disable_all_hooks,
+        )
+
+    def _make_checkpoints(self) -> TurnCheckpoints | None:
+        if self.recorder is None:
+            return None  # a checkpoint is tied to its turn in the recording
+        from cairn.session.rewind import TurnCheckpoints
+
+        return TurnCheckpoints(
+            self.runtime.project_root, self.settings.general.checkpointing, self.recorder
         )
 
     def _make_recall(self) -> Any:
@@ -471,11 +484,13 @@ class Session:
                 )
 
         if self.recorder is not None and request.origin == "user":
-            self.recorder.record_user(
+            user_uuid = self.recorder.record_user(
                 Content("user", user_parts),
                 display_text=request.display_text,
                 hook_context=hook_context,
             )
+            if self.checkpoints is not None:
+                self.checkpoints.start_turn(user_uuid)
         if request.fresh:
             # Recall starts only after the hook let the prompt through, with the raw text.
             self.client.begin_recall(request.text, state.abort.signal)
@@ -706,6 +721,60 @@ class Session:
             )
         except Exception as exc:
             _log.warning(f"scheduling memory tasks failed: {exc!r}")
+
+    # ----- rewind: code and conversation back to before a turn (session/rewind.py) -----
+
+    def rewinder(self) -> Rewinder:
+        from cairn.session.rewind import Rewinder, RewindError
+
+        if self.recorder is None:
+            raise RewindError("rewind needs the chat recording, which is off for this session")
+        return Rewinder(
+            recording=self.recorder.path,
+            project_root=self.runtime.project_root,
+            settings=self.settings,
+            recorder=self.recorder,
+            history_offset=self.client.startup_length,
+        )
+
+    async def rewind_listing(self) -> RewindListing:
+        """The turns ``/rewind`` offers, newest first, with the files changed since each."""
+        return await asyncio.to_thread(self.rewinder().listing)
+
+    async def rewind(
+        self, turn: int, mode: RewindMode = "both", *, check_busy: bool = True
+    ) -> RewindOutcome:
+        """Go back to before user turn ``turn`` (1 = the first); :class:`RewindError` if not."""
+        self._refuse_rewind_while_busy(check_busy)
+        outcome = await asyncio.to_thread(self.rewinder().rewind, turn, mode)
+        await self._after_rewind(outcome)
+        return outcome
+
+    async def undo_rewind(self, *, check_busy: bool = True) -> RewindOutcome:
+        """Reverse the newest rewind (code and conversation as they were before it)."""
+        self._refuse_rewind_while_busy(check_busy)
+        outcome = await asyncio.to_thread(self.rewinder().undo)
+        await self._after_rewind(outcome)
+        return outcome
+
+    def _refuse_rewind_while_busy(self, check_busy: bool) -> None:
+        from cairn.session.rewind import RewindError
+
+        if check_busy and self.busy:
+            raise RewindError("cannot rewind while a turn is running; cancel it first")
+
+    async def _after_rewind(self, outcome: RewindOutcome) -> None:
+        if outcome.loaded is None:
+            return
+        from cairn.session.rewind import clamp_extract_cursor
+
+        startup = self.client.history.shallow()[: self.client.startup_length]
+        self.client.reset(startup)  # also lets memories shown in the dropped turns surface again
+        self.client.history.replace([*startup, *outcome.loaded.history])
+        self.todos = []
+        self._last_prompt = self._find_last_prompt()
+        if outcome.history_length is not None:
+            await clamp_extract_cursor(self.runtime, self.id, outcome.history_length)
 
     # ----- recap -----
 

@@ -6,7 +6,7 @@ batch: the calls after it are answered as skipped, so every call still gets a re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -26,10 +26,12 @@ if TYPE_CHECKING:
     from cairn.hooks.runner import HookRunner
     from cairn.tools.registry import ToolRegistry
 
-__all__ = ["ToolOutcome", "ToolScheduler"]
+__all__ = ["BeforeChange", "ToolOutcome", "ToolScheduler", "may_change_workspace"]
 
 INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
 DECLINED_MESSAGE = "The user declined this tool call. Ask them how to proceed."
+# Awaited right before a call that may change the workspace runs (the session's checkpoints).
+BeforeChange = Callable[[EventSink], Awaitable[None]]
 SKIPPED_MESSAGE = "Skipped: an earlier tool call in this batch was declined by the user."
 _log = get_logger("TOOLS")
 
@@ -56,8 +58,10 @@ class ToolScheduler:
         frontend: Frontend,
         approval_mode: Callable[[], str],
         hooks: HookRunner | None = None,
+        before_change: BeforeChange | None = None,
     ) -> None:
         self.registry = registry
+        self.before_change = before_change
         self.rules = rules
         self.frontend = frontend
         self._approval_mode = approval_mode
@@ -196,6 +200,11 @@ class ToolScheduler:
     async def _execute(
         self, tool: Tool, call: FunctionCall, ctx: ToolContext, emit: EventSink
     ) -> ToolOutcome:
+        if self.before_change is not None and may_change_workspace(tool, call, ctx):
+            try:
+                await self.before_change(emit)
+            except Exception as exc:  # a checkpoint is a safety net, never the turn's failure
+                _log.warning(f"before-change hook failed: {exc!r}")
         await emit(ToolCallUpdate(call.id, "in_progress"))
         try:
             result = await tool.execute(call.args, ctx)
@@ -217,6 +226,19 @@ class ToolScheduler:
         if result.todos is not None:
             await emit(PlanUpdate(tuple(result.todos)))
         return ToolOutcome(call, result.to_response(call), status, result)
+
+
+def may_change_workspace(tool: Tool, call: FunctionCall, ctx: ToolContext) -> bool:
+    """Edits always may; a command or another tool may unless it runs without confirmation
+    (a read-only shell command); reading, searching and thinking never do."""
+    if tool.kind in (ToolKind.EDIT, ToolKind.DELETE):
+        return True
+    if tool.kind in (ToolKind.EXECUTE, ToolKind.OTHER):
+        try:
+            return tool.confirmation(call.args, ctx) is not None
+        except Exception:
+            return True
+    return False
 
 
 def _error(

@@ -14,7 +14,14 @@ from typing import Any
 from cairn.fsutil import atomic_write_json
 from cairn.memory.background.state_files import iso_time, read_state_object
 
-__all__ = ["CURSOR_FILE_NAME", "ExtractCursor", "read_cursor", "start_offset", "write_cursor"]
+__all__ = [
+    "CURSOR_FILE_NAME",
+    "ExtractCursor",
+    "clamp_cursor",
+    "read_cursor",
+    "start_offset",
+    "write_cursor",
+]
 
 CURSOR_FILE_NAME = "extract-cursor.json"
 
@@ -59,3 +66,14 @@ def start_offset(cursor: ExtractCursor, session_id: str, history_length: int) ->
     if cursor.processed_offset > history_length:
         return 0
     return cursor.processed_offset
+
+
+def clamp_cursor(state_dir: Path, session_id: str, history_length: int, *, now: float) -> bool:
+    """After a conversation rewind to ``history_length`` entries: the cursor of that session
+    moves back to the rewind point (never forward), so the turns typed next are extracted and
+    the ones kept are not extracted again. True when the cursor file changed."""
+    cursor = read_cursor(state_dir, now=now)
+    if cursor.session_id != session_id or cursor.processed_offset <= history_length:
+        return False
+    write_cursor(state_dir, ExtractCursor(session_id, history_length), now=now)
+    return True

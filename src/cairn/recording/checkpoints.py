@@ -1,0 +1,594 @@
+"""Checkpoints: snapshots of a workspace in a shadow git repository of cairn's own.
+
+``$CAIRN_HOME/projects/<key>/checkpoints/`` holds ``git/`` (the shadow repository: its own
+``GIT_DIR``, the workspace as work tree), ``meta/<commit>.json`` (what a snapshot skipped) and a
+lock shared by every process of the project. The user's repository is never read or written: git
+runs with our ``GIT_DIR`` and index, no system or global config, repository attributes
+neutralised (no filters, no line-ending conversion: a snapshot holds the bytes on disk) and
+inherited ``GIT_*`` variables removed, so a hostile checkout cannot make git run anything.
+
+What a snapshot captures: every file git would see as not ignored (the workspace's
+``.gitignore`` files, the user repository's ``info/exclude``, ``.cairnignore``), except files
+over the per-file size cap, nested repositories and cairn's own memory folder; those are listed
+as skipped. A workspace over the per-snapshot caps (file count, total size) gets no snapshot at
+all, with the reason: a restore from a partial snapshot would be a partial restore.
+
+Restoring a snapshot first snapshots the current state (so the restore can be undone), then puts
+every captured file back as it was (created files removed, deleted files back); a file that is
+not captured on either side (skipped, or ignored now) is left as it is and reported.
+
+Everything here blocks (it runs git); the session calls it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from cairn.config.paths import project_dir
+from cairn.debug_log import get_logger
+from cairn.fsutil import atomic_write_json
+
+__all__ = [
+    "CHECKPOINT_REF",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointLimits",
+    "CheckpointsUnavailable",
+    "FileChange",
+    "RestoreReport",
+    "ShadowRepository",
+    "SkippedFile",
+    "SnapshotTooLarge",
+    "checkpoints_dir",
+    "git_unavailable_reason",
+]
+
+CHECKPOINT_REF = "refs/heads/checkpoints"  # every snapshot is a commit on this branch
+GIT_TIMEOUT_SECONDS = 60.0  # one git command; a hung git must not hang a turn forever
+MIN_GIT_VERSION = (2, 25)  # --pathspec-from-file
+CAIRN_EXCLUDES = ("/.cairn/memory/",)  # memories are the user's: a rewind never touches them
+GITLINK_MODE = "160000"
+# Repository attributes could ask git to convert line endings or run a filter: neither may
+# change what a snapshot holds.
+_NEUTRAL_ATTRIBUTES = (
+    "* -text -eol -crlf -filter -ident -working-tree-encoding -diff -merge -export-subst\n"
+)
+# Command-line config wins over every file; the shadow repository's own config is ours too.
+_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "core.symlinks=true",
+    "core.fileMode=true",
+    "core.ignoreCase=false",
+    "core.precomposeUnicode=false",
+    "core.attributesFile=/dev/null",
+    "core.excludesFile=/dev/null",
+    "core.looseCompression=1",
+    "core.bare=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "commit.gpgSign=false",
+    "advice.addEmbeddedRepo=false",
+    "safe.directory=*",
+    "user.name=cairn",
+    "user.email=cairn@localhost",
+)
+
+_log = get_logger("CHECKPOINTS")
+
+ChangeStatus = Literal["added", "modified", "deleted"]
+_STATUS: Mapping[str, ChangeStatus] = {
+    "A": "added",
+    "M": "modified",
+    "T": "modified",  # a file became a link or the other way round
+    "D": "deleted",
+}
+
+
+class CheckpointError(Exception):
+    """A snapshot or a restore failed; the message says why."""
+
+
+class CheckpointsUnavailable(CheckpointError):
+    """Checkpoints cannot work here at all (no git, or a workspace they must not cover)."""
+
+
+class SnapshotTooLarge(CheckpointError):
+    """The workspace is over the per-snapshot caps: no snapshot was taken."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointLimits:
+    max_file_bytes: int = 4 << 20
+    max_files: int = 20_000
+    max_total_bytes: int = 256 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    path: str  # relative to the work tree, POSIX
+    reason: str  # "larger than 4 MB", "nested git repository", ...
+
+    def to_json(self) -> list[str]:
+        return [self.path, self.reason]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    commit: str
+    files: int  # files captured
+    bytes: int  # their total size
+    skipped: tuple[SkippedFile, ...] = ()
+    reused: bool = False  # nothing changed since the previous snapshot: its commit is reused
+    folders: tuple[str, ...] = ()  # folders holding no captured file ("a/b/"): git has none
+
+
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    tree: str
+    files: int
+    bytes: int
+    skipped: tuple[SkippedFile, ...]
+    folders: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    path: str
+    status: ChangeStatus  # from the older snapshot to the newer one
+
+
+@dataclass
+class RestoreReport:
+    target: str  # the commit restored
+    undo: Checkpoint  # the state just before the restore
+    restored: list[str] = field(default_factory=list)  # written back (changed or deleted since)
+    removed: list[str] = field(default_factory=list)  # created since: deleted
+    kept: list[SkippedFile] = field(default_factory=list)  # not captured on one side: untouched
+
+    @property
+    def changed(self) -> int:
+        return len(self.restored) + len(self.removed)
+
+
+def checkpoints_dir(project_root: Path) -> Path:
+    """``$CAIRN_HOME/projects/<key>/checkpoints``."""
+    return project_dir(project_root) / "checkpoints"
+
+
+def git_unavailable_reason() -> str | None:
+    """Why checkpoints cannot use git on this machine, or ``None`` when they can."""
+    git = shutil.which("git")
+    if git is None:
+        return "git is not installed, so checkpoints are off (install git to use /rewind)"
+    try:
+        done = subprocess.run(
+            [git, "--version"], capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"git cannot be run ({exc}), so checkpoints are off"
+    version = _parse_version(done.stdout.decode("ascii", "replace"))
+    if version is None or version < MIN_GIT_VERSION:
+        wanted = ".".join(map(str, MIN_GIT_VERSION))
+        return f"checkpoints need git {wanted} or newer ({done.stdout.decode().strip()})"
+    return None
+
+
+def _parse_version(text: str) -> tuple[int, int] | None:
+    # "git version 2.39.5" (Apple's adds " (Apple Git-143)")
+    words = text.split()
+    if len(words) < 3:
+        return None
+    numbers = words[2].split(".")
+    try:
+        return int(numbers[0]), int(numbers[1])
+    except (ValueError, IndexError):
+        return None
+
+
+class ShadowRepository:
+    """The checkpoints of one work tree (a project root)."""
+
+    def __init__(
+        self, work_tree: Path, store: Path, limits: CheckpointLimits | None = None
+    ) -> None:
+        self.work_tree = work_tree.resolve()
+        self.store = store
+        self.git_dir = store / "git"
+        self.meta_dir = store / "meta"
+        self.limits = limits or CheckpointLimits()
+        self._git_path: str | None = None
+
+    # ----- public operations -----
+
+    def snapshot(self, message: str) -> Checkpoint:
+        """Capture the work tree now (see the module docstring for what is captured)."""
+        with self._locked():
+            return self._snapshot(message)
+
+    def changes(self, older: str, newer: str | None = None) -> list[FileChange]:
+        """Files that differ from snapshot ``older`` to ``newer`` (default: the work tree now)."""
+        with self._locked():
+            if newer is None:
+                newer = self._stage().tree
+            return [FileChange(path, _STATUS[status]) for status, path in self._diff(older, newer)]
+
+    def restore(self, target: str, *, message: str = "before restore") -> RestoreReport:
+        """Put the work tree back as snapshot ``target`` holds it; returns what changed.
+
+        The current state is snapshotted first (``report.undo``): restoring that commit undoes
+        this restore. :class:`SnapshotTooLarge` (nothing restored) when it cannot be.
+        """
+        with self._locked():
+            self._require_commit(target)
+            undo = self._snapshot(message)
+            report = RestoreReport(target=target, undo=undo)
+            skipped_then, folders_then = self._meta(target)
+            protected = {s.path: s for s in (*undo.skipped, *skipped_then)}
+            report.kept = list(protected.values())  # not captured on one side: left as they are
+            writes: list[str] = []
+            for status, path, mode in self._raw_diff(undo.commit, target):
+                if path in protected:
+                    continue
+                if status == "D":
+                    self._remove(path)
+                    report.removed.append(path)
+                elif mode == GITLINK_MODE:
+                    report.kept.append(SkippedFile(path, "nested git repository"))
+                elif status == "A" and os.path.lexists(self.work_tree / path):
+                    # On disk but not captured now (ignored): its content could not be undone.
+                    report.kept.append(SkippedFile(path, "ignored now; left as it is"))
+                else:
+                    writes.append(path)
+            self._prune_empty_dirs(report.removed, keep=set(folders_then))
+            self._checkout(target, writes)
+            self._make_folders(folders_then)
+            report.restored = writes
+            return report
+
+    def exists(self, commit: str) -> bool:
+        try:
+            self._git("cat-file", "-e", f"{commit}^{{commit}}")
+        except CheckpointError:
+            return False
+        return True
+
+    # ----- snapshot -----
+
+    def _snapshot(self, message: str) -> Checkpoint:
+        staged = self._stage()
+        head = self._head()
+        if (
+            head is not None
+            and self._tree_of(head) == staged.tree
+            and self._meta(head) == (list(staged.skipped), list(staged.folders))
+        ):
+            return Checkpoint(
+                head, staged.files, staged.bytes, staged.skipped, True, staged.folders
+            )
+        args = ["commit-tree", "--no-gpg-sign", staged.tree, "-m", message]
+        if head is not None:
+            args += ["-p", head]
+        commit = self._git(*args).decode().strip()
+        self._git("update-ref", CHECKPOINT_REF, commit, *([head] if head else []))
+        self._write_meta(commit, staged)
+        return Checkpoint(commit, staged.files, staged.bytes, staged.skipped, False, staged.folders)
+
+    def _stage(self) -> _Staged:
+        """Bring the shadow index to the work tree's state."""
+        self._ensure_repository()
+        base = self._base_excludes()
+        self._write_excludes(base, ())
+        tracked = set(self._paths("ls-files", "-z", "--cached"))
+        ignored = set(self._paths("ls-files", "-z", "--cached", "--ignored", "--exclude-standard"))
+        untracked = self._paths("ls-files", "-z", "--others", "--exclude-standard")
+        candidates = sorted((tracked - ignored).union(untracked))
+        files, size, skipped = self._measure(candidates)
+        if files > self.limits.max_files:
+            raise SnapshotTooLarge(
+                f"the workspace has {files:,} files to capture, more than "
+                f"general.checkpointing.maxFiles ({self.limits.max_files:,}); no checkpoint was "
+                "taken (raise the limit, or list big folders in .gitignore or .cairnignore)"
+            )
+        if size > self.limits.max_total_bytes:
+            raise SnapshotTooLarge(
+                f"the workspace holds {_mb(size)} to capture, more than "
+                f"general.checkpointing.maxSnapshotSizeMb ({_mb(self.limits.max_total_bytes)}); "
+                "no checkpoint was taken"
+            )
+        self._write_excludes(base, [s.path for s in skipped])
+        drop = sorted((ignored | {s.path.rstrip("/") for s in skipped}) & tracked)
+        if drop:
+            self._git(
+                "rm", "--cached", "-q", "-r", "--ignore-unmatch", "--pathspec-from-file=-",
+                "--pathspec-file-nul", input=_nul_join(drop),
+            )  # fmt: skip
+        self._git("add", "-A")
+        tree = self._git("write-tree").decode().strip()
+        # Everything not ignored is in the index now: what is still untracked is a folder
+        # holding no captured file, which git cannot store but a restore should bring back.
+        folders = self._paths("ls-files", "-z", "--others", "--directory", "--exclude-standard")
+        nested = {s.path for s in skipped}
+        kept = tuple(f for f in folders if f.endswith("/") and f not in nested)
+        return _Staged(tree, files, size, tuple(skipped), kept)
+
+    def _measure(self, candidates: Iterable[str]) -> tuple[int, int, list[SkippedFile]]:
+        files = size = 0
+        skipped: list[SkippedFile] = []
+        cap = self.limits.max_file_bytes
+        for path in candidates:
+            if path.endswith("/"):  # ls-files shows a repository inside the work tree so
+                skipped.append(SkippedFile(path, "nested git repository"))
+                continue
+            try:
+                info = os.lstat(self.work_tree / path)
+            except OSError:
+                continue  # deleted since the last snapshot: `add -A` records that
+            if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                continue  # git does not store sockets or FIFOs either
+            if info.st_size > cap:
+                skipped.append(SkippedFile(path, f"larger than {_mb(cap)} ({_mb(info.st_size)})"))
+                continue
+            files += 1
+            size += info.st_size
+        return files, size, skipped
+
+    def _base_excludes(self) -> list[str]:
+        lines = [*CAIRN_EXCLUDES]
+        for source in (*self._user_repo_excludes(), self.work_tree / ".cairnignore"):
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                lines += source.read_text(encoding="utf-8").splitlines()
+        return lines
+
+    def _user_repo_excludes(self) -> list[Path]:
+        """The user repository's ``info/exclude`` (read as a text file, never through git)."""
+        dot_git = self.work_tree / ".git"
+        git_dir = dot_git
+        if dot_git.is_file():  # a linked worktree or submodule: "gitdir: <path>"
+            try:
+                line = dot_git.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                return []
+            if not line.startswith("gitdir:"):
+                return []
+            git_dir = (self.work_tree / line.removeprefix("gitdir:").strip()).resolve()
+        found = [git_dir / "info" / "exclude"]
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+            found.append((git_dir / common / "info" / "exclude").resolve())
+        return found
+
+    def _write_excludes(self, base: Sequence[str], skipped: Sequence[str]) -> None:
+        text = "\n".join([*base, *(_literal_pattern(p) for p in skipped)]) + "\n"
+        target = self.git_dir / "info" / "exclude"
+        with contextlib.suppress(OSError):
+            if target.read_text(encoding="utf-8") == text:
+                return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    # ----- restore -----
+
+    def _raw_diff(self, older: str, newer: str) -> Iterator[tuple[str, str, str]]:
+        """(status, path, mode in ``newer``) of each file that differs."""
+        out = self._git(
+            "diff-tree", "-r", "-z", "--no-renames", "--raw", "--no-abbrev", older, newer
+        )
+        fields = out.split(b"\0")
+        for index in range(0, len(fields) - 1, 2):
+            meta = fields[index].decode()
+            path = fields[index + 1].decode("utf-8", "surrogateescape")
+            if not meta.startswith(":"):
+                continue
+            _old_mode, new_mode, _old, _new, status = meta[1:].split(" ")
+            yield status[0], path, new_mode
+
+    def _diff(self, older: str, newer: str) -> list[tuple[str, str]]:
+        return [(status, path) for status, path, _ in self._raw_diff(older, newer)]
+
+    def _remove(self, path: str) -> None:
+        target = self.work_tree / path
+        if not self._inside(target.parent):
+            return  # a folder on the way became a link out of the workspace: leave it
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target)
+
+    def _prune_empty_dirs(self, removed: Iterable[str], *, keep: set[str]) -> None:
+        """Folders the removed files leave empty, unless the snapshot had them."""
+        folders = {Path(path).parent for path in removed}
+        for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+            current = folder
+            while current.parts and f"{current.as_posix()}/" not in keep:
+                try:
+                    os.rmdir(self.work_tree / current)
+                except OSError:
+                    break  # not empty, or not ours to remove
+                current = current.parent
+
+    def _make_folders(self, folders: Sequence[str]) -> None:
+        for folder in folders:
+            target = self.work_tree / folder
+            if not os.path.lexists(target) and self._inside(target.parent):
+                with contextlib.suppress(OSError):
+                    target.mkdir(parents=True)
+
+    def _checkout(self, commit: str, paths: Sequence[str]) -> None:
+        if not paths:
+            return
+        with tempfile.TemporaryDirectory(prefix="restore-", dir=self.store) as temp:
+            env = {"GIT_INDEX_FILE": str(Path(temp) / "index")}
+            self._git("read-tree", commit, env=env)
+            self._git("checkout-index", "-f", "-z", "--stdin", input=_nul_join(paths), env=env)
+
+    # ----- metadata -----
+
+    def _write_meta(self, commit: str, staged: _Staged) -> None:
+        data = {
+            "commit": commit,
+            "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "files": staged.files,
+            "bytes": staged.bytes,
+            "skipped": [s.to_json() for s in staged.skipped],
+            "folders": list(staged.folders),
+        }
+        atomic_write_json(self.meta_dir / f"{commit}.json", data, durable=False)
+
+    def _meta(self, commit: str) -> tuple[list[SkippedFile], list[str]]:
+        """What snapshot ``commit`` skipped and its file-less folders (empty if unreadable)."""
+        try:
+            data = json.loads((self.meta_dir / f"{commit}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return [], []
+        if not isinstance(data, dict):
+            return [], []
+        entries, folders = data.get("skipped"), data.get("folders")
+        skipped = [
+            SkippedFile(entry[0], entry[1])
+            for entry in (entries if isinstance(entries, list) else [])
+            if isinstance(entry, list)
+            and len(entry) == 2
+            and all(isinstance(v, str) for v in entry)
+        ]
+        kept = [f for f in (folders if isinstance(folders, list) else []) if isinstance(f, str)]
+        return skipped, kept
+
+    # ----- git -----
+
+    def _ensure_repository(self) -> None:
+        if (self.git_dir / "HEAD").is_file():
+            self._clear_stale_index_lock()
+            return
+        self.store.mkdir(parents=True, exist_ok=True)
+        self._git("init", "-q", "--bare", str(self.git_dir), bare_init=True)
+        info = self.git_dir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "attributes").write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
+        (self.store / "README").write_text(
+            "cairn's checkpoints of one project (a shadow git repository; the project's own "
+            "repository is never touched). Deleting this folder deletes the checkpoints.\n",
+            encoding="utf-8",
+        )
+
+    def _clear_stale_index_lock(self) -> None:
+        # We hold the project's checkpoint lock: an index.lock left now is from a crashed git.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.git_dir / "index.lock")
+
+    def _head(self) -> str | None:
+        try:
+            out = self._git("rev-parse", "-q", "--verify", f"{CHECKPOINT_REF}^{{commit}}")
+        except CheckpointError:
+            return None
+        return out.decode().strip() or None
+
+    def _tree_of(self, commit: str) -> str:
+        return self._git("rev-parse", f"{commit}^{{tree}}").decode().strip()
+
+    def _require_commit(self, commit: str) -> None:
+        if not self.exists(commit):
+            raise CheckpointError(f"checkpoint {commit[:12]} is not in {self.git_dir}")
+
+    def _paths(self, *args: str) -> list[str]:
+        out = self._git(*args)
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def _git(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        bare_init: bool = False,
+    ) -> bytes:
+        git = self._git_path or shutil.which("git")
+        if git is None:
+            raise CheckpointsUnavailable("git is not installed, so checkpoints are off")
+        self._git_path = git
+        command = [git, *(arg for item in _CONFIG for arg in ("-c", item)), *args]
+        if bare_init:
+            command = [git, "-c", "init.defaultBranch=checkpoints", *args]
+        try:
+            done = subprocess.run(
+                command,
+                input=input,
+                capture_output=True,
+                cwd=self.work_tree,
+                env=self._environment(env, bare_init=bare_init),
+                timeout=GIT_TIMEOUT_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            limit = f"{GIT_TIMEOUT_SECONDS:g} s"
+            raise CheckpointError(f"git {args[0]} took more than {limit}") from None
+        except OSError as exc:
+            raise CheckpointError(f"git {args[0]} could not run: {exc}") from None
+        if done.returncode != 0:
+            lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            detail = " ".join(lines[-3:]) or f"exit code {done.returncode}"
+            raise CheckpointError(f"git {args[0]} failed: {detail}")
+        return done.stdout
+
+    def _environment(self, extra: Mapping[str, str] | None, *, bare_init: bool) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update(
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_CONFIG_GLOBAL=os.devnull,
+            HOME=str(self.store),  # git older than 2.32 reads ~/.gitconfig: make it ours
+            XDG_CONFIG_HOME=str(self.store),
+            GIT_TERMINAL_PROMPT="0",
+            GIT_LITERAL_PATHSPECS="1",
+            GIT_AUTHOR_NAME="cairn",
+            GIT_AUTHOR_EMAIL="cairn@localhost",
+            GIT_COMMITTER_NAME="cairn",
+            GIT_COMMITTER_EMAIL="cairn@localhost",
+            LC_ALL="C",
+        )
+        if not bare_init:
+            env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.work_tree))
+        env.update(extra or {})
+        return env
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        from filelock import FileLock, Timeout
+
+        self.store.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.store / "lock"))
+        try:
+            lock.acquire(timeout=GIT_TIMEOUT_SECONDS)
+        except Timeout:
+            raise CheckpointError("another cairn process holds the checkpoint lock") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _inside(self, folder: Path) -> bool:
+        real = Path(os.path.realpath(folder))
+        return real == self.work_tree or self.work_tree in real.parents
+
+
+def _nul_join(paths: Iterable[str]) -> bytes:
+    return b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+
+
+def _literal_pattern(path: str) -> str:
+    """An exclude line matching exactly ``path`` from the work tree root."""
+    escaped = "".join("\\" + c if c in "\\*?[!# " else c for c in path)
+    return "/" + escaped
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MB" if size >= 1 << 20 else f"{size / 1024:.0f} KB"

@@ -1,0 +1,515 @@
+"""Checkpoints before a turn first changes the workspace, and rewinding code and conversation.
+
+:class:`Rewinder` works on a session's chat recording and its project's shadow repository
+(:mod:`cairn.recording.checkpoints`), so it serves a live session (``/rewind``, ACP
+``_cairn/rewind``, the daemon's ``POST /session/{id}/rewind``) and a recorded one
+(``cairn rewind``) alike. :class:`TurnCheckpoints` is the live session's part: it takes the
+checkpoint of a turn right before that turn's first change (the scheduler awaits
+:meth:`TurnCheckpoints.before_change`) and records it next to the turn.
+
+A rewind to turn N: ``code`` puts the workspace back as it was before turn N (the first
+checkpoint at or after turn N; the current state is checkpointed first, so the rewind can be
+undone); ``conversation`` truncates the conversation to before turn N (a dead branch in the
+recording, so ``--resume`` continues from there) and clamps the memory extract cursor; ``both``
+does both. :meth:`Rewinder.undo` reverses the newest rewind while no turn followed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cairn.config.settings import CheckpointingSettings, Settings
+from cairn.debug_log import get_logger
+from cairn.recording.checkpoints import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointLimits,
+    CheckpointsUnavailable,
+    FileChange,
+    RestoreReport,
+    ShadowRepository,
+    checkpoints_dir,
+    git_unavailable_reason,
+)
+from cairn.recording.rewind import (
+    CHECKPOINT,
+    RECORDED_SKIPPED_PATHS,
+    REWIND,
+    RewindMode,
+    RewindRecord,
+    UserTurn,
+    last_undoable_rewind,
+    rewind_modes,
+    state_markers,
+    user_turns,
+)
+from cairn.vocabulary import EventSink, Notice
+
+if TYPE_CHECKING:
+    from cairn.recording.reader import LoadedSession
+    from cairn.recording.recorder import ChatRecorder
+    from cairn.session.runtime import Runtime
+
+__all__ = [
+    "RewindError",
+    "RewindListing",
+    "RewindOutcome",
+    "RewindPoint",
+    "Rewinder",
+    "TurnCheckpoints",
+    "clamp_cursor_file",
+    "clamp_extract_cursor",
+    "describe_listing",
+    "parse_rewind_args",
+    "recorded_rewinder",
+    "shadow_repository",
+]
+
+NOTICE_SOURCE = "checkpoint"
+SHOWN_PATHS = 5  # paths named in a one-line message before "and N more"
+
+_log = get_logger("CHECKPOINTS")
+
+
+class RewindError(Exception):
+    """A rewind that cannot be done; the message says why and what to do instead."""
+
+
+@dataclass(frozen=True)
+class RewindPoint:
+    """A user turn a rewind can go back to."""
+
+    number: int
+    text: str
+    timestamp: str | None
+    files: tuple[FileChange, ...]  # what changed from before this turn to the next known state
+    code: bool  # a checkpoint exists at or after this turn: its code can be restored
+
+
+@dataclass(frozen=True)
+class RewindListing:
+    points: list[RewindPoint]  # newest first
+    undoable: RewindRecord | None  # the rewind :meth:`Rewinder.undo` would reverse
+    checkpoints_off: str | None  # why code cannot be restored at all, or None
+
+
+@dataclass
+class RewindOutcome:
+    mode: RewindMode
+    message: str  # what was done, for the person
+    turn: int | None = None  # the turn rewound to (None for an undo)
+    prompt: str = ""  # that turn's text: a front end may offer it for editing
+    restore: RestoreReport | None = None
+    loaded: LoadedSession | None = None  # the conversation after a conversation rewind
+    history_offset: int = 0  # entries the model history holds before ``loaded.history``
+
+    @property
+    def history_length(self) -> int | None:
+        """The model history's length after a conversation rewind (the extract cursor's unit)."""
+        return None if self.loaded is None else self.history_offset + len(self.loaded.history)
+
+
+def shadow_repository(
+    project_root: Path, settings: CheckpointingSettings
+) -> tuple[ShadowRepository | None, str | None]:
+    """The project's shadow repository, or ``None`` and why checkpoints are off."""
+    if not settings.enabled:
+        return None, "checkpoints are turned off (general.checkpointing.enabled)"
+    reason = git_unavailable_reason()
+    if reason is not None:
+        return None, reason
+    root = project_root.resolve()
+    if root == Path(root.anchor) or root == _home():
+        return None, f"checkpoints are off in {root} (a whole home or root folder is too big)"
+    limits = CheckpointLimits(
+        max_file_bytes=int(settings.max_file_size_mb * (1 << 20)),
+        max_files=settings.max_files,
+        max_total_bytes=int(settings.max_snapshot_size_mb * (1 << 20)),
+    )
+    return ShadowRepository(root, checkpoints_dir(root), limits), None
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except RuntimeError:
+        return None
+
+
+class Rewinder:
+    """Rewinds of one recorded session (blocking: run it in a worker thread)."""
+
+    def __init__(
+        self,
+        *,
+        recording: Path,
+        project_root: Path,
+        settings: Settings,
+        recorder: ChatRecorder | None = None,
+        history_offset: int = 0,
+    ) -> None:
+        """``recorder``: the live session's recorder (else one is opened per rewind);
+        ``history_offset``: entries the session puts before the recorded history (its start-up
+        context), so an outcome's ``history_length`` is the model history's length."""
+        self.recording = recording
+        self.project_root = project_root
+        self.settings = settings
+        self.recorder = recorder
+        self.history_offset = history_offset
+        self._shadow: tuple[ShadowRepository | None, str | None] | None = None
+
+    @property
+    def shadow(self) -> ShadowRepository | None:
+        """The project's shadow repository (found on first use: it runs ``git --version``)."""
+        return self._resolve()[0]
+
+    @property
+    def off_reason(self) -> str | None:
+        """Why checkpoints are off, or ``None`` when they work."""
+        return self._resolve()[1]
+
+    def _resolve(self) -> tuple[ShadowRepository | None, str | None]:
+        if self._shadow is None:
+            self._shadow = shadow_repository(self.project_root, self.settings.general.checkpointing)
+        return self._shadow
+
+    # ----- reading -----
+
+    def listing(self) -> RewindListing:
+        chain = self._chain().records
+        turns = user_turns(chain)
+        points = [self._point(turn, chain, turns) for turn in reversed(turns)]
+        return RewindListing(points, last_undoable_rewind(chain), self.off_reason)
+
+    def _point(self, turn: UserTurn, chain: Sequence[Any], turns: list[UserTurn]) -> RewindPoint:
+        start = self._restore_commit(turn, turns)
+        files: tuple[FileChange, ...] = ()
+        if turn.checkpoint is not None and self.shadow is not None:
+            after = self._state_after(turn, chain)
+            with contextlib.suppress(CheckpointError):
+                files = tuple(self.shadow.changes(turn.checkpoint, after))
+        return RewindPoint(turn.number, turn.text, turn.timestamp, files, start is not None)
+
+    def _state_after(self, turn: UserTurn, chain: Sequence[Any]) -> str | None:
+        """The commit of the next known state after ``turn``'s checkpoint (None: now)."""
+        markers = state_markers(chain)
+        seen = False
+        for marker in markers:
+            if seen:
+                return marker.commit
+            seen = marker.commit == turn.checkpoint and marker.after_turn == turn.number
+        return None
+
+    @staticmethod
+    def _restore_commit(turn: UserTurn, turns: list[UserTurn]) -> str | None:
+        """The state before ``turn``: the first checkpoint at or after it."""
+        for later in turns[turn.number - 1 :]:
+            if later.checkpoint is not None:
+                return later.checkpoint
+        return None
+
+    # ----- rewinding -----
+
+    def rewind(self, number: int, mode: RewindMode) -> RewindOutcome:
+        if mode not in rewind_modes():
+            raise RewindError(f"unknown rewind mode {mode!r}; use both, conversation or code")
+        loaded = self._chain()
+        turns = user_turns(loaded.records)
+        if not turns:
+            raise RewindError("this session has no turns to rewind to yet")
+        if not 1 <= number <= len(turns):
+            raise RewindError(
+                f"there is no turn {number}; this session has turns 1 to {len(turns)}"
+            )
+        turn = turns[number - 1]
+        outcome = RewindOutcome(
+            mode, "", turn=number, prompt=turn.text, history_offset=self.history_offset
+        )
+        notes: list[str] = []
+        restored: str | None = None
+        if mode in ("both", "code"):
+            target = self._restore_commit(turn, turns)
+            if target is None and self.off_reason is not None:
+                if mode == "code":
+                    raise RewindError(f"code cannot be restored: {self.off_reason}")
+                notes.append(f"no code was restored ({self.off_reason})")
+            elif target is None:
+                notes.append("no files changed since that turn, so no code was restored")
+            else:
+                outcome.restore = self._restore(target, f"before rewinding to turn {number}")
+                restored = target
+                notes.append(_restore_summary(outcome.restore))
+        payload = {
+            "target": turn.uuid,
+            "turn": number,
+            "mode": mode,
+            "restored": restored,
+            "undo": outcome.restore.undo.commit if outcome.restore else None,
+            "previousTip": loaded.last_uuid,
+        }
+        if mode in ("both", "conversation"):
+            outcome.loaded = self._write_rewind(payload, branch_from=turn.parent_uuid)
+            notes.insert(0, f"the conversation is back to before turn {number}")
+        else:
+            self._write_rewind(payload, branch_from=loaded.last_uuid)
+        outcome.message = _sentence(f"Rewound to turn {number}", notes)
+        return outcome
+
+    def undo(self) -> RewindOutcome:
+        loaded = self._chain()
+        last = last_undoable_rewind(loaded.records)
+        if last is None:
+            raise RewindError(
+                "there is no rewind to undo (only the newest one can be, before a new prompt)"
+            )
+        outcome = RewindOutcome(last.mode, "", history_offset=self.history_offset)
+        notes: list[str] = []
+        restored: str | None = None
+        if last.undo is not None:
+            outcome.restore = self._restore(last.undo, "before undoing a rewind")
+            restored = last.undo
+            notes.append(_restore_summary(outcome.restore))
+        payload = {
+            "target": None,
+            "turn": None,
+            "mode": last.mode,
+            "restored": restored,
+            "undo": outcome.restore.undo.commit if outcome.restore else None,
+            "previousTip": loaded.last_uuid,
+            "undoes": last.uuid,
+        }
+        if last.rewinds_conversation:
+            outcome.loaded = self._write_rewind(payload, branch_from=last.previous_tip)
+            notes.insert(0, "the conversation is back as it was")
+        else:
+            self._write_rewind(payload, branch_from=loaded.last_uuid)
+        outcome.message = _sentence("Undid the last rewind", notes)
+        return outcome
+
+    def _restore(self, commit: str, message: str) -> RestoreReport:
+        if self.shadow is None:
+            raise RewindError(f"code cannot be restored: {self.off_reason}")
+        try:
+            return self.shadow.restore(commit, message=message)
+        except CheckpointError as exc:
+            raise RewindError(f"code was not restored: {exc}") from None
+
+    def _write_rewind(self, payload: dict[str, Any], *, branch_from: str | None) -> LoadedSession:
+        from cairn.recording.recorder import ChatRecorder
+
+        recorder = self.recorder
+        owned = recorder is None
+        if recorder is None:
+            from cairn import __version__
+
+            recorder = ChatRecorder(
+                self.recording,
+                session_id=self.recording.stem,
+                cwd=self.project_root,
+                version=__version__,
+            )
+        try:
+            recorder.branch_from(branch_from)
+            recorder.record_system(REWIND, payload)
+        finally:
+            if owned:
+                recorder.close()
+        return self._chain()
+
+    def _chain(self) -> LoadedSession:
+        from cairn.recording.reader import SessionLoadError, load_session
+
+        try:
+            return load_session(self.recording)
+        except SessionLoadError as exc:
+            raise RewindError(str(exc)) from None
+
+
+class TurnCheckpoints:
+    """The live session's checkpoints: one per turn, before the turn's first change."""
+
+    def __init__(
+        self, project_root: Path, settings: CheckpointingSettings, recorder: ChatRecorder
+    ) -> None:
+        self.project_root = project_root
+        self.settings = settings
+        self.recorder = recorder
+        self._shadow: tuple[ShadowRepository | None, str | None] | None = None
+        self._turn: str | None = None  # uuid of the current turn's user record
+        self._taken: str | None = None  # the turn whose checkpoint is taken (or given up)
+        self._told: set[str] = set()  # messages already shown in this session
+
+    def start_turn(self, user_uuid: str) -> None:
+        self._turn = user_uuid
+
+    async def before_change(self, emit: EventSink) -> None:
+        """Checkpoint the workspace unless this turn has its checkpoint already."""
+        turn = self._turn
+        if turn is None or self._taken == turn:
+            return
+        self._taken = turn
+        try:
+            checkpoint = await asyncio.to_thread(self._snapshot, turn)
+        except CheckpointError as exc:
+            _log.warning(f"checkpoint skipped: {exc}")
+            await self._tell(emit, f"No checkpoint before this change: {exc}.")
+            return
+        self._record(turn, checkpoint)
+        if checkpoint.skipped:
+            paths = [s.path for s in checkpoint.skipped]
+            await self._tell(
+                emit,
+                f"Checkpoint taken; {len(paths)} file(s) not captured, which /rewind cannot "
+                f"restore: {_names(paths)} ({checkpoint.skipped[0].reason}).",
+            )
+
+    def _snapshot(self, turn: str) -> Checkpoint:
+        if self._shadow is None:  # found in the worker thread: it runs `git --version`
+            self._shadow = shadow_repository(self.project_root, self.settings)
+        shadow, reason = self._shadow
+        if shadow is None:
+            raise CheckpointsUnavailable(reason or "checkpoints are off")
+        return shadow.snapshot(f"before turn {turn}")
+
+    def _record(self, turn: str, checkpoint: Checkpoint) -> None:
+        skipped = [s.path for s in checkpoint.skipped]
+        self.recorder.record_system(
+            CHECKPOINT,
+            {
+                "commit": checkpoint.commit,
+                "turn": turn,
+                "files": checkpoint.files,
+                "bytes": checkpoint.bytes,
+                "skipped": skipped[:RECORDED_SKIPPED_PATHS],
+                "skippedCount": len(skipped),
+            },
+        )
+
+    async def _tell(self, emit: EventSink, text: str) -> None:
+        if text in self._told:
+            return
+        self._told.add(text)
+        await emit(Notice("warning", text, NOTICE_SOURCE))
+
+
+def _restore_summary(report: RestoreReport) -> str:
+    if not report.changed:
+        summary = "the files were already as they were then"
+    else:
+        bits = []
+        if report.restored:
+            bits.append(f"{len(report.restored)} file(s) restored")
+        if report.removed:
+            bits.append(f"{len(report.removed)} created file(s) removed")
+        summary = " and ".join(bits)
+    if report.kept:
+        summary += f"; {len(report.kept)} not captured and left as they are: " + _names(
+            [k.path for k in report.kept]
+        )
+    return summary
+
+
+def _sentence(head: str, notes: Sequence[str]) -> str:
+    return head + (": " + "; ".join(notes) if notes else "") + "."
+
+
+def _names(paths: Sequence[str]) -> str:
+    shown = ", ".join(paths[:SHOWN_PATHS])
+    more = len(paths) - SHOWN_PATHS
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+async def clamp_extract_cursor(runtime: Runtime, session_id: str, history_length: int) -> None:
+    """After a conversation rewind: Extract neither skips nor repeats history (the cursor)."""
+    if runtime.memory_enabled:
+        await runtime.memory_manager().conversation_rewound(session_id, history_length)
+    else:  # no manager, so nothing in flight: the cursor file alone
+        await asyncio.to_thread(clamp_cursor_file, runtime.project_root, session_id, history_length)
+
+
+def clamp_cursor_file(project_root: Path, session_id: str, history_length: int) -> None:
+    """The extract cursor of ``session_id`` moved back to ``history_length`` (roots locked)."""
+    from cairn.memory.background.cursor import clamp_cursor
+    from cairn.memory.paths import memory_roots
+    from cairn.memory.store.locks import hold_roots
+
+    roots = memory_roots(project_root)
+    try:
+        with hold_roots([root for root in (roots.project, roots.user) if root is not None]):
+            clamp_cursor(roots.state_dir, session_id, history_length, now=time.time())
+    except Exception as exc:  # best effort: at worst Extract looks at a turn again
+        _log.warning(f"moving the extract cursor back after a rewind failed: {exc!r}")
+
+
+# ----- the /rewind command's text form (ACP, the daemon and headless; the TUI has a picker) -----
+
+REWIND_USAGE = (
+    "/rewind lists the turns; /rewind N [both|code|conversation] goes back to before turn N "
+    "(default both: code and conversation); /rewind undo reverses the last rewind."
+)
+
+
+def describe_listing(listing: RewindListing, usage: str = REWIND_USAGE) -> str:
+    """The turns as lines a person can pick from, newest first."""
+    if not listing.points:
+        lines = ["No turns to rewind to: the conversation is empty."]
+        if listing.undoable is not None:
+            lines.append("The last rewind can be undone.")
+        return "\n".join(lines)
+    lines = ["Turns you can rewind to (newest first):"]
+    for point in listing.points:
+        text = " ".join(point.text.split())
+        text = text if len(text) <= 70 else text[:67] + "..."
+        lines.append(f"{point.number:>3}. {text}{_files_note(point)}")
+    if listing.checkpoints_off:
+        lines.append(f"Code cannot be restored: {listing.checkpoints_off}.")
+    if listing.undoable is not None:
+        lines.append("The last rewind can be undone.")
+    lines.append(usage)
+    return "\n".join(lines)
+
+
+def _files_note(point: RewindPoint) -> str:
+    if point.files:
+        return f" — {len(point.files)} file(s) changed: {_names([f.path for f in point.files])}"
+    return "" if point.code else " — no file changes"
+
+
+def parse_rewind_args(args: str) -> tuple[int | None, RewindMode] | None:
+    """``"3 code"`` -> ``(3, "code")``; ``""`` -> ``(None, "both")`` (list); bad input: None."""
+    words = args.split()
+    if not words:
+        return None, "both"
+    if len(words) > 2 or not words[0].isdigit():
+        return None
+    mode = words[1].lower() if len(words) == 2 else "both"
+    for candidate in rewind_modes():
+        if mode == candidate:
+            return int(words[0]), candidate
+    return None
+
+
+def recorded_rewinder(cwd: Path, session_id: str | None, settings: Settings) -> Rewinder:
+    """A rewinder for a recorded session of the project at ``cwd`` (default: its latest)."""
+    from cairn.agent.prompt import startup_context
+    from cairn.config.paths import chats_dir, project_root
+    from cairn.recording.listing import SESSION_FILE_PATTERN, latest_session
+
+    root = project_root(cwd)
+    chats = chats_dir(root)
+    if session_id is None:
+        latest = latest_session(chats)
+        if latest is None:
+            raise RewindError(f"no recorded session in {root} to rewind")
+        session_id = latest.session_id
+    path = chats / f"{session_id}.jsonl"
+    if not SESSION_FILE_PATTERN.match(path.name) or not path.is_file():
+        raise RewindError(f'no session found with ID "{session_id}" in {root}')
+    offset = 0 if settings.model.skip_startup_context else len(startup_context(root))
+    return Rewinder(recording=path, project_root=root, settings=settings, history_offset=offset)

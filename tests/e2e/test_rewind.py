@@ -1,0 +1,98 @@
+"""``cairn rewind`` and ``cairn -p --continue`` as real processes on a real git repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cairn.testing import ScriptedServer, reply, tool_call
+
+from ..git_helpers import make_repository, repository_state, tree_state
+from .conftest import RunCairn, write_settings
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A real git repository (the shared fixture's folder has an empty .git)."""
+    root = make_repository(tmp_path / "project", {"README.md": "# one\n", "app.py": "v = 1\n"})
+    write_settings(root, {"memory": {"enableManagedAutoMemory": False}})
+    return root
+
+
+def _turn(run_cairn: RunCairn, prompt: str, *, first: bool = False) -> None:
+    args = ["-p", prompt, "--yolo"] + ([] if first else ["--continue"])
+    done = run_cairn(*args)
+    assert done.returncode == 0, done.stderr
+
+
+def _sent_text(server: ScriptedServer) -> str:
+    return json.dumps(server.requests[-1].messages)
+
+
+def test_rewinding_a_headless_session_from_the_command_line(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    user_repo = repository_state(project)
+    states = [tree_state(project)]
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "README.md", "content": "# two\n"}),
+        reply("Edited."),
+    )
+    _turn(run_cairn, "EDIT-THE-README", first=True)
+    states.append(tree_state(project))
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "lib/new.py", "content": "n = 2\n"}),
+        reply("Created."),
+    )
+    _turn(run_cairn, "CREATE-A-MODULE")
+    states.append(tree_state(project))
+    scripted_server.enqueue(
+        tool_call("run_shell_command", {"command": "rm app.py"}), reply("Deleted.")
+    )
+    _turn(run_cairn, "DELETE-THE-APP")
+
+    listing = run_cairn("rewind", "--list")
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert lines[1].startswith("  3. DELETE-THE-APP") and "app.py" in lines[1]
+    assert lines[3].startswith("  1. EDIT-THE-README") and "README.md" in lines[3]
+
+    code = run_cairn("rewind", "2", "--code-only")
+    assert code.returncode == 0, code.stderr
+    assert tree_state(project) == states[1]
+    undo = run_cairn("rewind", "--undo")
+    assert undo.returncode == 0, undo.stderr
+    assert not (project / "app.py").exists() and (project / "lib" / "new.py").exists()
+
+    talk = run_cairn("rewind", "2", "--conversation-only")
+    assert talk.returncode == 0, talk.stderr
+    assert "Resume with: cairn --resume" in talk.stdout
+    scripted_server.enqueue(reply("Continuing."))
+    _turn(run_cairn, "AFTER-THE-REWIND")
+    sent = _sent_text(scripted_server)
+    assert "EDIT-THE-README" in sent and "AFTER-THE-REWIND" in sent
+    assert "CREATE-A-MODULE" not in sent and "DELETE-THE-APP" not in sent
+
+    assert repository_state(project) == user_repo
+
+
+def test_bad_rewind_requests_exit_42_with_a_message(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    none_yet = run_cairn("rewind", "--list")
+    assert none_yet.returncode == 42 and "no recorded session" in none_yet.stderr
+
+    scripted_server.enqueue(reply("Hi."))
+    _turn(run_cairn, "hello", first=True)
+    for args, message in [
+        (("rewind", "7"), "there is no turn 7"),
+        (("rewind", "1", "--code-only", "--conversation-only"), "exclude each other"),
+        (("rewind", "--undo"), "no rewind to undo"),
+        (("rewind", "--session", "not-a-session", "--list"), "no session found"),
+    ]:
+        done = run_cairn(*args)
+        assert done.returncode == 42, (args, done.stderr)
+        assert message in done.stderr
+        assert "Traceback" not in done.stderr

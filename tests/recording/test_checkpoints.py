@@ -1,0 +1,355 @@
+"""The shadow repository: snapshots and restores of real git work trees, byte for byte."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from cairn.recording.checkpoints import (
+    CheckpointError,
+    CheckpointLimits,
+    FileChange,
+    ShadowRepository,
+    SnapshotTooLarge,
+    git_unavailable_reason,
+)
+
+from ..git_helpers import git, make_repository, repository_state, tree_state
+
+FILES: dict[str, str | bytes] = {
+    "README.md": "# demo\n",
+    "src/app.py": "print('hello')\n",
+    "src/windows.txt": b"line one\r\nline two\r\n",
+    "data/blob.bin": bytes(range(256)) * 4,
+    "data/keep.txt": "kept\n",  # git records no folders: keep data/ from becoming empty
+    ".gitignore": "*.log\nbuild/\n",
+}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = make_repository(tmp_path / "work", FILES)
+    (root / "run.sh").write_text("#!/bin/sh\necho run\n")
+    os.chmod(root / "run.sh", 0o755)  # noqa: S103 - an executable script
+    os.symlink("src/app.py", root / "app-link")
+    return root
+
+
+@pytest.fixture
+def shadow(repo: Path, tmp_path: Path) -> ShadowRepository:
+    return ShadowRepository(repo, tmp_path / "store" / "checkpoints")
+
+
+def _change_everything(root: Path) -> None:
+    (root / "README.md").write_text("# changed\n")
+    (root / "src" / "windows.txt").write_bytes(b"rewritten\r\n")
+    (root / "data" / "blob.bin").unlink()
+    (root / "new" / "deep").mkdir(parents=True)
+    (root / "new" / "deep" / "file.py").write_text("x = 1\n")
+    os.chmod(root / "run.sh", 0o644)
+    (root / "app-link").unlink()
+    os.symlink("README.md", root / "app-link")
+
+
+def test_restore_puts_the_tree_back_byte_for_byte(repo: Path, shadow: ShadowRepository) -> None:
+    before = tree_state(repo)
+    checkpoint = shadow.snapshot("before turn 1")
+    _change_everything(repo)
+
+    report = shadow.restore(checkpoint.commit)
+
+    assert tree_state(repo) == before
+    assert sorted(report.removed) == ["new/deep/file.py"]
+    assert "data/blob.bin" in report.restored
+    assert report.kept == []
+
+
+def test_a_restore_is_undone_by_restoring_its_undo_checkpoint(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    checkpoint = shadow.snapshot("before")
+    _change_everything(repo)
+    changed = tree_state(repo)
+
+    report = shadow.restore(checkpoint.commit)
+    shadow.restore(report.undo.commit)
+
+    assert tree_state(repo) == changed
+
+
+def test_the_users_repository_state_is_never_touched(repo: Path, shadow: ShadowRepository) -> None:
+    (repo / "README.md").write_text("# stashed work\n")
+    git(repo, "stash", "push", "-q", "-m", "wip")
+    (repo / "src" / "app.py").write_text("print('staged')\n")
+    git(repo, "add", "src/app.py")
+    git(repo, "branch", "feature")
+    state = repository_state(repo)
+
+    checkpoint = shadow.snapshot("before")
+    _change_everything(repo)
+    shadow.snapshot("after")
+    shadow.restore(checkpoint.commit)
+
+    assert repository_state(repo) == state
+
+
+def test_hostile_repository_and_global_config_run_nothing(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout's config, attributes and the environment must not make our git run a program
+    or convert what it stores."""
+    marker = tmp_path / "pwned"
+    evil = f"touch {marker}"
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(
+            f'[core]\n\tfsmonitor = "{evil}"\n\thooksPath = hooks\n'
+            f'[filter "evil"]\n\tclean = "{evil}; cat"\n\tsmudge = "{evil}; cat"\n'
+        )
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(f'[core]\n\tfsmonitor = "{evil}"\n')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'core.fsmonitor={evil}'")
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))  # a leaked variable must not redirect us
+    (repo / ".gitattributes").write_text("* filter=evil text eol=crlf\n")
+    (repo / "unix.txt").write_bytes(b"lf only\n")
+    shadow = ShadowRepository(repo, tmp_path / "store")
+    before = tree_state(repo)
+
+    checkpoint = shadow.snapshot("before")
+    (repo / "unix.txt").write_bytes(b"changed\n")
+    (repo / "src" / "windows.txt").write_bytes(b"changed\n")
+    shadow.restore(checkpoint.commit)
+
+    assert not marker.exists()
+    assert tree_state(repo) == before
+
+
+def test_ignored_files_are_neither_captured_nor_touched(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    (repo / "debug.log").write_text("old log\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "out.o").write_bytes(b"\x7fELF")
+    checkpoint = shadow.snapshot("before")
+    (repo / "debug.log").write_text("new log\n")
+    (repo / "build" / "out.o").unlink()
+    (repo / "later.log").write_text("created later\n")
+
+    shadow.restore(checkpoint.commit)
+
+    assert (repo / "debug.log").read_text() == "new log\n"
+    assert not (repo / "build" / "out.o").exists()
+    assert (repo / "later.log").exists()
+
+
+def test_cairnignore_and_the_repositorys_exclude_file_are_respected(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    (repo / ".cairnignore").write_text("secrets/\n")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("local-notes.txt\n")
+    (repo / "secrets").mkdir()
+    (repo / "secrets" / "key").write_text("hunter2\n")
+    (repo / "local-notes.txt").write_text("mine\n")
+    checkpoint = shadow.snapshot("before")
+    (repo / "secrets" / "key").write_text("rotated\n")
+    (repo / "local-notes.txt").write_text("still mine\n")
+
+    shadow.restore(checkpoint.commit)
+
+    assert (repo / "secrets" / "key").read_text() == "rotated\n"
+    assert (repo / "local-notes.txt").read_text() == "still mine\n"
+
+
+def test_the_memory_folder_inside_the_project_is_never_restored(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    memory = repo / ".cairn" / "memory"
+    memory.mkdir(parents=True)
+    (repo / ".cairn" / "settings.json").write_text("{}\n")
+    checkpoint = shadow.snapshot("before")
+    (memory / "note.md").write_text("remembered during the turn\n")
+    (repo / ".cairn" / "settings.json").write_text('{"x": 1}\n')
+
+    shadow.restore(checkpoint.commit)
+
+    assert (memory / "note.md").read_text() == "remembered during the turn\n"
+    assert (repo / ".cairn" / "settings.json").read_text() == "{}\n"
+
+
+def test_a_file_over_the_size_cap_is_skipped_reported_and_left_alone(
+    repo: Path, tmp_path: Path
+) -> None:
+    shadow = ShadowRepository(repo, tmp_path / "store", CheckpointLimits(max_file_bytes=1500))
+    (repo / "big.bin").write_bytes(b"x" * 5000)
+
+    checkpoint = shadow.snapshot("before")
+    (repo / "big.bin").write_bytes(b"y" * 6000)
+    (repo / "README.md").write_text("# changed\n")
+    report = shadow.restore(checkpoint.commit)
+
+    assert [s.path for s in checkpoint.skipped] == ["big.bin"]
+    assert "larger than" in checkpoint.skipped[0].reason
+    assert (repo / "big.bin").read_bytes() == b"y" * 6000
+    assert (repo / "README.md").read_text() == "# demo\n"
+    assert [s.path for s in report.kept] == ["big.bin"]
+
+
+def test_a_file_that_grows_over_the_cap_is_kept_when_restoring(repo: Path, tmp_path: Path) -> None:
+    """Its current content is not captured, so overwriting it could not be undone."""
+    shadow = ShadowRepository(repo, tmp_path / "store", CheckpointLimits(max_file_bytes=1500))
+    checkpoint = shadow.snapshot("before")
+    (repo / "README.md").write_bytes(b"z" * 2000)
+
+    report = shadow.restore(checkpoint.commit)
+
+    assert (repo / "README.md").read_bytes() == b"z" * 2000
+    assert [s.path for s in report.kept] == ["README.md"]
+
+
+def test_a_workspace_over_the_file_count_cap_gets_no_snapshot(repo: Path, tmp_path: Path) -> None:
+    shadow = ShadowRepository(repo, tmp_path / "store", CheckpointLimits(max_files=3))
+
+    with pytest.raises(SnapshotTooLarge, match=r"maxFiles \(3\)"):
+        shadow.snapshot("before")
+
+
+def test_a_workspace_over_the_total_size_cap_gets_no_snapshot(repo: Path, tmp_path: Path) -> None:
+    shadow = ShadowRepository(repo, tmp_path / "store", CheckpointLimits(max_total_bytes=100))
+
+    with pytest.raises(SnapshotTooLarge, match="maxSnapshotSizeMb"):
+        shadow.snapshot("before")
+
+
+def test_an_unchanged_workspace_reuses_the_last_snapshot(shadow: ShadowRepository) -> None:
+    first = shadow.snapshot("one")
+    second = shadow.snapshot("two")
+
+    assert second.commit == first.commit
+    assert second.reused and not first.reused
+    assert first.files == 8
+
+
+def test_changes_lists_what_differs_from_a_snapshot(repo: Path, shadow: ShadowRepository) -> None:
+    checkpoint = shadow.snapshot("before")
+    _change_everything(repo)
+
+    changes = shadow.changes(checkpoint.commit)
+
+    assert changes == [
+        FileChange("README.md", "modified"),
+        FileChange("app-link", "modified"),
+        FileChange("data/blob.bin", "deleted"),
+        FileChange("new/deep/file.py", "added"),
+        FileChange("run.sh", "modified"),
+        FileChange("src/windows.txt", "modified"),
+    ]
+    assert shadow.changes(checkpoint.commit, checkpoint.commit) == []
+
+
+def test_a_nested_repository_is_skipped(repo: Path, shadow: ShadowRepository) -> None:
+    make_repository(repo / "vendor" / "lib", {"lib.py": "x = 1\n"})
+
+    checkpoint = shadow.snapshot("before")
+
+    assert [(s.path, s.reason) for s in checkpoint.skipped] == [
+        ("vendor/lib/", "nested git repository")
+    ]
+
+
+def test_file_names_with_pattern_characters_round_trip(repo: Path, tmp_path: Path) -> None:
+    names = ["a*b.txt", "#hash", "!bang", " lead space", "trail space ", "q?[x].md", "é.txt"]
+    for name in names:
+        (repo / name).write_bytes(b"small")
+    (repo / "big*[1].bin").write_bytes(b"x" * 2000)
+    shadow = ShadowRepository(repo, tmp_path / "store", CheckpointLimits(max_file_bytes=1500))
+    before = tree_state(repo)
+
+    checkpoint = shadow.snapshot("before")
+    for name in names:
+        (repo / name).unlink()
+    (repo / "big*[1].bin").write_bytes(b"y" * 2000)
+    shadow.restore(checkpoint.commit)
+
+    assert [s.path for s in checkpoint.skipped] == ["big*[1].bin"]
+    assert {k: v for k, v in tree_state(repo).items() if k != "big*[1].bin"} == {
+        k: v for k, v in before.items() if k != "big*[1].bin"
+    }
+
+
+def test_a_folder_replaced_by_a_file_is_restored(repo: Path, shadow: ShadowRepository) -> None:
+    before = tree_state(repo)
+    checkpoint = shadow.snapshot("before")
+    for child in (repo / "src").iterdir():
+        child.unlink()
+    (repo / "src").rmdir()
+    (repo / "src").write_text("now a file\n")
+
+    shadow.restore(checkpoint.commit)
+
+    assert tree_state(repo) == before
+
+
+def test_a_work_tree_without_git_still_gets_checkpoints(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("one\n")
+    shadow = ShadowRepository(folder, tmp_path / "store")
+
+    checkpoint = shadow.snapshot("before")
+    (folder / "notes.txt").write_text("two\n")
+    shadow.restore(checkpoint.commit)
+
+    assert (folder / "notes.txt").read_text() == "one\n"
+
+
+def test_restoring_an_unknown_commit_is_a_clear_error(shadow: ShadowRepository) -> None:
+    shadow.snapshot("before")
+
+    with pytest.raises(CheckpointError, match="is not in"):
+        shadow.restore("0" * 40)
+
+
+def test_concurrent_snapshots_of_one_project_both_succeed(repo: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    results: list[str] = []
+    errors: list[BaseException] = []
+
+    def take(name: str) -> None:
+        try:
+            (repo / f"{name}.txt").write_text(name)
+            results.append(ShadowRepository(repo, store).snapshot(name).commit)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=take, args=(f"t{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert len(results) == 4
+    assert all(ShadowRepository(repo, store).exists(commit) for commit in results)
+
+
+def test_a_stale_index_lock_from_a_crashed_git_does_not_block_snapshots(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    shadow.snapshot("first")
+    (shadow.git_dir / "index.lock").write_text("")
+    (repo / "README.md").write_text("# after the crash\n")
+
+    assert not shadow.snapshot("second").reused
+
+
+def test_without_git_checkpoints_say_why(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    reason = git_unavailable_reason()
+
+    assert reason is not None and "git is not installed" in reason

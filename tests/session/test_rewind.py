@@ -1,0 +1,285 @@
+"""Checkpoints and rewind on a real session over a real git repository.
+
+A scripted session edits, creates and deletes files across three turns; rewinding the code to
+each turn restores the tree byte for byte, a rewind is undone, the user's repository state never
+moves, and a conversation rewind truncates the model history (here and after a reload).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.config.settings import Settings
+from cairn.content import Text
+from cairn.memory.background.cursor import ExtractCursor, read_cursor, write_cursor
+from cairn.memory.paths import memory_roots
+from cairn.recording.reader import load_session
+from cairn.session.rewind import RewindError
+from cairn.session.runtime import Runtime
+from cairn.session.session import PromptRequest, Session
+from cairn.testing import ScriptedProvider, reply, tool_call
+from cairn.vocabulary import Notice, SessionEvent
+
+from ..git_helpers import make_repository, repository_state, tree_state
+
+FILES = {
+    "README.md": "# project\n",
+    "src/app.py": "print('v1')\n",
+    "notes/crlf.txt": "a\r\nb\r\n",
+}
+
+
+@dataclass
+class Rig:
+    repo: Path
+    runtime: Runtime
+    provider: ScriptedProvider
+    session: Session
+    events: list[SessionEvent] = field(default_factory=list)
+
+    async def prompt(self, text: str) -> None:
+        async def sink(event: SessionEvent) -> None:
+            self.events.append(event)
+
+        result = await self.session.prompt(PromptRequest(text), sink)
+        assert result.stop_reason == "end_turn", result
+
+    def notices(self) -> list[str]:
+        return [e.text for e in self.events if isinstance(e, Notice)]
+
+
+def _runtime(repo: Path, provider: ScriptedProvider, **settings: Any) -> Runtime:
+    settings.setdefault("memory", {"enableManagedAutoMemory": False})
+    return Runtime(cwd=repo, settings=Settings.model_validate(settings), provider=provider)
+
+
+@pytest.fixture
+async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Rig]:
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "cairn-home"))
+    monkeypatch.delenv("CAIRN_MEMORY_BASE_DIR", raising=False)
+    repo = make_repository(tmp_path / "repo", FILES)
+    provider = ScriptedProvider(reply("Done."))
+    runtime = _runtime(repo, provider)
+    session = runtime.new_session(approval_mode="yolo")
+    yield Rig(repo, runtime, provider, session)
+    await session.close()
+    await runtime.aclose()
+
+
+async def _three_turns(rig: Rig) -> list[dict[str, object]]:
+    """Edit, create, delete: the tree before each turn and after the last."""
+    states = [tree_state(rig.repo)]
+    rig.provider.enqueue(
+        tool_call(
+            "edit",
+            {"file_path": "README.md", "old_string": "# project", "new_string": "# edited"},
+        ),
+        reply("Edited."),
+    )
+    await rig.prompt("edit the readme")
+    states.append(tree_state(rig.repo))
+    rig.provider.enqueue(
+        tool_call("write_file", {"file_path": "pkg/new.py", "content": "x = 1\n"}),
+        reply("Created."),
+    )
+    await rig.prompt("create a module")
+    states.append(tree_state(rig.repo))
+    rig.provider.enqueue(
+        tool_call("run_shell_command", {"command": "rm src/app.py notes/crlf.txt"}),
+        reply("Deleted."),
+    )
+    await rig.prompt("delete the app")
+    states.append(tree_state(rig.repo))
+    return states
+
+
+async def test_rewinding_the_code_to_each_turn_restores_the_tree_and_can_be_undone(
+    rig: Rig,
+) -> None:
+    user_repo = repository_state(rig.repo)
+    states = await _three_turns(rig)
+
+    for turn in (3, 2, 1):
+        outcome = await rig.session.rewind(turn, "code")
+        assert tree_state(rig.repo) == states[turn - 1], f"turn {turn}"
+        assert outcome.restore is not None and outcome.restore.changed
+        undone = await rig.session.undo_rewind()
+        assert tree_state(rig.repo) == states[3], f"undo of turn {turn}"
+        assert "Undid the last rewind" in undone.message
+
+    assert repository_state(rig.repo) == user_repo
+
+
+async def test_each_turn_records_one_checkpoint_before_its_first_change(rig: Rig) -> None:
+    await _three_turns(rig)
+    rig.provider.enqueue(tool_call("read_file", {"file_path": "README.md"}), reply("Read."))
+    await rig.prompt("just read")
+
+    loaded = load_session(rig.session.recorder.path)  # type: ignore[union-attr]
+    checkpoints = [r for r in loaded.records if r.get("subtype") == "checkpoint"]
+    turns = [r for r in loaded.records if r.get("type") == "user" and "displayText" not in r]
+    assert len(checkpoints) == 3  # the read-only fourth turn took none
+    by_uuid = {r["uuid"]: r for r in loaded.records}
+    for checkpoint in checkpoints:
+        assert by_uuid[checkpoint["systemPayload"]["turn"]]["type"] == "user"
+    assert len(turns) >= 4
+
+
+async def test_a_read_only_shell_command_takes_no_checkpoint(rig: Rig) -> None:
+    rig.provider.enqueue(tool_call("run_shell_command", {"command": "ls"}), reply("Listed."))
+    await rig.prompt("list files")
+
+    listing = await rig.session.rewind_listing()
+    assert [p.code for p in listing.points] == [False]
+
+
+async def test_the_listing_names_the_files_each_turn_changed(rig: Rig) -> None:
+    await _three_turns(rig)
+
+    listing = await rig.session.rewind_listing()
+
+    assert [p.number for p in listing.points] == [3, 2, 1]
+    files = {p.number: sorted((f.path, f.status) for f in p.files) for p in listing.points}
+    assert files == {
+        3: [("notes/crlf.txt", "deleted"), ("src/app.py", "deleted")],
+        2: [("pkg/new.py", "added")],
+        1: [("README.md", "modified")],
+    }
+    assert listing.points[0].text == "delete the app"
+    assert listing.checkpoints_off is None
+
+
+async def test_a_conversation_rewind_truncates_the_history_and_a_resume_continues_there(
+    rig: Rig,
+) -> None:
+    await _three_turns(rig)
+
+    outcome = await rig.session.rewind(2, "conversation")
+
+    assert outcome.prompt == "create a module"
+    assert (rig.repo / "pkg" / "new.py").exists()  # the code stays as it is
+    history_text = json.dumps([c.to_dict() for c in rig.session.history])
+    assert "edit the readme" in history_text
+    assert "create a module" not in history_text and "delete the app" not in history_text
+
+    rig.provider.enqueue(reply("Fresh start."))
+    await rig.prompt("do something else")
+    sent = json.dumps([c.to_dict() for c in rig.provider.requests_for("main")[-1].contents])
+    assert "edit the readme" in sent and "create a module" not in sent
+
+    resumed = rig.runtime.load_session(rig.session.id)
+    try:
+        texts = [p.text for c in resumed.history for p in c.parts if isinstance(p, Text) and p.text]
+        assert "edit the readme" in texts and "do something else" in texts
+        assert "create a module" not in texts and "delete the app" not in texts
+    finally:
+        await resumed.close()
+
+
+async def test_rewinding_both_restores_code_and_conversation_and_undo_reverses_both(
+    rig: Rig,
+) -> None:
+    states = await _three_turns(rig)
+    before = [c.to_dict() for c in rig.session.history]
+
+    await rig.session.rewind(1, "both")
+
+    assert tree_state(rig.repo) == states[0]
+    assert not any("edit the readme" in json.dumps(c.to_dict()) for c in rig.session.history)
+    await rig.session.undo_rewind()
+    assert tree_state(rig.repo) == states[3]
+    assert [c.to_dict() for c in rig.session.history] == before
+
+
+async def test_a_rewind_cannot_be_undone_after_a_new_prompt(rig: Rig) -> None:
+    await _three_turns(rig)
+    await rig.session.rewind(3, "code")
+    await rig.prompt("carry on")
+
+    with pytest.raises(RewindError, match="no rewind to undo"):
+        await rig.session.undo_rewind()
+
+
+async def test_bad_turn_numbers_are_clear_errors(rig: Rig) -> None:
+    with pytest.raises(RewindError, match="no turns"):
+        await rig.session.rewind(1)
+    await rig.prompt("hello")
+    with pytest.raises(RewindError, match="turns 1 to 1"):
+        await rig.session.rewind(5)
+
+
+async def test_the_rewind_command_lists_rewinds_and_undoes(rig: Rig) -> None:
+    await _three_turns(rig)
+
+    await rig.prompt("/rewind")
+    listing = rig.notices()[-1]
+    assert "3. delete the app" in listing and "src/app.py" in listing
+
+    await rig.prompt("/rewind 2 code")
+    assert not (rig.repo / "pkg" / "new.py").exists()
+    assert "Rewound to turn 2" in rig.notices()[-1]
+
+    await rig.prompt("/rewind undo")
+    assert (rig.repo / "pkg" / "new.py").exists()
+
+    await rig.prompt("/rewind sideways")
+    assert rig.notices()[-1].startswith("Usage: /rewind")
+
+
+async def test_a_conversation_rewind_moves_the_extract_cursor_back(rig: Rig) -> None:
+    """The cursor must not stay past the rewind point, or the next turns would be skipped."""
+    await _three_turns(rig)
+    state_dir = memory_roots(rig.repo).state_dir
+    write_cursor(state_dir, ExtractCursor(rig.session.id, len(rig.session.history)), now=0)
+
+    await rig.session.rewind(2, "conversation")
+
+    cursor = read_cursor(state_dir, now=0)
+    assert cursor.session_id == rig.session.id
+    assert cursor.processed_offset == len(rig.session.history)
+
+
+async def test_without_git_the_session_says_why_and_rewind_restores_no_code(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    rig.provider.enqueue(
+        tool_call("write_file", {"file_path": "a.txt", "content": "a\n"}), reply("Wrote.")
+    )
+    await rig.prompt("write a file")
+
+    assert any("git is not installed" in n for n in rig.notices())
+    listing = await rig.session.rewind_listing()
+    assert listing.checkpoints_off is not None and "git is not installed" in listing.checkpoints_off
+    with pytest.raises(RewindError, match="git is not installed"):
+        await rig.session.rewind(1, "code")
+
+
+async def test_turned_off_checkpoints_take_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "cairn-home"))
+    repo = make_repository(tmp_path / "repo", FILES)
+    provider = ScriptedProvider(reply("Done."))
+    runtime = _runtime(repo, provider, general={"checkpointing": {"enabled": False}})
+    session = runtime.new_session(approval_mode="yolo")
+    provider.enqueue(tool_call("write_file", {"file_path": "a.txt", "content": "a\n"}))
+    try:
+        await session.prompt(PromptRequest("write"), _ignore)
+        listing = await session.rewind_listing()
+    finally:
+        await session.close()
+        await runtime.aclose()
+
+    assert list((tmp_path / "cairn-home").glob("projects/*/checkpoints/git")) == []
+    assert listing.checkpoints_off is not None and "turned off" in listing.checkpoints_off
+
+
+async def _ignore(event: SessionEvent) -> None:
+    return None
