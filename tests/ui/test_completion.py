@@ -43,7 +43,12 @@ def test_every_shared_and_ui_command_is_offered():
 def test_slash_prefix_offers_matching_commands_with_their_argument_hint():
     found = complete_command("/re", 3)
 
-    assert labels(found) == ["/recap", "/remember <text>", "/resume <session id>"]
+    assert labels(found) == [
+        "/recap",
+        "/remember <text>",
+        "/rewind <N [mode]>",
+        "/resume <session id>",
+    ]
     assert found[1].insert == "/remember "  # a command with an argument gets a space
     assert found[0].insert == "/recap"
 
