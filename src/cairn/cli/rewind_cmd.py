@@ -8,10 +8,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["CLI_USAGE", "EXIT_BAD_INPUT", "EXIT_CONFIG", "run_rewind"]
+from cairn.exit_codes import ExitCode
 
-EXIT_BAD_INPUT = 42  # no such session or turn, or conflicting options (as for `cairn -p`)
-EXIT_CONFIG = 52  # a settings file cannot be used (as for `cairn -p`)
+__all__ = ["CLI_USAGE", "run_rewind"]
+
 CLI_USAGE = (
     "cairn rewind N goes back to before turn N (code and conversation); add --code-only or "
     "--conversation-only for one of them; cairn rewind --undo reverses the last rewind."
@@ -40,26 +40,26 @@ def run_rewind(
 
     problem = _conflict(turn, list_turns, code_only, conversation_only, undo)
     if problem is not None:
-        return _fail(problem, EXIT_BAD_INPUT)
+        return _fail(problem, ExitCode.BAD_INPUT)
     try:
         settings = load_settings(cwd).settings
     except SettingsError as exc:
-        return _fail(str(exc), EXIT_CONFIG)
+        return _fail(str(exc), ExitCode.CONFIG)
     mode: RewindMode = "code" if code_only else "conversation" if conversation_only else "both"
     try:
         rewinder = recorded_rewinder(cwd, session_id, settings)
         if turn is None and not undo:
             print(describe_listing(rewinder.listing(), usage=CLI_USAGE))
-            return 0
+            return ExitCode.OK
         outcome = rewinder.undo() if undo else rewinder.rewind(turn or 0, mode)
     except RewindError as exc:
-        return _fail(f"cannot rewind: {exc}", EXIT_BAD_INPUT)
+        return _fail(f"cannot rewind: {exc}", ExitCode.BAD_INPUT)
     if outcome.history_length is not None:
         clamp_cursor_file(rewinder.project_root, rewinder.recording.stem, outcome.history_length)
     print(outcome.message)
     if outcome.loaded is not None:
         print(f"Resume with: cairn --resume {rewinder.recording.stem}")
-    return 0
+    return ExitCode.OK
 
 
 def _conflict(
@@ -78,6 +78,6 @@ def _conflict(
     return None
 
 
-def _fail(message: str, code: int) -> int:
+def _fail(message: str, code: ExitCode) -> int:
     sys.stderr.write(f"cairn: {message}\n")
     return code
