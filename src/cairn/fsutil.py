@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "FileTooLarge",
     "NotRegularFile",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
     "file_kind",
     "read_regular_bytes",
+    "read_regular_file",
 ]
 
 _KINDS = (
@@ -37,6 +39,10 @@ class NotRegularFile(OSError):
     def __init__(self, path: Path | str, mode: int) -> None:
         super().__init__(errno.EINVAL, f"not a regular file: {file_kind(mode)}", str(path))
         self.kind = file_kind(mode)
+
+
+class FileTooLarge(OSError):
+    """The file is larger than the caller reads."""
 
 
 def file_kind(mode: int) -> str:
@@ -112,3 +118,11 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
 
 def atomic_write_json(path: Path, value: Any, *, durable: bool = True) -> None:
     atomic_write_text(path, json.dumps(value, indent=2, ensure_ascii=False) + "\n", durable=durable)
+
+
+def read_regular_file(path: Path | str, *, max_bytes: int) -> bytes:
+    """The whole of the regular file ``path``; :class:`FileTooLarge` past ``max_bytes``."""
+    data = read_regular_bytes(path, limit=max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLarge(errno.EFBIG, f"larger than {max_bytes} bytes", str(path))
+    return data

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,10 @@ def ctx(workspace: Path, abort: AbortController) -> ToolContext:
 def protected_ctx(workspace: Path, abort: AbortController) -> ToolContext:
     """A context whose ``pinned/`` folder is protected from writes (as for memory agents)."""
     return ToolContext(workspace=workspace, abort=abort.signal, protected_subdirs=("pinned",))
+
+
+def with_deny_rules(ctx: ToolContext, tool: str, *rules: str) -> ToolContext:
+    """``ctx`` as the scheduler hands it to ``tool`` when settings hold these deny rules."""
+    from cairn.tools.permissions import PermissionRules
+
+    return dataclasses.replace(ctx, path_rules=PermissionRules.parse(deny=rules), tool_name=tool)

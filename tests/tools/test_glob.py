@@ -6,6 +6,8 @@ from pathlib import Path
 from cairn.tools.base import ToolContext
 from cairn.tools.glob import MAX_GLOB_RESULTS, GlobTool
 
+from .conftest import with_deny_rules
+
 tool = GlobTool()
 
 
@@ -110,3 +112,21 @@ async def test_search_outside_the_workspace_is_refused(ctx: ToolContext) -> None
 
     assert result.error is not None
     assert "outside" in result.error
+
+
+async def test_files_the_context_may_not_read_are_not_listed(
+    workspace: Path, tmp_path: Path, ctx: ToolContext
+) -> None:
+    """Every file tool goes through one path check (#18): a symlink out of the workspace and a
+    file under a Read(...) deny rule are not listed."""
+    (tmp_path / "outside.py").write_text("x\n")
+    (workspace / "link.py").symlink_to(tmp_path / "outside.py")
+    (workspace / "secret").mkdir()
+    (workspace / "secret" / "keys.py").write_text("k\n")
+    (workspace / "app.py").write_text("a\n")
+    guarded = with_deny_rules(ctx, "glob", "Read(secret/**)")
+
+    result = await tool.execute({"pattern": "**/*.py"}, guarded)
+
+    assert result.output is not None
+    assert result.output.splitlines()[1:] == ["app.py"]

@@ -1,18 +1,19 @@
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+from cairn.abort import AbortController
+from cairn.tools._grep_worker import MAX_WHOLE_FILE_BYTES
 from cairn.tools.base import ToolContext
-from cairn.tools.grep import (
-    MAX_GREP_MATCHES,
-    MAX_MATCH_LINE_CHARS,
-    MAX_WHOLE_FILE_BYTES,
-    GrepTool,
-)
+from cairn.tools.grep import MAX_GREP_MATCHES, MAX_MATCH_LINE_CHARS, GrepTool
+
+from .conftest import with_deny_rules
 
 tool = GrepTool()
 HAS_RG = shutil.which("rg") is not None
@@ -201,3 +202,129 @@ async def test_ripgrep_and_python_searches_give_the_same_output(
     without = await tool.execute(args, ctx)
 
     assert with_rg.output == without.output
+
+
+@pytest.fixture(params=["rg", "python"])
+def searcher(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """Each test below runs with ripgrep and with the Python search."""
+    if request.param == "rg" and not HAS_RG:
+        pytest.skip("ripgrep (rg) is not installed")
+    if request.param == "python":
+        empty = tmp_path / "empty-bin"
+        empty.mkdir()
+        monkeypatch.setenv("PATH", str(empty))
+    return str(request.param)
+
+
+def worker_running(marker: str) -> bool:
+    """Whether a search process whose command line holds ``marker`` is still alive."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            return True
+    return False
+
+
+async def test_a_file_symlink_out_of_the_workspace_is_not_searched(
+    searcher: str, workspace: Path, tmp_path: Path, ctx: ToolContext
+) -> None:
+    """Regression (#18): grep_search followed file symlinks out of the workspace and printed
+    their content."""
+    (tmp_path / "secret.txt").write_text("password=hunter2\n")
+    (workspace / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    (workspace / "inside.txt").write_text("password=placeholder\n")
+
+    result = await tool.execute({"pattern": "password"}, ctx)
+
+    assert result.output is not None
+    assert "hunter2" not in result.output
+    assert "inside.txt:1:password=placeholder" in result.output
+
+
+async def test_read_deny_rules_hide_the_files_they_cover(
+    searcher: str, workspace: Path, ctx: ToolContext
+) -> None:
+    """Regression (#18): grep_search printed lines from a folder under a `Read(secret/**)`
+    deny rule."""
+    (workspace / "secret").mkdir()
+    (workspace / "secret" / "keys.txt").write_text("token=abc\n")
+    (workspace / "app.txt").write_text("token=placeholder\n")
+    guarded = with_deny_rules(ctx, "grep_search", "Read(secret/**)")
+
+    result = await tool.execute({"pattern": "token"}, guarded)
+
+    assert result.output is not None
+    assert "abc" not in result.output and "secret/" not in result.output
+    assert "app.txt:1:token=placeholder" in result.output
+
+
+async def test_a_catastrophic_pattern_is_stopped_when_its_time_is_up(
+    searcher: str, workspace: Path, ctx: ToolContext
+) -> None:
+    """Regression (#18): grep_search with `(a+)+$` hung and could not be cancelled.
+
+    ripgrep's engine is linear and simply finishes; the Python search backtracks and is
+    stopped at the time budget, its process killed."""
+    (workspace / "slow.uniq").write_text("a" * 40 + "b\n")
+    quick = dataclasses.replace(ctx, search_timeout=1.0)
+
+    result = await tool.execute({"pattern": "(a+)+$", "glob": "*.uniq"}, quick)
+
+    if searcher == "rg":
+        assert result.output is not None and result.output.startswith("No matches")
+    else:
+        assert result.error is not None and "stopped after 1 s" in result.error
+        assert "(a+)+" in result.error
+    assert not worker_running('"*.uniq"')
+
+
+async def test_cancelling_the_turn_kills_a_running_search(
+    workspace: Path, ctx: ToolContext, abort: AbortController, without_rg: None
+) -> None:
+    (workspace / "slow.cancel").write_text("a" * 40 + "b\n")
+    running = asyncio.create_task(tool.execute({"pattern": "(a+)+$", "glob": "*.cancel"}, ctx))
+    while not worker_running('"*.cancel"'):
+        await asyncio.sleep(0.02)
+
+    abort.abort("user pressed Ctrl+C")
+    result = await running
+
+    assert result.error is not None and "cancelled" in result.error
+    assert not worker_running('"*.cancel"')
+
+
+async def test_a_cancelled_task_kills_the_search_process(
+    workspace: Path, ctx: ToolContext, without_rg: None
+) -> None:
+    (workspace / "slow.task").write_text("a" * 40 + "b\n")
+    running = asyncio.create_task(tool.execute({"pattern": "(a+)+$", "glob": "*.task"}, ctx))
+    while not worker_running('"*.task"'):
+        await asyncio.sleep(0.02)
+
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+    assert not worker_running('"*.task"')
+
+
+async def test_a_fifo_is_refused_as_a_target_and_skipped_in_a_folder(
+    searcher: str, workspace: Path, ctx: ToolContext
+) -> None:
+    """A FIFO would block the search forever (#18's FIFO finding, for grep_search)."""
+    os.mkfifo(workspace / "pipe")
+    (workspace / "file.txt").write_text("needle\n")
+
+    direct = await tool.execute({"pattern": "needle", "path": "pipe"}, ctx)
+    folder = await tool.execute({"pattern": "needle"}, ctx)
+
+    assert direct.error is not None and "FIFO" in direct.error
+    assert folder.output is not None and "file.txt:1:needle" in folder.output

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cairn.config.settings import PermissionsSettings
 from cairn.tools.permissions import (
@@ -159,7 +163,11 @@ def test_missing_command_matches_only_rules_without_a_specifier() -> None:
         ("Read(src/**)", "read_file", {"file_path": "./src/../src/x.py"}, "deny"),
         ("Edit(*.md)", "edit", {"file_path": "README.md"}, "deny"),
         ("Edit(*.md)", "edit", {"file_path": "docs/guide.md"}, "deny"),
-        ("Edit(*.md)", "write_file", {"file_path": "README.md"}, None),
+        ("Edit(*.md)", "write_file", {"file_path": "README.md"}, "deny"),
+        ("Write(*.md)", "edit", {"file_path": "README.md"}, "deny"),
+        ("Read(secrets/**)", "grep_search", {"pattern": "x", "path": "secrets"}, "deny"),
+        ("Read(secrets/**)", "glob", {"pattern": "*", "path": "secrets/a"}, "deny"),
+        ("Read(secrets/**)", "edit", {"file_path": "secrets/a"}, None),
         ("Write(/etc/**)", "write_file", {"file_path": "/etc/hosts"}, "deny"),
         ("Write(config/*.json)", "write_file", {"file_path": "/etc/config/a.json"}, None),
         ("Read(.env)", "read_file", {"file_path": "app/.env"}, "deny"),
@@ -287,3 +295,179 @@ def test_deny_message_without_the_rule_text_names_the_setting() -> None:
     )
 
     assert "permissions.deny" in decision.message
+
+
+# Regression (#18): "deny rules are bypassed by spelling" — Bash(rm*) was bypassed by 19 of 30
+# spellings. Each spelling must be denied, or need approval when it cannot be resolved.
+
+RM_SPELLINGS = [
+    "rm -rf victim",
+    "/bin/rm -rf victim",
+    "/usr/bin/rm victim",
+    "./rm victim",
+    "\\rm victim",
+    '"rm" victim',
+    "'rm' victim",
+    "r''m victim",
+    "$'\\x72m' victim",
+    'bash -c "rm victim"',
+    "sh -c 'rm -f victim'",
+    "bash -lc 'cd . && rm victim'",
+    "env rm victim",
+    "env -i PATH=/bin rm victim",
+    "command rm victim",
+    "exec rm victim",
+    "nice -n 1 rm victim",
+    "timeout 5 rm victim",
+    "nohup rm victim",
+    "sudo rm victim",
+    "sudo -u root rm victim",
+    "echo victim | xargs rm",
+    "find . -name victim -delete",
+    "find . -name victim -exec rm {} \\;",
+    "unlink victim",
+    "{ rm victim; }",
+    "(rm victim)",
+    "if true; then rm victim; fi",
+    "true && rm victim",
+    "echo $(rm victim)",
+    "eval 'rm victim'",
+    "bash <<EOF\nrm victim\nEOF",
+    "f() { rm victim; }; f",
+]
+UNRESOLVABLE_RM = [
+    "R=rm; $R victim",
+    "$(echo rm) victim",
+    'eval "$CMD"',
+    "echo 'rm victim' | bash",
+    "`printf rm` victim",
+]
+
+
+@pytest.mark.parametrize("command", RM_SPELLINGS)
+def test_a_deny_rule_stops_every_spelling_of_its_program(command: str) -> None:
+    rules = PermissionRules.parse(allow=["Bash"], deny=["Bash(rm*)"])
+
+    found = rules.match("run_shell_command", shell(command), WORKSPACE)
+
+    assert found is not None and found.decision == "deny", command
+
+
+@pytest.mark.parametrize("command", UNRESOLVABLE_RM)
+def test_a_command_a_deny_rule_cannot_see_through_needs_approval(command: str) -> None:
+    rules = PermissionRules.parse(allow=["Bash"], deny=["Bash(rm*)"])
+
+    found = rules.match("run_shell_command", shell(command), WORKSPACE)
+
+    assert found is not None
+    assert (found.decision, found.strict) == ("ask", "unresolved")
+
+
+@pytest.mark.parametrize("mode", ["default", "auto-edit", "yolo"])
+def test_an_unresolvable_command_is_asked_in_every_mode_and_refused_headless(mode: Any) -> None:
+    common = {
+        "rule": "ask",
+        "confirmation": "exec",
+        "approval_mode": mode,
+        "tool_name": "run_shell_command",
+        "rule_text": "Bash(rm*)",
+        "strict": "unresolved",
+        "strict_reason": "the program name $R is only known when the command runs",
+    }
+
+    assert decide_approval(interactive=True, **common).action == "confirm"
+    refused = decide_approval(interactive=False, **common)
+    assert refused.action == "deny"
+    assert "Bash(rm*)" in refused.message and "$R" in refused.message
+
+
+def test_without_shell_deny_rules_an_unresolvable_command_is_an_ordinary_command() -> None:
+    rules = PermissionRules.parse(deny=["Read(secret/**)"])
+
+    assert rules.match("run_shell_command", shell("$CMD x"), WORKSPACE) is None
+
+
+def test_a_rule_naming_its_program_by_path_matches_the_program() -> None:
+    rules = PermissionRules.parse(deny=["Bash(/usr/bin/curl *)"])
+
+    assert rules.decide("run_shell_command", shell("curl example.com"), WORKSPACE) == "deny"
+    assert rules.decide("run_shell_command", shell("env curl x"), WORKSPACE) == "deny"
+
+
+# The oracle: real bash. A marker program records every run; whatever bash really runs must be
+# denied (or, if the command cannot be resolved, need approval).
+
+MARKER = "zapfile"
+_PROGRAM_SPELLINGS = [
+    MARKER, f'"{MARKER}"', f"'{MARKER}'", f"\\{MARKER}", "zap''file", "$'\\x7a'apfile",
+    f"{{bin}}/{MARKER}", f"./bin/{MARKER}",
+]  # fmt: skip
+_WRAPPERS = [
+    "{0}", "env {0}", "env FOO=1 {0}", "command {0}", "nice -n 1 {0}", "timeout 5 {0}",
+    "stdbuf -o0 {0}", "setsid -w {0}", "exec {0}", "bash -c '{0}'", 'sh -c "{0}"', "eval '{0}'",
+    "echo x | xargs {0}", "find . -maxdepth 0 -exec {0} {{}} \\;", "time {0}",
+]  # fmt: skip
+_STRUCTURES = [
+    "{0}", "true && {0}", "false || {0}", "{0}; true", "{{ {0}; }}", "({0})", "echo $({0})",
+    "if true; then {0}; fi", "case a in a) {0};; esac", "g() {{ {0}; }}; g",
+    "for i in 1; do {0}; done", "{0} | cat", "true | {0}", "while true; do {0}; break; done",
+]  # fmt: skip
+_UNRESOLVED_FORMS = [f"R={MARKER}; $R", f"$(echo {MARKER})", f"echo {MARKER} | bash"]
+
+
+@st.composite
+def _marker_commands(draw: st.DrawFn) -> str:
+    if draw(st.integers(0, 9)) == 0:
+        program = draw(st.sampled_from(_UNRESOLVED_FORMS))
+    else:
+        program = draw(st.sampled_from(_PROGRAM_SPELLINGS))
+    command = program + draw(st.sampled_from(["", " arg", " -rf x"]))
+    for _ in range(draw(st.integers(0, 2))):
+        wrapper = draw(st.sampled_from(_WRAPPERS))
+        if ("'" in command and "'" in wrapper) or ('"' in command and '"' in wrapper):
+            continue  # nesting the same quote would need escaping; other draws cover it
+        command = wrapper.format(command)
+    return draw(st.sampled_from(_STRUCTURES)).format(command)
+
+
+@pytest.fixture(scope="module")
+def marker_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("marker")
+    (root / "bin").mkdir()
+    script = root / "bin" / MARKER
+    script.write_text(f'#!/bin/sh\necho "$0 $*" >> "{root}/ran.log"\n')
+    script.chmod(0o755)
+    return root
+
+
+@settings(max_examples=150, deadline=None)
+@given(command=_marker_commands())
+def test_whatever_bash_really_runs_is_denied_or_needs_approval(
+    command: str, marker_sandbox: Path
+) -> None:
+    """Property (#18): for shell command lines against deny rules, no spelling that bash runs
+    as the denied program gets through."""
+    command = command.replace("{bin}", str(marker_sandbox / "bin"))
+    rules = PermissionRules.parse(allow=["Bash"], deny=[f"Bash({MARKER}*)"])
+    found = rules.match("run_shell_command", shell(command), marker_sandbox)
+    log = marker_sandbox / "ran.log"
+    log.unlink(missing_ok=True)
+
+    env = {**os.environ, "PATH": f"{marker_sandbox / 'bin'}:{os.environ['PATH']}"}
+    subprocess.run(
+        ["bash", "-c", command], cwd=marker_sandbox, env=env, capture_output=True, timeout=10
+    )
+
+    if log.exists():  # bash ran the marker program
+        assert found is not None, command
+        assert found.decision == "deny" or (found.decision, found.strict) == (
+            "ask",
+            "unresolved",
+        ), command
+
+
+@given(command=st.text())
+def test_rule_matching_never_raises(command: str) -> None:
+    rules = PermissionRules.parse(allow=["Bash(git *)"], ask=["Bash(curl*)"], deny=["Bash(rm*)"])
+
+    rules.match("run_shell_command", shell(command), WORKSPACE)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -229,3 +231,47 @@ async def test_a_file_named_like_an_image_that_is_not_one_is_refused(
     result = await tool.execute({"file_path": "fake.png"}, ctx)
 
     assert result.error == "fake.png is not a PNG, JPEG, GIF or WebP image"
+
+
+async def test_a_fifo_is_refused_at_once_instead_of_blocking(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """Regression (#18): read_file on a FIFO hung the turn (and froze `cairn serve`)."""
+    os.mkfifo(workspace / "pipe")
+
+    result = await asyncio.wait_for(tool.execute({"file_path": "pipe"}, ctx), 30)
+
+    assert result.error is not None
+    assert "pipe is a FIFO, not a regular file" in result.error
+
+
+async def test_a_symlink_to_a_fifo_is_refused_too(workspace: Path, ctx: ToolContext) -> None:
+    os.mkfifo(workspace / "pipe")
+    (workspace / "link").symlink_to(workspace / "pipe")
+
+    result = await asyncio.wait_for(tool.execute({"file_path": "link"}, ctx), 30)
+
+    assert result.error is not None and "FIFO" in result.error
+
+
+async def test_the_event_loop_keeps_running_while_a_file_is_read(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """Reads happen in a worker thread: other tasks (the daemon's /health) keep running."""
+    (workspace / "big.txt").write_text("line\n" * 200_000)
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        result = await tool.execute({"file_path": "big.txt", "limit": 1}, ctx)
+    finally:
+        ticker.cancel()
+
+    assert result.error is None
+    assert ticks > 1

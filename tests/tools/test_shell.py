@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import time
@@ -219,3 +220,51 @@ def test_title_shows_the_command_and_description() -> None:
     assert (
         tool.title({"command": "make test", "description": "run tests"}) == "make test (run tests)"
     )
+
+
+# Regression (#18): `env` printed OPENAI_API_KEY and CAIRN_SERVER_TOKEN.
+
+
+async def test_cairns_own_secrets_are_not_in_the_commands_environment(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-0123456789")
+    monkeypatch.setenv("CAIRN_SERVER_TOKEN", "token-0123456789")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "ant-0123456789")
+    monkeypatch.setenv("HARMLESS_SETTING", "kept")
+
+    result = await tool.execute({"command": "env"}, ctx)
+
+    assert result.output is not None
+    assert "HARMLESS_SETTING=kept" in result.output
+    for secret in ("sk-live-0123456789", "token-0123456789", "ant-0123456789"):
+        assert secret not in result.output
+
+
+async def test_a_variable_holding_the_key_in_use_is_removed_whatever_its_name(
+    ctx: ToolContext,
+) -> None:
+    from cairn.tools.environment import command_environment
+
+    environment = command_environment(
+        {"MY_KEY": "sk-from-settings-123", "PATH": os.environ["PATH"], "OTHER": "x"},
+        secrets=["sk-from-settings-123"],
+    )
+    result = await tool.execute(
+        {"command": "env"}, dataclasses.replace(ctx, environment=environment)
+    )
+
+    assert result.output is not None
+    assert "sk-from-settings-123" not in result.output and "OTHER=x" in result.output
+
+
+def test_named_secrets_can_be_passed_on_purpose() -> None:
+    from cairn.tools.environment import command_environment
+
+    env = command_environment(
+        {"OPENAI_API_KEY": "sk-0123456789", "CAIRN_SERVER_TOKEN": "t-0123456789"},
+        secrets=["sk-0123456789"],
+        keep=["OPENAI_API_KEY"],
+    )
+
+    assert env == {"OPENAI_API_KEY": "sk-0123456789"}

@@ -1,5 +1,8 @@
+"""The shell parser: words, operators, redirections, substitutions and compound commands."""
+
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -9,251 +12,28 @@ from hypothesis import strategies as st
 from cairn.tools.shell_parse import (
     ShellParseError,
     describe_command,
-    is_read_only_command,
     parse_command,
     split_commands,
 )
 
-READ_ONLY = [
-    "ls",
-    "ls -la src",
-    "cat README.md",
-    "head -n 20 a.py",
-    "tail -f log.txt",
-    "wc -l *.py",
-    "grep -rn 'def main' src",
-    "egrep 'a|b' f",
-    "fgrep x f",
-    "rg -n TODO",
-    "rg --glob '*.py' foo",
-    "find . -name '*.py' -type f",
-    "find src -maxdepth 2 -print",
-    "pwd",
-    "echo hello",
-    'echo "$HOME"',
-    "printf '%s\\n' a b",
-    "stat a.py",
-    "file a.bin",
-    "du -sh .",
-    "df -h",
-    "tree -L 2",
-    "sort -u names.txt",
-    "sort -k2,2n data",
-    "uniq -c",
-    "uniq counts.txt",
-    "cut -d: -f1 /etc/passwd",
-    "tr a-z A-Z",
-    "which python",
-    "type ls",
-    "date",
-    "date +%Y-%m-%d",
-    "date -d yesterday +%F",
-    "whoami",
-    "uname -a",
-    "basename /a/b.txt",
-    "dirname /a/b.txt",
-    "realpath .",
-    "readlink -f link",
-    "diff a.txt b.txt",
-    "cmp a b",
-    "md5sum a",
-    "sha256sum a",
-    "env",
-    "git status",
-    "git status -s",
-    "git log --oneline -10",
-    "git log -p -- src/app.py",
-    "git diff HEAD~1",
-    "git diff --stat",
-    "git show HEAD:README.md",
-    "git rev-parse --show-toplevel",
-    "git ls-files",
-    "git blame -L 1,10 a.py",
-    "git describe --tags",
-    "git branch",
-    "git branch -a -vv",
-    "git branch --show-current",
-    "git branch --list 'feat*'",
-    "git branch --contains abc123",
-    "git tag",
-    "git tag -l 'v1.*'",
-    "git remote",
-    "git remote -v",
-    "git remote get-url origin",
-    "git config --get user.name",
-    "git config --list",
-    "git -C sub status",
-    "git --no-pager log",
-    "cd src && ls",
-    "git status && git diff",
-    "ls; pwd",
-    "ls || echo missing",
-    "ls -la | grep py | sort | uniq -c",
-    "cat a.txt | head -5",
-    "ls 2>&1 | head",
-    "ls 2>/dev/null",
-    "ls >/dev/null 2>&1",
-    "ls &> /dev/null",
-    "echo oops >&2",
-    "cat < input.txt",
-    "grep x <<< 'text'",
-    "LC_ALL=C sort file",
-    "TZ=UTC date",
-    "ls # > not a redirection, a comment",
-    "echo '$(not run)' '`nor this`'",
-    "echo 'a > b'",
-    'echo "a | b"',
-    "ls \\\n  -la",
-    "ls\npwd",
-    "ls &",
-]
-
-NOT_READ_ONLY = [
-    "",
-    "   ",
-    "rm -rf build",
-    "mv a b",
-    "cp a b",
-    "touch x",
-    "mkdir d",
-    "sed -i s/a/b/ f",
-    "sed -n 1p f",
-    "awk '{print $1}' f",
-    "python script.py",
-    "npm test",
-    "make",
-    "tee out.txt",
-    "xargs rm",
-    "sudo ls",
-    "bash -c ls",
-    "sh -c 'ls'",
-    "./ls",
-    "/bin/ls",
-    "ls > out.txt",
-    "ls >> out.txt",
-    "ls >| out.txt",
-    "ls &> out.txt",
-    "ls &>> out.txt",
-    "ls 2> errors.txt",
-    "echo x &>2",
-    "cat <> file",
-    "ls >&out.txt",
-    "cat < /dev/tcp/example.com/80",
-    "echo $(rm -rf x)",
-    'echo "$(rm -rf x)"',
-    "echo `rm x`",
-    "echo ${x:-$(rm x)}",
-    "diff <(ls a) <(ls b)",
-    "tee >(cat)",
-    "(ls)",
-    "ls && (pwd)",
-    "{ ls; }",
-    "cat <<EOF\nhello\nEOF",
-    "cat <<'EOF'\nhello\nEOF",
-    "PATH=/tmp ls",
-    "LD_PRELOAD=x.so ls",
-    "GIT_EXTERNAL_DIFF=evil git diff",
-    "FOO=1",
-    "echo 'unterminated",
-    'echo "unterminated',
-    "ls |",
-    "ls &&",
-    "&& ls",
-    "ls && && pwd",
-    "ls && rm x",
-    "ls; rm x",
-    "ls\nrm x",
-    "ls | xargs rm",
-    "$CMD",
-    "$'ls'",
-    "l$X",
-    "find . -delete",
-    "find . -name '*.tmp' -exec rm {} \\;",
-    "find . -execdir rm {} +",
-    "find . -ok rm {} \\;",
-    "find . -fprint out.txt",
-    "find . -fls out.txt",
-    "find $DIR",
-    "find *",
-    "sort -o out.txt in.txt",
-    "sort --output=out.txt in.txt",
-    "sort --out=out.txt in.txt",
-    "sort -uo out.txt in.txt",
-    "sort --compress-program=sh f",
-    "uniq in.txt out.txt",
-    "tree -o out.txt",
-    "tree -R",
-    "file -C -m magic",
-    "date -s 2020-01-01",
-    "date --set=2020-01-01",
-    "date 010100002020",
-    "rg --pre ./script foo",
-    "rg --pre=sh foo",
-    "env rm -rf x",
-    "env -i ls",
-    "env FOO=1 ls",
-    "git",
-    "git push",
-    "git commit -m x",
-    "git checkout main",
-    "git reset --hard",
-    "git stash",
-    "git clean -fd",
-    "git branch new-feature",
-    "git branch -d old",
-    "git branch -D old",
-    "git branch -m a b",
-    "git branch --delete old",
-    "git branch -u origin/main",
-    "git tag v1.0",
-    "git tag -a v1 -m msg",
-    "git tag -d v1",
-    "git remote add origin url",
-    "git remote remove origin",
-    "git config user.name x",
-    "git config --unset user.name",
-    "git config --get user.name --add x y",
-    "git -c core.pager=evil log",
-    "git -c alias.x=!rm x",
-    "git --exec-path=/tmp status",
-    "git diff --output=patch.txt",
-    "git log --output patch.txt",
-    "git diff --ext-diff",
-    "git log $ARGS",
-    "git sta*",
-    "time ls",
-    "if true; then ls; fi",
-    "for f in *; do cat $f; done",
-    "ls\r",
-]
-
-
-@pytest.mark.parametrize("command", READ_ONLY)
-def test_read_only_commands_are_recognised(command: str) -> None:
-    assert is_read_only_command(command) is True
-
-
-@pytest.mark.parametrize("command", NOT_READ_ONLY)
-def test_commands_that_may_write_or_run_code_are_not_read_only(command: str) -> None:
-    assert is_read_only_command(command) is False
-
 
 @given(st.text())
-def test_any_text_gives_a_bool_without_raising(command: str) -> None:
-    assert isinstance(is_read_only_command(command), bool)
+def test_any_text_parses_or_raises_a_parse_error(command: str) -> None:
+    with contextlib.suppress(ShellParseError):
+        parse_command(command)
     assert isinstance(describe_command(command), list)
 
 
-@given(st.text(alphabet="ab $()`'\"\\|&;<>{}#\n*=-2", max_size=40))
-def test_shell_syntax_soup_gives_a_bool_without_raising(command: str) -> None:
-    assert isinstance(is_read_only_command(command), bool)
+@given(st.text(alphabet="ab $()`'\"\\|&;<>{}#\n*=-2~", max_size=40))
+def test_shell_syntax_soup_parses_or_raises_a_parse_error(command: str) -> None:
     assert split_commands(command) is None or isinstance(split_commands(command), list)
 
 
-def test_non_string_input_is_not_read_only() -> None:
+def test_non_string_input_is_a_parse_error() -> None:
     not_text: Any = None
 
-    assert is_read_only_command(not_text) is False
+    with pytest.raises(ShellParseError):
+        parse_command(not_text)
 
 
 def test_parse_splits_on_list_and_pipe_operators() -> None:
@@ -342,3 +122,63 @@ def test_describe_command_lists_every_program_in_order() -> None:
 
 def test_describe_command_of_unparseable_input_is_empty() -> None:
     assert describe_command("echo 'open") == []
+
+
+# Compound commands: every simple command inside is found, with its real program first.
+
+
+@pytest.mark.parametrize(
+    ("command", "commands"),
+    [
+        ("if true; then rm x; fi", ["true", "rm x"]),
+        ("if a; then b; elif c; then d; else e; fi", ["a", "b", "c", "d", "e"]),
+        ("while read l; do rm \"$l\"; done < list", ["read l", 'rm "$l"', "<list"]),
+        ("until false; do ls; done", ["false", "ls"]),
+        ("for f in a b; do cat $f; done", ["cat $f"]),
+        ("{ rm x; }", ["rm x"]),
+        ("! rm x", ["rm x"]),
+        ("time -p rm x", ["rm x"]),
+        ("f() { rm -rf x; }; f", ["rm -rf x", "f"]),
+        ("function g { rm z; }", ["rm z"]),
+        ("case $x in a|b) rm y;; c) ls;& d) pwd;;& esac", ["rm y", "ls", "pwd"]),
+        ("case x in (a) rm y ;; esac; ls", ["rm y", "ls"]),
+        ("echo if then fi", ["echo if then fi"]),
+        ('"if" x', ['"if" x']),
+    ],
+)
+def test_compound_commands_are_seen_through(command: str, commands: list[str]) -> None:
+    parsed = parse_command(command)
+
+    assert [c.text for c in parsed.commands] == commands
+
+
+def test_compound_commands_are_marked() -> None:
+    assert parse_command("if a; then b; fi").compound
+    assert parse_command("{ a; }").compound
+    assert not parse_command("a && b").compound
+
+
+def test_ansi_c_quoting_is_decoded_as_bash_does() -> None:
+    (command,) = parse_command(r"$'\x72\155' $'a\tb' $'\u00e9' $'\cA' $'it\'s'").commands
+
+    assert [w.value for w in command.words] == ["rm", "a\tb", "\u00e9", "\x01", "it's"]
+    assert all(w.literal for w in command.words)
+
+
+def test_tilde_words_are_not_literal() -> None:
+    (command,) = parse_command("cat ~/.ssh/id_rsa '~/x' a~b").commands
+
+    assert [w.tilde for w in command.words] == [False, True, False, False]
+    assert not command.words[1].literal
+
+
+def test_braces_are_a_glob_only_when_bash_expands_them() -> None:
+    (command,) = parse_command("echo {a,b} {1..3} {} x{y}z").commands
+
+    assert [w.glob for w in command.words] == [False, True, True, False, False]
+
+
+def test_heredoc_bodies_are_kept_in_order() -> None:
+    parsed = parse_command("cat <<A; cat <<'B'\none\nA\ntwo\nB\n")
+
+    assert parsed.heredoc_bodies == ("one", "two")

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import asyncio
+import os
+import stat
 from pathlib import Path
 
 from cairn.tools.base import FileDiff, Location, ToolContext
@@ -98,3 +101,15 @@ async def test_writing_onto_a_folder_is_an_error(workspace: Path, ctx: ToolConte
 
 def test_needs_edit_confirmation(ctx: ToolContext) -> None:
     assert tool.confirmation({"file_path": "a", "content": ""}, ctx) == "edit"
+
+
+async def test_a_fifo_is_never_replaced_or_waited_on(workspace: Path, ctx: ToolContext) -> None:
+    """A FIFO where a file should be is refused before it is opened (it would block)."""
+    os.mkfifo(workspace / "pipe")
+
+    result = await asyncio.wait_for(
+        tool.execute({"file_path": "pipe", "content": "x"}, ctx), 30
+    )
+
+    assert result.error is not None and "FIFO" in result.error
+    assert stat.S_ISFIFO((workspace / "pipe").lstat().st_mode)

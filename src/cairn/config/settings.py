@@ -226,6 +226,12 @@ class ToolsSettings(_Section):
     shell_timeout_seconds: float = Field(
         120, description="Default time limit of `run_shell_command`."
     )
+    pass_secrets_to_shell: list[str] = Field(
+        default_factory=list,
+        description="cairn's secret variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, "
+        "`CAIRN_SERVER_TOKEN`, or one holding the endpoint's key) that shell commands and "
+        "hooks may still see; by default they see none.",
+    )
 
 
 class AuthSettings(_Section):

@@ -69,6 +69,11 @@ class HookRunner:
             "Stop": self._compile(hooks.stop, use_matcher=False),
         }
 
+    def commands(self) -> list[str]:
+        """Every configured hook command (the files they run are protected from tools)."""
+        groups = [group for event_groups in self._groups.values() for group in event_groups]
+        return [hook.command.command for group in groups for hook in group.hooks]
+
     def has(self, event: HookEvent) -> bool:
         """Whether any hook is configured for ``event`` (and hooks are not disabled)."""
         return not self.disabled and any(group.hooks for group in self._groups[event])

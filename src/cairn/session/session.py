@@ -168,6 +168,7 @@ class Session:
         self.loaded = loaded
 
         self.recorder = self._make_recorder(loaded)
+        self.command_environment = self._make_command_environment()
         self.hooks = self._make_hooks()
         self.checkpoints = self._make_checkpoints()
         self.scheduler = ToolScheduler(
@@ -209,6 +210,16 @@ class Session:
             parent_uuid=loaded.last_uuid if loaded else None,
         )
 
+    def _make_command_environment(self) -> dict[str, str]:
+        """What shell commands and hooks run with: cairn's environment without its secrets."""
+        from cairn.tools.environment import command_environment
+
+        endpoint = self.runtime.endpoint
+        key = endpoint.api_key if endpoint is not None else self.settings.security.auth.api_key
+        return command_environment(
+            secrets=[key] if key else [], keep=self.settings.tools.pass_secrets_to_shell
+        )
+
     def _make_hooks(self) -> Any:
         from cairn.hooks.runner import HookRunner
 
@@ -218,6 +229,7 @@ class Session:
             session_id=self.id,
             transcript_path=self.recorder.path if self.recorder else None,
             disabled=self.settings.disable_all_hooks,
+            environ=self.command_environment,
         )
 
     def _make_checkpoints(self) -> TurnCheckpoints | None:
@@ -631,6 +643,7 @@ class Session:
             interaction=self.frontend,
             session_id=self.id,
             shell_timeout=self.settings.tools.shell_timeout_seconds,
+            environment=self.command_environment,
         )
         outcomes = await self.scheduler.run(calls, ctx, state.sink)
         for outcome in outcomes:

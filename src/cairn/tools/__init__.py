@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from cairn.tools.read_file import ReadFileTool
     from cairn.tools.registry import ToolRegistry, default_registry
     from cairn.tools.shell import ShellTool
-    from cairn.tools.shell_parse import describe_command, is_read_only_command
+    from cairn.tools.shell_parse import describe_command
+    from cairn.tools.shell_readonly import ShellScope, is_read_only_command
     from cairn.tools.todo_write import TodoWriteTool
     from cairn.tools.write_file import WriteFileTool
 
@@ -68,6 +69,7 @@ __all__ = [
     "ReadFileTool",
     "RuleDecision",
     "RuleMatch",
+    "ShellScope",
     "ShellTool",
     "TodoItem",
     "TodoWriteTool",
@@ -119,7 +121,8 @@ __getattr__, __dir__ = lazy_exports(
         "default_registry": "registry",
         "ShellTool": "shell",
         "describe_command": "shell_parse",
-        "is_read_only_command": "shell_parse",
+        "ShellScope": "shell_readonly",
+        "is_read_only_command": "shell_readonly",
         "TodoWriteTool": "todo_write",
         "WriteFileTool": "write_file",
     },

@@ -130,10 +130,17 @@ def _translate_class(pattern: str, start: int) -> tuple[str, int]:
     return f"[{'^' if negate else ''}{body}]", end + 1
 
 
-def iter_files(base: Path, should_stop: Callable[[], bool] | None = None) -> Iterator[Path]:
-    """Files under ``base`` depth first in name order, skipping :data:`SKIPPED_DIRS`.
+def iter_files(
+    base: Path,
+    should_stop: Callable[[], bool] | None = None,
+    *,
+    follow_file_symlinks: bool = True,
+) -> Iterator[Path]:
+    """Regular files under ``base`` depth first in name order, skipping :data:`SKIPPED_DIRS`.
 
-    Symlinked folders are not followed (no cycles); unreadable folders are skipped.
+    Symlinked folders are not followed (no cycles); symlinked files are yielded unless
+    ``follow_file_symlinks`` is false; FIFOs, sockets and devices never are (opening a FIFO
+    blocks); unreadable folders are skipped.
     """
     stack = [iter(_sorted_entries(base))]
     while stack:
@@ -147,7 +154,7 @@ def iter_files(base: Path, should_stop: Callable[[], bool] | None = None) -> Ite
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIPPED_DIRS:
                     stack.append(iter(_sorted_entries(Path(entry.path))))
-            elif entry.is_file():
+            elif entry.is_file(follow_symlinks=follow_file_symlinks):
                 yield Path(entry.path)
         except OSError:
             continue

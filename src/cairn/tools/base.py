@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 from cairn.abort import AbortSignal
 from cairn.content import FunctionCall, FunctionResponse, Image
@@ -13,12 +15,17 @@ from cairn.vocabulary.interaction import Question, UserInteraction
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
 
 __all__ = [
+    "MAX_TEXT_FILE_BYTES",
+    "Access",
+    "ApprovalSource",
     "ConfirmationKind",
     "FileDiff",
     "FileSystem",
     "LocalFileSystem",
     "Location",
+    "PathDenied",
     "PathOutsideWorkspace",
+    "PathRules",
     "Question",
     "TodoItem",
     "Tool",
@@ -35,8 +42,28 @@ class ToolError(Exception):
     """A tool failed in a way the model should be told about (becomes ``{"error": ...}``)."""
 
 
+MAX_TEXT_FILE_BYTES = 64 << 20  # larger files are not read whole by the file tools
+
+Access: TypeAlias = Literal["read", "write"]
+# Why a call is running: nobody had to approve it (read-only), a permissions.allow rule or a
+# hook allowed it, the user approved it, or the approval mode (yolo, auto-edit) did.
+ApprovalSource: TypeAlias = Literal["unasked", "rule", "user", "mode"]
+
+
 class PathOutsideWorkspace(ToolError):
     pass
+
+
+class PathDenied(ToolError):
+    """A ``permissions.deny`` rule covers the path."""
+
+
+class PathRules(Protocol):
+    """Deny rules on paths (``Read(...)``, ``Edit(...)``), asked about every path a tool touches."""
+
+    def path_denial(self, path: Path, access: Access, workspace: Path, tool: str) -> str | None:
+        """The deny rule covering ``path`` (absolute, resolved) for ``access``, or ``None``."""
+        ...
 
 
 @dataclass
@@ -70,14 +97,23 @@ class FileSystem(Protocol):
 
 
 class LocalFileSystem:
+    """The local disk, read and written in a worker thread (never blocking the event loop).
+
+    Only regular files are read: a FIFO or a device raises ``NotRegularFile`` (an ``OSError``)
+    instead of blocking, and a file over :data:`MAX_TEXT_FILE_BYTES` raises ``FileTooLarge``.
+    """
+
     async def read_text(self, path: Path) -> str:
+        from cairn.fsutil import read_regular_file
+
         # bytes, not read_text(): universal newlines would turn CRLF files into LF on write
-        return path.read_bytes().decode("utf-8")
+        data = await asyncio.to_thread(read_regular_file, path, limit=MAX_TEXT_FILE_BYTES)
+        return data.decode("utf-8")
 
     async def write_text(self, path: Path, content: str) -> None:
         from cairn.fsutil import atomic_write_text
 
-        atomic_write_text(path, content)
+        await asyncio.to_thread(atomic_write_text, path, content)
 
 
 @dataclass
@@ -90,25 +126,33 @@ class ToolContext:
     interaction: UserInteraction | None = None
     session_id: str = ""
     shell_timeout: float = 120.0
+    search_timeout: float = 30.0  # seconds a grep_search may run before it is stopped
     # Roots a tool may write to when this is set (memory agents); None = the workspace.
     writable_roots: Sequence[Path] | None = None
     readable_roots: Sequence[Path] | None = None
     protected_subdirs: Sequence[str] = ()  # e.g. ("pinned",): never written under any root
     approval_mode: str = "default"  # the session's mode when the call is decided
+    path_rules: PathRules | None = None  # deny rules; the scheduler sets its own
+    tool_name: str = ""  # the tool being run (set by the scheduler per call)
+    approval: ApprovalSource = "unasked"  # set by the scheduler per call
+    # The environment commands run with; None: cairn's own, scrubbed of cairn's secrets.
+    environment: Mapping[str, str] | None = None
+
+    def roots(self, *, write: bool = False) -> list[Path]:
+        """The folders a tool may read (or write) in."""
+        roots = self.writable_roots if write else self.readable_roots
+        if roots is not None:
+            return list(roots)
+        return [self.workspace, *(self.writable_roots or ())]
 
     def resolve(self, raw: str, *, write: bool = False) -> Path:
-        """An absolute path for a tool argument, refused when outside the allowed roots."""
-        roots = self.writable_roots if write else self.readable_roots
-        if roots is None:
-            roots = (
-                [self.workspace]
-                if self.writable_roots is None
-                else [
-                    self.workspace,
-                    *self.writable_roots,
-                ]
-            )
+        """An absolute path for a tool argument, refused when outside the allowed roots or
+        covered by a deny rule. Symlinks are resolved first, so a link cannot lead out."""
+        roots = self.roots(write=write)
         path = resolve_in_roots(raw, self.workspace, roots)
+        denial = self.denial(path, write=write)
+        if denial is not None:
+            raise PathDenied(f"{raw}: {denial}")
         if write and self.protected_subdirs:
             for root in roots:
                 try:
@@ -120,6 +164,23 @@ class ToolContext:
                         f"{raw}: files under {relative.parts[0]}/ are protected and read-only"
                     )
         return path
+
+    def denial(self, path: Path, *, write: bool = False) -> str | None:
+        """The deny rule covering ``path`` (absolute, resolved) for this tool, or ``None``."""
+        if self.path_rules is None:
+            return None
+        access: Access = "write" if write else "read"
+        return self.path_rules.path_denial(path, access, self.workspace, self.tool_name)
+
+    def may_read(self, path: Path) -> bool:
+        """Whether a file a search came across may be shown: after resolving symlinks it lies
+        inside the readable roots, and no deny rule covers it."""
+        real = Path(os.path.realpath(path))
+        inside = any(
+            real == root or root in real.parents
+            for root in (Path(os.path.realpath(r)) for r in self.roots())
+        )
+        return inside and self.denial(real) is None
 
 
 def resolve_in_roots(raw: str, base: Path, roots: Sequence[Path]) -> Path:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +57,11 @@ class GlobTool(BuiltinTool):
         pattern = require_str(args, "pattern")
         base = ctx.resolve(optional_str(args, "path") or ".")
         shown = display_path(base, ctx.workspace)
-        if not base.is_dir():
+        if not await asyncio.to_thread(base.is_dir):
             raise ToolError(f"Folder not found: {shown}")
         shown = folder_phrase(shown)
         glob = GlobPattern.compile(_relative_pattern(pattern, base))
-        found = await asyncio.to_thread(_matching_files, base, glob, lambda: ctx.abort.aborted)
+        found = await asyncio.to_thread(_matching_files, base, glob, ctx)
         if not found:
             return ToolResult(output=f'No files found matching "{pattern}" in {shown}.')
         listed = [display_path(path, ctx.workspace) for path in found[:MAX_GLOB_RESULTS]]
@@ -88,11 +88,13 @@ def _relative_pattern(pattern: str, base: Path) -> str:
     return pattern[len(prefix) :]
 
 
-def _matching_files(base: Path, glob: GlobPattern, should_stop: Callable[[], bool]) -> list[Path]:
+def _matching_files(base: Path, glob: GlobPattern, ctx: ToolContext) -> list[Path]:
+    """Matching files, newest first; those the context may not read (a symlink out of the
+    roots, a path under a deny rule) are left out."""
     matches: list[tuple[float, str, Path]] = []
-    for path in iter_files(base, should_stop):
+    for path in iter_files(base, lambda: ctx.abort.aborted):
         relative = path.relative_to(base).as_posix()
-        if glob.matches(relative):
+        if glob.matches(relative) and ctx.may_read(path):
             try:
                 mtime = path.stat().st_mtime
             except OSError:

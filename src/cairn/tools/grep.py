@@ -1,30 +1,40 @@
 """``grep_search``: lines matching a regular expression, as ``path:line:text``.
 
-ripgrep does the search when ``rg`` is on PATH; otherwise a Python walk does. Both skip the same
-folders and binary files, visit files in path order and produce the same output.
+ripgrep does the search when ``rg`` is on PATH; otherwise :mod:`cairn.tools._grep_worker` does,
+in a process of its own. Either way the search is a child process that is killed when the turn
+is cancelled or when it runs past its time budget (a backtracking pattern such as ``(a+)+$``
+would otherwise never end). Both skip the same folders, binary files and symbolic links, visit
+files in path order and produce the same output.
+
+Every result goes through the tool context's path check before the model sees it: a file
+outside the readable roots (after resolving symlinks) or under a ``Read(...)`` deny rule is
+dropped, whichever searcher found it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import signal
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Literal
 
 from cairn.tools._common import (
-    BINARY_SNIFF_BYTES,
     BuiltinTool,
+    check_regular_file,
     display_path,
     folder_phrase,
     optional_str,
     require_str,
 )
-from cairn.tools._walk import SKIPPED_DIRS, GlobPattern, iter_files
+from cairn.tools._walk import SKIPPED_DIRS
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 
 __all__ = ["MAX_GREP_MATCHES", "MAX_MATCH_LINE_CHARS", "GrepTool"]
@@ -33,10 +43,7 @@ MAX_GREP_MATCHES = 500  # matching lines returned by one call
 MAX_MATCH_LINE_CHARS = 500  # characters kept of one matching line
 _RG_MAX_COLUMNS = 2 * MAX_MATCH_LINE_CHARS  # rg shortens longer lines itself
 _RG_LINE_BUFFER = 1 << 20  # bytes of one rg output line the reader accepts
-MAX_WHOLE_FILE_BYTES = 16 << 20  # larger files are searched line by line, without a pre-check
-# Regex syntax whose meaning depends on where the text ends, so a whole-file pre-check could
-# miss a line's match: string anchors and lookarounds.
-_LINE_SENSITIVE_SYNTAX = ("\\A", "\\Z", "\\z", "(?=", "(?!", "(?<")
+_STDERR_KEPT = 4000  # bytes of a searcher's error output kept for the message
 
 _PARAMETERS: Mapping[str, Any] = {
     "type": "object",
@@ -64,6 +71,7 @@ _PARAMETERS: Mapping[str, Any] = {
 class _Matches:
     lines: list[str] = field(default_factory=list)
     truncated: bool = False
+    stopped: Literal["time", "cancelled"] | None = None
 
     def add(self, path: str, number: int, text: str) -> bool:
         """Record one match; False once the cap is reached."""
@@ -94,25 +102,40 @@ class GrepTool(BuiltinTool):
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = require_str(args, "pattern")
         try:
-            searcher = _Searcher.compile(pattern)
+            re.compile(pattern)
         except re.error as exc:
             raise ToolError(f"Invalid regular expression {pattern!r}: {exc}") from None
         target = ctx.resolve(optional_str(args, "path") or ".")
-        glob_text = optional_str(args, "glob")
+        glob = optional_str(args, "glob")
         shown = display_path(target, ctx.workspace)
-        if not target.exists():
+        if not await asyncio.to_thread(target.exists):
             raise ToolError(f"Path not found: {shown}")
-        glob = GlobPattern.compile(glob_text, anywhere=True) if glob_text else None
-        if shutil.which("rg"):
-            found = await _ripgrep(pattern, target, glob_text, ctx)
+        if not await asyncio.to_thread(target.is_dir):
+            await check_regular_file(target, shown)
+        rg = shutil.which("rg")
+        if rg is not None:
+            command = _rg_command(rg, pattern, target, glob, ctx)
         else:
-            found = await asyncio.to_thread(
-                _python_search, searcher, target, glob, ctx.workspace, lambda: ctx.abort.aborted
-            )
-        return _result(found, pattern, shown, glob_text)
+            command = _worker_command(pattern, target, glob, ctx)
+        found = await _search(command, ctx)
+        if found.stopped == "cancelled":
+            raise ToolError(f"The search for {pattern!r} was cancelled.")
+        if found.stopped == "time" and not found.lines:
+            raise ToolError(_too_slow(pattern, ctx.search_timeout))
+        return _result(found, pattern, shown, glob, ctx.search_timeout)
 
 
-def _result(found: _Matches, pattern: str, shown: str, glob: str | None) -> ToolResult:
+def _too_slow(pattern: str, seconds: float) -> str:
+    return (
+        f"The search for {pattern!r} was stopped after {seconds:g} s. If the pattern nests "
+        "repetition (such as (a+)+ or (.*)*), it can backtrack without end: simplify it, or "
+        "narrow the path or glob."
+    )
+
+
+def _result(
+    found: _Matches, pattern: str, shown: str, glob: str | None, seconds: float
+) -> ToolResult:
     where = f"in {folder_phrase(shown)}" + (f" (files matching {glob})" if glob else "")
     if not found.lines:
         return ToolResult(output=f"No matches found for pattern {pattern!r} {where}.")
@@ -123,103 +146,43 @@ def _result(found: _Matches, pattern: str, shown: str, glob: str | None) -> Tool
             f"[Showing the first {MAX_GREP_MATCHES} matches; there are more. Narrow the "
             "pattern, path or glob to see the rest.]"
         )
+    if found.stopped == "time":
+        lines.append(f"[{_too_slow(pattern, seconds)} These are the matches found until then.]")
     return ToolResult(output="\n".join(lines), display=f"Found {len(found.lines)} matches")
 
 
-@dataclass(frozen=True, slots=True)
-class _Searcher:
-    """The pattern per line, and (when safe) over a whole file to skip files quickly."""
-
-    line: re.Pattern[str]
-    whole: re.Pattern[str] | None
-
-    @classmethod
-    def compile(cls, pattern: str) -> _Searcher:
-        line = re.compile(pattern)
-        # Anchors and lookarounds can see past a line in the whole text; search per line only.
-        exact_per_line = any(token in pattern for token in _LINE_SENSITIVE_SYNTAX)
-        return cls(line, None if exact_per_line else re.compile(pattern, re.MULTILINE))
-
-
-def _python_search(
-    searcher: _Searcher,
-    target: Path,
-    glob: GlobPattern | None,
-    workspace: Path,
-    should_stop: Callable[[], bool],
-) -> _Matches:
-    found = _Matches()
-    searching_folder = target.is_dir()
-    files = iter_files(target, should_stop) if searching_folder else [target]
-    for path in files:
-        if glob is not None:
-            relative = path.relative_to(target).as_posix() if searching_folder else path.name
-            if not glob.matches(relative):
-                continue
-        hits = _file_matches(path, searcher, MAX_GREP_MATCHES + 1 - len(found.lines))
-        if hits:
-            shown = display_path(path, workspace)
-            if not all(found.add(shown, number, line) for number, line in hits):
-                break
-    return found
-
-
-def _file_matches(path: Path, searcher: _Searcher, limit: int) -> list[tuple[int, str]]:
-    """Up to ``limit`` (line number, line) matches; unreadable and binary files have none."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(BINARY_SNIFF_BYTES)
-            if b"\0" in data:
-                return []
-            if os.fstat(handle.fileno()).st_size > MAX_WHOLE_FILE_BYTES:
-                return _first_matches(_decoded_lines(handle, data), searcher.line, limit)
-            data += handle.read()
-    except OSError:
-        return []  # as ripgrep does
-    text = data.decode("utf-8", errors="replace")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-    if searcher.whole is not None and searcher.whole.search(text) is None:
-        return []
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return _first_matches(lines, searcher.line, limit)
-
-
-def _decoded_lines(handle: BinaryIO, start: bytes) -> Iterator[str]:
-    """The lines of a large file, read as they are needed."""
-    pending = start
-    for chunk in iter(lambda: handle.read(1 << 20), b""):
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for raw in complete:
-            yield raw.decode("utf-8", errors="replace").removesuffix("\r")
-    if pending:
-        yield pending.decode("utf-8", errors="replace").removesuffix("\r")
-
-
-def _first_matches(
-    lines: Iterable[str], regex: re.Pattern[str], limit: int
-) -> list[tuple[int, str]]:
-    hits: list[tuple[int, str]] = []
-    for number, line in enumerate(lines, start=1):
-        if regex.search(line):
-            hits.append((number, line))
-            if len(hits) >= limit:
-                break
-    return hits
-
-
-async def _ripgrep(pattern: str, target: Path, glob: str | None, ctx: ToolContext) -> _Matches:
-    command = [
-        "rg", "--no-config", "--no-heading", "--line-number", "--with-filename", "--null",
+def _rg_command(
+    rg: str, pattern: str, target: Path, glob: str | None, ctx: ToolContext
+) -> list[str]:
+    return [
+        rg, "--no-config", "--no-heading", "--line-number", "--with-filename", "--null",
         "--color", "never", "--hidden", "--no-ignore", "--sort", "path", "--crlf",
         "--max-columns", str(_RG_MAX_COLUMNS), "--max-columns-preview",
         *(arg for name in sorted(SKIPPED_DIRS) for arg in ("--glob", f"!{name}")),
         *(("--glob", glob) if glob else ()),
-        "--regexp", pattern, "--", _rg_target(target, ctx.workspace),
+        "--regexp", pattern, "--", _relative_target(target, ctx.workspace),
     ]  # fmt: skip
+
+
+def _worker_command(pattern: str, target: Path, glob: str | None, ctx: ToolContext) -> list[str]:
+    options = {
+        "pattern": pattern,
+        "target": _relative_target(target, ctx.workspace),
+        "glob": glob,
+        "limit": MAX_GREP_MATCHES + 1,
+    }
+    return [sys.executable, "-m", "cairn.tools._grep_worker", json.dumps(options)]
+
+
+def _relative_target(target: Path, workspace: Path) -> str:
+    shown = display_path(target, workspace)
+    return "." if shown == "." else shown
+
+
+async def _search(command: Sequence[str], ctx: ToolContext) -> _Matches:
+    """Run a searcher in its own process group and read its matches, within the time budget.
+
+    Cancelling the turn, aborting it, or the budget running out kills the whole group."""
     process = await asyncio.create_subprocess_exec(
         *command,
         cwd=ctx.workspace,
@@ -227,34 +190,78 @@ async def _ripgrep(pattern: str, target: Path, glob: str | None, ctx: ToolContex
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         limit=_RG_LINE_BUFFER,
+        start_new_session=True,
     )
     found = _Matches()
+    errors = bytearray()
     try:
-        assert process.stdout is not None
-        async for raw in process.stdout:
-            if not _add_rg_line(raw, found) or ctx.abort.aborted:
-                break
+        found.stopped = await _read_until_done(process, found, errors, ctx)
     finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-        _, errors = await process.communicate()
-    if process.returncode == 2 and not found.lines and errors:
+        _kill(process)
+        await process.wait()
+    if process.returncode == 2 and not found.lines and errors and found.stopped is None:
         message = errors.decode("utf-8", errors="replace").strip()
         raise ToolError(f"Search failed: {message[:1000]}")
+    if process.returncode not in (0, 1, 2) and found.stopped is None and errors:
+        last = errors.decode("utf-8", errors="replace").strip().splitlines()[-1:]
+        raise ToolError(f"Search failed: {' '.join(last)[:1000]}")
     return found
 
 
-def _rg_target(target: Path, workspace: Path) -> str:
-    shown = display_path(target, workspace)
-    return "." if shown == "." else shown
+async def _read_until_done(
+    process: asyncio.subprocess.Process, found: _Matches, errors: bytearray, ctx: ToolContext
+) -> Literal["time", "cancelled"] | None:
+    assert process.stdout is not None and process.stderr is not None
+    stdout, stderr = process.stdout, process.stderr
+
+    async def read_matches() -> None:
+        async for raw in stdout:
+            if not _add_line(raw, found, ctx):
+                return
+
+    async def read_errors() -> None:
+        while chunk := await stderr.read(4096):
+            errors.extend(chunk[: max(_STDERR_KEPT - len(errors), 0)])
+
+    aborted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def on_abort(_reason: str | None) -> None:
+        if not aborted.done():
+            aborted.set_result(None)
+
+    remove = ctx.abort.add_listener(on_abort)
+    reading = asyncio.ensure_future(asyncio.gather(read_matches(), read_errors()))
+    waited: list[asyncio.Future[Any]] = [reading, aborted]
+    try:
+        done, _ = await asyncio.wait(
+            waited, timeout=ctx.search_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        remove()
+        aborted.cancel()
+        if not reading.done():
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+    if reading in done:
+        reading.result()
+        return None
+    return "cancelled" if ctx.abort.aborted else "time"
 
 
-def _add_rg_line(raw: bytes, found: _Matches) -> bool:
-    """Parse ``path\\0line:text``; False once the cap is reached."""
+def _kill(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _add_line(raw: bytes, found: _Matches, ctx: ToolContext) -> bool:
+    """Parse ``path\\0line:text``; drop what the context may not read; False at the cap."""
     path, sep, rest = raw.decode("utf-8", errors="replace").rstrip("\n").partition("\0")
     number, colon, text = rest.partition(":")
     if not sep or not colon or not number.isdigit():
         return True
     path = path.removeprefix("./")
+    if not ctx.may_read(ctx.workspace / path):
+        return True  # outside the roots after a symlink, or under a deny rule
     return found.add(path, int(number), text)

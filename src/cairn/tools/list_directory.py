@@ -55,9 +55,9 @@ class ListDirectoryTool(BuiltinTool):
         folder = ctx.resolve(require_str(args, "path"))
         ignore = optional_str_list(args, "ignore")
         shown = display_path(folder, ctx.workspace)
-        if not folder.exists():
+        if not await asyncio.to_thread(folder.exists):
             raise ToolError(f"Folder not found: {shown}")
-        if not folder.is_dir():
+        if not await asyncio.to_thread(folder.is_dir):
             raise ToolError(f"{shown} is a file, not a folder. Use read_file to read it.")
         entries = await asyncio.to_thread(_entries, folder, ignore, shown)
         if not entries:

@@ -1,10 +1,24 @@
 """Permission rules (``permissions.allow/ask/deny``) and the approval decision for one call.
 
-A rule is ``ToolName`` or ``ToolName(specifier)``. For ``run_shell_command`` the specifier is a
-glob on the command (``Bash(git *)``); for the file tools it is a glob on the path relative to
-the workspace (``Read(src/**)``, ``Edit(*.md)``). Priority is deny > ask > allow. The approval
-decision then combines the matched rule with the tool's own confirmation need and the approval
-mode, following the reference scheduler's order (§9.3 of the agent-core notes).
+A rule is ``ToolName`` or ``ToolName(specifier)``; tool names may be written as Claude Code spells
+them (``Bash``, ``Read``, ``Edit`` ...; :mod:`cairn.vocabulary.tool_names`). For
+``run_shell_command`` the specifier is a glob on the command (``Bash(git *)``); for the file
+tools it is a glob on the path relative to the workspace (``Read(src/**)``, ``Edit(*.md)``).
+Priority is deny > ask > allow.
+
+Path rules work by access, as in Claude Code: a ``Read(...)`` rule covers every tool that reads
+files (``read_file``, ``grep_search``, ``glob``, ``list_directory``), and deny rules are checked
+again on every file those tools come across (:meth:`PermissionRules.path_denial`); an
+``Edit(...)`` or ``Write(...)`` rule covers both ``edit`` and ``write_file``.
+
+Shell deny and ask rules are matched against every command the line runs after resolving
+spellings and wrappers (:mod:`cairn.tools.shell_resolve`): ``Bash(rm *)`` also stops ``/bin/rm``,
+``"rm"``, ``sudo rm``, ``bash -c "rm ..."``, ``xargs rm``, ``find -delete`` and ``unlink``. A
+command line whose programs cannot all be known before it runs (``$CMD args``, ``eval "$X"``)
+needs the user's approval whenever a shell deny or ask rule exists, in every approval mode.
+
+The approval decision then combines the matched rule with the tool's own confirmation need and
+the approval mode, following the reference scheduler's order (§9.3 of the agent-core notes).
 """
 
 from __future__ import annotations
@@ -17,39 +31,35 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from cairn.tools._walk import GlobPattern
+from cairn.vocabulary.tool_names import TOOL_ALIASES, canonical_tool_name
 
 if TYPE_CHECKING:  # pydantic stays off the import path of the tools
     from cairn.config.settings import ApprovalMode, PermissionsSettings
-    from cairn.tools.base import ConfirmationKind
+    from cairn.tools.base import Access, ConfirmationKind
+    from cairn.tools.shell_readonly import ShellScope
 
 __all__ = [
     "NON_INTERACTIVE_MESSAGE",
     "PLAN_MODE_MESSAGE",
+    "SETTINGS_MESSAGE",
     "TOOL_ALIASES",
+    "UNRESOLVED_MESSAGE",
     "ApprovalDecision",
     "PermissionRule",
     "PermissionRules",
     "RuleDecision",
     "RuleMatch",
+    "Strictness",
     "canonical_tool_name",
     "decide_approval",
 ]
 
 RuleDecision: TypeAlias = Literal["allow", "ask", "deny"]
 
-# Rule names as people write them (and the reference's legacy names) -> registered tool names.
-TOOL_ALIASES: Mapping[str, str] = {
-    "Bash": "run_shell_command",
-    "Shell": "run_shell_command",
-    "Read": "read_file",
-    "Write": "write_file",
-    "Edit": "edit",
-    "Glob": "glob",
-    "Grep": "grep_search",
-    "LS": "list_directory",
-    "replace": "edit",
-    "search_file_content": "grep_search",
-}
+# How strictly a call must be confirmed: "settings" (it changes cairn's own configuration:
+# asked in every mode but yolo, never covered by rules or "allow always") or "unresolved" (a
+# command that a shell deny rule cannot see through: asked in every mode, yolo included).
+Strictness: TypeAlias = Literal["settings", "unresolved"]
 SHELL_TOOL = "run_shell_command"
 _MCP_PREFIX = "mcp__"
 ASK_USER_TOOL = "ask_user_question"
@@ -63,6 +73,15 @@ _PATH_ARGUMENTS: Mapping[str, str] = {
     "grep_search": "path",
 }
 _FOLDER_TOOLS = frozenset({"list_directory", "glob", "grep_search"})
+# The tools a path rule on each tool covers: reading rules cover every reading tool, writing
+# rules both writing tools.
+_READ_TOOLS = frozenset({"read_file", *_FOLDER_TOOLS})
+_WRITE_TOOLS = frozenset({"edit", "write_file"})
+_COVERED_TOOLS: Mapping[str, frozenset[str]] = {
+    "read_file": _READ_TOOLS,
+    "edit": _WRITE_TOOLS,
+    "write_file": _WRITE_TOOLS,
+}
 _RULE_SYNTAX = re.compile(
     r"\s*(?P<tool>[A-Za-z_][\w.\-]*\*?)\s*(?:\((?P<spec>.*)\))?\s*", re.DOTALL
 )
@@ -75,13 +94,17 @@ NON_INTERACTIVE_MESSAGE = (
     "This tool call requires permission, but non-interactive mode cannot ask. "
     "Re-run with --approval-mode auto-edit or yolo, or add a permissions.allow rule."
 )
+UNRESOLVED_MESSAGE = (
+    "Permission needed: this command runs something that is only known when it runs ({reason}), "
+    'so the permissions.deny rule "{rule}" cannot be checked against it. Write the command out '
+    "in full instead."
+)
+SETTINGS_MESSAGE = (
+    "Permission denied: this call would change cairn's own configuration ({what}), which needs "
+    "the user's explicit approval in an interactive session (or --approval-mode yolo)."
+)
 # Confirmation kinds auto-edit approves by itself.
 _AUTO_EDIT_KINDS: frozenset[str] = frozenset({"edit"})
-
-
-def canonical_tool_name(name: str) -> str:
-    """The registered name for ``name`` (``Bash`` -> ``run_shell_command``)."""
-    return TOOL_ALIASES.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,28 +131,35 @@ class PermissionRule:
         return cls(text, canonical_tool_name(match.group("tool")), spec)
 
     def applies_to(self, tool_name: str) -> bool:
-        name = canonical_tool_name(tool_name)
-        if self.tool.startswith(_MCP_PREFIX) and name.startswith(_MCP_PREFIX):
+        canonical = canonical_tool_name(tool_name)
+        if self.tool.startswith(_MCP_PREFIX) and canonical.startswith(_MCP_PREFIX):
             # mcp__server (every tool of the server), mcp__server__* and mcp__server__tool
             if self.tool.endswith("*"):
-                return name.startswith(self.tool[:-1])
-            return name == self.tool or name.startswith(self.tool + "__")
-        return self.tool == name
+                return canonical.startswith(self.tool[:-1])
+            return canonical == self.tool or canonical.startswith(self.tool + "__")
+        return self.tool == canonical or canonical in _COVERED_TOOLS.get(self.tool, ())
 
     def matches(self, tool_name: str, args: Mapping[str, Any], workspace: Path) -> bool:
-        """True when this rule covers the call: any part of a compound shell command counts."""
+        """True when this rule covers the call: any command a shell line runs counts."""
         if not self.applies_to(tool_name):
             return False
         if self.specifier is None or self.specifier == "*":
             return True
+        canonical = canonical_tool_name(tool_name)
         if self.tool == SHELL_TOOL:
             command = args.get("command")
             return isinstance(command, str) and any(
                 _command_matches(self.specifier, text) for text in _shell_texts(command)
             )
-        if self.tool in _PATH_ARGUMENTS:
-            return _path_matches(self.specifier, self.tool, args, workspace)
+        if canonical in _PATH_ARGUMENTS:
+            return _path_matches(self.specifier, canonical, args, workspace)
         return False
+
+    def covers_path(self, path: Path, workspace: Path) -> bool:
+        """True when this path rule covers the absolute, resolved ``path``."""
+        if self.specifier is None or self.specifier == "*":
+            return True
+        return _absolute_matches(self.specifier, path, workspace, folder=False)
 
     def covers_command(self, command_text: str) -> bool:
         """True when this shell rule covers one simple command (for allow rules)."""
@@ -142,6 +172,9 @@ class PermissionRule:
 class RuleMatch:
     decision: RuleDecision
     rule: PermissionRule
+    strict: Strictness | None = None
+    reason: str = ""  # why a strict match needs approval
+    read_only_parts: bool = False  # an allow that relied on parts being read-only
 
 
 @dataclass(frozen=True)
@@ -172,8 +205,19 @@ class PermissionRules:
         }
         return cls(parsed["allow"], parsed["ask"], parsed["deny"], tuple(warnings))
 
-    def match(self, tool_name: str, args: Mapping[str, Any], workspace: Path) -> RuleMatch | None:
-        """The deciding rule for this call (deny > ask > allow), or ``None``."""
+    def match(
+        self,
+        tool_name: str,
+        args: Mapping[str, Any],
+        workspace: Path,
+        *,
+        scope: ShellScope | None = None,
+    ) -> RuleMatch | None:
+        """The deciding rule for this call (deny > ask > allow), or ``None``.
+
+        ``scope`` is where a shell command runs and what it may read (for the read-only parts
+        of a command an allow rule does not cover); default: the workspace.
+        """
         ordered: tuple[tuple[RuleDecision, tuple[PermissionRule, ...]], ...] = (
             ("deny", self.deny),
             ("ask", self.ask),
@@ -183,7 +227,10 @@ class PermissionRules:
                 if rule.matches(tool_name, args, workspace):
                     return RuleMatch(decision, rule)
         if canonical_tool_name(tool_name) == SHELL_TOOL:
-            return self._match_shell_allow(tool_name, args)
+            unresolved = self._unresolved_shell(args)
+            if unresolved is not None:
+                return unresolved
+            return self._match_shell_allow(tool_name, args, scope or _workspace_scope(workspace))
         for rule in self.allow:
             if rule.matches(tool_name, args, workspace):
                 return RuleMatch("allow", rule)
@@ -195,7 +242,42 @@ class PermissionRules:
         found = self.match(tool_name, args, workspace)
         return None if found is None else found.decision
 
-    def _match_shell_allow(self, tool_name: str, args: Mapping[str, Any]) -> RuleMatch | None:
+    def path_denial(self, path: Path, access: Access, workspace: Path, tool: str) -> str | None:
+        """The deny rule covering ``path`` for ``access`` by ``tool``, as a sentence, or ``None``.
+
+        Reading is covered by ``Read(...)`` rules and the tool's own rules; writing by ``Edit``
+        and ``Write`` rules."""
+        family = "read_file" if access == "read" else "edit"
+        tool = canonical_tool_name(tool) if tool else family
+        for rule in self.deny:
+            if not (rule.applies_to(family) or rule.tool == tool):
+                continue
+            if rule.tool == SHELL_TOOL or rule.tool not in (*_PATH_ARGUMENTS, tool):
+                continue
+            if rule.covers_path(path, workspace):
+                return f'the permissions.deny rule "{rule.text}" covers this path'
+        return None
+
+    def _unresolved_shell(self, args: Mapping[str, Any]) -> RuleMatch | None:
+        """A command a shell deny or ask rule cannot see through needs approval."""
+        command = args.get("command")
+        guards = [
+            r
+            for r in (*self.deny, *self.ask)
+            if r.tool == SHELL_TOOL and r.specifier not in (None, "*")
+        ]
+        if not guards or not isinstance(command, str):
+            return None
+        from cairn.tools.shell_resolve import resolve  # ~6 ms to import: on first shell rule
+
+        unresolved = resolve(command).unresolved
+        if not unresolved:
+            return None
+        return RuleMatch("ask", guards[0], strict="unresolved", reason="; ".join(unresolved))
+
+    def _match_shell_allow(
+        self, tool_name: str, args: Mapping[str, Any], scope: ShellScope
+    ) -> RuleMatch | None:
         """Allowed when every simple command (substitutions included) is covered by an allow
         rule or is read-only by itself; an unparseable command is never allowed by a pattern."""
         rules = [r for r in self.allow if r.applies_to(tool_name)]
@@ -205,18 +287,24 @@ class PermissionRules:
         bare = next((r for r in rules if r.specifier in (None, "*")), None)
         if bare is not None:
             return RuleMatch("allow", bare)
-        from cairn.tools.shell_parse import is_read_only_command, split_commands  # ~6 ms: on use
+        from cairn.tools.shell_parse import split_commands  # ~6 ms to import: on use
+        from cairn.tools.shell_readonly import is_read_only_command
 
         parts = split_commands(command)
         if not parts:
             return None
         used: PermissionRule | None = None
+        read_only_parts = False
         for part in parts:
             covering = next((r for r in rules if r.covers_command(part.text)), None)
-            if covering is None and not is_read_only_command(part.text):
-                return None
+            if covering is None:
+                if not is_read_only_command(part.text, scope):
+                    return None
+                read_only_parts = True
             used = used or covering
-        return None if used is None else RuleMatch("allow", used)
+        if used is None:
+            return None
+        return RuleMatch("allow", used, read_only_parts=read_only_parts)
 
 
 def _parse_list(kind: str, texts: Iterable[Any], warnings: list[str]) -> tuple[PermissionRule, ...]:
@@ -229,24 +317,37 @@ def _parse_list(kind: str, texts: Iterable[Any], warnings: list[str]) -> tuple[P
     return tuple(rules)
 
 
+def _workspace_scope(workspace: Path) -> ShellScope:
+    from cairn.tools.shell_readonly import ShellScope
+
+    return ShellScope.of(workspace)
+
+
 def _shell_texts(command: str) -> list[str]:
-    """Every text a deny/ask rule is tried against: each simple command with and without its
-    assignments and redirections, and the whole command. Unparseable commands are cut roughly
-    at the list operators so that ``rm -rf x`` on a later line is still seen."""
-    from cairn.tools.shell_parse import split_commands  # ~6 ms to import: on first shell rule
+    """Every text a deny/ask rule is tried against: the whole command; each simple command with
+    and without its assignments and redirections, as written and with quotes removed; and every
+    program it runs, wrappers and spellings resolved (``sudo /bin/rm -rf x`` -> ``rm -rf x``).
+    Unparseable commands are also cut roughly at the list operators so that ``rm -rf x`` on a
+    later line is still seen."""
+    from cairn.tools.shell_resolve import resolve  # ~6 ms to import: on first shell rule
 
     texts = [command.strip()]
-    parts = split_commands(command)
-    if parts is None:
+    line = resolve(command)
+    if line.unresolved:
         texts += [p.strip() for p in _ROUGH_SHELL_SEPARATORS.split(command) if p.strip()]
-    else:
-        for part in parts:
-            texts += [part.text, part.command_text]
+    for part in line.commands:
+        texts += [part.text, part.command_text, " ".join(w.value for w in part.words)]
+    texts += [invocation.text for invocation in line.invocations]
     return texts
 
 
 def _command_matches(specifier: str, command: str) -> bool:
-    """``git *`` matches ``git`` and ``git status -s``; ``npm run test:*`` is a prefix rule."""
+    """``git *`` matches ``git`` and ``git status -s``; ``npm run test:*`` is a prefix rule.
+
+    A rule naming its program by path (``/bin/rm *``) is matched by the program's name."""
+    first, space, rest = specifier.partition(" ")
+    if "/" in first and not first.endswith("/"):
+        specifier = first.rsplit("/", 1)[1] + space + rest
     if specifier.endswith(":*"):
         prefix = specifier[:-2]
         return command == prefix or command.startswith(prefix + " ")
@@ -263,8 +364,12 @@ def _path_matches(specifier: str, tool: str, args: Mapping[str, Any], workspace:
         return False
     target = Path(raw).expanduser()
     absolute = (target if target.is_absolute() else workspace / target).resolve()
+    return _absolute_matches(specifier, absolute, workspace, folder=tool in _FOLDER_TOOLS)
+
+
+def _absolute_matches(specifier: str, absolute: Path, workspace: Path, *, folder: bool) -> bool:
     candidates = _path_candidates(specifier, absolute, workspace)
-    if tool in _FOLDER_TOOLS:  # "src/**" also covers a search of the folder src itself
+    if folder:  # "src/**" also covers a search of the folder src itself
         candidates += [c + "/" for c in candidates]
     pattern = specifier if not specifier.startswith("~/") else str(Path(specifier).expanduser())
     glob = GlobPattern.compile(pattern, anywhere=not pattern.startswith("/"))
@@ -299,17 +404,29 @@ def decide_approval(
     interactive: bool,
     tool_name: str,
     rule_text: str | None = None,
+    strict: Strictness | None = None,
+    strict_reason: str = "",
 ) -> ApprovalDecision:
     """Combine the matched rule, the tool's confirmation need and the approval mode.
 
-    deny rule > plan mode refuses MCP calls that may change things > ask_user_question (its own
-    interaction) > allow rule > no confirmation needed
-    (unless an ask rule) > yolo > plan (refused) > auto-edit for edits > ask or refuse.
+    deny rule > plan mode refuses MCP calls that may change things > strict confirmation (see
+    :data:`Strictness`) > ask_user_question (its own interaction) > allow rule > no confirmation
+    needed (unless an ask rule) > yolo > plan (refused) > auto-edit for edits > ask or refuse.
     """
     if rule == "deny":
         return ApprovalDecision("deny", _denied_by_rule(tool_name, rule_text))
     if approval_mode == "plan" and confirmation == "mcp":
         return ApprovalDecision("deny", PLAN_MODE_MESSAGE)  # no rule lets plan mode change things
+    if strict is not None and not (strict == "settings" and approval_mode == "yolo"):
+        if approval_mode == "plan":
+            return ApprovalDecision("deny", PLAN_MODE_MESSAGE)
+        if interactive:
+            return ApprovalDecision("confirm")
+        if strict == "settings":
+            return ApprovalDecision("deny", SETTINGS_MESSAGE.format(what=strict_reason))
+        return ApprovalDecision(
+            "deny", UNRESOLVED_MESSAGE.format(reason=strict_reason, rule=rule_text or "")
+        )
     if canonical_tool_name(tool_name) == ASK_USER_TOOL or rule == "allow":
         return _RUN
     if confirmation is None and rule != "ask":

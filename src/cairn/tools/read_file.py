@@ -11,12 +11,20 @@ from typing import Any
 from cairn.images import ImageError, describe_image, is_image_path, load_image
 from cairn.tools._common import (
     BuiltinTool,
+    check_regular_file,
     display_path,
     looks_binary,
     optional_int,
     require_str,
 )
-from cairn.tools.base import Location, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.base import (
+    MAX_TEXT_FILE_BYTES,
+    Location,
+    ToolContext,
+    ToolError,
+    ToolKind,
+    ToolResult,
+)
 
 __all__ = ["DEFAULT_LINE_LIMIT", "MAX_LINE_CHARS", "MAX_READ_CHARS", "ReadFileTool"]
 
@@ -116,10 +124,11 @@ async def _read_image(path: Path, shown: str) -> ToolResult:
 
 
 async def _read_text(path: Path, shown: str, ctx: ToolContext) -> str:
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory, not a file. Use list_directory to see it.")
-    if path.is_file() and looks_binary(path):
+    await check_regular_file(path, shown)
+    if await asyncio.to_thread(looks_binary, path):
         raise ToolError(f"{shown} is a binary file; read_file only reads text files.")
+    from cairn.fsutil import FileTooLarge, NotRegularFile
+
     try:
         return await ctx.fs.read_text(path)
     except FileNotFoundError:
@@ -127,6 +136,13 @@ async def _read_text(path: Path, shown: str, ctx: ToolContext) -> str:
     except UnicodeDecodeError:
         raise ToolError(
             f"{shown} is not UTF-8 text (it may be binary); read_file only reads text files."
+        ) from None
+    except NotRegularFile:
+        raise ToolError(f"{shown} is not a regular file; read_file only reads files.") from None
+    except FileTooLarge:
+        raise ToolError(
+            f"{shown} is larger than {MAX_TEXT_FILE_BYTES >> 20} MB, more than read_file reads; "
+            "look at parts of it with run_shell_command (head, tail, grep)."
         ) from None
     except OSError as exc:
         raise ToolError(f"Could not read {shown}: {exc.strerror or exc}") from None

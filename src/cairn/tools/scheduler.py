@@ -2,21 +2,32 @@
 
 Calls of one batch run in the order the model issued them. A call the user declines ends the
 batch: the calls after it are answered as skipped, so every call still gets a response.
+
+Every call runs with a tool context that carries the scheduler's deny rules (so each path a
+tool touches is checked, not only its arguments), the tool's name and why it may run. A call
+that would change cairn's own configuration (:mod:`cairn.tools.protected`) is confirmed as a
+settings change in every mode but yolo. The permission checks read files (globs, git config),
+so they run in a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cairn.content import FunctionCall, FunctionResponse
 from cairn.debug_log import get_logger
-from cairn.tools.base import Location, Tool, ToolContext, ToolKind, ToolResult
+from cairn.tools.base import ApprovalSource, Location, Tool, ToolContext, ToolKind, ToolResult
 from cairn.tools.permissions import (
     PLAN_MODE_MESSAGE,
     ApprovalDecision,
     PermissionRules,
+    RuleMatch,
+    Strictness,
     decide_approval,
 )
 from cairn.vocabulary.events import EventSink, Notice, PlanUpdate, ToolCallStart, ToolCallUpdate
@@ -24,6 +35,7 @@ from cairn.vocabulary.interaction import Frontend, PermissionRequest
 
 if TYPE_CHECKING:
     from cairn.hooks.runner import HookRunner
+    from cairn.tools.protected import ProtectedPaths
     from cairn.tools.registry import ToolRegistry
 
 __all__ = ["BeforeChange", "ToolOutcome", "ToolScheduler", "may_change_workspace"]
@@ -33,7 +45,19 @@ DECLINED_MESSAGE = "The user declined this tool call. Ask them how to proceed."
 # Awaited right before a call that may change the workspace runs (the session's checkpoints).
 BeforeChange = Callable[[EventSink], Awaitable[None]]
 SKIPPED_MESSAGE = "Skipped: an earlier tool call in this batch was declined by the user."
+SETTINGS_CHANGED_NOTICE = (
+    "{what} was changed. This session keeps the permission rules and hooks it started with; "
+    "the change applies the next time cairn starts here."
+)
 _log = get_logger("TOOLS")
+
+
+@dataclass(frozen=True, slots=True)
+class _Approval:
+    decision: ApprovalDecision
+    source: ApprovalSource
+    strict: Strictness | None = None
+    strict_reason: str = ""
 
 
 @dataclass
@@ -67,6 +91,7 @@ class ToolScheduler:
         self._approval_mode = approval_mode
         self.hooks = hooks
         self._always_allowed: set[str] = set()
+        self._protected: dict[tuple[Path, tuple[Path, ...]], ProtectedPaths] = {}
 
     async def run(
         self, calls: Sequence[FunctionCall], ctx: ToolContext, emit: EventSink
@@ -84,11 +109,16 @@ class ToolScheduler:
         return outcomes
 
     async def _run_one(self, call: FunctionCall, ctx: ToolContext, emit: EventSink) -> ToolOutcome:
-        ctx = replace(ctx, approval_mode=self._approval_mode())
         tool = self.registry.get(call.name)
         if tool is None:
             await emit(ToolCallStart(call.id, call.name, call.name, ToolKind.OTHER, call.args))
             return await _fail(call, self.registry.unknown_tool_message(call.name), emit)
+        ctx = dataclasses.replace(
+            ctx,
+            approval_mode=self._approval_mode(),
+            path_rules=ctx.path_rules or self.rules,
+            tool_name=call.name,
+        )
         title = _safe_title(tool, call)
         locations = tuple(_safe_locations(tool, call, ctx))
         await emit(ToolCallStart(call.id, call.name, title, tool.kind, call.args, locations))
@@ -99,6 +129,7 @@ class ToolScheduler:
                 f"{str(call.args[INVALID_ARGUMENTS_KEY])[:200]}. Call it again with valid JSON.",
                 emit,
             )
+        settings = await asyncio.to_thread(self._settings_change, call, ctx)
 
         forced_confirm = False
         if self.hooks is not None and self.hooks.has("PreToolUse"):
@@ -115,22 +146,29 @@ class ToolScheduler:
             if hook.blocked or hook.decision == "deny":
                 reason = hook.reason or "No reason provided"
                 return await _fail(call, f"Blocked by a PreToolUse hook: {reason}", emit)
-            if hook.decision == "allow" and not self._denied_by_rule(call, ctx):
-                refused = self._refused_in_plan_mode(tool, call, ctx)
-                if refused is not None:
-                    return await _fail(call, refused, emit)
-                return await self._execute(tool, call, ctx, emit)  # deny rules still apply
+            if hook.decision == "allow" and settings is None:
+                match = await asyncio.to_thread(self._match, call, ctx)
+                if match is None or (match.decision != "deny" and match.strict is None):
+                    # deny rules and commands they cannot see through still apply
+                    refused = self._refused_in_plan_mode(tool, call, ctx)
+                    if refused is not None:
+                        return await _fail(call, refused, emit)
+                    return await self._execute(tool, call, _approved(ctx, "rule"), emit, settings)
             forced_confirm = hook.decision == "ask"
 
-        action = self._approval(tool, call, ctx, forced_confirm)
-        if action.action == "deny":
-            return await _fail(call, action.message, emit)
-        if action.action == "confirm":
-            outcome = await self._confirm(tool, call, ctx, title)
+        approval = await asyncio.to_thread(
+            self._approval, tool, call, ctx, forced_confirm, settings
+        )
+        if approval.decision.action == "deny":
+            return await _fail(call, approval.decision.message, emit)
+        source = approval.source
+        if approval.decision.action == "confirm":
+            outcome = await self._confirm(tool, call, ctx, title, approval)
             if outcome in ("reject", "cancelled"):
                 await emit(ToolCallUpdate(call.id, "cancelled", output=DECLINED_MESSAGE))
                 return _error(call, DECLINED_MESSAGE, "rejected")
-        return await self._execute(tool, call, ctx, emit)
+            source = "user"
+        return await self._execute(tool, call, _approved(ctx, source), emit, settings)
 
     @staticmethod
     def _refused_in_plan_mode(tool: Tool, call: FunctionCall, ctx: ToolContext) -> str | None:
@@ -139,36 +177,96 @@ class ToolScheduler:
             return PLAN_MODE_MESSAGE
         return None
 
-    def _denied_by_rule(self, call: FunctionCall, ctx: ToolContext) -> bool:
-        match = self.rules.match(call.name, call.args, ctx.workspace)
-        return match is not None and match.decision == "deny"
+    def _match(self, call: FunctionCall, ctx: ToolContext) -> RuleMatch | None:
+        scope = None
+        if call.name == "run_shell_command":
+            from cairn.tools.shell import shell_scope
+
+            scope = shell_scope(call.args, ctx)
+        return self.rules.match(call.name, call.args, ctx.workspace, scope=scope)
+
+    def _settings_change(self, call: FunctionCall, ctx: ToolContext) -> str | None:
+        """What protected configuration the call would change (see cairn.tools.protected)."""
+        if call.name not in ("write_file", "edit", "run_shell_command"):
+            return None
+        from cairn.tools.protected import ProtectedPaths, settings_change
+
+        exempt = tuple(ctx.writable_roots or ())
+        key = (ctx.workspace, exempt)
+        paths = self._protected.get(key)
+        if paths is None:
+            commands = self.hooks.commands() if self.hooks is not None else []
+            paths = ProtectedPaths.of(ctx.workspace, exempt=exempt, hook_commands=commands)
+            self._protected[key] = paths
+        cwd = ctx.workspace
+        if call.name == "run_shell_command":
+            from cairn.tools.shell import shell_scope
+
+            if _is_read_only(call, ctx):
+                return None  # a read-only command writes nothing
+            cwd = shell_scope(call.args, ctx).cwd
+        return settings_change(
+            call.name, call.args, paths, lambda raw: ctx.resolve(raw, write=True), cwd
+        )
 
     def _approval(
-        self, tool: Tool, call: FunctionCall, ctx: ToolContext, forced: bool
-    ) -> ApprovalDecision:
+        self,
+        tool: Tool,
+        call: FunctionCall,
+        ctx: ToolContext,
+        forced: bool,
+        settings: str | None,
+    ) -> _Approval:
         confirmation = tool.confirmation(call.args, ctx)
-        match = self.rules.match(call.name, call.args, ctx.workspace)
+        match = self._match(call, ctx)
         rule = match.decision if match else None
+        strict: Strictness | None = match.strict if match else None
+        strict_reason = match.reason if match else ""
+        if settings is not None and rule != "deny":
+            strict, strict_reason = "settings", settings
         if forced and rule != "deny":
             # A hook asked for confirmation: "info" is never auto-approved by auto-edit.
             rule, confirmation = "ask", "info"
-        if rule is None and confirmation is not None and self._always_allowed_for(call):
+        always = (
+            rule is None
+            and strict is None
+            and confirmation is not None
+            and self._always_allowed_for(call)
+        )
+        if always:
             rule = "allow"
-        return decide_approval(
+        mode = self._approval_mode()
+        decision = decide_approval(
             rule=rule,
             confirmation=confirmation,
-            approval_mode=self._approval_mode(),  # type: ignore[arg-type]
+            approval_mode=mode,  # type: ignore[arg-type]
             interactive=self.frontend.interactive,
             tool_name=call.name,
             rule_text=match.rule.text if match else None,
+            strict=strict,
+            strict_reason=strict_reason,
         )
+        source: ApprovalSource = "mode"
+        if always:
+            source = "user"
+        elif strict is None and rule == "allow" and match is not None:
+            source = "unasked" if match.read_only_parts else "rule"
+        elif strict is None and confirmation is None and rule != "ask":
+            source = "unasked"
+        return _Approval(decision, source, strict, strict_reason)
 
-    async def _confirm(self, tool: Tool, call: FunctionCall, ctx: ToolContext, title: str) -> str:
+    async def _confirm(
+        self, tool: Tool, call: FunctionCall, ctx: ToolContext, title: str, approval: _Approval
+    ) -> str:
         try:
             diff = await tool.preview(call.args, ctx)
         except Exception as exc:
             _log.warning(f"preview of {call.name} failed: {exc!r}")
             diff = None
+        if approval.strict == "settings":
+            title = f"Settings change — {approval.strict_reason}: {title}"
+        elif approval.strict == "unresolved":
+            title = f"{title} (cannot be checked against your deny rules: {approval.strict_reason})"
         request = PermissionRequest(
             call_id=call.id,
             tool_name=call.name,
@@ -179,7 +277,7 @@ class ToolScheduler:
             diff=diff,
         )
         outcome = await self.frontend.request_permission(request)
-        if outcome == "allow_always":
+        if outcome == "allow_always" and approval.strict is None:
             self._always_allowed.update(self._always_keys(call))
         return outcome
 
@@ -189,18 +287,30 @@ class ToolScheduler:
 
     @staticmethod
     def _always_keys(call: FunctionCall) -> set[str]:
-        """What "allow always" remembers: the tool, or for the shell every program it runs."""
+        """What "allow always" remembers: the tool, or for the shell every program it runs
+        (wrappers and ``bash -c`` strings seen through); nothing for a command whose programs
+        are only known when it runs."""
         if call.name == "run_shell_command":
-            from cairn.tools.shell_parse import describe_command  # ~6 ms to import: on use
+            from cairn.tools.shell_resolve import resolve  # ~6 ms to import: on use
 
-            programs = describe_command(str(call.args.get("command", "")))
-            return {f"run_shell_command:{p}" for p in programs}
+            line = resolve(str(call.args.get("command", "")))
+            if line.unresolved:
+                return set()
+            return {f"run_shell_command:{p}" for p in line.programs}
         return {call.name}
 
     async def _execute(
-        self, tool: Tool, call: FunctionCall, ctx: ToolContext, emit: EventSink
+        self,
+        tool: Tool,
+        call: FunctionCall,
+        ctx: ToolContext,
+        emit: EventSink,
+        settings: str | None = None,
     ) -> ToolOutcome:
-        if self.before_change is not None and may_change_workspace(tool, call, ctx):
+        changes = self.before_change is not None and await asyncio.to_thread(
+            may_change_workspace, tool, call, ctx
+        )  # the shell's read-only check reads files: off the event loop
+        if self.before_change is not None and changes:
             try:
                 await self.before_change(emit)
             except Exception as exc:  # a checkpoint is a safety net, never the turn's failure
@@ -225,6 +335,9 @@ class ToolScheduler:
         )
         if result.todos is not None:
             await emit(PlanUpdate(tuple(result.todos)))
+        if settings is not None and result.ok:
+            notice = SETTINGS_CHANGED_NOTICE.format(what=settings)
+            await emit(Notice("warning", notice[0].upper() + notice[1:], "permissions"))
         return ToolOutcome(call, result.to_response(call), status, result)
 
 
@@ -239,6 +352,18 @@ def may_change_workspace(tool: Tool, call: FunctionCall, ctx: ToolContext) -> bo
         except Exception:
             return True
     return False
+
+
+def _approved(ctx: ToolContext, source: ApprovalSource) -> ToolContext:
+    return dataclasses.replace(ctx, approval=source)
+
+
+def _is_read_only(call: FunctionCall, ctx: ToolContext) -> bool:
+    from cairn.tools.shell import shell_scope
+    from cairn.tools.shell_readonly import is_read_only_command
+
+    command = call.args.get("command")
+    return isinstance(command, str) and is_read_only_command(command, shell_scope(call.args, ctx))
 
 
 def _error(

@@ -4,6 +4,11 @@ The command runs in the workspace (or a folder inside it) with stdin closed and 
 stderr interleaved in one pipe. A timeout, an abort or a cancelled task kills the whole process
 group (SIGTERM, then SIGKILL), so children die with the shell. Background processes that
 outlive the shell (``server &``) are left running; their output is no longer read.
+
+Read-only commands (:mod:`cairn.tools.shell_readonly`) need no approval. The environment never
+carries cairn's own secrets (:mod:`cairn.tools.environment`), and a command that runs without
+anyone approving it runs git with the repository's program-running config switched off
+(:func:`cairn.tools.shell_git.neutral_git_env`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cairn.tools._common import (
     BuiltinTool,
@@ -26,6 +31,9 @@ from cairn.tools._common import (
     require_str,
 )
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
+
+if TYPE_CHECKING:
+    from cairn.tools.shell_readonly import ShellScope
 
 __all__ = ["MAX_SHELL_OUTPUT_CHARS", "MAX_SHELL_TIMEOUT_SECONDS", "ShellTool"]
 
@@ -77,10 +85,10 @@ class ShellTool(BuiltinTool):
         return f"{text} ({description})" if isinstance(description, str) and description else text
 
     def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
-        from cairn.tools.shell_parse import is_read_only_command  # ~6 ms to import: on use
+        from cairn.tools.shell_readonly import is_read_only_command  # ~6 ms to import: on use
 
         command = args.get("command")
-        if isinstance(command, str) and is_read_only_command(command):
+        if isinstance(command, str) and is_read_only_command(command, shell_scope(args, ctx)):
             return None
         return "exec"
 
@@ -90,6 +98,17 @@ class ShellTool(BuiltinTool):
         timeout = _time_limit(optional_number(args, "timeout"), ctx)
         run = await _run_in_group(command, cwd, timeout, ctx)
         return _result(run, timeout)
+
+
+def shell_scope(args: Mapping[str, Any], ctx: ToolContext) -> ShellScope:
+    """Where this call's command runs and what it may read without asking."""
+    from cairn.tools.shell_readonly import ShellScope
+
+    try:
+        cwd = _working_directory(optional_str(args, "directory"), ctx)
+    except ToolError:
+        cwd = ctx.workspace
+    return ShellScope.of(cwd, ctx.roots(), lambda path: ctx.denial(path) is not None)
 
 
 def _working_directory(directory: str | None, ctx: ToolContext) -> Path:
@@ -173,19 +192,29 @@ class _Run:
 async def _run_in_group(command: str, cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
     loop = asyncio.get_running_loop()
     output = _HeadTail(MAX_SHELL_OUTPUT_CHARS)
+    starting = loop.subprocess_exec(
+        lambda: _ShellProtocol(output, loop),
+        "bash", "-c", command,
+        cwd=cwd,
+        env=_environment(ctx),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    spawn = asyncio.ensure_future(starting)
     try:
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _ShellProtocol(output, loop),
-            "bash", "-c", command,
-            cwd=cwd,
-            env=_environment(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
+        # Shielded: cancelled while asyncio connects the pipes, it would kill bash alone and
+        # leave the command's children running; instead the spawn finishes and the group dies.
+        transport, protocol = await asyncio.shield(spawn)
     except OSError as exc:
         raise ToolError(f"Could not start bash: {exc.strerror or exc}") from None
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            transport, protocol = await spawn
+            await _kill_group(transport.get_pid(), protocol)
+            transport.close()
+        raise
     try:
         ending = await _wait(protocol, timeout, ctx)
         if ending != "exited":
@@ -234,11 +263,18 @@ def _signal_group(pid: int, signum: signal.Signals) -> None:
         os.killpg(pid, signum)
 
 
-def _environment() -> dict[str, str]:
-    env = dict(os.environ)
+def _environment(ctx: ToolContext) -> dict[str, str]:
+    """The command's environment: cairn's without its secrets, git neutral when unasked."""
+    from cairn.tools.environment import command_environment
+
+    env = dict(ctx.environment) if ctx.environment is not None else command_environment()
     env["CAIRN"] = "1"  # lets scripts tell they run under the agent
     env.setdefault("PAGER", "cat")
     env.setdefault("GIT_PAGER", "cat")
+    if ctx.approval == "unasked":
+        from cairn.tools.shell_git import neutral_git_env
+
+        env = neutral_git_env(env)
     return env
 
 

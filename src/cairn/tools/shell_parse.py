@@ -1,27 +1,31 @@
-"""A small parser for the shell commands the model runs, and the read-only check built on it.
+"""A small parser for the shell commands the model runs.
 
 It understands the bash that matters for deciding safety: quoting (``'...'``, ``"..."``,
-``$'...'``, backslashes), the list and pipeline operators (``|``, ``|&``, ``&&``, ``||``, ``;``,
-``&``, newlines), redirections with file-descriptor prefixes (``2>&1``), here-documents,
-comments, ``$(...)``/backtick/``<(...)`` substitutions (whose bodies are kept for parsing on
-their own) and ``( ... )`` groups. Anything it cannot read is a :class:`ShellParseError`, and
-:func:`is_read_only_command` answers ``False`` for it: unknown means "ask".
+``$'...'`` with its escapes decoded, backslashes), the list and pipeline operators (``|``, ``|&``,
+``&&``, ``||``, ``;``, ``&``, newlines), redirections with file-descriptor prefixes (``2>&1``),
+here-documents, comments, ``$(...)``/backtick/``<(...)`` substitutions (whose bodies are kept for
+parsing on their own), ``( ... )`` subshells, and the reserved words of compound commands
+(``if``/``then``/``fi``, loops, ``case ... esac``, ``{ ...; }`` groups, function definitions), so
+that every simple command inside them is found with its real program first. Anything it cannot
+read is a :class:`ShellParseError`.
+
+What a command line runs (wrappers, paths, ``bash -c``) is :mod:`cairn.tools.shell_resolve`;
+which commands only read is :mod:`cairn.tools.shell_readonly`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
+    "MAX_SUBSTITUTION_DEPTH",
     "ParsedCommand",
     "Redirection",
     "ShellParseError",
     "SimpleCommand",
     "Word",
     "describe_command",
-    "is_read_only_command",
     "parse_command",
     "split_commands",
 ]
@@ -30,15 +34,25 @@ MAX_SUBSTITUTION_DEPTH = 8  # nesting of $( ... ) followed by split_commands bef
 
 # Longest first, so "&&" is not read as two "&".
 _OPERATORS = (
-    "<<<", "<<-", "&>>",
-    "&&", "||", "|&", ";;", "<<", ">>", ">|", ">&", "<&", "<>", "&>",
+    "<<<", "<<-", "&>>", ";;&",
+    "&&", "||", "|&", ";;", ";&", "<<", ">>", ">|", ">&", "<&", "<>", "&>",
     "|", "&", ";", "<", ">", "(", ")",
 )  # fmt: skip
 _OPERATOR_CHARS = frozenset("|&;<>()")
 _REDIRECTIONS = frozenset({"<<<", "<<-", "&>>", "<<", ">>", ">|", ">&", "<&", "<>", "&>", "<", ">"})
 _BINARY_OPERATORS = frozenset({"&&", "||", "|", "|&"})
+_CASE_TERMINATORS = frozenset({";;", ";&", ";;&"})
+_BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")  # {a,b} and {1..3}; {} is literal
 _NAME_START = re.compile(r"[A-Za-z_0-9?#@*!$-]")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+# Reserved words that open or continue a compound command: the words after them are a command.
+_RESERVED_LEADERS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{"})
+_RESERVED_CLOSERS = frozenset({"fi", "done", "}", "esac"})
+_MODIFIERS = frozenset({"time", "coproc"})  # run the command after them
+_ANSI_C_ESCAPES = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
 
 
 class ShellParseError(ValueError):
@@ -53,11 +67,17 @@ class Word:
     raw: str
     expands: bool = False  # holds a $-expansion or substitution outside single quotes
     glob: bool = False  # holds an unquoted *, ?, [ or { (pathname or brace expansion)
+    tilde: bool = False  # starts with an unquoted ~ (bash puts a home folder there)
 
     @property
     def literal(self) -> bool:
         """True when bash passes ``value`` to the program exactly as parsed."""
-        return not self.expands and not self.glob
+        return not self.expands and not self.glob and not self.tilde
+
+    @property
+    def bare(self) -> bool:
+        """Written without quotes, escapes or expansions (how reserved words must be written)."""
+        return not self.expands and not self.tilde and self.raw == self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +121,8 @@ class ParsedCommand:
     substitutions: tuple[str, ...] = ()  # bodies of $(...), `...`, <(...), >(...)
     subshell: bool = False  # a ( ... ) group
     heredoc: bool = False
+    compound: bool = False  # if/while/until/for/case, { ...; } groups, function definitions
+    heredoc_bodies: tuple[str, ...] = ()  # the text of each here-document, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +147,7 @@ class _Lexer:
         self.tokens: list[Word | _Op] = []
         self.substitutions: list[str] = []
         self.heredoc = False
+        self.heredoc_bodies: list[str] = []
         self._pending_heredocs: list[_PendingHeredoc] = []
         self._delimiter_op: str | None = None
         self._reset_word()
@@ -134,6 +157,8 @@ class _Lexer:
         self._start: int | None = None
         self._expands = False
         self._glob = False
+        self._brace = False
+        self._tilde = False
         self._quoted = False
 
     def run(self) -> list[Word | _Op]:
@@ -169,8 +194,12 @@ class _Lexer:
             elif char in _OPERATOR_CHARS:
                 self._operator()
             else:
-                if char in "*?[{":
+                if char in "*?[":
                     self._glob = True
+                elif char == "{":
+                    self._brace = True
+                elif char == "~" and self._start is None:
+                    self._tilde = True
                 self._append(char)
                 self.pos += 1
         self._flush()
@@ -191,9 +220,9 @@ class _Lexer:
     def _flush(self) -> None:
         if self._start is None:
             return
-        word = Word(
-            "".join(self._chars), self.text[self._start : self.pos], self._expands, self._glob
-        )
+        raw = self.text[self._start : self.pos]
+        brace = self._brace and _BRACE_EXPANSION.search(raw) is not None
+        word = Word("".join(self._chars), raw, self._expands, self._glob or brace, self._tilde)
         if self._delimiter_op is not None:
             self._pending_heredocs.append(
                 _PendingHeredoc(word.value, self._delimiter_op == "<<-", self._quoted)
@@ -254,10 +283,11 @@ class _Lexer:
             end = _scan_braced(text, start + 1)
             self.substitutions.extend(_substitutions_in(text[start + 2 : end]))
             return self._expansion(start, end + 1)
-        if following == "'" and not quoted:  # $'...' (ANSI-C escapes: value not literal)
+        if following == "'" and not quoted:  # $'...': ANSI-C escapes, decoded as bash does
             end = _scan_ansi_c(text, start + 2)
             self._quoted = True
-            return self._expansion(start, end + 1)
+            self._chars.append(_decode_ansi_c(text[start + 2 : end]))
+            return end + 1
         if following == '"' and not quoted:  # $"..." (locale translation)
             return self._double_quoted(start + 1)
         if following and _NAME_START.match(following):
@@ -318,6 +348,7 @@ class _Lexer:
                 if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
                     break
                 body.append(line)
+            self.heredoc_bodies.append("\n".join(body))
             if not doc.quoted:  # an unquoted delimiter expands $(...) in the body
                 self.substitutions.extend(_substitutions_in("\n".join(body)))
 
@@ -408,6 +439,50 @@ def _scan_ansi_c(text: str, start: int) -> int:
     raise ShellParseError("unterminated $'...' quote")
 
 
+def _decode_ansi_c(body: str) -> str:
+    """The value of ``$'body'``: ``\\n``, ``\\xHH``, ``\\uHHHH``, octal and ``\\cX`` decoded."""
+    out: list[str] = []
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char != "\\" or index + 1 >= len(body):
+            out.append(char)
+            index += 1
+            continue
+        code = body[index + 1]
+        index += 2
+        if code in _ANSI_C_ESCAPES:
+            out.append(_ANSI_C_ESCAPES[code])
+        elif code in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[code]
+            digits = _leading(body, index, width, "0123456789abcdefABCDEF")
+            out.append(_code_point(int(digits, 16)) if digits else "\\" + code)
+            index += len(digits)
+        elif code in "01234567":
+            digits = code + _leading(body, index, 2, "01234567")
+            out.append(chr(int(digits, 8) & 0xFF))
+            index += len(digits) - 1
+        elif code == "c" and index < len(body):
+            out.append(chr(ord(body[index]) & 0x1F))
+            index += 1
+        else:
+            out.append("\\" + code)
+    return "".join(out)
+
+
+def _leading(text: str, start: int, limit: int, allowed: str) -> str:
+    end = start
+    while end < len(text) and end - start < limit and text[end] in allowed:
+        end += 1
+    return text[start:end]
+
+
+def _code_point(value: int) -> str:
+    if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:  # not a character bash could print
+        return "\ufffd"
+    return chr(value)
+
+
 def _substitutions_in(segment: str) -> list[str]:
     """``$(...)`` and backtick bodies inside text where quotes do not protect them."""
     found: list[str] = []
@@ -433,13 +508,22 @@ class _CommandBuilder:
     assignments: list[Word] = field(default_factory=list)
     words: list[Word] = field(default_factory=list)
     redirections: list[Redirection] = field(default_factory=list)
+    header: bool = False  # the words of a for/select/case header: not a command
+    drop_next: bool = False  # the word after `function` names the function
 
     @property
     def empty(self) -> bool:
         return not (self.assignments or self.words or self.redirections)
 
+    @property
+    def at_start(self) -> bool:
+        """Where bash recognises reserved words: before any word or assignment."""
+        return not self.words and not self.assignments and not self.header
+
     def add(self, word: Word) -> None:
-        if not self.words and _ASSIGNMENT.match(word.raw):
+        if self.drop_next:
+            self.drop_next = False
+        elif not self.words and _ASSIGNMENT.match(word.raw):
             self.assignments.append(word)
         else:
             self.words.append(word)
@@ -448,56 +532,152 @@ class _CommandBuilder:
         return SimpleCommand(tuple(self.assignments), tuple(self.words), tuple(self.redirections))
 
 
+class _Parser:
+    """Groups tokens into simple commands, seeing through the syntax of compound commands."""
+
+    def __init__(self, tokens: list[Word | _Op]) -> None:
+        self.tokens = tokens
+        self.index = 0
+        self.commands: list[SimpleCommand] = []
+        self.current = _CommandBuilder()
+        self.subshell = False
+        self.compound = False
+        self.dangling: str | None = None  # a binary operator waiting for its right-hand command
+        self.cases: list[str] = []  # open `case` commands: "header", "pattern" or "body"
+
+    def run(self) -> list[SimpleCommand]:
+        while self.index < len(self.tokens):
+            token = self.tokens[self.index]
+            self.index += 1
+            if isinstance(token, Word):
+                self._word(token)
+            else:
+                self._operator(token)
+        if self.dangling is not None:
+            raise ShellParseError(f"the command ends with {self.dangling}")
+        self._finish()
+        return self.commands
+
+    def _finish(self) -> None:
+        current = self.current
+        if current.header:
+            # a header's redirections still apply (`for ...; done > f` is unusual, `case` too)
+            current.words.clear()
+            current.assignments.clear()
+        if not current.empty:
+            self.commands.append(current.build())
+        self.current = _CommandBuilder()
+
+    def _word(self, word: Word) -> None:
+        self.dangling = None
+        state = self.cases[-1] if self.cases else None
+        if state == "header":
+            if word.bare and word.value == "in":
+                self.cases[-1] = "pattern"
+            return
+        if state == "pattern":
+            if word.bare and word.value == "esac":
+                self.cases.pop()
+            return
+        if self.current.at_start and word.bare and self._reserved(word.value):
+            return
+        self.current.add(word)
+
+    def _reserved(self, value: str) -> bool:
+        """Handle a reserved word at the start of a command; False when ``value`` is none."""
+        if value in _RESERVED_LEADERS or value in _MODIFIERS:
+            self.compound = True
+            if value == "time" and self._next_word_is("-p"):
+                self.index += 1
+            return True
+        if value in _RESERVED_CLOSERS:
+            self.compound = True
+            if value == "esac" and self.cases:
+                self.cases.pop()
+            return True
+        if value in ("for", "select"):
+            self.compound = True
+            self.current.header = True
+            return True
+        if value == "case":
+            self.compound = True
+            self.cases.append("header")
+            return True
+        if value == "function":
+            self.compound = True
+            self.current.drop_next = True
+            return True
+        return False
+
+    def _next_word_is(self, value: str) -> bool:
+        following = self.tokens[self.index] if self.index < len(self.tokens) else None
+        return isinstance(following, Word) and following.bare and following.value == value
+
+    def _operator(self, token: _Op) -> None:
+        op = token.op
+        state = self.cases[-1] if self.cases else None
+        if state in ("header", "pattern"):
+            if state == "pattern" and op == ")":
+                self.cases[-1] = "body"
+            elif op not in ("(", "|", "\n", ";"):
+                raise ShellParseError(f"unexpected {op} in a case pattern")
+            return
+        if op in _REDIRECTIONS:
+            target = self.tokens[self.index] if self.index < len(self.tokens) else None
+            if not isinstance(target, Word):
+                raise ShellParseError(f"redirection {op} has no target")
+            self.current.redirections.append(Redirection(token.fd, op, target))
+            self.index += 1
+            self.dangling = None
+            return
+        if op == "(" and self._function_definition():
+            return
+        if op in _CASE_TERMINATORS and state == "body":
+            self._finish()
+            self.cases[-1] = "pattern"
+            return
+        if op in ("(", ")"):
+            self.subshell = True
+            self.dangling = None
+        elif op in _BINARY_OPERATORS:
+            if self.current.empty and not self.commands and not self.subshell:
+                raise ShellParseError(f"{op} has no command before it")
+            if self.dangling is not None:
+                raise ShellParseError(f"{self.dangling} is followed by {op}")
+            self.dangling = op
+        elif op != "\n" and self.dangling is not None:
+            raise ShellParseError(f"{self.dangling} is followed by {op}")
+        self._finish()
+
+    def _function_definition(self) -> bool:
+        """``name ()`` defines a function: the name is not a command, and ``()`` no subshell."""
+        current = self.current
+        following = self.tokens[self.index] if self.index < len(self.tokens) else None
+        if len(current.words) != 1 or current.assignments or current.redirections:
+            return False
+        if not (isinstance(following, _Op) and following.op == ")"):
+            return False
+        self.index += 1
+        self.compound = True
+        self.current = _CommandBuilder()
+        return True
+
+
 def parse_command(command: str) -> ParsedCommand:
     """Split ``command`` into simple commands; raises :class:`ShellParseError`."""
     if not isinstance(command, str):
         raise ShellParseError("a command must be a string")
     lexer = _Lexer(command)
-    tokens = lexer.run()
-    commands: list[SimpleCommand] = []
-    current = _CommandBuilder()
-    subshell = False
-    dangling: str | None = None  # a binary operator still waiting for its right-hand command
-
-    def finish() -> None:
-        nonlocal current
-        if not current.empty:
-            commands.append(current.build())
-        current = _CommandBuilder()
-
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        index += 1
-        if isinstance(token, Word):
-            current.add(token)
-            dangling = None
-            continue
-        op = token.op
-        if op in _REDIRECTIONS:
-            target = tokens[index] if index < len(tokens) else None
-            if not isinstance(target, Word):
-                raise ShellParseError(f"redirection {op} has no target")
-            current.redirections.append(Redirection(token.fd, op, target))
-            index += 1
-            dangling = None
-            continue
-        if op in ("(", ")"):
-            subshell = True
-            dangling = None
-        elif op in _BINARY_OPERATORS:
-            if current.empty and not commands and not subshell:
-                raise ShellParseError(f"{op} has no command before it")
-            if dangling is not None:
-                raise ShellParseError(f"{dangling} is followed by {op}")
-            dangling = op
-        elif op != "\n" and dangling is not None:
-            raise ShellParseError(f"{dangling} is followed by {op}")
-        finish()
-    if dangling is not None:
-        raise ShellParseError(f"the command ends with {dangling}")
-    finish()
-    return ParsedCommand(tuple(commands), tuple(lexer.substitutions), subshell, lexer.heredoc)
+    parser = _Parser(lexer.run())
+    commands = parser.run()
+    return ParsedCommand(
+        tuple(commands),
+        tuple(lexer.substitutions),
+        parser.subshell,
+        lexer.heredoc,
+        parser.compound,
+        tuple(lexer.heredoc_bodies),
+    )
 
 
 def split_commands(command: str) -> list[SimpleCommand] | None:
@@ -526,279 +706,3 @@ def describe_command(command: str) -> list[str]:
     if commands is None:
         return []
     return [c.program for c in commands if c.program is not None]
-
-
-# The read-only check
-
-# Programs that only read, as long as their arguments pass the checks below.
-READ_ONLY_PROGRAMS = frozenset(
-    {
-        "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "find", "pwd",
-        "echo", "printf", "stat", "file", "du", "df", "tree", "sort", "uniq", "cut", "tr",
-        "which", "type", "date", "whoami", "uname", "basename", "dirname", "realpath",
-        "readlink", "diff", "cmp", "md5sum", "sha256sum", "env", "git", "cd", "true", "false",
-    }
-)  # fmt: skip
-# Variables that may prefix a read-only command: they change formatting, never what runs.
-_SAFE_ASSIGNMENTS = frozenset({"LANG", "LANGUAGE", "TZ", "NO_COLOR", "TERM", "COLUMNS", "LINES"})
-_NETWORK_DEVICES = ("/dev/tcp/", "/dev/udp/")  # bash opens sockets for these paths
-
-
-def is_read_only_command(command: str) -> bool:
-    """True only when every part of ``command`` is known to read without writing.
-
-    Unparseable input, substitutions, subshells, here-documents, output redirections (other
-    than to ``/dev/null`` or another descriptor) and any program outside the allowlist give
-    ``False``.
-    """
-    try:
-        parsed = parse_command(command)
-    except ShellParseError:
-        return False
-    if parsed.substitutions or parsed.subshell or parsed.heredoc or not parsed.commands:
-        return False
-    return all(_simple_command_is_read_only(c) for c in parsed.commands)
-
-
-def _simple_command_is_read_only(command: SimpleCommand) -> bool:
-    if not command.words:
-        return False
-    if not all(_assignment_is_safe(a) for a in command.assignments):
-        return False
-    if not all(_redirection_is_safe(r) for r in command.redirections):
-        return False
-    program, *args = command.words
-    if not program.literal or "/" in program.value or program.value not in READ_ONLY_PROGRAMS:
-        return False
-    check = _ARGUMENT_CHECKS.get(program.value)
-    if check is None:
-        return True
-    # Options decide what these programs do, so every argument must be literal text.
-    return all(a.literal for a in args) and check([a.value for a in args])
-
-
-def _assignment_is_safe(assignment: Word) -> bool:
-    name = re.split(r"[+=\[]", assignment.raw, maxsplit=1)[0]
-    return name in _SAFE_ASSIGNMENTS or name.startswith("LC_")
-
-
-def _redirection_is_safe(redirection: Redirection) -> bool:
-    target = redirection.target
-    if not target.literal or target.value.startswith(_NETWORK_DEVICES):
-        return False
-    if redirection.op in ("<", "<<<", "<&"):
-        return True
-    if redirection.op == ">&" and (target.value.isdigit() or target.value == "-"):
-        return True
-    return target.value == "/dev/null"
-
-
-def _long_option_in(arg: str, options: Iterable[str]) -> bool:
-    """True when ``arg`` names one of ``options``, abbreviations (as getopt allows) included."""
-    if not arg.startswith("--") or len(arg) <= 2:
-        return False
-    name = arg.split("=", 1)[0]
-    return any(option.startswith(name) for option in options)
-
-
-def _short_flags(arg: str) -> str:
-    """The letters of a short-option cluster (``-uo`` -> ``uo``), else ``""``."""
-    if arg.startswith("-") and not arg.startswith("--"):
-        return arg[1:]
-    return ""
-
-
-def _options_until_double_dash(args: Sequence[str]) -> list[str]:
-    return list(args[: args.index("--")]) if "--" in args else list(args)
-
-
-def _find_is_read_only(args: Sequence[str]) -> bool:
-    actions = {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls"}
-    return not any(a in actions or a.startswith("-fprint") for a in args)
-
-
-def _sort_is_read_only(args: Sequence[str]) -> bool:
-    for arg in _options_until_double_dash(args):
-        if _long_option_in(arg, ("--output", "--compress-program")) or "o" in _short_flags(arg):
-            return False
-    return True
-
-
-def _uniq_is_read_only(args: Sequence[str]) -> bool:
-    """uniq writes its second file argument."""
-    options = _options_until_double_dash(args)
-    operands = [a for a in options if a == "-" or not a.startswith("-")]
-    operands += args[len(options) + 1 :]
-    return len(operands) <= 1
-
-
-def _tree_is_read_only(args: Sequence[str]) -> bool:
-    """tree -o writes a file; -R writes one per folder."""
-    return not any(set(_short_flags(a)) & {"o", "R"} for a in args)
-
-
-def _file_is_read_only(args: Sequence[str]) -> bool:
-    """file -C compiles a magic file."""
-    return not any("C" in _short_flags(a) or _long_option_in(a, ("--compile",)) for a in args)
-
-
-def _date_is_read_only(args: Sequence[str]) -> bool:
-    """date -s and an MMDDhhmm operand set the clock; a +FORMAT operand only prints."""
-    takes_value = {"-d", "-f", "-r", "--date", "--file", "--reference"}
-    skip_next = False
-    for arg in args:
-        if skip_next:
-            skip_next = False
-            continue
-        if arg in takes_value:
-            skip_next = True
-        elif (
-            "s" in _short_flags(arg)
-            or _long_option_in(arg, ("--set",))
-            or not arg.startswith(("-", "+"))
-        ):
-            return False
-    return True
-
-
-def _rg_is_read_only(args: Sequence[str]) -> bool:
-    """rg --pre runs a program on every file."""
-    return not any(a.split("=", 1)[0] == "--pre" for a in args)
-
-
-def _env_is_read_only(args: Sequence[str]) -> bool:
-    """Plain ``env`` prints the environment; with operands it runs a command."""
-    return all(a in ("-0", "--null") for a in args)
-
-
-# git
-
-_GIT_GLOBAL_FLAGS = frozenset(
-    {"--no-pager", "-P", "--no-optional-locks", "--bare", "--no-replace-objects",
-     "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs"}
-)  # fmt: skip
-_GIT_GLOBAL_OPTIONS_WITH_VALUE = frozenset({"-C", "--git-dir", "--work-tree", "--namespace"})
-_LISTING_VALUE_OPTIONS = frozenset(
-    {"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort",
-     "--format", "--column"}
-)  # fmt: skip
-
-
-def _git_is_read_only(args: Sequence[str]) -> bool:
-    index = 0
-    while index < len(args) and args[index].startswith("-"):
-        arg = args[index]
-        name = arg.split("=", 1)[0]
-        if arg in _GIT_GLOBAL_FLAGS or (name in _GIT_GLOBAL_OPTIONS_WITH_VALUE and "=" in arg):
-            index += 1
-        elif arg in _GIT_GLOBAL_OPTIONS_WITH_VALUE:
-            index += 2
-        else:  # -c, --exec-path, --config-env ... can make git run other programs
-            return False
-    if index >= len(args):
-        return False
-    check = _GIT_SUBCOMMANDS.get(args[index])
-    return check is not None and check(args[index + 1 :])
-
-
-def _git_always(_args: Sequence[str]) -> bool:
-    return True
-
-
-def _git_history_is_read_only(args: Sequence[str]) -> bool:
-    """log, show, diff: --output writes a file, --ext-diff runs a configured program."""
-    options = _options_until_double_dash(args)
-    return not any(_long_option_in(a, ("--output",)) or a == "--ext-diff" for a in options)
-
-
-def _git_listing_is_read_only(
-    args: Sequence[str], write_flags: frozenset[str], write_letters: str
-) -> bool:
-    """branch / tag: list only. Names are allowed as patterns after -l/--list, never else."""
-    listing = "-l" in args or "--list" in args
-    skip_next = False
-    for arg in args:
-        if skip_next:
-            skip_next = False
-        elif arg.startswith("--"):
-            name = arg.split("=", 1)[0]
-            if name in write_flags:
-                return False
-            skip_next = name in _LISTING_VALUE_OPTIONS and "=" not in arg
-        elif arg.startswith("-") and len(arg) > 1:
-            if set(arg[1:]) & set(write_letters):
-                return False
-        elif not listing:
-            return False
-    return True
-
-
-_BRANCH_WRITE_FLAGS = frozenset(
-    {"--delete", "--move", "--copy", "--force", "--set-upstream-to", "--set-upstream",
-     "--unset-upstream", "--edit-description", "--track", "--no-track", "--create-reflog",
-     "--recurse-submodules"}
-)  # fmt: skip
-_TAG_WRITE_FLAGS = frozenset(
-    {"--annotate", "--sign", "--local-user", "--force", "--delete", "--message", "--file",
-     "--edit", "--create-reflog", "--trailer", "--cleanup", "--no-sign"}
-)  # fmt: skip
-
-
-def _git_branch_is_read_only(args: Sequence[str]) -> bool:
-    return _git_listing_is_read_only(args, _BRANCH_WRITE_FLAGS, "dDmMcCfut")
-
-
-def _git_tag_is_read_only(args: Sequence[str]) -> bool:
-    return _git_listing_is_read_only(args, _TAG_WRITE_FLAGS, "asufdmFe")
-
-
-def _git_remote_is_read_only(args: Sequence[str]) -> bool:
-    if all(a in ("-v", "--verbose") for a in args):
-        return True
-    return args[0] in ("show", "get-url")
-
-
-_CONFIG_READ_FLAGS = frozenset(
-    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--get-color",
-     "--get-colorbool"}
-)  # fmt: skip
-_CONFIG_WRITE_FLAGS = frozenset(
-    {"--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section",
-     "--edit", "-e"}
-)  # fmt: skip
-
-
-def _git_config_is_read_only(args: Sequence[str]) -> bool:
-    if any(a.split("=", 1)[0] in _CONFIG_WRITE_FLAGS for a in args):
-        return False
-    reads = any(a in _CONFIG_READ_FLAGS for a in args)
-    return reads or (bool(args) and args[0] in ("get", "list"))
-
-
-_GIT_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], bool]] = {
-    "status": _git_always,
-    "rev-parse": _git_always,
-    "ls-files": _git_always,
-    "blame": _git_always,
-    "describe": _git_always,
-    "log": _git_history_is_read_only,
-    "show": _git_history_is_read_only,
-    "diff": _git_history_is_read_only,
-    "branch": _git_branch_is_read_only,
-    "tag": _git_tag_is_read_only,
-    "remote": _git_remote_is_read_only,
-    "config": _git_config_is_read_only,
-}
-
-# Programs whose options can make them write or run something, and the check for each.
-_ARGUMENT_CHECKS: dict[str, Callable[[Sequence[str]], bool]] = {
-    "find": _find_is_read_only,
-    "sort": _sort_is_read_only,
-    "uniq": _uniq_is_read_only,
-    "tree": _tree_is_read_only,
-    "file": _file_is_read_only,
-    "date": _date_is_read_only,
-    "rg": _rg_is_read_only,
-    "env": _env_is_read_only,
-    "git": _git_is_read_only,
-}

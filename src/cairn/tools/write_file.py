@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cairn.tools._common import BuiltinTool, display_path, require_str
+from cairn.tools._common import BuiltinTool, check_regular_file, display_path, require_str
 from cairn.tools.base import (
     ConfirmationKind,
     FileDiff,
@@ -80,9 +81,13 @@ def _count_lines(text: str) -> int:
 
 
 async def read_existing_text(path: Path, shown: str, ctx: ToolContext) -> str | None:
-    """The current text of ``path``, ``None`` when it does not exist; refuses non-text files."""
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory; give the path of a file.")
+    """The current text of ``path``, ``None`` when it does not exist; refuses non-text files
+    and anything but a regular file (a FIFO or a device is never replaced)."""
+    try:
+        if not await check_regular_file(path, shown, missing_ok=True):
+            return None
+    except ToolError as exc:
+        raise ToolError(f"{exc} Give the path of a regular file.") from None
     try:
         return await ctx.fs.read_text(path)
     except FileNotFoundError:
@@ -98,7 +103,7 @@ async def read_existing_text(path: Path, shown: str, ctx: ToolContext) -> str | 
 async def write_text(path: Path, text: str, shown: str, ctx: ToolContext) -> None:
     """Write through ``ctx.fs`` after creating missing parent folders."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
         await ctx.fs.write_text(path, text)
     except OSError as exc:
         raise ToolError(f"Could not write {shown}: {exc.strerror or exc}") from None

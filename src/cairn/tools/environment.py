@@ -1,0 +1,47 @@
+"""The environment of the commands cairn starts (shell commands, hooks): without cairn's secrets.
+
+cairn's own credentials — the provider's API key, the daemon's token — are in cairn's
+environment so that cairn can use them, not so that every command the model runs can print them
+(``env``, ``echo $OPENAI_API_KEY``) into a conversation that goes to the provider. They are left
+out of the commands' environment: by name (:data:`SECRET_VARIABLES`), and by value (any variable
+holding the key in use, however it is named, e.g. one that ``security.auth.apiKey: "$MY_KEY"``
+reads). ``tools.passSecretsToShell`` names the variables a user wants passed anyway.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+__all__ = ["MIN_SECRET_CHARS", "SECRET_VARIABLES", "command_environment"]
+
+SECRET_VARIABLES = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CAIRN_SERVER_TOKEN",
+)
+MIN_SECRET_CHARS = 8  # shorter values are not searched for (they would match by accident)
+
+
+def command_environment(
+    environ: Mapping[str, str] | None = None,
+    *,
+    secrets: Iterable[str] = (),
+    keep: Iterable[str] = (),
+) -> dict[str, str]:
+    """``environ`` (default: cairn's own) without cairn's secrets.
+
+    Removed: the :data:`SECRET_VARIABLES`, and every variable whose value contains one of
+    ``secrets`` (the values in use, such as the endpoint's key). Variables named in ``keep``
+    stay.
+    """
+    kept = frozenset(keep)
+    values = [s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_CHARS]
+    env = dict(os.environ if environ is None else environ)
+    for name in list(env):
+        if name in kept:
+            continue
+        if name in SECRET_VARIABLES or any(secret in env[name] for secret in values):
+            del env[name]
+    return env

@@ -1,0 +1,187 @@
+"""cairn's own configuration, and the files that make programs run by themselves: a tool call
+that would change them needs the user's explicit approval, named as a settings change.
+
+Without this, the model could give itself more permission: in ``auto-edit`` mode (edits run
+unasked) it could write ``.cairn/settings.json`` with ``permissions.allow: ["Bash"]`` or a hook,
+or ``.git/config`` with a ``core.fsmonitor`` program that the next "read-only" ``git status``
+runs. What counts (:meth:`ProtectedPaths.describe`):
+
+- the project's ``.cairn/`` folder (settings, commands, skills, agents), except its
+  ``memory/`` folder, and ``.mcp.json``;
+- the folders of other agents whose files cairn reads (``.claude/``, ``.qwen/``, ``.agents/``);
+- everything under ``$CAIRN_HOME``, except the memory folders;
+- every ``.git`` folder (its config and hooks run programs);
+- the scripts the configured hooks run.
+
+Such a call is confirmed in every approval mode but ``yolo`` (``auto-edit``, ``allow`` rules,
+hooks and "allow always" do not cover it) and refused where nobody can answer. A shell command
+is checked on the paths it names; what a program writes by itself (``git checkout``, ``npm
+install``, a script) cannot be seen before it runs, which docs/permissions.md says.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ProtectedPaths", "settings_change"]
+
+_PROJECT_FOLDERS = {
+    ".cairn": "cairn's project configuration",
+    ".claude": "agent configuration cairn reads",
+    ".qwen": "agent configuration cairn reads",
+    ".agents": "agent configuration cairn reads",
+}
+_PROJECT_FILES = {".mcp.json": "the project's MCP servers"}
+_MEMORY_FOLDER = "memory"  # <project>/.cairn/memory holds memories (CAIRN_MEMORY_LOCAL=1)
+_HOME_MEMORY = re.compile(r"(?:memories|projects/[^/]+/memory)(?:/|$)")
+_HOME_REFERENCE = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
+_RAW_MARKERS = (".cairn", ".mcp.json", ".claude", ".qwen", ".agents", ".git/", ".git ")
+
+
+@dataclass(frozen=True)
+class ProtectedPaths:
+    """The protected paths of one workspace (see the module docs)."""
+
+    roots: tuple[Path, ...]  # the project root and the workspace, resolved
+    cairn_home: Path
+    exempt: tuple[Path, ...] = ()  # memory roots a tool context may write
+    hook_scripts: tuple[Path, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        workspace: Path,
+        *,
+        exempt: Iterable[Path] = (),
+        hook_commands: Iterable[str] = (),
+    ) -> ProtectedPaths:
+        from cairn.config.paths import cairn_home, project_root
+
+        roots = tuple(dict.fromkeys((_real(project_root(workspace)), _real(workspace))))
+        scripts = tuple(_hook_scripts(hook_commands, roots[-1]))
+        return cls(roots, _real(cairn_home()), tuple(_real(p) for p in exempt), scripts)
+
+    def describe(self, path: Path) -> str | None:
+        """What ``path`` is, when it is protected ("cairn's project configuration (...)")."""
+        real = _real(path)
+        if any(real == e or e in real.parents for e in self.exempt):
+            return None
+        if real in self.hook_scripts:
+            return f"a script a configured hook runs ({real})"
+        home = _relative(real, self.cairn_home)
+        if home is not None:
+            if _HOME_MEMORY.match(home):
+                return None
+            return f"cairn's own configuration and state ({self.cairn_home / home})"
+        for root in self.roots:
+            inside = _relative(real, root)
+            if inside is None:
+                continue
+            first, _, rest = inside.partition("/")
+            if first == ".cairn" and rest.split("/", 1)[0] == _MEMORY_FOLDER:
+                return None
+            if first in _PROJECT_FOLDERS:
+                return f"{_PROJECT_FOLDERS[first]} ({inside})"
+            if inside in _PROJECT_FILES:
+                return f"{_PROJECT_FILES[inside]} ({inside})"
+        if ".git" in real.parts:
+            return f"git's configuration and hooks ({real})"
+        return None
+
+    def in_command(self, command: str, cwd: Path) -> str | None:
+        """The first protected path a shell command names (its words and redirections, those
+        of nested ``bash -c`` strings included), or ``None``."""
+        from cairn.tools.shell_resolve import resolve
+
+        line = resolve(command)
+        for simple in line.commands:
+            words = [*simple.words, *simple.assignments, *(r.target for r in simple.redirections)]
+            for word in words:
+                for candidate in _word_paths(word.value):
+                    found = self.describe(candidate if candidate.is_absolute() else cwd / candidate)
+                    if found is not None:
+                        return found
+        if line.unresolved or not line.commands:
+            return self._raw_mention(command)
+        return None
+
+    def _raw_mention(self, command: str) -> str | None:
+        """For text that cannot be read as commands: any mention of a protected name."""
+        mentions = [m for m in _RAW_MARKERS if m in command]
+        if str(self.cairn_home) in command:
+            mentions.append(str(self.cairn_home))
+        if mentions:
+            return f"a command mentioning {mentions[0].strip()} that cannot be read in full"
+        return None
+
+
+def settings_change(
+    tool_name: str, args: Mapping[str, Any], paths: ProtectedPaths, resolve_write: Any, cwd: Path
+) -> str | None:
+    """What protected configuration this call would change, or ``None``.
+
+    ``resolve_write`` turns a tool's path argument into an absolute path (the tool context's
+    ``resolve(raw, write=True)``); a path it refuses is not a change this check is about.
+    """
+    if tool_name in ("write_file", "edit"):
+        raw = args.get("file_path")
+        if not isinstance(raw, str):
+            return None
+        try:
+            target = resolve_write(raw)
+        except Exception:  # refused for other reasons (outside the roots): not our concern
+            return None
+        return paths.describe(target)
+    if tool_name == "run_shell_command":
+        command = args.get("command")
+        return paths.in_command(command, cwd) if isinstance(command, str) else None
+    return None
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    if path == root:
+        return ""
+    if root in path.parents:
+        return path.relative_to(root).as_posix()
+    return None
+
+
+def _word_paths(value: str) -> list[Path]:
+    """The paths a word may name: itself, the value of ``--opt=VALUE`` or ``NAME=VALUE``,
+    with ``~`` and ``$HOME`` expanded."""
+    found = [value]
+    if "=" in value:
+        found.append(value.split("=", 1)[1])
+    paths: list[Path] = []
+    for text in found:
+        if not text:
+            continue
+        text = _HOME_REFERENCE.sub(os.path.expanduser("~"), text)
+        paths.append(Path(os.path.expanduser(text)))
+    return paths
+
+
+def _hook_scripts(commands: Iterable[str], workspace: Path) -> Sequence[Path]:
+    """Existing files named by the words of hook commands (``.cairn/hooks/x.sh``, ``./x.py``)."""
+    from cairn.tools.shell_parse import split_commands
+
+    found: list[Path] = []
+    for command in commands:
+        for simple in split_commands(command) or ():
+            for word in simple.words:
+                text = word.value.replace("$CAIRN_PROJECT_DIR", str(workspace))
+                text = text.replace("$CLAUDE_PROJECT_DIR", str(workspace))
+                candidate = Path(os.path.expanduser(text))
+                candidate = candidate if candidate.is_absolute() else workspace / candidate
+                if "/" in text and candidate.is_file():
+                    found.append(_real(candidate))
+    return found
