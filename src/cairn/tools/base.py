@@ -107,7 +107,7 @@ class LocalFileSystem:
         from cairn.fsutil import read_regular_file
 
         # bytes, not read_text(): universal newlines would turn CRLF files into LF on write
-        data = await asyncio.to_thread(read_regular_file, path, limit=MAX_TEXT_FILE_BYTES)
+        data = await asyncio.to_thread(read_regular_file, path, max_bytes=MAX_TEXT_FILE_BYTES)
         return data.decode("utf-8")
 
     async def write_text(self, path: Path, content: str) -> None:
