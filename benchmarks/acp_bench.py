@@ -10,8 +10,12 @@ Every figure is measured on the real ``cairn --acp`` process, driven over its st
 a minimal JSON-RPC client in this script, against the scripted model server (instant answers;
 the Recall selector answers after 2 s so it never hides what the first request waits for).
 
-- start-up: spawn → ``initialize`` answered → ``session/new`` answered (fresh CAIRN_HOME each run);
-  plus the cost of importing the ACP SDK, with and without cairn's fast import;
+- start-up: spawn → ``initialize`` answered → ``session/new`` answered (fresh CAIRN_HOME each run),
+  and stdin closed → the process exited (the shutdown); plus the cost of importing the ACP SDK,
+  with and without cairn's fast import. ``--baseline ../other/src`` runs another checkout's agent
+  interleaved with this one's (``PYTHONPATH``), so before/after figures share the machine's load;
+  ``--instructions`` also counts, with valgrind, the CPU instructions of a whole short life
+  (spawn, ``initialize``, ``session/new``, stdin closed, exit): a figure the load does not move;
 - first model request: ``session/prompt`` written → the model server receives the ``main``
   request, with 0, 1,000 and 10,000 project memory files (indexed, as a project that has used
   memory for a while is): right after ``session/new``, after 2 s idle, and warm (next prompt);
@@ -102,10 +106,10 @@ WORDS = [
 
 
 class AgentProcess:
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, env: dict[str, str], cwd: Path, wrapper: Sequence[str] = ()) -> None:
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
-            [CAIRN, "--acp"],
+            [*wrapper, CAIRN, "--acp"],
             env=env,
             cwd=cwd,
             stdin=subprocess.PIPE,
@@ -167,19 +171,24 @@ class AgentProcess:
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30) -> None:
         assert self.process.stdin is not None
         self.process.stdin.close()
         try:
-            self.process.wait(timeout=30)
+            self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
 
 
-def workspace(root: Path, server: ScriptedServer) -> tuple[dict[str, str], Path]:
+def workspace(
+    root: Path, server: ScriptedServer, src: Path | None = None
+) -> tuple[dict[str, str], Path]:
+    """Environment and project for one agent; ``src``: run that checkout's cairn instead."""
     env = isolated_env(server.base_url, root)
     env["CAIRN_MEMORY_LOCAL"] = "1"
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     # As an installed cairn runs: bytecode written once and reused (this machine sets
     # PYTHONDONTWRITEBYTECODE, which would recompile every changed module on every start).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -197,32 +206,60 @@ def selector_handler(request: RecordedRequest) -> Reply | None:
 # ----- sections -----
 
 
-def bench_startup(server: ScriptedServer, runs: int) -> None:
-    init_times, new_times, cpu_times = [], [], []
+def bench_startup(
+    server: ScriptedServer, runs: int, baseline: Path | None = None, instructions: bool = False
+) -> None:
+    trees: dict[str, Path | None] = {"this tree": None}
+    if baseline is not None:
+        trees["baseline"] = baseline
+    steps = ("initialize", "session/new", "cpu", "exit")
+    samples = {name: {step: [] for step in steps} for name in trees}
     for _ in range(runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            env, project = workspace(Path(tmp), server)
-            agent = AgentProcess(env, project)
-            agent.request("initialize", {"protocolVersion": 1})
-            init_times.append(time.perf_counter() - agent.started)
-            agent.request("session/new", {"cwd": str(project), "mcpServers": []})
-            new_times.append(time.perf_counter() - agent.started)
-            cpu_times.append(agent.cpu_seconds())
-            agent.close()
-    table(
-        f"Start-up (median of {runs}, fresh CAIRN_HOME each run)",
-        ["step", "median", "min", "max", "target", "Qwen Code 0.24.4"],
-        [
+        for name, src in trees.items():  # interleaved: both trees see the same load
+            with tempfile.TemporaryDirectory() as tmp:
+                env, project = workspace(Path(tmp), server, src)
+                agent = AgentProcess(env, project)
+                agent.request("initialize", {"protocolVersion": 1})
+                samples[name]["initialize"].append(time.perf_counter() - agent.started)
+                agent.request("session/new", {"cwd": str(project), "mcpServers": []})
+                samples[name]["session/new"].append(time.perf_counter() - agent.started)
+                samples[name]["cpu"].append(agent.cpu_seconds())
+                closing = time.perf_counter()
+                agent.close()
+                samples[name]["exit"].append(time.perf_counter() - closing)
+    rows = []
+    for name, figures in samples.items():
+        label = f" ({name})" if baseline is not None else ""
+        rows += [
             [
-                "spawn → initialize answered",
-                *ms3(init_times),
+                f"spawn → initialize answered{label}",
+                *ms3(figures["initialize"]),
                 "",
                 QWEN_REFERENCE["spawn → initialize"],
             ],
-            ["spawn → session/new answered", *ms3(new_times), TARGETS["spawn → session/new"], ""],
-            ["agent CPU time until then", *ms3(cpu_times), "", ""],
-        ],
+            [
+                f"spawn → session/new answered{label}",
+                *ms3(figures["session/new"]),
+                TARGETS["spawn → session/new"],
+                "",
+            ],
+            [f"agent CPU time until then{label}", *ms3(figures["cpu"]), "", ""],
+            [f"stdin closed → process exited{label}", *ms3(figures["exit"]), "", ""],
+        ]
+    table(
+        f"Start-up (median of {runs}, fresh CAIRN_HOME each run)",
+        ["step", "median", "min", "max", "target", "Qwen Code 0.24.4"],
+        rows,
     )
+    if instructions:
+        counts = [
+            [name, f"{life_instructions(server, src) / 1e6:,.0f} M"] for name, src in trees.items()
+        ]
+        table(
+            "Instructions of a short life: spawn, initialize, session/new, stdin closed, exit",
+            ["tree", "instructions (callgrind)"],
+            counts,
+        )
     plain = import_cost("import acp")
     fast = import_cost("from cairn.acp._sdk import import_sdk; import_sdk()")
     base = import_cost("import pydantic")
@@ -234,6 +271,19 @@ def bench_startup(server: ScriptedServer, runs: int) -> None:
             ["cairn.acp._sdk.import_sdk()", *ms3([f - b for f, b in zip(fast, base, strict=True)])],
         ],
     )
+
+
+def life_instructions(server: ScriptedServer, src: Path | None) -> int:
+    """CPU instructions the agent executes from spawn to exit (valgrind's callgrind)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env, project = workspace(Path(tmp), server, src)
+        out = Path(tmp) / "callgrind.out"
+        wrapper = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+        agent = AgentProcess(env, project, wrapper)
+        agent.new_session()
+        agent.close(timeout=600)
+        summary = next(line for line in out.read_text().splitlines() if line.startswith("summary:"))
+        return int(summary.split()[1])
 
 
 def import_cost(statement: str, runs: int = 7) -> list[float]:
@@ -434,6 +484,16 @@ def main() -> None:
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--sizes", default="0,1000,10000")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="the src folder of another checkout: its start-up runs interleaved with this tree's",
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the start-up's instructions with valgrind (slow)",
+    )
     args = parser.parse_args()
     every = not (args.startup or args.first_request or args.tool_turn or args.memory)
     os.environ.pop("CAIRN_HOME", None)
@@ -441,7 +501,7 @@ def main() -> None:
     with ScriptedServer(default=reply("ok")) as server:
         server.handler = selector_handler
         if every or args.startup:
-            bench_startup(server, args.runs)
+            bench_startup(server, args.runs, args.baseline, args.instructions)
         if every or args.first_request:
             sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
             bench_first_request(server, sizes, max(3, args.runs // 2))

@@ -160,7 +160,7 @@ async def test_open_runtime_from_a_subfolder_serves_the_project_on_the_resolved_
         assert opened.runtime.project_root == project.resolve()
         assert opened.runtime.provider.model == "env-model"
         assert opened.resume is None
-        assert opened.warnings == []
+        assert opened.warnings == ()
     finally:
         await opened.runtime.aclose()
 
@@ -192,7 +192,7 @@ async def test_resume_names_a_recorded_session(home: Path, project: Path) -> Non
     opened = open_runtime(project, resume=session_id)
     try:
         assert opened.resume == session_id
-        assert opened.warnings == []
+        assert opened.warnings == ()
     finally:
         await opened.runtime.aclose()
 

@@ -16,9 +16,8 @@ session to resume, for the terminal UI and ``cairn -p``. The way out is one call
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from cairn.config.loader import (
     Endpoint,
@@ -54,14 +53,16 @@ class StartupError(Exception):
         self.exit_code = exit_code
 
 
-@dataclass
-class Startup:
+# NamedTuples rather than dataclasses: a sixth of the cost to define, on every start-up.
+
+
+class Startup(NamedTuple):
     """What a front end starts from: the merged settings, their warnings and the model endpoint."""
 
     cwd: Path
     settings: Settings
     endpoint: Endpoint | None  # None only when loaded with require_endpoint=False
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     auth_error: str | None = None  # why there is no endpoint: what to set
 
     def open_runtime(self, *, connection_pools: int = 1, record_chats: bool = True) -> Runtime:
@@ -113,15 +114,14 @@ def load_startup(
         from cairn import telemetry
 
         telemetry.configure(enabled=settings.telemetry.enabled, outfile=settings.telemetry.outfile)
-    return Startup(cwd, settings, endpoint, list(loaded.warnings), auth_error)
+    return Startup(cwd, settings, endpoint, tuple(loaded.warnings), auth_error)
 
 
-@dataclass
-class OpenedRuntime:
+class OpenedRuntime(NamedTuple):
     """A runtime ready for its first session, and what the user should be told first."""
 
     runtime: Runtime
-    warnings: list[str]  # the settings' warnings, then a --continue that found nothing
+    warnings: tuple[str, ...]  # the settings' warnings, then a --continue that found nothing
     resume: str | None  # the session to open: --resume's, --continue's latest, or None (new)
 
 
@@ -142,12 +142,14 @@ def open_runtime(
     startup = load_startup(cwd, model=model, max_session_turns=max_session_turns)
     warnings = list(startup.warnings)
     chosen = _session_to_resume(cwd, resume, continue_latest, warnings)
-    return OpenedRuntime(startup.open_runtime(), warnings, chosen)
+    return OpenedRuntime(startup.open_runtime(), tuple(warnings), chosen)
 
 
 def _session_to_resume(
     cwd: Path, resume: str | None, continue_latest: bool, warnings: list[str]
 ) -> str | None:
+    if not resume and not continue_latest:
+        return None  # the common start: no recording is looked at (or its reader imported)
     from cairn.config.paths import chats_dir, project_root
     from cairn.recording.listing import latest_session, session_path
     from cairn.session.runtime import SessionNotFound
@@ -157,8 +159,6 @@ def _session_to_resume(
         if session_path(chats, resume) is None:
             raise StartupError(str(SessionNotFound(resume)), ExitCode.BAD_INPUT)
         return resume
-    if not continue_latest:
-        return None
     latest = latest_session(chats)
     if latest is None:
         warnings.append(NO_EARLIER_SESSION)
