@@ -721,3 +721,17 @@ async def test_a_linked_file_is_attached_once_even_when_also_mentioned(
 
     [request] = scripted_server.requests_for("main")
     assert request.last_user_text().count("LINKED-ONCE") == 1
+
+
+async def test_an_unknown_command_is_answered_in_the_editor_without_the_model(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Regression: an unknown slash command went to the model as text in ACP."""
+    async with connect(agent_options(scripted_server, project)) as (conn, client):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(project))
+        response = await conn.prompt(session_id=session.session_id, prompt=text("/frobnicate"))
+
+    assert response.stop_reason == "end_turn"
+    assert "Unknown command /frobnicate. /help lists the commands." in client.agent_text()
+    assert scripted_server.requests_for("main") == []

@@ -34,7 +34,7 @@ def _listing(cwd: Path) -> list[str]:
 def test_the_system_prompt_is_core_then_context_files_then_memory() -> None:
     prompt = build_system_prompt(
         context_files="# AGENTS.md\nUse tabs.", memory_section="# auto memory\nNo memories."
-    )
+    ).text
 
     assert prompt.split(SEPARATOR) == [
         CORE_PROMPT.strip(),
@@ -46,12 +46,12 @@ def test_the_system_prompt_is_core_then_context_files_then_memory() -> None:
 def test_appended_text_comes_after_the_memory_section() -> None:
     prompt = build_system_prompt(context_files="ctx", memory_section="mem", append="extra")
 
-    assert prompt.split(SEPARATOR)[1:] == ["ctx", "mem", "extra"]
+    assert prompt.text.split(SEPARATOR)[1:] == ["ctx", "mem", "extra"]
 
 
 def test_empty_sections_leave_no_empty_separator() -> None:
-    assert build_system_prompt() == CORE_PROMPT.strip()
-    assert build_system_prompt(context_files="  \n", memory_section="mem") == (
+    assert build_system_prompt().text == CORE_PROMPT.strip()
+    assert build_system_prompt(context_files="  \n", memory_section="mem").text == (
         f"{CORE_PROMPT.strip()}{SEPARATOR}mem"
     )
 
@@ -59,7 +59,15 @@ def test_empty_sections_leave_no_empty_separator() -> None:
 def test_sections_are_trimmed_before_joining() -> None:
     prompt = build_system_prompt(context_files="\n\nctx\n\n", memory_section="  mem  ")
 
-    assert prompt.endswith(f"{SEPARATOR}ctx{SEPARATOR}mem")
+    assert prompt.text.endswith(f"{SEPARATOR}ctx{SEPARATOR}mem")
+
+
+def test_the_project_context_is_the_context_files_and_memory_without_the_core() -> None:
+    """A recap reuses the project's part of the prompt as sections, not by splitting text."""
+    prompt = build_system_prompt(context_files="ctx --- with a rule", memory_section="mem")
+
+    assert prompt.project_context == f"ctx --- with a rule{SEPARATOR}mem"
+    assert build_system_prompt().project_context == ""
 
 
 # ----- the startup context -----

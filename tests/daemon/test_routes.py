@@ -119,6 +119,20 @@ async def test_a_closed_session_frees_its_slot(start_daemon: StartDaemon) -> Non
     assert (await daemon.http.post("/session", json={})).status_code == 200
 
 
+async def test_a_new_session_announces_its_commands_first_as_an_editor_sees_them(
+    daemon: RunningDaemon,
+) -> None:
+    session_id = await daemon.create_session()
+
+    frames = await collect_until(daemon.http, session_id, "session_update")
+    listed = (await daemon.http.get(f"/session/{session_id}/commands")).json()
+
+    [update] = updates(frames, "available_commands_update")
+    names = [c["name"] for c in update["availableCommands"]]
+    assert names[:3] == ["help", "clear", "compress"] and "recap" in names
+    assert listed == {"sessionId": session_id, "commands": update["availableCommands"]}
+
+
 async def test_status_describes_the_session(daemon: RunningDaemon) -> None:
     session_id = await daemon.create_session()
 
@@ -127,7 +141,7 @@ async def test_status_describes_the_session(daemon: RunningDaemon) -> None:
     assert body["sessionId"] == session_id
     assert body["hasActivePrompt"] is False
     assert body["pendingPrompts"] == [] and body["pendingPermissions"] == []
-    assert body["lastEventId"] == 0
+    assert body["lastEventId"] == 1  # the session's commands, announced at creation
 
 
 async def test_an_unknown_session_is_a_404_on_every_session_route(daemon: RunningDaemon) -> None:
@@ -249,7 +263,7 @@ async def test_a_prompt_is_admitted_with_202_and_completes_on_the_stream(
 
     assert response.status_code == 202
     admitted = response.json()
-    assert admitted["lastEventId"] == 0
+    assert admitted["lastEventId"] == 1  # after the commands announced at creation
     assert [u["content"]["text"] for u in updates(frames, "agent_message_chunk")] == ["Hel", "lo!"]
     [started] = of_type(frames, "turn_started")
     assert started.data["promptId"] == admitted["promptId"]
@@ -430,6 +444,58 @@ async def test_a_permission_vote_lets_the_tool_run(
     assert of_type(frames, "turn_complete")[0].data["text"] == "Written."
 
 
+QUESTION = {
+    "questions": [
+        {"question": "Which database?", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}
+    ]
+}
+
+
+async def test_a_question_open_when_the_session_closed_is_asked_again_after_a_load(
+    daemon: RunningDaemon, scripted_server: ScriptedServer
+) -> None:
+    """Regression: only ACP asked a pending ask_user_question again after a load."""
+    session_id = await daemon.create_session()
+    scripted_server.enqueue(tool_call("ask_user_question", QUESTION, id="ask-1"), purpose="main")
+    await daemon.prompt(session_id, "set up the database")
+    await collect_until(daemon.http, session_id, "permission_request")
+    closed = await daemon.http.delete(f"/session/{session_id}")
+    scripted_server.enqueue(reply("Postgres it is."), purpose="main")
+
+    loaded = await daemon.http.post(f"/session/{session_id}/load", json={})
+    [asked] = of_type(
+        await collect_until(daemon.http, session_id, "permission_request"), "permission_request"
+    )
+    vote = await daemon.http.post(
+        f"/session/{session_id}/permission/{asked.data['requestId']}",
+        json={"answers": ["Postgres"]},
+    )
+    frames = await collect_until(daemon.http, session_id, "turn_complete")
+
+    assert closed.status_code == 204 and loaded.status_code == 200 and vote.status_code == 200
+    assert asked.data["kind"] == "question"
+    assert asked.data["questions"][0]["question"] == "Which database?"
+    [done] = of_type(frames, "turn_complete")
+    assert done.data["text"] == "Postgres it is."
+    continued = scripted_server.requests_for("main")[-1]
+    assert continued.contains("Which database?: Postgres")
+    assert continued.user_texts().count("set up the database") == 1
+
+
+async def test_an_unknown_command_is_answered_without_the_model(
+    daemon: RunningDaemon, scripted_server: ScriptedServer
+) -> None:
+    session_id = await daemon.create_session()
+
+    await daemon.prompt(session_id, "/frobnicate now")
+    frames = await collect_until(daemon.http, session_id, "turn_complete")
+
+    [done] = of_type(frames, "turn_complete")
+    assert done.data["text"] == "Unknown command /frobnicate. /help lists the commands."
+    assert done.data["handledLocally"] is True
+    assert scripted_server.requests_for("main") == []
+
+
 async def test_cancel_resolves_a_pending_permission_as_cancelled(
     daemon: RunningDaemon, scripted_server: ScriptedServer, workspace: Path
 ) -> None:
@@ -469,7 +535,7 @@ async def test_with_a_token_the_approval_mode_changes_and_is_announced_once(
     session_id = await daemon.create_session()
 
     response = await daemon.http.post(f"/session/{session_id}/approval-mode", json={"mode": "plan"})
-    frames = await collect_until(daemon.http, session_id, "session_update")
+    frames = await collect_until(daemon.http, session_id, "session_update", last_event_id=1)
 
     assert response.json() == {"sessionId": session_id, "mode": "plan", "previous": "default"}
     assert [(f.type, f.data) for f in frames] == [

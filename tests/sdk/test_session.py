@@ -84,7 +84,11 @@ async def test_a_loaded_session_starts_with_its_replayed_conversation(
         events = await drain_until(loaded, "replay_complete")
 
     texts = [(e.update_kind, e.text) for e in events if e.update_kind]
-    assert texts == [("user_message_chunk", "remember this"), ("agent_message_chunk", "Sure.")]
+    assert texts == [
+        ("user_message_chunk", "remember this"),
+        ("agent_message_chunk", "Sure."),
+        ("available_commands_update", ""),
+    ]
 
 
 async def test_a_session_handle_can_be_made_from_an_id(daemon: Daemon) -> None:

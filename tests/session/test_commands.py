@@ -15,9 +15,16 @@ import pytest
 from cairn.agent.prompt import STARTUP_CONTEXT_ACK
 from cairn.content import Content
 from cairn.llm.types import ModelRequest, StreamEvent
-from cairn.session.commands import COMMANDS
+from cairn.session.commands import COMMANDS, CommandOutcome, SlashCommand
 from cairn.testing import Reply, ScriptedProvider, error_reply, reply
-from cairn.vocabulary.events import ModeChanged, Notice, TurnResult, UsageUpdate
+from cairn.vocabulary.events import (
+    CommandInfo,
+    CommandsChanged,
+    ModeChanged,
+    Notice,
+    TurnResult,
+    UsageUpdate,
+)
 
 from .helpers import ANSWER, MakeWorld, World, write_memory
 
@@ -399,16 +406,75 @@ async def test_memory_says_how_to_turn_it_on_when_off(make_world: MakeWorld) -> 
 # ----- not a command, or a failing one -----
 
 
-async def test_an_unknown_slash_word_is_sent_to_the_model_as_a_prompt(
+async def test_an_unknown_command_is_answered_unknown_and_never_reaches_the_model(
     make_world: MakeWorld,
 ) -> None:
+    """Regression: only the terminal UI refused unknown commands; elsewhere they went to the
+    model as text."""
     world = make_world()
 
     result = await world.prompt(world.session(), "/frobnicate the widget")
 
+    assert result.handled_locally and result.unknown_command
+    assert result.text == "Unknown command /frobnicate. /help lists the commands."
+    assert notices(world, "command") == [result.text]
+    assert world.provider.requests == []
+
+
+@pytest.mark.parametrize("prompt", ["/usr/bin/env is broken", "/ what is this", "/x.y"])
+async def test_a_prompt_starting_with_a_path_goes_to_the_model(
+    make_world: MakeWorld, prompt: str
+) -> None:
+    world = make_world()
+
+    result = await world.prompt(world.session(), prompt)
+
     assert not result.handled_locally
-    assert last_user_text(world.last_main()) == "/frobnicate the widget"
-    assert result.text == ANSWER
+    assert last_user_text(world.last_main()) == prompt
+
+
+async def test_commands_added_to_a_session_run_are_listed_and_announced(
+    make_world: MakeWorld,
+) -> None:
+    world = make_world()
+    session = world.session()
+    heard: list[object] = []
+
+    async def listener(event: object) -> None:
+        heard.append(event)
+
+    session.listen(listener)  # type: ignore[arg-type]
+
+    async def hello(session: object, args: str, sink: object) -> CommandOutcome:
+        return CommandOutcome(f"hello {args}")
+
+    commands = [SlashCommand("hello", "Say hello", hello, "name"), SlashCommand("help", "x", hello)]
+    await session.set_commands("test", commands)
+    result = await world.prompt(session, "/hello there")
+
+    assert result.text == "hello there"
+    assert [c.name for c in session.commands()][-1] == "hello"
+    assert [c.name for c in session.commands()].count("help") == 1  # a taken name is skipped
+    [changed] = heard
+    assert isinstance(changed, CommandsChanged)
+    assert CommandInfo("hello", "Say hello", "name") in changed.commands
+    help_text = (await world.prompt(session, "/help")).text
+    assert "/hello <name> — Say hello" in help_text
+
+
+async def test_a_command_line_is_never_steering_text(make_world: MakeWorld) -> None:
+    world = make_world()
+    session = world.session()
+
+    assert session.steering_refusal("/recap") == (
+        "Cannot run /recap while another operation is in progress."
+    )
+    assert session.steering_refusal("/compress") == (
+        "Cannot run /compress while a turn is running; wait for it or cancel it."
+    )
+    assert session.steering_refusal("/nope") == "Unknown command /nope. /help lists the commands."
+    assert session.steering_refusal("also the README") is None
+    assert session.steer("/compress") is False
 
 
 async def test_a_failing_command_reports_the_failure_instead_of_raising(

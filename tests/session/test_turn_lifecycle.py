@@ -17,7 +17,7 @@ import json
 import re
 import shlex
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,11 +30,18 @@ from cairn.config.settings import Settings
 from cairn.recording.reader import pending_question
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
-from cairn.testing import RecordedRequest, Reply, ScriptedServer, error_reply, reply, tool_call
+from cairn.testing import (
+    NEVER,
+    RecordedRequest,
+    Reply,
+    ScriptedFrontend,
+    ScriptedServer,
+    error_reply,
+    reply,
+    tool_call,
+)
 from cairn.testing.fixtures import TEST_API_KEY, TEST_MODEL
-from cairn.tools.base import Question
 from cairn.vocabulary.events import SessionEvent, TurnResult
-from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -48,26 +55,6 @@ _MANIFEST_PATH = re.compile(r"^- \[\w+\] (\S+\.md) \(", re.MULTILINE)
 
 
 # ----- the world a turn runs in -----
-
-
-class ScriptedUser:
-    """The person at the front end: approves everything, answers questions (or never does)."""
-
-    interactive = True
-
-    def __init__(self, answers: Sequence[str] = (), *, silent: bool = False) -> None:
-        self.answers = list(answers)
-        self.silent = silent
-        self.asked = asyncio.Event()
-
-    async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
-        return "allow_once"
-
-    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
-        self.asked.set()
-        if self.silent:
-            await asyncio.Event().wait()
-        return self.answers
 
 
 @dataclass(frozen=True)
@@ -85,8 +72,8 @@ class World:
     telemetry: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     events: list[SessionEvent] = field(default_factory=list)
 
-    def session(self, user: ScriptedUser | None = None) -> Session:
-        return self.runtime.new_session(frontend=user or ScriptedUser())
+    def session(self, user: ScriptedFrontend | None = None) -> Session:
+        return self.runtime.new_session(frontend=user or ScriptedFrontend())
 
     async def prompt(self, session: Session, request: PromptRequest | str) -> TurnResult:
         if isinstance(request, str):
@@ -356,15 +343,15 @@ async def test_a_restored_question_answer_continues_the_turn_without_recall(
         "questions": [{"question": "Which region?", "options": [{"label": "eu"}, {"label": "us"}]}]
     }
     world.server.enqueue(tool_call("ask_user_question", question, id="ask-1"), purpose="main")
-    silent = ScriptedUser(silent=True)
+    silent = ScriptedFrontend(answers=[NEVER])
     session = world.session(silent)
     running = asyncio.ensure_future(world.prompt(session, DEPLOY_PROMPT))
-    await asyncio.wait_for(silent.asked.wait(), 10)
+    await silent.wait_until_asked()
     session.cancel()
     await running
     await session.close()
     await world.settle()
-    loaded = world.runtime.load_session(session.id, frontend=ScriptedUser(["eu"]))
+    loaded = world.runtime.load_session(session.id, frontend=ScriptedFrontend(answers=[["eu"]]))
     assert loaded.loaded is not None and pending_question(loaded.loaded) is not None
     mark = world.mark()
 

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from cairn.testing import ScriptedFrontend
 from cairn.tools.ask_user_question import NO_USER_MESSAGE, AskUserQuestionTool
 from cairn.tools.base import Question, ToolContext
 
@@ -20,25 +20,17 @@ DB_QUESTION = {
 }
 
 
-class ScriptedUser:
-    """A front end whose user picks scripted answers, recording what they were asked."""
+def scripted_user(answers: list[str] | None, *, interactive: bool = True) -> ScriptedFrontend:
+    """A person who gives these answers (``None``: no answer), recording what was asked."""
+    return ScriptedFrontend(answers=[answers], default_answer=None, interactive=interactive)
 
-    def __init__(self, answers: list[str] | None, *, interactive: bool = True) -> None:
-        self._answers = answers
-        self._interactive = interactive
-        self.asked: list[Question] = []
 
-    @property
-    def interactive(self) -> bool:
-        return self._interactive
-
-    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
-        self.asked.extend(questions)
-        return self._answers
+def asked(user: ScriptedFrontend) -> list[Question]:
+    return [question for ask in user.questions for question in ask]
 
 
 async def test_answers_come_back_as_question_and_answer_lines(ctx: ToolContext) -> None:
-    ctx.interaction = ScriptedUser(["Postgres", "yes"])
+    ctx.interaction = scripted_user(["Postgres", "yes"])
     confirm = {"question": "Add migrations?", "options": ["yes", "no"], "multiSelect": False}
 
     result = await tool.execute({"questions": [DB_QUESTION, confirm]}, ctx)
@@ -49,12 +41,12 @@ async def test_answers_come_back_as_question_and_answer_lines(ctx: ToolContext) 
 async def test_questions_reach_the_front_end_with_labels_descriptions_and_header(
     ctx: ToolContext,
 ) -> None:
-    user = ScriptedUser(["SQLite"])
+    user = scripted_user(["SQLite"])
     ctx.interaction = user
 
     await tool.execute({"questions": [{**DB_QUESTION, "multiSelect": True}]}, ctx)
 
-    assert user.asked == [
+    assert asked(user) == [
         Question("Which database?", ["Postgres", "SQLite"], "DB", True, ["Relational", ""])
     ]
 
@@ -67,17 +59,17 @@ async def test_without_an_interaction_the_model_is_told_to_assume(ctx: ToolConte
 
 
 async def test_a_non_interactive_front_end_is_not_asked(ctx: ToolContext) -> None:
-    user = ScriptedUser(["Postgres"], interactive=False)
+    user = scripted_user(["Postgres"], interactive=False)
     ctx.interaction = user
 
     result = await tool.execute({"questions": [DB_QUESTION]}, ctx)
 
     assert result.output == NO_USER_MESSAGE
-    assert user.asked == []
+    assert asked(user) == []
 
 
 async def test_no_answer_from_the_front_end_means_no_user(ctx: ToolContext) -> None:
-    ctx.interaction = ScriptedUser(None)
+    ctx.interaction = scripted_user(None)
 
     result = await tool.execute({"questions": [DB_QUESTION]}, ctx)
 
@@ -85,7 +77,7 @@ async def test_no_answer_from_the_front_end_means_no_user(ctx: ToolContext) -> N
 
 
 async def test_a_blank_answer_is_shown_as_no_answer(ctx: ToolContext) -> None:
-    ctx.interaction = ScriptedUser([""])
+    ctx.interaction = scripted_user([""])
 
     result = await tool.execute({"questions": [DB_QUESTION]}, ctx)
 
@@ -107,14 +99,14 @@ async def test_a_blank_answer_is_shown_as_no_answer(ctx: ToolContext) -> None:
 async def test_invalid_questions_are_refused_before_asking(
     ctx: ToolContext, questions: Any, message: str
 ) -> None:
-    user = ScriptedUser(["a"])
+    user = scripted_user(["a"])
     ctx.interaction = user
 
     result = await tool.execute({"questions": questions}, ctx)
 
     assert result.error is not None
     assert message in result.error
-    assert user.asked == []
+    assert asked(user) == []
 
 
 def test_needs_no_confirmation(ctx: ToolContext) -> None:

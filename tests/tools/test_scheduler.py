@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +20,11 @@ from cairn.config.settings import Settings
 from cairn.content import FunctionCall
 from cairn.hooks import HookRunner
 from cairn.llm.types import INVALID_ARGUMENTS_KEY
+from cairn.testing import ScriptedFrontend
 from cairn.tools.base import (
     ConfirmationKind,
     FileDiff,
     Location,
-    Question,
     TodoItem,
     ToolContext,
     ToolKind,
@@ -34,7 +34,7 @@ from cairn.tools.permissions import NON_INTERACTIVE_MESSAGE, PLAN_MODE_MESSAGE, 
 from cairn.tools.registry import ToolRegistry, default_registry
 from cairn.tools.scheduler import DECLINED_MESSAGE, SKIPPED_MESSAGE, ToolOutcome, ToolScheduler
 from cairn.vocabulary.events import Notice, PlanUpdate, SessionEvent, ToolCallStart, ToolCallUpdate
-from cairn.vocabulary.interaction import NonInteractive, PermissionOutcome, PermissionRequest
+from cairn.vocabulary.interaction import NonInteractive, PermissionOutcome
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -42,23 +42,9 @@ pytestmark = pytest.mark.timeout(60)
 # ----- test doubles: a person at the front end, and a broken tool -----
 
 
-class ScriptedUser:
-    """An interactive front end that answers permission requests from a list, in order."""
-
-    interactive = True
-
-    def __init__(self, *answers: PermissionOutcome) -> None:
-        self.answers = list(answers)
-        self.requests: list[PermissionRequest] = []
-
-    async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
-        self.requests.append(request)
-        if not self.answers:
-            raise AssertionError(f"unexpected permission request for {request.title}")
-        return self.answers.pop(0)
-
-    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
-        return None
+def scripted_user(*answers: PermissionOutcome) -> ScriptedFrontend:
+    """A person who answers these approvals, in order, and fails the test on any other."""
+    return ScriptedFrontend(permissions=answers, default_permission=None)
 
 
 class ExplodingTool:
@@ -229,20 +215,20 @@ async def test_a_deny_rule_refuses_even_in_yolo_mode(ctx: ToolContext, workspace
 
 
 async def test_an_allow_rule_runs_without_asking(ctx: ToolContext, workspace: Path) -> None:
-    user = ScriptedUser()
+    user = scripted_user()
     run = Run(ctx, frontend=user, rules=PermissionRules.parse(allow=["Write(notes/*)"]))
 
     outcome = await run.one(write("notes/today.md"))
 
     assert outcome.status == "completed"
-    assert user.requests == []
+    assert user.permission_requests == []
     assert (workspace / "notes" / "today.md").read_text() == "new text\n"
 
 
 async def test_plan_mode_refuses_an_edit_with_the_plan_mode_message(
     ctx: ToolContext, workspace: Path
 ) -> None:
-    run = Run(ctx, frontend=ScriptedUser(), mode="plan")
+    run = Run(ctx, frontend=scripted_user(), mode="plan")
 
     outcome = await run.one(write("a.txt"))
 
@@ -275,13 +261,13 @@ async def test_non_interactive_default_mode_refuses_an_edit(
 
 
 async def test_auto_edit_runs_edits_without_asking(ctx: ToolContext, workspace: Path) -> None:
-    user = ScriptedUser()
+    user = scripted_user()
     run = Run(ctx, frontend=user, mode="auto-edit")
 
     outcome = await run.one(write("a.txt"))
 
     assert outcome.status == "completed"
-    assert user.requests == []
+    assert user.permission_requests == []
     assert (workspace / "a.txt").exists()
 
 
@@ -291,14 +277,14 @@ async def test_auto_edit_runs_edits_without_asking(ctx: ToolContext, workspace: 
 async def test_interactive_mode_asks_and_allow_once_runs_the_call(
     ctx: ToolContext, workspace: Path
 ) -> None:
-    user = ScriptedUser("allow_once")
+    user = scripted_user("allow_once")
     run = Run(ctx, frontend=user)
 
     outcome = await run.one(write("a.txt", "hello\n"))
 
     assert outcome.status == "completed"
     assert (workspace / "a.txt").read_text() == "hello\n"
-    [request] = user.requests
+    [request] = user.permission_requests
     assert (request.call_id, request.tool_name, request.title) == (
         "w1",
         "write_file",
@@ -310,31 +296,31 @@ async def test_interactive_mode_asks_and_allow_once_runs_the_call(
 
 
 async def test_allow_once_is_not_remembered(ctx: ToolContext, workspace: Path) -> None:
-    user = ScriptedUser("allow_once", "allow_once")
+    user = scripted_user("allow_once", "allow_once")
     run = Run(ctx, frontend=user)
 
     await run.one(write("a.txt", call_id="w1"))
     await run.one(write("b.txt", call_id="w2"))
 
-    assert [r.call_id for r in user.requests] == ["w1", "w2"]
+    assert [r.call_id for r in user.permission_requests] == ["w1", "w2"]
 
 
 async def test_allow_always_remembers_the_tool(ctx: ToolContext, workspace: Path) -> None:
-    user = ScriptedUser("allow_always")
+    user = scripted_user("allow_always")
     run = Run(ctx, frontend=user)
 
     await run.one(write("a.txt", call_id="w1"))
     later = await run.one(write("b.txt", call_id="w2"))
 
     assert later.status == "completed"
-    assert [r.call_id for r in user.requests] == ["w1"]
+    assert [r.call_id for r in user.permission_requests] == ["w1"]
     assert (workspace / "b.txt").exists()
 
 
 async def test_allow_always_for_a_shell_command_remembers_each_of_its_programs(
     ctx: ToolContext, workspace: Path
 ) -> None:
-    user = ScriptedUser("allow_always", "reject")
+    user = scripted_user("allow_always", "reject")
     run = Run(ctx, frontend=user)
 
     first = await run.one(shell("touch a.txt && mkdir made", "s1"))
@@ -346,7 +332,7 @@ async def test_allow_always_for_a_shell_command_remembers_each_of_its_programs(
         "completed",
         "rejected",
     )
-    assert [r.call_id for r in user.requests] == ["s1", "s3"]
+    assert [r.call_id for r in user.permission_requests] == ["s1", "s3"]
     assert (workspace / "made").is_dir()
     assert (workspace / "b.txt").exists()
     assert (workspace / "a.txt").exists()  # the rm was declined
@@ -357,7 +343,7 @@ async def test_reject_ends_the_batch_and_later_calls_are_skipped(
     ctx: ToolContext, workspace: Path
 ) -> None:
     (workspace / "c.txt").write_text("c")
-    user = ScriptedUser("reject")
+    user = scripted_user("reject")
     run = Run(ctx, frontend=user)
 
     outcomes = await run(write("a.txt", call_id="w1"), write("b.txt", call_id="w2"), read("c.txt"))
@@ -368,7 +354,7 @@ async def test_reject_ends_the_batch_and_later_calls_are_skipped(
         {"error": SKIPPED_MESSAGE},
         {"error": SKIPPED_MESSAGE},
     ]
-    assert [r.call_id for r in user.requests] == ["w1"]
+    assert [r.call_id for r in user.permission_requests] == ["w1"]
     assert not (workspace / "a.txt").exists() and not (workspace / "b.txt").exists()
     assert run.updates("w1") == ["cancelled"]
     assert run.updates("w2") == ["cancelled"]
@@ -378,7 +364,7 @@ async def test_reject_ends_the_batch_and_later_calls_are_skipped(
 async def test_a_cancelled_permission_request_counts_as_declined(
     ctx: ToolContext, workspace: Path
 ) -> None:
-    run = Run(ctx, frontend=ScriptedUser("cancelled"))
+    run = Run(ctx, frontend=scripted_user("cancelled"))
 
     outcomes = await run(write("a.txt", call_id="w1"), write("b.txt", call_id="w2"))
 
@@ -418,13 +404,13 @@ async def test_a_hook_that_says_ask_forces_a_confirmation_in_auto_edit(
     ctx: ToolContext, workspace: Path, tmp_path: Path
 ) -> None:
     hooks = hook_runner(tmp_path, workspace, decision_hook("ask", "check this one"))
-    user = ScriptedUser("allow_once")
+    user = scripted_user("allow_once")
     run = Run(ctx, frontend=user, mode="auto-edit", hooks=hooks)
 
     outcome = await run.one(write("a.txt"))
 
     assert outcome.status == "completed"
-    assert [r.call_id for r in user.requests] == ["w1"]
+    assert [r.call_id for r in user.permission_requests] == ["w1"]
     assert (workspace / "a.txt").exists()
 
 
@@ -444,13 +430,13 @@ async def test_a_hook_that_says_allow_skips_the_confirmation(
     ctx: ToolContext, workspace: Path, tmp_path: Path
 ) -> None:
     hooks = hook_runner(tmp_path, workspace, decision_hook("allow"))
-    user = ScriptedUser()
+    user = scripted_user()
     run = Run(ctx, frontend=user, mode="default", hooks=hooks)
 
     outcome = await run.one(write("a.txt"))
 
     assert outcome.status == "completed"
-    assert user.requests == []
+    assert user.permission_requests == []
     assert (workspace / "a.txt").exists()
 
 
@@ -463,7 +449,7 @@ async def test_a_hook_that_says_allow_does_not_override_a_deny_rule(
     (workspace / "keep.txt").write_text("precious")
     hooks = hook_runner(tmp_path, workspace, decision_hook("allow"))
     rules = PermissionRules.parse(deny=["Bash(rm *)"])
-    run = Run(ctx, frontend=ScriptedUser(), hooks=hooks, rules=rules)
+    run = Run(ctx, frontend=scripted_user(), hooks=hooks, rules=rules)
 
     outcome = await run.one(shell("rm keep.txt"))
 
@@ -571,7 +557,7 @@ async def test_a_hook_system_message_reaches_the_user_as_a_notice(
 ) -> None:
     body = 'echo \'{"systemMessage": "Reading files is logged for the audit."}\''
     run = Run(
-        ctx, frontend=ScriptedUser(), mode="default", hooks=hook_runner(tmp_path, workspace, body)
+        ctx, frontend=scripted_user(), mode="default", hooks=hook_runner(tmp_path, workspace, body)
     )
 
     await run.one(read("a.txt"))

@@ -142,3 +142,46 @@ async def test_starting_with_an_unknown_resume_id_exits_with_42(make_app):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
     assert app.return_code == 42
+
+
+QUESTION = {
+    "questions": [
+        {"question": "Which database?", "options": [{"label": "Postgres"}, {"label": "SQLite"}]}
+    ]
+}
+
+
+async def test_resume_asks_a_question_left_open_again_and_continues_with_the_answer(
+    make_app, make_runtime, scripted_server
+):
+    """Regression: only ACP asked a pending ask_user_question again after a load."""
+    import asyncio
+
+    from cairn.session.session import PromptRequest
+    from cairn.testing import NEVER, ScriptedFrontend
+    from cairn.ui.dialogs import QuestionScreen
+
+    async def ignore(event):
+        return None
+
+    runtime = make_runtime()
+    scripted_server.enqueue(tool_call("ask_user_question", QUESTION, id="ask-1"), purpose="main")
+    user = ScriptedFrontend(answers=[NEVER])
+    session = runtime.new_session(frontend=user, session_id=OLD)
+    turn = asyncio.ensure_future(session.prompt(PromptRequest("set up the database"), ignore))
+    await user.wait_until_asked()
+    session.cancel()
+    await turn
+    await runtime.aclose()
+    scripted_server.enqueue(reply("Postgres it is."), purpose="main")
+
+    app = make_app(resume=OLD)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, QuestionScreen)
+        await pilot.press("enter")
+        await settle(pilot)
+
+        assert [w.source for w in widgets(app, AssistantView)] == ["Postgres it is."]
+    continued = scripted_server.requests_for("main")[-1]
+    assert continued.contains("Which database?: Postgres")

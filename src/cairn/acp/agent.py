@@ -48,9 +48,8 @@ from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import APPROVAL_MODES, Settings
 from cairn.debug_log import bind_session, get_logger, set_process_session
 from cairn.exit_codes import ExitCode
-from cairn.recording.reader import SessionLoadError, list_sessions, pending_question
+from cairn.recording.reader import SessionLoadError, list_sessions
 from cairn.session.attachments import AttachmentError
-from cairn.session.commands import COMMANDS
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
 from cairn.session.startup import Startup, StartupError, load_startup
@@ -98,7 +97,6 @@ class CairnAgent:
         self._capabilities = ClientCapabilities()
         self._runtimes: dict[Path, Runtime] = {}
         self._channels: dict[str, SessionChannel] = {}
-        self._memory_warm: dict[Path, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[object]] = set()
 
     def on_connect(self, conn: Client) -> None:
@@ -166,10 +164,8 @@ class CairnAgent:
     ) -> NewSessionResponse:
         runtime = self._runtime_for(cwd)
         _warn_mcp(mcp_servers)
-        await self._memory_ready(runtime)
         channel = self._open(runtime, session_id=None, cwd=Path(cwd))
         self._after_response(self._announce(channel))
-        self._after_response(self._warm_memory(runtime))
         return NewSessionResponse(session_id=channel.id, modes=self._modes(channel))
 
     async def load_session(
@@ -182,7 +178,6 @@ class CairnAgent:
     ) -> LoadSessionResponse:
         runtime = self._runtime_for(cwd)
         _warn_mcp(mcp_servers)
-        await self._memory_ready(runtime)
         earlier = self._channels.pop(session_id, None)
         if earlier is not None:
             await earlier.close()
@@ -190,9 +185,7 @@ class CairnAgent:
         loaded = channel.session.loaded
         if loaded is not None:
             await channel.replay(loaded.items)
-        question = pending_question(loaded) if loaded is not None else None
-        self._after_response(self._announce(channel, restore_question=question is not None))
-        self._after_response(self._warm_memory(runtime))
+        self._after_response(self._announce(channel))
         return LoadSessionResponse(modes=self._modes(channel))
 
     async def list_sessions(
@@ -236,7 +229,6 @@ class CairnAgent:
 
     async def prompt(self, prompt: list[Any], session_id: str, **_meta: Any) -> PromptResponse:
         channel = self._channel(session_id)
-        await self._memory_ready(channel.runtime)
         blocks = [_block_payload(block) for block in prompt]
         try:
             attachments = await channel.session.attach(blocks)
@@ -284,8 +276,6 @@ class CairnAgent:
         for channel in list(self._channels.values()):
             await channel.close()
         self._channels.clear()
-        for runtime in self._runtimes.values():
-            await self._memory_ready(runtime)  # the index is saved below: not while it loads
         # Concurrently: the memory wait is one bound for the process, not one per project.
         await asyncio.gather(*(r.aclose(memory_wait=memory_wait) for r in self._runtimes.values()))
 
@@ -395,29 +385,11 @@ class CairnAgent:
         # stderr that it was never awaited. Closing a finished coroutine does nothing.
         task.add_done_callback(lambda _task: coro.close())
 
-    async def _announce(self, channel: SessionChannel, *, restore_question: bool = False) -> None:
-        await channel.send(commands_update(COMMANDS))
-        if restore_question:
-            # Asked again; the answer continues the interrupted turn (not a fresh turn).
-            channel.run_in_background(
-                PromptRequest(text="", restore_question=True), name="restored-question"
-            )
-
-    async def _warm_memory(self, runtime: Runtime) -> None:
-        """Index the memory files off the event loop while the user types the first prompt."""
-        if not runtime.memory_enabled or runtime.project_root in self._memory_warm:
-            return
-        store = runtime.memory_manager().store
-        task = asyncio.ensure_future(asyncio.to_thread(store.warm))
-        task.add_done_callback(_log_failure)
-        self._memory_warm[runtime.project_root] = task  # type: ignore[assignment]
-        await asyncio.wait({task})  # wait, never cancel: a running thread cannot be stopped
-
-    async def _memory_ready(self, runtime: Runtime) -> None:
-        """Wait for the warm-up scan: the memory store must not be used from two threads."""
-        task = self._memory_warm.get(runtime.project_root)
-        if task is not None and not task.done():
-            await asyncio.wait({task})
+    async def _announce(self, channel: SessionChannel) -> None:
+        await channel.send(commands_update(channel.session.command_infos()))
+        resume = channel.session.resume_request()
+        if resume is not None:  # a question it was asking: asked again, its answer continues
+            channel.run_in_background(resume, name="restored-question")
 
 
 async def _call(function: Callable[[], object]) -> None:

@@ -43,6 +43,7 @@ class SessionChannel:
         self.question_call_id: str | None = None  # the ask_user_question call being answered
         self._send_failed = False
         self._updates = UpdateMapper(session.registry)
+        self._unlisten = session.listen(self.sink)  # what happens outside a turn, too
 
     # ----- turns -----
 
@@ -77,6 +78,7 @@ class SessionChannel:
     async def close(self) -> None:
         for task in list(self._background):
             task.cancel()
+        self._unlisten()
         await self.session.close()
 
     # ----- updates -----

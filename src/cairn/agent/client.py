@@ -51,7 +51,9 @@ if TYPE_CHECKING:
     from cairn.config.settings import Settings
 
 __all__ = [
+    "INTERRUPTED_CALL_ERROR",
     "MAX_RECENT_TOOL_NAMES",
+    "UNANSWERED_QUESTION_ERROR",
     "AgentClient",
     "AgentCompressed",
     "AgentEvent",
@@ -63,11 +65,16 @@ __all__ = [
     "AgentThought",
     "AgentToolCall",
     "RecallHandle",
+    "RecalledMemory",
     "SendKind",
 ]
 
 MAX_RECENT_TOOL_NAMES = 20  # completed tool names kept for Recall's noise filter
 INTERRUPTED_CALL_ERROR = "The tool call was interrupted before it could finish."
+UNANSWERED_QUESTION_ERROR = (  # a question left open by a resume nobody could answer in
+    "The user did not answer this question; their next message follows instead."
+)
+ASK_USER_TOOL = "ask_user_question"
 _log = get_logger("CLIENT")
 
 
@@ -78,6 +85,13 @@ class SendKind(StrEnum):
     CONTINUATION = "continuation"  # Stop hook, todo reminder, interrupted-turn continuation
 
 
+class RecalledMemory(Protocol):
+    """What Recall delivers at a point of the turn: the memory text for the model."""
+
+    @property
+    def prompt(self) -> str: ...
+
+
 class RecallHandle(Protocol):
     """What the client needs from the memory package's Recall lifecycle."""
 
@@ -85,9 +99,9 @@ class RecallHandle(Protocol):
 
     def begin(self, query: str, signal: AbortSignal, recent_tools: Sequence[str]) -> None: ...
 
-    async def consume(
-        self, point: Literal["initial", "tool_result"]
-    ) -> Any: ...  # RecallDelivery | None, with .prompt
+    async def consume(self, point: Literal["initial", "tool_result"]) -> RecalledMemory | None:
+        """The memory ready for ``point`` (``None``: nothing, or not yet)."""
+        ...
 
     def finish(self) -> None: ...
 
@@ -220,7 +234,7 @@ class AgentClient:
         except Exception as exc:
             _log.warning(f"recall consume failed: {exc!r}")
             return None
-        prompt = getattr(delivery, "prompt", "") if delivery is not None else ""
+        prompt = delivery.prompt if delivery is not None else ""
         return system_reminder(prompt) if prompt else None
 
     def attach_recall(self, make: Callable[[], RecallHandle | None]) -> None:
@@ -303,7 +317,7 @@ class AgentClient:
         dangling = self.history.dangling_calls()
         answered = {p.id for p in parts if isinstance(p, FunctionResponse)}
         fixes: list[Part] = [
-            FunctionResponse(c.id, c.name, {"error": INTERRUPTED_CALL_ERROR})
+            FunctionResponse(c.id, c.name, {"error": _interrupted_error(c)})
             for c in dangling
             if c.id not in answered
         ]
@@ -421,3 +435,9 @@ class AgentClient:
             yield AgentLoop(loop)
             return
         yield AgentFinished(finish.reason if finish else "stop", usage, tuple(calls), text)
+
+
+def _interrupted_error(call: FunctionCall) -> str:
+    if call.name == ASK_USER_TOOL:
+        return UNANSWERED_QUESTION_ERROR
+    return INTERRUPTED_CALL_ERROR

@@ -5,12 +5,13 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.agent.reminders import system_reminder
 from cairn.content import Content, Text
 
-__all__ = ["STARTUP_CONTEXT_ACK", "build_system_prompt", "startup_context"]
+__all__ = ["STARTUP_CONTEXT_ACK", "SystemPrompt", "build_system_prompt", "startup_context"]
 
 STARTUP_CONTEXT_ACK = "Got it. Thanks for the context!"
 MAX_LISTING_ENTRIES = 200  # workspace entries shown in the startup context
@@ -33,18 +34,37 @@ You are cairn, an AI coding agent working in the user's terminal, inside their p
 """
 
 
+@dataclass(frozen=True)
+class SystemPrompt:
+    """The main system prompt, kept as its sections (a recap reuses the project's part)."""
+
+    core: str = CORE_PROMPT
+    context_files: str = ""  # the user's context files (CAIRN.md ...)
+    memory: str = ""  # the auto-memory section with its index
+    append: str = ""
+
+    @property
+    def project_context(self) -> str:
+        """What the prompt says about this project: context files and memory, or ``""``."""
+        return _joined(self.context_files, self.memory)
+
+    @property
+    def text(self) -> str:
+        """The prompt as the model gets it: the core, then each non-empty section."""
+        return _joined(self.core, self.context_files, self.memory, self.append)
+
+
 def build_system_prompt(
     *, context_files: str = "", memory_section: str = "", append: str = ""
-) -> str:
+) -> SystemPrompt:
     """The core prompt, then the user's context files, then the memory section."""
-    blocks = [CORE_PROMPT.strip()]
-    if context_files.strip():
-        blocks.append(context_files.strip())
-    if memory_section.strip():
-        blocks.append(memory_section.strip())
-    if append.strip():
-        blocks.append(append.strip())
-    return "\n\n---\n\n".join(blocks)
+    return SystemPrompt(
+        context_files=context_files.strip(), memory=memory_section.strip(), append=append.strip()
+    )
+
+
+def _joined(*blocks: str) -> str:
+    return "\n\n---\n\n".join(block.strip() for block in blocks if block.strip())
 
 
 def startup_context(cwd: Path, *, today: _dt.date | None = None) -> list[Content]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from cairn.agent.client import AgentClient, AgentFinished, AgentLimit, AgentLoop, SendKind
 from cairn.config.settings import PermissionsSettings, Settings
 from cairn.content import Content, Part, Text
+from cairn.llm.types import Provider
 from cairn.tools.base import ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import ToolRegistry
@@ -39,7 +40,7 @@ class SubagentResult:
 
 async def run_subagent(
     *,
-    provider: object,
+    provider: Provider,
     settings: Settings,
     purpose: str,
     system_prompt: str,
@@ -62,7 +63,7 @@ async def run_subagent(
     restricted.model.max_session_turns = -1
     restricted.model.chat_compression.context_percentage_threshold = 0
     client = AgentClient(
-        provider=provider,  # type: ignore[arg-type]
+        provider=provider,
         settings=restricted,
         session_id=session_id,
         system_prompt=system_prompt,

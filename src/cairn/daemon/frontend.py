@@ -51,6 +51,7 @@ class DaemonFrontend:
         self._publish = publish
         self._timeout = timeout
         self._pending: dict[str, _Pending] = {}
+        self.closing_reason: str | None = None  # why requests end when the session closes
 
     @property
     def pending(self) -> list[dict[str, Any]]:
@@ -113,7 +114,7 @@ class DaemonFrontend:
         except TimeoutError:
             vote, reason = Vote("cancelled"), "timeout"
         except asyncio.CancelledError:
-            self._resolved(request_id, Vote("cancelled"), "agent_cancelled")
+            self._resolved(request_id, Vote("cancelled"), self.closing_reason or "agent_cancelled")
             raise
         reason = reason or pending.cancel_reason
         self._resolved(request_id, vote, reason)

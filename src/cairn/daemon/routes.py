@@ -31,6 +31,7 @@ from cairn.daemon.errors import ApiError, error_body
 from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
 from cairn.debug_log import bind_session, get_logger
+from cairn.session.updates import commands_update
 
 if TYPE_CHECKING:
     from cairn.session.session import Session
@@ -47,6 +48,7 @@ FEATURES = (
     "session_load",
     "session_list",
     "session_status",
+    "session_commands",
     "session_prompt",
     "non_blocking_prompt",
     "session_cancel",
@@ -154,6 +156,7 @@ class DaemonRoutes:
             Route("/session/{id}", _api(self.close_session), methods=["DELETE"]),
             Route("/session/{id}/load", _api(self.load_session), methods=["POST"]),
             Route("/session/{id}/status", _api(self.status), methods=["GET"]),
+            Route("/session/{id}/commands", _api(self.commands), methods=["GET"]),
             Route("/session/{id}/prompt", _api(self.prompt), methods=["POST"]),
             Route("/session/{id}/events", _api(self.events), methods=["GET"]),
             Route("/session/{id}/cancel", _api(self.cancel), methods=["POST"]),
@@ -287,6 +290,11 @@ class DaemonRoutes:
     async def status(self, request: Request) -> Response:
         return JSONResponse(self.registry.get(request.path_params["id"]).status())
 
+    async def commands(self, request: Request) -> Response:
+        live = self.registry.get(request.path_params["id"])
+        update = commands_update(live.session.command_infos())
+        return JSONResponse({"sessionId": live.id, "commands": update["availableCommands"]})
+
     async def close_session(self, request: Request) -> Response:
         await self.registry.close(request.path_params["id"], "client_close")
         return Response(status_code=204)
@@ -335,7 +343,7 @@ class DaemonRoutes:
         mode = check_approval_mode(body.mode)
         assert mode is not None
         previous = live.session.approval_mode
-        await live.session.set_approval_mode(mode, live.sink)
+        await live.session.set_approval_mode(mode)  # announced to the stream by the listener
         return JSONResponse({"sessionId": live.id, "mode": mode, "previous": previous})
 
     async def recap(self, request: Request) -> Response:

@@ -21,7 +21,7 @@ from cairn.daemon.errors import ApiError
 from cairn.daemon.frontend import DaemonFrontend
 from cairn.debug_log import get_logger
 from cairn.session.runtime import SessionNotFound
-from cairn.session.updates import UpdateMapper
+from cairn.session.updates import UpdateMapper, commands_update
 from cairn.vocabulary.events import SessionEvent, StreamReset, TurnResult, TurnStarted
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ class LiveSession:
         self.closing = False
         self.created_at = time.time()
         self._updates = UpdateMapper(session.registry)
+        self._unlisten = session.listen(self.sink)  # what happens outside a prompt
 
     @property
     def id(self) -> str:
@@ -134,14 +135,21 @@ class LiveSession:
             self.bus.publish(SESSION_UPDATE, payload, extra)
 
     async def sink(self, event: SessionEvent) -> None:
-        """The sink of changes made outside a prompt (e.g. the approval-mode route)."""
+        """The session's listener: changes made outside a prompt (the approval-mode route,
+        commands an MCP server adds ...)."""
         self.publish_event(event)
 
-    def publish_replay(self) -> None:
-        """A loaded session's conversation, for clients reading from ``Last-Event-ID: 0``."""
+    def announce(self) -> None:
+        """What a client reading from ``Last-Event-ID: 0`` sees first, as an editor does: a
+        loaded session's conversation, then the commands; a question the session was asking
+        when it stopped is asked again (its answer continues that turn)."""
         if self.session.loaded is not None:
             for payload in self._updates.replay(self.session.loaded.items):
                 self.bus.publish(SESSION_UPDATE, payload)
+        self.bus.publish(SESSION_UPDATE, commands_update(self.session.command_infos()))
+        resume = self.session.resume_request()
+        if resume is not None:
+            self.admit(resume, None)
 
     async def _run(self, item: QueuedPrompt) -> None:
         extra = {"originatorClientId": item.client_id} if item.client_id else None
@@ -215,10 +223,14 @@ class LiveSession:
                 {"message": "The session was closed.", "code": "session_closed"},
                 None,
             )
-        self.frontend.cancel_all("session_closed")
+        # The turn is cancelled first: a question it was asking stays open in the recording
+        # and is asked again when the session is loaded (answered "cancelled", it would not).
+        self.frontend.closing_reason = "session_closed"
         self.session.cancel("session_dispose")
         if self._worker is not None:
             await asyncio.gather(self._worker, return_exceptions=True)
+        self.frontend.cancel_all("session_closed")
+        self._unlisten()
         await self.session.close()
         self.bus.close("session_closed", {"sessionId": self.id, "reason": reason})
 
@@ -283,7 +295,9 @@ class SessionRegistry:
         session = self.runtime.new_session(
             frontend=frontend, session_id=new_id, approval_mode=approval_mode
         )
-        return self._add(session, bus, frontend), False
+        live = self._add(session, bus, frontend)
+        live.announce()
+        return live, False
 
     def load(self, session_id: str, *, approval_mode: str | None) -> tuple[LiveSession, bool]:
         """Resume a recorded session; its conversation is published for replay (Last-Event-ID 0)."""
@@ -300,7 +314,7 @@ class SessionRegistry:
                 404, f'No session with id "{session_id}"', "session_not_found", sessionId=session_id
             ) from None
         live = self._add(session, bus, frontend)
-        live.publish_replay()
+        live.announce()
         return live, False
 
     async def close(self, session_id: str, reason: str = "client_close") -> None:

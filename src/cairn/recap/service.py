@@ -68,13 +68,6 @@ def extract_recap(raw: str) -> str | None:
     return rest or None
 
 
-def _project_context(session: Session) -> str:
-    """The user's context files and memory index, appended to the recap prompt."""
-    prompt = session.client.system_prompt
-    _, sep, rest = prompt.partition("\n\n---\n\n")
-    return rest if sep else ""
-
-
 async def generate_session_recap(session: Session, abort: AbortSignal | None = None) -> str | None:
     """A 1–2 sentence "task, then next step" summary of the session, or ``None``. Never raises.
 
@@ -129,7 +122,7 @@ async def _generate(session: Session) -> str | None:
     if not messages:
         _log.debug("recap skipped: no dialog messages after filtering")
         return None
-    context = _project_context(session)
+    context = session.system_prompt.project_context  # context files and the memory index
     system = RECAP_SYSTEM_PROMPT + (f"\n\n# Project context\n\n{context}" if context else "")
     _log.debug(f"recap: sending side-query with {len(messages) - 1} messages")
     result = await side_query(

@@ -7,7 +7,8 @@ import contextlib
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cairn.llm._httpx import httpx
+import httpx
+
 from cairn.sdk._sse import parse_events
 from cairn.sdk.errors import (
     DaemonConnectionError,

@@ -1,13 +1,24 @@
-"""Slash commands every front end shares (``/recap``, ``/forget``, ``/compress`` ...).
+"""Slash commands every front end shares (``/recap``, ``/forget``, ``/compress`` ...), and the
+one policy for them.
 
 A command either answers locally (no model turn, no Recall) or turns into a model-bound prompt
-(``/remember``), which then runs as a fresh user turn. Front ends list :data:`COMMANDS` for
-completion (the terminal UI) or ``available_commands_update`` (ACP).
+(``/remember``), which then runs as a fresh user turn. Front ends list a session's
+:meth:`~cairn.session.session.Session.commands` (built-ins plus what other parts add) for
+completion (the terminal UI), ``available_commands_update`` (ACP) or the daemon.
+
+The policy, the same in every front end:
+
+- a prompt whose first word is ``/name`` (letters, digits, ``-``, ``_``) is a command line; a
+  path such as ``/usr/bin/env is broken`` is not, and goes to the model;
+- a command line naming no command is answered "unknown command" and never reaches the model;
+- a command that must not wait behind a running turn (``/recap``) is refused while one runs;
+- a command is never steering text for a running turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import re
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,17 +31,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMANDS",
+    "CommandLine",
     "CommandOutcome",
     "SlashCommand",
     "busy_refusal",
     "find_command",
+    "parse_command_line",
     "run_slash_command",
+    "steering_refusal",
 ]
 
 NO_RECAP_MESSAGE = "Not enough conversation context for a recap yet."
 BUSY_MESSAGE = "Cannot run /{name} while another operation is in progress."
+UNKNOWN_MESSAGE = "Unknown command /{name}. /help lists the commands."
+STEERING_MESSAGE = "Cannot run /{name} while a turn is running; wait for it or cancel it."
 # Commands that must not wait behind a running turn.
 _REFUSED_WHILE_BUSY = frozenset({"recap", "rewind"})
+_COMMAND_LINE = re.compile(r"/([A-Za-z][\w-]*)(?:\s+(.*))?", re.DOTALL)  # "/name args"
 
 
 @dataclass
@@ -38,6 +55,7 @@ class CommandOutcome:
     message: str | None = None  # the answer (the turn's text)
     prompt: str | None = None  # model-bound: run this as the turn's prompt instead
     shown: bool = False  # the command already showed its answer (no notice needed)
+    unknown: bool = False  # the line named no command
 
 
 Handler = Callable[["Session", str, EventSink], Awaitable[CommandOutcome]]
@@ -51,9 +69,19 @@ class SlashCommand:
     hint: str | None = None  # what the argument is, for completion
 
 
+@dataclass(frozen=True)
+class CommandLine:
+    """A prompt that is a command line: ``/name args``."""
+
+    name: str  # lower case, without the slash
+    args: str
+    command: SlashCommand | None  # None: no command has this name
+
+
 async def _help(session: Session, args: str, sink: EventSink) -> CommandOutcome:
     lines = [
-        f"/{c.name}{' <' + c.hint + '>' if c.hint else ''} — {c.description}" for c in COMMANDS
+        f"/{c.name}{' <' + c.hint + '>' if c.hint else ''} — {c.description}"
+        for c in session.commands()
     ]
     return CommandOutcome("\n".join(lines))
 
@@ -213,33 +241,58 @@ COMMANDS: tuple[SlashCommand, ...] = (
 )
 
 
-def find_command(text: str) -> tuple[SlashCommand, str] | None:
-    """The command a ``/name args`` line names, with its argument text."""
-    if not text.startswith("/"):
+def parse_command_line(
+    text: str, commands: Sequence[SlashCommand] = COMMANDS
+) -> CommandLine | None:
+    """The command line ``text`` is, or ``None`` for a prompt (a path like ``/usr/bin`` too)."""
+    match = _COMMAND_LINE.fullmatch(text.strip())
+    if match is None:
         return None
-    name, _, args = text[1:].partition(" ")
-    for command in COMMANDS:
-        if command.name == name.strip().lower():
-            return command, args.strip()
-    return None
+    name = match.group(1).lower()
+    command = next((c for c in commands if c.name == name), None)
+    return CommandLine(name, (match.group(2) or "").strip(), command)
 
 
-def busy_refusal(text: str) -> str | None:
-    """The refusal for a command that may not run while a turn is in progress, else ``None``."""
-    found = find_command(text.strip())
+def find_command(
+    text: str, commands: Sequence[SlashCommand] = COMMANDS
+) -> tuple[SlashCommand, str] | None:
+    """The command a ``/name args`` line names, with its argument text."""
+    line = parse_command_line(text, commands)
+    if line is None or line.command is None:
+        return None
+    return line.command, line.args
+
+
+def busy_refusal(text: str, commands: Sequence[SlashCommand] = COMMANDS) -> str | None:
+    """The refusal for a command that may not wait while a turn is in progress, else ``None``."""
+    found = find_command(text, commands)
     if found is None or found[0].name not in _REFUSED_WHILE_BUSY:
         return None
     return BUSY_MESSAGE.format(name=found[0].name)
 
 
-async def run_slash_command(session: Session, text: str, sink: EventSink) -> CommandOutcome | None:
-    """Run ``text`` if it names a command; ``None`` if it does not (it is a normal prompt)."""
-    found = find_command(text)
-    if found is None:
+def steering_refusal(text: str, commands: Sequence[SlashCommand] = COMMANDS) -> str | None:
+    """Why ``text`` cannot steer a running turn (it is a command line), else ``None``."""
+    line = parse_command_line(text, commands)
+    if line is None:
         return None
-    command, args = found
+    if line.command is None:
+        return UNKNOWN_MESSAGE.format(name=line.name)
+    return busy_refusal(text, commands) or STEERING_MESSAGE.format(name=line.name)
+
+
+async def run_slash_command(session: Session, text: str, sink: EventSink) -> CommandOutcome | None:
+    """Run ``text`` if it is a command line; ``None`` if it is not (it is a normal prompt)."""
+    line = parse_command_line(text, session.commands())
+    if line is None:
+        return None
+    if line.command is None:
+        message = UNKNOWN_MESSAGE.format(name=line.name)
+        await sink(Notice("error", message, "command"))
+        return CommandOutcome(message, shown=True, unknown=True)
+    command = line.command
     try:
-        outcome = await command.handler(session, args, sink)
+        outcome = await command.handler(session, line.args, sink)
     except Exception as exc:
         outcome = CommandOutcome(f"/{command.name} failed: {exc}")
     if outcome.message and outcome.prompt is None and not outcome.shown:

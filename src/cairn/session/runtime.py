@@ -56,6 +56,7 @@ class Runtime:
     _memory: dict[Path, MemoryManager] = field(default_factory=dict)
     _background: set[asyncio.Task[object]] = field(default_factory=set)
     _sessions: weakref.WeakSet[Session] = field(default_factory=weakref.WeakSet)
+    _warming: dict[Path, asyncio.Future[object]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cwd = self.cwd.resolve()
@@ -103,6 +104,35 @@ class Runtime:
             self._memory[key] = manager
         return manager
 
+    def warm_memory(self) -> None:
+        """Index the project's memory files in a thread while the user types (once a process).
+
+        The memory store is not thread-safe: until the warm-up is over, every use of it waits
+        in :meth:`memory_ready` (every turn does).
+        """
+        if not self.memory_enabled or self.project_root in self._warming:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a synchronous caller): the first turn indexes
+            return
+        store = self.memory_manager().store
+        task: asyncio.Future[object] = asyncio.ensure_future(asyncio.to_thread(store.warm))
+        task.add_done_callback(_warm_up_done)
+        self._warming[self.project_root] = task
+
+    @property
+    def memory_warming(self) -> bool:
+        """The memory store is being indexed in another thread: do not touch it now."""
+        task = self._warming.get(self.project_root)
+        return task is not None and not task.done()
+
+    async def memory_ready(self) -> None:
+        """Wait for a running warm-up (never cancelled: a running thread cannot be stopped)."""
+        task = self._warming.get(self.project_root)
+        if task is not None and not task.done():
+            await asyncio.wait({task})
+
     # ----- sessions -----
 
     @property
@@ -129,6 +159,7 @@ class Runtime:
             fs=fs,
         )
         self._sessions.add(session)
+        self.warm_memory()
         return session
 
     def load_session(
@@ -159,6 +190,7 @@ class Runtime:
             loaded=loaded,
         )
         self._sessions.add(session)
+        self.warm_memory()
         return session
 
     def session_exists(self, session_id: str) -> bool:
@@ -219,6 +251,8 @@ class Runtime:
                 await session.close()
             except Exception as exc:  # one broken session must not keep the others open
                 _log.warning(f"closing session {session.id} failed: {exc!r}")
+        for warming in list(self._warming.values()):
+            await asyncio.wait({warming})  # the index is saved below: not while it loads
         if memory_wait > 0:
             await self.drain_memory(memory_wait)
         for task in list(self._background):
@@ -231,3 +265,8 @@ class Runtime:
             except Exception as exc:
                 _log.warning(f"closing the memory manager failed: {exc!r}")
         await self.provider.aclose()
+
+
+def _warm_up_done(task: asyncio.Future[object]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.warning(f"indexing memory in the background failed: {task.exception()!r}")

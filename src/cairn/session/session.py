@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,10 +27,11 @@ from cairn.agent.client import (
     AgentRetry,
     AgentText,
     AgentThought,
+    RecallHandle,
     SendKind,
 )
 from cairn.agent.compression import CompressionStatus
-from cairn.agent.prompt import build_system_prompt, startup_context
+from cairn.agent.prompt import SystemPrompt, build_system_prompt, startup_context
 from cairn.agent.reminders import plan_mode_reminder, steering_text, system_reminder
 from cairn.config.context_files import collect_context_files, render_context_files
 from cairn.content import (
@@ -45,6 +46,8 @@ from cairn.debug_log import bind_session, get_logger
 from cairn.llm.errors import ProviderError
 from cairn.llm.types import Usage
 from cairn.session.attachments import Attachments, build_attachments
+from cairn.session.commands import COMMANDS, SlashCommand, busy_refusal, run_slash_command
+from cairn.session.turn_hooks import TurnHook
 from cairn.tools.base import FileSystem, LocalFileSystem, TodoItem, ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import default_registry
@@ -53,10 +56,13 @@ from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
+    CommandInfo,
+    CommandsChanged,
     EventSink,
     ModeChanged,
     Notice,
     RecapShown,
+    SessionEvent,
     StreamReset,
     TurnEnded,
     TurnResult,
@@ -66,6 +72,7 @@ from cairn.vocabulary.events import (
 from cairn.vocabulary.interaction import Frontend
 
 if TYPE_CHECKING:
+    from cairn.hooks.runner import HookRunner
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
     from cairn.recording.rewind import RewindMode
@@ -166,6 +173,12 @@ class Session:
         self._closed = False
         self._memory_generation = -1
         self.loaded = loaded
+        self.pending_question = _pending_question(loaded)
+        self._resume_offered = False
+        self._listeners: list[EventSink] = []
+        self._extra_commands: dict[str, tuple[SlashCommand, ...]] = {}  # by who added them
+        self.turn_hooks: list[TurnHook] = []
+        self._turn: _TurnState | None = None  # the turn running now
 
         self.recorder = self._make_recorder(loaded)
         self.command_environment = self._make_command_environment()
@@ -177,15 +190,16 @@ class Session:
             frontend=frontend,
             approval_mode=lambda: self.approval_mode,
             hooks=self.hooks,
-            before_change=self.checkpoints.before_change if self.checkpoints else None,
+            before_change=self._before_change,
         )
         startup = [] if self.settings.model.skip_startup_context else startup_context(self.cwd)
         history = [*startup, *(loaded.history if loaded else [])]
+        self.system_prompt = self.build_system_prompt()
         self.client = AgentClient(
             provider=runtime.provider,
             settings=self.settings,
             session_id=session_id,
-            system_prompt=self.build_system_prompt(),
+            system_prompt=self.system_prompt.text,
             tools=self.registry.declarations,
             history=history,
             recall=self._make_recall(),
@@ -220,7 +234,7 @@ class Session:
             secrets=[key] if key else [], keep=self.settings.tools.pass_secrets_to_shell
         )
 
-    def _make_hooks(self) -> Any:
+    def _make_hooks(self) -> HookRunner:
         from cairn.hooks.runner import HookRunner
 
         return HookRunner(
@@ -241,7 +255,7 @@ class Session:
             self.runtime.project_root, self.settings.general.checkpointing, self.recorder
         )
 
-    def _make_recall(self) -> Any:
+    def _make_recall(self) -> RecallHandle | None:
         if not self.runtime.memory_enabled:
             return None
         from cairn.memory import RecallLifecycle
@@ -250,12 +264,14 @@ class Session:
             self.runtime.memory_manager(), self.runtime.provider, session_id=self.id
         )
 
-    def build_system_prompt(self) -> str:
+    def build_system_prompt(self) -> SystemPrompt:
         files, warnings = collect_context_files(self.cwd, self.settings.context.file_name)
         for warning in warnings:
             _log.warning(warning)
         memory = ""
-        if self.settings.memory.enable_managed_auto_memory:
+        if self.settings.memory.enable_managed_auto_memory and self.runtime.memory_warming:
+            self._memory_generation = -1  # built again once the warm-up is over
+        elif self.settings.memory.enable_managed_auto_memory:
             try:
                 manager = self.runtime.memory_manager()
                 self._memory_generation = manager.generation
@@ -266,7 +282,16 @@ class Session:
 
     def refresh_system_prompt(self) -> None:
         self.client.attach_recall(self._make_recall)  # memory may have been turned on since
-        self.client.system_prompt = self.build_system_prompt()
+        self.system_prompt = self.build_system_prompt()
+        self.client.system_prompt = self.system_prompt.text
+
+    async def _memory_settled(self) -> None:
+        """Wait for the runtime's memory warm-up; the memory section follows once it is over."""
+        if not self.settings.memory.enable_managed_auto_memory:
+            return
+        await self.runtime.memory_ready()
+        if self._memory_generation == -1:
+            self.refresh_system_prompt()
 
     def _refresh_if_memory_changed(self) -> None:
         """Extract, Dream or Forget changed the memory files: show the new index next turn."""
@@ -299,6 +324,71 @@ class Session:
     def history(self) -> list[Content]:
         return self.client.history.shallow()
 
+    # ----- outside a turn: listeners, commands, resume -----
+
+    def listen(self, sink: EventSink) -> Callable[[], None]:
+        """Receive the events that happen outside a turn (a mode set by a route, commands added
+        by an MCP server ...); a turn's own events go to the sink its prompt gave. Returns the
+        function that stops listening."""
+        self._listeners.append(sink)
+
+        def remove() -> None:
+            if sink in self._listeners:
+                self._listeners.remove(sink)
+
+        return remove
+
+    async def emit(self, event: SessionEvent) -> None:
+        """Send an event that is not part of a turn to every listener. Never raises."""
+        for sink in list(self._listeners):
+            try:
+                await sink(event)
+            except Exception as exc:  # one broken listener must not stop the others
+                _log.warning(f"a session listener failed on {type(event).__name__}: {exc!r}")
+
+    def commands(self) -> tuple[SlashCommand, ...]:
+        """The slash commands of this session: the built-ins, then what others added."""
+        return (*COMMANDS, *(c for added in self._extra_commands.values() for c in added))
+
+    async def set_commands(self, source: str, commands: Sequence[SlashCommand]) -> None:
+        """Offer ``commands`` (an MCP server's prompts, command files ...) in place of what
+        ``source`` offered before; a name that is already taken is skipped with a warning.
+        Every listener learns the new list (ACP ``available_commands_update``)."""
+        taken = {c.name for c in COMMANDS}
+        for other, added in self._extra_commands.items():
+            if other != source:
+                taken.update(c.name for c in added)
+        kept: list[SlashCommand] = []
+        for command in commands:
+            if command.name in taken:
+                _log.warning(f"/{command.name} from {source} is skipped: the name is taken")
+                continue
+            taken.add(command.name)
+            kept.append(command)
+        self._extra_commands[source] = tuple(kept)
+        await self.emit(CommandsChanged(self.command_infos()))
+
+    def command_infos(self) -> tuple[CommandInfo, ...]:
+        return tuple(CommandInfo(c.name, c.description, c.hint) for c in self.commands())
+
+    def resume_request(self) -> PromptRequest | None:
+        """After a load, the turn a front end runs first: a question the session was asking
+        when it stopped (``ask_user_question``) is asked again, and its answer continues the
+        interrupted turn. ``None`` when there is none, when nobody can answer (the next prompt
+        then answers it), or once it was given."""
+        if self.pending_question is None or self._resume_offered or not self.frontend.interactive:
+            return None
+        self._resume_offered = True
+        return PromptRequest(text="", restore_question=True)
+
+    def steering_refusal(self, text: str) -> str | None:
+        """Why ``text`` cannot steer the running turn (a command line is never steering)."""
+        from cairn.session.commands import steering_refusal
+
+        return steering_refusal(text, self.commands())
+
+    # ----- prompts -----
+
     async def attach(self, blocks: Sequence[Any]) -> Attachments:
         """Build a prompt from content blocks (text blocks' ``@path`` mentions included), with
         files read inside this session's workspace through its file system."""
@@ -322,15 +412,15 @@ class Session:
                 f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}"
             )
         self.approval_mode = mode
-        if sink is not None:
-            await sink(ModeChanged(mode))
+        await (sink or self.emit)(ModeChanged(mode))  # inside a turn its sink; else listeners
 
     def set_model(self, model: str) -> None:
         self.runtime.provider.model = model
 
     def steer(self, text: str) -> bool:
-        """Queue text typed while a turn runs; it reaches the model with the next tool results."""
-        if not text.strip():
+        """Queue text typed while a turn runs; it reaches the model with the next tool results.
+        False for blank text and command lines (see :meth:`steering_refusal`)."""
+        if not text.strip() or self.steering_refusal(text) is not None:
             return False
         self._steering.append(text)
         return True
@@ -375,9 +465,7 @@ class Session:
     async def prompt(self, request: PromptRequest, sink: EventSink) -> TurnResult:
         """Run one logical turn and return how it ended. Never raises for model errors."""
         if request.fresh and self.busy:
-            from cairn.session.commands import busy_refusal
-
-            refusal = busy_refusal(request.text)
+            refusal = busy_refusal(request.text, self.commands())
             if refusal is not None:  # e.g. /recap while a turn runs: refused, not queued
                 await sink(Notice("error", refusal, "command"))
                 return TurnResult("end_turn", text=refusal, fresh=True, handled_locally=True)
@@ -387,8 +475,11 @@ class Session:
             abort = AbortController()
             self._abort = abort
             state = _TurnState(request, sink, abort, TurnResult("end_turn", fresh=request.fresh))
+            self._turn = state
             with bind_session(self.id):
                 await sink(TurnStarted(prompt_id, request.fresh))
+                await self._memory_settled()
+                await self._run_hooks(state, lambda hook: hook.turn_started(self, request))
                 task = asyncio.ensure_future(self._execute(state))
                 self._turn_task = task
                 if abort.signal.aborted:  # cancelled while TurnStarted was being delivered
@@ -406,9 +497,31 @@ class Session:
                     self.client.finish_recall()
                     self._turn_task = None
                     self._abort = None
+                    self._turn = None
                 result.text = "".join(state.texts) if not result.text else result.text
+                await self._run_hooks(state, lambda hook: hook.turn_ended(self, result))
                 await sink(TurnEnded(result))
                 return result
+
+    async def _run_hooks(
+        self, state: _TurnState, call: Callable[[TurnHook], Awaitable[None]]
+    ) -> None:
+        for hook in list(self.turn_hooks):
+            try:
+                await call(hook)
+            except Exception as exc:  # a hook is never a reason for a turn to fail
+                _log.warning(f"turn hook {type(hook).__name__} failed: {exc!r}")
+                await state.sink(
+                    Notice("warning", f"{type(hook).__name__} failed: {exc}", "turn_hook")
+                )
+
+    async def _before_change(self, emit: EventSink) -> None:
+        """A call that may change the workspace is about to run: the checkpoint, then hooks."""
+        if self.checkpoints is not None:
+            await self.checkpoints.before_change(emit)
+        state = self._turn
+        if state is not None and self.turn_hooks:
+            await self._run_hooks(state, lambda hook: hook.before_change(self))
 
     async def _execute(self, state: _TurnState) -> TurnResult:
         request, result = state.request, state.result
@@ -462,13 +575,12 @@ class Session:
         parts: list[Part] = list(request.parts) if request.parts else [Text(request.text)]
         user_parts = list(parts)
         if request.fresh and request.text.lstrip().startswith("/"):
-            from cairn.session.commands import run_slash_command
-
             command = await run_slash_command(self, request.text.strip(), sink)
             if command is not None:
                 if command.prompt is None:
                     result.handled_locally = True
                     result.text = command.message or ""
+                    result.unknown_command = command.unknown
                     return None
                 parts = [Text(command.prompt)]
                 user_parts = list(parts)
@@ -537,6 +649,7 @@ class Session:
     async def _restored_answer(self, state: _TurnState) -> list[Part] | None:
         """Ask a pending ``ask_user_question`` again and continue the turn with the answer."""
         calls = [c for c in self.client.history.dangling_calls() if c.name == "ask_user_question"]
+        self.pending_question = None
         if not calls:
             state.result.handled_locally = True
             return None
@@ -810,6 +923,14 @@ class Session:
             except Exception as exc:  # recording a recap is best-effort
                 _log.warning(f"recording the recap failed: {exc!r}")
         await sink(RecapShown(text, away=away))
+
+
+def _pending_question(loaded: LoadedSession | None) -> FunctionCall | None:
+    if loaded is None:
+        return None
+    from cairn.recording.reader import pending_question
+
+    return pending_question(loaded)
 
 
 def new_session_id() -> str:

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
+    CommandsChanged,
     ModeChanged,
     Notice,
     PlanUpdate,
@@ -45,7 +46,6 @@ from cairn.vocabulary.permissions import permission_choices
 
 if TYPE_CHECKING:
     from cairn.recording.replay import ReplayItem
-    from cairn.session.commands import SlashCommand
     from cairn.tools.registry import ToolRegistry
     from cairn.vocabulary.interaction import PermissionRequest
     from cairn.vocabulary.tool_calls import FileDiff, Location, TodoItem
@@ -55,6 +55,7 @@ __all__ = [
     "MAX_TOOL_TEXT_CHARS",
     "MODE_DESCRIPTIONS",
     "RECAP_PREFIX",
+    "ListedCommand",
     "Payload",
     "UpdateMapper",
     "acp_kind",
@@ -130,6 +131,8 @@ class UpdateMapper:
                 return [self._recap(text, replayed=False)]
             case ModeChanged(approval_mode=mode):
                 return [mode_update(mode)]
+            case CommandsChanged(commands=commands):
+                return [commands_update(commands)]
             case UsageUpdate(context_tokens=used, context_window=size) if size > 0:
                 return [{"sessionUpdate": "usage_update", "used": max(used, 0), "size": size}]
         return []
@@ -328,7 +331,20 @@ def plan_update(todos: Sequence[TodoItem]) -> Payload:
     return {"sessionUpdate": "plan", "entries": entries}
 
 
-def commands_update(commands: Iterable[SlashCommand]) -> Payload:
+class ListedCommand(Protocol):
+    """A slash command as a client lists it (a ``SlashCommand`` or a ``CommandInfo``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def hint(self) -> str | None: ...
+
+
+def commands_update(commands: Iterable[ListedCommand]) -> Payload:
     """``available_commands_update``: the slash commands a client can offer."""
     listed: list[Payload] = []
     for command in commands:

@@ -3,6 +3,8 @@
 - :class:`ScriptedServer`: an OpenAI-compatible chat-completions server on 127.0.0.1 that
   records every request and answers from a script of :class:`Reply` objects.
 - :class:`ScriptedProvider`: the same replies played in process, without HTTP.
+- :class:`ScriptedFrontend`: the person at the front end, answering approvals and questions
+  from scripts and recording what it was asked (:data:`NEVER`: an answer that never comes).
 - :class:`FastMCPServer`: a FastMCP server script run over stdio (by cairn) or streamable HTTP
   on 127.0.0.1 (by the helper), for tests of MCP settings.
 - ``cairn.testing.fixtures``: a pytest plugin with the ``scripted_server`` and ``cairn_env``
@@ -20,18 +22,22 @@ from cairn.testing.request import RecordedRequest
 from cairn.testing.script import Reply, ToolCallSpec, error_reply, reply, tool_call, tool_calls
 
 if TYPE_CHECKING:
+    from cairn.testing.frontend import NEVER, ScriptedFrontend, UnexpectedRequest
     from cairn.testing.mcp import FastMCPServer, RunningMcpServer
     from cairn.testing.provider import ScriptedProvider
     from cairn.testing.server import ScriptedServer
 
 __all__ = [
+    "NEVER",
     "FastMCPServer",
     "RecordedRequest",
     "Reply",
     "RunningMcpServer",
+    "ScriptedFrontend",
     "ScriptedProvider",
     "ScriptedServer",
     "ToolCallSpec",
+    "UnexpectedRequest",
     "error_reply",
     "reply",
     "tool_call",
@@ -39,6 +45,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "NEVER": "cairn.testing.frontend",
+    "ScriptedFrontend": "cairn.testing.frontend",
+    "UnexpectedRequest": "cairn.testing.frontend",
     "FastMCPServer": "cairn.testing.mcp",
     "RunningMcpServer": "cairn.testing.mcp",
     "ScriptedServer": "cairn.testing.server",

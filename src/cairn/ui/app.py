@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,10 +31,11 @@ from cairn.exit_codes import ExitCode
 from cairn.recap.away import AwayRecapTracker, RecapTicket
 from cairn.recording.records import MID_TURN_USER_MESSAGE
 from cairn.recording.replay import ReplayItem
-from cairn.session.commands import busy_refusal, find_command
+from cairn.session.commands import parse_command_line
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
-from cairn.ui.completion import UI_COMMANDS
+from cairn.session.updates import describe_call
+from cairn.ui.completion import BUILTIN_COMMANDS, UI_COMMANDS
 from cairn.ui.dialogs import ResumeScreen, SettingsScreen
 from cairn.ui.frontend import TuiFrontend
 from cairn.ui.input_history import InputHistory
@@ -54,6 +54,7 @@ from cairn.ui.transcript import (
     replay_widgets,
 )
 from cairn.vocabulary.events import (
+    CommandInfo,
     ModeChanged,
     RecapShown,
     SessionEvent,
@@ -76,7 +77,6 @@ KEYS_HELP = (
     "cancels the turn, twice quits.\nType while the agent works to steer it; "
     "@path attaches a file; !cmd runs a shell command here."
 )
-_COMMAND_WORD = re.compile(r"^/[A-Za-z][\w-]*$")
 _UI_COMMAND_NAMES = frozenset(c.name for c in UI_COMMANDS)
 _log = get_logger("UI")
 
@@ -161,6 +161,7 @@ class CairnApp(App[int]):
         self.recap_task: asyncio.Task[None] | None = None
         self.shell_tasks: set[asyncio.Task[None]] = set()
         self._session: Session | None = None
+        self._unlisten: Callable[[], None] = _nothing
         self._approval_mode = approval_mode
         self._resume = resume
         self._session_id = session_id
@@ -168,7 +169,9 @@ class CairnApp(App[int]):
         self._last_interrupt: float | None = None
         self._quitting = False
         self.menu = CompletionMenu()
-        self.prompt_input = PromptInput(history=self.history, cwd=runtime.cwd, menu=self.menu)
+        self.prompt_input = PromptInput(
+            history=self.history, cwd=runtime.cwd, menu=self.menu, commands=self._commands
+        )
         self.transcript = Transcript(id="transcript")
         self.status = StatusLine(clock)
         self.renderer = TurnRenderer(self.transcript, runtime.cwd)
@@ -226,9 +229,15 @@ class CairnApp(App[int]):
             frontend=self.frontend, session_id=self._session_id, approval_mode=self._approval_mode
         )
 
+    def _commands(self) -> Sequence[CommandInfo]:
+        return self._session.command_infos() if self._session is not None else BUILTIN_COMMANDS
+
     async def _show_session(self, session: Session) -> None:
-        """Make ``session`` the current one: replay its history, seed the recap gates."""
+        """Make ``session`` the current one: replay its history, seed the recap gates, and ask
+        again a question it was asking when it stopped."""
+        self._unlisten()
         self._session = session
+        self._unlisten = session.listen(self._sink)
         set_process_session(session.id)
         await self.transcript.remove_children()
         await self.transcript.add(WelcomeView(self._welcome_text()))
@@ -250,6 +259,9 @@ class CairnApp(App[int]):
         else:
             self.tracker.reset()
         self._refresh_status()
+        resume = session.resume_request()
+        if resume is not None:
+            self.turn_task = asyncio.create_task(self._run_prompt(resume, None))
 
     def _seed_from_replay(self, items: Sequence[ReplayItem], steering: set[str]) -> None:
         """Prompts of a resumed session feed the input history and the away-recap gates."""
@@ -307,29 +319,17 @@ class CairnApp(App[int]):
         if name in _UI_COMMAND_NAMES:
             await self._ui_command(name, args)
             return
-        shared = find_command(stripped)
-        command = shared[0].name if shared else None
-        if command is None and _COMMAND_WORD.match(stripped.split()[0]):
-            await self.transcript.add(
-                NoticeView("error", f"Unknown command {stripped.split()[0]}. /help lists them.")
-            )
-            return
         if self.busy:
-            await self._while_busy(text, command)
+            await self._while_busy(text)
             return
+        line = parse_command_line(stripped, self.session.commands())
+        command = line.name if line else None
         self.turn_task = asyncio.create_task(self._run_turn(text, command, images))
 
-    async def _while_busy(self, text: str, command: str | None) -> None:
-        refusal = busy_refusal(text)
+    async def _while_busy(self, text: str) -> None:
+        refusal = self.session.steering_refusal(text)  # the session's command policy
         if refusal is not None:
             await self.transcript.add(NoticeView("error", refusal))
-        elif command is not None:
-            await self.transcript.add(
-                NoticeView(
-                    "error",
-                    f"Cannot run /{command} while a turn is running; wait or press Esc.",
-                )
-            )
         elif self.session.steer(text):
             await self.transcript.add(SteerView(text))
 
@@ -348,6 +348,10 @@ class CairnApp(App[int]):
                     NoticeView("info", "Attached " + ", ".join(attachments.attached) + ".")
                 )
             request = PromptRequest.attaching(attachments)
+        return await self._run_prompt(request, command)
+
+    async def _run_prompt(self, request: PromptRequest, command: str | None) -> TurnResult | None:
+        session = self.session
         result: TurnResult | None = None
         try:
             result = await session.prompt(request, self._sink)
@@ -622,10 +626,13 @@ class CairnApp(App[int]):
 
 def _title_of(session: Session) -> Callable[[str, Mapping[str, Any]], str]:
     def title(name: str, args: Mapping[str, Any]) -> str:
-        tool = session.registry.get(name)
-        return tool.title(args) if tool is not None else name
+        return describe_call(session.registry, name, args)[0]
 
     return title
+
+
+def _nothing() -> None:
+    return None
 
 
 def _kind_of(session: Session) -> Callable[[str], ToolKind | None]:

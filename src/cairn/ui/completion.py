@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.session.commands import COMMANDS
+from cairn.vocabulary.events import CommandInfo
 
 __all__ = [
+    "BUILTIN_COMMANDS",
     "MAX_COMPLETIONS",
     "UI_COMMANDS",
-    "CommandSpec",
     "Completion",
     "all_commands",
     "complete",
@@ -30,20 +31,14 @@ _SKIPPED_NAMES = frozenset({".git", "__pycache__", "node_modules", ".venv", ".my
 _MENTION_TOKEN = re.compile(r"(?:^|(?<=\s))@((?:\\ |\S)*)$")
 
 
-@dataclass(frozen=True)
-class CommandSpec:
-    name: str
-    description: str
-    hint: str | None = None
-
-
-# Commands only the terminal UI has (the shared ones are in cairn.session.commands).
-UI_COMMANDS: tuple[CommandSpec, ...] = (
-    CommandSpec("resume", "Pick a recorded session to resume", "session id"),
-    CommandSpec("settings", "Change settings without restarting"),
-    CommandSpec("quit", "Leave cairn"),
-    CommandSpec("exit", "Leave cairn"),
+# Commands only the terminal UI has (the session's own are Session.commands()).
+UI_COMMANDS: tuple[CommandInfo, ...] = (
+    CommandInfo("resume", "Pick a recorded session to resume", "session id"),
+    CommandInfo("settings", "Change settings without restarting"),
+    CommandInfo("quit", "Leave cairn"),
+    CommandInfo("exit", "Leave cairn"),
 )
+BUILTIN_COMMANDS = tuple(CommandInfo(c.name, c.description, c.hint) for c in COMMANDS)
 
 
 @dataclass(frozen=True)
@@ -57,17 +52,21 @@ class Completion:
     description: str = ""
 
 
-def all_commands() -> list[CommandSpec]:
-    shared = [CommandSpec(c.name, c.description, c.hint) for c in COMMANDS]
+def all_commands(shared: Sequence[CommandInfo] = BUILTIN_COMMANDS) -> list[CommandInfo]:
+    """The session's commands (built-ins by default), then the terminal UI's own."""
     return [*shared, *UI_COMMANDS]
 
 
-def complete(text: str, cursor: int, cwd: Path) -> list[Completion]:
+def complete(
+    text: str, cursor: int, cwd: Path, commands: Sequence[CommandInfo] = BUILTIN_COMMANDS
+) -> list[Completion]:
     """Completions for the text before ``cursor``: a command name or a mention."""
-    return complete_command(text, cursor) or complete_mention(text, cursor, cwd)
+    return complete_command(text, cursor, commands) or complete_mention(text, cursor, cwd)
 
 
-def complete_command(text: str, cursor: int) -> list[Completion]:
+def complete_command(
+    text: str, cursor: int, commands: Sequence[CommandInfo] = BUILTIN_COMMANDS
+) -> list[Completion]:
     """``/na`` at the start of the prompt (before any space) → the commands starting with it."""
     if not text.startswith("/") or cursor == 0:
         return []
@@ -84,7 +83,7 @@ def complete_command(text: str, cursor: int) -> list[Completion]:
             f"/{spec.name}" + (f" <{spec.hint}>" if spec.hint else ""),
             spec.description,
         )
-        for spec in all_commands()
+        for spec in all_commands(commands)
         if spec.name.startswith(typed)
     ][:MAX_COMPLETIONS]
 

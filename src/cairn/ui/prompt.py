@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,8 +17,9 @@ from textual.widgets.option_list import Option
 
 from cairn.content import Image
 from cairn.images import ImageError, is_image_path, load_image
-from cairn.ui.completion import Completion, complete
+from cairn.ui.completion import BUILTIN_COMMANDS, Completion, complete
 from cairn.ui.input_history import InputHistory
+from cairn.vocabulary.events import CommandInfo
 
 __all__ = ["CompletionMenu", "PromptInput", "pasted_image_path"]
 
@@ -70,7 +72,14 @@ class PromptInput(TextArea):
             self.text = text
             self.images = images  # pasted image files whose placeholder is still in the text
 
-    def __init__(self, *, history: InputHistory, cwd: Path, menu: CompletionMenu) -> None:
+    def __init__(
+        self,
+        *,
+        history: InputHistory,
+        cwd: Path,
+        menu: CompletionMenu,
+        commands: Callable[[], Sequence[CommandInfo]] = lambda: BUILTIN_COMMANDS,
+    ) -> None:
         super().__init__(
             id="prompt",
             soft_wrap=True,
@@ -83,6 +92,7 @@ class PromptInput(TextArea):
         self.prompt_history = history
         self.cwd = cwd
         self.menu = menu
+        self._commands = commands  # the session's, which other parts may add to
         # The (text, cursor) the menu was last computed or dismissed for; Enter and Tab
         # recompute it when the text has moved on (keys of a burst outrun the Changed messages).
         self._menu_for: tuple[str, int] | None = None
@@ -204,7 +214,7 @@ class PromptInput(TextArea):
         text = self.text
         cursor = self._offset_of_cursor()
         self._menu_for = (text, cursor)
-        completions = complete(text, cursor, self.cwd) if text else []
+        completions = complete(text, cursor, self.cwd, self._commands()) if text else []
         if completions:
             self.menu.show(completions)
         else:

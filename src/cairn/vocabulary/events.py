@@ -20,6 +20,8 @@ __all__ = [
     "AssistantMessage",
     "AssistantText",
     "AssistantThought",
+    "CommandInfo",
+    "CommandsChanged",
     "EventSink",
     "ModeChanged",
     "Notice",
@@ -129,6 +131,22 @@ class RecapShown:
 
 
 @dataclass(frozen=True)
+class CommandInfo:
+    """A slash command as a front end lists it (completion, ACP ``available_commands``)."""
+
+    name: str
+    description: str
+    hint: str | None = None  # what the argument is
+
+
+@dataclass(frozen=True)
+class CommandsChanged:
+    """The session's slash commands changed (an MCP server's prompts, command files ...)."""
+
+    commands: tuple[CommandInfo, ...]
+
+
+@dataclass(frozen=True)
 class UsageUpdate:
     usage: Usage
     context_tokens: int
@@ -151,6 +169,7 @@ class TurnResult:
     error: str | None = None
     error_status: int | None = None
     handled_locally: bool = False  # a slash command answered without the model
+    unknown_command: bool = False  # the prompt was a command line naming no command
     blocked: bool = False  # a UserPromptSubmit hook refused the prompt
     limit: str | None = None  # "max_session_turns" | "session_token_limit" | "max_requests"
 
@@ -177,6 +196,7 @@ SessionEvent: TypeAlias = (
     | RecapShown
     | UsageUpdate
     | ModeChanged
+    | CommandsChanged
     | TurnEnded
 )
 EventSink: TypeAlias = Callable[[SessionEvent], Awaitable[None]]
