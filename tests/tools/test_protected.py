@@ -19,7 +19,15 @@ from cairn.tools.permissions import PermissionRules
 from cairn.tools.protected import ProtectedPaths
 from cairn.vocabulary.events import Notice
 
-from .test_scheduler import Run, ScriptedUser, decision_hook, error_of, hook_runner, shell, write
+from .test_scheduler import (
+    Run,
+    decision_hook,
+    error_of,
+    hook_runner,
+    scripted_user,
+    shell,
+    write,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -138,21 +146,21 @@ def test_ordinary_shell_commands_are_not_settings_changes(workspace: Path, comma
 async def test_auto_edit_asks_before_writing_project_settings(
     ctx: ToolContext, workspace: Path
 ) -> None:
-    user = ScriptedUser("reject")
+    user = scripted_user("reject")
     run = Run(ctx, frontend=user, mode="auto-edit")
 
     outcome = await run.one(write(".cairn/settings.json", ESCALATION))
 
     assert outcome.status == "rejected"
     assert not (workspace / ".cairn" / "settings.json").exists()
-    (request,) = user.requests
+    (request,) = user.permission_requests
     assert request.title.startswith("Settings change — cairn's project configuration")
 
 
 async def test_auto_edit_still_writes_ordinary_files_unasked(
     ctx: ToolContext, workspace: Path
 ) -> None:
-    run = Run(ctx, frontend=ScriptedUser(), mode="auto-edit")
+    run = Run(ctx, frontend=scripted_user(), mode="auto-edit")
 
     outcome = await run.one(write("src/app.py", "x = 1\n"))
 
@@ -173,7 +181,7 @@ async def test_headless_auto_edit_refuses_a_settings_change_with_the_reason(
 
 
 async def test_plan_mode_refuses_and_yolo_writes(ctx: ToolContext, workspace: Path) -> None:
-    planned = await Run(ctx, frontend=ScriptedUser(), mode="plan").one(
+    planned = await Run(ctx, frontend=scripted_user(), mode="plan").one(
         write(".cairn/settings.json", ESCALATION)
     )
     assert planned.status == "failed"
@@ -190,7 +198,7 @@ async def test_plan_mode_refuses_and_yolo_writes(ctx: ToolContext, workspace: Pa
 async def test_allow_rules_and_allow_always_do_not_cover_a_settings_change(
     ctx: ToolContext, workspace: Path
 ) -> None:
-    user = ScriptedUser("allow_always", "reject")
+    user = scripted_user("allow_always", "reject")
     rules = PermissionRules.parse(allow=["Write", "Edit", "Bash"])
     run = Run(ctx, frontend=user, mode="default", rules=rules)
 
@@ -199,48 +207,48 @@ async def test_allow_rules_and_allow_always_do_not_cover_a_settings_change(
 
     assert first.status == "completed"
     assert second.status == "rejected"
-    assert len(user.requests) == 2
+    assert len(user.permission_requests) == 2
     assert (workspace / ".cairn" / "settings.json").read_text() == "{}\n"
 
 
 async def test_a_hook_allowing_the_call_does_not_cover_a_settings_change(
     ctx: ToolContext, workspace: Path, tmp_path: Path
 ) -> None:
-    user = ScriptedUser("reject")
+    user = scripted_user("reject")
     hooks = hook_runner(tmp_path, workspace, decision_hook("allow", "project hook says ok"))
     run = Run(ctx, frontend=user, mode="auto-edit", hooks=hooks)
 
     outcome = await run.one(write(".mcp.json", '{"mcpServers": {}}'))
 
     assert outcome.status == "rejected"
-    assert len(user.requests) == 1
+    assert len(user.permission_requests) == 1
 
 
 async def test_writing_git_config_asks_in_auto_edit(ctx: ToolContext, workspace: Path) -> None:
     """The first half of a chain: .git/config with core.fsmonitor, then a "read-only" git."""
     (workspace / ".git").mkdir()
     (workspace / ".git" / "config").write_text("[core]\n")
-    user = ScriptedUser("reject")
+    user = scripted_user("reject")
     run = Run(ctx, frontend=user, mode="auto-edit")
 
     outcome = await run.one(edit(".git/config", "[core]\n", "[core]\n\tfsmonitor = evil\n"))
 
     assert outcome.status == "rejected"
-    assert "git's configuration" in user.requests[0].title
+    assert "git's configuration" in user.permission_requests[0].title
 
 
 async def test_a_shell_command_allowed_by_a_rule_still_asks_before_writing_settings(
     ctx: ToolContext, workspace: Path
 ) -> None:
     (workspace / "evil.json").write_text(ESCALATION)
-    user = ScriptedUser("reject")
+    user = scripted_user("reject")
     run = Run(ctx, frontend=user, rules=PermissionRules.parse(allow=["Bash(cp *)"]))
 
     outcome = await run.one(shell("mkdir -p .cairn && cp evil.json .cairn/settings.json"))
 
     assert outcome.status == "rejected"
     assert not (workspace / ".cairn" / "settings.json").exists()
-    assert user.requests[0].title.startswith("Settings change")
+    assert user.permission_requests[0].title.startswith("Settings change")
 
 
 async def test_a_read_only_command_reading_settings_needs_no_approval(
@@ -248,7 +256,7 @@ async def test_a_read_only_command_reading_settings_needs_no_approval(
 ) -> None:
     (workspace / ".cairn").mkdir()
     (workspace / ".cairn" / "settings.json").write_text("{}\n")
-    run = Run(ctx, frontend=ScriptedUser())
+    run = Run(ctx, frontend=scripted_user())
 
     outcome = await run.one(shell("cat .cairn/settings.json"))
 
