@@ -368,7 +368,6 @@ async def test_stream_json_ignores_events_without_a_message() -> None:
             TurnStarted("p1", fresh=True),
             AssistantText("partial"),
             AssistantThought("hmm"),
-            StreamReset("HTTP 503", 1.0, 2, 7),
             UsageUpdate(FIRST_USAGE, 120, 131_072),
             ToolCallStart("call_1", "list_directory", "List .", ToolKind.READ, {}),
             ToolCallUpdate("call_1", "in_progress"),
@@ -378,3 +377,50 @@ async def test_stream_json_ignores_events_without_a_message() -> None:
 
     assert run.stdout.getvalue() == ""
     assert run.stderr.getvalue() == ""
+
+
+async def test_stream_json_reports_a_retry_as_an_api_retry_message() -> None:
+    run = Run("stream-json")
+
+    await run.play([StreamReset("HTTP 503", 4.0, 3, 7)])
+
+    [message] = [json.loads(line) for line in run.stdout.getvalue().splitlines()]
+    assert {k: message[k] for k in ("type", "subtype", "attempt", "max_retries")} == {
+        "type": "system",
+        "subtype": "api_retry",
+        "attempt": 2,
+        "max_retries": 6,
+    }
+    assert (message["retry_delay_ms"], message["error"]) == (4000, "HTTP 503")
+    assert run.stderr.getvalue() == ""
+
+
+async def test_text_tells_a_denial_on_stderr_after_ending_the_streamed_line() -> None:
+    run = Run("text")
+
+    await run.play(
+        [
+            AssistantText("Let me write it"),
+            ToolCallStart("call_1", "write_file", "Write a.txt", ToolKind.EDIT, {"file_path": "a"}),
+            ToolCallUpdate("call_1", "failed", output="No one to ask.", denied=True),
+        ]
+    )
+
+    assert run.stdout.getvalue() == "Let me write it\n"
+    assert run.stderr.getvalue() == "Denied Write a.txt: No one to ask.\n"
+    assert run.writer.denials == [
+        {"tool_name": "write_file", "tool_use_id": "call_1", "tool_input": {"file_path": "a"}}
+    ]
+
+
+async def test_a_failed_call_that_was_not_denied_is_no_denial() -> None:
+    run = Run("json")
+
+    await run.play(
+        [
+            ToolCallStart("call_1", "read_file", "Read a", ToolKind.READ, {"file_path": "a"}),
+            ToolCallUpdate("call_1", "failed", output="No such file."),
+        ]
+    )
+
+    assert run.writer.denials == []

@@ -566,3 +566,45 @@ async def test_a_hook_system_message_reaches_the_user_as_a_notice(
     assert [(n.level, n.text, n.source) for n in notices] == [
         ("info", "Reading files is logged for the audit.", "hook")
     ]
+
+
+# ----- which refusals are denials (front ends report them: -p's permission_denials) -----
+
+
+def denied(run: Run) -> dict[str, bool]:
+    return {
+        e.call_id: e.denied
+        for e in run.events
+        if isinstance(e, ToolCallUpdate) and e.status in ("failed", "cancelled")
+    }
+
+
+async def test_every_refusal_by_the_permission_system_is_marked_denied(
+    ctx: ToolContext, workspace: Path, tmp_path: Path
+) -> None:
+    rules = PermissionRules.parse(deny=["Bash(rm *)"])
+    by_rule = Run(ctx, mode="yolo", rules=rules)
+    await by_rule.one(shell("rm -rf build"))
+    by_plan = Run(ctx, mode="plan")
+    await by_plan.one(write("a.txt"))
+    nobody_to_ask = Run(ctx)
+    await nobody_to_ask.one(write("a.txt"))
+    by_user = Run(ctx, frontend=ScriptedUser("reject"))
+    await by_user(write("a.txt", call_id="w1"), write("b.txt", call_id="w2"))
+    hooks = hook_runner(tmp_path, workspace, decision_hook("deny", "not today"))
+    by_hook = Run(ctx, mode="yolo", hooks=hooks)
+    await by_hook.one(write("a.txt"))
+
+    assert denied(by_rule) == {"s1": True}
+    assert denied(by_plan) == {"w1": True}
+    assert denied(nobody_to_ask) == {"w1": True}
+    assert denied(by_user) == {"w1": True, "w2": False}  # the second was skipped, not refused
+    assert denied(by_hook) == {"w1": True}
+
+
+async def test_a_call_that_fails_by_itself_is_not_denied(ctx: ToolContext) -> None:
+    run = Run(ctx)
+
+    await run(read("missing.txt"), FunctionCall("x1", "explode", {}))
+
+    assert denied(run) == {"r1": False, "x1": False}

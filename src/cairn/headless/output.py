@@ -15,6 +15,7 @@ from cairn.vocabulary.events import (
     RecapShown,
     SessionEvent,
     StreamReset,
+    ToolCallStart,
     ToolCallUpdate,
     TurnResult,
 )
@@ -41,6 +42,8 @@ class OutputWriter:
         self.out = stdout or sys.stdout
         self.err = stderr or sys.stderr
         self.messages: list[dict[str, Any]] = []
+        self.denials: list[dict[str, Any]] = []  # Claude Code's permission_denials entries
+        self._calls: dict[str, ToolCallStart] = {}
         self._text_written = False
         self._ended_with_newline = True
 
@@ -73,11 +76,10 @@ class OutputWriter:
             self.out.flush()
             self._text_written = True
             self._ended_with_newline = event.text.endswith("\n")
-        elif isinstance(event, StreamReset) and self.fmt == "text":
-            if self._text_written and not self._ended_with_newline:
-                self.out.write("\n")
-                self._ended_with_newline = True
-            self.err.write(f"[{event.describe()}]\n")
+        elif isinstance(event, StreamReset):
+            self._retry(event)
+        elif isinstance(event, ToolCallStart):
+            self._calls[event.call_id] = event
         elif isinstance(event, Notice):
             if self.fmt == "text" and event.level != "info":
                 self.err.write(f"{event.text}\n")
@@ -96,6 +98,8 @@ class OutputWriter:
         elif isinstance(event, AssistantMessage):
             self._assistant(event)
         elif isinstance(event, ToolCallUpdate) and event.status in _TERMINAL:
+            if event.denied:
+                self._denied(event)
             self._message(
                 {
                     "type": "user",
@@ -113,6 +117,46 @@ class OutputWriter:
                     },
                 }
             )
+
+    def _retry(self, event: StreamReset) -> None:
+        if self.fmt == "text":
+            self._end_stdout_line()
+            self.err.write(f"[{event.describe()}]\n")
+            return
+        # Claude Code's api_retry message counts retries, where cairn counts attempts.
+        self._message(
+            {
+                "type": "system",
+                "subtype": "api_retry",
+                "attempt": max(event.attempt - 1, 1),
+                "max_retries": max(event.max_attempts - 1, 0),
+                "retry_delay_ms": int(event.delay * 1000),
+                "error_status": None,
+                "error": event.reason,
+            }
+        )
+
+    def _denied(self, event: ToolCallUpdate) -> None:
+        start = self._calls.get(event.call_id)
+        name = start.name if start is not None else ""
+        self.denials.append(
+            {
+                "tool_name": name,
+                "tool_use_id": event.call_id,
+                "tool_input": dict(start.args) if start is not None else {},
+            }
+        )
+        if self.fmt == "text":
+            title = (start.title or start.name) if start is not None else event.call_id
+            self._end_stdout_line()
+            self.err.write(f"Denied {title}: {event.output or 'permission denied'}\n")
+
+    def _end_stdout_line(self) -> None:
+        """Before a line on stderr: end a streamed line on stdout, so the two don't mix."""
+        if self._text_written and not self._ended_with_newline:
+            self.out.write("\n")
+            self.out.flush()
+            self._ended_with_newline = True
 
     def _assistant(self, event: AssistantMessage) -> None:
         content: list[dict[str, Any]] = []
@@ -168,7 +212,7 @@ class OutputWriter:
             "result": result.text,
             "stop_reason": result.stop_reason,
             "usage": result.usage.to_dict(),
-            "permission_denials": [],
+            "permission_denials": self.denials,
         }
         if error:
             message["error"] = {"message": error, "status": result.error_status}

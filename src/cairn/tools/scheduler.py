@@ -145,14 +145,15 @@ class ToolScheduler:
                 await emit(Notice("info", hook.system_message, "hook"))
             if hook.blocked or hook.decision == "deny":
                 reason = hook.reason or "No reason provided"
-                return await _fail(call, f"Blocked by a PreToolUse hook: {reason}", emit)
+                message = f"Blocked by a PreToolUse hook: {reason}"
+                return await _fail(call, message, emit, denied=True)
             if hook.decision == "allow" and settings is None:
                 match = await asyncio.to_thread(self._match, call, ctx)
                 if match is None or (match.decision != "deny" and match.strict is None):
                     # deny rules and commands they cannot see through still apply
                     refused = self._refused_in_plan_mode(tool, call, ctx)
                     if refused is not None:
-                        return await _fail(call, refused, emit)
+                        return await _fail(call, refused, emit, denied=True)
                     return await self._execute(tool, call, _approved(ctx, "rule"), emit, settings)
             forced_confirm = hook.decision == "ask"
 
@@ -160,12 +161,14 @@ class ToolScheduler:
             self._approval, tool, call, ctx, forced_confirm, settings
         )
         if approval.decision.action == "deny":
-            return await _fail(call, approval.decision.message, emit)
+            return await _fail(call, approval.decision.message, emit, denied=True)
         source = approval.source
         if approval.decision.action == "confirm":
             outcome = await self._confirm(tool, call, ctx, title, approval)
             if outcome in ("reject", "cancelled"):
-                await emit(ToolCallUpdate(call.id, "cancelled", output=DECLINED_MESSAGE))
+                await emit(
+                    ToolCallUpdate(call.id, "cancelled", output=DECLINED_MESSAGE, denied=True)
+                )
                 return _error(call, DECLINED_MESSAGE, "rejected")
             source = "user"
         return await self._execute(tool, call, _approved(ctx, source), emit, settings)
@@ -372,8 +375,10 @@ def _error(
     return ToolOutcome(call, FunctionResponse(call.id, call.name, {"error": message}), status)
 
 
-async def _fail(call: FunctionCall, message: str, emit: EventSink) -> ToolOutcome:
-    await emit(ToolCallUpdate(call.id, "failed", output=message))
+async def _fail(
+    call: FunctionCall, message: str, emit: EventSink, *, denied: bool = False
+) -> ToolOutcome:
+    await emit(ToolCallUpdate(call.id, "failed", output=message, denied=denied))
     return _error(call, message, "failed")
 
 

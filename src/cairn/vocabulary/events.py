@@ -106,6 +106,9 @@ class ToolCallUpdate:
     display: str | None = None  # a short summary for people
     diff: FileDiff | None = None
     locations: tuple[Location, ...] = ()
+    # The permission system refused the call (a deny rule, plan mode, no one to ask, a
+    # PreToolUse hook, the user); ``output`` says why.
+    denied: bool = False
 
 
 @dataclass(frozen=True)
