@@ -61,6 +61,7 @@ def root(
     resume: Annotated[str | None, _opt(_R["resume"])] = None,
     continue_latest: Annotated[bool, _opt(_R["continue_latest"])] = False,
     model: Annotated[str | None, _opt(_R["model"])] = None,
+    no_wait_memory: Annotated[bool, _opt(_R["no_wait_memory"])] = False,
     acp: Annotated[bool, _opt(_R["acp"])] = False,
     version: Annotated[bool, _opt(_R["version"])] = False,
 ) -> None:

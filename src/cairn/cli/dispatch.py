@@ -57,6 +57,7 @@ def run_root(options: RootOptions) -> int:
             resume=options.resume,
             continue_latest=options.continue_latest,
             model=options.model,
+            wait_memory=not options.no_wait_memory,
         )
     )
 

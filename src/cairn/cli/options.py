@@ -95,6 +95,12 @@ ROOT_OPTIONS = _options(
         kind="flag",
     ),
     OptionSpec("model", ("--model", "-m"), "The model to use."),
+    OptionSpec(
+        "no_wait_memory",
+        ("--no-wait-memory",),
+        "With -p: exit after the answer, without waiting for memory to be saved.",
+        kind="flag",
+    ),
     OptionSpec("acp", ("--acp",), "Serve the Agent Client Protocol on stdio.", kind="flag"),
     OptionSpec("version", ("--version",), "Print the version and exit.", kind="flag"),
 )
@@ -129,6 +135,7 @@ class RootOptions(NamedTuple):
     resume: str | None = None
     continue_latest: bool = False
     model: str | None = None
+    no_wait_memory: bool = False
     acp: bool = False
     version: bool = False
 

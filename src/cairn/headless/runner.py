@@ -6,6 +6,7 @@ import asyncio
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -15,11 +16,15 @@ from cairn.exit_codes import ExitCode
 from cairn.headless.output import OutputFormat, OutputWriter
 from cairn.session.commands import COMMANDS
 from cairn.session.runtime import Runtime
-from cairn.session.session import PromptRequest
+from cairn.session.session import PromptRequest, Session
 from cairn.session.startup import StartupError, open_runtime
 from cairn.vocabulary.events import TurnResult
 
 __all__ = ["HeadlessOptions", "run_headless"]
+
+SAVING_NOTICE_AFTER_SECONDS = 1.0  # a memory save this slow is announced on stderr
+SAVING_NOTICE = "Saving memory… (Ctrl+C skips)"
+SKIPPED_NOTICE = "Memory not saved: the next session in this project extracts it."
 
 
 @dataclass
@@ -32,6 +37,7 @@ class HeadlessOptions:
     resume: str | None = None
     continue_latest: bool = False
     model: str | None = None
+    wait_memory: bool = True  # after the answer, wait (bounded) for the turn's Extract
 
 
 def run_headless(
@@ -62,10 +68,67 @@ async def _run(options: HeadlessOptions, stdout: TextIO, stderr: TextIO) -> int:
     # One-shot use still learns: the Extract this turn scheduled gets a bounded wait. A Dream
     # is not waited for: it can take minutes and simply runs again next time.
     memory_wait = runtime.settings.memory.headless_extract_wait_seconds
+    interrupt = _Interrupt()
+    _on_interrupt(asyncio.get_running_loop(), interrupt)
     try:
-        return await _run_turn(runtime, options, opened.resume, stdout, stderr, started)
+        code = await _run_turn(runtime, options, opened.resume, stdout, stderr, started, interrupt)
+        if options.wait_memory and memory_wait > 0:
+            await _save_memory(runtime, memory_wait, stderr, interrupt.skip_memory)
+        return code
     finally:
-        await runtime.aclose(memory_wait=memory_wait)
+        await runtime.aclose()
+
+
+class _Interrupt:
+    """Ctrl+C (or SIGTERM): cancels the running turn; once the turn is over, skips the wait
+    for memory."""
+
+    def __init__(self) -> None:
+        self.session: Session | None = None
+        self.skip_memory = asyncio.Event()
+
+    def __call__(self) -> None:
+        if self.session is None or not self.session.cancel():
+            self.skip_memory.set()
+
+
+async def _save_memory(
+    runtime: Runtime, wait: float, stderr: TextIO, skipped: asyncio.Event
+) -> None:
+    """Wait up to ``wait`` s for the turn's Extract; said on stderr when slow, Ctrl+C skips it.
+
+    A skipped or unfinished extraction leaves its session pending: the next session in the
+    project extracts it (``runtime.aclose`` cancels it, and the memory manager notes it).
+    """
+    loop = asyncio.get_running_loop()
+    drain = asyncio.ensure_future(runtime.drain_memory(wait))
+    notice = loop.call_later(SAVING_NOTICE_AFTER_SECONDS, _say, stderr, SAVING_NOTICE)
+    skip = asyncio.ensure_future(skipped.wait())
+    try:
+        await asyncio.wait({drain, skip}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        notice.cancel()
+        for task in (drain, skip):
+            task.cancel()
+        await asyncio.gather(drain, skip, return_exceptions=True)
+    timed_out = drain.done() and not drain.cancelled() and drain.result() is False
+    if skipped.is_set() or timed_out:
+        _say(stderr, SKIPPED_NOTICE)
+
+
+def _on_interrupt(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> bool:
+    """Route Ctrl+C and SIGTERM to ``callback``; False where the loop cannot take signals."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, callback)
+        loop.add_signal_handler(signal.SIGTERM, callback)
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix event loops
+        return False
+    return True
+
+
+def _say(stderr: TextIO, text: str) -> None:
+    stderr.write(text + "\n")
+    stderr.flush()
 
 
 async def _run_turn(
@@ -75,6 +138,7 @@ async def _run_turn(
     stdout: TextIO,
     stderr: TextIO,
     started: float,
+    interrupt: _Interrupt,
 ) -> int:
     try:
         session = (
@@ -98,12 +162,7 @@ async def _run_turn(
         version=runtime.version,
         commands=[c.name for c in COMMANDS],
     )
-    loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, session.cancel)
-        loop.add_signal_handler(signal.SIGTERM, session.cancel)
-    except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix event loops
-        pass
+    interrupt.session = session
     api_started = time.monotonic()
     attachments = await session.attach_text(options.prompt)  # @path mentions, as in the UI
     result = await session.prompt(PromptRequest.attaching(attachments), writer)

@@ -397,10 +397,16 @@ class MemoryManager:
             self._queued[key] = (request, record)
             return
         self._extracting.add(key)
-        self._tasks.start(runtime, self._extract_loop(key, request, record), name="memory-extract")
+        retry = self._take_pending(session_id)
+        loop = self._extract_loop(key, request, record, retry=retry)
+        self._tasks.start(runtime, loop, name="memory-extract")
 
-    async def _extract_loop(self, key: str, request: ExtractRequest, record: MemoryTask) -> None:
+    async def _extract_loop(
+        self, key: str, request: ExtractRequest, record: MemoryTask, *, retry: str | None = None
+    ) -> None:
         try:
+            if retry is not None:
+                await self._retry_pending(retry, request)
             while True:
                 await self._extract_once(request, record)
                 queued = self._queued.pop(key, None)
@@ -412,6 +418,7 @@ class MemoryManager:
             dropped = self._queued.pop(key, None)
             if dropped is not None:
                 dropped[1].finish("cancelled")
+                self._note_pending(dropped[0].session_id)
 
     async def _extract_once(self, request: ExtractRequest, record: MemoryTask) -> None:
         rewinds_before = self._rewinds.get(request.session_id, (0, 0))[0]
@@ -431,6 +438,7 @@ class MemoryManager:
             outcome = await run_extract(request, self.space())
         except asyncio.CancelledError:
             record.finish("cancelled")
+            self._note_pending(request.session_id)
             emit_extract(
                 trigger="auto", status="cancelled", skipped_reason=None, touched_topics=[],
                 duration_ms=(time.monotonic() - started) * 1000,
@@ -479,6 +487,35 @@ class MemoryManager:
                 clamp_cursor(self.roots.state_dir, session_id, history_length, now=self.clock())
         except Exception as error:  # best effort: at worst Extract looks at a turn again
             _task_log.warning(f"moving the extract cursor back after a rewind failed: {error!r}")
+
+    # --- extractions cut short (a shutdown), run by the next session -----------------------
+
+    def _note_pending(self, session_id: str) -> None:
+        from cairn.memory.background.pending import add_pending
+
+        try:
+            add_pending(self.roots.state_dir, session_id, now=self.clock())
+        except OSError as error:  # best effort: the user's words stay in the recording
+            _task_log.warning(f"could not note the unfinished extraction: {error!r}")
+
+    def _take_pending(self, session_id: str) -> str | None:
+        from cairn.memory.background.pending import take_pending
+
+        try:
+            return take_pending(self.roots.state_dir, besides=session_id, now=self.clock())
+        except OSError as error:
+            _task_log.warning(f"could not read the unfinished extractions: {error!r}")
+            return None
+
+    async def _retry_pending(self, session_id: str, current: ExtractRequest) -> None:
+        """Extract a session whose extraction was cut short, from its recording."""
+        from cairn.memory.background.extract import ExtractRequest
+
+        history = await asyncio.to_thread(_recorded_history, current.project_root, session_id)
+        if not history:
+            return
+        request = ExtractRequest(current.project_root, session_id, history, current.runtime)
+        await self._extract_once(request, self._tasks.new("extract", session_id))
 
     async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
         """The turn's own agent wrote memory: index it and note it in the audit trail."""
@@ -605,6 +642,18 @@ class MemoryManager:
             split=report.split,
         )
         return report
+
+
+def _recorded_history(project_root: Path, session_id: str) -> list[Content]:
+    """The model history recorded for ``session_id`` (empty when it is gone or unreadable)."""
+    from cairn.config.paths import chats_dir
+    from cairn.recording.reader import SessionLoadError, load_session
+
+    try:
+        return load_session(chats_dir(project_root) / f"{session_id}.jsonl").history
+    except SessionLoadError as error:
+        _task_log.warning(f"unfinished extraction of {session_id} given up: {error}")
+        return []
 
 
 def _task_status(report: DreamReport) -> TaskStatus:
