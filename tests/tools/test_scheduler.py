@@ -589,7 +589,7 @@ async def test_every_refusal_by_the_permission_system_is_marked_denied(
     await by_plan.one(write("a.txt"))
     nobody_to_ask = Run(ctx)
     await nobody_to_ask.one(write("a.txt"))
-    by_user = Run(ctx, frontend=ScriptedUser("reject"))
+    by_user = Run(ctx, frontend=scripted_user("reject"))
     await by_user(write("a.txt", call_id="w1"), write("b.txt", call_id="w2"))
     hooks = hook_runner(tmp_path, workspace, decision_hook("deny", "not today"))
     by_hook = Run(ctx, mode="yolo", hooks=hooks)
