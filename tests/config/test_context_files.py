@@ -25,3 +25,19 @@ def test_blank_context_files_are_ignored(tmp_path):
     (tmp_path / "AGENTS.md").write_text("   \n")
     files, _ = collect_context_files(tmp_path, "AGENTS.md", home=tmp_path / "nohome")
     assert files == []
+
+
+def test_a_context_file_that_is_a_fifo_is_skipped_with_a_warning_not_waited_on(tmp_path):
+    """A FIFO named AGENTS.md would block every session's start (#18's FIFO class)."""
+    import os
+
+    (tmp_path / ".git").mkdir()
+    os.mkfifo(tmp_path / "AGENTS.md")
+    (tmp_path / "CAIRN.md").write_text("rules")
+
+    files, warnings = collect_context_files(
+        tmp_path, ["AGENTS.md", "CAIRN.md"], home=tmp_path / "nohome"
+    )
+
+    assert [f.text for f in files] == ["rules"]
+    assert warnings == [f"{tmp_path / 'AGENTS.md'}: context file is a FIFO, not a file; skipped"]

@@ -1,9 +1,13 @@
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from cairn.config.loader import (
+    MAX_SETTINGS_BYTES,
     NoAuthError,
     SettingsError,
     load_settings,
@@ -120,3 +124,106 @@ def test_settings_env_is_the_lowest_priority_fallback():
         resolve_endpoint(settings, environ={"OPENAI_BASE_URL": "http://real/v1"}).base_url
         == "http://real/v1"
     )
+
+
+# Regression (#18): settings files with 10,000-deep nesting, invalid UTF-8, a 5,000-digit number
+# or NaN crashed with exit 1; a settings.json that is a directory or a FIFO was silently ignored.
+
+MALFORMED = {
+    "deep nesting": ('{"a": ' + "[" * 10_000 + "]" * 10_000 + "}", "nested more than 64 levels"),
+    "invalid UTF-8": (b'{"model": {"name": "caf\xe9"}}', "line 1: not UTF-8 text (byte 0xe9)"),
+    "a 5,000-digit number": ('{"x": ' + "9" * 5000 + "}", "5000 digits is too long"),
+    "NaN": ('{\n"model": {"generationConfig": {"timeout": NaN}}}', "line 2: NaN is not a JSON"),
+    "Infinity": ('{"x": -Infinity}', "-Infinity is not a JSON number"),
+    "an overflowing float": ('{"x": 1e999}', "1e999 is too large for a number"),
+    "a long float": ('{"x": 0.' + "1" * 500 + "}", "too long for a setting"),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_settings_are_a_settings_error_naming_the_file(home, project, case):
+    content, message = MALFORMED[case]
+    path = project / ".cairn" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+    with pytest.raises(SettingsError) as caught:
+        load_settings(project)
+
+    assert str(path) in str(caught.value)
+    assert message in str(caught.value)
+
+
+def test_a_settings_file_that_is_a_folder_is_reported(home, project):
+    (project / ".cairn" / "settings.json").mkdir(parents=True)
+
+    with pytest.raises(SettingsError, match="settings must be a regular file, not a folder"):
+        load_settings(project)
+
+
+def test_a_settings_file_that_is_a_fifo_is_reported_without_blocking(home, project):
+    (project / ".cairn").mkdir()
+    os.mkfifo(project / ".cairn" / "settings.json")
+
+    with pytest.raises(SettingsError, match="not a FIFO"):
+        load_settings(project)
+
+
+def test_a_dangling_settings_symlink_is_reported(home, project):
+    (project / ".cairn").mkdir()
+    (project / ".cairn" / "settings.json").symlink_to(project / "gone.json")
+
+    with pytest.raises(SettingsError, match="cannot read settings"):
+        load_settings(project)
+
+
+def test_a_byte_order_mark_is_accepted(home, project):
+    write(project / ".cairn" / "settings.json", "\ufeff" + json.dumps({"fastModel": "f"}))
+
+    assert load_settings(project).settings.fast_model == "f"
+
+
+def test_a_huge_settings_file_is_refused_before_it_is_read(home, project):
+    path = project / ".cairn" / "settings.json"
+    path.parent.mkdir()
+    with path.open("wb") as handle:
+        handle.truncate(MAX_SETTINGS_BYTES + 1)
+
+    with pytest.raises(SettingsError, match="larger than 4 MB"):
+        load_settings(project)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+_setting_keys = st.sampled_from(
+    ["model", "tools", "permissions", "hooks", "memory", "env", "general", "mcpServers", "x"]
+)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    content=st.one_of(
+        st.binary(max_size=300),
+        st.text(max_size=300).map(str.encode),
+        st.dictionaries(_setting_keys, _json, max_size=5).map(
+            lambda d: json.dumps(d, allow_nan=True).encode()
+        ),
+        st.integers(1, 20_000).map(lambda n: ("[" * n + "]" * n).encode()),
+        st.integers(1, 20_000).map(lambda n: ('{"a":' * n + "1" + "}" * n).encode()),
+    )
+)
+def test_any_settings_file_loads_or_is_a_settings_error(tmp_path_factory, content):
+    """Property (#18): whatever bytes a settings file holds, loading gives settings or a
+    SettingsError (exit 52 with a message), never another exception."""
+    root = tmp_path_factory.mktemp("p")
+    (root / ".git").mkdir()
+    (root / ".cairn").mkdir()
+    (root / ".cairn" / "settings.json").write_bytes(content)
+
+    try:
+        load_settings(root, user_path=root / "no-user-settings.json")
+    except SettingsError as exc:
+        assert str(exc)

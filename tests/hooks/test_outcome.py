@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -89,3 +90,15 @@ def test_truncated_output_is_a_warning():
     assert not outcome.blocked
     assert outcome.warnings[0] == "hook 'big' (Stop) printed more than 1 MB; the rest was dropped"
     assert "not a JSON object" in outcome.warnings[1]
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "PreToolUse", "Stop"])
+def test_deeply_nested_json_is_malformed_output_not_a_crash(event):
+    """Regression (#18): a hook printing deeply nested JSON aborted the turn."""
+    deep = "[" * 100_000 + "]" * 100_000
+    for stdout in (deep, '{"systemMessage": ' + deep + "}"):
+        outcome = outcome_from_result(event, "'deep'", CommandResult(exit_code=0, stdout=stdout))
+
+        assert not outcome.blocked
+        assert outcome.decision is None
+        assert outcome.warnings

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,47 @@ async def test_missing_working_directory_is_an_error_not_an_exception(tmp_path):
 )
 def test_timeout_values_of_1000_or_more_are_milliseconds(configured, seconds):
     assert timeout_seconds(configured) == seconds
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def _wait_dead(pid: int) -> bool:
+    for _ in range(250):
+        if not _alive(pid):
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def test_background_children_left_in_the_group_are_stopped_when_the_hook_ends(tmp_path):
+    """A hook that leaves `sleep &` behind is done when its command exits: its output counts
+    (it is not a timeout) and the leftover is stopped."""
+    pid_file = tmp_path / "pid"
+    command = f"sleep 30 & echo $! > {pid_file}; echo '{{\"ok\": 1}}'"
+    result = await _run(command, tmp_path, timeout=20)
+
+    assert not result.timed_out
+    assert result.exit_code == 0 and result.stdout == '{"ok": 1}\n'
+    assert await _wait_dead(int(pid_file.read_text()))
+
+
+async def test_a_setsid_child_holding_the_output_does_not_hold_up_the_hook(tmp_path):
+    """Regression (#18): a hook that left a `setsid` child kept its pipes open; the hook timed
+    out and cairn printed an "Event loop is closed" traceback at exit. The child left the hook's
+    process group on purpose, so it keeps running (documented); the hook is read and closed."""
+    pid_file = tmp_path / "pid"
+    command = f"setsid sleep 30 & echo $! > {pid_file}; echo done"
+    try:
+        result = await _run(command, tmp_path, timeout=20)
+
+        assert not result.timed_out
+        assert result.stdout == "done\n"
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

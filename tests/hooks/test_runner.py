@@ -606,3 +606,47 @@ async def test_no_hooks_gives_an_empty_outcome(tmp_path):
     outcome = await runner.user_prompt_submit("x")
 
     assert outcome == HookOutcome()
+
+
+# --- inputs and outputs that must not break a turn ------------------------------------------------
+
+
+async def test_a_pre_tool_use_input_too_deep_to_encode_refuses_the_call(tmp_path, script):
+    """Hook input that cannot be encoded must not skip a guarding hook: the call is refused."""
+    runner = _runner(tmp_path, "PreToolUse", script("cat > /dev/null"))
+    deep: Any = "x"
+    for _ in range(100_000):
+        deep = [deep]
+
+    outcome = await runner.pre_tool_use(
+        tool_name="run_shell_command",
+        tool_input={"command": "rm -rf x", "junk": deep},
+        tool_use_id="call-1",
+        permission_mode="yolo",
+    )
+
+    assert outcome.blocked and outcome.decision == "deny"
+    assert outcome.reason is not None
+    assert "could not be passed to the PreToolUse hooks" in outcome.reason
+
+
+async def test_a_lone_surrogate_in_a_prompt_reaches_the_hook_escaped(tmp_path, script):
+    seen = tmp_path / "seen.json"
+    runner = _runner(tmp_path, "UserPromptSubmit", script(f"cat > {seen}"))
+
+    outcome = await runner.user_prompt_submit("half \ud800 a character")
+
+    assert outcome.warnings == []
+    assert json.loads(seen.read_text())["prompt"] == "half \ud800 a character"
+
+
+async def test_claude_code_matchers_select_cairns_tools(tmp_path, script):
+    """#16: hook scripts written for Claude Code (`"matcher": "Bash"`) run unchanged."""
+    marker = tmp_path / "fired"
+    hook = script(f"cat > /dev/null; touch {marker}")
+    runner = _runner(tmp_path, "PreToolUse", hook, matcher="Bash")
+
+    await _pre_tool_use(runner, "read_file")
+    assert not marker.exists()
+    await _pre_tool_use(runner, "run_shell_command")
+    assert marker.exists()

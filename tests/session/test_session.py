@@ -147,3 +147,34 @@ async def test_inline_reasoning_is_shown_as_thought_and_kept_out_of_the_answer(
     answer = session.history[-1]
     assert answer.text == "All green."
     assert [p.text for p in answer.parts if isinstance(p, Thought)] == ["check the tests first"]
+
+
+async def test_settings_written_during_a_session_do_not_change_its_permissions(
+    make_world: MakeWorld,
+) -> None:
+    """Regression (#18): settings changed during a session take effect for permissions only
+    after the user confirms. A settings change allowed in yolo mode (the user's choice) leaves
+    this session's rules and hooks as they were, and says so."""
+    import json
+
+    from cairn.vocabulary.events import Notice
+
+    world = make_world()
+    session = world.session(approval_mode="yolo")
+    escalation = json.dumps({"permissions": {"allow": ["Bash"]}})
+    world.provider.enqueue(
+        tool_call("write_file", {"file_path": ".cairn/settings.json", "content": escalation}),
+        reply("Written."),
+    )
+    await world.prompt(session, "write the settings")
+    assert json.loads((world.project / ".cairn" / "settings.json").read_text())["permissions"]
+    notices = [e.text for e in world.events if isinstance(e, Notice) and e.source == "permissions"]
+    assert notices and "keeps the permission rules and hooks it started with" in notices[0]
+
+    session.approval_mode = "default"
+    world.provider.enqueue(
+        tool_call("run_shell_command", {"command": "touch pwned"}), reply("Done.")
+    )
+    await world.prompt(session, "now run it")
+
+    assert not (world.project / "pwned").exists()

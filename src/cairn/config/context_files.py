@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.config.paths import cairn_home, find_git_root
+from cairn.fsutil import NotRegularFile, read_regular_bytes
 
 __all__ = ["ContextFile", "collect_context_files", "render_context_files"]
 
@@ -46,16 +47,20 @@ def collect_context_files(
         for name in file_names:
             path = folder / name
             try:
-                if not path.is_file() or path.resolve() in seen:
+                if not path.exists() or path.resolve() in seen:
                     continue
                 seen.add(path.resolve())
-                if path.stat().st_size > MAX_CONTEXT_FILE_BYTES:
-                    warnings.append(f"{path}: context file larger than 256 KiB is skipped")
-                    continue
-                text = path.read_text(encoding="utf-8", errors="replace")
+                data = read_regular_bytes(path, limit=MAX_CONTEXT_FILE_BYTES + 1)
+            except NotRegularFile as exc:  # a FIFO would block every session's start
+                warnings.append(f"{path}: context file is {exc.kind}, not a file; skipped")
+                continue
             except OSError as exc:
                 warnings.append(f"{path}: cannot read context file ({exc.strerror})")
                 continue
+            if len(data) > MAX_CONTEXT_FILE_BYTES:
+                warnings.append(f"{path}: context file larger than 256 KiB is skipped")
+                continue
+            text = data.decode("utf-8", errors="replace")
             if text.strip():
                 found.append(ContextFile(path, text.strip()))
     return found, warnings

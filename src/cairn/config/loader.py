@@ -9,6 +9,7 @@ Precedence, lowest to highest: built-in defaults, ``$CAIRN_HOME/settings.json``,
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from cairn.config.endpoint import Endpoint, NoAuthError, resolve_endpoint
 from cairn.config.paths import find_git_root, user_settings_path
 from cairn.config.settings import Settings
+from cairn.fsutil import FileTooLarge, NotRegularFile, read_regular_file
 
 __all__ = [
     "Endpoint",
@@ -35,6 +37,9 @@ __all__ = [
     "resolve_endpoint",
 ]
 
+MAX_SETTINGS_BYTES = 4 << 20  # a larger settings file is refused, not read
+MAX_SETTINGS_DEPTH = 64  # objects and lists nested deeper are refused (no recursion limit hit)
+MAX_NUMBER_DIGITS = 100  # longer numbers are refused (Python's int() stops at 4300 digits)
 # Keys whose lists are unioned across files rather than replaced.
 _UNION_KEYS = {("permissions", "allow"), ("permissions", "ask"), ("permissions", "deny")}
 # Keys whose lists are concatenated (user hooks run, then project hooks).
@@ -69,8 +74,8 @@ def load_settings(cwd: Path, *, user_path: Path | None = None) -> LoadedSettings
     seen: set[Path] = set()
     for path in paths:
         resolved = path.resolve()
-        if resolved in seen or not path.is_file():
-            continue
+        if resolved in seen or not os.path.lexists(path):
+            continue  # a missing file is no settings; anything else there is read or reported
         seen.add(resolved)
         raw = read_settings_file(path)
         _validate_file(path, raw, warnings)
@@ -103,22 +108,120 @@ def merge_settings_dicts(
 
 
 def read_settings_file(path: Path) -> dict[str, Any]:
-    """One settings file as a dict; :class:`SettingsError` names the file (and line) if unusable."""
+    """One settings file as a dict; :class:`SettingsError` names the file (and line) if unusable.
+
+    Only a regular file of at most :data:`MAX_SETTINGS_BYTES` is read (a FIFO is never opened,
+    so it cannot hang start-up); the text must be UTF-8 (a leading BOM is allowed) and strict
+    JSON: no ``NaN`` or ``Infinity``, numbers of at most :data:`MAX_NUMBER_DIGITS` digits that
+    fit a float, objects and lists nested at most :data:`MAX_SETTINGS_DEPTH` deep.
+    """
+    return _parse_settings(path, _read_text(path))
+
+
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular_file(path, max_bytes=MAX_SETTINGS_BYTES)
+    except NotRegularFile as exc:
+        raise SettingsError(
+            f"{path}: settings must be a regular file, not {exc.kind}; remove or replace it"
+        ) from None
+    except FileTooLarge:
+        raise SettingsError(
+            f"{path}: settings file is larger than {MAX_SETTINGS_BYTES >> 20} MB"
+        ) from None
     except OSError as exc:
-        raise SettingsError(f"{path}: cannot read settings ({exc.strerror})") from None
+        raise SettingsError(f"{path}: cannot read settings ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SettingsError(
+            f"{path} line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file "
+            "as UTF-8"
+        ) from None
+
+
+def _parse_settings(path: Path, text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
+    deep = _too_deep_at(text, MAX_SETTINGS_DEPTH)
+    if deep is not None:
+        raise SettingsError(
+            f"{path} line {_line_at(text, deep)}: objects and lists are nested more than "
+            f"{MAX_SETTINGS_DEPTH} levels deep"
+        )
     try:
-        data = json.loads(text)
+        data = json.loads(
+            text, parse_constant=_refuse_constant, parse_int=_parse_int, parse_float=_parse_float
+        )
     except json.JSONDecodeError as exc:
         raise SettingsError(
             f"{path} line {exc.lineno} column {exc.colno}: invalid JSON ({exc.msg})"
         ) from None
+    except _BadNumber as exc:
+        raise SettingsError(f"{path} line {_line_of_text(text, exc.text)}: {exc}") from None
+    except RecursionError:  # guarded by the depth check; kept so no input can crash start-up
+        raise SettingsError(f"{path}: objects and lists are nested too deeply") from None
     if not isinstance(data, dict):
         raise SettingsError(f"{path}: settings must be a JSON object, not {type(data).__name__}")
     return data
+
+
+class _BadNumber(ValueError):
+    def __init__(self, text: str, message: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _BadNumber(name, f"{name} is not a JSON number; write a number or null")
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise _BadNumber(text, f"a number of {len(text)} digits is too long for a setting")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise _BadNumber(text, f"a number of {len(text)} characters is too long for a setting")
+    value = float(text)
+    if not math.isfinite(value):
+        raise _BadNumber(text, f"{text} is too large for a number")
+    return value
+
+
+def _too_deep_at(text: str, limit: int) -> int | None:
+    """The offset where nesting first exceeds ``limit`` (outside strings), or ``None``."""
+    depth = 0
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return index
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
+def _line_at(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _line_of_text(text: str, needle: str) -> int:
+    offset = text.find(needle)
+    return _line_at(text, offset) if offset >= 0 else 1
 
 
 def _validate_file(path: Path, raw: dict[str, Any], warnings: list[str]) -> None:
@@ -189,9 +292,10 @@ def _line_of(text: str, key: str) -> int | None:
 
 
 def _text(path: Path) -> str:
+    """The file's text for locating a key's line in an error ("" when it cannot be read)."""
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
+        return _read_text(path)
+    except SettingsError:
         return ""
 
 

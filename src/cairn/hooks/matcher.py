@@ -5,12 +5,19 @@ so does a ``|``-separated list with the tool name as one entry (``"edit|write_fi
 Otherwise the matcher is a regular expression searched in the tool name (unanchored, as in the
 reference: ``"read"`` matches ``read_file``; write ``"^read$"`` for an exact match). A matcher
 that is not a valid expression matches nothing; :attr:`ToolMatcher.error` says why.
+
+Claude Code's tool names are aliases (``"Bash"`` matches ``run_shell_command``, ``"Edit|Write"``
+both writing tools; :mod:`cairn.vocabulary.tool_names`), matched as Claude Code matches them:
+exactly, or by a regular expression matching the whole name, so ``"Write"`` is not
+``TodoWrite``.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from cairn.vocabulary.tool_names import aliases_of
 
 __all__ = ["ToolMatcher"]
 
@@ -39,9 +46,15 @@ class ToolMatcher:
             return False
         if self.pattern in _MATCH_ALL:
             return True
-        if self.pattern == tool_name or tool_name in self._entries():
+        aliases = aliases_of(tool_name)
+        entries = self._entries()
+        if any(name == self.pattern or name in entries for name in (tool_name, *aliases)):
             return True
-        return self.regex is not None and self.regex.search(tool_name) is not None
+        if self.regex is None:
+            return False
+        return self.regex.search(tool_name) is not None or any(
+            self.regex.fullmatch(alias) is not None for alias in aliases
+        )
 
     def _entries(self) -> list[str]:
         if "|" not in self.pattern or self.pattern.startswith(("^", "(")):

@@ -123,7 +123,10 @@ def _from_stdout(event: HookEvent, where: str, stdout: str) -> HookOutcome:
     text = stdout.strip()
     if not text:
         return HookOutcome()
-    data = _json_object(text)
+    try:
+        data = _json_object(text)
+    except RecursionError:
+        return HookOutcome(warnings=[f"{where} printed JSON nested too deeply to read; ignored"])
     if data is not None:
         return _from_json(event, where, data)
     if event == "UserPromptSubmit":
@@ -133,6 +136,8 @@ def _from_stdout(event: HookEvent, where: str, stdout: str) -> HookOutcome:
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object ``text`` holds, ``None`` for other text; ``RecursionError`` when it
+    is nested too deeply to read."""
     try:
         value = json.loads(text)
     except ValueError:

@@ -1,7 +1,10 @@
 """Running one hook command: bash in its own process group, JSON on stdin, capped output.
 
-A hook that outlives its timeout (or whose caller is cancelled) is killed with its whole process
-group, so a script's background children do not linger holding the pipes open.
+A hook is finished when its command exits. Its output is read until then (and for a moment
+after, for what is still in the pipes); then whatever the hook left running in its process group
+is stopped (SIGTERM, then SIGKILL), and the pipes are closed. A process that left the group
+(``setsid``, a daemon) keeps running, but cannot hold up the turn by keeping the output open. A
+hook that outlives its timeout, or whose caller is cancelled, is killed with its whole group.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ __all__ = [
 DEFAULT_TIMEOUT_SECONDS = 60.0  # a hook's time limit when settings give none or a non-positive one
 MILLISECONDS_THRESHOLD = 1000  # timeout values from here up are milliseconds (older settings files)
 MAX_OUTPUT_BYTES = 1024 * 1024  # stdout and stderr kept per hook; the rest is read and dropped
-_READ_CHUNK = 64 * 1024  # bytes per pipe read
+POST_EXIT_DRAIN_SECONDS = 0.5  # output still read after the command exits
+LEFTOVER_GRACE_SECONDS = 1.0  # between SIGTERM and SIGKILL of what the hook left in its group
 
 
 @dataclass(frozen=True)
@@ -50,79 +54,114 @@ def timeout_seconds(value: float | None) -> float:
     return float(value)
 
 
+class _HookProtocol(asyncio.SubprocessProtocol):
+    """Collects stdout and stderr (capped) and tells when the command and its pipes end."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.output = {1: bytearray(), 2: bytearray()}
+        self.truncated = False
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.output_closed: asyncio.Future[None] = loop.create_future()
+        self._open = {1, 2}
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        kept = self.output.get(fd)
+        if kept is None:
+            return
+        room = MAX_OUTPUT_BYTES - len(kept)
+        if len(data) > room:
+            self.truncated = True
+        kept += data[: max(room, 0)]
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open and not self.output_closed.done():
+            self.output_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def text(self, fd: int) -> str:
+        return self.output[fd].decode("utf-8", errors="replace")
+
+
 async def run_command(
     command: str, *, stdin: bytes, cwd: Path, env: Mapping[str, str], timeout: float
 ) -> CommandResult:
     """Run ``command`` with ``bash -c`` in ``cwd``; never raises for the command's own failures."""
+    loop = asyncio.get_running_loop()
+    starting = loop.subprocess_exec(
+        lambda: _HookProtocol(loop),
+        "bash", "-c", command,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    spawn = asyncio.ensure_future(starting)
     try:
-        process = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
-            cwd=cwd,
-            env=dict(env),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        # Shielded so that a cancel during start-up still ends with the group killed.
+        transport, protocol = await asyncio.shield(spawn)
     except OSError as exc:
         return CommandResult(error=str(exc), timeout=timeout)
-    finished = False
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            transport, protocol = await spawn
+            _kill_group(transport.get_pid(), signal.SIGKILL)
+            transport.close()
+        raise
     try:
-        async with asyncio.timeout(timeout):
-            result = await _communicate(process, stdin, timeout)
-        finished = True
-        return result
-    except TimeoutError:
-        return CommandResult(timed_out=True, timeout=timeout)
+        _feed(transport, stdin)
+        try:
+            await asyncio.wait_for(asyncio.shield(protocol.exited), timeout)
+        except TimeoutError:
+            _kill_group(transport.get_pid(), signal.SIGKILL)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(protocol.exited), LEFTOVER_GRACE_SECONDS)
+            return CommandResult(timed_out=True, timeout=timeout)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(protocol.output_closed), POST_EXIT_DRAIN_SECONDS)
+        await _stop_leftovers(transport.get_pid(), protocol)
+        return CommandResult(
+            exit_code=transport.get_returncode(),
+            stdout=protocol.text(1),
+            stderr=protocol.text(2),
+            timeout=timeout,
+            truncated=protocol.truncated,
+        )
+    except asyncio.CancelledError:
+        _kill_group(transport.get_pid(), signal.SIGKILL)
+        raise
     finally:
-        if not finished:
-            _kill_group(process)
-            await process.wait()
+        transport.close()
 
 
-async def _communicate(
-    process: asyncio.subprocess.Process, stdin: bytes, timeout: float
-) -> CommandResult:
-    assert process.stdin and process.stdout and process.stderr
-    _, (out, out_cut), (err, err_cut) = await asyncio.gather(
-        _feed(process.stdin, stdin),
-        _read_capped(process.stdout),
-        _read_capped(process.stderr),
-    )
-    exit_code = await process.wait()
-    return CommandResult(
-        exit_code=exit_code,
-        stdout=out.decode("utf-8", errors="replace"),
-        stderr=err.decode("utf-8", errors="replace"),
-        timeout=timeout,
-        truncated=out_cut or err_cut,
-    )
-
-
-async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
-    # A hook that never reads stdin closes the pipe early; that is its right.
+def _feed(transport: asyncio.SubprocessTransport, data: bytes) -> None:
+    """Write the event to the hook's stdin and close it (a hook that never reads it may)."""
+    pipe = transport.get_pipe_transport(0)
+    if pipe is None:
+        return
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        pipe.write(data)
-        await pipe.drain()
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        pipe.close()
-        await pipe.wait_closed()
+        pipe.write(data)  # type: ignore[attr-defined]
+        pipe.write_eof()  # type: ignore[attr-defined]
 
 
-async def _read_capped(pipe: asyncio.StreamReader) -> tuple[bytes, bool]:
-    """Read to EOF, keeping the first :data:`MAX_OUTPUT_BYTES` (the rest is drained, not kept)."""
-    kept = bytearray()
-    truncated = False
-    while chunk := await pipe.read(_READ_CHUNK):
-        room = MAX_OUTPUT_BYTES - len(kept)
-        if len(chunk) > room:
-            truncated = True
-        kept += chunk[: max(room, 0)]
-    return bytes(kept), truncated
+async def _stop_leftovers(pid: int, protocol: _HookProtocol) -> None:
+    """What the hook started in its process group and left running is stopped."""
+    if not _kill_group(pid, signal.SIGTERM):
+        return
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(protocol.output_closed), LEFTOVER_GRACE_SECONDS)
+    _kill_group(pid, signal.SIGKILL)
 
 
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+def _kill_group(pid: int, signum: signal.Signals) -> bool:
+    """Signal the process group; False when nothing is left in it."""
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

@@ -153,10 +153,22 @@ class HookRunner:
     async def _run_all(
         self, event: HookEvent, hooks: list[_Hook], fields: Mapping[str, Any]
     ) -> HookOutcome:
-        payload = json.dumps(self._payload(event, fields), ensure_ascii=False, default=str)
-        stdin = payload.encode("utf-8")
+        stdin = self._encode(event, fields)
+        if stdin is None:
+            return _unencodable(event)
         outcomes = await asyncio.gather(*(self._run_one(event, h, stdin) for h in hooks))
         return merge_outcomes(event, outcomes)
+
+    def _encode(self, event: HookEvent, fields: Mapping[str, Any]) -> bytes | None:
+        """The event as UTF-8 JSON; text that UTF-8 cannot carry (a lone surrogate) is written
+        as a JSON escape. ``None`` when it cannot be encoded at all (nested too deeply)."""
+        payload = self._payload(event, fields)
+        try:
+            return json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(payload, default=str).encode("ascii")
+        except (RecursionError, ValueError):
+            return None
 
     async def _run_one(self, event: HookEvent, hook: _Hook, stdin: bytes) -> HookOutcome:
         from cairn.hooks.process import run_command, timeout_seconds  # only when a hook runs
@@ -193,6 +205,18 @@ class HookRunner:
             "CLAUDE_PROJECT_DIR": project,  # existing Claude Code hooks read this name
             "CAIRN_SESSION_ID": self.session_id,
         }
+
+
+def _unencodable(event: HookEvent) -> HookOutcome:
+    """Hooks that cannot be told about an event cannot guard it: a tool call is refused."""
+    warning = f"{event} hooks skipped: the event could not be passed to them as JSON"
+    if event == "PreToolUse":
+        reason = (
+            "The tool call's input could not be passed to the PreToolUse hooks (it is nested "
+            "too deeply), so it is not run. Call the tool again with simpler arguments."
+        )
+        return HookOutcome(blocked=True, reason=reason, decision="deny", warnings=[warning])
+    return HookOutcome(warnings=[warning])
 
 
 def _utc_now_iso() -> str:
