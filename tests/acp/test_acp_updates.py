@@ -32,6 +32,9 @@ from cairn.vocabulary import (
     AssistantThought,
     FileDiff,
     Location,
+    MemoryChanged,
+    MemoryRecalled,
+    MemoryRef,
     ModeChanged,
     Notice,
     PermissionRequest,
@@ -60,6 +63,9 @@ diffs = st.none() | st.builds(FileDiff, paths, st.none() | text, text)
 todos = st.builds(
     TodoItem, text, text, st.sampled_from(["pending", "in_progress", "completed", "cancelled"])
 )
+memories = st.lists(
+    st.builds(MemoryRef, text, st.sampled_from(["project", "user"]), text, text), max_size=3
+).map(tuple)
 events = st.one_of(
     st.builds(AssistantText, text),
     st.builds(AssistantThought, text),
@@ -78,6 +84,14 @@ events = st.one_of(
     st.builds(PlanUpdate, st.lists(todos, max_size=4).map(tuple)),
     st.builds(Notice, st.sampled_from(["info", "warning", "error"]), text, text),
     st.builds(RecapShown, text, st.booleans()),
+    st.builds(MemoryRecalled, memories, st.sampled_from(["fast", "refined"])),
+    st.builds(
+        MemoryChanged,
+        st.sampled_from(["extract", "dream", "remember", "forget", "restore"]),
+        memories,
+        memories,
+        memories,
+    ),
     st.builds(ModeChanged, st.sampled_from(APPROVAL_MODES)),
     st.builds(UsageUpdate, st.just(Usage()), st.integers(-5, 10**7), st.integers(0, 10**7)),
 )

@@ -310,7 +310,7 @@ async def test_approval_mode_refuses_an_unknown_mode(make_world: MakeWorld) -> N
 
 
 async def test_remember_becomes_a_fresh_model_bound_turn(make_world: MakeWorld) -> None:
-    world = make_world()
+    world = make_world(memory=True)
 
     result = await world.prompt(world.session(), "/remember we deploy on Tuesdays")
 
@@ -319,9 +319,24 @@ async def test_remember_becomes_a_fresh_model_bound_turn(make_world: MakeWorld) 
     assert result.text == ANSWER
     [request] = world.main_requests()
     text = last_user_text(request)
-    assert text.startswith("Save this to managed memory so it is available in future sessions")
-    assert text.endswith("\n\nwe deploy on Tuesdays")
+    assert text.startswith(
+        "The user asks you to remember this for future sessions:\n\nwe deploy on Tuesdays\n\n"
+    )
+    manager = world.runtime.memory_manager()
+    for scope, root in manager.root_map().items():
+        assert f"- {scope} memory: {root}" in text
     assert notices(world, "command:remember") == []
+
+
+async def test_remember_with_memory_off_says_nothing_can_be_saved(make_world: MakeWorld) -> None:
+    world = make_world(memory=False)
+
+    result = await world.prompt(world.session(), "/remember we deploy on Tuesdays")
+
+    assert_handled_locally(world, result)
+    assert notices(world, "command:remember") == [
+        "Managed memory is off, so nothing can be saved. `/memory on`."
+    ]
 
 
 async def test_remember_without_text_explains_its_use(make_world: MakeWorld) -> None:

@@ -273,7 +273,7 @@ async def test_a_model_bound_slash_command_is_a_fresh_turn(make_world: Any) -> N
     [select] = world.requests_since(mark, "recall-selector")
     assert "Query: /remember billing deploys need a release tag" in select.last_user_text()
     [main] = world.requests_since(mark, "main")
-    assert main.contains("Save this to managed memory")
+    assert main.contains("The user asks you to remember this for future sessions")
     assert len(world.terminal_deliveries_since(mark)) == 1
     await world.settle()
     assert world.scheduled_since(mark) == ["dream", "extract"]

@@ -25,6 +25,9 @@ from cairn.vocabulary import (
     AssistantThought,
     FileDiff,
     Location,
+    MemoryChanged,
+    MemoryRecalled,
+    MemoryRef,
     ModeChanged,
     Notice,
     PermissionRequest,
@@ -225,6 +228,56 @@ def test_a_recap_is_a_message_of_its_own_marked_in_meta() -> None:
             "cairn": {"kind": "recap", "text": "Fixing login. Next: tests.", "replayed": False}
         },
     }
+
+
+UV = MemoryRef("Prefers uv", "user", "feedback/uv.md", "/home/u/.cairn/memories/feedback/uv.md")
+DEPLOY = MemoryRef("Deploy checklist", "project", "project/deploy.md", "/m/project/deploy.md")
+
+
+def test_recalled_memories_are_a_message_of_their_own_naming_each_memory() -> None:
+    updates = mapper()
+    one(AssistantText("answer"), updates)
+
+    recalled = one(MemoryRecalled((UV, DEPLOY), "fast"), updates)
+
+    assert recalled == {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {
+            "type": "text", "text": "Recalled 2 memories: Prefers uv; Deploy checklist\n\n"
+        },
+        "messageId": "m2",
+        "_meta": {"cairn": {
+            "kind": "memory", "action": "recalled", "phase": "fast",
+            "memories": [
+                {"name": "Prefers uv", "scope": "user", "relativePath": "feedback/uv.md",
+                 "path": "/home/u/.cairn/memories/feedback/uv.md"},
+                {"name": "Deploy checklist", "scope": "project",
+                 "relativePath": "project/deploy.md", "path": "/m/project/deploy.md"},
+            ],
+        }},
+    }  # fmt: skip
+
+
+def test_a_memory_change_names_each_memory_its_file_and_how_to_open_it() -> None:
+    changed = one(MemoryChanged("extract", saved=(UV,), removed=(DEPLOY,)))
+
+    text = changed["content"]["text"]  # type: ignore[index]
+    assert text == (
+        "Saved to memory (Extract): Prefers uv — /home/u/.cairn/memories/feedback/uv.md "
+        "(`cairn memory show user:feedback/uv.md`)\n"
+        "Removed from memory (Extract): Deploy checklist — in the trash; "
+        "`cairn memory restore` brings it back\n\n"
+    )
+    meta = changed["_meta"]["cairn"]  # type: ignore[index]
+    assert (meta["action"], meta["operation"]) == ("changed", "extract")
+    assert (meta["saved"], meta["updated"], meta["removed"]) == (
+        ["feedback/uv.md"], [], ["project/deploy.md"],
+    )  # fmt: skip
+
+
+def test_memory_events_without_memories_give_no_update() -> None:
+    assert mapper().event(MemoryRecalled(())) == []
+    assert mapper().event(MemoryChanged("dream")) == []
 
 
 def test_mode_changes_and_context_usage_are_reported() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from cairn.session.commands import NO_RECAP_MESSAGE
 from cairn.testing import reply, tool_call
-from cairn.ui.dialogs import QuestionScreen
-from cairn.ui.transcript import NoticeView, RecapView
+from cairn.ui.dialogs import PermissionScreen, QuestionScreen
+from cairn.ui.transcript import MemoryView, NoticeView, RecapView
 
 from .conftest import send, settle, user_turns
 from .helpers import screen_text
@@ -93,15 +93,45 @@ async def test_memory_off_turns_memory_off_and_the_status_says_so(make_app):
         assert "Managed memory is now off" in "\n".join(notices(app))
 
 
-async def test_remember_sends_a_memory_request_to_the_model(make_app, scripted_server):
-    scripted_server.enqueue(reply("Saved."), purpose="main")
-    app = make_app()
+REMEMBERED_TABS = (
+    "---\nname: Prefers tabs\ndescription: the user indents code with tabs, never spaces\n"
+    "type: feedback\n---\n\nIndent with tabs (MARKER-TABS-4242).\n"
+)
+
+
+async def test_remember_saves_a_memory_shown_as_a_quiet_item_then_a_new_session_recalls_it(
+    make_app, scripted_server, tmp_path
+):
+    """Regression (#16): /remember's write was refused as outside the allowed directories, and
+    the terminal UI never showed memory being saved or recalled."""
+    target = tmp_path / "cairn-home" / "memories" / "feedback" / "prefers-tabs.md"
+    write = tool_call("write_file", {"file_path": str(target), "content": REMEMBERED_TABS})
+    scripted_server.enqueue(write, reply("Saved: you prefer tabs."), purpose="main")
+    scripted_server.default = reply('{"selected_memories": []}')
+    app = make_app(MEMORY_ON)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "/remember I prefer tabs")
         await settle(pilot)
-    [request] = scripted_server.requests_for("main")
-    assert request.contains("Save this to managed memory")
+
+        assert not isinstance(app.screen, PermissionScreen)  # the user asked: no dialog
+        [saved] = [w for w in app.history_widgets() if isinstance(w, MemoryView)]
+        assert "Saved to memory (/remember): Prefers tabs" in saved.text
+        assert "cairn memory show user:feedback/prefers-tabs.md" in screen_text(app)
+    assert target.read_text() == REMEMBERED_TABS
+    [request, _] = scripted_server.requests_for("main")
     assert request.contains("I prefer tabs")
+
+    scripted_server.enqueue(reply("Tabs it is."), purpose="main")
+    app = make_app(MEMORY_ON, session_id="0a1b2c3d-0000-4000-8000-000000000002")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "should I indent with tabs or spaces?")
+        await settle(pilot)
+
+        [recalled] = [w for w in app.history_widgets() if isinstance(w, MemoryView)]
+        assert recalled.text.startswith("Recalled 1 memory: Prefers tabs")
+        assert "◆ Recalled 1 memory: Prefers tabs" in screen_text(app)  # collapsed: names only
+        assert str(target) not in screen_text(app)
+    assert scripted_server.requests_for("main")[-1].contains("MARKER-TABS-4242")
 
 
 async def test_recap_command_shows_a_recap_item_and_records_it(make_app, scripted_server):
@@ -270,3 +300,5 @@ async def test_forget_asks_in_a_choice_list_before_removing(make_app, scripted_s
 
         assert not path.exists()
         assert "cairn memory restore" in notices(app)[-1]
+        [removed] = [w for w in app.history_widgets() if isinstance(w, MemoryView)]
+        assert removed.text.startswith("Removed from memory (/forget): Prefers tabs")

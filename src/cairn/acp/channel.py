@@ -76,9 +76,9 @@ class SessionChannel:
         task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
+        self._unlisten()
         for task in list(self._background):
             task.cancel()
-        self._unlisten()
         await self.session.close()
 
     # ----- updates -----

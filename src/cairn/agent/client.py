@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from cairn.abort import Aborted, AbortSignal
 from cairn.agent.chat import ChatHistory
@@ -46,6 +46,7 @@ from cairn.llm.types import (
     ToolDeclaration,
     Usage,
 )
+from cairn.vocabulary.recall import RecallDelivery
 
 if TYPE_CHECKING:
     from cairn.config.settings import Settings
@@ -60,6 +61,7 @@ __all__ = [
     "AgentFinished",
     "AgentLimit",
     "AgentLoop",
+    "AgentRecalled",
     "AgentRetry",
     "AgentText",
     "AgentThought",
@@ -67,6 +69,7 @@ __all__ = [
     "RecallHandle",
     "RecalledMemory",
     "SendKind",
+    "recall_part",
 ]
 
 MAX_RECENT_TOOL_NAMES = 20  # completed tool names kept for Recall's noise filter
@@ -78,6 +81,11 @@ ASK_USER_TOOL = "ask_user_question"
 _log = get_logger("CLIENT")
 
 
+def recall_part(delivery: RecallDelivery) -> Text:
+    """The request part carrying recalled memory: one ``<system-reminder>`` block."""
+    return system_reminder(delivery.prompt)
+
+
 class SendKind(StrEnum):
     USER_QUERY = "user_query"  # a fresh user prompt
     TOOL_RESULT = "tool_result"  # function responses of the previous batch
@@ -85,12 +93,7 @@ class SendKind(StrEnum):
     CONTINUATION = "continuation"  # Stop hook, todo reminder, interrupted-turn continuation
 
 
-class RecalledMemory(Protocol):
-    """What Recall delivers at a point of the turn: the memory text for the model."""
-
-    @property
-    def prompt(self) -> str: ...
-
+RecalledMemory: TypeAlias = RecallDelivery  # what Recall delivers at a point of the turn
 
 class RecallHandle(Protocol):
     """What the client needs from the memory package's Recall lifecycle."""
@@ -150,6 +153,13 @@ class AgentLoop:
 
 
 @dataclass(frozen=True)
+class AgentRecalled:
+    """Recall's memory went into the request about to be sent (at a tool result)."""
+
+    delivery: RecallDelivery
+
+
+@dataclass(frozen=True)
 class AgentFinished:
     reason: str
     usage: Usage
@@ -165,6 +175,7 @@ AgentEvent = (
     | AgentCompressed
     | AgentLimit
     | AgentLoop
+    | AgentRecalled
     | AgentFinished
 )
 
@@ -222,8 +233,10 @@ class AgentClient:
             return
         self._recall.begin(query, abort, list(self.recent_tools))
 
-    async def consume_recall(self, point: Literal["initial", "tool_result"]) -> Text | None:
-        """The recalled memory ready for ``point`` as one reminder part, or ``None``.
+    async def consume_recall(
+        self, point: Literal["initial", "tool_result"]
+    ) -> RecallDelivery | None:
+        """The recalled memory ready for ``point`` (see :func:`recall_part`), or ``None``.
 
         ``initial`` waits at most 100 ms; ``tool_result`` never waits.
         """
@@ -234,8 +247,7 @@ class AgentClient:
         except Exception as exc:
             _log.warning(f"recall consume failed: {exc!r}")
             return None
-        prompt = delivery.prompt if delivery is not None else ""
-        return system_reminder(prompt) if prompt else None
+        return delivery if delivery is not None and delivery.prompt else None
 
     def attach_recall(self, make: Callable[[], RecallHandle | None]) -> None:
         """Create the Recall handle of a session started with memory off (``/memory on``)."""
@@ -362,9 +374,10 @@ class AgentClient:
         parts = self.repair_dangling_calls(parts)
         # The final send point: nothing below can drop this request any more.
         if leading_function_responses(parts):
-            memory = await self.consume_recall("tool_result")
-            if memory is not None:
-                parts = insert_after_function_responses(parts, [memory])
+            delivery = await self.consume_recall("tool_result")
+            if delivery is not None:
+                parts = insert_after_function_responses(parts, [recall_part(delivery)])
+                yield AgentRecalled(delivery)
         self.history.append(Content("user", list(parts)))
 
         async for event in self._stream(abort):

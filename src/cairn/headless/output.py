@@ -11,6 +11,8 @@ from typing import Any, Literal, TextIO
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
+    MemoryChanged,
+    MemoryRecalled,
     Notice,
     RecapShown,
     SessionEvent,
@@ -46,6 +48,7 @@ class OutputWriter:
         self._calls: dict[str, ToolCallStart] = {}
         self._text_written = False
         self._ended_with_newline = True
+        self._finished = False  # the result was written
 
     def init(
         self,
@@ -93,6 +96,8 @@ class OutputWriter:
                         "text": event.text,
                     }
                 )
+        elif isinstance(event, MemoryRecalled | MemoryChanged) and event.memories:
+            self._memory(event)
         elif isinstance(event, RecapShown) and self.fmt != "text":
             self._message({"type": "system", "subtype": "recap", "text": event.text})
         elif isinstance(event, AssistantMessage):
@@ -158,6 +163,27 @@ class OutputWriter:
             self.out.flush()
             self._ended_with_newline = True
 
+    def _memory(self, event: MemoryRecalled | MemoryChanged) -> None:
+        """Memory at work: a line on stderr, or a ``system`` message (before the result only:
+        an Extract that saves while ``cairn -p`` waits for it is told on stderr)."""
+        if self.fmt == "text" or self._finished:
+            for line in event.describe().splitlines():
+                self.err.write(f"[{line}]\n")
+            self.err.flush()
+            return
+        body: dict[str, Any] = {"type": "system", "subtype": "memory"}
+        if isinstance(event, MemoryRecalled):
+            body.update(action="recalled", phase=event.phase)
+        else:
+            body.update(action="changed", operation=event.operation)
+            body.update({key: [r.relative_path for r in getattr(event, key)]
+                         for key in ("saved", "updated", "removed")})  # fmt: skip
+        body["memories"] = [
+            {"name": r.name, "scope": r.scope, "relative_path": r.relative_path, "path": r.path}
+            for r in event.memories
+        ]
+        self._message(body)
+
     def _assistant(self, event: AssistantMessage) -> None:
         content: list[dict[str, Any]] = []
         if event.thought:
@@ -193,6 +219,7 @@ class OutputWriter:
         is_error: bool,
         error: str | None = None,
     ) -> None:
+        self._finished = True
         if self.fmt == "text":
             if result.handled_locally and result.text:
                 self.out.write(result.text + "\n")

@@ -163,6 +163,7 @@ async def _run_turn(
         commands=[c.name for c in COMMANDS],
     )
     interrupt.session = session
+    session.listen(writer)  # what Extract saves while `cairn -p` waits for it
     api_started = time.monotonic()
     attachments = await session.attach_text(options.prompt)  # @path mentions, as in the UI
     result = await session.prompt(PromptRequest.attaching(attachments), writer)

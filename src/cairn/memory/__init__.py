@@ -18,15 +18,12 @@ if TYPE_CHECKING:
     from cairn.memory.forget.trash import ForgetReport
     from cairn.memory.manager import MemoryManager
     from cairn.memory.paths import MemoryRoots, memory_roots
-    from cairn.memory.recall.lifecycle import (
-        INITIAL_RECALL_WAIT_MS,
-        RecallDelivery,
-        RecallLifecycle,
-    )
+    from cairn.memory.recall.lifecycle import INITIAL_RECALL_WAIT_MS, RecallLifecycle
     from cairn.memory.recall.noise import remember_tool_name
     from cairn.memory.recall.query import RecallResult
     from cairn.memory.store.history import HistoryEntry
     from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
+    from cairn.vocabulary.recall import RecallDelivery
 
 __all__ = [
     "INITIAL_RECALL_WAIT_MS",
@@ -68,7 +65,7 @@ __getattr__, __dir__ = lazy_exports(
         "MemoryRoots": "paths",
         "memory_roots": "paths",
         "INITIAL_RECALL_WAIT_MS": "recall.lifecycle",
-        "RecallDelivery": "recall.lifecycle",
+        "RecallDelivery": "cairn.vocabulary.recall",
         "RecallLifecycle": "recall.lifecycle",
         "RecallResult": "recall.query",
         "MemoryStore": "store.memory_store",

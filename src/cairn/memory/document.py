@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from cairn.vocabulary.events import MemoryRef
+
 __all__ = ["MEMORY_TYPES", "MemoryDoc", "MemoryScope", "MemoryType"]
 
 MemoryType: TypeAlias = Literal["user", "feedback", "project", "reference"]
@@ -39,6 +41,11 @@ class MemoryDoc:
     body: str  # trimmed Markdown body
     mtime: float  # seconds since the epoch
     size: int
+
+    @property
+    def ref(self) -> MemoryRef:
+        """This memory as front ends show it (name and file)."""
+        return MemoryRef(self.title, self.scope, self.relative_path, str(self.path))
 
     @property
     def pinned(self) -> bool:

@@ -38,6 +38,7 @@ from cairn.memory.recall.query import RecallResult, recall_memories
 from cairn.memory.recall.render import render_relevant_memory
 from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
 from cairn.memory.telemetry import emit_dream, emit_extract, emit_forget
+from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef
 
 if TYPE_CHECKING:
     # Loaded on first use: the task modules pull in the agent loop and tools, and Forget and
@@ -64,6 +65,7 @@ _log = get_logger("MEMORY_RECALL")
 _task_log = get_logger("MEMORY")
 
 Progress = Callable[[str], Awaitable[None]]
+ChangeListener = Callable[[str, MemoryChanged], Awaitable[None]]  # (session id, what changed)
 
 
 class MemoryManager:
@@ -94,6 +96,8 @@ class MemoryManager:
         self._dreaming: set[str] = set()
         self._scans: dict[str, ScanClock] = {}
         self._rewinds: dict[str, tuple[int, int]] = {}  # session -> (rewinds so far, length)
+        self._listeners: list[ChangeListener] = []
+        self._remembered: dict[str, set[str]] = {}  # session id -> paths /remember recorded
 
     @property
     def _tasks(self) -> TaskBook:
@@ -116,6 +120,56 @@ class MemoryManager:
             roots["project"] = self.roots.project
         roots["user"] = self.roots.user
         return roots
+
+    # --- telling sessions what changed ----------------------------------------------------
+
+    def add_change_listener(self, listener: ChangeListener) -> Callable[[], None]:
+        """Call ``listener`` whenever a background task (Extract, an automatic Dream) changed
+        memory; returns the function that removes it. Foreground operations (Forget, restore,
+        ``/dream``, ``/remember``) hand their change to the caller instead (``.change``)."""
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return remove
+
+    async def _announce(self, session_id: str, change: MemoryChanged | None) -> None:
+        if change is None or not change.memories:
+            return
+        for listener in list(self._listeners):
+            try:
+                await listener(session_id, change)
+            except Exception as error:  # a front end's bug must not fail the memory task
+                _task_log.warning(f"memory change listener failed: {error!r}")
+
+    def memory_ref(self, scope: MemoryScope, relative: str, name: str = "") -> MemoryRef:
+        """A memory as front ends show it; its title read from the store when ``name`` is not
+        given (after a write, the store is current)."""
+        root = self.root_map().get(scope)
+        path = (root / relative) if root is not None else Path(relative)
+        if not name:
+            doc = self.store.get(path)
+            name = doc.title if doc is not None else Path(relative).stem
+        return MemoryRef(name, scope, relative, str(path))
+
+    def _change(
+        self,
+        operation: MemoryOperation,
+        labels: Sequence[str],
+        *,
+        created: AbstractSet[str] = frozenset(),
+        removed: Sequence[MemoryRef] = (),
+    ) -> MemoryChanged:
+        """``labels`` (``scope:relpath``) as saved (when in ``created``) or updated memories."""
+        saved: list[MemoryRef] = []
+        updated: list[MemoryRef] = []
+        for label in labels:
+            scope, relative = label.split(":", 1)
+            ref = self.memory_ref(scope, relative)  # type: ignore[arg-type]
+            (saved if label in created else updated).append(ref)
+        return MemoryChanged(operation, tuple(saved), tuple(updated), tuple(removed))
 
     # --- system prompt ---------------------------------------------------------------------
 
@@ -273,6 +327,11 @@ class MemoryManager:
             report = apply_forget_plan(plan, self.root_map(), now=self.clock())
             if report.entries:
                 self._after_change("forget", report.files, session_id, f"asked: {plan.query}")
+        forgotten = {m.label: m for m in plan.matches if m.label in report.files}
+        removed = [
+            MemoryRef(m.title, m.scope, m.relative_path, str(m.path)) for m in forgotten.values()
+        ]
+        report.change = MemoryChanged("forget", removed=tuple(removed))
         emit_forget(
             action="forget", strategy=plan.strategy, entries=report.entries, files=len(report.files)
         )
@@ -286,6 +345,7 @@ class MemoryManager:
             report = restore_last_forget(self.root_map())
             if report.ok:
                 self._after_change("restore", report.files, session_id, "")
+                report.change = self._change("restore", report.files, created=set(report.files))
         emit_forget(
             action="restore", strategy="none", entries=report.entries, files=len(report.files)
         )
@@ -305,6 +365,15 @@ class MemoryManager:
                 line = history.HistoryEntry(now, operation, scope, files, session_id, detail)
                 history.append_history(root, line)
         self.generation += 1
+
+    def _dream_change(self, report: DreamReport) -> MemoryChanged:
+        labels = [f"project:{p}" for p in (*report.created, *report.updated)]
+        created = {f"project:{p}" for p in report.created}
+        removed = [
+            self.memory_ref("project", p, report.titles.get(p) or Path(p).stem)
+            for p in report.deleted
+        ]
+        return self._change("dream", labels, created=created, removed=removed)
 
     def _rebuild_indexes(self) -> None:
         self.store.rebuild_index_files()
@@ -380,14 +449,17 @@ class MemoryManager:
         record = self._tasks.new("extract", session_id)
         roots = self._root_paths()
         wrote = turn_wrote_memory(entries, roots, base=Path(project_root))
+        recorded = self._remembered.pop(session_id, set())
         if wrote:
             record.finish("skipped", reason="memory_tool")
             emit_extract(
                 trigger="auto", status="skipped", skipped_reason="memory_tool",
                 touched_topics=[], duration_ms=0.0,
             )  # fmt: skip
-            coro = self._record_session_writes(wrote, session_id)
-            self._tasks.start(runtime, coro, name="memory-remember")
+            unrecorded = [path for path in wrote if os.path.realpath(path) not in recorded]
+            if unrecorded:  # written around the memory guard: index them now
+                coro = self._record_session_writes(unrecorded, session_id)
+                self._tasks.start(runtime, coro, name="memory-remember")
             return
         request = ExtractRequest(Path(project_root), session_id, entries, runtime)
         if key in self._extracting:
@@ -451,6 +523,9 @@ class MemoryManager:
         record.finish(outcome.status, reason=outcome.skipped_reason, detail=outcome.error)
         if outcome.files:
             self.generation += 1
+            labels = [f.label for f in outcome.files]
+            change = self._change("extract", labels, created=set(outcome.created))
+            await self._announce(request.session_id, change)
         emit_extract(
             trigger="auto",
             status=outcome.status,
@@ -516,6 +591,24 @@ class MemoryManager:
             return
         request = ExtractRequest(current.project_root, session_id, history, current.runtime)
         await self._extract_once(request, self._tasks.new("extract", session_id))
+
+    async def record_remember(
+        self, session_id: str, scope: MemoryScope, path: Path, *, created: bool
+    ) -> MemoryChanged:
+        """The session's own agent wrote the memory at ``path``: rebuild the indexes and note
+        it in the audit trail (roots locked), and say what changed."""
+        from cairn.memory.background.extract import record_written
+        from cairn.memory.background.tasks import written_files
+        from cairn.memory.store.locks import hold_roots_async
+
+        space = self.space()
+        files = written_files([path], space.writable_roots())
+        async with hold_roots_async(self._root_paths()):
+            record_written(space, files, operation="remember", session_id=session_id)
+        self._remembered.setdefault(session_id, set()).add(os.path.realpath(path))
+        self.generation += 1
+        labels = [f.label for f in files]
+        return self._change("remember", labels, created=set(labels) if created else set())
 
     async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
         """The turn's own agent wrote memory: index it and note it in the audit trail."""
@@ -629,6 +722,9 @@ class MemoryManager:
         record.finish(_task_status(report), reason=report.skipped_reason, detail=report.error)
         if report.changed:
             self.generation += 1
+            report.change = self._dream_change(report)
+            if trigger == "auto":
+                await self._announce(session_id, report.change)
         emit_dream(
             trigger=trigger,
             status=report.status,

@@ -41,6 +41,20 @@ __all__ = [
     "steering_refusal",
 ]
 
+REMEMBER_PROMPT = """\
+The user asks you to remember this for future sessions:
+
+{text}
+
+Save it now as one memory file with write_file (no approval is needed for it), in the memory \
+folder its type belongs to (see the auto memory section):
+{folders}
+
+Write `<folder>/<type>/<short-name>.md`, type one of user, feedback, project, reference, starting \
+with front matter (`name`: a short title; `description`: one specific line; `type`), then the \
+memory (for feedback and project: the rule or fact, a `Why:` line and a `How to apply:` line). \
+If a memory on the same subject exists, read it and update it instead of writing a second one. \
+Never edit MEMORY.md. Then say in one line what you saved and where."""
 NO_RECAP_MESSAGE = "Not enough conversation context for a recap yet."
 BUSY_MESSAGE = "Cannot run /{name} while another operation is in progress."
 UNKNOWN_MESSAGE = "Unknown command /{name}. /help lists the commands."
@@ -56,6 +70,7 @@ class CommandOutcome:
     prompt: str | None = None  # model-bound: run this as the turn's prompt instead
     shown: bool = False  # the command already showed its answer (no notice needed)
     unknown: bool = False  # the line named no command
+    remember: bool = False  # the prompt asks to save memory: its memory writes need no approval
 
 
 Handler = Callable[["Session", str, EventSink], Awaitable[CommandOutcome]]
@@ -135,12 +150,11 @@ async def _remember(session: Session, args: str, sink: EventSink) -> CommandOutc
     text = args.strip()
     if not text:
         return CommandOutcome("Usage: /remember <what to remember>")
-    return CommandOutcome(
-        prompt=(
-            "Save this to managed memory so it is available in future sessions, following the "
-            f"auto memory instructions (one file per memory, with front matter):\n\n{text}"
-        )
-    )
+    if not session.settings.memory.enable_managed_auto_memory:
+        return CommandOutcome("Managed memory is off, so nothing can be saved. `/memory on`.")
+    roots = session.runtime.memory_manager().root_map()
+    folders = "\n".join(f"- {scope} memory: {root}" for scope, root in roots.items())
+    return CommandOutcome(prompt=REMEMBER_PROMPT.format(text=text, folders=folders), remember=True)
 
 
 async def _forget(session: Session, args: str, sink: EventSink) -> CommandOutcome:
@@ -162,6 +176,8 @@ async def _forget(session: Session, args: str, sink: EventSink) -> CommandOutcom
             return CommandOutcome("Nothing was forgotten.")
     report = manager.apply_forget(plan, session_id=session.id)
     session.refresh_system_prompt()
+    if report.change is not None and report.change.memories:
+        await sink(report.change)
     return CommandOutcome(
         f"{report.message}\n{listing}\n(`cairn memory restore` brings them back.)"
     )
@@ -177,6 +193,8 @@ async def _dream(session: Session, args: str, sink: EventSink) -> CommandOutcome
         session_id=session.id, runtime=session.runtime, progress=progress
     )
     session.refresh_system_prompt()
+    if report.change is not None and report.change.memories:
+        await sink(report.change)
     return CommandOutcome(str(report))
 
 

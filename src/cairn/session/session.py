@@ -24,11 +24,13 @@ from cairn.agent.client import (
     AgentFinished,
     AgentLimit,
     AgentLoop,
+    AgentRecalled,
     AgentRetry,
     AgentText,
     AgentThought,
     RecallHandle,
     SendKind,
+    recall_part,
 )
 from cairn.agent.compression import CompressionStatus
 from cairn.agent.prompt import SystemPrompt, build_system_prompt, startup_context
@@ -45,6 +47,7 @@ from cairn.content import (
 from cairn.debug_log import bind_session, get_logger
 from cairn.llm.errors import ProviderError
 from cairn.llm.types import Usage
+from cairn.memory.remember import MemoryWrites
 from cairn.session.attachments import Attachments, build_attachments
 from cairn.session.commands import COMMANDS, SlashCommand, busy_refusal, run_slash_command
 from cairn.session.turn_hooks import TurnHook
@@ -59,6 +62,8 @@ from cairn.vocabulary.events import (
     CommandInfo,
     CommandsChanged,
     EventSink,
+    MemoryChanged,
+    MemoryRecalled,
     ModeChanged,
     Notice,
     RecapShown,
@@ -73,6 +78,7 @@ from cairn.vocabulary.interaction import Frontend
 
 if TYPE_CHECKING:
     from cairn.hooks.runner import HookRunner
+    from cairn.memory.manager import MemoryManager
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
     from cairn.recording.rewind import RewindMode
@@ -160,7 +166,12 @@ class Session:
         self.settings = runtime.settings
         self.fs: FileSystem = fs or LocalFileSystem()
         self.approval_mode = approval_mode or self.settings.tools.approval_mode
-        self.registry = default_registry()
+        self._remember_turn = False  # the running turn came from /remember
+        self._unlisten_memory: Callable[[], None] | None = None
+        self.memory_writes = MemoryWrites(
+            self._memory_if_on, session_id=session_id, asked=lambda: self._remember_turn
+        )
+        self.registry = self.memory_writes.wrapped(default_registry())
         self.rules = PermissionRules.from_settings(self.settings.permissions)
         self.turn_count = 0
         self.todos: list[TodoItem] = []
@@ -260,9 +271,26 @@ class Session:
             return None
         from cairn.memory import RecallLifecycle
 
-        return RecallLifecycle(
-            self.runtime.memory_manager(), self.runtime.provider, session_id=self.id
-        )
+        manager = self.runtime.memory_manager()
+        if self._unlisten_memory is None:
+            self._unlisten_memory = manager.add_change_listener(self._memory_changed)
+        return RecallLifecycle(manager, self.runtime.provider, session_id=self.id)
+
+    # ----- memory saved outside a turn (Extract or Dream after the answer) -----
+
+    def _stop_memory_listener(self) -> None:
+        if self._unlisten_memory is not None:
+            self._unlisten_memory()
+            self._unlisten_memory = None
+
+    async def _memory_changed(self, session_id: str, change: MemoryChanged) -> None:
+        if session_id == self.id:  # after close too: `cairn -p` shows what its Extract saved
+            await self.emit(change)
+
+    def _memory_if_on(self) -> MemoryManager | None:
+        if not self.settings.memory.enable_managed_auto_memory:
+            return None
+        return self.runtime.memory_manager()
 
     def build_system_prompt(self) -> SystemPrompt:
         files, warnings = collect_context_files(self.cwd, self.settings.context.file_name)
@@ -335,6 +363,8 @@ class Session:
         def remove() -> None:
             if sink in self._listeners:
                 self._listeners.remove(sink)
+            if self._closed and not self._listeners:
+                self._stop_memory_listener()
 
         return remove
 
@@ -451,6 +481,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        if not self._listeners:  # a front end still listening hears its last Extract first
+            self._stop_memory_listener()
         self.cancel("session_dispose")
         if self._turn_task is not None:
             await asyncio.gather(self._turn_task, return_exceptions=True)
@@ -495,6 +527,7 @@ class Session:
                     result.stop_reason = "cancelled"
                 finally:
                     self.client.finish_recall()
+                    self._remember_turn = False
                     self._turn_task = None
                     self._abort = None
                     self._turn = None
@@ -583,6 +616,7 @@ class Session:
                     result.unknown_command = command.unknown
                     return None
                 parts = [Text(command.prompt)]
+                self._remember_turn = command.remember
                 user_parts = list(parts)
 
         hook_context: str | None = None
@@ -624,9 +658,10 @@ class Session:
         if self.approval_mode == "plan":
             reminders.append(plan_mode_reminder())
         if request.fresh:
-            memory = await self.client.consume_recall("initial")
-            if memory is not None:
-                reminders.insert(0, memory)
+            delivery = await self.client.consume_recall("initial")
+            if delivery is not None:
+                reminders.insert(0, recall_part(delivery))
+                await sink(MemoryRecalled(delivery.memories, delivery.phase))
         self._last_prompt = (len(self.client.history), list(parts))
         return insert_after_function_responses(parts, reminders)
 
@@ -719,6 +754,8 @@ class Session:
             elif isinstance(event, AgentLoop):
                 await self._stop_for_loop(state, event.info.loop_type, event.info.detail)
                 return None
+            elif isinstance(event, AgentRecalled):
+                await sink(MemoryRecalled(event.delivery.memories, event.delivery.phase))
             elif isinstance(event, AgentFinished):
                 result.usage.add(event.usage)
                 thought = "".join(state.thoughts)
@@ -759,6 +796,8 @@ class Session:
             environment=self.command_environment,
         )
         outcomes = await self.scheduler.run(calls, ctx, state.sink)
+        for change in self.memory_writes.drain():
+            await state.sink(change)
         for outcome in outcomes:
             if outcome.terminal and self.registry.get(outcome.call.name) is not None:
                 self.client.record_completed_tool_call(outcome.call.name, outcome.call.args)

@@ -15,7 +15,12 @@ plain text):
   message with ``_meta.cairn = {"kind": "notice", "level", "source"}``;
 - a recap (``/recap``, the away recap, or one replayed from a recording) is an
   ``agent_message_chunk`` of its own message with ``_meta.cairn = {"kind": "recap", "text",
-  "replayed"}``.
+  "replayed"}``;
+- memory at work (memories recalled into a turn; memories saved, updated or removed by Extract,
+  Dream, ``/remember`` or ``/forget``) is an ``agent_message_chunk`` of its own message with
+  ``_meta.cairn = {"kind": "memory", "action": "recalled" | "changed", "memories": [{"name",
+  "scope", "relativePath", "path"}], ...}`` (``phase`` for recalled; ``operation``, ``saved``,
+  ``updated``, ``removed`` for changed).
 
 Text and thoughts carry a ``messageId``: each model response, notice and recap is its own message.
 """
@@ -31,6 +36,9 @@ from cairn.vocabulary.events import (
     AssistantText,
     AssistantThought,
     CommandsChanged,
+    MemoryChanged,
+    MemoryRecalled,
+    MemoryRef,
     ModeChanged,
     Notice,
     PlanUpdate,
@@ -129,6 +137,15 @@ class UpdateMapper:
                 return [self._own_message(notice_text(event), _notice_meta(event))]
             case RecapShown(text=text):
                 return [self._recap(text, replayed=False)]
+            case MemoryRecalled(memories=memories) if memories:
+                meta = _memory_meta("recalled", memories, phase=event.phase)
+                return [self._own_message(f"{event.describe()}\n\n", meta)]
+            case MemoryChanged() if event.memories:
+                meta = _memory_meta("changed", event.memories, operation=event.operation)
+                meta["saved"] = [ref.relative_path for ref in event.saved]
+                meta["updated"] = [ref.relative_path for ref in event.updated]
+                meta["removed"] = [ref.relative_path for ref in event.removed]
+                return [self._own_message(f"{event.describe()}\n\n", meta)]
             case ModeChanged(approval_mode=mode):
                 return [mode_update(mode)]
             case CommandsChanged(commands=commands):
@@ -205,6 +222,15 @@ def notice_text(notice: Notice) -> str:
 
 def _notice_meta(notice: Notice) -> dict[str, Any]:
     return {"kind": "notice", "level": notice.level, "source": notice.source}
+
+
+def _memory_meta(action: str, memories: Sequence[MemoryRef], **extra: str) -> dict[str, Any]:
+    """``_meta.cairn`` of a memory item: what happened and to which memories (name and file)."""
+    listed = [
+        {"name": ref.name, "scope": ref.scope, "relativePath": ref.relative_path, "path": ref.path}
+        for ref in memories
+    ]
+    return {"kind": "memory", "action": action, **extra, "memories": listed}
 
 
 def _chunk(kind: str, text: str, message_id: str) -> Payload:

@@ -19,6 +19,8 @@ from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
     AssistantThought,
+    MemoryChanged,
+    MemoryRecalled,
     Notice,
     PlanUpdate,
     SessionEvent,
@@ -32,6 +34,7 @@ from cairn.vocabulary.tool_calls import FileDiff, TodoItem, ToolKind
 
 __all__ = [
     "AssistantView",
+    "MemoryView",
     "NoticeView",
     "PlanView",
     "RecapView",
@@ -296,6 +299,38 @@ class NoticeView(Static):
         self.add_class("notice", f"notice-{level}")
 
 
+class MemoryView(Vertical):
+    """Memory at work, visibly not an answer (dim): the memories recalled into a turn (their
+    names; expand for their files), or what was saved, updated or removed (name, file, and
+    the command that shows it)."""
+
+    DEFAULT_CSS = """
+    MemoryView { height: auto; padding: 0 1; color: $text-muted; }
+    MemoryView Collapsible { border: none; padding: 0; }
+    """
+
+    def __init__(self, event: MemoryRecalled | MemoryChanged) -> None:
+        super().__init__(classes="memory")
+        self.event = event
+
+    @property
+    def text(self) -> str:
+        """What the item says, as plain text (its files included)."""
+        if isinstance(self.event, MemoryChanged):
+            return self.event.describe()
+        files = "\n".join(f"{ref.name} — {ref.path}" for ref in self.event.memories)
+        return f"{self.event.describe()}\n{files}"
+
+    def compose(self) -> Any:
+        if isinstance(self.event, MemoryChanged):
+            yield Static(Text(f"◆ {self.event.describe()}", style="dim"))
+            return
+        files = "\n".join(f"  {ref.name} — {ref.path}" for ref in self.event.memories)
+        title = f"◆ {self.event.describe()}"
+        with Collapsible(title=title, collapsed=True):
+            yield Static(Text(files, style="dim"))
+
+
 class RecapView(Static):
     """``※ recap: …``: visibly not an answer from the model (dim, bold label, italic text)."""
 
@@ -391,6 +426,9 @@ class TurnRenderer:
             await self._plan_update(event.todos)
         elif isinstance(event, Notice):
             await self.transcript.add(NoticeView(event.level, event.text))
+        elif isinstance(event, MemoryRecalled | MemoryChanged) and event.memories:
+            await self.end_response()
+            await self.transcript.add(MemoryView(event))
         elif isinstance(event, TurnEnded):
             await self._ended(event)
 

@@ -12,6 +12,9 @@ from cairn.vocabulary.events import (
     CommandInfo,
     CommandsChanged,
     EventSink,
+    MemoryChanged,
+    MemoryRecalled,
+    MemoryRef,
     ModeChanged,
     Notice,
     PlanUpdate,
@@ -41,6 +44,7 @@ from cairn.vocabulary.permissions import (
     outcome_of_option,
     permission_choices,
 )
+from cairn.vocabulary.recall import RecallDelivery, RecallPhase
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
 from cairn.vocabulary.usage import Usage
 
@@ -56,6 +60,9 @@ __all__ = [
     "FileDiff",
     "Frontend",
     "Location",
+    "MemoryChanged",
+    "MemoryRecalled",
+    "MemoryRef",
     "ModeChanged",
     "NonInteractive",
     "Notice",
@@ -64,6 +71,8 @@ __all__ = [
     "PermissionRequest",
     "PlanUpdate",
     "Question",
+    "RecallDelivery",
+    "RecallPhase",
     "RecapShown",
     "SessionEvent",
     "StopReason",

@@ -23,6 +23,10 @@ __all__ = [
     "CommandInfo",
     "CommandsChanged",
     "EventSink",
+    "MemoryChanged",
+    "MemoryOperation",
+    "MemoryRecalled",
+    "MemoryRef",
     "ModeChanged",
     "Notice",
     "PlanUpdate",
@@ -150,6 +154,80 @@ class CommandsChanged:
 
 
 @dataclass(frozen=True)
+class MemoryRef:
+    """One memory as people see it: its name and where its file is."""
+
+    name: str  # the memory's title (front matter `name`)
+    scope: Literal["project", "user"]
+    relative_path: str  # POSIX, in its memory folder ("feedback/uv.md")
+    path: str  # the absolute file path, to open it
+
+
+@dataclass(frozen=True)
+class MemoryRecalled:
+    """Recall put these memories into the turn's request (the fast result, or the refined one
+    with the next tool results). Shown as a quiet history item, never as assistant text."""
+
+    memories: tuple[MemoryRef, ...]
+    phase: Literal["fast", "refined"] = "fast"
+
+    def describe(self) -> str:
+        """One line for people: ``Recalled 2 memories: Prefers uv; Deploy checklist``."""
+        count = len(self.memories)
+        names = "; ".join(ref.name for ref in self.memories)
+        return f"Recalled {count} {'memory' if count == 1 else 'memories'}: {names}"
+
+
+MemoryOperation: TypeAlias = Literal["extract", "dream", "remember", "forget", "restore"]
+
+
+@dataclass(frozen=True)
+class MemoryChanged:
+    """Memories saved, updated or removed by Extract, Dream, ``/remember``, ``/forget`` or a
+    restore. Also sent outside a turn: Extract finishes after the answer."""
+
+    operation: MemoryOperation
+    saved: tuple[MemoryRef, ...] = ()  # new (or restored) memories
+    updated: tuple[MemoryRef, ...] = ()
+    removed: tuple[MemoryRef, ...] = ()  # forgotten or deleted (to the trash)
+
+    @property
+    def memories(self) -> tuple[MemoryRef, ...]:
+        return (*self.saved, *self.updated, *self.removed)
+
+    def describe(self) -> str:
+        """One line per memory for people: what happened, its name, its file, how to open it."""
+        by = _MEMORY_OPERATION_WORDS[self.operation]
+        lines = [
+            f"Saved to memory ({by}): {ref.name} — {ref.path} ({_show_command(ref)})"
+            for ref in self.saved
+        ]
+        lines += [
+            f"Updated in memory ({by}): {ref.name} — {ref.path} ({_show_command(ref)})"
+            for ref in self.updated
+        ]
+        lines += [
+            f"Removed from memory ({by}): {ref.name} — in the trash; "
+            "`cairn memory restore` brings it back"
+            for ref in self.removed
+        ]
+        return "\n".join(lines)
+
+
+_MEMORY_OPERATION_WORDS: dict[str, str] = {
+    "extract": "Extract",
+    "dream": "Dream",
+    "remember": "/remember",
+    "forget": "/forget",
+    "restore": "restore",
+}
+
+
+def _show_command(ref: MemoryRef) -> str:
+    return f"`cairn memory show {ref.scope}:{ref.relative_path}`"
+
+
+@dataclass(frozen=True)
 class UsageUpdate:
     usage: Usage
     context_tokens: int
@@ -197,6 +275,8 @@ SessionEvent: TypeAlias = (
     | PlanUpdate
     | Notice
     | RecapShown
+    | MemoryRecalled
+    | MemoryChanged
     | UsageUpdate
     | ModeChanged
     | CommandsChanged

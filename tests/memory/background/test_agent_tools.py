@@ -109,6 +109,35 @@ async def test_non_memory_targets_are_refused(root: Path, relative: str, why: st
     assert not (root / relative).exists()
 
 
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [("Use tabs.", "no '---' front matter block"),
+     ("---\nname: Tabs\ntype: feedback\n---\nUse tabs.", "no 'description'"),
+     ("---\nname: T\ndescription: d\ntype: [user]\n---\nx", "'type' must be one value")],
+)  # fmt: skip
+async def test_only_a_complete_memory_file_is_written(root: Path, content: str, why: str) -> None:
+    registry, ctx = tools(root)
+
+    result = await call(registry, ctx, "write_file", file_path=str(root / "t.md"), content=content)
+
+    assert result.error is not None and why in result.error
+    assert "name: <short title>" in result.error  # the agent is told the format
+    assert not (root / "t.md").exists()
+
+
+async def test_an_edit_that_breaks_the_front_matter_is_refused(root: Path) -> None:
+    target = root / "t.md"
+    target.write_text(DOC)
+    registry, ctx = tools(root)
+
+    result = await call(
+        registry, ctx, "edit", file_path=str(target), old_string="type: feedback", new_string=""
+    )
+
+    assert result.error is not None and "was not saved" in result.error
+    assert target.read_text() == DOC
+
+
 async def test_a_name_the_caller_allows_may_be_written_at_the_top(root: Path) -> None:
     registry, ctx = tools(root, allowed_names=[".dream-operations.json"])
 

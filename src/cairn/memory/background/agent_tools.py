@@ -12,7 +12,11 @@ built-in tools:
   with a stale version (optimistic concurrency; ``edit`` is safe by construction, since its
   ``old_string`` must match the current text);
 - only Markdown memory files (and names a caller allows, such as Dream's operations manifest)
-  may be written, never the generated ``MEMORY.md``.
+  may be written, never the generated ``MEMORY.md``, and only complete memories: front matter
+  with a ``name``, a ``description`` and a known ``type`` (checked before anything is written).
+
+:func:`guarded_write` is that write path on its own: the main agent's memory writes
+(:mod:`cairn.memory.remember`) go through it too.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
 from cairn.abort import AbortSignal
+from cairn.fsutil import read_regular_bytes
 from cairn.memory.paths import INDEX_FILE_NAME, PINNED_FOLDER
 from cairn.memory.store.locks import hold_roots_async
+from cairn.memory.store.parse import memory_file_problem
 from cairn.tools.base import (
     ConfirmationKind,
     FileDiff,
@@ -44,10 +51,14 @@ from cairn.tools.registry import ToolRegistry, default_registry
 
 __all__ = [
     "MEMORY_AGENT_TOOLS",
+    "MEMORY_FORMAT_HINT",
     "WRITE_PAUSE_ENV",
+    "WRITE_TOOLS",
     "MemoryFiles",
+    "guarded_write",
     "memory_agent_context",
     "memory_agent_registry",
+    "write_refusal",
 ]
 
 MEMORY_AGENT_TOOLS = (
@@ -62,7 +73,12 @@ MEMORY_AGENT_TOOLS = (
 # it into place, with the root lock held (so a test can kill -9 the process mid-write).
 WRITE_PAUSE_ENV = "CAIRN_TEST_MEMORY_WRITE_PAUSE"
 _MEMORY_SUFFIX = ".md"
-_WRITE_TOOLS = frozenset({"write_file", "edit"})
+WRITE_TOOLS = frozenset({"write_file", "edit"})
+MEMORY_FORMAT_HINT = (
+    "A memory file starts with front matter, then the memory: "
+    "'---\\nname: <short title>\\ndescription: <one specific line>\\n"
+    "type: <user|feedback|project|reference>\\n---\\n\\n<the memory>'."
+)
 
 
 def _digest(data: bytes) -> str:
@@ -85,7 +101,7 @@ class MemoryFiles:
 
     async def read_text(self, path: Path) -> str:
         # bytes, not read_text(): universal newlines would turn CRLF files into LF on write
-        return path.read_bytes().decode("utf-8")
+        return read_regular_bytes(path).decode("utf-8")
 
     async def write_text(self, path: Path, content: str) -> None:
         data = content.encode("utf-8")
@@ -129,7 +145,7 @@ def _write_temp(path: Path, data: bytes) -> str:
     return temp
 
 
-class _RecordingReads:
+class RecordingReads:
     """The ``read_file`` view of :class:`MemoryFiles`: what it returns counts as seen."""
 
     def __init__(self, files: MemoryFiles) -> None:
@@ -170,50 +186,92 @@ class _Guarded:
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         if self.name == "read_file":
-            reading = dataclasses.replace(ctx, fs=_RecordingReads(self.files))
+            reading = dataclasses.replace(ctx, fs=RecordingReads(self.files))
             return await self.inner.execute(args, reading)
-        if self.name not in _WRITE_TOOLS:
+        if self.name not in WRITE_TOOLS:
             return await self.inner.execute(args, ctx)
         try:
             path, root = _write_target(args, ctx)
         except ToolError as error:
             return ToolResult(error=str(error))
-        refusal = self._refusal(path, root)
-        if refusal is not None:
-            return ToolResult(error=refusal)
-        async with hold_roots_async([root]):
-            if self.name == "write_file":
-                stale = self._stale(path)
-                if stale is not None:
-                    return ToolResult(error=stale)
-            return await self.inner.execute(args, dataclasses.replace(ctx, fs=self.files))
-
-    def _refusal(self, path: Path, root: Path) -> str | None:
-        relative = path.relative_to(root)
-        if relative.name in self.allowed_names and len(relative.parts) == 1:
-            return None
-        if relative.parts and relative.parts[0] == PINNED_FOLDER:
-            return f"{path}: files under {PINNED_FOLDER}/ are protected and read-only"
-        if relative.name == INDEX_FILE_NAME and len(relative.parts) == 1:
-            return f"{path}: {INDEX_FILE_NAME} is generated from the memory files; do not edit it"
-        hidden = any(part.startswith(".") for part in relative.parts)
-        if not relative.name.endswith(_MEMORY_SUFFIX) or hidden:
-            return f"{path}: only Markdown memory files (*.md) can be written in memory folders"
-        return None
-
-    def _stale(self, path: Path) -> str | None:
-        try:
-            current = _digest(path.read_bytes())
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            return f"{path}: could not be read before writing ({error.strerror or error})"
-        if self.files.seen.get(path.resolve()) == current:
-            return None
-        return (
-            f"{path} already exists and its current content has not been read by you (it may "
-            "have changed). Read it with read_file first, then write it again or use edit."
+        return await guarded_write(
+            self.inner, args, ctx, self.files, path, root, allowed_names=self.allowed_names
         )
+
+
+async def guarded_write(
+    tool: Tool,
+    args: Mapping[str, Any],
+    ctx: ToolContext,
+    files: MemoryFiles,
+    path: Path,
+    root: Path,
+    *,
+    allowed_names: AbstractSet[str] = frozenset(),
+) -> ToolResult:
+    """Run ``write_file`` or ``edit`` on ``path`` (in the memory root ``root``) under the
+    memory rules: refused outside memory files, never over a version the writer has not read,
+    only complete memory files, atomic, with the lock of ``root`` held."""
+    refusal = write_refusal(path, root, allowed_names)
+    if refusal is not None:
+        return ToolResult(error=refusal)
+    exempt = path.name in allowed_names and path.parent == root
+    async with hold_roots_async([root]):
+        if tool.name == "write_file":
+            stale = _stale(path, files)
+            if stale is not None:
+                return ToolResult(error=stale)
+        checked = dataclasses.replace(ctx, fs=_CheckedWrites(files, exempt=exempt))
+        return await tool.execute(args, checked)
+
+
+def write_refusal(
+    path: Path, root: Path, allowed_names: AbstractSet[str] = frozenset()
+) -> str | None:
+    """Why ``path`` (inside ``root``) may not be written by a memory write, or None."""
+    relative = path.relative_to(root)
+    if relative.name in allowed_names and len(relative.parts) == 1:
+        return None
+    if relative.parts and relative.parts[0] == PINNED_FOLDER:
+        return f"{path}: files under {PINNED_FOLDER}/ are protected and read-only"
+    if relative.name == INDEX_FILE_NAME and len(relative.parts) == 1:
+        return f"{path}: {INDEX_FILE_NAME} is generated from the memory files; do not edit it"
+    hidden = any(part.startswith(".") for part in relative.parts)
+    if not relative.name.endswith(_MEMORY_SUFFIX) or hidden:
+        return f"{path}: only Markdown memory files (*.md) can be written in memory folders"
+    return None
+
+
+def _stale(path: Path, files: MemoryFiles) -> str | None:
+    try:
+        current = _digest(read_regular_bytes(path))
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"{path}: could not be read before writing ({error.strerror or error})"
+    if files.seen.get(path.resolve()) == current:
+        return None
+    return (
+        f"{path} already exists and its current content has not been read by you (it may "
+        "have changed). Read it with read_file first, then write it again or use edit."
+    )
+
+
+class _CheckedWrites:
+    """:class:`MemoryFiles` that write only complete memory files (``exempt``: any text)."""
+
+    def __init__(self, files: MemoryFiles, *, exempt: bool) -> None:
+        self.files = files
+        self.exempt = exempt
+
+    async def read_text(self, path: Path) -> str:
+        return await self.files.read_text(path)
+
+    async def write_text(self, path: Path, content: str) -> None:
+        problem = None if self.exempt else memory_file_problem(content)
+        if problem is not None:
+            raise ToolError(f"{path} was not saved: {problem}. {MEMORY_FORMAT_HINT}")
+        await self.files.write_text(path, content)
 
 
 def _write_target(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:

@@ -105,6 +105,7 @@ class ExtractOutcome:
     status: ExtractStatus
     skipped_reason: str | None = None
     files: list[WrittenFile] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)  # labels of files that did not exist before
     agent_status: str | None = None  # the agent's own end: completed, max_turns, timeout, ...
     tool_calls: int = 0
     cursor_advanced: bool = False
@@ -379,12 +380,14 @@ async def _run_agent(
         session_id=request.session_id,
     )
     outcome = ExtractOutcome("completed")
+    docs = space.docs()
+    existing = {f"{doc.scope}:{doc.relative_path}" for doc in docs}
     try:
         result = await run_subagent(
             provider=request.runtime.provider,
             settings=settings,
             purpose=EXTRACT_PURPOSE,
-            system_prompt=extraction_system_prompt(roots, space.docs(), max_turns=max_turns),
+            system_prompt=extraction_system_prompt(roots, docs, max_turns=max_turns),
             task=EXTRACT_TASK,
             registry=registry,
             ctx=ctx,
@@ -407,6 +410,7 @@ async def _run_agent(
         outcome.error = f"{type(error).__name__}: {error}"
         _log.warning(f"extraction failed: {outcome.error}")
     outcome.files = written_files(files.written, roots)
+    outcome.created = [f.label for f in outcome.files if f.label not in existing]
     await _finish(request, space, outcome)
     return outcome
 

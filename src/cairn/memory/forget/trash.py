@@ -26,6 +26,7 @@ from cairn.fsutil import atomic_write_bytes, atomic_write_json
 from cairn.memory.document import MemoryScope
 from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan, normalize_summary
 from cairn.memory.store.entries import MemoryEntry, parse_entries, render_entries
+from cairn.vocabulary.events import MemoryChanged
 
 __all__ = [
     "MANIFEST_NAME",
@@ -55,6 +56,7 @@ class ForgetReport:
     files: list[str] = field(default_factory=list)  # "scope:relpath" labels
     trash: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    change: MemoryChanged | None = None  # what front ends show (set by the manager)
 
 
 def _trash_id(now: float) -> str:

@@ -33,6 +33,7 @@ from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
 from cairn.memory.recall.query import RecallResult
 from cairn.memory.telemetry import DeliveryPoint, DiscardReason, RecallPhase, emit_delivery
+from cairn.vocabulary.recall import RecallDelivery
 
 if TYPE_CHECKING:
     from cairn.memory.manager import MemoryManager
@@ -42,16 +43,6 @@ __all__ = ["INITIAL_RECALL_WAIT_MS", "RecallDelivery", "RecallLifecycle"]
 INITIAL_RECALL_WAIT_MS = 100  # the longest the first request of a turn waits for Recall
 
 _log = get_logger("MEMORY_RECALL")
-
-
-@dataclass(frozen=True, slots=True)
-class RecallDelivery:
-    """Memory text to insert into the request about to be sent."""
-
-    prompt: str
-    paths: list[str]
-    phase: RecallPhase
-    strategy: str
 
 
 @dataclass(eq=False)
@@ -189,7 +180,8 @@ class RecallLifecycle:
         handle.fast_paths.update(paths)
         self.surfaced_paths.update(paths)
         self._emit(handle, "fast", "initial", None, fast.strategy, len(paths))
-        return RecallDelivery(fast.prompt, paths, "fast", fast.strategy)
+        memories = tuple(doc.ref for doc in fast.docs)
+        return RecallDelivery(fast.prompt, paths, "fast", fast.strategy, memories)
 
     def _deliver_refined(
         self, handle: _Handle, point: Literal["initial", "tool_result"]
@@ -209,7 +201,8 @@ class RecallLifecycle:
         self.surfaced_paths.update(paths)
         prompt = result.prompt if len(fresh) == len(result.docs) else self._manager.render(fresh)
         self._emit(handle, "refined", point, None, result.strategy, len(paths))
-        return RecallDelivery(prompt, paths, "refined", result.strategy)
+        memories = tuple(doc.ref for doc in fresh)
+        return RecallDelivery(prompt, paths, "refined", result.strategy, memories)
 
     def _discard(self, handle: _Handle, reason: DiscardReason) -> None:
         if handle.closed:

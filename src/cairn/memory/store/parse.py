@@ -34,6 +34,7 @@ __all__ = [
     "ParseSkip",
     "SkipReason",
     "display_path",
+    "memory_file_problem",
     "merge_entry",
     "parse_entries",
     "parse_memory_file",
@@ -224,6 +225,24 @@ def parse_memory_text(
         mtime=mtime,
         size=size,
     )
+
+
+def memory_file_problem(text: str) -> str | None:
+    """Why ``text`` is not a complete memory file (front matter with a `name`, a `description`
+    and a known `type`), or None when it is one. What a memory write is checked against."""
+    parsed = parse_memory_text(
+        text, path=Path("memory.md"), relative_path="memory.md", scope="project", mtime=0, size=0
+    )
+    if isinstance(parsed, ParseSkip):
+        return parsed.detail
+    match = _FRONT_MATTER.match(text.removeprefix("\ufeff").replace("\r\n", "\n"))
+    fields = _load_yaml(match[1] or "") if match is not None else None
+    if fields is None:
+        fields = _load_key_lines(match[1] or "") if match is not None else {}
+    missing = [key for key in ("name", "description") if not _scalar(fields.get(key))]
+    if missing:
+        return f"the front matter has no {' and no '.join(repr(key) for key in missing)}"
+    return None
 
 
 def _outside_root(path: Path, root: Path) -> bool:

@@ -47,7 +47,7 @@ from cairn.memory.prompt import (
     WHAT_NOT_TO_SAVE_SECTION,
 )
 from cairn.memory.store.locks import hold_roots_async
-from cairn.vocabulary.events import SessionEvent, ToolCallStart
+from cairn.vocabulary.events import MemoryChanged, SessionEvent, ToolCallStart
 
 __all__ = [
     "DREAM_MAX_TURNS",
@@ -171,6 +171,8 @@ class DreamReport:
     error: str = ""
     duration_s: float = 0.0
     touched_topics: list[str] = field(default_factory=list)
+    titles: dict[str, str] = field(default_factory=dict)  # relative path -> title at the start
+    change: MemoryChanged | None = None  # what front ends show (set by the manager)
 
     @property
     def changed(self) -> bool:
@@ -287,7 +289,9 @@ async def _dream_locked(
         if isinstance(event, ToolCallStart):
             await _say(progress, event.title.replace(f"{root}{os.sep}", ""))
 
-    report = DreamReport("noop")
+    report = DreamReport(
+        "noop", titles={d.relative_path: d.title for d in docs if d.scope == "project"}
+    )
     await _say(progress, "Consolidating with the model…")
     try:
         result = await run_subagent(

@@ -1,0 +1,278 @@
+"""The main agent's memory writes: ``/remember`` and memories the model saves itself.
+
+Real sessions on a runtime talking to the scripted model server; what is observed is the
+memory folder on disk, the audit trail, the events the session emits and the permission
+requests its front end got.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.memory.store.history import read_history
+from cairn.session.session import PromptRequest, Session
+from cairn.testing import RecordedRequest, Reply, reply, tool_call
+from cairn.vocabulary.events import (
+    MemoryChanged,
+    MemoryRecalled,
+    SessionEvent,
+    ToolCallUpdate,
+    TurnResult,
+)
+from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest, Question
+
+from .task_helpers import Project, ProjectFactory, memory_file, new_project, tool_messages
+
+__all__ = ["new_project"]
+
+pytestmark = pytest.mark.timeout(30)
+
+UV = memory_file("Prefers uv over pip", "Use uv pip install.", type="feedback",
+                 description="The user installs Python packages with uv, never pip")  # fmt: skip
+
+
+class Person:
+    """A front end whose user answers every permission request with ``answer``."""
+
+    interactive = True
+
+    def __init__(self, answer: PermissionOutcome = "reject") -> None:
+        self.answer: PermissionOutcome = answer
+        self.asked: list[PermissionRequest] = []
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
+        self.asked.append(request)
+        return self.answer
+
+    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
+        return None
+
+
+def main_agent(*replies: Reply) -> Any:
+    """The main conversation's replies in order (by how many tool results it has seen)."""
+
+    def handle(request: RecordedRequest) -> Reply | None:
+        if request.purpose != "main":
+            return None
+        step = len([m for m in request.messages if m.get("role") == "tool"])
+        return replies[min(step, len(replies) - 1)]
+
+    return handle
+
+
+def write(path: Path, content: str) -> Reply:
+    return tool_call("write_file", {"file_path": str(path), "content": content})
+
+
+async def run(session: Session, text: str) -> tuple[TurnResult, list[SessionEvent]]:
+    events: list[SessionEvent] = []
+
+    async def sink(event: SessionEvent) -> None:
+        events.append(event)
+
+    result = await session.prompt(PromptRequest(text), sink)
+    return result, events
+
+
+def session_of(project: Project, person: Person) -> Session:
+    return project.runtime.new_session(frontend=person, approval_mode="default")
+
+
+async def test_remember_saves_a_memory_without_asking_and_indexes_it(
+    new_project: ProjectFactory,
+) -> None:
+    """Regression (#16): /remember's write was approved, then refused as outside the allowed
+    directories: the main agent could not write into the memory folders at all."""
+    project = new_project()
+    target = project.user_memory / "feedback" / "prefer-uv.md"
+    project.server.handler = main_agent(write(target, UV), reply("Saved it."))
+    person = Person("reject")  # a dialog would refuse: the write must not ask
+    session = session_of(project, person)
+    manager = project.runtime.memory_manager()
+
+    result, events = await run(session, "/remember I prefer uv over pip")
+    assert await manager.drain(10)
+
+    assert result.stop_reason == "end_turn" and result.text == "Saved it."
+    assert person.asked == []
+    assert target.read_text() == UV
+    [main, follow_up] = project.requests("main")
+    assert str(project.user_memory) in main.last_user_text()
+    assert tool_messages(follow_up) and "Created" in tool_messages(follow_up)[0]
+    assert (
+        "- [Prefers uv over pip](feedback/prefer-uv.md)"
+        in (project.user_memory / "MEMORY.md").read_text()
+    )
+    [entry], _ = read_history([("user", project.user_memory)])
+    assert (entry.operation, entry.files, entry.session_id) == (
+        "remember", ["feedback/prefer-uv.md"], session.id,
+    )  # fmt: skip
+    [change] = [e for e in events if isinstance(e, MemoryChanged)]
+    assert change.operation == "remember" and [r.name for r in change.saved] == [
+        "Prefers uv over pip"
+    ]
+    assert change.saved[0].path == str(target.resolve())
+    assert project.requests("extract") == []  # the turn saved memory itself
+    assert manager.recent_tasks()[-2].skipped_reason == "memory_tool"
+    await session.close()
+
+
+async def test_a_remembered_memory_is_recalled_in_a_new_session(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    target = project.user_memory / "feedback" / "prefer-uv.md"
+    project.server.handler = main_agent(write(target, UV), reply("Saved it."))
+    first = session_of(project, Person())
+    await run(first, "/remember I prefer uv over pip")
+    await first.close()
+
+    project.server.handler = main_agent(reply("Use uv pip install."))
+    second = session_of(project, Person())
+    _, events = await run(second, "how do I install Python packages with pip?")
+
+    main = project.requests("main")[-1]
+    assert "Use uv pip install." in json.dumps(main.messages)  # the memory's body, recalled
+    [recalled] = [e for e in events if isinstance(e, MemoryRecalled)]
+    assert [ref.name for ref in recalled.memories] == ["Prefers uv over pip"]
+    assert recalled.phase == "fast"
+    await second.close()
+
+
+async def test_a_memory_write_without_front_matter_is_refused_and_nothing_written(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    target = project.user_memory / "feedback" / "prefer-uv.md"
+    project.server.handler = main_agent(write(target, "uv, not pip"), reply("Sorry."))
+    session = session_of(project, Person())
+
+    _, events = await run(session, "/remember I prefer uv over pip")
+
+    assert not target.exists()
+    [follow_up] = project.requests("main")[1:]
+    [message] = tool_messages(follow_up)
+    assert "was not saved: no '---' front matter block" in message
+    assert "name: <short title>" in message  # how to write one
+    assert not [e for e in events if isinstance(e, MemoryChanged)]
+    await session.close()
+
+
+async def test_outside_a_remember_turn_a_memory_write_is_approved_like_any_edit(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    target = project.memory / "project" / "deploys.md"
+    content = memory_file("Deploys on Tuesdays", "We deploy on Tuesdays.", type="project")
+    project.server.handler = main_agent(write(target, content), reply("Noted."))
+    person = Person("allow_once")
+    session = session_of(project, person)
+
+    _, events = await run(session, "note that we deploy on Tuesdays")
+
+    [request] = person.asked
+    assert request.tool_name == "write_file" and request.diff is not None
+    assert request.diff.new_text == content  # the dialog shows what will be saved
+    assert target.read_text() == content
+    [change] = [e for e in events if isinstance(e, MemoryChanged)]
+    assert [r.relative_path for r in change.saved] == ["project/deploys.md"]
+    await session.close()
+
+
+async def test_a_declined_memory_write_writes_nothing(new_project: ProjectFactory) -> None:
+    project = new_project()
+    target = project.memory / "project" / "deploys.md"
+    content = memory_file("Deploys", "We deploy on Tuesdays.", type="project")
+    project.server.handler = main_agent(write(target, content), reply("OK."))
+    session = session_of(project, Person("reject"))
+
+    await run(session, "note that we deploy on Tuesdays")
+
+    assert not target.exists()
+    await session.close()
+
+
+@pytest.mark.parametrize(
+    ("relative", "why"),
+    [
+        ("pinned/keep.md", "protected and read-only"),
+        ("MEMORY.md", "generated from the memory files"),
+        ("feedback/notes.txt", "only Markdown memory files"),
+    ],
+)
+async def test_remember_never_writes_the_index_pinned_or_other_files(
+    new_project: ProjectFactory, relative: str, why: str
+) -> None:
+    project = new_project()
+    target = project.user_memory / relative
+    project.server.handler = main_agent(write(target, UV), reply("Hm."))
+    session = session_of(project, Person())
+
+    await run(session, "/remember I prefer uv over pip")
+
+    assert not target.exists()
+    [message] = tool_messages(project.requests("main")[1])
+    assert why in message
+    await session.close()
+
+
+async def test_remember_gives_no_write_access_beyond_the_workspace_and_memory(
+    new_project: ProjectFactory, tmp_path: Path
+) -> None:
+    project = new_project()
+    elsewhere = tmp_path / "elsewhere" / "notes.md"
+    project.server.handler = main_agent(write(elsewhere, UV), reply("Hm."))
+    session = session_of(project, Person("allow_once"))
+
+    await run(session, "/remember I prefer uv over pip")
+
+    assert not elsewhere.exists()
+    [message] = tool_messages(project.requests("main")[1])
+    assert "outside the allowed directories" in message
+    await session.close()
+
+
+async def test_overwriting_an_existing_memory_needs_reading_it_first(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    target = project.user_memory / "feedback" / "prefer-uv.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(memory_file("Prefers uv", "Use uv.", type="feedback"))
+    updated = memory_file("Prefers uv", "Use uv; never pip, never conda.", type="feedback")
+    project.server.handler = main_agent(
+        write(target, updated),
+        tool_call("read_file", {"file_path": str(target)}),
+        write(target, updated),
+        reply("Updated."),
+    )
+    session = session_of(project, Person())
+
+    _, events = await run(session, "/remember never conda either")
+
+    messages = tool_messages(project.requests("main")[-1])
+    assert "has not been read by you" in messages[0]
+    assert target.read_text() == updated
+    [change] = [e for e in events if isinstance(e, MemoryChanged)]
+    assert [r.name for r in change.updated] == ["Prefers uv"] and change.saved == ()
+    await session.close()
+
+
+async def test_the_memory_change_follows_the_tool_result_in_the_event_stream(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    target = project.user_memory / "feedback" / "prefer-uv.md"
+    project.server.handler = main_agent(write(target, UV), reply("Saved it."))
+    session = session_of(project, Person())
+
+    _, events = await run(session, "/remember I prefer uv over pip")
+
+    kinds = [type(e).__name__ for e in events if isinstance(e, MemoryChanged | ToolCallUpdate)]
+    assert kinds[-1] == "MemoryChanged" and "ToolCallUpdate" in kinds
+    await session.close()
