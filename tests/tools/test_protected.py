@@ -135,6 +135,22 @@ def test_shell_commands_naming_protected_paths_are_found(
     assert ProtectedPaths.of(workspace).in_command(command, workspace) is not None
 
 
+def test_variables_in_shell_words_are_expanded_as_bash_would(
+    workspace: Path, cairn_home: Path
+) -> None:
+    paths = ProtectedPaths.of(workspace)
+
+    assert paths.in_command('echo x > "$CAIRN_HOME/settings.json"', workspace) is not None
+    assert paths.in_command("cp a ${CAIRN_HOME}/trusted-folders.json", workspace) is not None
+    assert paths.in_command('echo x > "$PWD/.mcp.json"', workspace) is not None
+
+
+@pytest.mark.parametrize("relative", [".CAIRN/settings.json", ".Git/config", ".MCP.json"])
+def test_protected_names_match_whatever_their_case(workspace: Path, relative: str) -> None:
+    """On a case-insensitive file system (macOS) `.Cairn/settings.json` is the same file."""
+    assert ProtectedPaths.of(workspace).describe(workspace / relative) is not None
+
+
 @pytest.mark.parametrize("command", ["npm test", "git commit -m x", "echo hi > notes.txt"])
 def test_ordinary_shell_commands_are_not_settings_changes(workspace: Path, command: str) -> None:
     assert ProtectedPaths.of(workspace).in_command(command, workspace) is None

@@ -268,3 +268,22 @@ def test_named_secrets_can_be_passed_on_purpose() -> None:
     )
 
     assert env == {"OPENAI_API_KEY": "sk-0123456789"}
+
+
+async def test_a_command_run_unasked_cannot_be_hijacked_through_path(
+    workspace: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only `ls` runs unasked, so it must be the system's ls: PATH entries that are
+    relative, empty, or inside the workspace (a repository's own `bin/`, `node_modules/.bin`)
+    are left out of its PATH."""
+    fake = workspace / "bin"
+    fake.mkdir()
+    (fake / "ls").write_text("#!/bin/sh\ntouch hijacked\n")
+    (fake / "ls").chmod(0o755)
+    monkeypatch.setenv("PATH", f"bin::{fake}:{os.environ['PATH']}")
+    assert tool.confirmation({"command": "ls"}, ctx) is None
+
+    result = await tool.execute({"command": "ls"}, dataclasses.replace(ctx, approval="unasked"))
+
+    assert result.error is None
+    assert not (workspace / "hijacked").exists()

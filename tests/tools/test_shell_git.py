@@ -7,10 +7,14 @@ when the marker never appears.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cairn.tools.base import ToolContext
 from cairn.tools.shell import ShellTool
@@ -117,3 +121,58 @@ def test_neutral_env_keeps_the_users_own_command_line_config() -> None:
     assert "GIT_EXTERNAL_DIFF" not in env
     assert env["GIT_OPTIONAL_LOCKS"] == "0"
     assert env["PATH"] == "/bin"
+
+
+# Property: whatever a config file says, if git itself reads a program-running key from it,
+# the scanner reports a hazard (it may report more; never less).
+
+_DANGEROUS = re.compile(
+    r"^(diff\.[^.]+\.(textconv|command)|diff\.external|filter\.[^.]+\.(clean|smudge|process)"
+    r"|merge\.[^.]+\.driver|core\.worktree|include\.path|includeif\..*)$"
+)
+_SECTIONS = st.sampled_from(
+    ['[core]', '[diff "x"]', "[diff.y]", '[filter "lfs"]', "[merge]", '[merge "m"]', "[include]",
+     '[includeIf "gitdir:/"]', "[user]", '[remote "origin"]', "[ diff ]", '[Diff "Z"]', "[alias]"]
+)  # fmt: skip
+_KEYS = st.sampled_from(
+    ["textconv", "command", "external", "clean", "smudge", "process", "driver", "worktree",
+     "path", "name", "email", "url", "TextConv", "editor", "st"]
+)  # fmt: skip
+_VALUES = st.sampled_from(["x", '"a b"', "y \\", "z # c", "; q", "", "true", "a=b"])
+
+
+@st.composite
+def _config_text(draw: st.DrawFn) -> str:
+    lines: list[str] = []
+    lines.append(draw(_SECTIONS))
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.integers(0, 9))
+        if kind < 3:
+            lines.append(draw(_SECTIONS))
+        elif kind == 9:
+            lines.append(draw(st.sampled_from(["# comment", "; note", "", "\t", "junk ["])))
+        else:
+            indent = draw(st.sampled_from(["", "\t", "  "]))
+            lines.append(f"{indent}{draw(_KEYS)} = {draw(_VALUES)}")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=_config_text())
+def test_every_program_key_git_reads_is_found(
+    text: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from cairn.tools.shell_git import _file_hazard
+
+    config = tmp_path_factory.mktemp("cfg") / "config"
+    config.write_text(text)
+    listed = subprocess.run(
+        ["git", "config", "--file", str(config), "--list", "--name-only"],
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(config.parent)},
+    )
+    dangerous = [k for k in listed.stdout.splitlines() if _DANGEROUS.match(k.lower())]
+
+    if dangerous:
+        assert _file_hazard(config) is not None, (text, dangerous)

@@ -6,14 +6,20 @@ environment so that cairn can use them, not so that every command the model runs
 out of the commands' environment: by name (:data:`SECRET_VARIABLES`), and by value (any variable
 holding the key in use, however it is named, e.g. one that ``security.auth.apiKey: "$MY_KEY"``
 reads). ``tools.passSecretsToShell`` names the variables a user wants passed anyway.
+
+A command that runs without anyone approving it must also run the programs it names from the
+system, not from the folder it works in: :func:`outside_path` drops the ``PATH`` entries that
+are relative or empty (the current folder) or inside the workspace, where a repository could
+put its own ``ls`` or ``git``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
-__all__ = ["MIN_SECRET_CHARS", "SECRET_VARIABLES", "command_environment"]
+__all__ = ["MIN_SECRET_CHARS", "SECRET_VARIABLES", "command_environment", "outside_path"]
 
 SECRET_VARIABLES = (
     "OPENAI_API_KEY",
@@ -45,3 +51,18 @@ def command_environment(
         if name in SECRET_VARIABLES or any(secret in env[name] for secret in values):
             del env[name]
     return env
+
+
+def outside_path(path: str, folders: Iterable[Path]) -> str:
+    """``path`` (a ``PATH`` value) without entries that are relative, empty or inside
+    ``folders``."""
+    roots = [Path(os.path.realpath(f)) for f in folders]
+    kept: list[str] = []
+    for entry in path.split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue
+        real = Path(os.path.realpath(entry))
+        if any(real == root or root in real.parents for root in roots):
+            continue
+        kept.append(entry)
+    return os.pathsep.join(kept)

@@ -39,7 +39,7 @@ _PROJECT_FOLDERS = {
 _PROJECT_FILES = {".mcp.json": "the project's MCP servers"}
 _MEMORY_FOLDER = "memory"  # <project>/.cairn/memory holds memories (CAIRN_MEMORY_LOCAL=1)
 _HOME_MEMORY = re.compile(r"(?:memories|projects/[^/]+/memory)(?:/|$)")
-_HOME_REFERENCE = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _RAW_MARKERS = (".cairn", ".mcp.json", ".claude", ".qwen", ".agents", ".git/", ".git ")
 
 
@@ -82,14 +82,15 @@ class ProtectedPaths:
             inside = _relative(real, root)
             if inside is None:
                 continue
-            first, _, rest = inside.partition("/")
+            # lower-cased: on a case-insensitive file system .Cairn is .cairn
+            first, _, rest = inside.lower().partition("/")
             if first == ".cairn" and rest.split("/", 1)[0] == _MEMORY_FOLDER:
                 return None
             if first in _PROJECT_FOLDERS:
                 return f"{_PROJECT_FOLDERS[first]} ({inside})"
-            if inside in _PROJECT_FILES:
-                return f"{_PROJECT_FILES[inside]} ({inside})"
-        if ".git" in real.parts:
+            if inside.lower() in _PROJECT_FILES:
+                return f"{_PROJECT_FILES[inside.lower()]} ({inside})"
+        if any(part.lower() == ".git" for part in real.parts):
             return f"git's configuration and hooks ({real})"
         return None
 
@@ -102,7 +103,7 @@ class ProtectedPaths:
         for simple in line.commands:
             words = [*simple.words, *simple.assignments, *(r.target for r in simple.redirections)]
             for word in words:
-                for candidate in _word_paths(word.value):
+                for candidate in _word_paths(word.value, cwd):
                     found = self.describe(candidate if candidate.is_absolute() else cwd / candidate)
                     if found is not None:
                         return found
@@ -155,17 +156,18 @@ def _relative(path: Path, root: Path) -> str | None:
     return None
 
 
-def _word_paths(value: str) -> list[Path]:
-    """The paths a word may name: itself, the value of ``--opt=VALUE`` or ``NAME=VALUE``,
-    with ``~`` and ``$HOME`` expanded."""
+def _word_paths(value: str, cwd: Path) -> list[Path]:
+    """The paths a word may name: itself, the value of ``--opt=VALUE`` or ``NAME=VALUE``, with
+    ``~`` and variables expanded as the command's shell would (``$PWD`` is its folder)."""
     found = [value]
     if "=" in value:
         found.append(value.split("=", 1)[1])
+    variables = {**os.environ, "PWD": str(cwd)}
     paths: list[Path] = []
     for text in found:
         if not text:
             continue
-        text = _HOME_REFERENCE.sub(os.path.expanduser("~"), text)
+        text = _VARIABLE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), text)
         paths.append(Path(os.path.expanduser(text)))
     return paths
 

@@ -264,8 +264,9 @@ def _signal_group(pid: int, signum: signal.Signals) -> None:
 
 
 def _environment(ctx: ToolContext) -> dict[str, str]:
-    """The command's environment: cairn's without its secrets, git neutral when unasked."""
-    from cairn.tools.environment import command_environment
+    """The command's environment: cairn's without its secrets; for a command nobody approved,
+    git neutral and programs found only outside the workspace."""
+    from cairn.tools.environment import command_environment, outside_path
 
     env = dict(ctx.environment) if ctx.environment is not None else command_environment()
     env["CAIRN"] = "1"  # lets scripts tell they run under the agent
@@ -275,6 +276,7 @@ def _environment(ctx: ToolContext) -> dict[str, str]:
         from cairn.tools.shell_git import neutral_git_env
 
         env = neutral_git_env(env)
+        env["PATH"] = outside_path(env.get("PATH", ""), [ctx.workspace, *ctx.roots()])
     return env
 
 
