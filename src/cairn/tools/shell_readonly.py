@@ -21,7 +21,7 @@ import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cairn.tools._walk import expand_braces
@@ -74,6 +74,8 @@ class ShellScope:
     cwd: Path
     readable: tuple[Path, ...]
     denied: Callable[[Path], bool] | None = None
+    # resolved folders, so a glob's thousand matches cost one lstat each, not a realpath each
+    _folders: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -87,11 +89,21 @@ class ShellScope:
 
     def may_read(self, path: Path) -> bool:
         """True when ``path`` (absolute, symlinks resolved here) lies inside ``readable``."""
-        real = Path(os.path.realpath(path))
-        if str(real) in _ALWAYS_READABLE:
+        real = self._real(os.path.normpath(path))
+        if real in _ALWAYS_READABLE:
             return True
-        inside = any(real == root or root in real.parents for root in self.readable)
-        return inside and not (self.denied is not None and self.denied(real))
+        inside = any(real == str(root) or real.startswith(f"{root}/") for root in self.readable)
+        return inside and not (self.denied is not None and self.denied(Path(real)))
+
+    def _real(self, path: str) -> str:
+        folder, name = os.path.split(path)
+        real_folder = self._folders.get(folder)
+        if real_folder is None:
+            real_folder = self._folders[folder] = os.path.realpath(folder)
+        candidate = os.path.join(real_folder, name)
+        if not name or os.path.islink(candidate):
+            return os.path.realpath(candidate)
+        return candidate
 
 
 def is_read_only_command(command: str, scope: ShellScope | None = None) -> bool:
