@@ -178,3 +178,38 @@ async def test_settings_written_during_a_session_do_not_change_its_permissions(
     await world.prompt(session, "now run it")
 
     assert not (world.project / "pwned").exists()
+
+
+async def test_a_settings_change_the_user_approved_applies_to_the_session_at_once(
+    make_world: MakeWorld,
+) -> None:
+    """The other half: confirmed in its "Settings change" dialog, the new rules and hooks
+    apply from the next call on."""
+    import json
+
+    from cairn.testing import ScriptedFrontend
+    from cairn.vocabulary.events import Notice
+
+    world = make_world()
+    user = ScriptedFrontend(permissions=["allow_once"], default_permission=None)
+    session = world.session(frontend=user)
+    hook = {"hooks": [{"type": "command", "command": "cat > /dev/null; touch hooked"}]}
+    settings = {"permissions": {"allow": ["Bash(touch *)"]}, "hooks": {"PreToolUse": [hook]}}
+    world.provider.enqueue(
+        tool_call(
+            "write_file", {"file_path": ".cairn/settings.json", "content": json.dumps(settings)}
+        ),
+        tool_call("run_shell_command", {"command": "touch ran"}),
+        reply("Done."),
+    )
+
+    await world.prompt(session, "allow touch and add the hook")
+
+    (request,) = user.permission_requests  # only the settings change asked
+    assert request.title.startswith("Settings change")
+    assert (world.project / "ran").exists() and (world.project / "hooked").exists()
+    notices = [e.text for e in world.events if isinstance(e, Notice) and e.source == "permissions"]
+    assert notices == [
+        "Cairn's project configuration (.cairn/settings.json) was changed with your approval; "
+        "this session's permission rules and hooks now follow the settings files."
+    ]

@@ -274,14 +274,15 @@ async def test_a_catastrophic_pattern_is_stopped_when_its_time_is_up(
     ripgrep's engine is linear and simply finishes; the Python search backtracks and is
     stopped at the time budget, its process killed."""
     (workspace / "slow.uniq").write_text("a" * 40 + "b\n")
-    quick = dataclasses.replace(ctx, search_timeout=1.0)
+    # ripgrep gets time to spare on a busy machine; the Python search gets one second
+    quick = dataclasses.replace(ctx, search_timeout=30.0 if searcher == "rg" else 1.0)
 
     result = await tool.execute({"pattern": "(a+)+$", "glob": "*.uniq"}, quick)
 
     if searcher == "rg":
         assert result.output is not None and result.output.startswith("No matches")
     else:
-        assert result.error is not None and "stopped after 1 s" in result.error
+        assert result.error is not None and "stopped after 1 s" in result.error, result
         assert "(a+)+" in result.error
     assert not worker_running('"*.uniq"')
 

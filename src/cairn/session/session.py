@@ -77,6 +77,7 @@ from cairn.vocabulary.events import (
 from cairn.vocabulary.interaction import Frontend
 
 if TYPE_CHECKING:
+    from cairn.config.settings import HooksSettings
     from cairn.hooks.runner import HookRunner
     from cairn.memory.manager import MemoryManager
     from cairn.recording.reader import LoadedSession
@@ -202,6 +203,7 @@ class Session:
             approval_mode=lambda: self.approval_mode,
             hooks=self.hooks,
             before_change=self._before_change,
+            settings_changed=self._settings_changed,
         )
         startup = [] if self.settings.model.skip_startup_context else startup_context(self.cwd)
         history = [*startup, *(loaded.history if loaded else [])]
@@ -245,17 +247,46 @@ class Session:
             secrets=[key] if key else [], keep=self.settings.tools.pass_secrets_to_shell
         )
 
-    def _make_hooks(self) -> HookRunner:
+    def _make_hooks(
+        self, hooks: HooksSettings | None = None, *, disabled: bool | None = None
+    ) -> HookRunner:
         from cairn.hooks.runner import HookRunner
 
         return HookRunner(
-            self.settings.hooks,
+            hooks if hooks is not None else self.settings.hooks,
             cwd=self.cwd,
             session_id=self.id,
             transcript_path=self.recorder.path if self.recorder else None,
-            disabled=self.settings.disable_all_hooks,
+            disabled=self.settings.disable_all_hooks if disabled is None else disabled,
             environ=self.command_environment,
         )
+
+    # ----- settings a tool call changed (cairn.tools.protected; the tools track) -----
+
+    async def _settings_changed(self, what: str, approval: str, sink: EventSink) -> None:
+        """A change the user approved in its "Settings change" dialog applies to this session's
+        permission rules and hooks at once; one nobody confirmed (yolo) waits for the next
+        start of cairn, where the project's trust check sees it."""
+        from cairn.config.loader import SettingsError, load_settings
+        from cairn.tools.scheduler import SETTINGS_APPLIED_NOTICE, SETTINGS_KEPT_NOTICE
+
+        if approval != "user":
+            await sink(Notice("warning", _sentence(SETTINGS_KEPT_NOTICE, what), "permissions"))
+            return
+        try:
+            loaded = await asyncio.to_thread(load_settings, self.cwd)
+        except SettingsError as exc:
+            text = f"{_sentence(SETTINGS_KEPT_NOTICE, what)} It cannot be used: {exc}"
+            await sink(Notice("error", text, "permissions"))
+            return
+        self.rules = self.scheduler.rules = PermissionRules.from_settings(
+            loaded.settings.permissions
+        )
+        self.hooks = self.scheduler.hooks = self._make_hooks(
+            loaded.settings.hooks, disabled=loaded.settings.disable_all_hooks
+        )
+        await sink(Notice("info", _sentence(SETTINGS_APPLIED_NOTICE, what), "permissions"))
+
 
     def _make_checkpoints(self) -> TurnCheckpoints | None:
         if self.recorder is None:
@@ -962,6 +993,11 @@ class Session:
             except Exception as exc:  # recording a recap is best-effort
                 _log.warning(f"recording the recap failed: {exc!r}")
         await sink(RecapShown(text, away=away))
+
+
+def _sentence(template: str, what: str) -> str:
+    text = template.format(what=what)
+    return text[0].upper() + text[1:]
 
 
 def _pending_question(loaded: LoadedSession | None) -> FunctionCall | None:

@@ -38,17 +38,32 @@ if TYPE_CHECKING:
     from cairn.tools.protected import ProtectedPaths
     from cairn.tools.registry import ToolRegistry
 
-__all__ = ["BeforeChange", "ToolOutcome", "ToolScheduler", "may_change_workspace"]
+__all__ = [
+    "SETTINGS_APPLIED_NOTICE",
+    "SETTINGS_KEPT_NOTICE",
+    "BeforeChange",
+    "SettingsChanged",
+    "ToolOutcome",
+    "ToolScheduler",
+    "may_change_workspace",
+]
 
 INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
 DECLINED_MESSAGE = "The user declined this tool call. Ask them how to proceed."
 # Awaited right before a call that may change the workspace runs (the session's checkpoints).
 BeforeChange = Callable[[EventSink], Awaitable[None]]
 SKIPPED_MESSAGE = "Skipped: an earlier tool call in this batch was declined by the user."
-SETTINGS_CHANGED_NOTICE = (
-    "{what} was changed. This session keeps the permission rules and hooks it started with; "
-    "the change applies the next time cairn starts here."
+SETTINGS_KEPT_NOTICE = (
+    "{what} was changed without your confirmation. This session keeps the permission rules and "
+    "hooks it started with; the change applies the next time cairn starts here."
 )
+SETTINGS_APPLIED_NOTICE = (
+    "{what} was changed with your approval; this session's permission rules and hooks now "
+    "follow the settings files."
+)
+# Told when a call changed cairn's configuration: what changed, and why the call ran (the
+# session applies a change the user approved, and only that).
+SettingsChanged = Callable[[str, ApprovalSource, EventSink], Awaitable[None]]
 _log = get_logger("TOOLS")
 
 
@@ -83,9 +98,11 @@ class ToolScheduler:
         approval_mode: Callable[[], str],
         hooks: HookRunner | None = None,
         before_change: BeforeChange | None = None,
+        settings_changed: SettingsChanged | None = None,
     ) -> None:
         self.registry = registry
         self.before_change = before_change
+        self.settings_changed = settings_changed
         self.rules = rules
         self.frontend = frontend
         self._approval_mode = approval_mode
@@ -339,8 +356,11 @@ class ToolScheduler:
         if result.todos is not None:
             await emit(PlanUpdate(tuple(result.todos)))
         if settings is not None and result.ok:
-            notice = SETTINGS_CHANGED_NOTICE.format(what=settings)
-            await emit(Notice("warning", notice[0].upper() + notice[1:], "permissions"))
+            if self.settings_changed is not None:
+                await self.settings_changed(settings, ctx.approval, emit)
+            else:
+                notice = SETTINGS_KEPT_NOTICE.format(what=settings)
+                await emit(Notice("warning", notice[0].upper() + notice[1:], "permissions"))
         return ToolOutcome(call, result.to_response(call), status, result)
 
 
