@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cairn.config.settings import PermissionsSettings
@@ -471,3 +471,12 @@ def test_rule_matching_never_raises(command: str) -> None:
     rules = PermissionRules.parse(allow=["Bash(git *)"], ask=["Bash(curl*)"], deny=["Bash(rm*)"])
 
     rules.match("run_shell_command", shell(command), WORKSPACE)
+
+
+@given(path=st.text(), tool=st.sampled_from(["read_file", "write_file", "edit", "grep_search"]))
+@example(path="a\x00b", tool="read_file")
+def test_path_rule_matching_never_raises(path: str, tool: str) -> None:
+    rules = PermissionRules.parse(allow=["Read(src/**)"], deny=["Read(.env)", "Edit(**/*.lock)"])
+
+    rules.match(tool, {"file_path": path, "path": path, "pattern": "x"}, WORKSPACE)
+    rules.path_denial(WORKSPACE / path.replace("\x00", ""), "read", WORKSPACE, tool)

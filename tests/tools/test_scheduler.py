@@ -608,3 +608,51 @@ async def test_a_call_that_fails_by_itself_is_not_denied(ctx: ToolContext) -> No
     await run(read("missing.txt"), FunctionCall("x1", "explode", {}))
 
     assert denied(run) == {"r1": False, "x1": False}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        FunctionCall("n1", "read_file", {"file_path": "a\x00b"}),
+        FunctionCall("n1", "write_file", {"file_path": ".cairn/\x00", "content": "x"}),
+        FunctionCall("n1", "grep_search", {"pattern": "x", "path": "\x00"}),
+        FunctionCall("n1", "run_shell_command", {"command": "echo x > a\x00b"}),
+        FunctionCall("n1", "run_shell_command", {"command": "cat <\x00"}),
+    ],
+)
+async def test_a_nul_byte_in_an_argument_fails_the_call_not_the_turn(
+    ctx: ToolContext, call: FunctionCall
+) -> None:
+    """A NUL byte cannot be in a path or a command line (the OS refuses it); it must end that
+    call with an error, never raise out of the permission checks."""
+    rules = PermissionRules.parse(deny=["Read(secret/**)", "Edit(*.lock)", "Bash(rm*)"])
+    run = Run(ctx, mode="yolo", rules=rules)
+
+    outcome = await run.one(call)
+
+    assert outcome.status == "failed"
+    assert "NUL" in error_of(outcome) or "null byte" in error_of(outcome)
+
+
+class BrokenCheckTool(ExplodingTool):
+    """A tool whose own confirmation check raises (a plugin tool with a bug)."""
+
+    name = "broken_check"
+
+    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
+        raise RuntimeError("check on fire")
+
+
+async def test_a_permission_check_that_raises_refuses_the_call_and_the_batch_goes_on(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("hello\n")
+    run = Run(ctx, mode="yolo")
+    run.scheduler.registry.register(BrokenCheckTool())
+
+    broken, after = await run(FunctionCall("b1", "broken_check", {}), read("a.txt", "r2"))
+
+    assert broken.status == "failed"
+    assert "permission check of this broken_check call failed" in error_of(broken)
+    assert "check on fire" in error_of(broken)
+    assert after.status == "completed"

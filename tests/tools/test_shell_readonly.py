@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cairn.tools.shell_readonly import (
@@ -271,6 +271,9 @@ def test_commands_that_may_write_or_run_code_are_not_read_only(
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(command=st.text())
+@example(command=":<\x00")  # found by hypothesis: a NUL byte reached os.stat
+@example(command="cat a\x00b")
+@example(command="git -C \x00 status")
 def test_any_text_gives_a_bool_without_raising(command: str, scope: ShellScope) -> None:
     assert isinstance(is_read_only_command(command, scope), bool)
 

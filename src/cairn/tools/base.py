@@ -186,6 +186,8 @@ class ToolContext:
 def resolve_in_roots(raw: str, base: Path, roots: Sequence[Path]) -> Path:
     if not isinstance(raw, str) or not raw.strip():
         raise ToolError("a path is required")
+    if "\x00" in raw:
+        raise ToolError(f"{raw!r}: a path cannot contain a NUL byte")
     candidate = Path(raw).expanduser()
     if not candidate.is_absolute():
         candidate = base / candidate

@@ -360,8 +360,8 @@ def _path_matches(specifier: str, tool: str, args: Mapping[str, Any], workspace:
     raw = args.get(_PATH_ARGUMENTS[tool])
     if raw is None and tool in _FOLDER_TOOLS:
         raw = "."
-    if not isinstance(raw, str) or not raw.strip():
-        return False
+    if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
+        return False  # the tool refuses such a path itself
     target = Path(raw).expanduser()
     absolute = (target if target.is_absolute() else workspace / target).resolve()
     return _absolute_matches(specifier, absolute, workspace, folder=tool in _FOLDER_TOOLS)

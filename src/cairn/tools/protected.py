@@ -68,6 +68,8 @@ class ProtectedPaths:
 
     def describe(self, path: Path) -> str | None:
         """What ``path`` is, when it is protected ("cairn's project configuration (...)")."""
+        if "\x00" in str(path):
+            return None  # no file has such a name: the tool refuses it
         real = _real(path)
         if any(real == e or e in real.parents for e in self.exempt):
             return None

@@ -146,7 +146,10 @@ class ToolScheduler:
                 f"{str(call.args[INVALID_ARGUMENTS_KEY])[:200]}. Call it again with valid JSON.",
                 emit,
             )
-        settings = await asyncio.to_thread(self._settings_change, call, ctx)
+        try:
+            settings = await asyncio.to_thread(self._settings_change, call, ctx)
+        except Exception as exc:  # a check that fails must refuse, never run or crash the turn
+            return await _fail(call, _check_failed(call, exc), emit)
 
         forced_confirm = False
         if self.hooks is not None and self.hooks.has("PreToolUse"):
@@ -165,7 +168,10 @@ class ToolScheduler:
                 message = f"Blocked by a PreToolUse hook: {reason}"
                 return await _fail(call, message, emit, denied=True)
             if hook.decision == "allow" and settings is None:
-                match = await asyncio.to_thread(self._match, call, ctx)
+                try:
+                    match = await asyncio.to_thread(self._match, call, ctx)
+                except Exception as exc:
+                    return await _fail(call, _check_failed(call, exc), emit)
                 if match is None or (match.decision != "deny" and match.strict is None):
                     # deny rules and commands they cannot see through still apply
                     refused = self._refused_in_plan_mode(tool, call, ctx)
@@ -174,9 +180,12 @@ class ToolScheduler:
                     return await self._execute(tool, call, _approved(ctx, "rule"), emit, settings)
             forced_confirm = hook.decision == "ask"
 
-        approval = await asyncio.to_thread(
-            self._approval, tool, call, ctx, forced_confirm, settings
-        )
+        try:
+            approval = await asyncio.to_thread(
+                self._approval, tool, call, ctx, forced_confirm, settings
+            )
+        except Exception as exc:
+            return await _fail(call, _check_failed(call, exc), emit)
         if approval.decision.action == "deny":
             return await _fail(call, approval.decision.message, emit, denied=True)
         source = approval.source
@@ -375,6 +384,14 @@ def may_change_workspace(tool: Tool, call: FunctionCall, ctx: ToolContext) -> bo
         except Exception:
             return True
     return False
+
+
+def _check_failed(call: FunctionCall, exc: Exception) -> str:
+    _log.error(f"permission check of {call.name} failed: {exc!r}")
+    return (
+        f"The permission check of this {call.name} call failed ({type(exc).__name__}: {exc}), "
+        "so it was not run."
+    )
 
 
 def _approved(ctx: ToolContext, source: ApprovalSource) -> ToolContext:

@@ -94,6 +94,8 @@ class ShellTool(BuiltinTool):
 
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         command = require_str(args, "command")
+        if "\x00" in command:
+            raise ToolError("The command contains a NUL byte, which cannot be passed to bash.")
         cwd = _working_directory(optional_str(args, "directory"), ctx)
         timeout = _time_limit(optional_number(args, "timeout"), ctx)
         run = await _run_in_group(command, cwd, timeout, ctx)

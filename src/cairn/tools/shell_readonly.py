@@ -116,6 +116,8 @@ def read_only_refusal(command: str, scope: ShellScope | None = None) -> str | No
     """Why ``command`` is not read-only, or ``None`` when it is."""
     if not isinstance(command, str):
         return "the command is not text"
+    if "\x00" in command:
+        return "it holds a NUL byte, which no program can be given"
     try:
         parsed = parse_command(command)
     except ShellParseError as exc:

@@ -205,6 +205,8 @@ def resolve(command: str) -> CommandLine:
     resolver = _Resolver()
     if not isinstance(command, str):
         resolver.fail("the command is not text")
+    elif "\x00" in command:
+        resolver.fail("the command holds a NUL byte, which no program can be given")
     else:
         resolver.line(command, 0, ())
     return CommandLine(
