@@ -272,6 +272,40 @@ def test_continue_without_an_earlier_session_starts_a_new_one_with_a_warning(
     assert request.last_user_text() == "hello"
 
 
+def test_an_unknown_command_is_bad_input_and_never_reaches_the_model(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    """#16: `-p "/frobnicate"` went to the model as text while the terminal UI answered
+    "Unknown command"; both answer it now, and -p exits 42 as for any bad input."""
+    done = run_cairn("-p", "/frobnicate the widgets", "-o", "json")
+
+    assert done.returncode == 42, done.stderr
+    result = json.loads(done.stdout)[-1]
+    assert result["is_error"] is True
+    assert result["result"] == "Unknown command /frobnicate. /help lists the commands."
+    assert scripted_server.requests == []
+
+
+def test_in_text_mode_an_unknown_command_is_said_once_on_stderr(run_cairn: RunCairn) -> None:
+    done = run_cairn("-p", "/frobnicate")
+
+    assert done.returncode == 42
+    assert done.stdout == ""
+    assert done.stderr == "Unknown command /frobnicate. /help lists the commands.\n"
+
+
+def test_a_prompt_starting_with_a_path_is_not_a_command(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(reply("Check its permissions."))
+
+    done = run_cairn("-p", "/usr/bin/env is broken, why?")
+
+    assert done.returncode == 0, done.stderr
+    [request] = scripted_server.requests_for("main")
+    assert request.last_user_text() == "/usr/bin/env is broken, why?"
+
+
 def test_a_blocking_user_prompt_submit_hook_stops_the_prompt_before_the_model(
     run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
 ) -> None:

@@ -49,6 +49,7 @@ class OutputWriter:
         self._text_written = False
         self._ended_with_newline = True
         self._finished = False  # the result was written
+        self._said: set[str] = set()  # warnings and errors already on stderr (text mode)
 
     def init(
         self,
@@ -86,6 +87,7 @@ class OutputWriter:
         elif isinstance(event, Notice):
             if self.fmt == "text" and event.level != "info":
                 self.err.write(f"{event.text}\n")
+                self._said.add(event.text)
             elif self.fmt != "text":
                 self._message(
                     {
@@ -221,11 +223,11 @@ class OutputWriter:
     ) -> None:
         self._finished = True
         if self.fmt == "text":
-            if result.handled_locally and result.text:
-                self.out.write(result.text + "\n")
+            if result.handled_locally and result.text and not is_error:
+                self.out.write(result.text + "\n")  # a command's answer (an error is not one)
             elif self._text_written and not self._ended_with_newline:
                 self.out.write("\n")
-            if error:
+            if error and error not in self._said:
                 self.err.write(error + "\n")
             self.out.flush()
             return

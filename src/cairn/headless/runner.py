@@ -203,4 +203,6 @@ def _classify(result: TurnResult) -> tuple[int, str, str | None]:
         )
     if result.blocked:
         return ExitCode.ERROR, "error_during_execution", result.text
+    if result.unknown_command:  # a script's typo: answered, but the command did not run
+        return ExitCode.BAD_INPUT, "error_during_execution", result.text
     return ExitCode.OK, "success", None
