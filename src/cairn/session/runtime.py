@@ -241,10 +241,10 @@ class Runtime:
 
         Close the sessions still open (their turns cancelled, recordings flushed); give the
         extractions their turns scheduled ``memory_wait`` seconds to finish (one cut short
-        leaves the extract cursor unmoved, so those messages are extracted after the
-        session's next turn); cancel all other background work (a Dream, which runs again
-        next time, warm-ups); persist each project's memory index once, so the next process
-        starts warm; close the provider's connections.
+        moves no cursor, and the memory manager leaves it to the project's next session);
+        cancel all other background work (a Dream, which runs again next time); persist each
+        project's memory index once, after any warm-up finished, so the next process starts
+        warm; close the provider's connections.
         """
         for session in list(self._sessions):
             try:
