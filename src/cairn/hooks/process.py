@@ -13,17 +13,21 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "MAX_OUTPUT_BYTES",
     "CommandResult",
     "run_command",
+    "spawn_group",
     "timeout_seconds",
 ]
+
+_P = TypeVar("_P", bound=asyncio.SubprocessProtocol)
 
 DEFAULT_TIMEOUT_SECONDS = 60.0  # a hook's time limit when settings give none or a non-positive one
 MILLISECONDS_THRESHOLD = 1000  # timeout values from here up are milliseconds (older settings files)
@@ -86,33 +90,45 @@ class _HookProtocol(asyncio.SubprocessProtocol):
         return self.output[fd].decode("utf-8", errors="replace")
 
 
+async def spawn_group(
+    protocol: Callable[[], _P], argv: list[str], **options: Any
+) -> tuple[asyncio.SubprocessTransport, _P]:
+    """Start ``argv`` as the leader of a new process group (and session).
+
+    The start is shielded: a cancel that arrives while asyncio connects the pipes would make it
+    kill the leader alone and leave its children running; instead the start completes, the
+    whole group is killed, and the cancel goes on. ``OSError`` means it could not start.
+    """
+    loop = asyncio.get_running_loop()
+    starting = loop.subprocess_exec(protocol, *argv, start_new_session=True, **options)
+    spawn = asyncio.ensure_future(starting)
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            transport, _ = await spawn
+            _kill_group(transport.get_pid(), signal.SIGKILL)
+            transport.close()
+        raise
+
+
 async def run_command(
     command: str, *, stdin: bytes, cwd: Path, env: Mapping[str, str], timeout: float
 ) -> CommandResult:
     """Run ``command`` with ``bash -c`` in ``cwd``; never raises for the command's own failures."""
     loop = asyncio.get_running_loop()
-    starting = loop.subprocess_exec(
-        lambda: _HookProtocol(loop),
-        "bash", "-c", command,
-        cwd=cwd,
-        env=dict(env),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )  # fmt: skip
-    spawn = asyncio.ensure_future(starting)
     try:
-        # Shielded so that a cancel during start-up still ends with the group killed.
-        transport, protocol = await asyncio.shield(spawn)
+        transport, protocol = await spawn_group(
+            lambda: _HookProtocol(loop),
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
     except OSError as exc:
         return CommandResult(error=str(exc), timeout=timeout)
-    except asyncio.CancelledError:
-        with contextlib.suppress(OSError):
-            transport, protocol = await spawn
-            _kill_group(transport.get_pid(), signal.SIGKILL)
-            transport.close()
-        raise
     try:
         _feed(transport, stdin)
         try:

@@ -192,31 +192,22 @@ class _Run:
 
 
 async def _run_in_group(command: str, cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
+    from cairn.hooks.process import spawn_group
+
     loop = asyncio.get_running_loop()
     output = _HeadTail(MAX_SHELL_OUTPUT_CHARS)
-    starting = loop.subprocess_exec(
-        lambda: _ShellProtocol(output, loop),
-        "bash", "-c", command,
-        cwd=cwd,
-        env=_environment(ctx),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )  # fmt: skip
-    spawn = asyncio.ensure_future(starting)
     try:
-        # Shielded: cancelled while asyncio connects the pipes, it would kill bash alone and
-        # leave the command's children running; instead the spawn finishes and the group dies.
-        transport, protocol = await asyncio.shield(spawn)
+        transport, protocol = await spawn_group(
+            lambda: _ShellProtocol(output, loop),
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=_environment(ctx),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
     except OSError as exc:
         raise ToolError(f"Could not start bash: {exc.strerror or exc}") from None
-    except asyncio.CancelledError:
-        with contextlib.suppress(OSError):
-            transport, protocol = await spawn
-            await _kill_group(transport.get_pid(), protocol)
-            transport.close()
-        raise
     try:
         ending = await _wait(protocol, timeout, ctx)
         if ending != "exited":
