@@ -186,6 +186,7 @@ class CairnApp(App[int]):
 
     @property
     def session(self) -> Session:
+        """The session on screen (there is one from mount until the app exits)."""
         if self._session is None:
             raise RuntimeError("the session is not open yet")
         return self._session
