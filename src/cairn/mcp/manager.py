@@ -47,6 +47,7 @@ class McpManager:
         """Connect every enabled server in the background (once)."""
         if self._started:
             return
+        asyncio.get_running_loop()  # RuntimeError outside a loop: nothing is marked started
         self._started = True
         for connection in self.connections:
             connection.start()
