@@ -249,13 +249,22 @@ def test_cancelling_the_turn_cancels_the_call_and_leaves_no_process(
     _assert_no_orphans(server)
 
 
-def test_with_no_servers_configured_the_mcp_sdk_is_never_imported(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+@pytest.mark.parametrize("configured", [False, True], ids=["no-servers", "one-server"])
+def test_the_mcp_sdk_is_imported_only_when_a_server_is_configured(
+    scripted_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    project: Path,
+    tmp_path: Path,
+    configured: bool,
 ) -> None:
+    if configured:
+        _settings(project, {"tools": tools_server(tmp_path).stdio_config()})
     scripted_server.enqueue(reply("plain"))
     probe = (
         "import atexit, sys\n"
-        "atexit.register(lambda: sys.stderr.write('MCP-LOADED\\n' if 'mcp' in sys.modules else ''))\n"
+        "def report():\n"
+        "    sys.stderr.write('MCP-LOADED\\n' if 'mcp' in sys.modules else '')\n"
+        "atexit.register(report)\n"
         "from cairn.cli.main import main\n"
         "sys.argv = ['cairn', '-p', 'hi']\n"
         "main()\n"
@@ -270,4 +279,4 @@ def test_with_no_servers_configured_the_mcp_sdk_is_never_imported(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "plain\n"
-    assert "MCP-LOADED" not in done.stderr
+    assert ("MCP-LOADED" in done.stderr) == configured
