@@ -121,3 +121,51 @@ async def test_the_daemon_starts_the_servers_a_client_passes_to_post_session(
     assert "start" in " ".join(server_log(tmp_path))
     assert served.stop() == 0
     assert server.pids() and not any(pid_alive(pid) for pid in server.pids())
+
+
+NOISE_MARKER = "MARKER-NOISE-4242"
+
+
+@pytest.mark.parametrize("used_the_tool", [True, False], ids=["tool-used", "tool-not-used"])
+async def test_mcp_tool_use_feeds_recalls_noise_filter_and_extract_gets_no_mcp_tools(
+    scripted_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    tmp_path: Path,
+    used_the_tool: bool,
+) -> None:
+    from .test_acp_process import selector
+
+    project = tmp_path / "project"
+    memory = project / ".cairn" / "memory" / "project"
+    memory.mkdir(parents=True)
+    (project / ".git").mkdir()
+    (memory / "notes.md").write_text(
+        "---\nname: write_note parameter schema\ndescription: how to call write_note\n"
+        f"type: reference\n---\n\n{NOISE_MARKER}: the write_note parameter schema is text.\n"
+    )
+    server = tools_server(tmp_path)
+    scripted_server.handler = selector()
+    scripted_server.default = reply("Nothing to save.")
+    first_turn = (
+        [tool_call("mcp__tools__write_note", {"text": "x"}), reply("Saved.")]
+        if used_the_tool
+        else [reply("Hello.")]
+    )
+    scripted_server.enqueue(*first_turn, reply("Answered."), purpose="main")
+    env = {**cairn_env, "CAIRN_MEMORY_LOCAL": "1"}
+    async with running_agent(env, project) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        servers = [{**server.acp_stdio_config("tools")}]
+        session = await agent.conn.new_session(cwd=str(project), mcp_servers=servers)
+        await agent.conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
+        for text in ("hi", "what is the write_note parameter schema?"):
+            await agent.conn.prompt(
+                session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)]
+            )
+
+    last = scripted_server.requests_for("main")[-1]
+    recalled = NOISE_MARKER in json.dumps(last.messages[-1])  # the second turn's own prompt
+    assert recalled is (not used_the_tool)
+    for request in scripted_server.requests_for("extract"):
+        assert not [t for t in request.tools if t["function"]["name"].startswith("mcp__")]
+    assert scripted_server.requests_for("extract"), "Extract ran"

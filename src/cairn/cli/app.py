@@ -159,6 +159,9 @@ COMMAND_GROUPS: tuple[CommandGroup, ...] = (
         "memory_app",
         "List, search, recall, forget and restore memories.",
     ),
+    CommandGroup(
+        "mcp", "cairn.cli.mcp_cmd", "mcp_app", "List, inspect, add and remove MCP servers."
+    ),
 )
 
 

@@ -174,15 +174,19 @@ def describe_servers(statuses: list[ServerStatus]) -> str:
         return "No MCP servers are configured. `cairn mcp add` adds one; see docs/mcp.md."
     lines = [f"MCP servers ({len(statuses)}):"]
     for s in statuses:
-        counts = f"{s.tools} tools"
+        counts = _count(s.tools, "tool")
         if s.prompts:
-            counts += f", {s.prompts} prompts"
+            counts += ", " + _count(s.prompts, "prompt")
         if s.resources:
-            counts += f", {s.resources} resources"
+            counts += ", " + _count(s.resources, "resource")
         lines.append(f"- {s.name} [{s.transport}, {s.scope}] {s.status}: {counts} — {s.target}")
         if s.error:
             lines.append(f"    {s.error}")
     return "\n".join(lines)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 async def resource_mentions(servers: SessionMcp, text: str, sink: EventSink) -> list[Part]:

@@ -84,7 +84,7 @@ def complete_command(
             spec.description,
         )
         for spec in all_commands(commands)
-        if spec.name.startswith(typed)
+        if spec.name.lower().startswith(typed)
     ][:MAX_COMPLETIONS]
 
 
