@@ -15,13 +15,11 @@ import typer
 
 from cairn.config.loader import SettingsError, load_settings, project_settings_path
 from cairn.config.paths import user_settings_path
+from cairn.exit_codes import ExitCode
 from cairn.mcp.config import ServerConfig, collect_servers
 
 __all__ = ["mcp_app"]
 
-EXIT_FAILED = 1  # the command ran but could not do what was asked
-EXIT_USAGE = 42  # bad input (as for `cairn -p`)
-EXIT_CONFIG = 52  # a settings file cannot be used (as for `cairn -p`)
 CHECK_TIMEOUT_SECONDS = 30.0  # how long `list` and `get` wait for servers to connect
 
 mcp_app = typer.Typer(
@@ -33,7 +31,7 @@ mcp_app = typer.Typer(
 )
 
 
-def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+def _fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
     sys.stderr.write(f"{message}\n")
     raise typer.Exit(code)
 
@@ -43,7 +41,7 @@ def _servers() -> list[ServerConfig]:
     try:
         loaded = load_settings(cwd)
     except SettingsError as exc:
-        _fail(str(exc), EXIT_CONFIG)
+        _fail(str(exc), ExitCode.CONFIG)
     warnings = list(loaded.warnings)
     servers = collect_servers(cwd, loaded.settings, warnings=warnings)
     for warning in warnings:
@@ -88,7 +86,7 @@ def get_server(name: Annotated[str, typer.Argument(help="The server's name.")]) 
 
     server = next((s for s in _servers() if s.name == name), None)
     if server is None:
-        _fail(f"No MCP server named {name!r}. `cairn mcp list` shows them.", EXIT_USAGE)
+        _fail(f"No MCP server named {name!r}. `cairn mcp list` shows them.", ExitCode.BAD_INPUT)
 
     async def run() -> str:
         view = await _connect([server])
@@ -143,19 +141,20 @@ def add_server(
         words = [w for w in ([target] if target else []) + list(ctx.args) if w != "--"]
         if not words:
             _fail(
-                "A stdio server needs a command: cairn mcp add NAME -- COMMAND ARGS...", EXIT_USAGE
+                "A stdio server needs a command: cairn mcp add NAME -- COMMAND ARGS...",
+                ExitCode.BAD_INPUT,
             )
         entry["command"], entry["args"] = words[0], words[1:]
         if env:
             entry["env"] = dict(_pair(item, "=", "--env") for item in env)
     elif transport in ("http", "sse"):
         if not target or not target.startswith(("http://", "https://")):
-            _fail(f"A {transport} server needs an http:// or https:// URL.", EXIT_USAGE)
+            _fail(f"A {transport} server needs an http:// or https:// URL.", ExitCode.BAD_INPUT)
         entry["httpUrl" if transport == "http" else "url"] = target
         if header:
             entry["headers"] = dict(_pair(item, ":", "--header") for item in header)
     else:
-        _fail(f"Unknown transport {transport!r}: use stdio, http or sse.", EXIT_USAGE)
+        _fail(f"Unknown transport {transport!r}: use stdio, http or sse.", ExitCode.BAD_INPUT)
     if timeout is not None:
         entry["timeout"] = timeout
     if trust:
@@ -187,7 +186,9 @@ def remove_server(
             _write(path, data)
             typer.echo(f"Removed MCP server {name} from {path}.")
             return
-    _fail(f"No MCP server named {name!r} in {' or '.join(str(p) for p in paths)}.", EXIT_USAGE)
+    _fail(
+        f"No MCP server named {name!r} in {' or '.join(str(p) for p in paths)}.", ExitCode.BAD_INPUT
+    )
 
 
 def _scope_path(scope: str) -> Path:
@@ -195,13 +196,13 @@ def _scope_path(scope: str) -> Path:
         return user_settings_path()
     if scope == "project":
         return project_settings_path(Path.cwd())
-    _fail(f"Unknown scope {scope!r}: use user or project.", EXIT_USAGE)
+    _fail(f"Unknown scope {scope!r}: use user or project.", ExitCode.BAD_INPUT)
 
 
 def _pair(item: str, separator: str, option: str) -> tuple[str, str]:
     key, sep, value = item.partition(separator)
     if not sep or not key.strip():
-        _fail(f"{option} {item!r}: expected KEY{separator}VALUE.", EXIT_USAGE)
+        _fail(f"{option} {item!r}: expected KEY{separator}VALUE.", ExitCode.BAD_INPUT)
     return key.strip(), value.strip() if separator == ":" else value
 
 
@@ -213,7 +214,7 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         return read_settings_file(path)
     except SettingsError as exc:
-        _fail(f"{exc}; fix it before changing its servers", EXIT_CONFIG)
+        _fail(f"{exc}; fix it before changing its servers", ExitCode.CONFIG)
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
