@@ -79,6 +79,28 @@ async def test_acp_runs_the_editors_servers_asks_approval_and_lists_prompts(
     assert pids and not any(pid_alive(pid) for pid in pids)
 
 
+async def test_a_call_the_editor_declines_never_reaches_the_server(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], acp_project: Path, tmp_path: Path
+) -> None:
+    server = tools_server(tmp_path)
+    scripted_server.enqueue(tool_call("mcp__editor__write_note", {"text": "no"}), purpose="main")
+    scripted_server.enqueue(reply("Understood."), purpose="main")
+    async with running_agent(cairn_env, acp_project) as agent:
+        agent.client.permission = "reject_once"
+        await agent.conn.initialize(protocol_version=1)
+        session = await agent.conn.new_session(
+            cwd=str(acp_project), mcp_servers=[server.acp_stdio_config("editor")]
+        )
+        response = await agent.conn.prompt(
+            session_id=session.session_id, prompt=[TextContentBlock(type="text", text="note")]
+        )
+    assert response.stop_reason == "end_turn"
+    assert len(agent.client.permission_requests) == 1
+    [_, second] = scripted_server.requests_for("main")
+    assert "declined" in _tool_messages(second)[0]
+    assert "note no" not in server_log(tmp_path)
+
+
 async def test_acp_refuses_a_malformed_server_list_with_invalid_params(
     scripted_server: ScriptedServer, cairn_env: dict[str, str], acp_project: Path
 ) -> None:

@@ -280,3 +280,21 @@ def test_the_mcp_sdk_is_imported_only_when_a_server_is_configured(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "plain\n"
     assert ("MCP-LOADED" in done.stderr) == configured
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_an_http_or_sse_server_from_settings_is_called(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    transport: str,
+) -> None:
+    server = tools_server(tmp_path)
+    with server.serve_http(transport) as running:  # type: ignore[arg-type]
+        _settings(project, {"web": {**running.config, "trust": True}})
+        scripted_server.enqueue(tool_call("mcp__web__echo", {"text": transport}))
+        scripted_server.enqueue(reply("Echoed."))
+        done = run_cairn("-p", "echo")
+    assert done.returncode == 0, done.stderr
+    assert _tool_messages(scripted_server.requests[1]) == [f"echo: {transport}"]

@@ -149,6 +149,8 @@ class McpConnection:
         self._stop.set()
         runner = self._runner
         if runner is not None and not runner.done():
+            if self.status == "connecting":
+                runner.cancel()  # a server hanging in initialize must not hold up the exit
             try:
                 async with asyncio.timeout(10):
                     await asyncio.shield(runner)
