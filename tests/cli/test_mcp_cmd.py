@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ def _cairn(
 def test_help_lists_the_mcp_command(project: Path, cairn_env: dict[str, str]) -> None:
     done = _cairn(project, cairn_env, "--help")
     assert done.returncode == 0
-    assert "mcp    List, inspect, add and remove MCP servers." in done.stdout
+    assert re.search(r"^  mcp +List, inspect, add and remove MCP servers\.$", done.stdout, re.M)
 
 
 def test_add_list_get_and_remove_a_stdio_and_an_http_server(

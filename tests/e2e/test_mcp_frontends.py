@@ -91,12 +91,12 @@ async def test_a_call_the_editor_declines_never_reaches_the_server(
         session = await agent.conn.new_session(
             cwd=str(acp_project), mcp_servers=[server.acp_stdio_config("editor")]
         )
-        response = await agent.conn.prompt(
-            session_id=session.session_id, prompt=[TextContentBlock(type="text", text="note")]
-        )
-    assert response.stop_reason == "end_turn"
+        for text in ("note", "ok, never mind"):
+            await agent.conn.prompt(
+                session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)]
+            )
     assert len(agent.client.permission_requests) == 1
-    [_, second] = scripted_server.requests_for("main")
+    [_, second] = scripted_server.requests_for("main")  # the decline ended the first turn
     assert "declined" in _tool_messages(second)[0]
     assert "note no" not in server_log(tmp_path)
 
