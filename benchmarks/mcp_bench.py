@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from core_bench import make_env, received, start_server  # the scripted model server, shared
 
 RESULT_BYTES = 2000  # the size of one tool result in the round-trip case
 CALLS_PER_TURN = 10
@@ -45,50 +46,6 @@ def blob(size: int) -> str:
     """Return size bytes."""
     return "x" * size
 '''
-
-
-def start_model_server(
-    script: list[dict[str, Any]], record: Path
-) -> tuple[subprocess.Popen[str], str]:
-    path = record.with_suffix(".script.json")
-    path.write_text(json.dumps(script))
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cairn.testing.server",
-            "--port",
-            "0",
-            "--script",
-            str(path),
-            "--record",
-            str(record),
-            "--default-text",
-            "ok",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    return process, process.stdout.readline().strip()
-
-
-def received(record: Path) -> list[dict[str, Any]]:
-    if not record.exists():
-        return []
-    return [json.loads(line) for line in record.read_text().splitlines() if line]
-
-
-def environment(base_url: str, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CAIRN_", "OPENAI_"))}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure what an installed cairn does
-    env.update(
-        CAIRN_HOME=str(home),
-        OPENAI_BASE_URL=base_url,
-        OPENAI_API_KEY="bench",
-        OPENAI_MODEL="scripted-model",
-    )
-    return env
 
 
 def project(folder: Path, servers: dict[str, Any]) -> Path:
@@ -122,14 +79,14 @@ def cairn_p(env: dict[str, str], cwd: Path, prompt: str) -> float:
 
 def first_request(runs: int, work: Path, script: Path) -> dict[str, list[float]]:
     record = work / "first.jsonl"
-    server, url = start_model_server([], record)
+    server, url = start_server([], record)
     cases = {
         "0 MCP servers": project(work / "p0", {}),
         "3 stdio MCP servers": project(
             work / "p3", {f"s{i}": stdio_entry(script) for i in range(3)}
         ),
     }
-    env = environment(url, work / "home")
+    env = make_env(url, work / "home")
     samples: dict[str, list[float]] = {name: [] for name in cases}
     try:
         for folder in cases.values():
@@ -158,8 +115,8 @@ def round_trip(runs: int, work: Path, script: Path) -> dict[str, list[float]]:
         replies += [{"tool_calls": [calls[name]]} for _ in range(CALLS_PER_TURN)]
         replies.append({"text": "done"})
     record = work / "rt.jsonl"
-    server, url = start_model_server(replies, record)
-    env = environment(url, work / "home-rt")
+    server, url = start_server(replies, record)
+    env = make_env(url, work / "home-rt")
     samples: dict[str, list[float]] = {name: [] for name in calls}
     try:
         for index, name in enumerate(order):
@@ -200,7 +157,7 @@ def daemon_rss(sessions: int, work: Path, script: Path, with_servers: bool) -> t
     """(RSS of cairn serve, total RSS of its MCP server children), in KiB, once idle."""
     folder = project(work / f"d{int(with_servers)}", {})
     record = work / f"d{int(with_servers)}.jsonl"
-    model, url = start_model_server([], record)
+    model, url = start_server([], record)
     serve = subprocess.Popen(
         [
             sys.executable,
@@ -213,7 +170,7 @@ def daemon_rss(sessions: int, work: Path, script: Path, with_servers: bool) -> t
             str(sessions + 1),
         ],
         cwd=folder,
-        env=environment(url, work / f"home-d{int(with_servers)}"),
+        env=make_env(url, work / f"home-d{int(with_servers)}"),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
