@@ -133,6 +133,7 @@ async def test_the_daemon_starts_the_servers_a_client_passes_to_post_session(
         )
         await session.prompt("echo it")
         events = await until(session, "turn_complete")
+        commands = httpx.get(f"{served.url}/session/{session.session_id}/commands").json()
         bad = httpx.post(f"{served.url}/session", json={"mcpServers": [{"name": "x"}]})
         await client.close_session(session.session_id)
 
@@ -140,6 +141,7 @@ async def test_the_daemon_starts_the_servers_a_client_passes_to_post_session(
     _, second = scripted_server.requests_for("main")
     assert _tool_messages(second) == ["echo: daemon"]
     assert bad.status_code == 400 and "mcpServers[0]" in bad.text
+    assert "mcp__notes__review" in [c["name"] for c in commands["commands"]]
     assert "start" in " ".join(server_log(tmp_path))
     assert served.stop() == 0
     assert server.pids() and not any(pid_alive(pid) for pid in server.pids())
