@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cairn.testing import ScriptedServer, ToolCallSpec, reply, tool_call
+from cairn.testing import Reply, ScriptedServer, ToolCallSpec, reply, tool_call
 from cairn.testing.mcp import FastMCPServer, pid_alive
 
 from ..mcp.helpers import server_log, tools_server
@@ -210,9 +210,21 @@ def test_a_server_still_connecting_past_the_bound_joins_a_later_request(
 ) -> None:
     slow = tools_server(tmp_path, MCP_TEST_HANG_SECONDS="2")
     _settings(project, {"slow": slow.stdio_config()}, mcp={"discoveryTimeoutMs": 200})
-    scripted_server.enqueue(
-        reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})], delay=4)
-    )
+    answered: list[bool] = []
+
+    def after_the_server_started(request: Any) -> Reply | None:
+        """The first answer waits until the server is past its hang (a loaded machine is slow)."""
+        if answered:
+            return None
+        answered.append(True)
+        deadline = time.monotonic() + 60
+        while not any(line.startswith("start") for line in server_log(tmp_path)):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        return Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})], delay=2)
+
+    scripted_server.handler = after_the_server_started
     scripted_server.enqueue(reply("Now I see it."))
 
     done = run_cairn("-p", "hi")
