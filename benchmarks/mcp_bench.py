@@ -42,8 +42,8 @@ from mcp.types import ToolAnnotations
 app = FastMCP("bench")
 
 @app.tool(annotations=ToolAnnotations(readOnlyHint=True))
-def blob(size: int) -> str:
-    """Return size bytes."""
+def blob(size: int, tag: int = 0) -> str:
+    """Return size bytes (``tag`` makes each call distinct for loop detection)."""
     return "x" * size
 '''
 
@@ -104,15 +104,22 @@ def first_request(runs: int, work: Path, script: Path) -> dict[str, list[float]]
 
 def round_trip(runs: int, work: Path, script: Path) -> dict[str, list[float]]:
     folder = project(work / "rt", {"bench": stdio_entry(script)})
-    (folder / "blob.txt").write_text("x" * (RESULT_BYTES - 1) + "\n")
+    for i in range(CALLS_PER_TURN):  # distinct calls: ten identical ones trip loop detection
+        (folder / f"blob{i}.txt").write_text("x" * (RESULT_BYTES - 1) + "\n")
     calls = {
-        "MCP tool (mcp__bench__blob)": {"name": "mcp__bench__blob", "args": {"size": RESULT_BYTES}},
-        "built-in read_file": {"name": "read_file", "args": {"file_path": "blob.txt"}},
+        "MCP tool (mcp__bench__blob)": lambda i: {
+            "name": "mcp__bench__blob",
+            "args": {"size": RESULT_BYTES, "tag": i},
+        },
+        "built-in read_file": lambda i: {
+            "name": "read_file",
+            "args": {"file_path": f"blob{i}.txt"},
+        },
     }
     order = [name for _ in range(runs + 1) for name in calls]  # the first pair warms up
     replies: list[dict[str, Any]] = []
     for name in order:
-        replies += [{"tool_calls": [calls[name]]} for _ in range(CALLS_PER_TURN)]
+        replies += [{"tool_calls": [calls[name](i)]} for i in range(CALLS_PER_TURN)]
         replies.append({"text": "done"})
     record = work / "rt.jsonl"
     server, url = start_server(replies, record)
