@@ -182,7 +182,40 @@ class ContextSettings(_Section):
     )
 
 
+MemoryBackendName = Literal["files", "postgres"]
+
+
+class MemoryPostgresSettings(_Section):
+    dsn: str = Field(
+        "",
+        description="PostgreSQL connection string of the shared memory "
+        "(`postgresql://user@host/db`); `CAIRN_MEMORY_DSN` overrides it.",
+    )
+    namespace: str = Field(
+        "",
+        description="Whose memory this is in the database: every process with the same "
+        "namespace shares one memory. Empty: the project key (`CAIRN_MEMORY_NAMESPACE` "
+        "overrides it; a daemon with `--tenant-header` sets it per tenant).",
+    )
+    user_namespace: str = Field(
+        "",
+        description="Keep user memory (shared by all your projects) in the database too, under "
+        "this namespace. Empty: user memory stays in files on this machine, personal.",
+    )
+    poll_seconds: float = Field(
+        5.0,
+        description="How often a process asks the database for changes when no change "
+        "notification arrived (LISTEN/NOTIFY is the fast path; this bounds a missed one).",
+    )
+
+
 class MemorySettings(_Section):
+    backend: MemoryBackendName = Field(
+        "files",
+        description="Where memory is kept: `files` (Markdown files on this machine) or "
+        "`postgres` (one memory shared by processes and machines; see `memory.postgres`).",
+    )
+    postgres: MemoryPostgresSettings = Field(default_factory=MemoryPostgresSettings)
     enable_managed_auto_memory: bool = _editable(
         default=True,
         description="Managed auto-memory: Recall before each turn, Extract after it, and the "

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     )
     from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan
     from cairn.memory.forget.trash import ForgetReport
+    from cairn.memory.store.backend import MemoryBackend
     from cairn.memory.store.history import HistoryEntry
 
 __all__ = ["MemoryManager"]
@@ -87,8 +88,10 @@ class MemoryManager:
         self.settings = settings
         self.clock = clock
         self.available_memory = available_memory
-        self.roots: MemoryRoots = memory_roots(self.project_root, environ=environ)
-        self.store = MemoryStore(self.roots, clock=clock)
+        self.backend_error = ""  # why the configured backend could not be opened
+        self.backend = self._open_backend(environ)
+        self.roots: MemoryRoots = self.backend.roots
+        self.store = MemoryStore(self.roots, clock=clock, before_refresh=self.backend.ensure_pulled)
         self.generation = 0  # bumped whenever a task or Forget changed memory files
         self._task_book: TaskBook | None = None
         self._extracting: set[str] = set()  # projects with an extraction running
@@ -256,9 +259,20 @@ class MemoryManager:
         return report
 
     def close(self) -> None:
-        """Persist the index and stop watching the roots."""
+        """Persist the index, stop watching the roots, close the backend's connections."""
         self.store.save()
         self.store.close()
+        self.backend.close()
+
+    def _open_backend(self, environ: Mapping[str, str]) -> MemoryBackend:
+        from cairn.memory.store.backend import FileBackend, MemoryBackendError, open_backend
+
+        try:
+            return open_backend(self.settings, self.project_root, environ=environ)
+        except MemoryBackendError as error:  # a turn never fails for memory: files, and say so
+            self.backend_error = str(error)
+            _task_log.warning(f"{error}; using the memory files on this machine instead")
+            return FileBackend(memory_roots(self.project_root, environ=environ))
 
     # --- recall ----------------------------------------------------------------------------
 
@@ -409,6 +423,7 @@ class MemoryManager:
             clock=self.clock,
             docs=self.docs,
             rebuild_indexes=self._rebuild_indexes,
+            dream_lock=self.backend.dream_lock,
             available_memory=self.available_memory,
         )
 

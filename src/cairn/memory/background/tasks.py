@@ -23,6 +23,7 @@ from cairn.llm.types import Provider
 from cairn.memory.background.pressure import AvailableMemory
 from cairn.memory.document import MemoryDoc, MemoryScope
 from cairn.memory.paths import TYPE_FOLDERS, MemoryRoots
+from cairn.memory.store.backend import DreamLock
 
 __all__ = [
     "MAX_TASK_RECORDS",
@@ -73,6 +74,7 @@ class MemorySpace:
     docs: Callable[[], list[MemoryDoc]]  # every memory, current with the disk
     rebuild_indexes: Callable[[], None]  # regenerate MEMORY.md files (root locks held)
     available_memory: AvailableMemory  # for the memory-pressure gate
+    dream_lock: Callable[[], DreamLock]  # Dream's cross-process lock (the backend's)
 
     def writable_roots(self, *, include_user: bool = True) -> list[tuple[MemoryScope, Path]]:
         found: list[tuple[MemoryScope, Path]] = []

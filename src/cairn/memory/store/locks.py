@@ -25,9 +25,10 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from filelock import FileLock, Timeout
 
@@ -38,12 +39,16 @@ __all__ = [
     "DREAM_LOCK_STALE_SECONDS",
     "LOCK_WAIT_SECONDS",
     "ConsolidationLock",
+    "DatabaseSections",
     "MemoryBusy",
+    "hold_local_roots",
     "hold_roots",
     "hold_roots_async",
     "lock_order",
     "pid_alive",
     "root_lock_path",
+    "serve_from_database",
+    "stop_serving_from_database",
     "sweep_stale_temp_files",
 ]
 
@@ -87,9 +92,67 @@ def _new_lock(root: Path) -> FileLock:
     return FileLock(str(path), thread_local=False)
 
 
+class DatabaseSections(Protocol):
+    """A backend whose roots mirror a database (PostgreSQL): while their locks are held, one
+    transaction runs (begun after the local locks, committed before they are released)."""
+
+    def shards_of(self, roots: Sequence[Path]) -> Sequence[Any]: ...
+
+    def begin(self, shards: Sequence[Any]) -> Mapping[str, int]: ...
+
+    def commit(self, shards: Sequence[Any], begun: Mapping[str, int]) -> None: ...
+
+    def rollback(self, shards: Sequence[Any]) -> None: ...
+
+
+_databases: dict[str, DatabaseSections] = {}  # root (absolute) -> the backend serving it
+
+
+def serve_from_database(roots: Sequence[Path], backend: DatabaseSections) -> None:
+    """Lock ``roots`` with ``backend``'s transactions from now on (a database backend opened)."""
+    for root in roots:
+        _databases[os.path.abspath(root)] = backend
+
+
+def stop_serving_from_database(roots: Sequence[Path]) -> None:
+    for root in roots:
+        _databases.pop(os.path.abspath(root), None)
+
+
+def _database_sections(roots: Sequence[Path]) -> list[tuple[DatabaseSections, list[Any]]]:
+    found: dict[int, tuple[DatabaseSections, list[Path]]] = {}
+    for root in roots:
+        backend = _databases.get(os.path.abspath(root))
+        if backend is not None:
+            found.setdefault(id(backend), (backend, []))[1].append(root)
+    return [(backend, list(backend.shards_of(served))) for backend, served in found.values()]
+
+
 @contextlib.contextmanager
 def hold_roots(roots: Sequence[Path], *, timeout: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
-    """Hold the locks of ``roots`` (blocking, for synchronous callers such as Forget)."""
+    """Hold the locks of ``roots`` (blocking, for synchronous callers such as Forget); for a
+    root mirrored from a database, the body is also one transaction of that database."""
+    with hold_local_roots(roots, timeout=timeout):
+        sections = _database_sections(roots)
+        if not sections:
+            yield
+            return
+        begun = [backend.begin(shards) for backend, shards in sections]
+        try:
+            yield
+        except BaseException:
+            for backend, shards in sections:
+                backend.rollback(shards)
+            raise
+        for (backend, shards), seqs in zip(sections, begun, strict=True):
+            backend.commit(shards, seqs)
+
+
+@contextlib.contextmanager
+def hold_local_roots(
+    roots: Sequence[Path], *, timeout: float = LOCK_WAIT_SECONDS
+) -> Iterator[None]:
+    """Hold the file locks of ``roots`` on this machine only (no database transaction)."""
     held: list[FileLock] = []
     try:
         for root in lock_order(roots):
@@ -122,7 +185,16 @@ async def hold_roots_async(
     try:
         for root in ordered:
             sweep_stale_temp_files(root)
-        yield
+        sections = _database_sections(ordered)
+        begun = [await asyncio.to_thread(b.begin, shards) for b, shards in sections]
+        try:
+            yield
+        except BaseException:
+            for backend, shards in sections:
+                await asyncio.to_thread(backend.rollback, shards)
+            raise
+        for (backend, shards), seqs in zip(sections, begun, strict=True):
+            await asyncio.to_thread(backend.commit, shards, seqs)
     finally:
         for lock in reversed(held):
             lock.release()

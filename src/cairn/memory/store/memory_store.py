@@ -315,8 +315,10 @@ class MemoryStore:
         clock: Callable[[], float] = time.time,
         scorer: ScorerConfig = DEFAULT_SCORER,
         watch: bool = True,
+        before_refresh: Callable[[], None] | None = None,
     ) -> None:
-        """``watch=False`` stat-walks every root on every refresh instead of using inotify."""
+        """``watch=False`` stat-walks every root on every refresh instead of using inotify;
+        ``before_refresh`` runs first at each refresh (a database backend catching up)."""
         project_cache, user_cache = _default_cache_paths(roots, cache_dir)
         self.roots = roots
         self._clock = clock
@@ -326,11 +328,17 @@ class MemoryStore:
             _Shard("user", roots.user, user_cache, scorer=scorer, watch=watch),
         )
         self._refreshed = False
+        self._before_refresh = before_refresh
 
     def refresh(self) -> ScanReport:
         """Bring documents and index up to date with the disk. Never raises."""
         started = time.perf_counter()
         tally = _Tally()
+        if self._before_refresh is not None:
+            try:
+                self._before_refresh()
+            except Exception as error:  # the files as they are, then
+                _log.warning(f"memory catch-up before reading failed: {error!r}")
         for shard in self._shards:
             try:
                 shard.refresh(tally)

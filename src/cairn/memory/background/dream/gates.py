@@ -16,7 +16,7 @@ from pathlib import Path
 from cairn.memory.background.meta import last_dream_at, read_meta
 from cairn.memory.background.pressure import under_memory_pressure
 from cairn.memory.background.tasks import MemoryRuntime, MemorySpace
-from cairn.memory.store.locks import CONSOLIDATION_LOCK_NAME, ConsolidationLock
+from cairn.memory.store.backend import DreamLock
 
 __all__ = [
     "DREAM_MIN_HOURS",
@@ -93,5 +93,7 @@ def auto_dream_gate(
     return None
 
 
-def consolidation_lock(space: MemorySpace) -> ConsolidationLock:
-    return ConsolidationLock(space.roots.state_dir / CONSOLIDATION_LOCK_NAME)
+def consolidation_lock(space: MemorySpace) -> DreamLock:
+    """Dream's cross-process lock: ``consolidation.lock`` with files, an advisory lock with
+    PostgreSQL."""
+    return space.dream_lock()

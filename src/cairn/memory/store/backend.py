@@ -1,0 +1,94 @@
+"""Where memories are stored: files on this machine (the default), or PostgreSQL.
+
+Every backend gives the memory code the same thing, memory folders to read (its
+:class:`~cairn.memory.paths.MemoryRoots`), so Recall, Extract, Dream and Forget never know
+which one holds the memory. The difference is in the writes and the locks:
+
+- :class:`FileBackend`: the folders are the memory. A write section holds the folder's file
+  lock; Dream's lock is ``consolidation.lock`` with the holder's process id.
+- :class:`~cairn.memory.store.postgres.backend.PostgresBackend`: the folders mirror a
+  namespace of a PostgreSQL database. A write section is also one transaction under the
+  namespace's advisory lock, and Dream's lock is a session advisory lock.
+
+:func:`open_backend` picks one from ``memory.backend``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from cairn.config.settings import Settings
+from cairn.memory.paths import MemoryRoots, memory_roots
+
+__all__ = ["DreamLock", "FileBackend", "MemoryBackend", "MemoryBackendError", "open_backend"]
+
+
+class MemoryBackendError(RuntimeError):
+    """The configured memory backend cannot be used (no driver, no database, refused)."""
+
+
+class DreamLock(Protocol):
+    """Dream's cross-process lock (one Dream per project at a time)."""
+
+    def holder(self, now: float, *, clean: bool = True, ours_is_stale: bool = False) -> int | None:
+        ...
+
+    def try_acquire(self, now: float, *, ours_is_stale: bool = False) -> bool: ...
+
+    def release(self) -> None: ...
+
+
+class MemoryBackend(Protocol):
+    name: str
+    roots: MemoryRoots  # the folders memory is read from (and written to, in write sections)
+
+    def ensure_pulled(self) -> None:
+        """Before the first read: the folders as the store of truth holds them."""
+        ...
+
+    def dream_lock(self) -> DreamLock: ...
+
+    def close(self) -> None: ...
+
+
+class FileBackend:
+    """Memory in Markdown files on this machine (see the module docstring)."""
+
+    name = "files"
+
+    def __init__(self, roots: MemoryRoots) -> None:
+        self.roots = roots
+
+    def ensure_pulled(self) -> None:
+        return None  # the files are the memory
+
+    def dream_lock(self) -> DreamLock:
+        from cairn.memory.store.locks import CONSOLIDATION_LOCK_NAME, ConsolidationLock
+
+        return ConsolidationLock(self.roots.state_dir / CONSOLIDATION_LOCK_NAME)
+
+    def close(self) -> None:
+        return None
+
+
+def open_backend(
+    settings: Settings, project_root: Path, *, environ: Mapping[str, str] = os.environ
+) -> MemoryBackend:
+    """The backend ``memory.backend`` names for the project at ``project_root``.
+
+    Raises :class:`MemoryBackendError` when the PostgreSQL backend is chosen but cannot be set
+    up (no driver, no database configured).
+    """
+    roots = memory_roots(project_root, environ=environ)
+    if settings.memory.backend != "postgres":
+        return FileBackend(roots)
+    from cairn.memory.store.locks import serve_from_database
+    from cairn.memory.store.postgres.backend import PostgresBackend, backend_config
+
+    config = backend_config(settings, environ, default_namespace=lambda: roots.state_dir.name)
+    backend = PostgresBackend(config, base=roots.base, user_root=roots.user)
+    serve_from_database([shard.root for shard in backend.shards], backend)
+    return backend

@@ -1,0 +1,133 @@
+"""The shared memory's tables, and the row-level security that keeps namespaces apart.
+
+One schema for every namespace (a project's memory, or a hosted daemon's tenant). Every table
+has a ``namespace`` column and a row-level security policy that shows a connection only the rows
+of the namespace it set for its transaction (``set_config('cairn.namespace', …, true)``), with
+``FORCE ROW LEVEL SECURITY`` so the tables' owner is held to it too. A query that forgot its
+``WHERE namespace = …`` still sees one tenant only: the database enforces the isolation, not
+only cairn. (Superusers and roles with ``BYPASSRLS`` skip every policy: connect as an ordinary
+role.)
+
+Why row-level security and not a schema per tenant: a hosted daemon meets new tenants at request
+time, and a schema per tenant would mean DDL on the request path, one migration run per tenant and
+a catalog that grows with them; with one schema, one migration covers everyone and an index on
+``(namespace, …)`` keeps each tenant's reads as fast as a table of its own.
+
+``cairn_memory_namespaces.seq`` orders the changes of a namespace: each write transaction bumps it
+(the row lock it takes also serializes the namespace's writers, so sequence order is commit
+order) and stamps the rows it touches; a process catches up by reading the rows with a larger
+``seq``. Deleted documents stay as rows without content (tombstones) so a catching-up process
+learns of the deletion.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["SCHEMA_VERSION", "TABLES", "ensure_schema"]
+
+SCHEMA_VERSION = 1
+TABLES = (
+    "cairn_memory_namespaces",
+    "cairn_memory_docs",
+    "cairn_memory_indexes",
+    "cairn_memory_history",
+    "cairn_memory_trash",
+    "cairn_memory_state",
+)
+_MIGRATION_LOCK = 0x6361_6972_6E00  # pg_advisory_xact_lock key while creating the tables
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS cairn_memory_schema (version integer NOT NULL);
+
+CREATE TABLE IF NOT EXISTS cairn_memory_namespaces (
+    namespace text PRIMARY KEY,
+    seq bigint NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- One row per memory file (docs), the files' parsed fields the index and MEMORY.md are built
+-- from, and a tombstone (content NULL) once deleted.
+CREATE TABLE IF NOT EXISTS cairn_memory_docs (
+    namespace text NOT NULL,
+    scope text NOT NULL CHECK (scope IN ('project', 'user')),
+    path text NOT NULL,
+    content bytea,
+    sha256 text,
+    title text,
+    description text,
+    type text,
+    mtime double precision NOT NULL DEFAULT 0,
+    seq bigint NOT NULL,
+    PRIMARY KEY (namespace, scope, path)
+);
+CREATE INDEX IF NOT EXISTS cairn_memory_docs_seq ON cairn_memory_docs (namespace, seq);
+
+-- MEMORY.md of each scope, rebuilt in the transaction that changed the documents.
+CREATE TABLE IF NOT EXISTS cairn_memory_indexes (
+    namespace text NOT NULL,
+    scope text NOT NULL,
+    content bytea NOT NULL,
+    seq bigint NOT NULL,
+    PRIMARY KEY (namespace, scope)
+);
+
+-- The audit trail: one row per line, kept as written.
+CREATE TABLE IF NOT EXISTS cairn_memory_history (
+    namespace text NOT NULL,
+    scope text NOT NULL,
+    line_no bigint NOT NULL,
+    line bytea NOT NULL,
+    seq bigint NOT NULL,
+    PRIMARY KEY (namespace, scope, line_no)
+);
+
+-- Forget's and Dream's trash: every file of a trash folder (its manifest.json included).
+CREATE TABLE IF NOT EXISTS cairn_memory_trash (
+    namespace text NOT NULL,
+    scope text NOT NULL,
+    path text NOT NULL,
+    content bytea,
+    seq bigint NOT NULL,
+    PRIMARY KEY (namespace, scope, path)
+);
+
+-- meta.json, extract-cursor.json and the other state files of the namespace.
+CREATE TABLE IF NOT EXISTS cairn_memory_state (
+    namespace text NOT NULL,
+    name text NOT NULL,
+    content bytea,
+    seq bigint NOT NULL,
+    PRIMARY KEY (namespace, name)
+);
+"""
+
+
+def _policies() -> str:
+    statements = []
+    for table in TABLES:
+        statements += [
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+            f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+            f"DROP POLICY IF EXISTS cairn_namespace ON {table}",
+            f"CREATE POLICY cairn_namespace ON {table} "
+            "USING (namespace = current_setting('cairn.namespace', true)) "
+            "WITH CHECK (namespace = current_setting('cairn.namespace', true))",
+        ]
+    return ";\n".join(statements)
+
+
+def ensure_schema(connection: psycopg.Connection[Any]) -> None:
+    """Create the tables and policies when missing (idempotent; concurrent callers wait)."""
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        connection.execute(_DDL)
+        found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
+        if found is None or found[0] is None:
+            connection.execute(_policies())
+            connection.execute(
+                "INSERT INTO cairn_memory_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
+            )

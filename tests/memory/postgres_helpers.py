@@ -1,0 +1,35 @@
+"""A real PostgreSQL for the memory tests: one throw-away cluster per test run, a database per test.
+
+The server is started by the tests themselves (``initdb`` + ``pg_ctl`` in a temp dir, as
+``nobody`` when the tests run as root, on a free loopback port); without the server binaries the
+PostgreSQL tests are skipped with the reason (``.ci/system-packages`` installs them in CI).
+Each test's database is owned by an ordinary role, so row-level security applies to cairn's
+connections as it would in production (a superuser would bypass it).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from cairn.testing.postgres import PostgresServer, find_postgres_bin
+
+APP_ROLE = "cairn_app"  # what cairn connects as: not a superuser, owns its database
+_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    if find_postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (.ci/system-packages installs it)")
+    with PostgresServer() as server:
+        server.create_role(APP_ROLE)
+        yield server
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> str:
+    """A fresh database owned by the ordinary role; the DSN cairn connects with."""
+    return postgres_server.create_database(f"memory_{next(_numbers)}", owner=APP_ROLE)

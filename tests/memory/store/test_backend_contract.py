@@ -1,0 +1,191 @@
+"""The memory backends' one contract, run against each: files, and a real PostgreSQL.
+
+A "machine" is a memory manager with its own cairn home. With files, two processes share one
+memory when they share the folder (the same home); with PostgreSQL, when they share the
+database and the namespace (each machine has its own home and mirror). Either way: what one
+writes, the other reads, byte for byte, with its index, audit trail and trash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.config.settings import Settings
+from cairn.memory.forget.selection import ForgetPlan, list_forget_candidates
+from cairn.memory.manager import MemoryManager
+from cairn.memory.store.locks import hold_roots
+
+from ..memory_helpers import NOW
+from ..postgres_helpers import postgres_dsn, postgres_server
+
+__all__ = ["postgres_dsn", "postgres_server"]  # fixtures
+
+pytestmark = pytest.mark.timeout(120)
+
+DEPLOY = (
+    "---\nname: Deploy with make\ndescription: how the billing service is deployed\n"
+    "type: project\n---\n\nRun `make release` (FACT-2718).\r\nThen tag it.\n"
+)  # CRLF inside on purpose: bytes, not text, are what round-trips
+VISIBLE_WAIT_SECONDS = 30.0  # a hang guard for the other machine's catch-up, not a speed claim
+
+
+Machine = Callable[[str], MemoryManager]
+
+
+@pytest.fixture(params=["files", "postgres"])
+def machine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Machine]:
+    """``machine(name)``: a memory manager on one project (see the module docstring)."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    memory: dict[str, Any] = {"enableManagedAutoMemory": True}
+    if request.param == "postgres":
+        dsn = request.getfixturevalue("postgres_dsn")
+        memory.update(
+            backend="postgres", postgres={"dsn": dsn, "namespace": "team", "pollSeconds": 0.2}
+        )
+    settings = Settings.model_validate({"memory": memory})
+    made: list[MemoryManager] = []
+
+    def make(name: str) -> MemoryManager:
+        home = tmp_path / (f"home-{name}" if request.param == "postgres" else "home")
+        manager = MemoryManager(
+            project, settings=settings, environ={"CAIRN_HOME": str(home)}, clock=lambda: NOW
+        )
+        assert manager.backend.name == request.param, manager.backend_error
+        made.append(manager)
+        return manager
+
+    yield make
+    for manager in made:
+        manager.close()
+
+
+def write(manager: MemoryManager, relative: str, content: str) -> Path:
+    """Write a memory the way every memory writer does: in a locked section, index rebuilt."""
+    root = manager.roots.project
+    assert root is not None
+    path = root / relative
+    with hold_roots(list(manager.root_map().values())):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode())
+        manager.store.rebuild_index_files()
+    return path
+
+
+def eventually(check: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + VISIBLE_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def titles(manager: MemoryManager) -> list[str]:
+    return sorted(doc.title for doc in manager.docs())
+
+
+def test_a_memory_written_by_one_machine_is_read_by_the_other_byte_for_byte(
+    machine: Machine,
+) -> None:
+    alice, bob = machine("alice"), machine("bob")
+    assert titles(bob) == []
+
+    write(alice, "project/deploy.md", DEPLOY)
+
+    assert eventually(lambda: titles(bob) == ["Deploy with make"])
+    [doc] = bob.docs()
+    assert doc.path.read_bytes() == DEPLOY.encode()
+    assert bob.search("how do we deploy billing")[0].doc.title == "Deploy with make"
+    assert eventually(lambda: "deploy.md" in bob.system_prompt_section())
+
+
+def test_the_index_and_the_audit_trail_travel_with_the_memory(machine: Machine) -> None:
+    alice, bob = machine("alice"), machine("bob")
+    write(alice, "project/deploy.md", DEPLOY)
+    plan = ForgetPlan("deploy", list_forget_candidates(alice.docs()), "heuristic")
+
+    report = alice.apply_forget(plan, session_id="s1")
+
+    assert report.ok
+    assert eventually(lambda: titles(bob) == [])
+    assert eventually(lambda: [e.operation for e in bob.history()[0]] == ["forget"])
+    restored = bob.restore_last_forget(session_id="s2")  # the other machine's trash
+    assert restored.ok, restored.message
+    assert eventually(lambda: titles(alice) == ["Deploy with make"])
+    assert eventually(lambda: [e.operation for e in alice.history()[0]] == ["restore", "forget"])
+    [doc] = alice.docs()
+    assert doc.path.read_bytes() == DEPLOY.encode()
+
+
+def test_state_files_are_shared(machine: Machine) -> None:
+    from cairn.memory.background.meta import read_meta, record_dream
+
+    alice, bob = machine("alice"), machine("bob")
+    with hold_roots(list(alice.root_map().values())):
+        record_dream(alice.roots.state_dir, session_id="s1", touched_topics=["project"], now=NOW)
+
+    def bob_knows() -> bool:
+        bob.refresh()
+        return read_meta(bob.roots.state_dir, now=NOW).get("lastDreamSessionId") == "s1"
+
+    assert eventually(bob_knows)
+
+
+def test_a_failed_write_section_leaves_the_previous_state(machine: Machine) -> None:
+    alice, bob = machine("alice"), machine("bob")
+    write(alice, "project/deploy.md", DEPLOY)
+    root = alice.roots.project
+    assert root is not None
+
+    with pytest.raises(RuntimeError, match="disk full"), hold_roots([root]):
+        (root / "project" / "deploy.md").write_text("half a change")
+        (root / "project" / "new.md").write_text(DEPLOY.replace("Deploy", "New"))
+        raise RuntimeError("disk full")
+
+    if alice.backend.name == "postgres":  # the database never saw it; the mirror is restored
+        assert eventually(lambda: (root / "project" / "deploy.md").read_bytes() == DEPLOY.encode())
+        assert eventually(lambda: not (root / "project" / "new.md").exists())
+        time.sleep(0.5)
+        assert titles(bob) == ["Deploy with make"]
+
+
+def test_dream_lock_is_exclusive_across_machines_and_released(machine: Machine) -> None:
+    alice, bob = machine("alice"), machine("bob")
+    first, second = alice.backend.dream_lock(), bob.backend.dream_lock()
+
+    assert first.try_acquire(time.time())
+    assert not second.try_acquire(time.time())
+    assert second.holder(time.time(), clean=False) is not None
+    first.release()
+    assert second.try_acquire(time.time())
+    second.release()
+
+
+def test_concurrent_writers_on_two_machines_lose_nothing(machine: Machine) -> None:
+    alice, bob = machine("alice"), machine("bob")
+
+    async def writes(manager: MemoryManager, who: str) -> None:
+        for n in range(10):
+            await asyncio.to_thread(
+                write, manager, f"project/{who}-{n}.md", DEPLOY.replace("Deploy", f"{who} {n}")
+            )
+
+    async def both() -> None:
+        await asyncio.gather(writes(alice, "alice"), writes(bob, "bob"))
+
+    asyncio.run(both())
+
+    expected = sorted(
+        [f"alice {n} with make" for n in range(10)] + [f"bob {n} with make" for n in range(10)]
+    )
+    assert eventually(lambda: titles(alice) == expected and titles(bob) == expected)
+    assert eventually(
+        lambda: len((alice.roots.project / "MEMORY.md").read_text().splitlines()) == 20
+    )  # type: ignore[operator]

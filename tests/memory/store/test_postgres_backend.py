@@ -1,0 +1,120 @@
+"""What only the PostgreSQL backend promises: change notification with a bounded poll behind it,
+and namespaces kept apart by the database itself (row-level security)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from cairn.config.settings import Settings
+from cairn.memory.manager import MemoryManager
+from cairn.memory.store.postgres.schema import TABLES
+
+from ..memory_helpers import NOW
+from ..postgres_helpers import postgres_dsn, postgres_server
+from .test_backend_contract import DEPLOY, eventually, titles, write
+
+__all__ = ["postgres_dsn", "postgres_server"]  # fixtures
+
+pytestmark = pytest.mark.timeout(120)
+
+Machine = Callable[..., MemoryManager]
+
+
+@pytest.fixture
+def machine(postgres_dsn: str, tmp_path: Path) -> Iterator[Machine]:
+    """``machine(name, namespace="team", poll=0.2)``: a manager with its own home."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    made: list[MemoryManager] = []
+
+    def make(name: str, *, namespace: str = "team", poll: float = 0.2) -> MemoryManager:
+        postgres: dict[str, Any] = {"dsn": postgres_dsn, "namespace": namespace}
+        postgres["pollSeconds"] = poll
+        settings = Settings.model_validate(
+            {"memory": {"backend": "postgres", "postgres": postgres}}
+        )
+        environ = {"CAIRN_HOME": str(tmp_path / f"home-{name}")}
+        manager = MemoryManager(project, settings=settings, environ=environ, clock=lambda: NOW)
+        assert manager.backend.name == "postgres", manager.backend_error
+        made.append(manager)
+        return manager
+
+    yield make
+    for manager in made:
+        manager.close()
+
+
+def test_a_change_reaches_another_process_by_notification(machine: Machine) -> None:
+    alice, bob = machine("alice", poll=3600), machine("bob", poll=3600)
+    assert titles(bob) == []  # bob's feed now listens; it would poll only in an hour
+
+    write(alice, "project/deploy.md", DEPLOY)
+
+    assert eventually(lambda: titles(bob) == ["Deploy with make"])
+
+
+def test_a_missed_notification_is_caught_up_by_the_poll(
+    machine: Machine, postgres_dsn: str
+) -> None:
+    bob = machine("bob", poll=0.2)
+    assert titles(bob) == []
+    with psycopg.connect(postgres_dsn) as connection:  # a write that notifies nobody
+        connection.execute("SELECT set_config('cairn.namespace', 'team', true)")
+        connection.execute(
+            "INSERT INTO cairn_memory_namespaces (namespace, seq) VALUES ('team', 1) "
+            "ON CONFLICT (namespace) DO UPDATE SET seq = 1"
+        )
+        connection.execute(
+            "INSERT INTO cairn_memory_docs (namespace, scope, path, content, mtime, seq) "
+            "VALUES ('team', 'project', 'project/deploy.md', %s, %s, 1)",
+            (DEPLOY.encode(), time.time()),
+        )
+
+    assert eventually(lambda: titles(bob) == ["Deploy with make"])
+
+
+def test_namespaces_never_see_each_others_memories(machine: Machine) -> None:
+    alice, eve = machine("alice", namespace="acme"), machine("eve", namespace="globex")
+    write(alice, "project/deploy.md", DEPLOY)
+    write(eve, "project/other.md", DEPLOY.replace("Deploy with make", "Globex secret"))
+
+    time.sleep(1.0)  # both feeds have polled several times meanwhile
+    assert titles(alice) == ["Deploy with make"]
+    assert titles(eve) == ["Globex secret"]
+    assert "Globex" not in alice.system_prompt_section()
+
+
+def test_row_level_security_hides_other_namespaces_even_from_a_query_without_a_filter(
+    machine: Machine, postgres_dsn: str
+) -> None:
+    write(machine("alice", namespace="acme"), "project/deploy.md", DEPLOY)
+
+    with psycopg.connect(postgres_dsn) as connection:  # as cairn's own (non-superuser) role
+        connection.execute("SELECT set_config('cairn.namespace', 'globex', true)")
+        seen = {table: _count(connection, table) for table in TABLES}
+        connection.rollback()
+        no_namespace = connection.execute("SELECT count(*) FROM cairn_memory_docs").fetchone()
+        connection.rollback()
+        connection.execute("SELECT set_config('cairn.namespace', 'globex', true)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute(
+                "INSERT INTO cairn_memory_docs (namespace, scope, path, content, seq) "
+                "VALUES ('acme', 'project', 'project/x.md', 'x', 9)"
+            )
+
+    assert seen == dict.fromkeys(TABLES, 0)
+    assert no_namespace == (0,)
+
+
+def _count(connection: psycopg.Connection[Any], table: str) -> int:
+    query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
+    row = connection.execute(query).fetchone()
+    assert row is not None
+    return int(row[0])
