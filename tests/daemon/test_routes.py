@@ -214,6 +214,23 @@ async def test_loading_a_recorded_session_replays_its_conversation(
     ]
 
 
+async def test_loading_an_unreadable_recording_is_a_409_naming_why(daemon: RunningDaemon) -> None:
+    """Regression: a recording that exists but cannot be read was answered as a missing one."""
+    session_id = await daemon.create_session()
+    await daemon.http.delete(f"/session/{session_id}")
+    recording = daemon.runtime.chats_dir / f"{session_id}.jsonl"
+    recording.unlink(missing_ok=True)
+    recording.parent.mkdir(parents=True, exist_ok=True)
+    recording.symlink_to("/proc/self/mem")  # reading it fails with EIO, even as root
+
+    response = await daemon.http.post(f"/session/{session_id}/load", json={})
+
+    assert response.status_code == 409
+    body = response.json()
+    assert body["code"] == "session_unreadable" and body["sessionId"] == session_id
+    assert body["error"].startswith(f'Session "{session_id}" cannot be resumed:')
+
+
 async def test_loading_a_live_session_attaches(daemon: RunningDaemon) -> None:
     session_id = await daemon.create_session()
 

@@ -106,6 +106,26 @@ def test_resuming_an_unknown_session_is_bad_input(run_cairn: RunCairn) -> None:
     assert "No session found" in done.stderr
 
 
+def test_resuming_an_unreadable_recording_is_bad_input(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, cairn_env: dict[str, str]
+) -> None:
+    """Regression: a recording that exists but cannot be read crashed `cairn -p --resume` with
+    "internal error ... This is a bug" (exit 1) instead of saying so (exit 42)."""
+    scripted_server.enqueue(reply("Hello."))
+    first = run_cairn("-p", "hi", "-o", "json")
+    session_id = json.loads(first.stdout)[-1]["session_id"]
+    [recording] = Path(cairn_env["CAIRN_HOME"]).glob(f"projects/*/chats/{session_id}.jsonl")
+    recording.unlink()
+    recording.symlink_to("/proc/self/mem")  # reading it fails with EIO, even as root
+
+    done = run_cairn("-p", "and now?", "--resume", session_id)
+
+    assert done.returncode == 42
+    assert f'Session "{session_id}" cannot be resumed' in done.stderr
+    assert "internal error" not in done.stderr
+    assert len(scripted_server.requests) == 1
+
+
 def test_a_400_is_not_retried_and_exits_1(
     run_cairn: RunCairn, scripted_server: ScriptedServer
 ) -> None:

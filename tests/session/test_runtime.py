@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cairn.content import Content
-from cairn.session.runtime import SessionNotFound
+from cairn.session.runtime import SessionNotFound, SessionUnreadable
 from cairn.testing import Reply, ToolCallSpec, reply
 
 from .helpers import ANSWER, MakeWorld, World, write_memory
@@ -326,3 +326,19 @@ async def test_aclose_cancels_a_running_turn_and_flushes_its_recording(
     recording = (world.runtime.chats_dir / f"{session.id}.jsonl").read_text()
     assert "a question the model never answers" in recording
 
+
+
+async def test_an_unreadable_recording_raises_session_unreadable(make_world: MakeWorld) -> None:
+    """Regression: a recording that exists but cannot be read (EIO, a permission error) reached
+    the crash handler ("internal error ... This is a bug") instead of a message."""
+    world = make_world()
+    session_id = str(uuid.uuid4())
+    world.runtime.chats_dir.mkdir(parents=True, exist_ok=True)
+    # Reading /proc/self/mem from offset 0 fails with EIO, even as root (chmod 000 would not).
+    (world.runtime.chats_dir / f"{session_id}.jsonl").symlink_to("/proc/self/mem")
+
+    with pytest.raises(SessionUnreadable) as caught:
+        world.runtime.load_session(session_id)
+
+    assert str(caught.value).startswith(f'Session "{session_id}" cannot be resumed:')
+    assert "Input/output error" in str(caught.value)

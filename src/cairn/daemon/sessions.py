@@ -20,7 +20,7 @@ from cairn.daemon.config import RETRY_AFTER_SECONDS, DaemonConfig
 from cairn.daemon.errors import ApiError
 from cairn.daemon.frontend import DaemonFrontend
 from cairn.debug_log import get_logger
-from cairn.session.runtime import SessionNotFound
+from cairn.session.runtime import SessionNotFound, SessionUnreadable
 from cairn.session.updates import UpdateMapper, commands_update
 from cairn.vocabulary.events import SessionEvent, StreamReset, TurnResult, TurnStarted
 
@@ -309,6 +309,8 @@ class SessionRegistry:
             session = self.runtime.load_session(
                 session_id, frontend=frontend, approval_mode=approval_mode
             )
+        except SessionUnreadable as exc:
+            raise ApiError(409, str(exc), "session_unreadable", sessionId=session_id) from None
         except SessionNotFound:
             raise ApiError(
                 404, f'No session with id "{session_id}"', "session_not_found", sessionId=session_id

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from cairn.session.session import Session
     from cairn.tools.base import FileSystem
 
-__all__ = ["Runtime", "SessionNotFound"]
+__all__ = ["Runtime", "SessionNotFound", "SessionUnreadable"]
 
 _log = get_logger("SESSION")
 
@@ -42,6 +42,14 @@ class SessionNotFound(LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f'No session found with ID "{session_id}".')
         self.session_id = session_id
+
+
+class SessionUnreadable(SessionNotFound):
+    """A recording exists but cannot be read; front ends answer it as they answer a missing one."""
+
+    def __init__(self, session_id: str, reason: str) -> None:
+        super().__init__(session_id)
+        self.args = (f'Session "{session_id}" cannot be resumed: {reason}',)
 
 
 @dataclass
@@ -171,13 +179,16 @@ class Runtime:
         fs: FileSystem | None = None,
     ) -> Session:
         """Resume a recorded session; its model history is rebuilt from the recording."""
-        from cairn.recording.reader import load_session
+        from cairn.recording.reader import SessionLoadError, load_session
         from cairn.session.session import Session
 
         path = self.chats_dir / f"{session_id}.jsonl"
         if not self.session_exists(session_id):
             raise SessionNotFound(session_id)
-        loaded = load_session(path)
+        try:
+            loaded = load_session(path)
+        except SessionLoadError as exc:
+            raise SessionUnreadable(session_id, str(exc)) from None
         for warning in loaded.warnings:
             _log.warning(f"{path}: {warning}")
         session = Session(
