@@ -235,3 +235,8 @@ def test_an_empty_error_still_counts_as_a_failure() -> None:
 
     assert not result.ok
     assert result.to_response(CALL).response == {"error": ""}
+
+
+def test_a_path_naming_an_unknown_users_home_is_an_ordinary_relative_path(ctx: ToolContext) -> None:
+    """`~nobody-here/x` cannot be expanded; it stays a name inside the workspace (no crash)."""
+    assert ctx.resolve("~nobody-here/x") == (ctx.workspace / "~nobody-here" / "x").resolve()

@@ -475,6 +475,7 @@ def test_rule_matching_never_raises(command: str) -> None:
 
 @given(path=st.text(), tool=st.sampled_from(["read_file", "write_file", "edit", "grep_search"]))
 @example(path="a\x00b", tool="read_file")
+@example(path="~0", tool="read_file")  # found by hypothesis: an unknown user's home
 def test_path_rule_matching_never_raises(path: str, tool: str) -> None:
     rules = PermissionRules.parse(allow=["Read(src/**)"], deny=["Read(.env)", "Edit(**/*.lock)"])
 

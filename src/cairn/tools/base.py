@@ -188,7 +188,7 @@ def resolve_in_roots(raw: str, base: Path, roots: Sequence[Path]) -> Path:
         raise ToolError("a path is required")
     if "\x00" in raw:
         raise ToolError(f"{raw!r}: a path cannot contain a NUL byte")
-    candidate = Path(raw).expanduser()
+    candidate = Path(os.path.expanduser(raw))  # ~nobody/x: unchanged, not an error
     if not candidate.is_absolute():
         candidate = base / candidate
     resolved = candidate.resolve()

@@ -24,6 +24,7 @@ the approval mode, following the reference scheduler's order (§9.3 of the agent
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -362,7 +363,7 @@ def _path_matches(specifier: str, tool: str, args: Mapping[str, Any], workspace:
         raw = "."
     if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
         return False  # the tool refuses such a path itself
-    target = Path(raw).expanduser()
+    target = Path(os.path.expanduser(raw))  # ~nobody/x: unchanged, not an error
     absolute = (target if target.is_absolute() else workspace / target).resolve()
     return _absolute_matches(specifier, absolute, workspace, folder=tool in _FOLDER_TOOLS)
 
@@ -371,7 +372,7 @@ def _absolute_matches(specifier: str, absolute: Path, workspace: Path, *, folder
     candidates = _path_candidates(specifier, absolute, workspace)
     if folder:  # "src/**" also covers a search of the folder src itself
         candidates += [c + "/" for c in candidates]
-    pattern = specifier if not specifier.startswith("~/") else str(Path(specifier).expanduser())
+    pattern = specifier if not specifier.startswith("~/") else os.path.expanduser(specifier)
     glob = GlobPattern.compile(pattern, anywhere=not pattern.startswith("/"))
     return any(glob.matches(c) for c in candidates)
 
