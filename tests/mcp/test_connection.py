@@ -81,6 +81,20 @@ async def test_a_server_that_hangs_in_initialize_fails_after_the_connect_timeout
     assert all(not pid_alive(pid) for pid in server.pids())
 
 
+async def test_closing_a_server_still_in_initialize_stops_it(tmp_path: Path) -> None:
+    server = tools_server(tmp_path, MCP_TEST_HANG_SECONDS="60")
+    connection = McpConnection(stdio_config(server), cwd=tmp_path)
+    connection.start()
+    for _ in range(500):
+        if server.pids():
+            break
+        await asyncio.sleep(0.01)
+    assert not await connection.wait_ready(0.2)
+    await connection.aclose()
+    assert connection.status == "closed"
+    assert server.pids() and not any(pid_alive(pid) for pid in server.pids())
+
+
 async def test_garbage_on_stdout_is_skipped_and_the_server_still_works(tmp_path: Path) -> None:
     connection = await _connected(
         stdio_config(tools_server(tmp_path, MCP_TEST_GARBAGE="1")), tmp_path

@@ -15,11 +15,12 @@ from cairn.tools.permissions import PermissionRules
 from cairn.tools.shell_readonly import READ_ONLY_PROGRAMS, ShellScope, read_only_refusal
 from cairn.vocabulary.tool_names import TOOL_ALIASES
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "permissions.md").read_text()
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOC = (DOCS / "permissions.md").read_text()
 
 
-def section(name: str) -> str:
-    match = re.search(f"<!-- {name} -->(.*?)<!-- /{name} -->", DOC, re.DOTALL)
+def section(name: str, doc: str = DOC) -> str:
+    match = re.search(f"<!-- {name} -->(.*?)<!-- /{name} -->", doc, re.DOTALL)
     assert match is not None, name
     return match.group(1)
 
@@ -39,8 +40,10 @@ def project(tmp_path: Path) -> ShellScope:
     return ShellScope.of(root)
 
 
-def test_the_read_only_program_list_is_the_codes() -> None:
-    listed = set(re.findall(r"`([^`]+)`", section("read-only-programs")))
+@pytest.mark.parametrize("page", ["permissions.md", "usage.md"])
+def test_the_read_only_program_list_is_the_codes(page: str) -> None:
+    doc = (DOCS / page).read_text()
+    listed = set(re.findall(r"`([^`]+)`", section("read-only-programs", doc)))
 
     assert listed == set(READ_ONLY_PROGRAMS)
 

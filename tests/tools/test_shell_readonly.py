@@ -544,3 +544,28 @@ def test_a_git_file_pointing_elsewhere_is_followed(tmp_path: Path, scope: ShellS
     (scope.cwd / ".git").write_text(f"gitdir: {real}\n")
 
     assert not is_read_only_command("git diff", scope)
+
+
+@pytest.mark.parametrize(
+    ("filename", "command"),
+    [("--output=clobbered", "sort *"), ("-o.txt", "sort *.txt"), ("--files0-from=l", "wc -l *")],
+)
+def test_a_glob_matching_an_option_like_file_name_is_not_read_only(
+    scope: ShellScope, filename: str, command: str
+) -> None:
+    """A glob expands to file names; one named like an option (a repository can ship
+    `--output=x`) would be read by the program as that option: `sort *` would write."""
+    (scope.cwd / filename).write_text("x\n")
+
+    refusal = read_only_refusal(command, scope)
+
+    assert refusal is not None and "option" in refusal
+
+
+async def test_the_option_like_file_name_really_makes_sort_write(scope: ShellScope) -> None:
+    """The oracle for the test above: bash and sort do what the check fears."""
+    (scope.cwd / "--output=clobbered").write_text("x\n")
+
+    subprocess.run(["bash", "-c", "sort *"], cwd=scope.cwd, capture_output=True, check=False)
+
+    assert (scope.cwd / "clobbered").exists()

@@ -82,6 +82,13 @@ def runs(command: str) -> list[str]:
         ("diff <(rm x) y", "rm x"),
         ("ls && rm x", "rm x"),
         ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", "rm $1"),
+        ("strace -f -o trace.log rm x", "rm x"),
+        ("ltrace -o log rm x", "rm x"),
+        ("valgrind --tool=memcheck rm x", "rm x"),
+        ("fakeroot rm x", "rm x"),
+        ("unshare -r rm x", "rm x"),
+        ("firejail --noprofile rm x", "rm x"),
+        ("sg wheel -c 'rm x'", "rm x"),
     ],
 )
 def test_every_spelling_of_a_program_resolves_to_it(command: str, expected: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -48,6 +49,7 @@ from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import APPROVAL_MODES, Settings
 from cairn.debug_log import bind_session, get_logger, set_process_session
 from cairn.exit_codes import ExitCode
+from cairn.mcp.config import McpConfigError, ServerConfig, servers_from_client
 from cairn.recording.reader import SessionLoadError, list_sessions
 from cairn.session.attachments import AttachmentError
 from cairn.session.runtime import Runtime, SessionNotFound
@@ -119,6 +121,7 @@ class CairnAgent:
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
                 load_session=True,
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
                 prompt_capabilities=PromptCapabilities(
                     image=self._options.settings.model.supports_images,
                     audio=False,
@@ -163,8 +166,8 @@ class CairnAgent:
         **_meta: Any,
     ) -> NewSessionResponse:
         runtime = self._runtime_for(cwd)
-        _warn_mcp(mcp_servers)
-        channel = self._open(runtime, session_id=None, cwd=Path(cwd))
+        servers = _client_servers(mcp_servers, "session/new")
+        channel = self._open(runtime, session_id=None, cwd=Path(cwd), mcp_servers=servers)
         self._after_response(self._announce(channel))
         return NewSessionResponse(session_id=channel.id, modes=self._modes(channel))
 
@@ -177,11 +180,11 @@ class CairnAgent:
         **_meta: Any,
     ) -> LoadSessionResponse:
         runtime = self._runtime_for(cwd)
-        _warn_mcp(mcp_servers)
+        servers = _client_servers(mcp_servers, "session/load")
         earlier = self._channels.pop(session_id, None)
         if earlier is not None:
             await earlier.close()
-        channel = self._open(runtime, session_id=session_id, cwd=Path(cwd))
+        channel = self._open(runtime, session_id=session_id, cwd=Path(cwd), mcp_servers=servers)
         loaded = channel.session.loaded
         if loaded is not None:
             await channel.replay(loaded.items)
@@ -324,7 +327,14 @@ class CairnAgent:
         """The settings and endpoint of ``folder`` (the process's telemetry is set already)."""
         return load_startup(folder, model=self._options.model, configure_telemetry=False)
 
-    def _open(self, runtime: Runtime, *, session_id: str | None, cwd: Path) -> SessionChannel:
+    def _open(
+        self,
+        runtime: Runtime,
+        *,
+        session_id: str | None,
+        cwd: Path,
+        mcp_servers: Sequence[ServerConfig] = (),
+    ) -> SessionChannel:
         client = self._require_client()
         sid = session_id or _new_id()
         holder: list[SessionChannel] = []
@@ -345,11 +355,20 @@ class CairnAgent:
         try:
             if session_id is None:
                 session = runtime.new_session(
-                    frontend=frontend, session_id=sid, approval_mode=mode, cwd=cwd, fs=fs
+                    frontend=frontend,
+                    session_id=sid,
+                    approval_mode=mode,
+                    cwd=cwd,
+                    fs=fs,
+                    mcp_servers=mcp_servers,
                 )
             else:
                 session = runtime.load_session(
-                    session_id, frontend=frontend, approval_mode=mode, fs=fs
+                    session_id,
+                    frontend=frontend,
+                    approval_mode=mode,
+                    fs=fs,
+                    mcp_servers=mcp_servers,
                 )
         except SessionNotFound as exc:
             raise _session_not_found(sid, str(exc)) from None
@@ -473,9 +492,12 @@ def _block_payload(block: Any) -> Any:
     return block
 
 
-def _warn_mcp(servers: list[Any] | None) -> None:
-    if servers:
-        _log.warning(f"{len(servers)} MCP server(s) ignored: cairn does not use MCP tools")
+def _client_servers(servers: list[Any] | None, method: str) -> list[ServerConfig]:
+    """The editor's MCP servers; a malformed entry is an invalid-params error naming it."""
+    try:
+        return servers_from_client(servers or [], source=f"ACP {method}")
+    except McpConfigError as exc:
+        raise RequestError.invalid_params({"mcpServers": str(exc)}) from None
 
 
 def _new_id() -> str:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.config.settings import APPROVAL_MODES
 from cairn.daemon.errors import ApiError
+from cairn.mcp.config import McpConfigError, ServerConfig, servers_from_client
 from cairn.session.attachments import AttachmentError
 from cairn.session.session import PromptRequest, Session
 
@@ -17,6 +18,7 @@ __all__ = [
     "LoadSessionBody",
     "PromptBody",
     "check_approval_mode",
+    "check_mcp_servers",
     "parse_body",
     "to_prompt_request",
 ]
@@ -32,11 +34,21 @@ class CreateSessionBody(_Body):
     cwd: str | None = None
     session_id: str | None = Field(default=None, alias="sessionId")
     approval_mode: str | None = Field(default=None, alias="approvalMode")
+    mcp_servers: list[Any] = Field(default_factory=list, alias="mcpServers")  # ACP's shape
 
 
 class LoadSessionBody(_Body):
     cwd: str | None = None
     approval_mode: str | None = Field(default=None, alias="approvalMode")
+    mcp_servers: list[Any] = Field(default_factory=list, alias="mcpServers")
+
+
+def check_mcp_servers(entries: list[Any], route: str) -> list[ServerConfig]:
+    """The client's MCP servers (ACP ``session/new`` shape); a bad entry is a 400 naming it."""
+    try:
+        return servers_from_client(entries, source=f"POST {route}")
+    except McpConfigError as exc:
+        raise ApiError(400, f"Invalid request body: {exc}", "invalid_mcp_servers") from None
 
 
 class PromptBody(_Body):

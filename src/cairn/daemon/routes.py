@@ -23,6 +23,7 @@ from cairn.daemon.bodies import (
     LoadSessionBody,
     PromptBody,
     check_approval_mode,
+    check_mcp_servers,
     parse_body,
     to_prompt_request,
 )
@@ -245,7 +246,9 @@ class DaemonRoutes:
         body = parse_body(CreateSessionBody, await self._body(request))
         self._check_cwd(body.cwd)
         live, attached = self.registry.create(
-            session_id=body.session_id, approval_mode=check_approval_mode(body.approval_mode)
+            session_id=body.session_id,
+            approval_mode=check_approval_mode(body.approval_mode),
+            mcp_servers=check_mcp_servers(body.mcp_servers, "/session"),
         )
         return JSONResponse(self._session_info(live, attached))
 
@@ -253,7 +256,9 @@ class DaemonRoutes:
         body = parse_body(LoadSessionBody, await self._body(request))
         self._check_cwd(body.cwd)
         live, attached = self.registry.load(
-            request.path_params["id"], approval_mode=check_approval_mode(body.approval_mode)
+            request.path_params["id"],
+            approval_mode=check_approval_mode(body.approval_mode),
+            mcp_servers=check_mcp_servers(body.mcp_servers, "/session/{id}/load"),
         )
         return JSONResponse(self._session_info(live, attached))
 

@@ -11,7 +11,7 @@ import asyncio
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from cairn.session.updates import UpdateMapper, commands_update
 from cairn.vocabulary.events import SessionEvent, StreamReset, TurnResult, TurnStarted
 
 if TYPE_CHECKING:
+    from cairn.mcp.config import ServerConfig
     from cairn.session.runtime import Runtime
     from cairn.session.session import PromptRequest, Session
 
@@ -274,7 +275,11 @@ class SessionRegistry:
         return live
 
     def create(
-        self, *, session_id: str | None, approval_mode: str | None
+        self,
+        *,
+        session_id: str | None,
+        approval_mode: str | None,
+        mcp_servers: Sequence[ServerConfig] = (),
     ) -> tuple[LiveSession, bool]:
         """A new session; an id that is live already attaches to it (``attached`` True)."""
         if session_id is not None:
@@ -293,13 +298,22 @@ class SessionRegistry:
         new_id = session_id or str(uuid.uuid4())
         bus, frontend = self._wiring(new_id)
         session = self.runtime.new_session(
-            frontend=frontend, session_id=new_id, approval_mode=approval_mode
+            frontend=frontend,
+            session_id=new_id,
+            approval_mode=approval_mode,
+            mcp_servers=mcp_servers,
         )
         live = self._add(session, bus, frontend)
         live.announce()
         return live, False
 
-    def load(self, session_id: str, *, approval_mode: str | None) -> tuple[LiveSession, bool]:
+    def load(
+        self,
+        session_id: str,
+        *,
+        approval_mode: str | None,
+        mcp_servers: Sequence[ServerConfig] = (),
+    ) -> tuple[LiveSession, bool]:
         """Resume a recorded session; its conversation is published for replay (Last-Event-ID 0)."""
         if session_id in self._live:
             return self._live[session_id], True
@@ -307,7 +321,7 @@ class SessionRegistry:
         bus, frontend = self._wiring(session_id)
         try:
             session = self.runtime.load_session(
-                session_id, frontend=frontend, approval_mode=approval_mode
+                session_id, frontend=frontend, approval_mode=approval_mode, mcp_servers=mcp_servers
             )
         except SessionUnreadable as exc:
             raise ApiError(409, str(exc), "session_unreadable", sessionId=session_id) from None

@@ -31,7 +31,7 @@ from pydantic import AnyUrl, ValidationError
 from cairn import __version__
 from cairn.debug_log import get_logger
 from cairn.mcp.config import ServerConfig
-from cairn.mcp.stdio import StdioProcess, open_stdio
+from cairn.mcp.stdio import CLOSE_GRACE_SECONDS, StdioProcess, open_stdio
 
 __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
@@ -149,6 +149,8 @@ class McpConnection:
         self._stop.set()
         runner = self._runner
         if runner is not None and not runner.done():
+            if self.status == "connecting":
+                runner.cancel()  # a server hanging in initialize must not hold up the exit
             try:
                 async with asyncio.timeout(10):
                     await asyncio.shield(runner)
@@ -377,6 +379,7 @@ class McpConnection:
             raise
         except McpError as exc:
             if self._session is None or exc.error.code == types.CONNECTION_CLOSED:
+                await self._settle_exit()
                 raise McpCallError(
                     f"MCP server {self.name} went away during the {what} call "
                     f"({self._exit_reason()}); it is restarted on its next use."
@@ -388,12 +391,20 @@ class McpConnection:
                 f"{_first_error(exc)}"
             ) from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._settle_exit()
             raise McpCallError(
                 f"MCP server {self.name} is not connected ({self._exit_reason()}); "
                 "it is restarted on its next use."
             ) from None
         except Exception as exc:
             raise McpCallError(f"MCP server {self.name}: the {what} call failed: {exc}") from None
+
+    async def _settle_exit(self) -> None:
+        """Give a dying stdio server a moment to exit, so its exit status can be told."""
+        if self._process is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(CLOSE_GRACE_SECONDS):
+                    await self._process.exited.wait()
 
     async def _usable_session(self) -> ClientSession:
         async with self._restart_lock:

@@ -47,6 +47,7 @@ class McpManager:
         """Connect every enabled server in the background (once)."""
         if self._started:
             return
+        asyncio.get_running_loop()  # RuntimeError outside a loop: nothing is marked started
         self._started = True
         for connection in self.connections:
             connection.start()
@@ -198,9 +199,9 @@ class SessionMcp:
         return next((c for c in self.connections if c.name == server), None)
 
     async def changed(self) -> None:
-        """Wait for the next change in any server's status or lists."""
-        self._changed.clear()
+        """Wait for a change in any server's status or lists since the last call."""
         await self._changed.wait()
+        self._changed.clear()
 
     async def aclose(self) -> None:
         """Close the client's servers (the runtime's stay up for its other sessions)."""

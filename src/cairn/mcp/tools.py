@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.mcp.connection import McpCallError
 from cairn.mcp.results import resource_text, tool_result
-from cairn.tools.base import ConfirmationKind, FileDiff, Location, ToolContext, ToolKind, ToolResult
+from cairn.tools._common import BuiltinTool
+from cairn.tools.base import ConfirmationKind, ToolContext, ToolKind, ToolResult
 
 if TYPE_CHECKING:
     import mcp.types as types
@@ -39,7 +40,7 @@ _READ_ONLY_MODES = frozenset({"auto-edit", "plan", "yolo"})
 _DROPPED_SCHEMA_KEYS = ("$schema", "$id")
 
 
-class McpTool:
+class McpTool(BuiltinTool):
     """One server tool, offered to the model as ``mcp__<server>__<tool>``."""
 
     def __init__(self, connection: McpConnection, tool: types.Tool, name: str) -> None:
@@ -70,13 +71,7 @@ class McpTool:
             return "mcp"  # refused by the approval decision whatever rule or trust says
         return None if self.trusted else "mcp"
 
-    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
-        return []
-
-    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
-        return None
-
-    async def execute(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+    async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         timeout = self.connection.config.timeout_ms / 1000
         try:
             result = await self.connection.call_tool(self.server_tool, dict(args), timeout=timeout)
@@ -85,7 +80,7 @@ class McpTool:
         return tool_result(result, server=self.connection.name, tool=self.server_tool)
 
 
-class ListMcpResourcesTool:
+class ListMcpResourcesTool(BuiltinTool):
     """Lists the resources (and resource templates) of the connected MCP servers."""
 
     name = LIST_RESOURCES_TOOL
@@ -108,16 +103,7 @@ class ListMcpResourcesTool:
         server = args.get("server")
         return f"List MCP resources of {server}" if server else "List MCP resources"
 
-    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
-        return None
-
-    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
-        return []
-
-    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
-        return None
-
-    async def execute(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+    async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         wanted = args.get("server")
         lines: list[str] = []
         for connection in self._connections:
@@ -136,7 +122,7 @@ class ListMcpResourcesTool:
         return ToolResult(output="\n".join(lines) or "No MCP server offers resources.")
 
 
-class ReadMcpResourceTool:
+class ReadMcpResourceTool(BuiltinTool):
     """Reads one resource of an MCP server by URI."""
 
     name = READ_RESOURCE_TOOL
@@ -157,16 +143,7 @@ class ReadMcpResourceTool:
     def title(self, args: Mapping[str, Any]) -> str:
         return f"Read {args.get('uri', '')} ({args.get('server', '')} MCP)"
 
-    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
-        return None
-
-    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
-        return []
-
-    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
-        return None
-
-    async def execute(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+    async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         server, uri = args.get("server"), args.get("uri")
         if not isinstance(server, str) or not isinstance(uri, str) or not uri:
             return ToolResult(error="read_mcp_resource needs `server` and `uri` strings.")

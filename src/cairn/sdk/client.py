@@ -105,8 +105,15 @@ class DaemonClient:
         session_id: str | None = None,
         approval_mode: str | None = None,
         cwd: str | None = None,
+        mcp_servers: Sequence[Mapping[str, Any]] | None = None,
     ) -> SessionInfo:
-        body = _without_none(sessionId=session_id, approvalMode=approval_mode, cwd=cwd)
+        """``mcp_servers``: the session's own MCP servers, in ACP's ``session/new`` shape."""
+        body = _without_none(
+            sessionId=session_id,
+            approvalMode=approval_mode,
+            cwd=cwd,
+            mcpServers=list(mcp_servers) if mcp_servers is not None else None,
+        )
         return SessionInfo.from_json(await self._json("POST", "/session", json=body))
 
     async def load_session(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cairn.sdk.types import DaemonEvent, PromptAdmission
@@ -34,8 +34,11 @@ class DaemonSessionClient:
         *,
         session_id: str | None = None,
         approval_mode: str | None = None,
+        mcp_servers: Sequence[Mapping[str, Any]] | None = None,
     ) -> DaemonSessionClient:
-        info = await client.create_session(session_id=session_id, approval_mode=approval_mode)
+        info = await client.create_session(
+            session_id=session_id, approval_mode=approval_mode, mcp_servers=mcp_servers
+        )
         return cls(client, info.session_id, last_event_id=0)
 
     @classmethod

@@ -101,6 +101,13 @@ async def _help(session: Session, args: str, sink: EventSink) -> CommandOutcome:
     return CommandOutcome("\n".join(lines))
 
 
+async def _mcp(session: Session, args: str, sink: EventSink) -> CommandOutcome:
+    from cairn.session.mcp import describe_servers
+
+    statuses = session.mcp.servers.statuses() if session.mcp is not None else []
+    return CommandOutcome(describe_servers(statuses))
+
+
 async def _clear(session: Session, args: str, sink: EventSink) -> CommandOutcome:
     await session.clear()
     await _context_changed(session, sink)
@@ -256,6 +263,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(
         "rewind", "Go back to before a turn (code, conversation or both)", _rewind, "N [mode]"
     ),
+    SlashCommand("mcp", "Show the MCP servers: status, tools, errors", _mcp),
 )
 
 
@@ -267,7 +275,8 @@ def parse_command_line(
     if match is None:
         return None
     name = match.group(1).lower()
-    command = next((c for c in commands if c.name == name), None)
+    # MCP prompts keep their server's spelling (/mcp__GitHub__review): match without case
+    command = next((c for c in commands if c.name.lower() == name), None)
     return CommandLine(name, (match.group(2) or "").strip(), command)
 
 

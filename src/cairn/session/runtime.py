@@ -26,6 +26,8 @@ from cairn.llm.types import Provider
 from cairn.vocabulary.interaction import Frontend, NonInteractive
 
 if TYPE_CHECKING:
+    from cairn.mcp.config import ServerConfig
+    from cairn.mcp.manager import McpManager, SessionMcp
     from cairn.memory.manager import MemoryManager
     from cairn.recording.reader import SessionInfo
     from cairn.session.session import Session
@@ -65,6 +67,9 @@ class Runtime:
     _background: set[asyncio.Task[object]] = field(default_factory=set)
     _sessions: weakref.WeakSet[Session] = field(default_factory=weakref.WeakSet)
     _warming: dict[Path, asyncio.Future[object]] = field(default_factory=dict)
+    _mcp: McpManager | None = None
+    _mcp_servers: list[ServerConfig] | None = None
+    mcp_warnings: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.cwd = self.cwd.resolve()
@@ -140,6 +145,29 @@ class Runtime:
         task = self._warming.get(self.project_root)
         if task is not None and not task.done():
             await asyncio.wait({task})
+    # ----- MCP servers -----
+
+    @property
+    def mcp_servers(self) -> list[ServerConfig]:
+        """The configured servers (settings and ``.mcp.json``), read once per runtime."""
+        if self._mcp_servers is None:
+            from cairn.mcp.config import collect_servers
+
+            self._mcp_servers = collect_servers(
+                self.cwd, self.settings, warnings=self.mcp_warnings
+            )
+        return self._mcp_servers
+
+    def session_mcp(self, extra: Sequence[ServerConfig] = ()) -> SessionMcp | None:
+        """A session's view of the servers: the shared configured ones plus ``extra`` (from
+        its client). ``None`` when there are none: then the MCP SDK is never imported."""
+        if not self.mcp_servers and not extra:
+            return None
+        from cairn.mcp.manager import McpManager, SessionMcp
+
+        if self._mcp is None and self.mcp_servers:
+            self._mcp = McpManager(self.mcp_servers, cwd=self.cwd)
+        return SessionMcp(self._mcp, extra, cwd=self.cwd)
 
     # ----- sessions -----
 
@@ -155,7 +183,10 @@ class Runtime:
         approval_mode: str | None = None,
         cwd: Path | None = None,
         fs: FileSystem | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
     ) -> Session:
+        """A new session; ``mcp_servers`` are its client's servers (ACP, daemon), which join
+        the configured ones and win a name clash."""
         from cairn.session.session import Session
 
         session = Session(
@@ -165,6 +196,7 @@ class Runtime:
             approval_mode=approval_mode,
             cwd=cwd or self.cwd,
             fs=fs,
+            mcp_servers=mcp_servers,
         )
         self._sessions.add(session)
         self.warm_memory()
@@ -177,6 +209,7 @@ class Runtime:
         frontend: Frontend | None = None,
         approval_mode: str | None = None,
         fs: FileSystem | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
     ) -> Session:
         """Resume a recorded session; its model history is rebuilt from the recording."""
         from cairn.recording.reader import SessionLoadError, load_session
@@ -199,6 +232,7 @@ class Runtime:
             cwd=self.cwd,
             fs=fs,
             loaded=loaded,
+            mcp_servers=mcp_servers,
         )
         self._sessions.add(session)
         self.warm_memory()
@@ -264,6 +298,8 @@ class Runtime:
                 _log.warning(f"closing session {session.id} failed: {exc!r}")
         for warming in list(self._warming.values()):
             await asyncio.wait({warming})  # the index is saved below: not while it loads
+        if self._mcp is not None:  # before the memory wait: Extract and Dream use no MCP tools
+            await self._mcp.aclose()  # stdio servers: stdin closed, then SIGTERM, then SIGKILL
         if memory_wait > 0:
             await self.drain_memory(memory_wait)
         for task in list(self._background):

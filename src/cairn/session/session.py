@@ -79,10 +79,14 @@ from cairn.vocabulary.interaction import Frontend
 if TYPE_CHECKING:
     from cairn.config.settings import HooksSettings
     from cairn.hooks.runner import HookRunner
+    from cairn.llm.types import ToolDeclaration
+    from cairn.mcp.config import ServerConfig
     from cairn.memory.manager import MemoryManager
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
     from cairn.recording.rewind import RewindMode
+    from cairn.session.commands import SlashCommand
+    from cairn.session.mcp import McpSessionState
     from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome, TurnCheckpoints
     from cairn.session.runtime import Runtime
 
@@ -159,6 +163,7 @@ class Session:
         cwd: Path,
         fs: FileSystem | None = None,
         loaded: LoadedSession | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
     ) -> None:
         self.runtime = runtime
         self.id = session_id
@@ -192,6 +197,7 @@ class Session:
         self.turn_hooks: list[TurnHook] = []
         self._turn: _TurnState | None = None  # the turn running now
 
+        self.mcp = self._make_mcp(mcp_servers)
         self.recorder = self._make_recorder(loaded)
         self.command_environment = self._make_command_environment()
         self.hooks = self._make_hooks()
@@ -213,7 +219,7 @@ class Session:
             settings=self.settings,
             session_id=session_id,
             system_prompt=self.system_prompt.text,
-            tools=self.registry.declarations,
+            tools=self._tool_declarations,
             history=history,
             recall=self._make_recall(),
             recall_enabled=lambda: self.settings.memory.enable_managed_auto_memory,
@@ -223,6 +229,27 @@ class Session:
         self._last_prompt = self._find_last_prompt()
 
     # ----- construction helpers -----
+
+    def _make_mcp(self, client_servers: Sequence[ServerConfig]) -> McpSessionState | None:
+        """The session's MCP servers, connecting in the background; None when it has none."""
+        servers = self.runtime.session_mcp(client_servers)
+        if servers is None:
+            return None
+        from cairn.session.mcp import McpSessionState
+
+        state = McpSessionState(
+            servers,
+            self.runtime.mcp_warnings,
+            publish=lambda commands: self.set_commands("mcp", commands),  # its prompts
+        )
+        state.start()
+        return state
+
+    def _tool_declarations(self) -> list[ToolDeclaration]:
+        """What the model is offered on each request: the built-ins and the MCP servers' tools."""
+        if self.mcp is not None:
+            self.mcp.sync_tools(self.registry)
+        return self.registry.declarations()
 
     def _make_recorder(self, loaded: LoadedSession | None) -> ChatRecorder | None:
         if not self.runtime.record_chats:
@@ -518,6 +545,8 @@ class Session:
         if self._turn_task is not None:
             await asyncio.gather(self._turn_task, return_exceptions=True)
         self.client.cancel_recall("shutdown")
+        if self.mcp is not None:
+            await self.mcp.aclose()  # the servers its client passed in
         if self.recorder is not None:
             # Closing syncs the recording to disk (an fsync, ~3 ms here): off the event loop,
             # which other sessions (daemon, ACP) share.
@@ -622,6 +651,8 @@ class Session:
     async def _prepare(self, state: _TurnState) -> list[Part] | None:
         """Build the first request of the turn; ``None`` when the turn ends before the model."""
         request, result, sink = state.request, state.result, state.sink
+        if self.mcp is not None:
+            await self.mcp.before_first_request(self.settings.mcp.discovery_timeout_ms / 1000, sink)
         if request.restore_question:
             return await self._restored_answer(state)
         if request.continue_turn:
@@ -649,6 +680,12 @@ class Session:
                 parts = [Text(command.prompt)]
                 self._remember_turn = command.remember
                 user_parts = list(parts)
+        if request.fresh and self.mcp is not None and "@" in request.text:
+            from cairn.session.mcp import resource_mentions
+
+            attached = await resource_mentions(self.mcp.servers, request.text, sink)
+            parts += attached
+            user_parts += attached
 
         hook_context: str | None = None
         if request.origin == "user" and self.hooks.has("UserPromptSubmit"):

@@ -16,8 +16,9 @@ importing this package for :func:`reply` stays cheap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from cairn._lazy import lazy_exports
 from cairn.testing.request import RecordedRequest
 from cairn.testing.script import Reply, ToolCallSpec, error_reply, reply, tool_call, tool_calls
 
@@ -44,27 +45,16 @@ __all__ = [
     "tool_calls",
 ]
 
-_LAZY = {
-    "NEVER": "cairn.testing.frontend",
-    "ScriptedFrontend": "cairn.testing.frontend",
-    "UnexpectedRequest": "cairn.testing.frontend",
-    "FastMCPServer": "cairn.testing.mcp",
-    "RunningMcpServer": "cairn.testing.mcp",
-    "ScriptedServer": "cairn.testing.server",
-    "ScriptedProvider": "cairn.testing.provider",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'cairn.testing' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "NEVER": "frontend",
+        "ScriptedFrontend": "frontend",
+        "UnexpectedRequest": "frontend",
+        "FastMCPServer": "mcp",
+        "RunningMcpServer": "mcp",
+        "ScriptedServer": "server",
+        "ScriptedProvider": "provider",
+    },
+    __all__,
+)

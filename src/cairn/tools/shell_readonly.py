@@ -209,6 +209,9 @@ class _Checker:
                 )
                 if len(matches) > MAX_GLOB_MATCHES:
                     return f"{word.raw} matches more than {MAX_GLOB_MATCHES} files"
+                option = next((m for m in matches if m.startswith("-")), None)
+                if option is not None:  # `sort *` with a file named --output=x would write
+                    return f"{word.raw} matches {option!r}, which the program reads as an option"
                 refusal = self.paths([*matches, *patterns], implicit_cwd=False)
                 if refusal is not None:
                     return refusal

@@ -36,7 +36,7 @@ from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
 from cairn.session.updates import describe_call
 from cairn.ui.completion import BUILTIN_COMMANDS, UI_COMMANDS
-from cairn.ui.dialogs import ResumeScreen, SettingsScreen
+from cairn.ui.dialogs import McpScreen, ResumeScreen, SettingsScreen
 from cairn.ui.frontend import TuiFrontend
 from cairn.ui.input_history import InputHistory
 from cairn.ui.prompt import CompletionMenu, PromptInput
@@ -186,6 +186,7 @@ class CairnApp(App[int]):
 
     @property
     def session(self) -> Session:
+        """The session on screen (there is one from mount until the app exits)."""
         if self._session is None:
             raise RuntimeError("the session is not open yet")
         return self._session
@@ -526,6 +527,18 @@ class CairnApp(App[int]):
             )
         elif name == "resume":
             await self._resume_command(args)
+        elif name == "mcp":
+            await self.push_screen(self._mcp_screen())
+
+    def _mcp_screen(self) -> McpScreen:
+        from cairn.session.mcp import describe_servers
+
+        session = self.session
+        servers = session.mcp.servers if session.mcp is not None else None
+        return McpScreen(
+            lambda: describe_servers(servers.statuses() if servers is not None else []),
+            servers.changed if servers is not None else None,
+        )
 
     async def _resume_command(self, args: str) -> None:
         if self.busy:

@@ -35,6 +35,7 @@ _MENTION_TOKEN = re.compile(r"(?:^|(?<=\s))@((?:\\ |\S)*)$")
 UI_COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo("resume", "Pick a recorded session to resume", "session id"),
     CommandInfo("settings", "Change settings without restarting"),
+    CommandInfo("mcp", "Show the MCP servers, live: status, tools, errors"),
     CommandInfo("quit", "Leave cairn"),
     CommandInfo("exit", "Leave cairn"),
 )
@@ -53,8 +54,10 @@ class Completion:
 
 
 def all_commands(shared: Sequence[CommandInfo] = BUILTIN_COMMANDS) -> list[CommandInfo]:
-    """The session's commands (built-ins by default), then the terminal UI's own."""
-    return [*shared, *UI_COMMANDS]
+    """The session's commands (built-ins by default), then the terminal UI's own; the UI's own
+    version of a session command (``/mcp``) replaces it."""
+    own = {c.name for c in UI_COMMANDS}
+    return [*(c for c in shared if c.name not in own), *UI_COMMANDS]
 
 
 def complete(
@@ -84,7 +87,7 @@ def complete_command(
             spec.description,
         )
         for spec in all_commands(commands)
-        if spec.name.startswith(typed)
+        if spec.name.lower().startswith(typed)
     ][:MAX_COMPLETIONS]
 
 

@@ -21,7 +21,7 @@ from cairn.ui.render import permission_preview, permission_title, recap_text
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 from cairn.vocabulary.permissions import permission_choices
 
-__all__ = ["PermissionScreen", "QuestionScreen", "ResumeScreen", "SettingsScreen"]
+__all__ = ["McpScreen", "PermissionScreen", "QuestionScreen", "ResumeScreen", "SettingsScreen"]
 
 OTHER_ANSWER = "Type another answer…"
 DONE_CHOOSING = "Done"
@@ -194,6 +194,38 @@ class ResumeScreen(ModalScreen[str | None]):
             text.append("\n")
             text.append_text(recap_text(info.last_recap))
         return Option(text, id=info.session_id)
+
+
+class McpScreen(ModalScreen[None]):
+    """``/mcp``: the session's MCP servers, redrawn whenever one connects, fails or changes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", show=False)]
+
+    def __init__(
+        self, describe: Callable[[], str], changed: Callable[[], Awaitable[None]] | None
+    ) -> None:
+        super().__init__(classes="dialog-screen")
+        self._describe = describe
+        self._changed = changed
+
+    def compose(self) -> Any:
+        with Vertical(classes="dialog dialog-wide"):
+            yield Static(Text("MCP servers", style="bold"))
+            yield Static(self._describe(), id="mcp-status")
+            yield Static(Text("Esc closes · updates as servers connect", style="dim"))
+
+    def on_mount(self) -> None:
+        if self._changed is not None:
+            self.run_worker(self._follow(), exclusive=True)
+
+    async def _follow(self) -> None:
+        assert self._changed is not None
+        while True:
+            await self._changed()
+            self.query_one("#mcp-status", Static).update(self._describe())
+
+    def action_close(self) -> None:
+        self.dismiss(None)
 
 
 SettingSaver = Callable[[EditableSetting, Any], Awaitable[str]]

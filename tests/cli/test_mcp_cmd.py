@@ -1,0 +1,132 @@
+"""``cairn mcp list|get|add|remove`` as real processes, against a real FastMCP server."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..mcp.helpers import TOOLS_SERVER
+
+pytestmark = pytest.mark.slow
+
+CAIRN = [sys.executable, "-m", "cairn.cli.main"]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def _cairn(
+    project: Path, cairn_env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CAIRN, *args], cwd=project, env=cairn_env, capture_output=True, text=True, timeout=90
+    )
+
+
+def test_help_lists_the_mcp_command(project: Path, cairn_env: dict[str, str]) -> None:
+    done = _cairn(project, cairn_env, "--help")
+    assert done.returncode == 0
+    assert re.search(r"^  mcp +List, inspect, add and remove MCP servers\.$", done.stdout, re.M)
+
+
+def test_add_list_get_and_remove_a_stdio_and_an_http_server(
+    project: Path, cairn_env: dict[str, str]
+) -> None:
+    home = Path(cairn_env["CAIRN_HOME"])
+    added = _cairn(
+        project,
+        cairn_env,
+        "mcp",
+        "add",
+        "tools",
+        "-e",
+        "MODE=test",
+        "--",
+        sys.executable,
+        "-m",
+        "cairn.testing.mcp",
+        str(TOOLS_SERVER),
+    )
+    assert added.returncode == 0, added.stderr
+    web = _cairn(
+        project,
+        cairn_env,
+        "mcp",
+        "add",
+        "--transport",
+        "http",
+        "--scope",
+        "project",
+        "web",
+        "http://127.0.0.1:9/mcp",
+        "-H",
+        "Authorization: Bearer t",
+    )
+    assert web.returncode == 0, web.stderr
+    user = json.loads((home / "settings.json").read_text())
+    assert user["mcpServers"]["tools"] == {
+        "command": sys.executable,
+        "args": ["-m", "cairn.testing.mcp", str(TOOLS_SERVER)],
+        "env": {"MODE": "test"},
+    }
+    shared = json.loads((project / ".cairn" / "settings.json").read_text())
+    assert shared["mcpServers"]["web"] == {
+        "httpUrl": "http://127.0.0.1:9/mcp",
+        "headers": {"Authorization": "Bearer t"},
+    }
+
+    listed = _cairn(project, cairn_env, "mcp", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "- tools [stdio, user] connected: 7 tools, 1 prompt, 1 resource" in listed.stdout
+    assert "- web [http, project] failed: 0 tools — http://127.0.0.1:9/mcp" in listed.stdout
+    assert "cannot reach http://127.0.0.1:9/mcp" in listed.stdout
+
+    got = _cairn(project, cairn_env, "mcp", "get", "tools")
+    assert got.returncode == 0, got.stderr
+    assert "  mcp__tools__echo\n      Echo the text back." in got.stdout
+    assert "prompt: /mcp__tools__review" in got.stdout
+
+    removed = _cairn(project, cairn_env, "mcp", "remove", "web")
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads((project / ".cairn" / "settings.json").read_text())["mcpServers"] == {}
+
+
+def test_bad_input_is_a_specific_error_with_exit_code_42(
+    project: Path, cairn_env: dict[str, str]
+) -> None:
+    cases = [
+        (("mcp", "add", "x"), "A stdio server needs a command"),
+        (("mcp", "add", "-t", "http", "x", "ftp://nope"), "needs an http:// or https:// URL"),
+        (("mcp", "add", "-t", "ws", "x", "http://127.0.0.1:1"), "Unknown transport 'ws'"),
+        (
+            ("mcp", "add", "x", "-e", "NOEQUALS", "--", "prog"),
+            "--env 'NOEQUALS': expected KEY=VALUE",
+        ),
+        (("mcp", "get", "missing"), "No MCP server named 'missing'"),
+        (("mcp", "remove", "missing"), "No MCP server named 'missing'"),
+    ]
+    for args, message in cases:
+        done = _cairn(project, cairn_env, *args)
+        assert (done.returncode, message in done.stderr) == (42, True), (args, done.stderr)
+
+
+def test_a_broken_settings_file_is_reported_and_left_alone(
+    project: Path, cairn_env: dict[str, str]
+) -> None:
+    settings = project / ".cairn" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"mcpServers": {')
+    for args in (("mcp", "list"), ("mcp", "add", "-s", "project", "x", "--", "prog")):
+        done = _cairn(project, cairn_env, *args)
+        assert done.returncode == 52, done.stderr
+        assert "invalid JSON" in done.stderr
+    assert settings.read_text() == '{"mcpServers": {'

@@ -1,0 +1,312 @@
+"""MCP servers through the real ``cairn -p`` process, with real FastMCP servers."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.testing import Reply, ScriptedServer, ToolCallSpec, reply, tool_call
+from cairn.testing.mcp import FastMCPServer, pid_alive
+
+from ..mcp.helpers import server_log, tools_server
+from .conftest import CAIRN, RunCairn, write_settings
+
+pytestmark = pytest.mark.slow
+
+
+def _settings(project: Path, servers: dict[str, Any], **extra: Any) -> None:
+    write_settings(
+        project, {"memory": {"enableManagedAutoMemory": False}, "mcpServers": servers, **extra}
+    )
+
+
+def _tool_names(request: Any) -> list[str]:
+    return [t["function"]["name"] for t in request.tools]
+
+
+def _tool_messages(request: Any) -> list[str]:
+    return [m["content"] for m in request.messages if m["role"] == "tool"]
+
+
+def _assert_no_orphans(server: FastMCPServer) -> None:
+    pids = server.pids()
+    assert pids, "the server never started"
+    assert [pid for pid in pids if pid_alive(pid)] == []
+
+
+def test_a_tool_is_listed_called_and_its_result_sent_back(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    server = tools_server(tmp_path)
+    _settings(project, {"tools": server.stdio_config(trust=True)})
+    scripted_server.enqueue(tool_call("mcp__tools__write_note", {"text": "milk"}))
+    scripted_server.enqueue(reply("Saved."))
+
+    done = run_cairn("-p", "save a note")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Saved.\n"
+    first, second = scripted_server.requests
+    echo = next(t for t in first.tools if t["function"]["name"] == "mcp__tools__echo")
+    assert echo["function"]["description"].startswith("Echo the text back.")
+    assert echo["function"]["parameters"]["properties"]["text"]["type"] == "string"
+    assert _tool_messages(second) == ["saved note: milk"]
+    assert "note milk" in server_log(tmp_path)
+    _assert_no_orphans(server)
+
+
+def test_an_untrusted_tool_is_refused_when_nobody_can_approve_it(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    server = tools_server(tmp_path)
+    _settings(project, {"tools": server.stdio_config()})
+    scripted_server.enqueue(tool_call("mcp__tools__write_note", {"text": "nope"}))
+    scripted_server.enqueue(reply("Could not."))
+
+    done = run_cairn("-p", "save a note")
+
+    assert done.returncode == 0, done.stderr
+    [message] = _tool_messages(scripted_server.requests[1])
+    assert "requires permission, but non-interactive mode cannot ask" in message
+    assert "note nope" not in server_log(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("permissions", "expected"),
+    [
+        ({"allow": ["mcp__tools__*"]}, "saved note: ok"),
+        ({"allow": ["mcp__tools"], "deny": ["mcp__tools__write_note"]}, "permissions.deny rule"),
+    ],
+    ids=["allow-rule", "deny-rule"],
+)
+def test_allow_and_deny_rules_see_the_full_mcp_name(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    permissions: dict[str, list[str]],
+    expected: str,
+) -> None:
+    server = tools_server(tmp_path)
+    _settings(project, {"tools": server.stdio_config()}, permissions=permissions)
+    scripted_server.enqueue(tool_call("mcp__tools__write_note", {"text": "ok"}))
+    scripted_server.enqueue(reply("Done."))
+
+    done = run_cairn("-p", "save", "--approval-mode", "yolo")
+
+    assert done.returncode == 0, done.stderr
+    [message] = _tool_messages(scripted_server.requests[1])
+    assert expected in message
+
+
+def test_a_pre_tool_use_hook_matching_the_mcp_name_blocks_the_call(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    server = tools_server(tmp_path)
+    hook = tmp_path / "hook.py"
+    hook.write_text(
+        "import json, sys\n"
+        "event = json.load(sys.stdin)\n"
+        "open(sys.argv[1], 'w').write(event['tool_name'])\n"
+        "print(json.dumps({'decision': 'block', 'reason': 'no notes today'}))\n"
+    )
+    seen = tmp_path / "seen.txt"
+    command = f"{sys.executable} {hook} {seen}"
+    _settings(
+        project,
+        {"tools": server.stdio_config(trust=True)},
+        hooks={"PreToolUse": [{"matcher": "^mcp__tools__", "hooks": [{"command": command}]}]},
+    )
+    scripted_server.enqueue(tool_call("mcp__tools__write_note", {"text": "hooked"}))
+    scripted_server.enqueue(reply("Blocked."))
+
+    done = run_cairn("-p", "save")
+
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text() == "mcp__tools__write_note"
+    [message] = _tool_messages(scripted_server.requests[1])
+    assert message == "Blocked by a PreToolUse hook: no notes today"
+    assert "note hooked" not in server_log(tmp_path)
+
+
+def test_a_prompt_is_a_slash_command(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    _settings(project, {"tools": tools_server(tmp_path).stdio_config()})
+    scripted_server.enqueue(reply("Reviewed."))
+
+    done = run_cairn("-p", "/mcp__tools__review src/app.py focus=style")
+
+    assert done.returncode == 0, done.stderr
+    [request] = scripted_server.requests
+    user = [m["content"] for m in request.messages if m["role"] == "user"][-1]
+    assert "Please review src/app.py, looking for style." in json.dumps(user)
+
+
+def test_a_resource_is_read_by_the_tool_and_attached_by_a_mention(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    _settings(project, {"tools": tools_server(tmp_path).stdio_config()})
+    scripted_server.enqueue(
+        tool_call("read_mcp_resource", {"server": "tools", "uri": "notes://today"})
+    )
+    scripted_server.enqueue(reply("Milk."))
+
+    done = run_cairn("-p", "what is in @tools:notes://today ?")
+
+    assert done.returncode == 0, done.stderr
+    first, second = scripted_server.requests
+    assert "buy milk" in json.dumps(first.messages)  # the mention attached it
+    [message] = _tool_messages(second)
+    assert message == '<resource uri="notes://today" mimeType="text/plain">\nbuy milk\n</resource>'
+
+
+def test_a_server_that_fails_to_start_is_reported_and_the_turn_goes_on(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    broken = tools_server(tmp_path, MCP_TEST_FAIL_START="1")
+    _settings(project, {"broken": broken.stdio_config(), "ghost": {"command": "cairn-no-such-mcp"}})
+    scripted_server.enqueue(reply("Fine anyway."))
+
+    done = run_cairn("-p", "hello")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Fine anyway.\n"
+    assert "MCP server broken: failed to start: the server exited with code 3" in done.stderr
+    assert "the test server was told to fail" in done.stderr
+    assert "MCP server ghost: cannot start `cairn-no-such-mcp`" in done.stderr
+    assert not any(n.startswith("mcp__") for n in _tool_names(scripted_server.requests[0]))
+
+
+def test_a_server_that_crashes_mid_turn_is_restarted_on_its_next_use(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    server = tools_server(tmp_path)
+    _settings(project, {"tools": server.stdio_config(trust=True)})
+    scripted_server.enqueue(tool_call("mcp__tools__crash", {}))
+    scripted_server.enqueue(tool_call("mcp__tools__echo", {"text": "again"}))
+    scripted_server.enqueue(reply("Recovered."))
+
+    done = run_cairn("-p", "crash it")
+
+    assert done.returncode == 0, done.stderr
+    _, second, third = scripted_server.requests
+    [crashed] = _tool_messages(second)
+    assert "went away during the tool crash call" in crashed and "exited with code 7" in crashed
+    assert _tool_messages(third)[-1] == "echo: again"
+    assert len(server.pids()) == 2
+    _assert_no_orphans(server)
+
+
+def test_a_server_still_connecting_past_the_bound_joins_a_later_request(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    slow = tools_server(tmp_path, MCP_TEST_HANG_SECONDS="2")
+    _settings(project, {"slow": slow.stdio_config()}, mcp={"discoveryTimeoutMs": 200})
+    answered: list[bool] = []
+
+    def after_the_server_started(request: Any) -> Reply | None:
+        """The first answer waits until the server is past its hang (a loaded machine is slow)."""
+        if answered:
+            return None
+        answered.append(True)
+        deadline = time.monotonic() + 60
+        while not any(line.startswith("start") for line in server_log(tmp_path)):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        return Reply(tool_calls=[ToolCallSpec("list_directory", {"path": "."})], delay=2)
+
+    scripted_server.handler = after_the_server_started
+    scripted_server.enqueue(reply("Now I see it."))
+
+    done = run_cairn("-p", "hi")
+
+    assert done.returncode == 0, done.stderr
+    assert "MCP server(s) still connecting: slow" in done.stderr
+    first, second = scripted_server.requests
+    assert "mcp__slow__echo" not in _tool_names(first)
+    assert "mcp__slow__echo" in _tool_names(second)
+
+
+def test_cancelling_the_turn_cancels_the_call_and_leaves_no_process(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    server = tools_server(tmp_path)
+    _settings(project, {"tools": server.stdio_config(trust=True)})
+    scripted_server.enqueue(tool_call("mcp__tools__slow", {"seconds": 60}))
+    process = subprocess.Popen(
+        [*CAIRN, "-p", "wait"],
+        cwd=project,
+        env=cairn_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while "slow started" not in server_log(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+
+    assert process.returncode == 130, stderr
+    assert "cancelled slow" in server_log(tmp_path)
+    _assert_no_orphans(server)
+
+
+@pytest.mark.parametrize("configured", [False, True], ids=["no-servers", "one-server"])
+def test_the_mcp_sdk_is_imported_only_when_a_server_is_configured(
+    scripted_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    project: Path,
+    tmp_path: Path,
+    configured: bool,
+) -> None:
+    if configured:
+        _settings(project, {"tools": tools_server(tmp_path).stdio_config()})
+    scripted_server.enqueue(reply("plain"))
+    probe = (
+        "import atexit, sys\n"
+        "def report():\n"
+        "    sys.stderr.write('MCP-LOADED\\n' if 'mcp' in sys.modules else '')\n"
+        "atexit.register(report)\n"
+        "from cairn.cli.main import main\n"
+        "sys.argv = ['cairn', '-p', 'hi']\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=project,
+        env=cairn_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "plain\n"
+    assert ("MCP-LOADED" in done.stderr) == configured
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_an_http_or_sse_server_from_settings_is_called(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    transport: str,
+) -> None:
+    server = tools_server(tmp_path)
+    with server.serve_http(transport) as running:  # type: ignore[arg-type]
+        _settings(project, {"web": {**running.config, "trust": True}})
+        scripted_server.enqueue(tool_call("mcp__web__echo", {"text": transport}))
+        scripted_server.enqueue(reply("Echoed."))
+        done = run_cairn("-p", "echo")
+    assert done.returncode == 0, done.stderr
+    assert _tool_messages(scripted_server.requests[1]) == [f"echo: {transport}"]
