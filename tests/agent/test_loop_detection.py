@@ -2,6 +2,7 @@ from cairn.agent.loop_detection import (
     CONTENT_LOOP_THRESHOLD,
     TOOL_CALL_LOOP_THRESHOLD,
     LoopDetector,
+    describe_loop,
 )
 from cairn.content import FunctionCall
 
@@ -46,3 +47,18 @@ def test_repetition_inside_a_code_block_is_ignored():
     assert detector.check_text("```\n") is None
     row = "| value | value | value | value | value | value |\n"
     assert all(detector.check_text(row) is None for _ in range(40))
+
+
+def test_each_loop_the_detector_reports_has_words_for_people():
+    detector = LoopDetector()
+    call = FunctionCall("x", "read_file", {"file_path": "a.py"})
+    calls = [detector.check_tool_call(call) for _ in range(TOOL_CALL_LOOP_THRESHOLD)]
+    chanted = [detector.check_text("I will now check the configuration file again. ")
+               for _ in range(CONTENT_LOOP_THRESHOLD * 3)]
+    found = [info for info in (*calls, *chanted) if info is not None]
+
+    words = {describe_loop(info.loop_type) for info in found}
+    assert words == {
+        "the model kept making the same tool call",
+        "the model kept repeating the same text",
+    }

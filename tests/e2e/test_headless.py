@@ -378,11 +378,16 @@ def test_a_stop_hook_forces_one_continuation(
 def test_repeating_the_same_tool_call_is_stopped_by_loop_detection(
     run_cairn: RunCairn, scripted_server: ScriptedServer
 ) -> None:
+    """Regression (#16): the error named the loop by its internal type
+    (`consecutive_identical_tool_calls`) instead of saying what happened."""
     scripted_server.default = tool_call("list_directory", {"path": "."})
     done = run_cairn("-p", "loop forever", "-o", "json")
     assert done.returncode == 1
     result = json.loads(done.stdout)[-1]
-    assert "Loop detected" in result["error"]["message"]
+    message = result["error"]["message"]
+    assert message == (
+        "Loop detected: the model kept making the same tool call; the turn was stopped."
+    )
     assert len(scripted_server.requests) == 5
 
 

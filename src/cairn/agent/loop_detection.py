@@ -9,12 +9,24 @@ from dataclasses import dataclass
 
 from cairn.content import FunctionCall
 
-__all__ = ["LoopDetector", "LoopInfo"]
+__all__ = ["LoopDetector", "LoopInfo", "describe_loop"]
 
 TOOL_CALL_LOOP_THRESHOLD = 5  # identical consecutive tool calls that count as a loop
 CONTENT_CHUNK_SIZE = 50  # characters per compared chunk of streamed text
 CONTENT_LOOP_THRESHOLD = 10  # repetitions of one chunk that count as a loop
 MAX_HISTORY_LENGTH = 1000  # characters of streamed text kept for comparison
+
+
+# What each loop type means, in words for people (the type itself is for telemetry).
+_LOOP_WORDS = {
+    "consecutive_identical_tool_calls": "the model kept making the same tool call",
+    "chanting_identical_sentences": "the model kept repeating the same text",
+}
+
+
+def describe_loop(loop_type: str) -> str:
+    """``the model kept making the same tool call``: a loop type as people read it."""
+    return _LOOP_WORDS.get(loop_type, "the model kept repeating itself")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from cairn.agent.loop_detection import describe_loop
 from cairn.debug_log import set_process_session
 from cairn.exit_codes import ExitCode
 from cairn.headless.output import OutputFormat, OutputWriter
@@ -199,7 +200,7 @@ def _classify(result: TurnResult) -> tuple[int, str, str | None]:
         return (
             ExitCode.ERROR,
             "error_during_execution",
-            f"Loop detected ({result.loop_type}); the turn was stopped.",
+            f"Loop detected: {describe_loop(result.loop_type or '')}; the turn was stopped.",
         )
     if result.blocked:
         return ExitCode.ERROR, "error_during_execution", result.text
