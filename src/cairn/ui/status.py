@@ -95,12 +95,17 @@ class StatusLine(Static):
 
 
 def render_status(state: StatusState) -> Text:
+    """Most urgent first, so a narrow terminal clips the least useful part: what is running,
+    a hint, then the model, the approval mode, the context used and memory."""
     text = Text()
     if state.busy:
         frame = int(state.elapsed / SPINNER_INTERVAL_SECONDS) % len(SPINNER_FRAMES)
         text.append(f"{SPINNER_FRAMES[frame]} ", style="yellow")
         text.append(f"working… {format_elapsed(state.elapsed)}", style="yellow")
         text.append(" · esc to interrupt", style="dim")
+        text.append("  ·  ")
+    if state.hint:
+        text.append(state.hint, style="bold yellow")
         text.append("  ·  ")
     text.append(state.model or "no model", style="bold")
     text.append("  ·  ")
@@ -110,9 +115,6 @@ def render_status(state: StatusState) -> Text:
     text.append("  ·  ")
     memory = "on" if state.memory else "off"
     text.append(f"memory {memory}", style="" if state.memory else "dim")
-    if state.hint:
-        text.append("  ·  ")
-        text.append(state.hint, style="bold yellow")
     return text
 
 
