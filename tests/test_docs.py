@@ -193,7 +193,7 @@ def _parse(group: Group, words: list[str]) -> None:
 def _variables_cairn_reads() -> set[str]:
     names: set[str] = set()
     for path in SRC.rglob("*.py"):
-        names |= set(re.findall(r"\"((?:CAIRN|OPENAI)_[A-Z_]+)\"", path.read_text()))
+        names |= set(re.findall(r"\"((?:CAIRN|OPENAI|ANTHROPIC)_[A-Z_]+)\"", path.read_text()))
     return names
 
 

@@ -10,6 +10,7 @@ system writes into its chat recordings, so a recording stays readable across bot
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -102,6 +103,15 @@ class FunctionResponse:
     def text(self) -> str:
         value = self.response.get("output", self.response.get("error", ""))
         return value if isinstance(value, str) else str(value)
+
+    @property
+    def model_text(self) -> str:
+        """What the model is sent: the output or error text, else the response as JSON."""
+        for key in ("output", "error"):
+            value = self.response.get(key)
+            if isinstance(value, str):
+                return value
+        return json.dumps(dict(self.response), default=str)
 
 
 Part: TypeAlias = Text | Thought | Image | FunctionCall | FunctionResponse

@@ -31,7 +31,7 @@ def test_every_setting_is_documented() -> None:
 def test_every_environment_variable_read_by_cairn_is_documented() -> None:
     names: set[str] = set()
     for path in (ROOT / "src" / "cairn").rglob("*.py"):
-        names |= set(re.findall(r"\"((?:CAIRN|OPENAI)_[A-Z_]+)\"", path.read_text()))
+        names |= set(re.findall(r"\"((?:CAIRN|OPENAI|ANTHROPIC)_[A-Z_]+)\"", path.read_text()))
     assert names  # the scan found the variables
     missing = sorted(name for name in names if f"`{name}`" not in DOC)
     assert missing == []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from cairn.config.endpoint import resolve_endpoint
+import pytest
+
+from cairn.config.endpoint import NoAuthError, resolve_endpoint
 from cairn.config.settings import Settings
 
 COMPLETE = {"OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}
@@ -36,3 +38,73 @@ def test_settings_beat_the_settings_env_fallback_as_documented() -> None:
     endpoint = resolve_endpoint(settings, environ={})
 
     assert (endpoint.base_url, endpoint.api_key) == ("http://chosen/v1", "chosen-key")
+
+
+def test_anthropic_variables_alone_select_the_messages_api() -> None:
+    env = {"ANTHROPIC_API_KEY": "ant", "ANTHROPIC_MODEL": "claude-sonnet-4"}
+
+    endpoint = resolve_endpoint(Settings(), environ=env)
+
+    assert (endpoint.wire, endpoint.base_url, endpoint.model) == (
+        "anthropic",
+        "https://api.anthropic.com",
+        "claude-sonnet-4",
+    )
+    assert (endpoint.api_key, endpoint.bearer) == ("ant", False)
+
+
+def test_openai_variables_win_over_anthropic_ones_when_both_are_set() -> None:
+    env = {**COMPLETE, "ANTHROPIC_API_KEY": "ant", "ANTHROPIC_MODEL": "claude"}
+
+    assert resolve_endpoint(Settings(), environ=env).wire == "openai"
+
+
+def test_the_auth_type_setting_selects_anthropic_with_its_base_url() -> None:
+    settings = Settings.model_validate(
+        {
+            "security": {"auth": {"type": "anthropic", "baseUrl": "http://gw/v1", "apiKey": "k"}},
+            "model": {"name": "claude-opus"},
+        }
+    )
+
+    endpoint = resolve_endpoint(settings, environ=COMPLETE)
+
+    assert (endpoint.wire, endpoint.base_url, endpoint.model) == (
+        "anthropic",
+        "http://gw/v1",
+        "claude-opus",
+    )
+    assert endpoint.base_url_source == "security.auth.baseUrl"
+
+
+def test_qwen_codes_selected_type_is_read_too() -> None:
+    settings = Settings.model_validate({"security": {"auth": {"selectedType": "anthropic"}}})
+
+    endpoint = resolve_endpoint(
+        settings, environ={"ANTHROPIC_API_KEY": "a", "ANTHROPIC_MODEL": "c"}
+    )
+
+    assert endpoint.wire == "anthropic"
+
+
+def test_an_auth_token_is_sent_as_a_bearer_key() -> None:
+    env = {
+        "ANTHROPIC_AUTH_TOKEN": "tok",
+        "ANTHROPIC_MODEL": "claude",
+        "ANTHROPIC_BASE_URL": "http://gw",
+    }
+
+    endpoint = resolve_endpoint(Settings(), environ=env)
+
+    assert (endpoint.api_key, endpoint.bearer, endpoint.base_url_source) == (
+        "tok",
+        True,
+        "ANTHROPIC_BASE_URL",
+    )
+
+
+def test_a_missing_anthropic_model_is_named() -> None:
+    settings = Settings.model_validate({"security": {"auth": {"type": "anthropic"}}})
+
+    with pytest.raises(NoAuthError, match="ANTHROPIC_MODEL"):
+        resolve_endpoint(settings, environ={"ANTHROPIC_API_KEY": "a"})

@@ -252,6 +252,7 @@ async def test_json_assistant_messages_carry_thinking_text_tool_use_and_usage() 
         "output_tokens": 8,
         "total_tokens": 128,
         "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
     }
 
 
@@ -298,6 +299,7 @@ async def test_json_result_reports_turns_text_stop_reason_and_usage() -> None:
         "output_tokens": 12,
         "total_tokens": 282,
         "cache_read_input_tokens": 100,
+        "cache_creation_input_tokens": 0,
     }
     assert result["permission_denials"] == []
     assert "error" not in result

@@ -187,6 +187,24 @@ class _Stats:
     usage: Usage = field(default_factory=Usage)
 
 
+class _Thoughts:
+    """The reasoning of one response as parts: one per signed block, the rest together."""
+
+    def __init__(self) -> None:
+        self._done: list[Thought] = []
+        self._pending: list[str] = []
+
+    def add(self, delta: ThoughtDelta) -> None:
+        self._pending.append(delta.text)
+        if delta.signature:  # the block is complete; its signature must go back with it
+            self._done.append(Thought("".join(self._pending), delta.signature, delta.redacted))
+            self._pending.clear()
+
+    def parts(self) -> list[Thought]:
+        text = "".join(self._pending)
+        return [*self._done, Thought(text)] if text else list(self._done)
+
+
 class AgentClient:
     def __init__(
         self,
@@ -398,7 +416,7 @@ class AgentClient:
             max_attempts=self.settings.model.generation_config.max_retries,
         )
         texts: list[str] = []
-        thoughts: list[str] = []
+        thoughts = _Thoughts()
         calls: list[FunctionCall] = []
         finish: Finished | None = None
         loop: LoopInfo | None = None
@@ -406,7 +424,7 @@ class AgentClient:
             async for event in stream:
                 if isinstance(event, StreamRetry):
                     texts.clear()
-                    thoughts.clear()
+                    thoughts = _Thoughts()
                     calls.clear()
                     yield AgentRetry(event.attempt, event.delay, event.reason, event.max_attempts)
                 elif isinstance(event, TextDelta):
@@ -415,8 +433,9 @@ class AgentClient:
                     if not self.settings.model.skip_loop_detection:
                         loop = self.loop_detector.check_text(event.text)
                 elif isinstance(event, ThoughtDelta):
-                    thoughts.append(event.text)
-                    yield AgentThought(event.text)
+                    thoughts.add(event)
+                    if event.text:
+                        yield AgentThought(event.text)
                 elif isinstance(event, ToolCallDelta):
                     calls.append(event.call)
                     yield AgentToolCall(event.call)
@@ -428,9 +447,7 @@ class AgentClient:
                     break
         if abort.aborted:
             raise Aborted(abort.reason)
-        model_parts: list[Part] = []
-        if thoughts:
-            model_parts.append(Thought("".join(thoughts)))
+        model_parts: list[Part] = [*thoughts.parts()]
         text = "".join(texts)
         if text:
             model_parts.append(Text(text))

@@ -121,6 +121,11 @@ class GenerationConfig(_Section):
     context_window_size: int | None = Field(
         None, description="The model's context window in tokens (default 131072)."
     )
+    thinking_budget: int | None = Field(
+        None,
+        description="Extended thinking for Anthropic models: the tokens the model may think "
+        "before answering (at least 1024; null: off). Side queries never think.",
+    )
 
 
 class ChatCompressionSettings(_Section):
@@ -267,9 +272,24 @@ class ToolsSettings(_Section):
     )
 
 
+WireType = Literal["openai", "anthropic"]
+
+
 class AuthSettings(_Section):
-    selected_type: str | None = Field(None, description="Provider protocol; only `openai`.")
-    api_key: str | None = Field(None, description="API key (prefer `OPENAI_API_KEY`).")
+    type: WireType | None = Field(
+        None,
+        description="The provider: `openai` (any OpenAI-compatible endpoint) or `anthropic` "
+        "(the Messages API). Unset: `openai`, or `anthropic` when only `ANTHROPIC_*` "
+        "variables are set.",
+    )
+    selected_type: str | None = Field(
+        None,
+        description="Qwen Code's name for `type`, read when `type` is not set: `anthropic` "
+        "selects the Messages API, any other value the OpenAI wire.",
+    )
+    api_key: str | None = Field(
+        None, description="API key (prefer `OPENAI_API_KEY` or `ANTHROPIC_API_KEY`)."
+    )
     base_url: str | None = Field(None, description="Endpoint base URL, e.g. `https://host/v1`.")
 
 

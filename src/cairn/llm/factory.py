@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cairn.config.endpoint import Endpoint
 from cairn.config.settings import Settings
 from cairn.llm.types import Provider
@@ -15,19 +17,26 @@ def create_provider(endpoint: Endpoint, settings: Settings, *, pools: int = 1) -
     ``pools`` > 1 spreads the sessions' requests over that many HTTP connection pools (for many
     concurrent sessions).
     """
+    generation = settings.model.generation_config
+    options: dict[str, Any] = {
+        "base_url": endpoint.base_url,
+        "api_key": endpoint.api_key,
+        "model": endpoint.model,
+        "fast_model": endpoint.fast_model,
+        "timeout": generation.timeout,
+        "attempt_deadline": generation.request_deadline,
+        "pools": pools,
+        "base_url_setting": endpoint.base_url_source,
+        "structured_output": settings.model.structured_output,
+        "supports_images": settings.model.supports_images,
+        "prompt_caching": settings.model.prompt_caching,
+    }
+    if endpoint.wire == "anthropic":
+        from cairn.llm.anthropic import AnthropicProvider
+
+        return AnthropicProvider(
+            thinking_budget=generation.thinking_budget, bearer=endpoint.bearer, **options
+        )
     from cairn.llm.openai import OpenAIProvider
 
-    generation = settings.model.generation_config
-    return OpenAIProvider(
-        base_url=endpoint.base_url,
-        api_key=endpoint.api_key,
-        model=endpoint.model,
-        fast_model=endpoint.fast_model,
-        timeout=generation.timeout,
-        attempt_deadline=generation.request_deadline,
-        pools=pools,
-        base_url_setting=endpoint.base_url_source,
-        structured_output=settings.model.structured_output,
-        supports_images=settings.model.supports_images,
-        prompt_caching=settings.model.prompt_caching,
-    )
+    return OpenAIProvider(**options)

@@ -71,6 +71,7 @@ async def side_query(
         max_output_tokens=max_output_tokens,
         temperature=temperature,
         response_schema=json_schema,
+        allow_thinking=False,
         max_attempts=max_attempts,
     )
     chunks: list[str] = []

@@ -51,6 +51,7 @@ class ModelRequest:
     top_p: float | None = None
     response_schema: Mapping[str, Any] | None = None  # answer with one JSON object of this shape
     max_attempts: int | None = None  # None: the provider's configured budget
+    allow_thinking: bool = True  # extended thinking, where configured (off for side queries)
 
     @property
     def json_mode(self) -> bool:
@@ -65,7 +66,13 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class ThoughtDelta:
+    """Reasoning text as it streams. A delta with a ``signature`` closes the current block of
+    reasoning: the provider's proof of it, to be sent back with it (``redacted``: the block is
+    only that encrypted form)."""
+
     text: str
+    signature: str = ""
+    redacted: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeAlias
 
 from cairn.testing.script import CHARS_PER_TOKEN
 
-__all__ = ["Block", "CacheMode", "CacheUse", "PromptCache", "openai_blocks"]
+__all__ = ["Block", "CacheMode", "CacheUse", "PromptCache", "block_of", "openai_blocks"]
 
 CacheMode: TypeAlias = Literal["marked", "automatic"]
 
@@ -89,7 +89,7 @@ def openai_blocks(body: Any) -> list[Block]:
     blocks: list[Block] = []
     tools = body.get("tools")
     for tool in tools if isinstance(tools, list) else []:
-        blocks.append(_block(tool))
+        blocks.append(block_of(tool))
     messages = body.get("messages")
     for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, dict):
@@ -97,14 +97,15 @@ def openai_blocks(body: Any) -> list[Block]:
         content = message.get("content")
         rest = {k: v for k, v in message.items() if k != "content"}
         if isinstance(content, list):
-            blocks.extend(_block({**rest, **p}) for p in content if isinstance(p, dict))
+            blocks.extend(block_of({**rest, **p}) for p in content if isinstance(p, dict))
         else:  # a string is the same block as one text part holding it
             text = content if isinstance(content, str) else ""
-            blocks.append(_block({**rest, "type": "text", "text": text}))
+            blocks.append(block_of({**rest, "type": "text", "text": text}))
     return blocks
 
 
-def _block(value: dict[str, Any]) -> Block:
+def block_of(value: dict[str, Any]) -> Block:
+    """One block: its canonical form without the cache mark, its size, and whether marked."""
     marked = isinstance(value.get("cache_control"), dict)
     plain = {k: v for k, v in value.items() if k != "cache_control"}
     key = json.dumps(plain, sort_keys=True, ensure_ascii=False)

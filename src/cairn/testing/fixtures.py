@@ -14,7 +14,14 @@ import pytest
 
 from cairn.testing.server import ScriptedServer
 
-__all__ = ["TEST_API_KEY", "TEST_MODEL", "cairn_env", "isolated_env", "scripted_server"]
+__all__ = [
+    "TEST_API_KEY",
+    "TEST_MODEL",
+    "anthropic_env",
+    "cairn_env",
+    "isolated_env",
+    "scripted_server",
+]
 
 TEST_API_KEY = "test-key"
 TEST_MODEL = "scripted-model"
@@ -37,14 +44,25 @@ def cairn_env(scripted_server: ScriptedServer, tmp_path: Path) -> dict[str, str]
     return isolated_env(scripted_server.base_url, tmp_path)
 
 
+@pytest.fixture
+def anthropic_env(scripted_server: ScriptedServer, tmp_path: Path) -> dict[str, str]:
+    """:func:`cairn_env`, but cairn talks to the server over the Anthropic Messages wire."""
+    return isolated_env(scripted_server.base_url, tmp_path, wire="anthropic")
+
+
 def isolated_env(
-    base_url: str, root: Path, environ: Mapping[str, str] | None = None
+    base_url: str,
+    root: Path,
+    environ: Mapping[str, str] | None = None,
+    *,
+    wire: str = "openai",
 ) -> dict[str, str]:
     """A copy of ``environ`` (default: ``os.environ``) pointing cairn at ``base_url``.
 
     ``HOME`` and ``CAIRN_HOME`` are fresh folders under ``root``; proxies are removed and
-    ``NO_PROXY`` covers loopback; inherited ``OPENAI_*`` and ``CAIRN_*`` variables are dropped
-    (except ``CAIRN_DEBUG_LOG_FILE``).
+    ``NO_PROXY`` covers loopback; inherited ``OPENAI_*``, ``ANTHROPIC_*`` and ``CAIRN_*``
+    variables are dropped (except ``CAIRN_DEBUG_LOG_FILE``). ``wire="anthropic"`` sets the
+    ``ANTHROPIC_*`` variables instead of the ``OPENAI_*`` ones.
     """
     env = {
         name: value
@@ -55,14 +73,17 @@ def isolated_env(
     cairn_home = root / "cairn-home"
     home.mkdir(parents=True, exist_ok=True)
     cairn_home.mkdir(parents=True, exist_ok=True)
+    prefix = "ANTHROPIC" if wire == "anthropic" else "OPENAI"
     env.update(
-        HOME=str(home),
-        CAIRN_HOME=str(cairn_home),
-        OPENAI_BASE_URL=base_url,
-        OPENAI_API_KEY=TEST_API_KEY,
-        OPENAI_MODEL=TEST_MODEL,
-        NO_PROXY=LOOPBACK_HOSTS,
-        no_proxy=LOOPBACK_HOSTS,
+        {
+            "HOME": str(home),
+            "CAIRN_HOME": str(cairn_home),
+            f"{prefix}_BASE_URL": base_url,
+            f"{prefix}_API_KEY": TEST_API_KEY,
+            f"{prefix}_MODEL": TEST_MODEL,
+            "NO_PROXY": LOOPBACK_HOSTS,
+            "no_proxy": LOOPBACK_HOSTS,
+        }
     )
     return env
 
@@ -72,4 +93,4 @@ def _is_dropped(name: str) -> bool:
         return True
     if name.startswith("CAIRN_"):
         return name not in _KEPT_CAIRN_VARIABLES
-    return name.startswith("OPENAI_")
+    return name.startswith(("OPENAI_", "ANTHROPIC_"))

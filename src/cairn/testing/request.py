@@ -61,6 +61,11 @@ class RecordedRequest:
     connection: int = 0
 
     @property
+    def wire(self) -> str:
+        """``anthropic`` for a Messages API request (``POST …/messages``), else ``openai``."""
+        return "anthropic" if self.path.rstrip("/").endswith("/messages") else "openai"
+
+    @property
     def purpose(self) -> str | None:
         """The ``X-Cairn-Purpose`` header: ``main``, ``recall-selector``, ``extract``, ..."""
         return self.headers.get(PURPOSE_HEADER)
@@ -91,11 +96,14 @@ class RecordedRequest:
 
     @property
     def system(self) -> str | None:
-        """The text of the first system message, if there is one."""
+        """The system prompt: the first system message, or the Anthropic ``system`` field."""
         for message in self.messages:
             if message.get("role") == "system":
                 return message_text(message)
-        return None
+        system = self._field("system")
+        if system is None:
+            return None
+        return message_text({"content": system})
 
     @property
     def stream(self) -> bool:
@@ -115,15 +123,14 @@ class RecordedRequest:
 
     @property
     def images(self) -> list[str]:
-        """The URL of every image part of every message, in order (``data:`` URIs for inline)."""
+        """Every image of every message as a URL, in order (``data:`` URIs for inline ones).
+
+        OpenAI ``image_url`` parts and Anthropic ``image`` blocks (in tool results too) alike.
+        """
         urls: list[str] = []
         for message in self.messages:
-            content = message.get("content")
-            for part in content if isinstance(content, list) else []:
-                image = part.get("image_url") if isinstance(part, dict) else None
-                url = image.get("url") if isinstance(image, dict) else None
-                if isinstance(url, str):
-                    urls.append(url)
+            for part in _parts(message.get("content")):
+                urls.extend(_image_urls(part))
         return urls
 
     def user_texts(self) -> list[str]:
@@ -144,16 +151,40 @@ class RecordedRequest:
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """A chat message's text, whether ``content`` is a string or a list of parts."""
+    """A message's text, whether ``content`` is a string or a list of parts (an Anthropic
+    ``tool_result``'s own content included)."""
     content = message.get("content")
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
+    texts: list[str] = []
+    for part in _parts(content):
+        if part.get("type") == "tool_result":
+            texts.append(message_text(part))
+        else:
+            texts.append(str(part.get("text", "")))
+    return "".join(texts)
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    return [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+
+
+def _image_urls(part: dict[str, Any]) -> list[str]:
+    if part.get("type") == "tool_result":
+        return [url for inner in _parts(part.get("content")) for url in _image_urls(inner)]
+    image = part.get("image_url")
+    if isinstance(image, dict) and isinstance(image.get("url"), str):
+        return [image["url"]]
+    source = part.get("source") if part.get("type") == "image" else None
+    if isinstance(source, dict) and source.get("type") == "base64":
+        return [f"data:{source.get('media_type')};base64,{source.get('data')}"]
+    if isinstance(source, dict) and isinstance(source.get("url"), str):
+        return [source["url"]]
+    return []
 
 
 def _function_name(tool: Mapping[str, Any]) -> str:
+    """The tool's name: ``function.name`` on the OpenAI wire, ``name`` on Anthropic's."""
     function = tool.get("function")
-    name = function.get("name") if isinstance(function, dict) else None
+    name = function.get("name") if isinstance(function, dict) else tool.get("name")
     return name if isinstance(name, str) else ""

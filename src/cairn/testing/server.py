@@ -27,7 +27,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO, TypeAlias
 
-from cairn.testing.cache import CacheMode, PromptCache, openai_blocks
+from cairn.testing.anthropic_wire import (
+    anthropic_blocks,
+    anthropic_error_body,
+    anthropic_message,
+    anthropic_stream,
+    anthropic_usage,
+    request_problem,
+    signature_for,
+)
+from cairn.testing.cache import CacheMode, CacheUse, PromptCache, openai_blocks
 from cairn.testing.http11 import (
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
@@ -42,6 +51,7 @@ from cairn.testing.request import RecordedRequest, message_text
 from cairn.testing.script import Reply, ReplyQueues, load_script
 from cairn.testing.wire import (
     ReplyContext,
+    StreamPlan,
     cached_usage,
     completion_body,
     error_body,
@@ -90,6 +100,7 @@ class ScriptedServer:
         self.unsupported = set(unsupported)  # request fields answered with 400
         # None: no cache hits are reported; see cairn.testing.cache for the two modes
         self.prompt_cache = PromptCache(prompt_cache) if prompt_cache else None
+        self._signatures: set[str] = set()  # thinking signatures issued (Anthropic wire)
         self.default: Reply | Handler | None = default
         self.models = list(models)  # what GET /v1/models lists
         self.requests: list[RecordedRequest] = []  # chat-completion requests, in arrival order
@@ -172,7 +183,11 @@ class ScriptedServer:
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``, the value for ``OPENAI_BASE_URL``."""
+        """``http://127.0.0.1:<port>/v1``, the value for ``OPENAI_BASE_URL``.
+
+        It serves the Anthropic wire too (``POST /v1/messages``): cairn's Anthropic provider
+        takes the same URL as ``ANTHROPIC_BASE_URL``, with or without the ``/v1``.
+        """
         return f"http://{HOST}:{self.port}/v1"
 
     # -- script ------------------------------------------------------------------------------
@@ -358,7 +373,7 @@ class ScriptedServer:
     ) -> bool:
         """Answer one request; False when the connection must close afterwards."""
         route = incoming.path.rstrip("/")
-        if incoming.method == "POST" and route.endswith("/chat/completions"):
+        if incoming.method == "POST" and route.endswith(("/chat/completions", "/messages")):
             return await self._chat(incoming, writer, connection)
         self._record(incoming, _parse_json(incoming.body)[0], connection, chat=False)
         if incoming.too_large:
@@ -374,7 +389,14 @@ class ScriptedServer:
 
     def _model_list(self) -> dict[str, Any]:
         data = [_model_entry(m) for m in self.models]
-        return {"object": "list", "data": data}
+        first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+        return {
+            "object": "list",
+            "data": data,
+            "has_more": False,
+            "first_id": first,
+            "last_id": last,
+        }
 
     async def _chat(
         self, incoming: IncomingRequest, writer: asyncio.StreamWriter, connection: int
@@ -386,10 +408,12 @@ class ScriptedServer:
         refused = sorted(n for n in self.unsupported if isinstance(body, dict) and n in body)
         if problem is None and refused:
             problem = f"Unsupported parameter: '{refused[0]}' is not supported by this endpoint."
+        if problem is None and recorded.wire == "anthropic":
+            with self._changed:
+                problem = request_problem(body, self._signatures)
         if problem is not None:
-            return await send_json(
-                writer, 400, error_body(400, problem), keep_alive=incoming.keep_alive
-            )
+            error = _error_body(recorded, 400, problem)
+            return await send_json(writer, 400, error, keep_alive=incoming.keep_alive)
         answer = await self._choose_reply(recorded)
         try:
             return await self._play(answer, recorded, writer, keep_alive=incoming.keep_alive)
@@ -439,45 +463,103 @@ class ScriptedServer:
             await asyncio.sleep(answer.delay)
         extra = list(answer.headers.items())
         if answer.is_error:
-            body = error_body(answer.status, answer.resolved_error_message)
+            body = _error_body(request, answer.status, answer.resolved_error_message)
             return await send_json(writer, answer.status, body, keep_alive=keep_alive, extra=extra)
         if answer.raw_body is not None:
             data = answer.raw_body.encode()
             return await send_body(writer, 200, data, keep_alive=keep_alive, extra=extra)
-        ctx = self._context(answer, request)
+        ctx, cache = self._context(answer, request)
         streamed = request.stream if answer.stream is None else answer.stream
+        if request.wire == "anthropic":
+            streamed = streamed or answer.raw_sse is not None
+            return await self._play_anthropic(
+                answer, request, writer, ctx, cache, keep_alive=keep_alive, streamed=streamed
+            )
         if answer.raw_sse is not None or streamed:
             plan = stream_plan(answer, ctx)
-            return await send_stream(
-                writer,
-                [sse_frame(p) for p in plan.payloads],
-                keep_alive=keep_alive,
-                extra=extra,
-                frame_delay=answer.chunk_delay,
-                drop=plan.drop,
-            )
+            return await _send_plan(writer, plan, answer, keep_alive=keep_alive)
         if answer.drop_after_chunks is not None:
             return False  # close the connection without answering
         body = completion_body(answer, ctx)
         return await send_json(writer, 200, body, keep_alive=keep_alive, extra=extra)
 
-    def _context(self, answer: Reply, request: RecordedRequest) -> ReplyContext:
+    async def _play_anthropic(
+        self,
+        answer: Reply,
+        request: RecordedRequest,
+        writer: asyncio.StreamWriter,
+        ctx: ReplyContext,
+        cache: CacheUse | None,
+        *,
+        keep_alive: bool,
+        streamed: bool,
+    ) -> bool:
+        extra = list(answer.headers.items())
+        usage = anthropic_usage(ctx, cache, answer)
+        signature = signature_for(answer.reasoning or "", request.index)
+        if answer.reasoning:
+            with self._changed:
+                self._signatures.add(signature)
+        if streamed:
+            plan = anthropic_stream(answer, ctx, usage, signature)
+            return await _send_plan(writer, plan, answer, keep_alive=keep_alive)
+        if answer.drop_after_chunks is not None:
+            return False  # close the connection without answering
+        body = anthropic_message(answer, ctx, usage, signature)
+        return await send_json(writer, 200, body, keep_alive=keep_alive, extra=extra)
+
+    def _context(
+        self, answer: Reply, request: RecordedRequest
+    ) -> tuple[ReplyContext, CacheUse | None]:
         call_ids = [spec.id or f"call_{next(self._call_ids)}" for spec in answer.tool_calls]
         prompt_chars = sum(len(message_text(m)) for m in request.messages)
+        if request.wire == "anthropic":
+            prompt_chars += len(request.system or "")
+        cache = None
         if self.prompt_cache is not None and answer.usage is None:
-            use = self.prompt_cache.use(openai_blocks(request.body))
-            answer = dataclasses.replace(answer, usage=cached_usage(answer, use))
-        return ReplyContext(
+            blocks = anthropic_blocks if request.wire == "anthropic" else openai_blocks
+            cache = self.prompt_cache.use(blocks(request.body))
+            answer = dataclasses.replace(answer, usage=cached_usage(answer, cache))
+        ctx = ReplyContext(
             completion_id=f"chatcmpl-scripted-{request.index}",
             created=int(request.received_at),
             model=answer.model or request.model or DEFAULT_MODEL,
             call_ids=call_ids,
             usage=answer.usage_for(prompt_chars),
         )
+        return ctx, cache
 
 
 def _model_entry(model: str) -> dict[str, Any]:
-    return {"id": model, "object": "model", "created": 0, "owned_by": "cairn"}
+    """One model as both wires list it (OpenAI's fields and Anthropic's)."""
+    return {
+        "id": model,
+        "object": "model",
+        "created": 0,
+        "owned_by": "cairn",
+        "type": "model",
+        "display_name": model,
+        "created_at": "1970-01-01T00:00:00Z",
+    }
+
+
+async def _send_plan(
+    writer: asyncio.StreamWriter, plan: StreamPlan, answer: Reply, *, keep_alive: bool
+) -> bool:
+    return await send_stream(
+        writer,
+        [sse_frame(p) for p in plan.payloads],
+        keep_alive=keep_alive,
+        extra=list(answer.headers.items()),
+        frame_delay=answer.chunk_delay,
+        drop=plan.drop,
+    )
+
+
+def _error_body(request: RecordedRequest, status: int, message: str) -> dict[str, Any]:
+    if request.wire == "anthropic":
+        return anthropic_error_body(status, message)
+    return error_body(status, message)
 
 
 async def _call(fn: Handler | None, request: RecordedRequest) -> Reply | None:

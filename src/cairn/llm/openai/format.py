@@ -130,7 +130,7 @@ def to_openai_messages(
 
 
 def _tool_message(part: FunctionResponse, images: bool) -> dict[str, Any]:
-    text = _response_text(part)
+    text = part.model_text
     if not images and part.media:
         text = "\n".join([text, *(image_note(image) for image in part.media)])
     return {"role": "tool", "tool_call_id": part.id, "content": text}
@@ -195,14 +195,6 @@ def _assistant_message(content: Content) -> dict[str, Any]:
     if calls:
         message["tool_calls"] = calls
     return message
-
-
-def _response_text(part: FunctionResponse) -> str:
-    for key in ("output", "error"):
-        value = part.response.get(key)
-        if isinstance(value, str):
-            return value
-    return json.dumps(dict(part.response), default=str)
 
 
 def _merge_assistants(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,6 +18,13 @@ from typing import Any
 
 from cairn.content import FunctionCall
 from cairn.llm.errors import InvalidStreamError, ProviderError
+from cairn.llm.shapes import (
+    load_json_object,
+    malformed,
+    optional,
+    text_field,
+    token_count,
+)
 from cairn.llm.think import InlineThinkSplitter
 from cairn.llm.types import (
     INVALID_ARGUMENTS_KEY,
@@ -72,12 +79,16 @@ class ChunkParser:
         self.done = False  # the ``[DONE]`` payload arrived
         self._think = InlineThinkSplitter()
 
+    def feed(self, event: str, data: str) -> list[StreamEvent]:
+        """One server-sent event (chat completions name none: ``event`` is ignored)."""
+        return self.feed_payload(data)
+
     def feed_payload(self, data: str) -> list[StreamEvent]:
         """One SSE ``data:`` payload: a JSON chunk, an error object, or ``[DONE]``."""
         if data == DONE:
             self.done = True
             return []
-        chunk = _load_chunk(data)
+        chunk = load_json_object(data)
         if "error" in chunk and not chunk.get("choices"):
             err = chunk["error"]
             message = err.get("message") if isinstance(err, dict) else err
@@ -87,19 +98,19 @@ class ChunkParser:
     def feed_chunk(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         """One parsed chunk (or a whole non-streaming completion)."""
         events: list[StreamEvent] = []
-        usage = _optional(chunk, "usage", Mapping, "usage")
+        usage = optional(chunk, "usage", Mapping, "usage")
         if usage is not None:
             self.usage = parse_usage(usage)
-        choices = _optional(chunk, "choices", list, "choices") or []
+        choices = optional(chunk, "choices", list, "choices") or []
         for i, choice in enumerate(choices[:1]):
             where = f"choices[{i}]"
             if not isinstance(choice, Mapping):
-                raise _malformed(where, choice, "an object")
-            delta = _optional(choice, "delta", Mapping, f"{where}.delta")
+                raise malformed(where, choice, "an object")
+            delta = optional(choice, "delta", Mapping, f"{where}.delta")
             if delta is None:
-                delta = _optional(choice, "message", Mapping, f"{where}.message") or {}
+                delta = optional(choice, "message", Mapping, f"{where}.message") or {}
             events.extend(self._feed_delta(delta, where))
-            reason = _optional(choice, "finish_reason", str, f"{where}.finish_reason")
+            reason = optional(choice, "finish_reason", str, f"{where}.finish_reason")
             if reason:
                 self.finish_reason = FINISH_REASONS.get(reason, reason)
         return events
@@ -107,34 +118,34 @@ class ChunkParser:
     def _feed_delta(self, delta: Mapping[str, Any], where: str) -> list[StreamEvent]:
         events: list[StreamEvent] = []
         for key in ("reasoning_content", "reasoning"):
-            reasoning = _text(delta, key, f"{where}.{key}")
+            reasoning = text_field(delta, key, f"{where}.{key}")
             if reasoning:
                 self.saw_output = True
                 events.append(ThoughtDelta(reasoning))
                 break
-        text = _text(delta, "content", f"{where}.content")
+        text = text_field(delta, "content", f"{where}.content")
         if text:
             self.saw_output = True
             events.extend(self._think.feed(text))
-        calls = _optional(delta, "tool_calls", list, f"{where}.tool_calls") or []
+        calls = optional(delta, "tool_calls", list, f"{where}.tool_calls") or []
         for n, raw_call in enumerate(calls):
             self._feed_call(raw_call, f"{where}.tool_calls[{n}]")
         return events
 
     def _feed_call(self, raw: Any, where: str) -> None:
         if not isinstance(raw, Mapping):
-            raise _malformed(where, raw, "an object")
+            raise malformed(where, raw, "an object")
         index = raw.get("index")
         if index is None:
             index = len(self.calls)
         elif not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            raise _malformed(f"{where}.index", index, "a non-negative integer")
+            raise malformed(f"{where}.index", index, "a non-negative integer")
         buffer = self.calls.setdefault(index, _ToolCallBuffer())
-        call_id = _optional(raw, "id", str, f"{where}.id")
+        call_id = optional(raw, "id", str, f"{where}.id")
         if call_id:
             buffer.id = call_id
-        function = _optional(raw, "function", Mapping, f"{where}.function") or {}
-        name = _optional(function, "name", str, f"{where}.function.name")
+        function = optional(raw, "function", Mapping, f"{where}.function") or {}
+        name = optional(function, "name", str, f"{where}.function.name")
         if name:
             buffer.name = name
         arguments = function.get("arguments")
@@ -143,7 +154,7 @@ class ChunkParser:
         elif isinstance(arguments, Mapping):
             buffer.arguments.append(json.dumps(arguments))
         elif arguments is not None:
-            raise _malformed(f"{where}.function.arguments", arguments, "a string")
+            raise malformed(f"{where}.function.arguments", arguments, "a string")
 
     def finish(self) -> list[StreamEvent]:
         """The tool calls and :class:`Finished`; raises when the answer is incomplete or empty."""
@@ -197,78 +208,13 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 
 def parse_usage(raw: Mapping[str, Any]) -> Usage:
     """OpenAI usage counts (``prompt_tokens``, ``prompt_tokens_details.cached_tokens``...)."""
-    prompt = _count(raw, "prompt_tokens", "usage")
-    completion = _count(raw, "completion_tokens", "usage")
-    total = _count(raw, "total_tokens", "usage") or prompt + completion
-    details = _optional(raw, "prompt_tokens_details", Mapping, "usage.prompt_tokens_details")
-    cached = _count(details, "cached_tokens", "usage.prompt_tokens_details") if details else 0
-    cached = cached or _count(raw, "cached_tokens", "usage")
-    out = _optional(raw, "completion_tokens_details", Mapping, "usage.completion_tokens_details")
-    reasoning = _count(out, "reasoning_tokens", "usage.completion_tokens_details") if out else 0
+    prompt = token_count(raw, "prompt_tokens", "usage")
+    completion = token_count(raw, "completion_tokens", "usage")
+    total = token_count(raw, "total_tokens", "usage") or prompt + completion
+    details = optional(raw, "prompt_tokens_details", Mapping, "usage.prompt_tokens_details")
+    cached = token_count(details, "cached_tokens", "usage.prompt_tokens_details") if details else 0
+    cached = cached or token_count(raw, "cached_tokens", "usage")
+    where = "usage.completion_tokens_details"
+    out = optional(raw, "completion_tokens_details", Mapping, where)
+    reasoning = token_count(out, "reasoning_tokens", where) if out else 0
     return Usage(prompt, completion, total, cached, reasoning)
-
-
-class _NonFinite(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NonFinite(name)
-
-
-def _load_chunk(data: str) -> dict[str, Any]:
-    """A payload as a JSON object; NaN and Infinity (not JSON) are refused."""
-    try:
-        chunk = json.loads(data, parse_constant=_reject_constant)
-    except _NonFinite as exc:
-        raise InvalidStreamError(
-            f"malformed chunk from the model: {exc} is not a JSON number", kind="malformed"
-        ) from exc
-    except (ValueError, RecursionError) as exc:
-        raise InvalidStreamError(f"invalid JSON in stream: {data[:80]}", kind="dropped") from exc
-    if not isinstance(chunk, dict):
-        raise _malformed("the chunk", chunk, "a JSON object")
-    return chunk
-
-
-def _malformed(where: str, value: Any, expected: str) -> InvalidStreamError:
-    got = "null" if value is None else type(value).__name__
-    got = {"str": "a string", "int": "a number", "float": "a number", "list": "a list"}.get(
-        got, got
-    )
-    return InvalidStreamError(
-        f"malformed chunk from the model: {where} is {got}, not {expected}", kind="malformed"
-    )
-
-
-_EXPECTED: dict[Any, str] = {Mapping: "an object", list: "a list", str: "a string"}
-
-
-def _optional(container: Mapping[str, Any], key: str, kind: Any, where: str) -> Any:
-    """``container[key]`` when present and of ``kind``; ``None`` when absent or null."""
-    value = container.get(key)
-    if value is None or isinstance(value, kind):
-        return value
-    raise _malformed(where, value, _EXPECTED.get(kind, "the expected type"))
-
-
-def _text(container: Mapping[str, Any], key: str, where: str) -> str:
-    """A text field: a string, or a list of ``{"type": "text", "text": ...}`` parts."""
-    value = container.get(key)
-    if value is None or isinstance(value, str):
-        return value or ""
-    if isinstance(value, list) and all(isinstance(p, Mapping) for p in value):
-        texts = [p.get("text") for p in value]
-        if all(t is None or isinstance(t, str) for t in texts):
-            return "".join(t for t in texts if t)
-    raise _malformed(where, value, "a string")
-
-
-def _count(container: Mapping[str, Any], key: str, where: str) -> int:
-    """A token count: a finite non-negative number, or absent."""
-    value = container.get(key)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 2**63:
-        raise _malformed(f"{where}.{key}", value, "a token count")
-    return int(value)

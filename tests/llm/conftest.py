@@ -1,0 +1,12 @@
+"""Fixtures of the provider tests of both wires."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import RecordingSleep
+
+
+@pytest.fixture
+def sleep() -> RecordingSleep:
+    return RecordingSleep()
