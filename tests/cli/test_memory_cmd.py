@@ -16,6 +16,10 @@ from cairn.cli.memory_cmd import memory_app
 from cairn.memory.paths import memory_roots
 from cairn.testing import RecordedRequest, Reply, ScriptedServer
 
+from ..memory.postgres_helpers import postgres_dsn, postgres_server
+
+__all__ = ["postgres_dsn", "postgres_server"]  # fixtures
+
 _ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
 
 
@@ -367,3 +371,70 @@ def test_dream_exits_nonzero_while_another_process_holds_the_lock(cli: Cli) -> N
 
     assert result.exit_code == 1
     assert "already running" in result.output
+
+
+def test_export_then_import_of_the_edited_folder_updates_the_memory(
+    cli: Cli, tmp_path: Path
+) -> None:
+    kept = cli.write("uv", title="Use uv", description="Install with uv")
+    gone = cli.write("pip", title="No pip", description="Never pip")
+    folder = tmp_path / "out"
+
+    exported = cli("export", str(folder))
+
+    assert exported.exit_code == 0, exported.output
+    assert f"Exported 2 memories written to {folder}." in exported.output
+    (folder / "project/project/uv.md").write_text(
+        kept.read_text().replace("Install with uv", "Install with uv sync")
+    )
+    (folder / "project/project/pip.md").unlink()
+    (folder / "project/project/junk.md").write_text("not a memory\n")
+    imported = cli("import", str(folder))
+    assert imported.exit_code == 0, imported.output
+    assert "skipped: project:project/junk.md: " in imported.output
+    assert "Imported: 1 memory written, 1 moved to the trash, 1 skipped." in imported.output
+    assert "Install with uv sync" in kept.read_text() and not gone.exists()
+    assert "import" in cli("log").output
+    assert cli("restore").exit_code == 0 and gone.exists()
+
+
+def test_export_into_a_folder_that_holds_files_is_refused(cli: Cli, tmp_path: Path) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    result = cli("export", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    assert "is not empty: export into a new or empty folder" in result.output
+    _no_traceback(result)
+
+
+def test_migrate_to_postgres_then_the_postgres_backend_holds_the_memory(
+    cli: Cli, postgres_dsn: str
+) -> None:
+    path = cli.write("uv", title="Use uv", description="Install with uv")
+    cli.env["CAIRN_MEMORY_DSN"] = postgres_dsn
+
+    result = cli("migrate", "--to", "postgres")
+
+    assert result.exit_code == 0, result.output
+    assert "Copied 1 memory copied (" in result.output
+    assert 'Set memory.backend to "postgres" to use it.' in result.output
+    path.unlink()  # the files are gone: what is listed now comes from the database
+    cli.home.mkdir(exist_ok=True)
+    (cli.home / "settings.json").write_text(json.dumps({"memory": {"backend": "postgres"}}))
+    listed = cli("list")
+    assert listed.exit_code == 0, listed.output
+    assert "Use uv" in listed.output
+    again = cli("migrate", "--to", "postgres")
+    assert again.exit_code == 1 and "already holds 1 project memory" in again.output
+
+
+def test_a_postgres_backend_that_cannot_be_opened_fails_the_command_with_the_reason(
+    cli: Cli,
+) -> None:
+    cli.home.mkdir()
+    (cli.home / "settings.json").write_text(json.dumps({"memory": {"backend": "postgres"}}))
+    result = cli("list")
+    assert result.exit_code == 1
+    assert "no database is configured" in result.output
+    _no_traceback(result)

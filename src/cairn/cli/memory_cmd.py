@@ -11,6 +11,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -29,6 +30,8 @@ from cairn.memory.forget.trash import ForgetReport
 from cairn.memory.manager import MemoryManager
 from cairn.memory.recall.query import RecallResult
 from cairn.memory.recall.render import age_text, memory_age_days
+from cairn.memory.store.backend import MemoryBackendError
+from cairn.memory.store.transfer import TransferError
 
 if TYPE_CHECKING:
     from cairn.config.loader import Endpoint
@@ -40,6 +43,11 @@ __all__ = ["memory_app"]
 
 MAX_LOG_FILES_SHOWN = 3  # file names per audit line in `cairn memory log`
 MAX_LOG_FILE_WIDTH = 48  # columns a file name keeps before it is folded
+
+class MigrationTarget(StrEnum):
+    postgres = "postgres"
+    files = "files"
+
 
 memory_app = typer.Typer(
     name="memory",
@@ -71,6 +79,8 @@ def _errors_as_messages() -> Iterator[None]:
         raise
     except SettingsError as exc:
         _fail(str(exc), ExitCode.CONFIG)
+    except (TransferError, MemoryBackendError) as exc:
+        _fail(str(exc))
     except OSError as exc:
         _fail(f"{exc.filename or 'memory'}: {exc.strerror or exc}")
     except Exception as exc:
@@ -89,7 +99,11 @@ def _settings(cwd: Path) -> Settings:
 
 def _manager() -> MemoryManager:
     cwd = Path.cwd()
-    return MemoryManager(project_root(cwd), settings=_settings(cwd))
+    manager = MemoryManager(project_root(cwd), settings=_settings(cwd))
+    if manager.backend_error:  # a command must not quietly act on the wrong memory
+        manager.close()
+        _fail(manager.backend_error)
+    return manager
 
 
 def _provider(manager: MemoryManager) -> Provider | None:
@@ -403,6 +417,64 @@ def log(
                 entry.detail,
             )
         out.print(table)
+
+    _run(command)
+
+
+@memory_app.command("export")
+def export(folder: Annotated[Path, typer.Argument(help="A new or empty folder.")]) -> None:
+    """Write every memory as Markdown files under FOLDER/project/ and FOLDER/user/."""
+
+    def command() -> None:
+        manager = _manager()
+        try:
+            report = manager.export(folder)
+        finally:
+            manager.close()
+        _out().print(f"Exported {report.summary('written')} to {folder}.", markup=False)
+
+    _run(command)
+
+
+@memory_app.command("import")
+def import_(
+    folder: Annotated[Path, typer.Argument(help="A folder `cairn memory export` wrote.")],
+) -> None:
+    """Make the memory match FOLDER (edited after an export): changed and new memories are
+    written, memories missing from it go to the trash (`cairn memory restore` brings them back)."""
+
+    def command() -> None:
+        manager = _manager()
+        try:
+            report = manager.import_folder(folder, session_id="")
+        finally:
+            manager.close()
+        out = _out()
+        for skipped in report.skipped:
+            out.print(f"[yellow]skipped:[/yellow] {skipped}", highlight=False)
+        out.print(f"Imported: {report.summary('written')}.", markup=False)
+
+    _run(command)
+
+
+@memory_app.command("migrate")
+def migrate_command(
+    to: Annotated[
+        MigrationTarget, typer.Option("--to", help="The backend to copy the memory into.")
+    ],
+) -> None:
+    """Copy this project's memory to the other backend, byte for byte (the target must hold
+    no memory yet), then point memory.backend at it."""
+    from cairn.memory.store.transfer import migrate
+
+    def command() -> None:
+        cwd = Path.cwd()
+        report = migrate(_settings(cwd), project_root(cwd), to=to.value)
+        _out().print(
+            f"Copied {report.summary('copied')} ({report.files} files with the indexes, audit "
+            f'trail, trash and state) to {to.value}. Set memory.backend to "{to.value}" to use it.',
+            markup=False,
+        )
 
     _run(command)
 

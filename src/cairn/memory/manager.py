@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from cairn.memory.forget.trash import ForgetReport
     from cairn.memory.store.backend import MemoryBackend
     from cairn.memory.store.history import HistoryEntry
+    from cairn.memory.store.transfer import TransferReport
 
 __all__ = ["MemoryManager"]
 
@@ -395,6 +396,28 @@ class MemoryManager:
 
     def _root_paths(self) -> list[Path]:
         return list(self.root_map().values())
+
+    # --- export and import -----------------------------------------------------------------
+
+    def export(self, folder: Path) -> TransferReport:
+        """Write every memory and ``MEMORY.md`` under ``folder/<scope>/`` (either backend)."""
+        from cairn.memory.store.transfer import export_memory
+
+        self.refresh()  # a database backend catches its mirror up first
+        return export_memory(self.root_map(), folder)
+
+    def import_folder(self, folder: Path, *, session_id: str = "") -> TransferReport:
+        """Make the memory match ``folder/<scope>/`` (written, trashed, skipped), in one write
+        section, the indexes rebuilt and an ``import`` line in the audit trail."""
+        from cairn.memory.store.transfer import import_memory
+
+        self.refresh()
+        with _hold_roots(self._root_paths()):
+            report = import_memory(self.root_map(), folder, now=self.clock())
+            changed = [*report.written, *report.removed]
+            if changed:
+                self._after_change("import", changed, session_id, f"from {folder}")
+        return report
 
     # --- the audit trail -------------------------------------------------------------------
 

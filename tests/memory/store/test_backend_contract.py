@@ -189,3 +189,58 @@ def test_concurrent_writers_on_two_machines_lose_nothing(machine: Machine) -> No
     assert eventually(
         lambda: len((alice.roots.project / "MEMORY.md").read_text().splitlines()) == 20
     )  # type: ignore[operator]
+
+
+def test_an_export_edited_and_imported_on_one_machine_is_the_memory_on_the_other(
+    machine: Machine, tmp_path: Path
+) -> None:
+    alice, bob = machine("alice"), machine("bob")
+    write(alice, "project/deploy.md", DEPLOY)
+    write(alice, "project/old.md", DEPLOY.replace("Deploy with make", "Old way"))
+    assert eventually(lambda: len(titles(bob)) == 2)
+
+    folder = tmp_path / "exported"
+    exported = bob.export(folder)
+
+    assert sorted(exported.written) == ["project:project/deploy.md", "project:project/old.md"]
+    assert (folder / "project/project/deploy.md").read_bytes() == DEPLOY.encode()
+    assert "deploy.md" in (folder / "project/MEMORY.md").read_text()
+    edited = DEPLOY.replace("make release", "make ship")
+    (folder / "project/project/deploy.md").write_text(edited)
+    (folder / "project/project/old.md").unlink()
+    (folder / "project/feedback").mkdir()
+    (folder / "project/feedback/tabs.md").write_text(
+        "---\nname: Tabs\ndescription: indent with tabs\ntype: feedback\n---\n\nTabs.\n"
+    )
+    (folder / "project/feedback/broken.md").write_text("no front matter at all\n")
+
+    imported = bob.import_folder(folder, session_id="s1")
+
+    assert sorted(imported.written) == [
+        "project:feedback/tabs.md",
+        "project:project/deploy.md",
+    ]
+    assert imported.removed == ["project:project/old.md"]
+    [skipped] = imported.skipped
+    assert skipped.startswith("project:feedback/broken.md: ")
+    assert eventually(lambda: titles(alice) == ["Deploy with make", "Tabs"])
+    assert eventually(
+        lambda: (alice.roots.project / "project/deploy.md").read_bytes() == edited.encode()  # type: ignore[operator]
+    )
+    assert eventually(lambda: [e.operation for e in alice.history()[0]][:1] == ["import"])
+    assert eventually(lambda: "tabs.md" in alice.system_prompt_section())
+    assert alice.restore_last_forget(session_id="s2").ok  # the memory the import removed
+    assert eventually(lambda: "Old way" in titles(bob))
+
+
+def test_an_import_of_an_unchanged_export_changes_nothing(
+    machine: Machine, tmp_path: Path
+) -> None:
+    alice = machine("alice")
+    write(alice, "project/deploy.md", DEPLOY)
+    alice.export(tmp_path / "exported")
+
+    report = alice.import_folder(tmp_path / "exported")
+
+    assert (report.written, report.removed, report.skipped) == ([], [], [])
+    assert alice.history()[0] == []

@@ -114,9 +114,11 @@ def serve_from_database(roots: Sequence[Path], backend: DatabaseSections) -> Non
         _databases[os.path.abspath(root)] = backend
 
 
-def stop_serving_from_database(roots: Sequence[Path]) -> None:
+def stop_serving_from_database(roots: Sequence[Path], backend: DatabaseSections) -> None:
+    """``backend`` closed: its roots are plain folders again (unless another backend took them)."""
     for root in roots:
-        _databases.pop(os.path.abspath(root), None)
+        if _databases.get(os.path.abspath(root)) is backend:
+            del _databases[os.path.abspath(root)]
 
 
 def _database_sections(roots: Sequence[Path]) -> list[tuple[DatabaseSections, list[Any]]]:

@@ -291,6 +291,9 @@ class PostgresBackend:
         return PostgresDreamLock(self)
 
     def close(self) -> None:
+        from cairn.memory.store.locks import stop_serving_from_database
+
+        stop_serving_from_database([shard.root for shard in self.shards], self)
         if self._feed is not None:
             self._feed.stop()
             self._feed = None
