@@ -40,6 +40,8 @@ RUN_HERE = {
 RUN_ELSEWHERE = {
     ("README.md", "sh"): "tests/test_readme.py",
     ("acp.md", "zed-settings"): "tests/e2e/test_acp_docs.py",
+    ("commands.md", "command-file"): "tests/extensions/test_docs.py",
+    ("commands.md", "command-sent"): "tests/extensions/test_docs.py",
     ("daemon.md", "run"): "tests/e2e/test_daemon_docs.py",
     ("daemon.md", "stream"): "tests/e2e/test_daemon_docs.py",
     ("hooks.md", "json"): "tests/hooks/test_docs.py",
@@ -51,6 +53,7 @@ RUN_ELSEWHERE = {
     ("permissions.md", "runs-unasked"): "tests/tools/test_permissions_doc.py",
     ("permissions.md", "asks"): "tests/tools/test_permissions_doc.py",
     ("sdk.md", "run"): "tests/sdk/test_docs.py",
+    ("skills.md", "skill-file"): "tests/extensions/test_docs.py",
     ("testing.md", "run"): "tests/testing/test_docs_examples.py",
     ("testing.md", "json"): "tests/testing/test_docs_examples.py",
     ("testing.md", "pytest"): "tests/testing/test_docs_examples.py",

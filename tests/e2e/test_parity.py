@@ -141,6 +141,13 @@ async def settle(editor: Editor, count: int, timeout: float = 10.0) -> None:
             await asyncio.sleep(0.02)
 
 
+async def commands_announced(editor: Editor, timeout: float = 10.0) -> None:
+    """Wait for the ``available_commands_update`` an agent sends after answering a load."""
+    async with asyncio.timeout(timeout):
+        while not any(u["sessionUpdate"] == "available_commands_update" for u in editor.wire):
+            await asyncio.sleep(0.02)
+
+
 async def through_acp(env: dict[str, str], project: Path) -> Seen:
     seen = Seen()
     editor = Editor()
@@ -157,7 +164,7 @@ async def through_acp(env: dict[str, str], project: Path) -> Seen:
     async with acp_agent(env, project, editor) as conn:
         await conn.load_session(cwd=str(project), session_id=session.session_id)
         await settle(editor, 1)
-        await asyncio.sleep(0.2)  # the commands, announced right after the answer
+        await commands_announced(editor)  # right after the answer; late on a loaded machine
         seen.replayed = editor.take()
     return seen
 

@@ -237,6 +237,7 @@ class AgentClient:
         self.stats = _Stats()
         self.last_prompt_tokens = 0
         self._compression_failed = False
+        self.model_override: str | None = None  # this turn's model (a command file's `model`)
         self._seed_recent_tools()
 
     # ----- Recall lifecycle: the only way front ends and the session touch Recall -----
@@ -313,6 +314,11 @@ class AgentClient:
         self.stats.tool_call_count = 0
 
     # ----- sending -----
+
+    @property
+    def model(self) -> str:
+        """The model requests go to: this turn's override, else the provider's."""
+        return self.model_override or self.provider.model
 
     @property
     def context_window(self) -> int:
@@ -404,7 +410,7 @@ class AgentClient:
     async def _stream(self, abort: AbortSignal) -> AsyncIterator[AgentEvent]:
         sampling = self.settings.model.generation_config.sampling_params
         request = ModelRequest(
-            model=self.provider.model,
+            model=self.model,
             contents=self.history.shallow(),
             system=self.system_prompt,
             tools=list(self._tools()),
@@ -457,7 +463,7 @@ class AgentClient:
             content = Content("model", model_parts)
             self.history.append(content)
             if self._on_assistant is not None:
-                self._on_assistant(content, self.provider.model, usage)
+                self._on_assistant(content, self.model, usage)
         self.stats.usage.add(usage)
         if usage.input_tokens or usage.total_tokens:
             self.last_prompt_tokens = usage.input_tokens or usage.total_tokens

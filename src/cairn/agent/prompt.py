@@ -42,6 +42,7 @@ class SystemPrompt:
     context_files: str = ""  # the user's context files (CAIRN.md ...)
     memory: str = ""  # the auto-memory section with its index
     append: str = ""
+    skills: str = ""  # the skills the model may load (names and descriptions)
 
     @property
     def project_context(self) -> str:
@@ -51,15 +52,18 @@ class SystemPrompt:
     @property
     def text(self) -> str:
         """The prompt as the model gets it: the core, then each non-empty section."""
-        return _joined(self.core, self.context_files, self.memory, self.append)
+        return _joined(self.core, self.context_files, self.skills, self.memory, self.append)
 
 
 def build_system_prompt(
-    *, context_files: str = "", memory_section: str = "", append: str = ""
+    *, context_files: str = "", memory_section: str = "", append: str = "", skills: str = ""
 ) -> SystemPrompt:
-    """The core prompt, then the user's context files, then the memory section."""
+    """The core prompt, then the user's context files, the skills, then the memory section."""
     return SystemPrompt(
-        context_files=context_files.strip(), memory=memory_section.strip(), append=append.strip()
+        context_files=context_files.strip(),
+        memory=memory_section.strip(),
+        append=append.strip(),
+        skills=skills.strip(),
     )
 
 

@@ -16,10 +16,12 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "APPROVAL_MODES",
+    "AgentsSettings",
     "ApprovalMode",
     "AuthSettings",
     "ChatCompressionSettings",
     "CheckpointingSettings",
+    "CommandsSettings",
     "ContextSettings",
     "GeneralSettings",
     "GenerationConfig",
@@ -33,6 +35,7 @@ __all__ = [
     "PermissionsSettings",
     "SecuritySettings",
     "Settings",
+    "SkillsSettings",
     "TelemetrySettings",
     "ToolsSettings",
     "editable_fields",
@@ -324,6 +327,50 @@ class HooksSettings(_Section):
     )
 
 
+# ----- commands, skills and subagents from files (cairn.extensions; the extensions track) -----
+
+CommandsImport = Literal["claude", "qwen"]
+SkillsImport = Literal["claude", "agents"]
+
+
+def _claude_and_qwen() -> list[CommandsImport]:
+    return ["claude", "qwen"]
+
+
+def _claude_and_agents() -> list[SkillsImport]:
+    return ["claude", "agents"]
+
+
+class CommandsSettings(_Section):
+    import_from: list[CommandsImport] = Field(
+        default_factory=_claude_and_qwen,
+        description="Also read slash commands from these tools' folders: `claude` "
+        "(`.claude/commands/`, `~/.claude/commands/`), `qwen` (`.qwen/commands/`, "
+        "`~/.qwen/commands/`). cairn's own folders win a clash; `[]` reads only cairn's.",
+    )
+
+
+class SkillsSettings(_Section):
+    enabled: bool = Field(
+        True,
+        description="Offer skills: their list in the system prompt, the `skill` tool and "
+        "`/name` for each skill.",
+    )
+    import_from: list[SkillsImport] = Field(
+        default_factory=_claude_and_agents,
+        description="Also read skills from these folders: `claude` (`.claude/skills/`, "
+        "`~/.claude/skills/`), `agents` (`.agents/skills/`, `~/.agents/skills/`).",
+    )
+
+
+class AgentsSettings(_Section):
+    import_from: list[CommandsImport] = Field(
+        default_factory=_claude_and_qwen,
+        description="Also read agent definitions from these tools' folders: `claude` "
+        "(`.claude/agents/`, `~/.claude/agents/`), `qwen` (`.qwen/agents/`, `~/.qwen/agents/`).",
+    )
+
+
 class McpServerSettings(_Section):
     """One MCP server, in the shape Qwen Code and Gemini CLI use (``type`` as in Claude Code)."""
 
@@ -423,6 +470,11 @@ class Settings(_Section):
         default_factory=dict, alias="mcpServers", description="MCP servers, by name."
     )
     mcp: McpSettings = Field(default_factory=McpSettings, description="MCP client behaviour.")
+    commands: CommandsSettings = Field(
+        default_factory=CommandsSettings, description="Slash commands from files."
+    )
+    skills: SkillsSettings = Field(default_factory=SkillsSettings, description="Skills.")
+    agents: AgentsSettings = Field(default_factory=AgentsSettings, description="Subagents.")
 
 
 def editable_fields() -> list[tuple[str, type[BaseModel], str]]:

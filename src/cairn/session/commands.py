@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from cairn.config.settings import APPROVAL_MODES
+from cairn.content import Part
 from cairn.vocabulary.events import EventSink, Notice, UsageUpdate
 from cairn.vocabulary.usage import Usage
 
@@ -61,7 +62,8 @@ UNKNOWN_MESSAGE = "Unknown command /{name}. /help lists the commands."
 STEERING_MESSAGE = "Cannot run /{name} while a turn is running; wait for it or cancel it."
 # Commands that must not wait behind a running turn.
 _REFUSED_WHILE_BUSY = frozenset({"recap", "rewind"})
-_COMMAND_LINE = re.compile(r"/([A-Za-z][\w-]*)(?:\s+(.*))?", re.DOTALL)  # "/name args"
+# "/name args"; a name may be namespaced ("/git:commit", from commands/git/commit.md)
+_COMMAND_LINE = re.compile(r"/([A-Za-z][\w-]*(?::[A-Za-z0-9][\w-]*)*)(?:\s+(.*))?", re.DOTALL)
 
 
 @dataclass
@@ -71,6 +73,11 @@ class CommandOutcome:
     shown: bool = False  # the command already showed its answer (no notice needed)
     unknown: bool = False  # the line named no command
     remember: bool = False  # the prompt asks to save memory: its memory writes need no approval
+    refused: bool = False  # the command could not run (``message`` says why): an error
+    parts: list[Part] | None = None  # model-bound: the prompt with what it attaches
+    model: str | None = None  # model-bound: the model for this turn (a command file's `model`)
+    # model-bound: permission rules allowing tools during this turn (`allowed-tools`)
+    allowed_tools: tuple[str, ...] = ()
 
 
 Handler = Callable[["Session", str, EventSink], Awaitable[CommandOutcome]]
@@ -323,5 +330,6 @@ async def run_slash_command(session: Session, text: str, sink: EventSink) -> Com
     except Exception as exc:
         outcome = CommandOutcome(f"/{command.name} failed: {exc}")
     if outcome.message and outcome.prompt is None and not outcome.shown:
-        await sink(Notice("info", outcome.message, f"command:{command.name}"))
+        level: Literal["info", "error"] = "error" if outcome.refused else "info"
+        await sink(Notice(level, outcome.message, f"command:{command.name}"))
     return outcome

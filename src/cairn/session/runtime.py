@@ -26,6 +26,7 @@ from cairn.llm.types import Provider
 from cairn.vocabulary.interaction import Frontend, NonInteractive
 
 if TYPE_CHECKING:
+    from cairn.extensions.catalog import Catalog
     from cairn.mcp.config import ServerConfig
     from cairn.mcp.manager import McpManager, SessionMcp
     from cairn.memory.manager import MemoryManager
@@ -70,6 +71,7 @@ class Runtime:
     _mcp: McpManager | None = None
     _mcp_servers: list[ServerConfig] | None = None
     mcp_warnings: list[str] = field(default_factory=list)
+    _catalogs: dict[Path, Catalog] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cwd = self.cwd.resolve()
@@ -168,6 +170,22 @@ class Runtime:
         if self._mcp is None and self.mcp_servers:
             self._mcp = McpManager(self.mcp_servers, cwd=self.cwd)
         return SessionMcp(self._mcp, extra, cwd=self.cwd)
+
+    # ----- commands, skills and agents from files (cairn.extensions) -----
+
+    def extensions(self) -> Catalog:
+        """The project's command, skill and agent files (one catalog per project and process,
+        read again by :meth:`Catalog.refresh` when they change)."""
+        catalog = self._catalogs.get(self.project_root)
+        if catalog is None:
+            from cairn.config.paths import cairn_home
+            from cairn.extensions.catalog import Catalog
+
+            catalog = Catalog.for_project(
+                self.project_root, self.settings, cairn_home=cairn_home(), home=_home()
+            )
+            self._catalogs[self.project_root] = catalog
+        return catalog
 
     # ----- sessions -----
 
@@ -312,6 +330,13 @@ class Runtime:
             except Exception as exc:
                 _log.warning(f"closing the memory manager failed: {exc!r}")
         await self.provider.aclose()
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home()
+    except RuntimeError:  # no home directory (some containers): no ~/.claude to import
+        return None
 
 
 def _warm_up_done(task: asyncio.Future[object]) -> None:

@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from cairn.recording.recorder import ChatRecorder
     from cairn.recording.rewind import RewindMode
     from cairn.session.commands import SlashCommand
+    from cairn.session.extensions import SessionExtensions
     from cairn.session.mcp import McpSessionState
     from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome, TurnCheckpoints
     from cairn.session.runtime import Runtime
@@ -196,6 +197,7 @@ class Session:
         self._extra_commands: dict[str, tuple[SlashCommand, ...]] = {}  # by who added them
         self.turn_hooks: list[TurnHook] = []
         self._turn: _TurnState | None = None  # the turn running now
+        self.pending_notices: list[Notice] = []  # shown when the next turn starts
 
         self.mcp = self._make_mcp(mcp_servers)
         self.recorder = self._make_recorder(loaded)
@@ -211,6 +213,7 @@ class Session:
             before_change=self._before_change,
             settings_changed=self._settings_changed,
         )
+        self.extensions = self._make_extensions()
         startup = [] if self.settings.model.skip_startup_context else startup_context(self.cwd)
         history = [*startup, *(loaded.history if loaded else [])]
         self.system_prompt = self.build_system_prompt()
@@ -244,6 +247,15 @@ class Session:
         )
         state.start()
         return state
+
+    def _make_extensions(self) -> SessionExtensions:
+        """Commands, skills and agents from files (cairn.session.extensions)."""
+        from cairn.session.extensions import SessionExtensions
+
+        extensions = SessionExtensions(self)
+        extensions.load()
+        self.turn_hooks.append(extensions)
+        return extensions
 
     def _tool_declarations(self) -> list[ToolDeclaration]:
         """What the model is offered on each request: the built-ins and the MCP servers' tools."""
@@ -364,7 +376,11 @@ class Session:
                 memory = manager.system_prompt_section()
             except Exception as exc:
                 _log.warning(f"memory prompt section unavailable: {exc!r}")
-        return build_system_prompt(context_files=render_context_files(files), memory_section=memory)
+        return build_system_prompt(
+            context_files=render_context_files(files),
+            memory_section=memory,
+            skills=self.extensions.skills_section(),
+        )
 
     def refresh_system_prompt(self) -> None:
         self.client.attach_recall(self._make_recall)  # memory may have been turned on since
@@ -442,19 +458,23 @@ class Session:
         """Offer ``commands`` (an MCP server's prompts, command files ...) in place of what
         ``source`` offered before; a name that is already taken is skipped with a warning.
         Every listener learns the new list (ACP ``available_commands_update``)."""
-        taken = {c.name for c in COMMANDS}
+        self.offer_commands(source, commands)
+        await self.emit(CommandsChanged(self.command_infos()))
+
+    def offer_commands(self, source: str, commands: Sequence[SlashCommand]) -> None:
+        """:meth:`set_commands` without telling anyone (a session being built)."""
+        taken = {c.name.lower() for c in COMMANDS}
         for other, added in self._extra_commands.items():
             if other != source:
-                taken.update(c.name for c in added)
+                taken.update(c.name.lower() for c in added)
         kept: list[SlashCommand] = []
         for command in commands:
-            if command.name in taken:
+            if command.name.lower() in taken:
                 _log.warning(f"/{command.name} from {source} is skipped: the name is taken")
                 continue
-            taken.add(command.name)
+            taken.add(command.name.lower())
             kept.append(command)
         self._extra_commands[source] = tuple(kept)
-        await self.emit(CommandsChanged(self.command_infos()))
 
     def command_infos(self) -> tuple[CommandInfo, ...]:
         return tuple(CommandInfo(c.name, c.description, c.hint) for c in self.commands())
@@ -572,6 +592,8 @@ class Session:
                 await sink(TurnStarted(prompt_id, request.fresh))
                 await self._memory_settled()
                 await self._run_hooks(state, lambda hook: hook.turn_started(self, request))
+                while self.pending_notices:
+                    await sink(self.pending_notices.pop(0))
                 task = asyncio.ensure_future(self._execute(state))
                 self._turn_task = task
                 if abort.signal.aborted:  # cancelled while TurnStarted was being delivered
@@ -588,6 +610,7 @@ class Session:
                 finally:
                     self.client.finish_recall()
                     self._remember_turn = False
+                    self.client.model_override = None
                     self._turn_task = None
                     self._abort = None
                     self._turn = None
@@ -676,9 +699,11 @@ class Session:
                     result.handled_locally = True
                     result.text = command.message or ""
                     result.unknown_command = command.unknown
+                    result.blocked = command.refused  # e.g. a command file's step was refused
                     return None
-                parts = [Text(command.prompt)]
+                parts = list(command.parts) if command.parts else [Text(command.prompt)]
                 self._remember_turn = command.remember
+                self.client.model_override = command.model
                 user_parts = list(parts)
         if request.fresh and self.mcp is not None and "@" in request.text:
             from cairn.session.mcp import resource_mentions
@@ -830,7 +855,7 @@ class Session:
                 state.thoughts.clear()
                 await sink(
                     AssistantMessage(
-                        event.text, thought, event.calls, event.usage, self.client.provider.model
+                        event.text, thought, event.calls, event.usage, self.client.model
                     )
                 )
                 await sink(
@@ -853,16 +878,24 @@ class Session:
         ]
         self.client.history.append(Content("user", [*preserved, Text(LOOP_STOP_NOTE)]))
 
-    async def _run_tools(self, state: _TurnState, calls: list[FunctionCall]) -> list[ToolOutcome]:
-        ctx = ToolContext(
+    def tool_context(self, abort: AbortSignal | None = None) -> ToolContext:
+        """What this session's tool calls run with; ``abort``: the running turn's signal."""
+        if abort is None:
+            abort = self._abort.signal if self._abort is not None else AbortController().signal
+        readable = self.extensions.readable_roots  # the folders of skills loaded here
+        return ToolContext(
             workspace=self.cwd,
-            abort=state.abort.signal,
+            abort=abort,
             fs=self.fs,
             interaction=self.frontend,
             session_id=self.id,
             shell_timeout=self.settings.tools.shell_timeout_seconds,
             environment=self.command_environment,
+            readable_roots=[self.cwd, *readable] if readable else None,
         )
+
+    async def _run_tools(self, state: _TurnState, calls: list[FunctionCall]) -> list[ToolOutcome]:
+        ctx = self.tool_context(state.abort.signal)
         outcomes = await self.scheduler.run(calls, ctx, state.sink)
         for change in self.memory_writes.drain():
             await state.sink(change)

@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 from cairn.abort import AbortSignal
 from cairn.content import FunctionCall, FunctionResponse, Image
+from cairn.vocabulary.events import EventSink
 from cairn.vocabulary.interaction import Question, UserInteraction
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
 
@@ -137,6 +138,9 @@ class ToolContext:
     approval: ApprovalSource = "unasked"  # set by the scheduler per call
     # The environment commands run with; None: cairn's own, scrubbed of cairn's secrets.
     environment: Mapping[str, str] | None = None
+    call_id: str = ""  # the call being run (set by the scheduler per call)
+    # Where a tool reports what it does on the way (a subagent's steps); set per call.
+    events: EventSink | None = None
 
     def roots(self, *, write: bool = False) -> list[Path]:
         """The folders a tool may read (or write) in."""

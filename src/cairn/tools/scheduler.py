@@ -135,6 +135,8 @@ class ToolScheduler:
             approval_mode=self._approval_mode(),
             path_rules=ctx.path_rules or self.rules,
             tool_name=call.name,
+            call_id=call.id,
+            events=emit,
         )
         title = _safe_title(tool, call)
         locations = tuple(_safe_locations(tool, call, ctx))

@@ -251,7 +251,7 @@ class TurnResult:
     error_status: int | None = None
     handled_locally: bool = False  # a slash command answered without the model
     unknown_command: bool = False  # the prompt was a command line naming no command
-    blocked: bool = False  # a UserPromptSubmit hook refused the prompt
+    blocked: bool = False  # refused before the model: a UserPromptSubmit hook, a command step
     limit: str | None = None  # "max_session_turns" | "session_token_limit" | "max_requests"
 
     @property

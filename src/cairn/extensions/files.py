@@ -1,0 +1,86 @@
+"""Reading extension files safely: regular files only, size-capped, UTF-8, found without
+following a folder forever.
+
+A file that cannot be read this way is skipped with a warning naming it (the caller turns the
+:class:`ExtensionFileError` into one); nothing here raises for a folder that is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = [
+    "MAX_EXTENSION_FILE_BYTES",
+    "MAX_FILES_PER_FOLDER",
+    "ExtensionFileError",
+    "read_extension_file",
+    "walk_files",
+]
+
+MAX_EXTENSION_FILE_BYTES = 1024 * 1024  # a command, skill or agent file larger than this is skipped
+MAX_FILES_PER_FOLDER = 2000  # files looked at under one commands/skills/agents folder
+MAX_DEPTH = 8  # sub-folder levels searched under one folder
+
+
+class ExtensionFileError(Exception):
+    """A file that cannot be used; the message says why (without the file's name)."""
+
+
+def read_extension_file(path: Path) -> str:
+    """The text of ``path``: a regular UTF-8 file of at most :data:`MAX_EXTENSION_FILE_BYTES`."""
+    from cairn.fsutil import NotRegularFile, read_regular_bytes
+
+    try:
+        data = read_regular_bytes(path, limit=MAX_EXTENSION_FILE_BYTES + 1)
+    except NotRegularFile:
+        raise ExtensionFileError("it is not a regular file") from None
+    except OSError as exc:
+        raise ExtensionFileError(f"it cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_EXTENSION_FILE_BYTES:
+        raise ExtensionFileError(f"it is larger than {MAX_EXTENSION_FILE_BYTES // 1024} KB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ExtensionFileError("it is not UTF-8 text") from None
+
+
+def walk_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+    """Files under ``root`` ending in one of ``suffixes``, sorted, at most
+    :data:`MAX_FILES_PER_FOLDER`; hidden entries are skipped and a folder reached twice
+    through links is not searched again."""
+    if not root.is_dir():
+        return
+    seen: set[tuple[int, int]] = set()
+    count = 0
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            info = folder.stat()
+            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        files: list[Path] = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                mode = entry.stat().st_mode  # follows links: a linked file or folder counts
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if depth < MAX_DEPTH:
+                    stack.append((Path(entry.path), depth + 1))
+            elif entry.name.endswith(suffixes):
+                files.append(Path(entry.path))
+        for path in reversed(files):
+            count += 1
+            if count > MAX_FILES_PER_FOLDER:
+                return
+            yield path

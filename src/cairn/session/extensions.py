@@ -1,0 +1,372 @@
+"""Commands and skills from files, in a session: every front end gets them here.
+
+- Command files become slash commands (``/git:commit``) in the session's command list, so the
+  terminal UI completes them, ACP sends them in ``available_commands_update`` and the daemon
+  lists them. Running one fills in its arguments, runs its shell steps through the tool
+  scheduler (the shell tool's permission rules, hooks and approval dialog, shown as tool calls)
+  and sends the prompt with the files its ``@path`` mentions attach.
+- Skills: their names and descriptions go into the system prompt; the ``skill`` tool and
+  ``/name`` load one; ``/skills`` lists them. A loaded skill's folder becomes readable to the
+  file tools, so the model can read the files the skill names.
+
+Before each prompt the files are checked for changes: an added or edited command works at once.
+A file that cannot be used is reported once, as a warning naming it. A file's command never
+replaces a built-in one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cairn.content import FunctionCall, Part, Text
+from cairn.debug_log import get_logger
+from cairn.session.commands import COMMANDS, CommandOutcome, SlashCommand
+from cairn.session.turn_hooks import TurnHook
+from cairn.tools.base import ToolContext, ToolResult
+from cairn.vocabulary.events import EventSink, Notice
+
+if TYPE_CHECKING:
+    from cairn.extensions.catalog import Catalog, CatalogState
+    from cairn.extensions.commands import CommandFile
+    from cairn.extensions.skills import Skill
+    from cairn.extensions.templates import Expansion
+    from cairn.session.session import PromptRequest, Session
+    from cairn.tools.permissions import PermissionRules
+    from cairn.vocabulary.events import TurnResult
+
+__all__ = ["COMMANDS_SOURCE", "SessionExtensions"]
+
+COMMANDS_SOURCE = "extensions"  # the name this module offers its commands under
+SHELL_TOOL = "run_shell_command"
+_EXIT_CODE = re.compile(r"\n\nExit code: (.+)\Z")
+_log = get_logger("EXTENSIONS")
+
+
+class SessionExtensions(TurnHook):
+    """One session's view of its project's command and skill files."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.catalog: Catalog = session.runtime.extensions()
+        self.readable_roots: list[Path] = []  # folders of the skills loaded in this session
+        self._generation = -1
+        self._grant_active = False
+
+    # ----- keeping up with the files -----
+
+    @property
+    def state(self) -> CatalogState:
+        return self.catalog.state
+
+    def load(self) -> None:
+        """Read the files now (a session being built: no one is listening yet)."""
+        try:
+            self.catalog.refresh()
+        except Exception as exc:  # files of the user's are never a reason for a session to fail
+            _log.warning(f"reading command, skill and agent files failed: {exc!r}")
+        self._generation = self.catalog.generation
+        self.session.offer_commands(COMMANDS_SOURCE, self.commands())
+        self._sync_skill_tool()
+
+    async def turn_started(self, session: Session, request: PromptRequest) -> None:
+        try:
+            await asyncio.to_thread(self.catalog.refresh)
+        except Exception as exc:
+            _log.warning(f"reading command, skill and agent files failed: {exc!r}")
+        if self.catalog.generation != self._generation:
+            self._generation = self.catalog.generation
+            self._sync_skill_tool()
+            session.refresh_system_prompt()
+            await session.set_commands(COMMANDS_SOURCE, self.commands())
+        for warning in self.catalog.take_warnings():
+            session.pending_notices.append(Notice("warning", warning, "extensions"))
+
+    async def turn_ended(self, session: Session, result: TurnResult) -> None:
+        self.end_grant()
+
+    # ----- what the session offers -----
+
+    def commands(self) -> list[SlashCommand]:
+        """``/skills``, then a command per skill and per command file (a skill
+        wins a name clash, as in Claude Code; a built-in name is never taken)."""
+        offered = [
+            SlashCommand("skills", "List the skills the model can load", self._list_skills),
+        ]
+        taken = {c.name for c in COMMANDS} | {c.name for c in offered}
+        state = self.state
+        if self.session.settings.skills.enabled:
+            for skill in state.skills:
+                if skill.user_invocable and self._free(skill.name, skill.where, taken):
+                    offered.append(self._skill_command(skill))
+        for command in state.commands:
+            if self._free(command.name, command.where, taken):
+                offered.append(self._file_command(command))
+        return offered
+
+    def _free(self, name: str, where: str, taken: set[str]) -> bool:
+        if name.lower() in taken:
+            if name.lower() in {c.name for c in COMMANDS}:
+                warning = f"{where} is not used: /{name} is a built-in command."
+                if self.catalog.first_time(warning):
+                    self.session.pending_notices.append(Notice("warning", warning, "extensions"))
+            return False
+        taken.add(name.lower())
+        return True
+
+    def skills_section(self) -> str:
+        if not self.session.settings.skills.enabled:
+            return ""
+        from cairn.extensions.skill_tool import skills_section
+
+        return skills_section(self.state.skills)
+
+    def _sync_skill_tool(self) -> None:
+        """The ``skill`` tool is offered while there is a skill the model may load."""
+        from cairn.extensions.skill_tool import SKILL_TOOL, SkillTool
+
+        registry = self.session.registry
+        wanted = self.session.settings.skills.enabled and any(
+            s.model_invocable for s in self.state.skills
+        )
+        if wanted and SKILL_TOOL not in registry:
+            registry.register(SkillTool(lambda: self.state.skills, self._load_skill_for_tool))
+        elif not wanted and SKILL_TOOL in registry:
+            registry.unregister(SKILL_TOOL)
+
+    # ----- command files -----
+
+    def _file_command(self, command: CommandFile) -> SlashCommand:
+        async def run(session: Session, args: str, sink: EventSink) -> CommandOutcome:
+            return await self._run_file_command(command, args, sink)
+
+        return SlashCommand(command.name, command.description, run, command.argument_hint)
+
+    async def _run_file_command(
+        self, command: CommandFile, args: str, sink: EventSink
+    ) -> CommandOutcome:
+        from cairn.extensions.templates import expand_template
+
+        invocation = f"/{command.name} {args}".strip()
+        expansion = expand_template(
+            command.body,
+            args,
+            dialect=command.dialect,
+            variables=self._variables(),
+            invocation=invocation,
+        )
+        allowed = await self._allowed_tools(
+            command.allowed_tools, command.folder.scope, command.where, sink
+        )
+        self.begin_grant(allowed)
+        outputs = await self._run_steps(expansion, f"/{command.name}", sink)
+        if isinstance(outputs, str):
+            self.end_grant()
+            return CommandOutcome(outputs, refused=True)
+        parts = await self._prompt_parts(expansion, outputs, sink)
+        return CommandOutcome(
+            prompt=expansion.text(outputs),
+            parts=parts,
+            model=command.model,
+            allowed_tools=allowed,
+        )
+
+    # ----- skills -----
+
+    def _skill_command(self, skill: Skill) -> SlashCommand:
+        async def run(session: Session, args: str, sink: EventSink) -> CommandOutcome:
+            return await self._run_skill_command(skill, args, sink)
+
+        return SlashCommand(skill.name, skill.description, run, skill.argument_hint)
+
+    async def _run_skill_command(self, skill: Skill, args: str, sink: EventSink) -> CommandOutcome:
+        from cairn.extensions.skill_tool import skill_text
+
+        expansion = self._skill_expansion(skill, args)
+        allowed = await self._allowed_tools(
+            skill.allowed_tools, skill.folder.scope, skill.where, sink
+        )
+        self.begin_grant(allowed)
+        outputs = await self._run_steps(expansion, f"/{skill.name}", sink)
+        if isinstance(outputs, str):
+            self.end_grant()
+            return CommandOutcome(outputs, refused=True)
+        self._readable(skill)
+        text = skill_text(skill, expansion.text(outputs))
+        prompt = f"The user ran the skill /{skill.name}. Follow it.\n\n{text}"
+        return CommandOutcome(prompt=prompt, allowed_tools=allowed)
+
+    async def _load_skill_for_tool(self, skill: Skill, args: str, ctx: ToolContext) -> ToolResult:
+        """The ``skill`` tool's call: the body, after its shell steps ran (asking, if needed)."""
+        from cairn.extensions.skill_tool import skill_text
+
+        expansion = self._skill_expansion(skill, args)
+        allowed = await self._allowed_tools(
+            skill.allowed_tools, skill.folder.scope, skill.where, ctx.events
+        )
+        self.begin_grant(allowed)
+        outputs = await self._run_steps(expansion, f"skill {skill.name}", ctx.events, ctx=ctx)
+        if isinstance(outputs, str):
+            return ToolResult(error=outputs)
+        self._readable(skill)
+        return ToolResult(
+            output=skill_text(skill, expansion.text(outputs)),
+            display=f"Loaded skill {skill.name} ({skill.where})",
+        )
+
+    def _skill_expansion(self, skill: Skill, args: str) -> Expansion:
+        from cairn.extensions.templates import expand_template
+
+        variables = {**self._variables(), "CLAUDE_SKILL_DIR": str(skill.directory)}
+        return expand_template(
+            skill.body,
+            args,
+            dialect="skill",
+            variables=variables,
+            argument_names=skill.arguments,
+            invocation=f"/{skill.name} {args}".strip(),
+        )
+
+    def _readable(self, skill: Skill) -> None:
+        directory = skill.directory.resolve()
+        if directory not in self.readable_roots:
+            self.readable_roots.append(directory)
+
+    async def _list_skills(self, session: Session, args: str, sink: EventSink) -> CommandOutcome:
+        if not session.settings.skills.enabled:
+            return CommandOutcome("Skills are off (`skills.enabled` in settings).")
+        skills = self.state.skills
+        if not skills:
+            folders = ", ".join(f.label for f in self.catalog.folders("skills"))
+            return CommandOutcome(f"No skills. cairn looks for <name>/SKILL.md in: {folders}.")
+        lines = ["Skills (the model loads one when a task matches it; /name runs it yourself):"]
+        for skill in skills:
+            who = ""
+            if not skill.model_invocable:
+                who = " [only you run it]"
+            elif not skill.user_invocable:
+                who = " [only the model loads it]"
+            lines.append(f"- {skill.name}{who} — {skill.description} ({skill.where})")
+        return CommandOutcome("\n".join(lines))
+
+    # ----- the parts both share -----
+
+    def _variables(self) -> dict[str, str]:
+        project = str(self.session.runtime.project_root)
+        return {
+            "CLAUDE_PROJECT_DIR": project,
+            "CAIRN_PROJECT_DIR": project,
+            "CLAUDE_SESSION_ID": self.session.id,
+        }
+
+    async def _run_steps(
+        self,
+        expansion: Expansion,
+        label: str,
+        sink: EventSink | None,
+        *,
+        ctx: ToolContext | None = None,
+    ) -> list[str] | str:
+        """Run each shell step as a ``run_shell_command`` call; their outputs, or why the
+        command is not sent (a step refused, declined or failed)."""
+        outputs: list[str] = []
+        session = self.session
+        emit = sink or _ignore
+        for step in expansion.steps:
+            call = FunctionCall(
+                f"command-{uuid.uuid4().hex[:12]}",
+                SHELL_TOOL,
+                {"command": step.command, "description": f"{label}, before its prompt"},
+            )
+            context = ctx or session.tool_context()
+            (outcome,) = await session.scheduler.run([call], context, emit)
+            result = outcome.result
+            if outcome.status != "completed" or result is None or result.output is None:
+                why = outcome.response.response.get("error", "it did not run")
+                return f"{label} was not run: its shell step `{step.command}` did not run ({why})"
+            outputs.append(_step_output(result.output))
+        return outputs
+
+    async def _prompt_parts(
+        self, expansion: Expansion, outputs: Sequence[str], sink: EventSink
+    ) -> list[Part]:
+        """The prompt with the files its own text mentions (``@path``) attached; mentions in
+        the shell steps' output attach nothing."""
+        mentioned = await self.session.attach_text(expansion.text([""] * len(outputs)))
+        for warning in mentioned.warnings:
+            await sink(Notice("warning", warning, "attachment"))
+        return [Text(expansion.text(outputs)), *mentioned.parts[1:]]
+
+    async def _allowed_tools(
+        self, rules: Sequence[str], scope: str, where: str, sink: EventSink | None
+    ) -> tuple[str, ...]:
+        """The ``allowed-tools`` rules to grant for the turn: a project's file grants nothing
+        while its folder is not trusted."""
+        if not rules:
+            return ()
+        if scope == "project" and not _project_trusted(self.session.runtime.project_root):
+            if sink is not None:
+                text = (
+                    f"The allowed-tools of {where} are not applied: a project's own files grant "
+                    "tools only in a trusted folder."
+                )
+                await sink(Notice("warning", text, "permissions"))
+            return ()
+        return tuple(rules)
+
+    def begin_grant(self, rules: Sequence[str]) -> None:
+        """Let ``rules`` (permission rules, as in ``permissions.allow``) allow tool calls until
+        the turn ends."""
+        if not rules:
+            return
+        base = self.session.scheduler.rules
+        grant = _parse_grant(rules)
+        for warning in grant.warnings:
+            self.session.pending_notices.append(Notice("warning", warning, "permissions"))
+        self.session.scheduler.rules = _with_allowed(base, grant)
+        self._grant_active = True
+
+    def end_grant(self) -> None:
+        if self._grant_active:
+            self.session.scheduler.rules = self.session.rules
+            self._grant_active = False
+
+
+def _step_output(output: str) -> str:
+    """A shell step's output as the prompt shows it: the exit code only when it failed."""
+    match = _EXIT_CODE.search(output)
+    if match is None:
+        return output
+    text = output[: match.start()]
+    if text == "(no output)":
+        text = ""
+    code = match.group(1)
+    return text if code == "0" else f"{text}\n[exit code {code}]".lstrip("\n")
+
+
+def _parse_grant(rules: Sequence[str]) -> PermissionRules:
+    from cairn.tools.permissions import PermissionRules
+
+    return PermissionRules.parse(allow=list(rules))
+
+
+def _with_allowed(base: PermissionRules, grant: PermissionRules) -> PermissionRules:
+    from cairn.tools.permissions import PermissionRules
+
+    return PermissionRules(
+        allow=(*base.allow, *grant.allow), ask=base.ask, deny=base.deny, warnings=base.warnings
+    )
+
+
+def _project_trusted(project_root: Path) -> bool:
+    """Whether a project's own files may widen permissions (never, until trusted folders land)."""
+    # TODO(#13): cairn.config.trust.project_trust(project_root).trusted once #12 lands it
+    return False
+
+
+async def _ignore(event: object) -> None:
+    return None
