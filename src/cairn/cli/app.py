@@ -64,6 +64,7 @@ def root(
     no_wait_memory: Annotated[bool, _opt(_R["no_wait_memory"])] = False,
     acp: Annotated[bool, _opt(_R["acp"])] = False,
     version: Annotated[bool, _opt(_R["version"])] = False,
+    sandbox: Annotated[bool, _opt(_R["sandbox"])] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -91,6 +92,7 @@ def serve(
     allow_origin: Annotated[list[str] | None, _opt(_S["allow_origin"])] = None,
     max_sessions: Annotated[int, _opt(_S["max_sessions"])] = _SERVE_DEFAULTS.max_sessions,
     workspace: Annotated[Path | None, _opt(_S["workspace"])] = None,
+    sandbox: Annotated[bool, _opt(_S["sandbox"])] = False,
 ) -> None:
     """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
     from cairn.cli.dispatch import run_serve

@@ -8,6 +8,7 @@ front end is imported only when it runs: their libraries stay off the others' st
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -29,6 +30,7 @@ def run_root(options: RootOptions) -> int:
         print(__version__)
         return ExitCode.OK
     mode = "yolo" if options.yolo else options.approval_mode
+    _sandbox_this_run(options.sandbox)
     if options.acp:
         from cairn.acp import run_acp_agent
 
@@ -64,6 +66,7 @@ def run_root(options: RootOptions) -> int:
 
 def run_serve(options: ServeOptions) -> int:
     """``cairn serve``: the HTTP daemon."""
+    _sandbox_this_run(options.sandbox)
     from cairn.daemon import run_daemon
 
     return run_daemon(
@@ -74,6 +77,12 @@ def run_serve(options: ServeOptions) -> int:
         max_sessions=options.max_sessions,
         workspace=options.workspace or Path.cwd(),
     )
+
+
+def _sandbox_this_run(sandbox: bool) -> None:
+    """``--sandbox`` is ``CAIRN_SANDBOX=1`` (which the commands' own cairn runs inherit)."""
+    if sandbox:
+        os.environ["CAIRN_SANDBOX"] = "1"
 
 
 def _read_stdin() -> str | None:

@@ -60,6 +60,9 @@ class OptionSpec(NamedTuple):
     envvar: str | None = None
 
 
+SANDBOX_HELP = "Run shell commands in the bubblewrap sandbox (as CAIRN_SANDBOX=1)."
+
+
 def _options(*specs: OptionSpec) -> dict[str, OptionSpec]:
     return {spec.dest: spec for spec in specs}
 
@@ -103,6 +106,7 @@ ROOT_OPTIONS = _options(
     ),
     OptionSpec("acp", ("--acp",), "Serve the Agent Client Protocol on stdio.", kind="flag"),
     OptionSpec("version", ("--version",), "Print the version and exit.", kind="flag"),
+    OptionSpec("sandbox", ("--sandbox",), SANDBOX_HELP, kind="flag"),
 )
 
 SERVE_OPTIONS = _options(
@@ -121,6 +125,7 @@ SERVE_OPTIONS = _options(
     OptionSpec(
         "workspace", ("--workspace",), "The workspace (default: the current folder).", kind="path"
     ),
+    OptionSpec("sandbox", ("--sandbox",), SANDBOX_HELP, kind="flag"),
 )
 
 
@@ -138,6 +143,7 @@ class RootOptions(NamedTuple):
     no_wait_memory: bool = False
     acp: bool = False
     version: bool = False
+    sandbox: bool = False
 
 
 class ServeOptions(NamedTuple):
@@ -149,6 +155,7 @@ class ServeOptions(NamedTuple):
     allow_origin: tuple[str, ...] = ()
     max_sessions: int = 64
     workspace: Path | None = None
+    sandbox: bool = False
 
 
 def parse_fast(

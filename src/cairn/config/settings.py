@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -33,6 +33,7 @@ __all__ = [
     "MemorySettings",
     "ModelSettings",
     "PermissionsSettings",
+    "SandboxSettings",
     "SecuritySettings",
     "Settings",
     "SkillsSettings",
@@ -258,6 +259,35 @@ class PermissionsSettings(_Section):
     deny: list[str] = Field(default_factory=list, description="Tool calls that are refused.")
 
 
+class SandboxSettings(_Section):
+    enabled: bool = Field(
+        False,
+        description="Run `run_shell_command` under bubblewrap (Linux): the workspace writable, "
+        "the rest read-only, secrets hidden. `--sandbox` or `CAIRN_SANDBOX=1` turn it on for "
+        "one run.",
+    )
+    network: Literal["none", "loopback", "full"] = Field(
+        "none",
+        description="What a sandboxed command may reach: `none`, `loopback` (the TCP ports "
+        "listening on this machine's loopback when it starts) or `full`.",
+    )
+    writable_paths: list[str] = Field(
+        default_factory=list,
+        description="More folders a sandboxed command may write (absolute, `~/...`, or "
+        "relative to the workspace).",
+    )
+    read_only_paths: list[str] = Field(
+        default_factory=list,
+        description="Paths bound read-only last: re-expose one inside a hidden folder (e.g. "
+        "`~/.ssh/known_hosts`) or protect one inside the workspace.",
+    )
+    hidden_paths: list[str] = Field(
+        default_factory=list,
+        description="More paths a sandboxed command must not see, besides `~/.ssh`, "
+        "`~/.aws`, `~/.config/gh`, `$CAIRN_HOME` and the other defaults.",
+    )
+
+
 class ToolsSettings(_Section):
     approval_mode: ApprovalMode = _editable(
         default="default",
@@ -273,6 +303,22 @@ class ToolsSettings(_Section):
         "`CAIRN_SERVER_TOKEN`, or one holding the endpoint's key) that shell commands and "
         "hooks may still see; by default they see none.",
     )
+    sandbox: SandboxSettings = Field(
+        default_factory=SandboxSettings,
+        description="The bubblewrap sandbox of shell commands (`true` is short for "
+        '`{"enabled": true}`).',
+    )
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # Qwen Code's `"sandbox": true`
+            return {"enabled": value}
+        if isinstance(value, str):
+            raise ValueError(
+                "cairn's sandbox is bubblewrap, not a container: use true, false or an object"
+            )
+        return value
 
 
 WireType = Literal["openai", "anthropic"]

@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from cairn.session.mcp import McpSessionState
     from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome, TurnCheckpoints
     from cairn.session.runtime import Runtime
+    from cairn.tools.sandbox import SandboxPolicy
 
 __all__ = ["PromptRequest", "Session"]
 
@@ -892,6 +893,7 @@ class Session:
             shell_timeout=self.settings.tools.shell_timeout_seconds,
             environment=self.command_environment,
             readable_roots=[self.cwd, *readable] if readable else None,
+            sandbox=self._sandbox_policy(),
         )
 
     async def _run_tools(self, state: _TurnState, calls: list[FunctionCall]) -> list[ToolOutcome]:
@@ -910,6 +912,11 @@ class Session:
                 tool_results=[_tool_call_result(o) for o in outcomes],
             )
         return outcomes
+
+    def _sandbox_policy(self) -> SandboxPolicy | None:
+        from cairn.tools.sandbox import sandbox_policy
+
+        return sandbox_policy(self.settings.tools.sandbox, workspace=self.cwd)
 
     def _drain_steering(self, *, record: bool = True) -> list[Part]:
         parts: list[Part] = []

@@ -7,13 +7,16 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from cairn.abort import AbortSignal
 from cairn.content import FunctionCall, FunctionResponse, Image
 from cairn.vocabulary.events import EventSink
 from cairn.vocabulary.interaction import Question, UserInteraction
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
+
+if TYPE_CHECKING:
+    from cairn.tools.sandbox import SandboxPolicy
 
 __all__ = [
     "MAX_TEXT_FILE_BYTES",
@@ -141,6 +144,7 @@ class ToolContext:
     call_id: str = ""  # the call being run (set by the scheduler per call)
     # Where a tool reports what it does on the way (a subagent's steps); set per call.
     events: EventSink | None = None
+    sandbox: SandboxPolicy | None = None  # how run_shell_command is fenced (tools/sandbox.py)
 
     def roots(self, *, write: bool = False) -> list[Path]:
         """The folders a tool may read (or write) in."""

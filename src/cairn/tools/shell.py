@@ -192,6 +192,13 @@ class _Run:
 
 
 async def _run_in_group(command: str, cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
+    from cairn.tools.sandbox import sandboxed
+
+    async with sandboxed(["bash", "-c", command], ctx.sandbox, cwd=cwd) as argv:
+        return await _run_argv(argv, cwd, timeout, ctx)
+
+
+async def _run_argv(argv: list[str], cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
     from cairn.hooks.process import spawn_group
 
     loop = asyncio.get_running_loop()
@@ -199,7 +206,7 @@ async def _run_in_group(command: str, cwd: Path, timeout: float, ctx: ToolContex
     try:
         transport, protocol = await spawn_group(
             lambda: _ShellProtocol(output, loop),
-            ["bash", "-c", command],
+            argv,
             cwd=cwd,
             env=_environment(ctx),
             stdin=asyncio.subprocess.DEVNULL,

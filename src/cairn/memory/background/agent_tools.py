@@ -306,13 +306,21 @@ def memory_agent_context(
     abort: AbortSignal,
     session_id: str = "",
 ) -> ToolContext:
-    """A tool context that may read ``readable`` and write ``writable`` (never ``pinned/``)."""
+    """A tool context that may read ``readable`` and write ``writable`` (never ``pinned/``).
+
+    Its read-only shell also runs in a read-only sandbox (nothing writable, no network, only
+    these roots visible under ``$CAIRN_HOME``) when bubblewrap is present.
+    """
+    from cairn.tools.sandbox import read_only_policy
+
+    roots = list(dict.fromkeys([*writable, *readable]))
     return ToolContext(
         workspace=workspace,
         abort=abort,
         fs=files,
         session_id=session_id,
         writable_roots=list(writable),
-        readable_roots=list(dict.fromkeys([*writable, *readable])),
+        readable_roots=roots,
         protected_subdirs=(PINNED_FOLDER,),
+        sandbox=read_only_policy(workspace, roots),
     )

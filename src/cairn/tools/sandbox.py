@@ -1,0 +1,293 @@
+"""A bubblewrap sandbox for shell commands (Linux).
+
+A sandboxed ``run_shell_command`` runs under ``bwrap``: the whole file system read-only, the
+workspace (and ``tools.sandbox.writablePaths``) writable, a private ``/tmp``, the user's secrets
+(``~/.ssh``, ``~/.aws``, ``~/.config/gh``, ``$CAIRN_HOME``, ...) replaced by empty folders, the
+repository's hooks and config and cairn's project settings read-only (so a command cannot plant
+something that runs later outside the sandbox), no capabilities (also when cairn runs as root),
+its own PID namespace (the whole process tree dies with the command) and the network as
+``tools.sandbox.network`` says:
+
+- ``none``: a network namespace of its own (only its own loopback; no host service, no internet);
+- ``loopback``: as ``none``, plus the TCP ports listening on the host's loopback when the
+  command starts, bridged in (:mod:`cairn.tools.sandbox_net`); no internet;
+- ``full``: the host's network.
+
+The memory agents' read-only shell runs in :func:`read_only_policy` (nothing writable, no
+network) when bubblewrap is present. When a sandbox was asked for and bubblewrap is missing or
+cannot run, the command is refused with a message naming the package: never a silent
+unsandboxed run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from cairn.tools.base import ToolError
+
+if TYPE_CHECKING:
+    from cairn.config.settings import SandboxSettings
+
+__all__ = [
+    "BWRAP_PACKAGE",
+    "NETWORK_MODES",
+    "SANDBOX_ENV",
+    "NetworkMode",
+    "SandboxPolicy",
+    "SandboxUnavailable",
+    "bwrap_problem",
+    "read_only_policy",
+    "sandbox_argv",
+    "sandbox_policy",
+    "sandbox_requested",
+    "sandboxed",
+]
+
+NetworkMode = Literal["none", "loopback", "full"]
+NETWORK_MODES: tuple[NetworkMode, ...] = ("none", "loopback", "full")
+SANDBOX_ENV = "CAIRN_SANDBOX"  # 1 turns the sandbox on for one run, 0 off
+BWRAP_PACKAGE = "bubblewrap"
+SANDBOX_TMP = "/tmp"  # noqa: S108 - a fresh tmpfs of the sandbox's own, not the host's /tmp
+PROBE_TIMEOUT_SECONDS = 10.0  # the one-time check that bwrap can create its namespaces
+# Secrets a command never needs to read, relative to the home folder.
+HIDDEN_HOME_PATHS = (
+    ".ssh",
+    ".aws",
+    ".config/gh",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".kube",
+    ".config/gcloud",
+    ".azure",
+    ".npmrc",
+    ".pypirc",
+    ".password-store",
+)
+# Inside the workspace: what runs or is trusted later, outside the sandbox, stays read-only.
+PROTECTED_WORKSPACE_PATHS = (".git/hooks", ".git/config", ".cairn", ".mcp.json")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_probe: dict[str, str | None] = {}  # bwrap path -> why it cannot run (None: it can)
+
+
+class SandboxUnavailable(ToolError):
+    """A sandbox was asked for and cannot be provided; the command did not run."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """What a sandboxed command may see and change."""
+
+    workspace: Path
+    network: NetworkMode = "none"
+    workspace_writable: bool = True
+    writable: tuple[Path, ...] = ()
+    read_only: tuple[Path, ...] = ()  # bound read-only last: re-exposes or protects
+    hidden: tuple[Path, ...] = ()
+
+
+def sandbox_requested(settings: SandboxSettings, environ: Mapping[str, str] = os.environ) -> bool:
+    """``CAIRN_SANDBOX`` (set by ``--sandbox``) when set, else ``tools.sandbox.enabled``."""
+    value = environ.get(SANDBOX_ENV, "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    return settings.enabled
+
+
+def sandbox_policy(
+    settings: SandboxSettings,
+    *,
+    workspace: Path,
+    environ: Mapping[str, str] = os.environ,
+) -> SandboxPolicy | None:
+    """The main agent's policy, or ``None`` when the sandbox is off."""
+    if not sandbox_requested(settings, environ):
+        return None
+    return SandboxPolicy(
+        workspace=workspace.resolve(),
+        network=settings.network,
+        writable=tuple(_paths(settings.writable_paths, workspace)),
+        read_only=tuple(_paths(settings.read_only_paths, workspace)),
+        hidden=tuple(_default_hidden(environ)) + tuple(_paths(settings.hidden_paths, workspace)),
+    )
+
+
+def read_only_policy(
+    workspace: Path, readable: Sequence[Path], environ: Mapping[str, str] = os.environ
+) -> SandboxPolicy | None:
+    """Nothing writable, no network, ``readable`` visible (even under ``$CAIRN_HOME``); ``None``
+    when bubblewrap cannot run here (the caller's command classification still applies)."""
+    if bwrap_problem() is not None:
+        return None
+    return SandboxPolicy(
+        workspace=workspace.resolve(),
+        network="none",
+        workspace_writable=False,
+        read_only=tuple(dict.fromkeys(p.resolve() for p in (workspace, *readable))),
+        hidden=tuple(_default_hidden(environ)),
+    )
+
+
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot sandbox commands here, or ``None`` when it can (checked once)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return (
+            f"bubblewrap is not installed (install the `{BWRAP_PACKAGE}` package: "
+            f"`apt install {BWRAP_PACKAGE}`, `dnf install {BWRAP_PACKAGE}` or "
+            f"`pacman -S {BWRAP_PACKAGE}`; the sandbox works on Linux only)"
+        )
+    if bwrap not in _probe:
+        _probe[bwrap] = _run_probe(bwrap)
+    return _probe[bwrap]
+
+
+def _run_probe(bwrap: str) -> str | None:
+    command = [bwrap, *_isolation("none"), "--ro-bind", "/", "/", "--", "true"]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, timeout=PROBE_TIMEOUT_SECONDS, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap cannot run ({exc})"
+    if done.returncode == 0:
+        return None
+    detail = done.stderr.decode("utf-8", "replace").strip()
+    return (
+        f"bubblewrap cannot create its namespaces here ({detail}); unprivileged user "
+        "namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1, or "
+        "kernel.apparmor_restrict_unprivileged_userns=0)"
+    )
+
+
+@contextlib.asynccontextmanager
+async def sandboxed(
+    argv: Sequence[str], policy: SandboxPolicy | None, *, cwd: Path
+) -> AsyncIterator[list[str]]:
+    """The command line to run for ``argv`` under ``policy`` (``None``: unchanged), with the
+    loopback bridge running while the block runs (``network: loopback``)."""
+    if policy is None:
+        yield list(argv)
+        return
+    if policy.network != "loopback":
+        yield sandbox_argv(argv, policy, cwd=cwd)
+        return
+    _require_bwrap()
+    from cairn.tools.sandbox_net import INSIDE_FOLDER, LoopbackBridge, listening_loopback_ports
+
+    bridge = LoopbackBridge(listening_loopback_ports())
+    try:
+        await bridge.start()
+        inner = [sys.executable, "-m", "cairn.tools.sandbox_net", INSIDE_FOLDER, "--", *argv]
+        yield sandbox_argv(inner, policy, cwd=cwd, binds=[(bridge.folder, INSIDE_FOLDER)])
+    finally:
+        await bridge.aclose()
+
+
+def sandbox_argv(
+    argv: Sequence[str],
+    policy: SandboxPolicy,
+    *,
+    cwd: Path,
+    binds: Sequence[tuple[Path, str]] = (),
+) -> list[str]:
+    """``argv`` wrapped in bwrap for ``policy`` (``binds``: extra writable folders, host path
+    and path inside); :class:`SandboxUnavailable` when it cannot be."""
+    bwrap = _require_bwrap()
+    args = [bwrap, *_isolation(policy.network), *_mounts(policy)]
+    for source, inside in binds:
+        args += ["--bind", str(source), inside]
+    args += ["--setenv", "TMPDIR", SANDBOX_TMP, "--chdir", str(cwd), "--", *argv]
+    return args
+
+
+def _require_bwrap() -> str:
+    problem = bwrap_problem()
+    bwrap = shutil.which("bwrap")
+    if problem is not None or bwrap is None:
+        raise SandboxUnavailable(
+            f"The shell sandbox is on (tools.sandbox.enabled, --sandbox or {SANDBOX_ENV}=1) "
+            f"but {problem}. The command was not run; install it or turn the sandbox off."
+        )
+    return bwrap
+
+
+def _isolation(network: NetworkMode) -> list[str]:
+    args = [
+        "--die-with-parent",  # cairn gone: the sandbox goes too
+        "--new-session",  # no TIOCSTI into cairn's terminal
+        "--unshare-user",
+        "--disable-userns",  # no nested user namespace to gain capabilities in
+        "--unshare-pid",  # the whole tree dies with the command's namespace
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",  # root in the sandbox could otherwise remount the file system writable
+    ]
+    if network != "full":
+        args.append("--unshare-net")
+    return args
+
+
+def _mounts(policy: SandboxPolicy) -> list[str]:
+    """Later mounts cover earlier ones: secrets go before the workspace is bound (it may live
+    under one, as a memory root lives under ``$CAIRN_HOME``), secrets inside it after."""
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", SANDBOX_TMP]
+    workspace = policy.workspace
+    inside = [p for p in policy.hidden if workspace in p.parents]
+    for path in policy.hidden:
+        if path not in inside and path != workspace:
+            args += _hide(path)
+    if workspace.exists():
+        args += ["--bind" if policy.workspace_writable else "--ro-bind"] + [str(workspace)] * 2
+    for path in inside:
+        args += _hide(path)
+    if policy.workspace_writable:
+        for name in PROTECTED_WORKSPACE_PATHS:
+            protected = workspace / name
+            if protected.exists():
+                args += ["--ro-bind", str(protected), str(protected)]
+    for path in policy.writable:
+        if path.exists():
+            args += ["--bind", str(path), str(path)]
+    for path in policy.read_only:
+        if path.exists():
+            args += ["--ro-bind", str(path), str(path)]
+    return args
+
+
+def _hide(path: Path) -> list[str]:
+    if path.is_symlink() or not path.exists():
+        return []  # a link's target is hidden by its own entry, if it is a secret
+    if path.is_dir():
+        return ["--tmpfs", str(path)]
+    return ["--ro-bind", os.devnull, str(path)]
+
+
+def _default_hidden(environ: Mapping[str, str]) -> Iterator[Path]:
+    from cairn.config.paths import cairn_home
+
+    home = Path(environ.get("HOME") or Path.home())
+    for name in HIDDEN_HOME_PATHS:
+        yield home / name
+    yield cairn_home()
+
+
+def _paths(raw: Sequence[str], workspace: Path) -> Iterator[Path]:
+    for text in raw:
+        path = Path(os.path.expandvars(text)).expanduser()
+        with contextlib.suppress(OSError, RuntimeError):
+            yield (path if path.is_absolute() else workspace / path).resolve()
