@@ -15,6 +15,7 @@ from cairn.config.loader import (
     resolve_endpoint,
 )
 from cairn.config.settings import Settings
+from cairn.config.trust import trust_folder
 
 
 @pytest.fixture
@@ -49,6 +50,7 @@ def test_project_settings_override_user_settings(home, project):
 def test_permission_lists_are_unioned_across_files(home, project):
     write(home / "settings.json", {"permissions": {"allow": ["Bash(git *)"]}})
     write(project / ".cairn" / "settings.json", {"permissions": {"allow": ["Read", "Bash(git *)"]}})
+    trust_folder(project)  # a project's allow rules widen permissions: used once trusted
     assert load_settings(project).settings.permissions.allow == ["Bash(git *)", "Read"]
 
 

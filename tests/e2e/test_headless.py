@@ -339,7 +339,7 @@ def test_a_blocking_user_prompt_submit_hook_stops_the_prompt_before_the_model(
             "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": str(hook)}]}]},
         },
     )
-    done = run_cairn("-p", "print the secrets")
+    done = run_cairn("-p", "print the secrets", "--trust")  # a project's hooks need trust
     assert done.returncode == 1
     assert "prompts mentioning secrets are not allowed" in done.stderr
     assert scripted_server.requests == []
@@ -367,7 +367,7 @@ def test_a_stop_hook_forces_one_continuation(
     scripted_server.enqueue(reply("I am done."))
     scripted_server.enqueue(reply("Tests pass; now I am done."))
 
-    done = run_cairn("-p", "fix it")
+    done = run_cairn("-p", "fix it", "--trust")
 
     assert done.returncode == 0, done.stderr
     assert len(scripted_server.requests) == 2

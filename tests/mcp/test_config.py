@@ -8,12 +8,24 @@ from pathlib import Path
 import pytest
 
 from cairn.config.loader import SettingsError, load_settings
+from cairn.config.trust import trust_folder
 from cairn.mcp.config import McpConfigError, collect_servers, read_mcp_json, servers_from_client
 
 
+@pytest.fixture(autouse=True)
+def _cairn_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trust decisions are recorded under the cairn home: never the real one."""
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "cairn-home"))
+
+
 def _project(
-    tmp_path: Path, settings: dict | None = None, mcp_json: dict | str | None = None
+    tmp_path: Path,
+    settings: dict | None = None,
+    mcp_json: dict | str | None = None,
+    *,
+    trusted: bool = True,
 ) -> Path:
+    """A project with these files; trusted (cairn trust) unless ``trusted=False``."""
     root = tmp_path / "project"
     (root / ".git").mkdir(parents=True)
     if settings is not None:
@@ -22,6 +34,8 @@ def _project(
     if mcp_json is not None:
         text = mcp_json if isinstance(mcp_json, str) else json.dumps(mcp_json, indent=2)
         (root / ".mcp.json").write_text(text)
+    if trusted:
+        trust_folder(root)
     return root
 
 

@@ -65,6 +65,7 @@ def root(
     acp: Annotated[bool, _opt(_R["acp"])] = False,
     version: Annotated[bool, _opt(_R["version"])] = False,
     sandbox: Annotated[bool, _opt(_R["sandbox"])] = False,
+    trust: Annotated[bool, _opt(_R["trust"])] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -93,6 +94,7 @@ def serve(
     max_sessions: Annotated[int, _opt(_S["max_sessions"])] = _SERVE_DEFAULTS.max_sessions,
     workspace: Annotated[Path | None, _opt(_S["workspace"])] = None,
     sandbox: Annotated[bool, _opt(_S["sandbox"])] = False,
+    trust: Annotated[bool, _opt(_S["trust"])] = False,
 ) -> None:
     """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
     from cairn.cli.dispatch import run_serve
@@ -129,6 +131,22 @@ def rewind(
             cwd=Path.cwd(),
         )
     )
+
+
+@app.command()
+def trust(
+    path: Annotated[
+        Path | None, typer.Argument(help="The folder (default: the current project).")
+    ] = None,
+    list_folders: Annotated[
+        bool, typer.Option("--list", help="List the folders trusted or declined.")
+    ] = False,
+    revoke: Annotated[bool, typer.Option("--revoke", help="Forget the folder's trust.")] = False,
+) -> None:
+    """Trust a folder: its project hooks, MCP servers and permission settings may be used."""
+    from cairn.cli.trust_cmd import run_trust
+
+    raise typer.Exit(run_trust(path=path, list_folders=list_folders, revoke=revoke, cwd=Path.cwd()))
 
 
 def root_options(params: Mapping[str, Any]) -> RootOptions:

@@ -30,7 +30,7 @@ def run_root(options: RootOptions) -> int:
         print(__version__)
         return ExitCode.OK
     mode = "yolo" if options.yolo else options.approval_mode
-    _sandbox_this_run(options.sandbox)
+    _safety_this_run(options.sandbox, options.trust)
     if options.acp:
         from cairn.acp import run_acp_agent
 
@@ -66,7 +66,7 @@ def run_root(options: RootOptions) -> int:
 
 def run_serve(options: ServeOptions) -> int:
     """``cairn serve``: the HTTP daemon."""
-    _sandbox_this_run(options.sandbox)
+    _safety_this_run(options.sandbox, options.trust)
     from cairn.daemon import run_daemon
 
     return run_daemon(
@@ -79,10 +79,15 @@ def run_serve(options: ServeOptions) -> int:
     )
 
 
-def _sandbox_this_run(sandbox: bool) -> None:
-    """``--sandbox`` is ``CAIRN_SANDBOX=1`` (which the commands' own cairn runs inherit)."""
+def _safety_this_run(sandbox: bool, trust: bool) -> None:
+    """``--sandbox`` is ``CAIRN_SANDBOX=1`` (which the commands' own cairn runs inherit);
+    ``--trust`` trusts project commands in this process only."""
     if sandbox:
         os.environ["CAIRN_SANDBOX"] = "1"
+    if trust:
+        from cairn.config.trust import trust_this_run
+
+        trust_this_run()
 
 
 def _read_stdin() -> str | None:

@@ -61,6 +61,7 @@ class OptionSpec(NamedTuple):
 
 
 SANDBOX_HELP = "Run shell commands in the bubblewrap sandbox (as CAIRN_SANDBOX=1)."
+TRUST_HELP = "Use this folder's project hooks, MCP servers and permissions for this run."
 
 
 def _options(*specs: OptionSpec) -> dict[str, OptionSpec]:
@@ -107,6 +108,7 @@ ROOT_OPTIONS = _options(
     OptionSpec("acp", ("--acp",), "Serve the Agent Client Protocol on stdio.", kind="flag"),
     OptionSpec("version", ("--version",), "Print the version and exit.", kind="flag"),
     OptionSpec("sandbox", ("--sandbox",), SANDBOX_HELP, kind="flag"),
+    OptionSpec("trust", ("--trust",), TRUST_HELP, kind="flag"),
 )
 
 SERVE_OPTIONS = _options(
@@ -126,6 +128,7 @@ SERVE_OPTIONS = _options(
         "workspace", ("--workspace",), "The workspace (default: the current folder).", kind="path"
     ),
     OptionSpec("sandbox", ("--sandbox",), SANDBOX_HELP, kind="flag"),
+    OptionSpec("trust", ("--trust",), TRUST_HELP, kind="flag"),
 )
 
 
@@ -144,6 +147,7 @@ class RootOptions(NamedTuple):
     acp: bool = False
     version: bool = False
     sandbox: bool = False
+    trust: bool = False
 
 
 class ServeOptions(NamedTuple):
@@ -156,6 +160,7 @@ class ServeOptions(NamedTuple):
     max_sessions: int = 64
     workspace: Path | None = None
     sandbox: bool = False
+    trust: bool = False
 
 
 def parse_fast(

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +23,9 @@ from cairn.config.endpoint import Endpoint, NoAuthError, resolve_endpoint
 from cairn.config.paths import find_git_root, user_settings_path
 from cairn.config.settings import Settings
 from cairn.fsutil import FileTooLarge, NotRegularFile, read_regular_file
+
+if TYPE_CHECKING:
+    from cairn.config.trust import ProjectTrust
 
 __all__ = [
     "Endpoint",
@@ -58,6 +61,7 @@ class LoadedSettings:
     settings: Settings
     warnings: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    trust: ProjectTrust | None = None  # the project file's trust (None: there is no such file)
 
 
 def project_settings_path(cwd: Path) -> Path:
@@ -66,19 +70,29 @@ def project_settings_path(cwd: Path) -> Path:
 
 
 def load_settings(cwd: Path, *, user_path: Path | None = None) -> LoadedSettings:
-    """Read the user and project settings files, merge them and validate the result."""
+    """Read the user and project settings files, merge them and validate the result.
+
+    The project file's hooks, MCP servers and permission-widening keys are used only when its
+    folder is trusted (:mod:`cairn.config.trust`); otherwise they are dropped with one warning.
+    """
     paths = [user_path or user_settings_path(), project_settings_path(cwd)]
     merged: dict[str, Any] = {}
     warnings: list[str] = []
     used: list[Path] = []
     seen: set[Path] = set()
-    for path in paths:
+    user_raw: dict[str, Any] = {}
+    trust: ProjectTrust | None = None
+    for index, path in enumerate(paths):
         resolved = path.resolve()
         if resolved in seen or not os.path.lexists(path):
             continue  # a missing file is no settings; anything else there is read or reported
         seen.add(resolved)
         raw = read_settings_file(path)
         _validate_file(path, raw, warnings)
+        if index == 0:
+            user_raw = raw
+        else:
+            raw, trust = _gate_project_file(cwd, raw, user_raw, warnings)
         merged = merge_settings_dicts(merged, raw)
         used.append(path)
     merged = _interpolate(merged)
@@ -86,7 +100,25 @@ def load_settings(cwd: Path, *, user_path: Path | None = None) -> LoadedSettings
         settings = Settings.model_validate(merged)
     except ValidationError as exc:  # pragma: no cover - each file was validated on its own
         raise SettingsError(describe_validation_error(exc, "merged settings", "")) from None
-    return LoadedSettings(settings, warnings, used)
+    return LoadedSettings(settings, warnings, used, trust)
+
+
+def _gate_project_file(
+    cwd: Path, raw: dict[str, Any], user_raw: dict[str, Any], warnings: list[str]
+) -> tuple[dict[str, Any], ProjectTrust]:
+    """The project file as far as its folder's trust allows (see :mod:`cairn.config.trust`)."""
+    from cairn.config.trust import PROJECT_IGNORED_KEYS, project_trust, strip_untrusted
+
+    security = raw.get("security")
+    if isinstance(security, dict) and any(key in security for key in PROJECT_IGNORED_KEYS):
+        warnings.append(
+            "project settings cannot trust their own folder: security.trustedFolders and "
+            "security.folderTrust are read from your user settings only"
+        )
+    trust = project_trust(cwd, user_settings=user_raw, project_settings=raw)
+    if not trust.trusted:
+        warnings.append(trust.notice)
+    return strip_untrusted(raw, trust), trust
 
 
 def merge_settings_dicts(
@@ -264,9 +296,7 @@ _EXPECTED = {
 }
 
 
-def describe_validation_error(
-    exc: ValidationError, where: str, text: str, prefix: str = ""
-) -> str:
+def describe_validation_error(exc: ValidationError, where: str, text: str, prefix: str = "") -> str:
     """One line per error: the file (and line), the dotted key under ``prefix``, what it must be."""
     lines = []
     for error in exc.errors():

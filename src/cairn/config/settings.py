@@ -23,6 +23,7 @@ __all__ = [
     "CheckpointingSettings",
     "CommandsSettings",
     "ContextSettings",
+    "FolderTrustSettings",
     "GeneralSettings",
     "GenerationConfig",
     "HookCommand",
@@ -342,8 +343,24 @@ class AuthSettings(_Section):
     base_url: str | None = Field(None, description="Endpoint base URL, e.g. `https://host/v1`.")
 
 
+class FolderTrustSettings(_Section):
+    enabled: bool = Field(
+        True,
+        description="Ask before using a project's hooks, MCP servers and permission-widening "
+        "settings (user settings only; `false` trusts every folder).",
+    )
+
+
 class SecuritySettings(_Section):
     auth: AuthSettings = Field(default_factory=AuthSettings, description="Endpoint and key.")
+    folder_trust: FolderTrustSettings = Field(
+        default_factory=FolderTrustSettings, description="Trusted folders."
+    )
+    trusted_folders: list[str] = Field(
+        default_factory=list,
+        description="Folders (absolute or `~/...`) whose projects, and those below them, are "
+        "trusted whatever they define. Read from the user settings only.",
+    )
 
 
 class HookCommand(_Section):

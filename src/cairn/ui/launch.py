@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from cairn.exit_codes import ExitCode
-from cairn.session.startup import StartupError, open_runtime
+from cairn.session.startup import StartupError, load_startup, open_runtime
 
 __all__ = ["run_interactive"]
 
@@ -23,10 +23,15 @@ def run_interactive(
 ) -> int:
     """Run the Textual app until the user quits; returns the process exit code."""
     err = stderr or sys.stderr
+    folder = cwd or Path.cwd()
     try:
-        opened = open_runtime(
-            cwd or Path.cwd(), model=model, resume=resume, continue_latest=continue_latest
-        )
+        if _ask_to_trust(folder, model, err) == "quit":
+            return ExitCode.OK
+    except StartupError as exc:
+        err.write(f"{exc}\n")
+        return exc.exit_code
+    try:
+        opened = open_runtime(folder, model=model, resume=resume, continue_latest=continue_latest)
     except StartupError as exc:
         err.write(f"{exc}\n")
         return exc.exit_code
@@ -41,3 +46,21 @@ def run_interactive(
     )
     app.run()
     return app.return_code or ExitCode.OK
+
+
+def _ask_to_trust(folder: Path, model: str | None, err: TextIO) -> str | None:
+    """The trust question (:mod:`cairn.ui.trust`), once a bad setup has had its chance to fail
+    (a broken settings file or no endpoint exits before any question)."""
+    from cairn.config.trust import TrustFileError, project_trust
+
+    trust = project_trust(folder)
+    if trust.trusted or trust.declined:
+        return None
+    load_startup(folder, model=model, configure_telemetry=False)
+    from cairn.ui.trust import ask_to_trust
+
+    try:
+        return ask_to_trust(trust)
+    except TrustFileError as exc:  # the answer could not be kept: start without the settings
+        err.write(f"{exc}\n")
+        return None
