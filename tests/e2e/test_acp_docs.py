@@ -80,5 +80,10 @@ def test_the_documented_zed_settings_start_an_agent_that_answers_every_extension
         process.wait(timeout=30)
 
     assert agent["args"][0] == "--acp"
-    assert sorted(extensions) == ["_cairn/continue", "_cairn/recap", "_cairn/retry"]
+    assert sorted(extensions) == [
+        "_cairn/continue",
+        "_cairn/recap",
+        "_cairn/retry",
+        "_cairn/rewind",
+    ]
     assert all("result" in result for result in results), results

@@ -173,11 +173,13 @@ def test_the_memory_folder_inside_the_project_is_never_restored(
     (repo / ".cairn" / "settings.json").write_text("{}\n")
     checkpoint = shadow.snapshot("before")
     (memory / "note.md").write_text("remembered during the turn\n")
+    (repo / ".cairn" / ".memory.lock").write_text("")  # the memory root's lock, in use
     (repo / ".cairn" / "settings.json").write_text('{"x": 1}\n')
 
     shadow.restore(checkpoint.commit)
 
     assert (memory / "note.md").read_text() == "remembered during the turn\n"
+    assert (repo / ".cairn" / ".memory.lock").exists()
     assert (repo / ".cairn" / "settings.json").read_text() == "{}\n"
 
 

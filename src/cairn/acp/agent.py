@@ -247,7 +247,10 @@ class CairnAgent:
             channel.cancel()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """``_cairn/retry``, ``_cairn/continue`` and ``_cairn/recap`` (the SDK strips the ``_``)."""
+        """``_cairn/retry``, ``_cairn/continue``, ``_cairn/recap`` and ``_cairn/rewind`` (the
+        SDK strips the ``_``)."""
+        if method == "cairn/rewind":
+            return await self._rewind(params)
         if method == "cairn/recap":
             channel = self._channel(_session_id_param(params))
             with bind_session(channel.id):
@@ -260,6 +263,20 @@ class CairnAgent:
             response = await self._turn(channel, request)
             return response.model_dump(mode="json", by_alias=True, exclude_none=True)
         raise RequestError.method_not_found(f"_{method}")
+
+    async def _rewind(self, params: dict[str, Any]) -> dict[str, Any]:
+        from cairn.session.rewind import RewindError, answer_rewind_request, parse_rewind_request
+
+        channel = self._channel(_session_id_param(params))
+        try:
+            request = parse_rewind_request(params)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        try:
+            with bind_session(channel.id):
+                return await answer_rewind_request(channel.session, request)
+        except RewindError as exc:
+            raise RequestError.invalid_request({"details": f"cannot rewind: {exc}"}) from None
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         _log.debug(f"ignored extension notification _{method}")

@@ -35,6 +35,7 @@ from cairn.debug_log import bind_session, get_logger
 from cairn.session.updates import commands_update
 
 if TYPE_CHECKING:
+    from cairn.session.rewind import RewindRequest
     from cairn.session.session import Session
 
 __all__ = ["CLIENT_ID_HEADER", "FEATURES", "DaemonRoutes", "http_error_handler", "read_json"]
@@ -61,6 +62,7 @@ FEATURES = (
     "session_recap",
     "session_recap_cancel",  # a recap stops when its HTTP client disconnects
     "client_identity",
+    "session_rewind",
 )
 _log = get_logger("DAEMON")
 
@@ -164,6 +166,8 @@ class DaemonRoutes:
             Route("/session/{id}/permission/{request_id}", _api(self.permission), methods=["POST"]),
             Route("/session/{id}/approval-mode", _api(self.approval_mode), methods=["POST"]),
             Route("/session/{id}/recap", _api(self.recap), methods=["POST"]),
+            Route("/session/{id}/rewind", _api(self.rewind_list), methods=["GET"]),
+            Route("/session/{id}/rewind", _api(self.rewind), methods=["POST"]),
         ]
 
     # ----- helpers -----
@@ -350,6 +354,39 @@ class DaemonRoutes:
         previous = live.session.approval_mode
         await live.session.set_approval_mode(mode)  # announced to the stream by the listener
         return JSONResponse({"sessionId": live.id, "mode": mode, "previous": previous})
+
+    async def rewind_list(self, request: Request) -> Response:
+        """The turns a rewind can go back to (newest first)."""
+        from cairn.session.rewind import RewindRequest
+
+        return await self._rewind(request, RewindRequest("list"))
+
+    async def rewind(self, request: Request) -> Response:
+        """Rewind code, conversation or both to before a turn, or undo the last rewind."""
+        from cairn.session.rewind import parse_rewind_request
+
+        self._strict()  # it rewrites the workspace
+        body = await self._body(request)
+        try:
+            parsed = parse_rewind_request(body if isinstance(body, dict) else {})
+        except ValueError as exc:
+            raise ApiError(400, str(exc), "invalid_rewind") from None
+        return await self._rewind(request, parsed)
+
+    async def _rewind(self, request: Request, parsed: RewindRequest) -> Response:
+        from cairn.session.rewind import RewindError, answer_rewind_request
+
+        live = self.registry.get(request.path_params["id"])
+        if live.has_active_prompt:
+            raise ApiError(409, "Cannot rewind while a prompt runs; cancel it first.", "busy")
+        try:
+            with bind_session(live.id):
+                answer = await answer_rewind_request(live.session, parsed)
+        except RewindError as exc:
+            raise ApiError(409, f"Cannot rewind: {exc}.", "rewind_failed") from None
+        if parsed.action != "list":
+            live.bus.publish("rewound", answer)
+        return JSONResponse(answer)
 
     async def recap(self, request: Request) -> Response:
         """``{sessionId, recap}``; bounded by the recap timeout, cancelled if the client leaves."""

@@ -57,7 +57,8 @@ __all__ = [
 CHECKPOINT_REF = "refs/heads/checkpoints"  # every snapshot is a commit on this branch
 GIT_TIMEOUT_SECONDS = 60.0  # one git command; a hung git must not hang a turn forever
 MIN_GIT_VERSION = (2, 25)  # --pathspec-from-file
-CAIRN_EXCLUDES = ("/.cairn/memory/",)  # memories are the user's: a rewind never touches them
+# Memories are the user's, and their lock is in use: a rewind never touches either.
+CAIRN_EXCLUDES = ("/.cairn/memory/", "/.cairn/.memory.lock")
 GITLINK_MODE = "160000"
 # Repository attributes could ask git to convert line endings or run a filter: neither may
 # change what a snapshot holds.

@@ -31,7 +31,9 @@ from cairn.exit_codes import ExitCode
 from cairn.recap.away import AwayRecapTracker, RecapTicket
 from cairn.recording.records import MID_TURN_USER_MESSAGE
 from cairn.recording.replay import ReplayItem
+from cairn.recording.rewind import RewindMode
 from cairn.session.commands import parse_command_line
+from cairn.session.rewind import RewindListing
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
 from cairn.session.updates import describe_call
@@ -40,6 +42,7 @@ from cairn.ui.dialogs import McpScreen, ResumeScreen, SettingsScreen
 from cairn.ui.frontend import TuiFrontend
 from cairn.ui.input_history import InputHistory
 from cairn.ui.prompt import CompletionMenu, PromptInput
+from cairn.ui.rewind import RewindModeScreen, RewindScreen
 from cairn.ui.shell import run_shell
 from cairn.ui.status import StatusLine
 from cairn.ui.transcript import (
@@ -233,7 +236,7 @@ class CairnApp(App[int]):
     def _commands(self) -> Sequence[CommandInfo]:
         return self._session.command_infos() if self._session is not None else BUILTIN_COMMANDS
 
-    async def _show_session(self, session: Session) -> None:
+    async def _show_session(self, session: Session, *, resumed: bool = True) -> None:
         """Make ``session`` the current one: replay its history, seed the recap gates, and ask
         again a question it was asking when it stopped."""
         self._unlisten()
@@ -256,7 +259,8 @@ class CairnApp(App[int]):
             )
             await self.transcript.add(*widgets)
             self._seed_from_replay(loaded.items, steering)
-            await self.transcript.add(NoticeView("info", f"Resumed session {session.id}."))
+            if resumed:
+                await self.transcript.add(NoticeView("info", f"Resumed session {session.id}."))
         else:
             self.tracker.reset()
         self._refresh_status()
@@ -319,6 +323,9 @@ class CairnApp(App[int]):
         name, args = _command_name(stripped)
         if name in _UI_COMMAND_NAMES:
             await self._ui_command(name, args)
+            return
+        if name == "rewind":  # a picker here; the shared command answers in text elsewhere
+            await self._rewind_command(args)
             return
         if self.busy:
             await self._while_busy(text)
@@ -556,6 +563,70 @@ class CairnApp(App[int]):
                 self.call_next(self.switch_session, session_id)
 
         await self.push_screen(ResumeScreen(sessions, current=self.session.id), callback=picked)
+
+    # ----- /rewind (cairn.session.rewind does the work; ui/rewind.py holds the picker) -----
+
+    async def _rewind_command(self, args: str) -> None:
+        from cairn.session.rewind import REWIND_USAGE, RewindError, parse_rewind_args
+
+        if self.busy:
+            await self.transcript.add(
+                NoticeView("error", "Cannot rewind while a turn is running; wait or press Esc.")
+            )
+            return
+        if args.lower() == "undo":
+            await self._apply_rewind(None)
+            return
+        parsed = parse_rewind_args(args)
+        if parsed is None:
+            await self.transcript.add(NoticeView("error", f"Usage: {REWIND_USAGE}"))
+            return
+        number, mode = parsed
+        if number is not None:
+            await self._apply_rewind((number, mode))
+            return
+        try:
+            listing = await self.session.rewind_listing()
+        except RewindError as exc:
+            await self.transcript.add(NoticeView("error", f"Cannot rewind: {exc}."))
+            return
+        if not listing.points and listing.undoable is None:
+            await self.transcript.add(NoticeView("info", "No turns to rewind to yet."))
+            return
+        await self.push_screen(RewindScreen(listing), callback=self._rewind_picked(listing))
+
+    def _rewind_picked(self, listing: RewindListing) -> Callable[[int | str | None], None]:
+        def picked(choice: int | str | None) -> None:
+            if choice == "undo":
+                self.call_next(self._apply_rewind, None)
+                return
+            point = next((p for p in listing.points if p.number == choice), None)
+            if point is None:
+                return
+
+            def chosen(mode: RewindMode | None) -> None:
+                if mode is not None:
+                    self.call_next(self._apply_rewind, (point.number, mode))
+
+            self.push_screen(RewindModeScreen(point, listing.checkpoints_off), callback=chosen)
+
+        return picked
+
+    async def _apply_rewind(self, target: tuple[int, RewindMode] | None) -> None:
+        from cairn.session.rewind import RewindError
+
+        session = self.session
+        try:
+            outcome = await (session.undo_rewind() if target is None else session.rewind(*target))
+        except RewindError as exc:
+            await self.transcript.add(NoticeView("error", f"Cannot rewind: {exc}."))
+            return
+        if outcome.loaded is not None:  # the conversation changed: show it as it is now
+            session.loaded = outcome.loaded
+            await self._show_session(session, resumed=False)
+            if outcome.prompt:
+                self.prompt_input.load_draft(outcome.prompt)  # to edit and send again
+        await self.transcript.add(NoticeView("info", outcome.message))
 
     async def switch_session(self, session_id: str) -> None:
         """``/resume``: close the current session and show a recorded one."""

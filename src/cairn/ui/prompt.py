@@ -253,6 +253,10 @@ class PromptInput(TextArea):
         self._set_text("")
         self.pasted_images.clear()
 
+    def load_draft(self, text: str) -> None:
+        """Put ``text`` in the box to edit and send (a rewound prompt)."""
+        self._set_text(text)
+
     def _state(self) -> tuple[str, int]:
         return self.text, self._offset_of_cursor()
 

@@ -1,0 +1,128 @@
+"""The ``/rewind`` picker: a turn of the session (newest first, with the files changed since),
+then what to restore. The rewind itself is the session's (:mod:`cairn.session.rewind`)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeAlias
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from cairn.recording.rewind import RewindMode
+from cairn.session.rewind import RewindListing, RewindPoint
+
+__all__ = ["RewindChoice", "RewindModeScreen", "RewindScreen"]
+
+RewindChoice: TypeAlias = tuple[int, RewindMode] | str  # (turn, mode), or "undo"
+MAX_PROMPT_CHARS = 70  # of a turn's prompt shown in the list
+MAX_FILES_SHOWN = 3  # file names shown per turn before "+N more"
+UNDO = "undo"
+_MODES: tuple[tuple[RewindMode, str], ...] = (
+    ("both", "Restore code and conversation"),
+    ("conversation", "Restore the conversation only (keep the files)"),
+    ("code", "Restore the code only (keep the conversation)"),
+)
+
+
+class RewindScreen(ModalScreen[int | str | None]):
+    """Pick a turn (its number), ``"undo"`` for the last rewind, or nothing (Esc)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close", show=False)]
+
+    def __init__(self, listing: RewindListing) -> None:
+        super().__init__(classes="dialog-screen")
+        self.listing = listing
+
+    def compose(self) -> Any:
+        with Vertical(classes="dialog dialog-wide"):
+            yield Static(Text("Rewind to before which turn?", style="bold"))
+            if self.listing.checkpoints_off:
+                yield Static(
+                    Text(f"Only the conversation can go back: {self.listing.checkpoints_off}.",
+                         style="yellow")
+                )  # fmt: skip
+            yield OptionList(*self._options(), id="rewind-turns")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.highlighted = 0
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        chosen = event.option.id or ""
+        self.dismiss(UNDO if chosen == UNDO else int(chosen))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def _options(self) -> list[Option]:
+        options = []
+        if self.listing.undoable is not None:
+            options.append(Option(Text("↶ Undo the last rewind", style="bold"), id=UNDO))
+        options += [
+            Option(_turn_label(point), id=str(point.number)) for point in self.listing.points
+        ]
+        return options
+
+
+class RewindModeScreen(ModalScreen[RewindMode | None]):
+    """What to restore for the chosen turn."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "choose('both')", show=False),
+        Binding("2", "choose('conversation')", show=False),
+        Binding("3", "choose('code')", show=False),
+        Binding("escape", "choose('')", "Cancel", show=False),
+    ]
+
+    def __init__(self, point: RewindPoint, checkpoints_off: str | None) -> None:
+        super().__init__(classes="dialog-screen")
+        self.point = point
+        self.checkpoints_off = checkpoints_off
+
+    def compose(self) -> Any:
+        with Vertical(classes="dialog"):
+            yield Static(Text(f"Rewind to before turn {self.point.number}", style="bold"))
+            yield Static(Text(_shorten(self.point.text), style="dim"))
+            if not self.point.code:
+                why = self.checkpoints_off or "no files changed since this turn"
+                yield Static(Text(f"The code stays as it is: {why}.", style="yellow"))
+            yield OptionList(
+                *[Option(f"{i}. {label}", id=mode) for i, (mode, label) in enumerate(_MODES, 1)],
+                id="rewind-modes",
+            )
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.highlighted = 0
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.action_choose(event.option.id or "")
+
+    def action_choose(self, mode: str) -> None:
+        self.dismiss(mode or None)  # type: ignore[arg-type]
+
+
+def _turn_label(point: RewindPoint) -> Text:
+    label = Text(f"{point.number:>3}. ", style="bold")
+    label.append(_shorten(point.text))
+    if point.files:
+        names = [f.path for f in point.files[:MAX_FILES_SHOWN]]
+        more = len(point.files) - len(names)
+        listed = ", ".join(names) + (f" +{more} more" if more > 0 else "")
+        label.append(f"  — {len(point.files)} file(s): {listed}", style="dim")
+    elif not point.code:
+        label.append("  — no file changes", style="dim")
+    return label
+
+
+def _shorten(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_PROMPT_CHARS else flat[: MAX_PROMPT_CHARS - 1] + "…"
