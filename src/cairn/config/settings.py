@@ -23,6 +23,7 @@ __all__ = [
     "CheckpointingSettings",
     "CommandsSettings",
     "ContextSettings",
+    "FileFilteringSettings",
     "FolderTrustSettings",
     "GeneralSettings",
     "GenerationConfig",
@@ -185,10 +186,26 @@ class ModelSettings(_Section):
     )
 
 
+class FileFilteringSettings(_Section):
+    respect_git_ignore: bool = Field(
+        True,
+        description="`glob`, `grep_search` and `list_directory` skip what the project's "
+        "`.gitignore` files (and `.git/info/exclude`) ignore.",
+    )
+    respect_cairn_ignore: bool = Field(
+        True,
+        description="The file tools skip what the project's `.cairnignore` lists (gitignore "
+        "syntax), and `read_file` refuses it.",
+    )
+
+
 class ContextSettings(_Section):
     file_name: str | list[str] = Field(
         default_factory=lambda: ["AGENTS.md", "CAIRN.md"],
         description="Context file names collected into the system prompt.",
+    )
+    file_filtering: FileFilteringSettings = Field(
+        default_factory=FileFilteringSettings, description="What the file tools skip."
     )
 
 

@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from cairn.session.mcp import McpSessionState
     from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome, TurnCheckpoints
     from cairn.session.runtime import Runtime
+    from cairn.tools.ignore import IgnoreRules
     from cairn.tools.sandbox import SandboxPolicy
 
 __all__ = ["PromptRequest", "Session"]
@@ -894,6 +895,7 @@ class Session:
             environment=self.command_environment,
             readable_roots=[self.cwd, *readable] if readable else None,
             sandbox=self._sandbox_policy(),
+            ignore=self._ignore_rules(),
         )
 
     async def _run_tools(self, state: _TurnState, calls: list[FunctionCall]) -> list[ToolOutcome]:
@@ -912,6 +914,18 @@ class Session:
                 tool_results=[_tool_call_result(o) for o in outcomes],
             )
         return outcomes
+
+    def _ignore_rules(self) -> IgnoreRules | None:
+        filtering = self.settings.context.file_filtering
+        if not (filtering.respect_git_ignore or filtering.respect_cairn_ignore):
+            return None
+        from cairn.tools.ignore import IgnoreRules
+
+        return IgnoreRules(
+            self.runtime.project_root,
+            gitignore=filtering.respect_git_ignore,
+            cairnignore=filtering.respect_cairn_ignore,
+        )
 
     def _sandbox_policy(self) -> SandboxPolicy | None:
         from cairn.tools.sandbox import sandbox_policy

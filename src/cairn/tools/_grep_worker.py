@@ -7,7 +7,8 @@ prints with ``--null --line-number --with-filename``: ``path\\0line:text`` per m
 relative to the current folder, files in path order. Like ripgrep without ``--follow``, it does
 not follow symbolic links.
 
-Only the standard library and :mod:`cairn.tools._walk` are imported: it starts in milliseconds.
+Only the standard library, :mod:`cairn.tools._walk` and :mod:`cairn.tools.ignore` are imported:
+it starts in milliseconds.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cairn.tools._walk import GlobPattern, iter_files
+from cairn.tools.ignore import IgnoreRules
 
 BINARY_SNIFF_BYTES = 8192  # bytes read from the start of a file to look for NUL bytes
 MAX_WHOLE_FILE_BYTES = 16 << 20  # larger files are searched line by line, without a pre-check
@@ -46,13 +48,17 @@ class Searcher:
 
 
 def search(
-    pattern: str, target: Path, glob: str | None, limit: int
+    pattern: str,
+    target: Path,
+    glob: str | None,
+    limit: int,
+    ignore: IgnoreRules | None = None,
 ) -> Iterator[tuple[str, int, str]]:
     """``(path, line number, line)`` of up to ``limit`` matches under ``target``."""
     searcher = Searcher.compile(pattern)
     matcher = GlobPattern.compile(glob, anywhere=True) if glob else None
     folder = target.is_dir()
-    files = iter_files(target, follow_file_symlinks=False) if folder else [target]
+    files = iter_files(target, follow_file_symlinks=False, ignore=ignore) if folder else [target]
     left = limit
     for path in files:
         if matcher is not None:
@@ -116,8 +122,16 @@ def _first_matches(
 def main(argv: list[str]) -> int:
     options = json.loads(argv[0])
     out = sys.stdout.buffer
+    rules = options.get("ignore")
+    ignore = (
+        IgnoreRules(
+            Path(rules["root"]), gitignore=rules["gitignore"], cairnignore=rules["cairnignore"]
+        )
+        if rules
+        else None
+    )
     for path, number, line in search(
-        options["pattern"], Path(options["target"]), options.get("glob"), options["limit"]
+        options["pattern"], Path(options["target"]), options.get("glob"), options["limit"], ignore
     ):
         out.write(f"{path}\0{number}:{line}\n".encode("utf-8", errors="replace"))
         out.flush()

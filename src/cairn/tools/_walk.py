@@ -7,6 +7,10 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cairn.tools.ignore import IgnoreRules
 
 __all__ = ["SKIPPED_DIRS", "GlobPattern", "expand_braces", "iter_files"]
 
@@ -135,29 +139,52 @@ def iter_files(
     should_stop: Callable[[], bool] | None = None,
     *,
     follow_file_symlinks: bool = True,
+    ignore: IgnoreRules | None = None,
 ) -> Iterator[Path]:
-    """Regular files under ``base`` depth first in name order, skipping :data:`SKIPPED_DIRS`.
+    """Regular files under ``base`` depth first in name order, skipping :data:`SKIPPED_DIRS` and
+    what ``ignore`` ignores (``.gitignore``, ``.cairnignore``; :mod:`cairn.tools.ignore`).
 
     Symlinked folders are not followed (no cycles); symlinked files are yielded unless
     ``follow_file_symlinks`` is false; FIFOs, sockets and devices never are (opening a FIFO
-    blocks); unreadable folders are skipped.
+    blocks); unreadable folders are skipped. A ``base`` inside an ignored folder is walked:
+    naming a folder is asking for it.
     """
-    stack = [iter(_sorted_entries(base))]
+    prefix = _prefix_in(base, ignore)
+    rules = ignore if prefix is not None else None
+    stack = [(iter(_sorted_entries(base)), prefix or "")]
     while stack:
         if should_stop is not None and should_stop():
             return
-        entry = next(stack[-1], None)
+        entries, folder = stack[-1]
+        entry = next(entries, None)
         if entry is None:
             stack.pop()
             continue
+        relative = f"{folder}/{entry.name}" if folder else entry.name
         try:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIPPED_DIRS:
-                    stack.append(iter(_sorted_entries(Path(entry.path))))
-            elif entry.is_file(follow_symlinks=follow_file_symlinks):
+                if entry.name in SKIPPED_DIRS:
+                    continue
+                if rules is not None and rules.entry_ignored(relative, True):
+                    continue
+                stack.append((iter(_sorted_entries(Path(entry.path))), relative))
+            elif entry.is_file(follow_symlinks=follow_file_symlinks) and (
+                rules is None or not rules.entry_ignored(relative, False)
+            ):
                 yield Path(entry.path)
         except OSError:
             continue
+
+
+def _prefix_in(base: Path, ignore: IgnoreRules | None) -> str | None:
+    """``base`` relative to the rules' root, or ``None`` when the rules do not apply to it."""
+    if ignore is None or not ignore.active:
+        return None
+    try:
+        relative = base.resolve().relative_to(ignore.root).as_posix()
+    except (ValueError, OSError):
+        return None
+    return "" if relative == "." else relative
 
 
 def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:

@@ -16,6 +16,7 @@ from cairn.vocabulary.interaction import Question, UserInteraction
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
 
 if TYPE_CHECKING:
+    from cairn.tools.ignore import IgnoreRules
     from cairn.tools.sandbox import SandboxPolicy
 
 __all__ = [
@@ -145,6 +146,7 @@ class ToolContext:
     # Where a tool reports what it does on the way (a subagent's steps); set per call.
     events: EventSink | None = None
     sandbox: SandboxPolicy | None = None  # how run_shell_command is fenced (tools/sandbox.py)
+    ignore: IgnoreRules | None = None  # what the file tools skip (tools/ignore.py)
 
     def roots(self, *, write: bool = False) -> list[Path]:
         """The folders a tool may read (or write) in."""

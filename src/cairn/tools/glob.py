@@ -44,6 +44,7 @@ class GlobTool(BuiltinTool):
     description = (
         "Find files by name pattern (supports '**'), newest first. Skips "
         + ", ".join(sorted(SKIPPED_DIRS))
+        + " and what .gitignore and .cairnignore exclude"
         + f". Returns at most {MAX_GLOB_RESULTS} paths."
     )
     parameters = _PARAMETERS
@@ -92,7 +93,7 @@ def _matching_files(base: Path, glob: GlobPattern, ctx: ToolContext) -> list[Pat
     """Matching files, newest first; those the context may not read (a symlink out of the
     roots, a path under a deny rule) are left out."""
     matches: list[tuple[float, str, Path]] = []
-    for path in iter_files(base, lambda: ctx.abort.aborted):
+    for path in iter_files(base, lambda: ctx.abort.aborted, ignore=ctx.ignore):
         relative = path.relative_to(base).as_posix()
         if glob.matches(relative) and ctx.may_read(path):
             try:

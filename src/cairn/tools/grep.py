@@ -8,7 +8,8 @@ files in path order and produce the same output.
 
 Every result goes through the tool context's path check before the model sees it: a file
 outside the readable roots (after resolving symlinks) or under a ``Read(...)`` deny rule is
-dropped, whichever searcher found it.
+dropped, whichever searcher found it. What ``.gitignore`` and ``.cairnignore`` exclude
+(:mod:`cairn.tools.ignore`) is skipped by both searchers and checked again on every result.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cairn.tools._common import (
     BuiltinTool,
@@ -36,6 +37,11 @@ from cairn.tools._common import (
 )
 from cairn.tools._walk import SKIPPED_DIRS
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from cairn.tools.ignore import IgnoreRules
 
 __all__ = ["MAX_GREP_MATCHES", "MAX_MATCH_LINE_CHARS", "GrepTool"]
 
@@ -117,7 +123,7 @@ class GrepTool(BuiltinTool):
             command = _rg_command(rg, pattern, target, glob, ctx)
         else:
             command = _worker_command(pattern, target, glob, ctx)
-        found = await _search(command, ctx)
+        found = await _search(command, ctx, _ignored_filter(target, ctx))
         if found.stopped == "cancelled":
             raise ToolError(f"The search for {pattern!r} was cancelled.")
         if found.stopped == "time" and not found.lines:
@@ -156,7 +162,8 @@ def _rg_command(
 ) -> list[str]:
     return [
         rg, "--no-config", "--no-heading", "--line-number", "--with-filename", "--null",
-        "--color", "never", "--hidden", "--no-ignore", "--sort", "path", "--crlf",
+        "--color", "never", "--hidden", *_rg_ignore_flags(ctx.ignore), "--sort", "path",
+        "--crlf",
         "--max-columns", str(_RG_MAX_COLUMNS), "--max-columns-preview",
         *(arg for name in sorted(SKIPPED_DIRS) for arg in ("--glob", f"!{name}")),
         *(("--glob", glob) if glob else ()),
@@ -165,13 +172,45 @@ def _rg_command(
 
 
 def _worker_command(pattern: str, target: Path, glob: str | None, ctx: ToolContext) -> list[str]:
-    options = {
+    options: dict[str, Any] = {
         "pattern": pattern,
         "target": _relative_target(target, ctx.workspace),
         "glob": glob,
         "limit": MAX_GREP_MATCHES + 1,
     }
+    rules = ctx.ignore
+    if rules is not None and rules.active:
+        options["ignore"] = {
+            "root": str(rules.root),
+            "gitignore": rules.gitignore,
+            "cairnignore": rules.cairnignore,
+        }
     return [sys.executable, "-m", "cairn.tools._grep_worker", json.dumps(options)]
+
+
+def _rg_ignore_flags(ignore: IgnoreRules | None) -> list[str]:
+    """rg prunes what .gitignore ignores under the search folder (fast); the exact rules
+    (parent folders' files, .cairnignore) are then applied to what it found."""
+    if ignore is None or not ignore.gitignore:
+        return ["--no-ignore"]
+    return ["--no-require-git", "--no-ignore-parent", "--no-ignore-dot", "--no-ignore-global"]
+
+
+def _ignored_filter(target: Path, ctx: ToolContext) -> Callable[[str], bool] | None:
+    """Whether a result path (relative to the workspace) is ignored below the search folder."""
+    rules = ctx.ignore
+    if rules is None or not rules.active:
+        return None
+    base = target if target.is_dir() else target.parent
+    seen: dict[str, bool] = {}
+
+    def ignored(path: str) -> bool:
+        known = seen.get(path)
+        if known is None:
+            known = seen[path] = rules.ignored_below(base, ctx.workspace / path)
+        return known
+
+    return ignored
 
 
 def _relative_target(target: Path, workspace: Path) -> str:
@@ -179,7 +218,9 @@ def _relative_target(target: Path, workspace: Path) -> str:
     return "." if shown == "." else shown
 
 
-async def _search(command: Sequence[str], ctx: ToolContext) -> _Matches:
+async def _search(
+    command: Sequence[str], ctx: ToolContext, skip: Callable[[str], bool] | None = None
+) -> _Matches:
     """Run a searcher in its own process group and read its matches, within the time budget.
 
     Cancelling the turn, aborting it, or the budget running out kills the whole group."""
@@ -195,7 +236,7 @@ async def _search(command: Sequence[str], ctx: ToolContext) -> _Matches:
     found = _Matches()
     errors = bytearray()
     try:
-        found.stopped = await _read_until_done(process, found, errors, ctx)
+        found.stopped = await _read_until_done(process, found, errors, ctx, skip)
     finally:
         _kill(process)
         await process.wait()
@@ -209,14 +250,18 @@ async def _search(command: Sequence[str], ctx: ToolContext) -> _Matches:
 
 
 async def _read_until_done(
-    process: asyncio.subprocess.Process, found: _Matches, errors: bytearray, ctx: ToolContext
+    process: asyncio.subprocess.Process,
+    found: _Matches,
+    errors: bytearray,
+    ctx: ToolContext,
+    skip: Callable[[str], bool] | None = None,
 ) -> Literal["time", "cancelled"] | None:
     assert process.stdout is not None and process.stderr is not None
     stdout, stderr = process.stdout, process.stderr
 
     async def read_matches() -> None:
         async for raw in stdout:
-            if not _add_line(raw, found, ctx):
+            if not _add_line(raw, found, ctx, skip):
                 return
 
     async def read_errors() -> None:
@@ -255,7 +300,9 @@ def _kill(process: asyncio.subprocess.Process) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def _add_line(raw: bytes, found: _Matches, ctx: ToolContext) -> bool:
+def _add_line(
+    raw: bytes, found: _Matches, ctx: ToolContext, skip: Callable[[str], bool] | None = None
+) -> bool:
     """Parse ``path\\0line:text``; drop what the context may not read; False at the cap."""
     path, sep, rest = raw.decode("utf-8", errors="replace").rstrip("\n").partition("\0")
     number, colon, text = rest.partition(":")
@@ -264,4 +311,6 @@ def _add_line(raw: bytes, found: _Matches, ctx: ToolContext) -> bool:
     path = path.removeprefix("./")
     if not ctx.may_read(ctx.workspace / path):
         return True  # outside the roots after a symlink, or under a deny rule
+    if skip is not None and skip(path):
+        return True  # .gitignore or .cairnignore
     return found.add(path, int(number), text)

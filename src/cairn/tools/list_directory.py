@@ -60,8 +60,10 @@ class ListDirectoryTool(BuiltinTool):
         if not await asyncio.to_thread(folder.is_dir):
             raise ToolError(f"{shown} is a file, not a folder. Use read_file to read it.")
         entries = await asyncio.to_thread(_entries, folder, ignore, shown)
+        entries, skipped = _without_ignored(entries, folder, ctx)
         if not entries:
-            return ToolResult(output=f"Folder {shown} is empty.", display="Empty folder")
+            note = f" ({skipped} ignored entries not shown)" if skipped else ""
+            return ToolResult(output=f"Folder {shown} is empty{note}.", display="Empty folder")
         listed = entries[:MAX_ENTRIES]
         lines = [f"Contents of {shown}:", *listed]
         if len(entries) > len(listed):
@@ -69,6 +71,8 @@ class ListDirectoryTool(BuiltinTool):
                 f"[Showing {len(listed)} of {len(entries)} entries. Use glob with a pattern "
                 "to find specific files.]"
             )
+        if skipped:
+            lines.append(f"[{skipped} entries ignored by .gitignore or .cairnignore not shown.]")
         return ToolResult(output="\n".join(lines), display=f"Listed {len(entries)} entries")
 
 
@@ -85,6 +89,20 @@ def _entries(folder: Path, ignore: list[str], shown: str) -> list[str]:
         raise ToolError(f"Could not list {shown}: {exc.strerror or exc}") from None
     items.sort(key=lambda item: (not item[1], item[0].lower(), item[0]))
     return [f"{name}/" if is_dir else name for name, is_dir in items]
+
+
+def _without_ignored(entries: list[str], folder: Path, ctx: ToolContext) -> tuple[list[str], int]:
+    """``entries`` minus what .gitignore / .cairnignore ignore (the folder itself counts as
+    asked for), and how many were left out."""
+    rules = ctx.ignore
+    if rules is None or not rules.active:
+        return entries, 0
+    kept = [
+        e
+        for e in entries
+        if not rules.ignored_below(folder, folder / e.rstrip("/"), is_dir=e.endswith("/"))
+    ]
+    return kept, len(entries) - len(kept)
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -96,6 +96,10 @@ class ReadFileTool(BuiltinTool):
         limit = optional_int(args, "limit", minimum=1) or DEFAULT_LINE_LIMIT
         path = ctx.resolve(raw)
         shown = display_path(path, ctx.workspace)
+        if ctx.ignore is not None and ctx.ignore.cairn_ignored(path):
+            raise ToolError(
+                f"{shown} is listed in .cairnignore: the user keeps it out of the agent's reach."
+            )
         if is_image_path(path):
             return await _read_image(path, shown)
         text = await _read_text(path, shown, ctx)
