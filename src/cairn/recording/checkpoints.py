@@ -271,10 +271,10 @@ class ShadowRepository:
 
     def _snapshot(self, message: str) -> Checkpoint:
         staged = self._stage()
-        head = self._head()
+        head, head_tree = self._head()
         if (
             head is not None
-            and self._tree_of(head) == staged.tree
+            and head_tree == staged.tree
             and self._meta(head) == (list(staged.skipped), list(staged.folders))
         ):
             return Checkpoint(
@@ -293,9 +293,11 @@ class ShadowRepository:
         self._ensure_repository()
         base = self._base_excludes()
         self._write_excludes(base, ())
-        tracked = set(self._paths("ls-files", "-z", "--cached"))
+        # One listing, tagged: "? " untracked and not ignored, any other letter tracked.
+        tagged = self._paths("ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard")
+        tracked = {entry[2:] for entry in tagged if not entry.startswith("? ")}
+        untracked = [entry[2:] for entry in tagged if entry.startswith("? ")]
         ignored = set(self._paths("ls-files", "-z", "--cached", "--ignored", "--exclude-standard"))
-        untracked = self._paths("ls-files", "-z", "--others", "--exclude-standard")
         candidates = sorted((tracked - ignored).union(untracked))
         files, size, skipped = self._measure(candidates)
         if files > self.limits.max_files:
@@ -488,15 +490,16 @@ class ShadowRepository:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.git_dir / "index.lock")
 
-    def _head(self) -> str | None:
+    def _head(self) -> tuple[str | None, str | None]:
+        """The newest snapshot's commit and tree (``None`` before the first one)."""
         try:
-            out = self._git("rev-parse", "-q", "--verify", f"{CHECKPOINT_REF}^{{commit}}")
+            out = self._git(
+                "rev-parse", f"{CHECKPOINT_REF}^{{commit}}", f"{CHECKPOINT_REF}^{{tree}}"
+            )
         except CheckpointError:
-            return None
-        return out.decode().strip() or None
-
-    def _tree_of(self, commit: str) -> str:
-        return self._git("rev-parse", f"{commit}^{{tree}}").decode().strip()
+            return None, None
+        words = out.decode().split()
+        return (words[0], words[1]) if len(words) == 2 else (None, None)
 
     def _require_commit(self, commit: str) -> None:
         if not self.exists(commit):
