@@ -238,3 +238,22 @@ def test_revoking_forgets_the_answer(home: Path, project: Path) -> None:
     assert forget_folder(project)
     assert not project_trust(project).trusted
     assert not forget_folder(project)
+
+
+def test_an_untrusted_folders_mcp_servers_do_not_start_until_it_is_trusted(
+    home: Path, project: Path
+) -> None:
+    """The MCP manager's view (cairn.mcp.config): both the project settings' servers and
+    .mcp.json's are off in an untrusted folder, and on once it is trusted."""
+    from cairn.mcp.config import collect_servers
+
+    _project_settings(project, {"mcpServers": {"db": {"command": "db-mcp"}}})
+    _write(project / ".mcp.json", {"mcpServers": {"gh": {"command": "gh-mcp"}}})
+
+    def usable() -> list[str]:
+        settings = load_settings(project).settings
+        return sorted(s.name for s in collect_servers(project, settings) if not s.disabled)
+
+    assert usable() == []
+    trust_folder(project)
+    assert usable() == ["db", "gh"]

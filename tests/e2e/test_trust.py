@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 from cairn.testing import ScriptedServer, reply
 
-from .conftest import RunCairn, write_settings
+from .conftest import CAIRN, RunCairn, write_settings
 
 
 def _hook_settings(project: Path, marker: Path, *, extra: str = "") -> None:
@@ -75,3 +78,51 @@ def test_revoking_trust_turns_the_hook_off_again(
     assert _runs(marker) == 0
     bad = run_cairn("trust", str(tmp_path / "missing"))
     assert bad.returncode == 42 and "is not a folder" in bad.stderr
+
+
+def test_the_acp_agent_does_not_run_an_untrusted_projects_hook_and_says_how_to_trust(
+    cairn_env: dict[str, str], scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "hook-ran"
+    _hook_settings(project, marker)
+    scripted_server.default = reply("Answered.")
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/new",
+         "params": {"cwd": str(project), "mcpServers": []}},
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        [*CAIRN, "--acp"],
+        env=cairn_env,
+        cwd=project,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        answers = [_call(process, message) for message in messages]
+        session_id = answers[1]["result"]["sessionId"]
+        prompt = {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                  "params": {"sessionId": session_id,
+                             "prompt": [{"type": "text", "text": "hello"}]}}  # fmt: skip
+        assert _call(process, prompt)["result"]["stopReason"] == "end_turn"
+    finally:
+        process.stdin.close()  # end of input: the agent shuts down
+        process.wait(timeout=30)
+    assert process.stderr is not None
+    stderr = process.stderr.read()
+
+    assert _runs(marker) == 0
+    assert stderr.decode().count("not a trusted folder") == 1
+    assert "`cairn trust`" in stderr.decode()
+
+
+def _call(process: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str, Any]:
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(message).encode() + b"\n")
+    process.stdin.flush()
+    while True:
+        answer = json.loads(process.stdout.readline())
+        if answer.get("id") == message["id"] and "method" not in answer:
+            return dict(answer)
