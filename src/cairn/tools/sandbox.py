@@ -185,12 +185,18 @@ async def sandboxed(
         yield sandbox_argv(argv, policy, cwd=cwd)
         return
     _require_bwrap()
-    from cairn.tools.sandbox_net import INSIDE_FOLDER, LoopbackBridge, listening_loopback_ports
+    from cairn.tools.sandbox_net import (
+        INSIDE_FOLDER,
+        RELAY_SCRIPT,
+        LoopbackBridge,
+        listening_loopback_ports,
+    )
 
     bridge = LoopbackBridge(listening_loopback_ports())
     try:
         await bridge.start()
-        inner = [sys.executable, "-m", "cairn.tools.sandbox_net", INSIDE_FOLDER, "--", *argv]
+        relay = [sys.executable, "-I", "-S", str(RELAY_SCRIPT), INSIDE_FOLDER, "--"]
+        inner = [*relay, *argv]
         yield sandbox_argv(inner, policy, cwd=cwd, binds=[(bridge.folder, INSIDE_FOLDER)])
     finally:
         await bridge.aclose()
@@ -267,6 +273,7 @@ def _mounts(policy: SandboxPolicy) -> list[str]:
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     return args
+
 
 
 def _hide(path: Path) -> list[str]:

@@ -4,7 +4,8 @@ A sandbox with its own network namespace cannot reach the host at all. For ``loo
 lists the TCP ports listening on the host's loopback (or on every address) when a command
 starts and, for each, serves a Unix socket in a private folder (:class:`LoopbackBridge`) that
 connects to the port on the host. The folder is bound into the sandbox, where this module runs
-as the command's parent (``python -m cairn.tools.sandbox_net <folder> -- <argv>``): it listens on
+as the command's parent (:mod:`cairn.tools.sandbox_relay`, run as ``python -I -S
+sandbox_relay.py <folder> -- <argv>``): it listens on
 ``127.0.0.1:<port>`` inside the sandbox and relays each connection to the matching socket, then
 runs the command and exits with its status. A service that starts listening after the command
 started is not reachable; nothing else on the network is.
@@ -15,18 +16,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import shutil
-import signal
-import socket
-import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["INSIDE_FOLDER", "MAX_BRIDGED_PORTS", "LoopbackBridge", "listening_loopback_ports"]
+__all__ = [
+    "INSIDE_FOLDER",
+    "MAX_BRIDGED_PORTS",
+    "RELAY_SCRIPT",
+    "LoopbackBridge",
+    "listening_loopback_ports",
+]
 
 INSIDE_FOLDER = "/tmp/.cairn-net"  # noqa: S108 - in the sandbox's private /tmp
+RELAY_SCRIPT = Path(__file__).with_name("sandbox_relay.py")  # run inside, as a plain script
 MAX_BRIDGED_PORTS = 256  # ports bridged into one sandbox (the lowest ones)
 _RELAY_CHUNK = 1 << 16
 _LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
@@ -122,47 +126,3 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.write_eof()
     except (ConnectionError, OSError):
         writer.close()
-
-
-# ----- inside the sandbox -----
-
-
-async def _inside(folder: Path, argv: Sequence[str]) -> int:
-    servers = [await _listen(folder / entry.name, int(entry.name)) for entry in _sockets(folder)]
-    process = await asyncio.create_subprocess_exec(*argv)
-    code = await process.wait()
-    for server in servers:
-        server.close()
-    return 128 - code if code < 0 else code  # killed by a signal: the shell's convention
-
-
-def _sockets(folder: Path) -> Iterable[os.DirEntry[str]]:
-    with os.scandir(folder) as entries:
-        return [entry for entry in entries if entry.name.isdigit()]
-
-
-async def _listen(path: Path, port: int) -> asyncio.AbstractServer:
-    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_unix_connection(str(path))
-        except OSError:
-            writer.close()
-            return
-        try:
-            await _pipe_both(reader, writer, up_reader, up_writer)
-        finally:
-            writer.close()
-
-    return await asyncio.start_server(relay, "127.0.0.1", port, family=socket.AF_INET)
-
-
-def main(args: Sequence[str]) -> int:
-    if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: python -m cairn.tools.sandbox_net <folder> -- <command...>\n")
-        return 2
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    return asyncio.run(_inside(Path(args[0]), args[2:]))
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
