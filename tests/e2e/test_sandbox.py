@@ -95,3 +95,18 @@ def test_without_bubblewrap_a_sandboxed_run_refuses_commands_naming_the_package(
     output = _tool_output(scripted_server)
     assert "bubblewrap" in output and "was not run" in output
     assert not (project / "ran.txt").exists()
+
+
+def test_a_sandbox_that_cannot_run_is_said_at_start(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, cairn_env: dict[str, str], tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin-without-bwrap"
+    bin_dir.mkdir()
+    (bin_dir / "bash").symlink_to(str(shutil.which("bash")))
+    scripted_server.enqueue(reply("Hello."))
+
+    done = run_cairn("-p", "hi", "--sandbox", env={**cairn_env, "PATH": str(bin_dir)})
+
+    assert done.returncode == 0, done.stderr
+    assert "the shell sandbox is on but bubblewrap is not installed" in done.stderr
+    assert "`apt install bubblewrap`" in done.stderr

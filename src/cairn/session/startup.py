@@ -16,6 +16,7 @@ session to resume, for the terminal UI and ``cairn -p``. The way out is one call
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -114,7 +115,22 @@ def load_startup(
         from cairn import telemetry
 
         telemetry.configure(enabled=settings.telemetry.enabled, outfile=settings.telemetry.outfile)
-    return Startup(cwd, settings, endpoint, tuple(loaded.warnings), auth_error)
+    warnings = (*loaded.warnings, *_sandbox_warnings(settings))
+    return Startup(cwd, settings, endpoint, warnings, auth_error)
+
+
+def _sandbox_warnings(settings: Settings) -> list[str]:
+    """A sandbox asked for that cannot run: said once at start, then each command refuses."""
+    if not settings.tools.sandbox.enabled and "CAIRN_SANDBOX" not in os.environ:
+        return []  # not asked for: the tools stay unimported (cairn serve boots before them)
+    from cairn.tools.sandbox import bwrap_problem, sandbox_requested
+
+    if not sandbox_requested(settings.tools.sandbox):
+        return []
+    problem = bwrap_problem()
+    if problem is None:
+        return []
+    return [f"the shell sandbox is on but {problem}: shell commands will be refused"]
 
 
 class OpenedRuntime(NamedTuple):
