@@ -26,7 +26,7 @@ async def test_listing_rewinding_and_undoing_through_the_extension(
         purpose="main",
     )
     options = agent_options(scripted_server, project, approval_mode="yolo")
-    async with connect(options) as (conn, _client):
+    async with connect(options) as (conn, client):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(project))
         sid = session.session_id
@@ -51,6 +51,8 @@ async def test_listing_rewinding_and_undoing_through_the_extension(
     assert rewound["code"]["removed"] == ["plan.md"] and not rewound["conversationRewound"]
     assert not gone
     assert "Undid the last rewind" in undone["message"]
+    told = client.agent_text()  # the editor is told, as for any notice
+    assert "Rewound to turn 1" in told and "Undid the last rewind" in told
     assert (project / "plan.md").read_text() == "the plan\n"
 
 

@@ -244,14 +244,16 @@ async def _rewind(session: Session, args: str, sink: EventSink) -> CommandOutcom
 
     try:
         if args.strip().lower() == "undo":
-            return CommandOutcome((await session.undo_rewind(check_busy=False)).message)
+            outcome = await session.undo_rewind(check_busy=False, announce=False)
+            return CommandOutcome(outcome.message)
         parsed = parse_rewind_args(args)
         if parsed is None:
             return CommandOutcome(f"Usage: {REWIND_USAGE}")
         number, mode = parsed
         if number is None:
             return CommandOutcome(describe_listing(await session.rewind_listing()))
-        return CommandOutcome((await session.rewind(number, mode, check_busy=False)).message)
+        outcome = await session.rewind(number, mode, check_busy=False, announce=False)
+        return CommandOutcome(outcome.message)
     except RewindError as exc:
         return CommandOutcome(f"Cannot rewind: {exc}.")
 

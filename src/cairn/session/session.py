@@ -1029,19 +1029,29 @@ class Session:
         return await asyncio.to_thread(self.rewinder().listing)
 
     async def rewind(
-        self, turn: int, mode: RewindMode = "both", *, check_busy: bool = True
+        self,
+        turn: int,
+        mode: RewindMode = "both",
+        *,
+        check_busy: bool = True,
+        announce: bool = True,
     ) -> RewindOutcome:
-        """Go back to before user turn ``turn`` (1 = the first); :class:`RewindError` if not."""
+        """Go back to before user turn ``turn`` (1 = the first); :class:`RewindError` if not.
+
+        ``announce``: tell the session's listeners (an editor, the daemon's clients) what was
+        done; a caller that shows the outcome itself turns it off."""
         self._refuse_rewind_while_busy(check_busy)
         outcome = await asyncio.to_thread(self.rewinder().rewind, turn, mode)
-        await self._after_rewind(outcome)
+        await self._after_rewind(outcome, announce)
         return outcome
 
-    async def undo_rewind(self, *, check_busy: bool = True) -> RewindOutcome:
+    async def undo_rewind(
+        self, *, check_busy: bool = True, announce: bool = True
+    ) -> RewindOutcome:
         """Reverse the newest rewind (code and conversation as they were before it)."""
         self._refuse_rewind_while_busy(check_busy)
         outcome = await asyncio.to_thread(self.rewinder().undo)
-        await self._after_rewind(outcome)
+        await self._after_rewind(outcome, announce)
         return outcome
 
     def _refuse_rewind_while_busy(self, check_busy: bool) -> None:
@@ -1050,7 +1060,9 @@ class Session:
         if check_busy and self.busy:
             raise RewindError("cannot rewind while a turn is running; cancel it first")
 
-    async def _after_rewind(self, outcome: RewindOutcome) -> None:
+    async def _after_rewind(self, outcome: RewindOutcome, announce: bool) -> None:
+        if announce:
+            await self.emit(Notice("info", outcome.message, "rewind"))
         if outcome.loaded is None:
             return
         from cairn.session.rewind import clamp_extract_cursor

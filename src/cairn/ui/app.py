@@ -617,7 +617,11 @@ class CairnApp(App[int]):
 
         session = self.session
         try:
-            outcome = await (session.undo_rewind() if target is None else session.rewind(*target))
+            outcome = await (
+                session.undo_rewind(announce=False)
+                if target is None
+                else session.rewind(*target, announce=False)
+            )
         except RewindError as exc:
             await self.transcript.add(NoticeView("error", f"Cannot rewind: {exc}."))
             return
