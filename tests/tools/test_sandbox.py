@@ -361,3 +361,21 @@ def test_true_is_short_for_an_enabled_sandbox_and_a_container_name_is_refused() 
     assert Settings.model_validate({"tools": {"sandbox": True}}).tools.sandbox.enabled
     with pytest.raises(ValueError, match="bubblewrap, not a container"):
         Settings.model_validate({"tools": {"sandbox": "docker"}})
+
+
+def test_the_memory_agents_tool_context_carries_the_read_only_sandbox(home: Path) -> None:
+    from cairn.memory.background.agent_tools import MemoryFiles, memory_agent_context
+
+    memory = Path(os.environ["CAIRN_HOME"]) / "projects" / "p" / "memory"
+    memory.mkdir(parents=True)
+    ctx = memory_agent_context(
+        workspace=memory,
+        writable=[memory],
+        readable=[],
+        files=MemoryFiles(),
+        abort=AbortController().signal,
+    )
+
+    assert ctx.sandbox is not None
+    assert not ctx.sandbox.workspace_writable and ctx.sandbox.network == "none"
+    assert memory.resolve() in ctx.sandbox.read_only
