@@ -31,7 +31,7 @@ def test_a_hook_printing_deeply_nested_json_is_ignored_with_a_warning(
     scripted_server.enqueue(tool_call("read_file", {"file_path": "a.txt"}))
     scripted_server.enqueue(reply("read it"))
 
-    done = run_cairn("-p", "read a.txt")
+    done = run_cairn("-p", "read a.txt", "--trust")  # a project's hooks need a trusted folder
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "read it"
@@ -50,7 +50,7 @@ def test_a_hook_leaving_a_setsid_child_ends_cleanly(
     _hooks(project, "UserPromptSubmit", f"setsid sleep 60 & echo $! > {pid_file}; echo '{answer}'")
     scripted_server.enqueue(reply("ok"))
     try:
-        done = run_cairn("-p", "hi")
+        done = run_cairn("-p", "hi", "--trust")
 
         assert done.returncode == 0, done.stderr
         assert "Event loop is closed" not in done.stderr and "Traceback" not in done.stderr

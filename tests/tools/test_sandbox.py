@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -379,3 +380,21 @@ def test_the_memory_agents_tool_context_carries_the_read_only_sandbox(home: Path
     assert ctx.sandbox is not None
     assert not ctx.sandbox.workspace_writable and ctx.sandbox.network == "none"
     assert memory.resolve() in ctx.sandbox.read_only
+
+
+def test_files_cairn_needs_inside_are_visible_even_under_the_private_tmp(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Regression: the loopback relay script of a cairn installed under /tmp was hidden by the
+    sandbox's own /tmp, and every `loopback` command failed."""
+    from cairn.tools.sandbox import sandbox_argv
+
+    script = tmp_path / "relay.py"  # pytest's tmp_path is under the host's /tmp
+    script.write_text("print('relay here')\n")
+
+    argv = sandbox_argv(
+        ["cat", str(script)], _policy(workspace), cwd=workspace, read_only=[script]
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+    assert done.stdout == "print('relay here')\n", done.stderr

@@ -197,7 +197,13 @@ async def sandboxed(
         await bridge.start()
         relay = [sys.executable, "-I", "-S", str(RELAY_SCRIPT), INSIDE_FOLDER, "--"]
         inner = [*relay, *argv]
-        yield sandbox_argv(inner, policy, cwd=cwd, binds=[(bridge.folder, INSIDE_FOLDER)])
+        yield sandbox_argv(
+            inner,
+            policy,
+            cwd=cwd,
+            binds=[(bridge.folder, INSIDE_FOLDER)],
+            read_only=[RELAY_SCRIPT],  # visible even when cairn lives under /tmp or a secret
+        )
     finally:
         await bridge.aclose()
 
@@ -208,13 +214,17 @@ def sandbox_argv(
     *,
     cwd: Path,
     binds: Sequence[tuple[Path, str]] = (),
+    read_only: Sequence[Path] = (),
 ) -> list[str]:
     """``argv`` wrapped in bwrap for ``policy`` (``binds``: extra writable folders, host path
-    and path inside); :class:`SandboxUnavailable` when it cannot be."""
+    and path inside; ``read_only``: files cairn itself needs inside); :class:`SandboxUnavailable`
+    when it cannot be."""
     bwrap = _require_bwrap()
     args = [bwrap, *_isolation(policy.network), *_mounts(policy)]
     for source, inside in binds:
         args += ["--bind", str(source), inside]
+    for path in read_only:
+        args += ["--ro-bind", str(path), str(path)]
     args += ["--setenv", "TMPDIR", SANDBOX_TMP, "--chdir", str(cwd), "--", *argv]
     return args
 
