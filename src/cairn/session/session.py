@@ -78,6 +78,7 @@ from cairn.vocabulary.interaction import Frontend
 
 if TYPE_CHECKING:
     from cairn.config.settings import HooksSettings
+    from cairn.config.trust import ProjectTrust
     from cairn.hooks.runner import HookRunner
     from cairn.llm.types import ToolDeclaration
     from cairn.mcp.config import ServerConfig
@@ -206,6 +207,7 @@ class Session:
         self.command_environment = self._make_command_environment()
         self.hooks = self._make_hooks()
         self.checkpoints = self._make_checkpoints()
+        self._trust_at_start = self._project_trust()
         self.scheduler = ToolScheduler(
             registry=self.registry,
             rules=self.rules,
@@ -314,6 +316,9 @@ class Session:
         if approval != "user":
             await sink(Notice("warning", _sentence(SETTINGS_KEPT_NOTICE, what), "permissions"))
             return
+        trust = await asyncio.to_thread(self._keep_trust)
+        if trust is not None and not trust.trusted:
+            await sink(Notice("warning", trust.notice, "permissions"))
         try:
             loaded = await asyncio.to_thread(load_settings, self.cwd)
         except SettingsError as exc:
@@ -328,6 +333,27 @@ class Session:
         )
         await sink(Notice("info", _sentence(SETTINGS_APPLIED_NOTICE, what), "permissions"))
 
+    def _project_trust(self) -> ProjectTrust | None:
+        from cairn.config.trust import project_trust
+
+        try:
+            return project_trust(self.runtime.project_root)
+        except OSError as exc:
+            _log.warning(f"trusted folders unreadable: {exc}")
+            return None
+
+    def _keep_trust(self) -> ProjectTrust | None:
+        """A trusted folder stays trusted with the commands the user just approved (trusted
+        folders: config/trust.py); None when trust cannot be recorded."""
+        from cairn.config.trust import TrustFileError, keep_trust_after_approved_change
+
+        if self._trust_at_start is None:
+            return None
+        try:
+            return keep_trust_after_approved_change(self.runtime.project_root, self._trust_at_start)
+        except TrustFileError as exc:
+            _log.warning(str(exc))
+            return None
 
     def _make_checkpoints(self) -> TurnCheckpoints | None:
         if self.recorder is None:
@@ -1045,9 +1071,7 @@ class Session:
         await self._after_rewind(outcome, announce)
         return outcome
 
-    async def undo_rewind(
-        self, *, check_busy: bool = True, announce: bool = True
-    ) -> RewindOutcome:
+    async def undo_rewind(self, *, check_busy: bool = True, announce: bool = True) -> RewindOutcome:
         """Reverse the newest rewind (code and conversation as they were before it)."""
         self._refuse_rewind_while_busy(check_busy)
         outcome = await asyncio.to_thread(self.rewinder().undo)
