@@ -15,6 +15,7 @@ import typer
 
 from cairn.config.loader import SettingsError, load_settings, project_settings_path
 from cairn.config.paths import user_settings_path
+from cairn.config.trust import TrustFileError, keep_trust_after_approved_change, project_trust
 from cairn.exit_codes import ExitCode
 from cairn.mcp.config import ServerConfig, collect_servers
 
@@ -164,7 +165,13 @@ def add_server(
     servers = data.setdefault("mcpServers", {})
     replaced = name in servers
     servers[name] = entry
+    trusted_before = project_trust(Path.cwd()) if scope == "project" else None
     _write(path, data)
+    if trusted_before is not None:  # the user added it: a trusted folder stays trusted
+        try:
+            keep_trust_after_approved_change(Path.cwd(), trusted_before)
+        except TrustFileError as exc:
+            sys.stderr.write(f"warning: {exc}\n")
     verb = "Replaced" if replaced else "Added"
     typer.echo(f"{verb} MCP server {name} ({transport}) in {path}.")
 
