@@ -126,3 +126,28 @@ def _call(process: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str
         answer = json.loads(process.stdout.readline())
         if answer.get("id") == message["id"] and "method" not in answer:
             return dict(answer)
+
+
+def test_an_untrusted_projects_mcp_server_starts_only_after_cairn_trust(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    """A stdio server of the project's .mcp.json: not started by `cairn -p` (its tools are not
+    offered to the model) until the folder is trusted."""
+    from ..mcp.helpers import tools_server
+
+    server_log = tmp_path / "server.log"
+    entry = tools_server(tmp_path).stdio_config()
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"tools": entry}}))
+    scripted_server.default = reply("Answered.")
+
+    untrusted = run_cairn("-p", "hello")
+    assert untrusted.returncode == 0, untrusted.stderr
+    assert "not a trusted folder" in untrusted.stderr and "1 MCP server" in untrusted.stderr
+    assert not server_log.exists()
+    assert not any(n.startswith("mcp__") for n in scripted_server.requests_for("main")[-1].tool_names)
+
+    assert run_cairn("trust").returncode == 0
+    trusted = run_cairn("-p", "hello again")
+    assert trusted.returncode == 0, trusted.stderr
+    assert "start" in server_log.read_text()
+    assert "mcp__tools__echo" in scripted_server.requests_for("main")[-1].tool_names

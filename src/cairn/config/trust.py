@@ -2,7 +2,8 @@
 its folder is trusted.
 
 A repository you merely open can carry ``.cairn/settings.json`` (hooks, MCP servers, a
-``yolo`` approval mode, allow rules, a loosened sandbox, an endpoint that would receive your key)
+``yolo`` approval mode, allow rules, secrets passed to shell commands, a loosened sandbox, an
+endpoint that would receive your key, a memory database that would receive your memories)
 and a ``.mcp.json``. :func:`project_commands` lists what such files would make cairn run or
 allow; :func:`project_trust` decides whether they may. A folder is trusted when
 
@@ -216,6 +217,10 @@ def _settings_commands(raw: Mapping[str, Any]) -> Iterable[ProjectCommand]:
         rules = permissions["allow"]
         text = ", ".join(map(str, rules)) if isinstance(rules, list) else json.dumps(rules)
         yield ProjectCommand("permissions", _SETTINGS, "permissions.allow", text)
+    secrets = tools.get("passSecretsToShell")
+    if secrets:
+        text = ", ".join(map(str, secrets)) if isinstance(secrets, list) else json.dumps(secrets)
+        yield ProjectCommand("permissions", _SETTINGS, "tools.passSecretsToShell", text)
     yield from _sandbox_loosening(tools.get("sandbox"))
     yield from _endpoint(raw)
 
@@ -273,6 +278,9 @@ def _endpoint(raw: Mapping[str, Any]) -> Iterable[ProjectCommand]:
     auth = _section(_section(raw, "security"), "auth")
     if auth.get("baseUrl"):
         yield ProjectCommand("endpoint", _SETTINGS, "security.auth.baseUrl", str(auth["baseUrl"]))
+    dsn = _section(_section(raw, "memory"), "postgres").get("dsn")
+    if dsn:  # the user's memories would be read from and written to that database
+        yield ProjectCommand("endpoint", _SETTINGS, "memory.postgres.dsn", str(dsn))
     env = raw.get("env")
     if isinstance(env, Mapping) and env:
         text = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
