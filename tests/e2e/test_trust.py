@@ -144,7 +144,8 @@ def test_an_untrusted_projects_mcp_server_starts_only_after_cairn_trust(
     assert untrusted.returncode == 0, untrusted.stderr
     assert "not a trusted folder" in untrusted.stderr and "1 MCP server" in untrusted.stderr
     assert not server_log.exists()
-    assert not any(n.startswith("mcp__") for n in scripted_server.requests_for("main")[-1].tool_names)
+    offered = scripted_server.requests_for("main")[-1].tool_names
+    assert not any(name.startswith("mcp__") for name in offered)
 
     assert run_cairn("trust").returncode == 0
     trusted = run_cairn("-p", "hello again")
