@@ -16,7 +16,7 @@ from cairn.testing import Reply, ScriptedServer, ToolCallSpec, reply, tool_call
 from cairn.testing.mcp import FastMCPServer, pid_alive
 
 from ..mcp.helpers import server_log, tools_server
-from .conftest import CAIRN, RunCairn, write_settings
+from .conftest import CAIRN, RunCairn, trust_in_user_settings, write_settings
 
 pytestmark = pytest.mark.slow
 
@@ -25,6 +25,7 @@ def _settings(project: Path, servers: dict[str, Any], **extra: Any) -> None:
     write_settings(
         project, {"memory": {"enableManagedAutoMemory": False}, "mcpServers": servers, **extra}
     )
+    trust_in_user_settings(project)  # a project's MCP servers start only in a trusted folder
 
 
 def _tool_names(request: Any) -> list[str]:
