@@ -18,11 +18,14 @@ import argparse
 import asyncio
 import os
 import random
+import resource
 import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from cairn.abort import AbortController
 from cairn.recording.checkpoints import ShadowRepository
@@ -30,6 +33,7 @@ from cairn.tools.base import ToolContext
 from cairn.tools.sandbox import SandboxPolicy, bwrap_problem
 from cairn.tools.shell import ShellTool
 
+T = TypeVar("T")
 GIT_ENV = {
     **os.environ,
     "GIT_AUTHOR_NAME": "bench",
@@ -104,10 +108,21 @@ def size_on_disk(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def timed(function, *args):  # type: ignore[no-untyped-def]
-    started = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and its waited-for children: unlike wall
+    time, it hardly moves with the machine's load."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(function: Callable[..., T], *args: Any) -> tuple[float, float, T]:
+    """(wall seconds, CPU seconds, the result)."""
+    started, cpu = time.perf_counter(), cpu_seconds()
     value = function(*args)
-    return time.perf_counter() - started, value
+    return time.perf_counter() - started, cpu_seconds() - cpu, value
 
 
 def change(paths: list[Path], round_: int) -> list[Path]:
@@ -122,30 +137,32 @@ def change(paths: list[Path], round_: int) -> list[Path]:
 
 
 def checkpoint_figures(files: int, runs: int) -> dict[str, list[float]]:
-    figures: dict[str, list[float]] = {
-        "first": [], "first_mb": [], "incremental": [], "incremental_mb": [],
-        "restore": [], "undo": [],
-    }  # fmt: skip
+    figures: dict[str, list[float]] = {}
+
+    def record(step: str, wall: float, cpu: float) -> None:
+        figures.setdefault(step, []).append(wall)
+        figures.setdefault(f"{step}_cpu", []).append(cpu)
+
     for run in range(runs):
         with tempfile.TemporaryDirectory(prefix="cairn-bench-") as temp:
             work, store = Path(temp) / "work", Path(temp) / "store"
             work.mkdir()
             paths = make_checkout(work, files)
             shadow = ShadowRepository(work, store)
-            seconds, first = timed(shadow.snapshot, "first")
-            figures["first"].append(seconds)
-            figures["first_mb"].append(size_on_disk(store) / (1 << 20))
+            wall, cpu, first = timed(shadow.snapshot, "first")
+            record("first", wall, cpu)
+            figures.setdefault("first_mb", []).append(size_on_disk(store) / (1 << 20))
             if run == 0:
                 assert first.files == files + 0, first
             change(paths, run)
-            seconds, _ = timed(shadow.snapshot, "incremental")
-            figures["incremental"].append(seconds)
-            figures["incremental_mb"].append(size_on_disk(store) / (1 << 20))
-            seconds, report = timed(shadow.restore, first.commit)
+            wall, cpu, _ = timed(shadow.snapshot, "incremental")
+            record("incremental", wall, cpu)
+            figures.setdefault("incremental_mb", []).append(size_on_disk(store) / (1 << 20))
+            wall, cpu, report = timed(shadow.restore, first.commit)
             assert report.changed == 15, report
-            figures["restore"].append(seconds)
-            seconds, _ = timed(shadow.restore, report.undo.commit)
-            figures["undo"].append(seconds)
+            record("restore", wall, cpu)
+            wall, cpu, _ = timed(shadow.restore, report.undo.commit)
+            record("undo", wall, cpu)
     return figures
 
 
@@ -156,13 +173,14 @@ async def sandbox_figures(workspace: Path, runs: int) -> dict[str, list[float]]:
         "sandbox, network none": SandboxPolicy(workspace=workspace, network="none"),
         "sandbox, network loopback": SandboxPolicy(workspace=workspace, network="loopback"),
     }
-    times: dict[str, list[float]] = {name: [] for name in policies}
+    times: dict[str, list[float]] = {}
     for _ in range(runs):
         for name, policy in policies.items():
             ctx = ToolContext(workspace=workspace, abort=AbortController().signal, sandbox=policy)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), cpu_seconds()
             result = await tool.execute({"command": "true"}, ctx)
-            times[name].append(time.perf_counter() - started)
+            times.setdefault(name, []).append(time.perf_counter() - started)
+            times.setdefault(f"{name}_cpu", []).append(cpu_seconds() - cpu)
             assert result.ok and "Exit code: 0" in (result.output or ""), result
     return times
 
@@ -180,14 +198,18 @@ def main() -> None:
 
     figures = checkpoint_figures(args.files, args.runs)
     print(f"Checkpoints of a {args.files}-file git checkout (medians of {args.runs})\n")
-    print("| step | time | shadow repository on disk |")
-    print("|---|---|---|")
-    print(f"| first snapshot | {median_ms(figures['first'])} | "
-          f"{statistics.median(figures['first_mb']):.1f} MB |")  # fmt: skip
-    print(f"| incremental snapshot (10 changed, 5 new) | {median_ms(figures['incremental'])} | "
-          f"{statistics.median(figures['incremental_mb']):.1f} MB |")  # fmt: skip
-    print(f"| restore (15 files back) | {median_ms(figures['restore'])} | |")
-    print(f"| undo of that restore | {median_ms(figures['undo'])} | |")
+    print("| step | wall time | CPU time | shadow repository on disk |")
+    print("|---|---|---|---|")
+    steps = (
+        ("first", "first snapshot", "first_mb"),
+        ("incremental", "incremental snapshot (10 changed, 5 new)", "incremental_mb"),
+        ("restore", "restore (15 files back)", None),
+        ("undo", "undo of that restore", None),
+    )
+    for key, label, size in steps:
+        on_disk = f"{statistics.median(figures[size]):.1f} MB" if size else ""
+        print(f"| {label} | {median_ms(figures[key])} | {median_ms(figures[key + '_cpu'])} | "
+              f"{on_disk} |")  # fmt: skip
 
     problem = bwrap_problem()
     if problem is not None:
@@ -197,13 +219,12 @@ def main() -> None:
         times = asyncio.run(sandbox_figures(Path(temp), args.sandbox_runs))
     base = statistics.median(times["unsandboxed"])
     print(f"\n`run_shell_command` of `true` (medians of {args.sandbox_runs}, interleaved)\n")
-    print("| how | time | over unsandboxed |")
-    print("|---|---|---|")
-    for name, values in times.items():
-        extra = statistics.median(values) - base
-        print(
-            f"| {name} | {median_ms(values)} | {'–' if not extra else f'+{extra * 1000:.0f} ms'} |"
-        )
+    print("| how | wall time | over unsandboxed | CPU time |")
+    print("|---|---|---|---|")
+    for name in ("unsandboxed", "sandbox, network none", "sandbox, network loopback"):
+        extra = statistics.median(times[name]) - base
+        over = "–" if name == "unsandboxed" else f"+{extra * 1000:.0f} ms"
+        print(f"| {name} | {median_ms(times[name])} | {over} | {median_ms(times[name + '_cpu'])} |")
     print(f"\n{_version('bwrap')}, {_version('git')}; checkout {_checkout_size(args.files)}")
 
 
