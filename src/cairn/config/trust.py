@@ -4,8 +4,9 @@ its folder is trusted.
 A repository you merely open can carry ``.cairn/settings.json`` (hooks, MCP servers, a
 ``yolo`` approval mode, allow rules, secrets passed to shell commands, a loosened sandbox, an
 endpoint that would receive your key, a memory database that would receive your memories)
-and a ``.mcp.json``. :func:`project_commands` lists what such files would make cairn run or
-allow; :func:`project_trust` decides whether they may. A folder is trusted when
+and a ``.mcp.json``, and its command and skill files can grant tools (``allowed-tools``).
+:func:`project_commands` lists what such files would make cairn run or allow;
+:func:`project_trust` decides whether they may. A folder is trusted when
 
 - it defines none of these,
 - ``security.folderTrust.enabled`` is ``false`` in the *user* settings,
@@ -67,7 +68,18 @@ MAX_SCRIPT_BYTES = 16 << 20  # of a project script read into the fingerprint
 _INTERPRETERS = frozenset({"python", "bash", "sh", "zsh", "node", "deno", "bun", "ruby", "perl"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
-CommandKind = Literal["hook", "mcp", "permissions", "sandbox", "endpoint"]
+# Command and skill files of a project whose ``allowed-tools`` grant tools (the extensions).
+_GRANT_FOLDERS = tuple(
+    f"{dot}/{kind}"
+    for dot in (".cairn", ".claude", ".qwen", ".agents")
+    for kind in ("commands", "skills")
+)
+MAX_FILES_NAMED = 4  # files a notice names before "and N more"
+MAX_GRANT_FILES = 500  # command/skill files looked at per project
+_GRANT_HEAD_BYTES = 16 << 10  # of each file: its front matter is at the top
+_GRANT_KEY = re.compile(r"^allowed[-_]?tools[ \t]*:(?P<value>.*)$", re.IGNORECASE)
+
+CommandKind = Literal["hook", "mcp", "permissions", "sandbox", "endpoint", "grant"]
 
 
 class TrustFileError(Exception):
@@ -110,8 +122,15 @@ class ProjectTrust:
         since = " changed since you trusted it, so" if self.changed else ""
         return (
             f"{self.folder} is not a trusted folder: its project settings{since} are not used "
-            f"({what}). Review {_SETTINGS} and {_MCP_JSON}, then trust it with `cairn trust`, "
+            f"({what}). Review them ({self._files()}), then trust it with `cairn trust`, "
             "run with `--trust`, or list it in security.trustedFolders of your user settings."
+        )
+
+    def _files(self) -> str:
+        files = list(dict.fromkeys(c.source for c in self.commands))
+        shown = ", ".join(files[:MAX_FILES_NAMED])
+        return shown + (
+            f" and {len(files) - MAX_FILES_NAMED} more" if len(files) > MAX_FILES_NAMED else ""
         )
 
 
@@ -142,6 +161,7 @@ def project_commands(
     raw = dict(project_settings) if project_settings is not None else _read_json(folder / _SETTINGS)
     found = list(_settings_commands(raw))
     found += _mcp_json_commands(folder / _MCP_JSON)
+    found += _grant_commands(folder)
     return [_with_scripts(command, folder) for command in found]
 
 
@@ -297,6 +317,53 @@ def _mcp_json_commands(path: Path) -> list[ProjectCommand]:
         return [ProjectCommand("mcp", _MCP_JSON, "(unreadable)", f"sha256 {digest}")]
     servers = data.get("mcpServers") if isinstance(data, Mapping) else data
     return list(_servers(servers, _MCP_JSON))
+
+
+def _grant_commands(folder: Path) -> list[ProjectCommand]:
+    """The ``allowed-tools`` of the project's command and skill files: each lets its command
+    run tools without asking."""
+    found: list[ProjectCommand] = []
+    seen = 0
+    for relative in _GRANT_FOLDERS:
+        base = folder / relative
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*.md")):
+            seen += 1
+            if seen > MAX_GRANT_FILES:
+                return found
+            grant = _allowed_tools(path)
+            if grant is not None:
+                source = path.relative_to(folder).as_posix()
+                found.append(ProjectCommand("grant", source, "allowed-tools", grant))
+    return found
+
+
+def _allowed_tools(path: Path) -> str | None:
+    """The ``allowed-tools`` value of a file's front matter as written, items joined (``None``:
+    it grants nothing). Read leniently: any line of the key counts, whatever YAML makes of it."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_GRANT_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    lines = head.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    for index, line in enumerate(lines[1:], 1):
+        if line.strip() == "---":
+            return None
+        match = _GRANT_KEY.match(line)
+        if match is None:
+            continue
+        items = [match["value"].strip().strip("[]")]
+        for item in lines[index + 1 :]:
+            if item.strip() == "---" or not (item[:1].isspace() or item.startswith("- ")):
+                break
+            items.append(item.strip().removeprefix("-").strip())
+        text = ", ".join(i.strip("'\"") for i in items if i.strip("'\""))
+        return text or None
+    return None
 
 
 def fingerprint(commands: Iterable[ProjectCommand]) -> str:
@@ -471,6 +538,7 @@ def _counted(commands: Iterable[ProjectCommand]) -> list[str]:
         "permissions": "permission setting",
         "sandbox": "sandbox setting",
         "endpoint": "endpoint setting",
+        "grant": "tool grant",
     }
     counts: dict[str, int] = {}
     for command in commands:
