@@ -333,6 +333,28 @@ async def test_bang_runs_a_shell_command_locally(make_app, scripted_server, proj
     assert scripted_server.requests == []
 
 
+async def test_bang_runs_without_cairns_secrets(make_app, scripted_server, monkeypatch):
+    """Regression: `!env` in the UI showed OPENAI_API_KEY and CAIRN_SERVER_TOKEN (it ran with
+    cairn's own environment, not the session's command environment)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret-value")
+    monkeypatch.setenv("CAIRN_SERVER_TOKEN", "daemon-token-value")
+    monkeypatch.setenv("MY_RENAMED_KEY", "test-key")  # the endpoint's key under another name
+    monkeypatch.setenv("HARMLESS_SETTING", "still-here")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "!env")
+        await pilot.pause()
+        await asyncio.gather(*app.shell_tasks)
+        await pilot.pause()
+
+        [shell] = views(app, ShellView)
+        shell.output.set_expanded(True)
+        printed = shell.output.shown_text()
+        assert "HARMLESS_SETTING=still-here" in printed
+        for secret in ("sk-openai-secret-value", "daemon-token-value", "MY_RENAMED_KEY"):
+            assert secret not in printed
+
+
 async def test_mention_attaches_the_file_and_keeps_the_typed_text(
     make_app, scripted_server, project
 ):

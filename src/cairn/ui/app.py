@@ -676,7 +676,9 @@ class CairnApp(App[int]):
     async def _run_shell(self, view: ShellView, command: str) -> None:
         timeout = self.runtime.settings.tools.shell_timeout_seconds
         try:
-            result = await run_shell(command, self.session.cwd, timeout=timeout)
+            result = await run_shell(
+                command, self.session.cwd, timeout=timeout, env=self.session.command_environment
+            )
         except asyncio.CancelledError:
             view.show("", None, note="cancelled")
             return

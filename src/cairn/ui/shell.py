@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +25,18 @@ class ShellResult:
     truncated: bool = False
 
 
-async def run_shell(command: str, cwd: Path, *, timeout: float) -> ShellResult:
+async def run_shell(
+    command: str, cwd: Path, *, timeout: float, env: Mapping[str, str] | None = None
+) -> ShellResult:
     """Run ``command`` with the user's shell; stdout and stderr together, stdin closed.
 
+    ``env`` is the session's command environment (cairn's secrets dropped); ``None`` = cairn's.
     Cancelling the calling task stops the command's whole process group.
     """
     process = await asyncio.create_subprocess_shell(
         command,
         cwd=cwd,
+        env=None if env is None else dict(env),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
