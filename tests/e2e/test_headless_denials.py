@@ -40,6 +40,26 @@ def test_text_mode_tells_each_denial_on_stderr(
     assert not (project / "made-by-model.txt").exists()
 
 
+def test_a_denied_command_suggests_what_lets_it_run(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Regression: a refused shell command said "Re-run with --approval-mode auto-edit or yolo",
+    but auto-edit asks before commands too, so the re-run was refused again."""
+    scripted_server.enqueue(tool_call("run_shell_command", COMMAND), purpose="main")
+    scripted_server.enqueue(reply("Could not."), purpose="main")
+    done = run_cairn("-p", "make the file")
+    [denial] = [line for line in done.stderr.splitlines() if line.startswith("Denied ")]
+    assert "auto-edit" not in denial
+    assert "--yolo" in denial and "permissions.allow" in denial
+
+    scripted_server.enqueue(tool_call("run_shell_command", COMMAND), purpose="main")
+    scripted_server.enqueue(reply("Made it."), purpose="main")
+    again = run_cairn("-p", "make the file", "--yolo")
+
+    assert again.returncode == 0, again.stderr
+    assert (project / "made-by-model.txt").exists()
+
+
 def test_json_result_lists_the_denials_as_claude_code_does(
     run_cairn: RunCairn, scripted_server: ScriptedServer
 ) -> None:

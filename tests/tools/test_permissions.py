@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from cairn.config.settings import PermissionsSettings
 from cairn.tools.permissions import (
+    NON_INTERACTIVE_COMMAND_MESSAGE,
     NON_INTERACTIVE_MESSAGE,
     PLAN_MODE_MESSAGE,
     ApprovalDecision,
@@ -260,7 +261,22 @@ def test_plan_mode_refusal_tells_the_model_to_present_its_plan() -> None:
 
 
 def test_non_interactive_refusal_says_how_to_allow_the_call() -> None:
-    decision = decide_approval(
+    edit = decide_approval(
+        rule=None,
+        confirmation="edit",
+        approval_mode="default",
+        interactive=False,
+        tool_name="write_file",
+    )
+
+    assert edit == ApprovalDecision("deny", NON_INTERACTIVE_MESSAGE)
+    assert "--approval-mode auto-edit or yolo" in NON_INTERACTIVE_MESSAGE
+    assert "permissions.allow" in NON_INTERACTIVE_MESSAGE
+
+
+def test_non_interactive_refusal_of_a_command_does_not_suggest_auto_edit() -> None:
+    """Regression: a refused command suggested auto-edit, which asks before commands too."""
+    command = decide_approval(
         rule=None,
         confirmation="exec",
         approval_mode="default",
@@ -268,9 +284,9 @@ def test_non_interactive_refusal_says_how_to_allow_the_call() -> None:
         tool_name="run_shell_command",
     )
 
-    assert decision == ApprovalDecision("deny", NON_INTERACTIVE_MESSAGE)
-    assert "--approval-mode auto-edit or yolo" in NON_INTERACTIVE_MESSAGE
-    assert "permissions.allow" in NON_INTERACTIVE_MESSAGE
+    assert command == ApprovalDecision("deny", NON_INTERACTIVE_COMMAND_MESSAGE)
+    assert "auto-edit" not in NON_INTERACTIVE_COMMAND_MESSAGE
+    assert "--yolo" in NON_INTERACTIVE_COMMAND_MESSAGE
 
 
 def test_deny_message_names_the_rule_when_given() -> None:

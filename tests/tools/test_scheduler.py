@@ -30,7 +30,12 @@ from cairn.tools.base import (
     ToolKind,
     ToolResult,
 )
-from cairn.tools.permissions import NON_INTERACTIVE_MESSAGE, PLAN_MODE_MESSAGE, PermissionRules
+from cairn.tools.permissions import (
+    NON_INTERACTIVE_COMMAND_MESSAGE,
+    NON_INTERACTIVE_MESSAGE,
+    PLAN_MODE_MESSAGE,
+    PermissionRules,
+)
 from cairn.tools.registry import ToolRegistry, default_registry
 from cairn.tools.scheduler import DECLINED_MESSAGE, SKIPPED_MESSAGE, ToolOutcome, ToolScheduler
 from cairn.vocabulary.events import Notice, PlanUpdate, SessionEvent, ToolCallStart, ToolCallUpdate
@@ -422,7 +427,7 @@ async def test_a_hook_that_says_ask_is_refused_where_nobody_can_answer(
 
     outcome = await run.one(write("a.txt"))
 
-    assert error_of(outcome) == NON_INTERACTIVE_MESSAGE
+    assert error_of(outcome) == NON_INTERACTIVE_COMMAND_MESSAGE  # auto-edit is already on
     assert not (workspace / "a.txt").exists()
 
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pydantic stays off the import path of the tools
     from cairn.tools.shell_readonly import ShellScope
 
 __all__ = [
+    "NON_INTERACTIVE_COMMAND_MESSAGE",
     "NON_INTERACTIVE_MESSAGE",
     "PLAN_MODE_MESSAGE",
     "SETTINGS_MESSAGE",
@@ -94,6 +95,11 @@ PLAN_MODE_MESSAGE = (
 NON_INTERACTIVE_MESSAGE = (
     "This tool call requires permission, but non-interactive mode cannot ask. "
     "Re-run with --approval-mode auto-edit or yolo, or add a permissions.allow rule."
+)
+# Commands and MCP calls: auto-edit asks before them too, so only yolo or a rule lets them run.
+NON_INTERACTIVE_COMMAND_MESSAGE = (
+    "This tool call requires permission, but non-interactive mode cannot ask. "
+    "Re-run with --yolo, or add a permissions.allow rule for it."
 )
 UNRESOLVED_MESSAGE = (
     "Permission needed: this command runs something that is only known when it runs ({reason}), "
@@ -440,7 +446,9 @@ def decide_approval(
         return _RUN
     if interactive:
         return ApprovalDecision("confirm")
-    return ApprovalDecision("deny", NON_INTERACTIVE_MESSAGE)
+    if confirmation in _AUTO_EDIT_KINDS:
+        return ApprovalDecision("deny", NON_INTERACTIVE_MESSAGE)
+    return ApprovalDecision("deny", NON_INTERACTIVE_COMMAND_MESSAGE)
 
 
 def _denied_by_rule(tool_name: str, rule_text: str | None) -> str:
