@@ -33,8 +33,8 @@ def test_the_demo_extracts_a_memory_in_one_session_and_recalls_it_in_the_next(
 
 def test_the_demo_asks_before_an_edit_and_a_command_as_the_ui_does(demo_output: str) -> None:
     """Regression: the demo ran in yolo mode, so a newcomer never saw an approval."""
-    edit = demo_output.index("Allow edit?")
-    command = demo_output.index("Allow run_shell_command?")
+    edit = demo_output.index("Allow this edit?")
+    command = demo_output.index("Allow this command?")
     assert edit < command
     dialog = demo_output[edit:command]
     assert "Edit greet.py" in dialog

@@ -91,7 +91,7 @@ async def test_a_model_error_is_shown_and_the_app_keeps_running(make_app, script
 # ----- tools and approvals -----
 
 
-async def test_tool_call_shows_its_arguments_and_result(make_app, scripted_server, project):
+async def test_tool_call_shows_its_title_and_result(make_app, scripted_server, project):
     (project / "notes.txt").write_text("alpha\nbeta\n")
     scripted_server.enqueue(tool_call("read_file", {"file_path": "notes.txt"}), purpose="main")
     scripted_server.enqueue(reply("Read it."), purpose="main")
@@ -103,8 +103,9 @@ async def test_tool_call_shows_its_arguments_and_result(make_app, scripted_serve
         [tool] = views(app, ToolCallView)
         assert tool.status == "completed"
         screen = screen_text(app)
-        assert '{"file_path": "notes.txt"}' in screen
-        assert "✓" in screen
+        assert "✓ Read notes.txt" in screen
+        assert "Read lines 1-2 of 2" in screen
+        assert '"file_path"' not in screen  # the title already names the file
 
 
 async def edit_call(project):
@@ -192,6 +193,23 @@ async def test_yolo_mode_runs_edits_without_asking(make_app, scripted_server, pr
 
         assert (project / "notes.txt").read_text() == "alpha\ngamma\n"
         assert "yolo" in screen_text(app)
+
+
+async def test_a_finished_edit_shows_its_diff_not_its_arguments(
+    make_app, scripted_server, project
+):
+    """Regression: the edit's old_string/new_string JSON stood above the diff that shows them."""
+    (project / "notes.txt").write_text("alpha\nbeta\n")
+    scripted_server.enqueue(await edit_call(project), purpose="main")
+    scripted_server.enqueue(reply("Done."), purpose="main")
+    app = make_app(approval_mode="yolo")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "change notes")
+        await settle(pilot)
+
+        screen = screen_text(app)
+        assert "+gamma" in screen
+        assert '"old_string"' not in screen
 
 
 async def test_ask_user_question_is_a_choice_list_and_the_choice_reaches_the_model(

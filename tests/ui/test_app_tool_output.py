@@ -3,7 +3,7 @@ reads as a summary, each expandable (click the line or press Ctrl+O)."""
 
 from __future__ import annotations
 
-from cairn.testing import reply, tool_call
+from cairn.testing import ToolCallSpec, reply, tool_call, tool_calls
 from cairn.ui.transcript import ToolCallView, ToolOutput
 
 from .conftest import record_session, send, settle
@@ -35,7 +35,62 @@ async def test_a_shell_commands_output_is_shown_clipped(make_app, scripted_serve
         assert "line-1" in screen
         assert "line-5" in screen
         assert "line-6" not in screen
-        assert "+27 lines · exit 0 (ctrl+o to expand)" in screen
+        assert "+25 lines · exit 0 (ctrl+o to expand)" in screen
+
+
+async def test_the_output_shown_is_what_the_command_printed(make_app, scripted_server):
+    """Regression: the expanded output ended with "Exit code: 0" (the line written for the
+    model; the status is already on the "… +N lines · exit 0" line), counted in "+N lines"."""
+    script_counting(scripted_server)
+    app = make_app(approval_mode="yolo")
+    async with app.run_test(size=(100, 80)) as pilot:
+        await send(pilot, "count")
+        await settle(pilot)
+        [output] = outputs(app)
+        output.set_expanded(True)
+        await pilot.pause()
+
+        shown = output.shown_text()
+        assert shown.splitlines()[-1] == "line-30"
+        assert "Exit code" not in screen_text(app)
+
+
+async def test_a_command_that_prints_nothing_shows_only_its_exit_status(
+    make_app, scripted_server
+):
+    scripted_server.enqueue(tool_call("run_shell_command", {"command": "true"}), purpose="main")
+    scripted_server.enqueue(reply("Done."), purpose="main")
+    app = make_app(approval_mode="yolo")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "run true")
+        await settle(pilot)
+
+        [output] = outputs(app)
+        assert output.shown_text() == "exit 0"
+        assert "Exit code" not in screen_text(app)
+
+
+async def test_the_arguments_line_does_not_repeat_the_title(make_app, scripted_server, project):
+    """Regression: under "✓ echo hi" the line `{"command": "echo hi"}` said it again."""
+    (project / "notes.txt").write_text("a note\n")
+    scripted_server.enqueue(
+        tool_calls(
+            ToolCallSpec("run_shell_command", {"command": "echo hi"}),
+            ToolCallSpec("read_file", {"file_path": str(project / "notes.txt")}),
+            ToolCallSpec("grep_search", {"pattern": "note", "glob": "*.txt"}),
+        ),
+        purpose="main",
+    )
+    scripted_server.enqueue(reply("Done."), purpose="main")
+    app = make_app(approval_mode="yolo")
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "look around")
+        await settle(pilot)
+
+        screen = screen_text(app)
+        assert '"command"' not in screen
+        assert '"file_path"' not in screen
+        assert '{"glob": "*.txt"}' in screen  # what the title does not say is still shown
 
 
 async def test_ctrl_o_expands_and_collapses_every_clipped_output(make_app, scripted_server):
@@ -130,7 +185,7 @@ async def test_a_resumed_shell_call_shows_its_output_as_the_live_one_did(
 
         screen = screen_text(app)
         assert "line-5" in screen
-        assert "+27 lines · exit 0 (ctrl+o to expand)" in screen
+        assert "+25 lines · exit 0 (ctrl+o to expand)" in screen
 
 
 async def test_a_resumed_search_shows_the_summary_it_showed_live(

@@ -66,10 +66,21 @@ def shell_request(command: str, title: str) -> PermissionRequest:
     )
 
 
-def test_an_approval_prompt_names_the_tool():
-    request = shell_request("ls", "ls")
+def test_an_approval_prompt_says_what_it_allows_in_words():
+    """Regression: the prompt asked "Allow run_shell_command?" / "Allow write_file?" (internal
+    tool names) above the call."""
+    new_file = FileDiff(Path("/w/a.py"), None, "x\n")
+    changed = FileDiff(Path("/w/a.py"), "x\n", "y\n")
 
-    assert permission_title(request).plain == "Allow run_shell_command?"
+    def edit(tool: str, diff: FileDiff | None) -> PermissionRequest:
+        return PermissionRequest("c1", tool, "Edit a.py", ToolKind.EDIT, "edit", {}, diff)
+
+    assert permission_title(shell_request("ls", "ls")).plain == "Allow this command?"
+    assert permission_title(edit("write_file", new_file)).plain == "Allow this new file?"
+    assert permission_title(edit("edit", changed)).plain == "Allow this edit?"
+    assert permission_title(edit("edit", None)).plain == "Allow this edit?"
+    mcp = PermissionRequest("c1", "mcp__docs__search", "search", ToolKind.OTHER, "mcp", {})
+    assert permission_title(mcp).plain == "Allow mcp__docs__search?"  # the name the user set up
 
 
 def test_a_command_is_previewed_unless_the_title_already_shows_it():

@@ -32,8 +32,16 @@ def recap_text(text: str) -> Text:
 
 
 def permission_title(request: PermissionRequest) -> Text:
-    """``Allow edit?``: the first line of an approval prompt."""
-    return Text.assemble(("Allow ", "bold"), (request.tool_name, "bold yellow"), ("?", "bold"))
+    """``Allow this edit?``: the first line of an approval prompt, in words (the call's own
+    title comes under it). Other tools, MCP ones for instance, by the name the user knows."""
+    if request.confirmation == "exec":
+        what = "this command"
+    elif request.confirmation == "edit":
+        new = request.diff is not None and request.diff.old_text is None
+        what = "this new file" if new else "this edit"
+    else:
+        what = request.tool_name
+    return Text.assemble(("Allow ", "bold"), (what, "bold yellow"), ("?", "bold"))
 
 
 def permission_preview(request: PermissionRequest, cwd: Path | None = None) -> Text | None:

@@ -227,7 +227,9 @@ class ToolCallView(Vertical):
         self.args = dict(args)
         self.status: ToolStatus = "pending"
         self._header = Static(self._header_text(), classes="tool-header")
-        self._args = Static(Text(_format_args(self.args), style="dim"), classes="tool-args")
+        shown_args = _format_args(self.args, title)
+        self._args = Static(Text(shown_args, style="dim"), classes="tool-args")
+        self._args.display = bool(shown_args)
         self._body: Widget | None = None
 
     def compose(self) -> Any:
@@ -256,6 +258,8 @@ class ToolCallView(Vertical):
         body = self._result_widget(output or "", display, diff, error)
         if body is None:
             return
+        if diff is not None:
+            self._args.display = False  # the diff shows what the arguments said
         if self._body is not None and self._body.is_mounted:
             self._body.remove()
         self._body = body
@@ -269,6 +273,8 @@ class ToolCallView(Vertical):
             return Static(render_diff(diff, self.base) or "", classes="tool-body")
         if error:
             return ToolOutput(output or display or "", style="red") if output or display else None
+        if self.tool_kind is ToolKind.EXECUTE:
+            output = _printed(output, display)
         summary = display if display and display.strip() != output.strip() else None
         if not output.strip():
             return ToolOutput(summary) if summary else None
@@ -371,7 +377,18 @@ class PlanView(Static):
         self.update(_plan_text(todos))
 
 
-def _format_args(args: Mapping[str, Any]) -> str:
+def _printed(output: str, display: str | None) -> str:
+    """What a command printed, without the lines written for the model: the ``Exit code: N``
+    trailer (``display`` already says ``exit N``) and the ``(no output)`` placeholder."""
+    if display and display.startswith("exit "):
+        trailer = f"\n\nExit code: {display.removeprefix('exit ')}"
+        output = output.removesuffix(trailer)
+    return "" if output.strip() == "(no output)" else output
+
+
+def _format_args(args: Mapping[str, Any], title: str = "") -> str:
+    """The arguments as one dim line, without the string values the title already shows."""
+    args = {k: v for k, v in args.items() if not (isinstance(v, str) and v and v in title)}
     if not args:
         return ""
     try:
