@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from typer.main import get_command
 
 from cairn.cli.app import app, root_options, serve_options
-from cairn.cli.options import ROOT_OPTIONS, SERVE_OPTIONS, RootOptions, ServeOptions, parse_fast
+from cairn.cli.options import (
+    ROOT_OPTIONS,
+    SERVE_OPTIONS,
+    RootOptions,
+    ServeOptions,
+    parse_fast,
+    with_bare_prompt,
+)
 
 Parsed = RootOptions | ServeOptions | None
 
@@ -139,3 +146,23 @@ def test_the_fast_path_does_not_import_typer() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["-p"], ["-p", ""]),
+        (["-p", "-o", "json"], ["-p", "", "-o", "json"]),
+        (["-y", "--prompt", "--continue"], ["-y", "--prompt", "", "--continue"]),
+        (["-p", "--help"], ["-p", "", "--help"]),
+        (["-p", "fix it", "-o", "json"], ["-p", "fix it", "-o", "json"]),
+        (["-p", "-v is broken"], ["-p", "-v is broken"]),  # not an option: the prompt
+        (["--prompt=hi"], ["--prompt=hi"]),
+        (["-m", "-p"], ["-m", "-p"]),  # -p is the model's name here
+        (["memory", "list", "-p"], ["memory", "list", "-p"]),  # a subcommand reads its own
+    ],
+)
+def test_a_bare_p_gets_an_empty_prompt_so_stdin_is_the_prompt(
+    argv: list[str], expected: list[str]
+) -> None:
+    assert with_bare_prompt(argv) == expected

@@ -83,6 +83,27 @@ def test_a_prompt_on_stdin_runs_headless(
     assert scripted_server.requests[0].last_user_text().strip() == "what is on stdin?"
 
 
+def test_a_bare_p_reads_the_prompt_from_stdin_as_claude_p_does(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    """Regression: `echo hi | cairn -p` (and `... | cairn -p -o json`) stopped at "Option '-p'
+    requires an argument" / "No such command 'json'": -p took the next option as its prompt."""
+    scripted_server.enqueue(reply("plain"), reply("as json"), purpose="main")
+
+    plain = run_cairn("-p", input="first question\n")
+    as_json = run_cairn("-p", "-o", "json", input="second question\n")
+    nothing = run_cairn("-p")
+
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "plain\n"
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)[-1]["result"] == "as json"
+    texts = [r.last_user_text().strip() for r in scripted_server.requests_for("main")]
+    assert texts == ["first question", "second question"]
+    assert nothing.returncode == 42
+    assert "No prompt given" in nothing.stderr
+
+
 def test_no_endpoint_configured_is_one_clear_message_and_exit_41(
     run_cairn: RunCairn, cairn_env: dict[str, str], scripted_server: ScriptedServer
 ) -> None:

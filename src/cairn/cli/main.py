@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from cairn.cli.dispatch import run_root, run_serve
-from cairn.cli.options import RootOptions, ServeOptions, parse_fast
+from cairn.cli.options import RootOptions, ServeOptions, parse_fast, with_bare_prompt
 from cairn.exit_codes import ExitCode
 
 __all__ = ["main"]
@@ -20,15 +20,16 @@ CLICK_USAGE_ERROR = 2  # the exit code typer (click) gives a usage error
 
 def main() -> None:
     try:
-        options = parse_fast(sys.argv[1:])
+        argv = with_bare_prompt(sys.argv[1:])
+        options = parse_fast(argv)
         if isinstance(options, RootOptions):
             sys.exit(run_root(options))
         if isinstance(options, ServeOptions):
             sys.exit(run_serve(options))
         from cairn.cli.app import app, mount_command_groups
 
-        mount_command_groups(sys.argv[1:])
-        app()
+        mount_command_groups(argv)
+        app(args=argv)
     except SystemExit as exc:
         # typer reports a usage error (unknown option, invalid value) with exit code 2; cairn
         # calls that bad input everywhere, code 42. No cairn command exits with 2 itself.

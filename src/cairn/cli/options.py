@@ -27,6 +27,7 @@ __all__ = [
     "RootOptions",
     "ServeOptions",
     "parse_fast",
+    "with_bare_prompt",
 ]
 
 
@@ -183,6 +184,32 @@ def parse_fast(
     if values is None or values.get("version"):
         return None
     return RootOptions()._replace(**values)
+
+
+def with_bare_prompt(argv: Sequence[str]) -> list[str]:
+    """``argv`` with an empty value after a ``-p`` that has none (last, or followed by another
+    root option), so ``git diff | cairn -p -o json`` reads its prompt from stdin, as
+    ``claude -p`` does, instead of taking ``-o`` as the prompt."""
+    by_name = {name: spec for spec in ROOT_OPTIONS.values() for name in spec.names}
+    options = {*by_name, "--help"}
+    out = list(argv)
+    index = 0
+    while index < len(out):
+        arg = out[index]
+        name, inline, _ = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        spec = by_name.get(name)
+        if spec is None:
+            break  # a subcommand or a stray argument: typer reads the rest
+        if spec.kind == "flag" or inline:
+            index += 1
+            continue
+        following = out[index + 1] if index + 1 < len(out) else None
+        if spec.dest == "prompt" and (
+            following is None or following.partition("=")[0] in options
+        ):
+            out.insert(index + 1, "")
+        index += 2
+    return out
 
 
 def _parse(argv: Sequence[str], specs: Mapping[str, OptionSpec]) -> dict[str, Any] | None:
