@@ -46,6 +46,10 @@ class Tmux:
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "main")
 
+    def printed(self) -> str:
+        """The screen and what scrolled off it (tmux's "Pane is dead" line can push a line up)."""
+        return self.run("capture-pane", "-p", "-S", "-", "-t", "main")
+
     def keys(self, *keys: str) -> None:
         self.run("send-keys", "-t", "main", *keys)
 
@@ -107,6 +111,34 @@ def test_tui_answers_a_typed_prompt_and_quits_cleanly(
 
     assert quit_cairn(tmux, status) == "0"
     assert "Traceback" not in tmux.screen()
+
+
+def test_quitting_after_a_turn_says_how_to_come_back(
+    tmux: Tmux, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+):
+    """A new user who quits was not told how to get back to the conversation."""
+    scripted_server.enqueue(reply("Noted."), purpose="main")
+    status = tmp_path / "exit-status"
+    start_cairn(tmux, project, status)
+    tmux.keys("-l", "remember the plan")
+    tmux.keys("Enter")
+    wait_until(lambda: "Noted." in tmux.screen(), "the answer", tmux.screen)
+    [request] = scripted_server.requests_for("main")
+
+    assert quit_cairn(tmux, status) == "0"
+    printed = " ".join(tmux.printed().split())
+    assert f"cairn --resume {request.session_id}" in printed
+    assert "cairn --continue" in printed
+
+
+def test_quitting_an_empty_session_says_nothing_about_resuming(
+    tmux: Tmux, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+):
+    status = tmp_path / "exit-status"
+    start_cairn(tmux, project, status)
+
+    assert quit_cairn(tmux, status) == "0"
+    assert "--resume" not in tmux.printed()
 
 
 def test_bursts_of_keys_arrive_in_order_in_a_real_terminal(

@@ -171,6 +171,7 @@ class CairnApp(App[int]):
         self._warnings = list(warnings)
         self._last_interrupt: float | None = None
         self._quitting = False
+        self.resume_hint: str | None = None  # printed once the UI is gone (launch.py)
         self.menu = CompletionMenu()
         self.prompt_input = PromptInput(
             history=self.history, cwd=runtime.cwd, menu=self.menu, commands=self._commands
@@ -217,6 +218,7 @@ class CairnApp(App[int]):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._session is not None:
+            self.resume_hint = _resume_hint(self._session)
             await self._session.close()
         await self.runtime.aclose()
 
@@ -719,6 +721,20 @@ def _title_of(session: Session) -> Callable[[str, Mapping[str, Any]], str]:
         return describe_call(session.registry, name, args)[0]
 
     return title
+
+
+def _resume_hint(session: Session) -> str | None:
+    """How to come back to ``session``, when it recorded anything."""
+    recorder = session.recorder
+    try:
+        if recorder is None or recorder.path.stat().st_size == 0:
+            return None
+    except OSError:
+        return None
+    return (
+        f"Resume this session with: cairn --resume {session.id}\n"
+        "(or cairn --continue, the latest session of this folder)"
+    )
 
 
 def _nothing() -> None:

@@ -45,6 +45,9 @@ def run_interactive(
         warnings=opened.warnings,
     )
     app.run()
+    if app.resume_hint and app.return_code in (None, ExitCode.OK):
+        sys.stdout.write(f"{app.resume_hint}\n")
+        sys.stdout.flush()
     return app.return_code or ExitCode.OK
 
 
