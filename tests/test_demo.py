@@ -26,9 +26,16 @@ def demo_output(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_the_demo_extracts_a_memory_in_one_session_and_recalls_it_in_the_next(
     demo_output: str,
 ) -> None:
-    assert "+ project memory: feedback/testing-with-pytest.md (extract)" in demo_output
-    assert "recalled into this session: Tests use pytest" in demo_output
-    assert "Wrote `test_greet.py` with two pytest tests" in demo_output
+    """Memory at work is shown as the terminal UI shows it, when it happens: Recall before the
+    turn's first tool call (it printed a line after the answer, from the requests it read)."""
+    saved = demo_output.index("◆ Saved to memory (Extract): Tests use pytest")
+    assert "feedback/testing-with-pytest.md" in demo_output[saved:].splitlines()[0]
+    step_4 = demo_output.index("4. A new session remembers")
+    recalled = demo_output.index("◆ Recalled 1 memory: Tests use pytest")
+    write = demo_output.index("⚙ Write test_greet.py")
+    answer = demo_output.index("Wrote `test_greet.py` with two pytest tests")
+    assert saved < step_4 < recalled < write < answer
+    assert "(nothing)" not in demo_output
 
 
 def test_the_demo_asks_before_an_edit_and_a_command_as_the_ui_does(demo_output: str) -> None:

@@ -33,6 +33,8 @@ from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_ca
 from cairn.ui.render import permission_preview, permission_title
 from cairn.vocabulary.events import (
     AssistantText,
+    MemoryChanged,
+    MemoryRecalled,
     Notice,
     SessionEvent,
     ToolCallStart,
@@ -103,6 +105,7 @@ class _Printer:
     def __init__(self, console: Console) -> None:
         self.console = console
         self._streaming = False
+        self.memory_events = 0
 
     async def __call__(self, event: SessionEvent) -> None:
         console = self.console
@@ -121,6 +124,10 @@ class _Printer:
             mark = "✓" if event.status == "completed" else "✗"
             first = (event.output or "").strip().splitlines()[:1]
             console.print(f"    [dim]{mark} {first[0][:100] if first else event.status}[/]")
+        elif isinstance(event, MemoryRecalled | MemoryChanged):
+            self.memory_events += 1
+            for line in event.describe().splitlines():  # as the UI's quiet memory items
+                console.print(f"  [magenta]◆ {line}[/]", markup=True, highlight=False)
         elif isinstance(event, Notice) and event.source.startswith("command:"):
             pass  # the turn result shows it
         elif isinstance(event, Notice):
@@ -264,6 +271,7 @@ async def _demo(folder: Path, console: Console) -> int:
         try:
             user = _DemoUser(console, project)
             session = runtime.new_session(frontend=user, approval_mode="default")
+            unlisten = session.listen(printer)  # Extract reports after the turn, outside it
             await _turn(console, session, printer, "1. A streamed answer", "What does greet.py do?")
             await _turn(
                 console,
@@ -281,12 +289,12 @@ async def _demo(folder: Path, console: Console) -> int:
                 "By the way: I always use pytest for tests, never unittest.",
             )
             await session.close()
-            await _show_saved_memory(console, runtime)
+            await _show_saved_memory(console, runtime, printer)
+            unlisten()
             second = runtime.new_session(frontend=user, approval_mode="default")
             await _turn(
                 console, second, printer, "4. A new session remembers", "Write a test for greet.py."
             )
-            _show_recalled(console, server, second.id)
             await _turn(console, second, printer, "5. Where were we? (/recap)", "/recap")
             await second.close()
         finally:
@@ -308,28 +316,14 @@ async def _show_diff(console: Console, project: Path) -> None:
     console.print(Markdown(f"```python\n{(project / 'greet.py').read_text()}```"))
 
 
-async def _show_saved_memory(console: Console, runtime: Runtime) -> None:
-    """Wait for the background extraction of the first session and show what it saved."""
-    manager = runtime.memory_manager()
-    await manager.drain(timeout=30)
+async def _show_saved_memory(console: Console, runtime: Runtime, printer: _Printer) -> None:
+    """Wait for the background extraction of the first session; the printer shows what it
+    saved as the session reports it."""
     console.print(Rule("Saved to memory in the background (Extract)", align="left"))
-    entries, _ = manager.history()
-    for entry in entries:
-        for name in entry.files:
-            console.print(f"  [green]+[/] {entry.scope} memory: {name} ({entry.operation})")
-    if not entries:
+    before = printer.memory_events
+    await runtime.memory_manager().drain(timeout=30)
+    if printer.memory_events == before:
         console.print("  (nothing)")
-
-
-def _show_recalled(console: Console, server: ScriptedServer, session_id: str) -> None:
-    sent = "\n".join(
-        text
-        for request in server.requests_for("main")
-        if request.session_id == session_id
-        for text in request.user_texts()
-    )
-    titles = sorted(set(re.findall(r"^### (.+)$", sent, re.MULTILINE)))
-    console.print(f"  [magenta]• recalled into this session: {', '.join(titles) or 'nothing'}[/]")
 
 
 def _next_steps(console: Console, *, kept: Path | None) -> None:
