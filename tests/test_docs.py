@@ -181,7 +181,12 @@ def _command_lines(example: Example) -> list[list[str]]:
 
 
 def _parse(group: Group, words: list[str]) -> None:
-    """Parse ``cairn words...`` the way the real command does, down to the subcommand."""
+    """Parse ``cairn words...`` the way the real command does, down to the subcommand (first
+    as cairn.cli.main does: a bare ``-p``, and words that name no command, are a prompt)."""
+    from cairn.cli.app import command_names
+    from cairn.cli.options import split_initial_prompt, with_bare_prompt
+
+    words, _ = split_initial_prompt(with_bare_prompt(words), command_names())
     context = group.make_context("cairn", list(words), resilient_parsing=False)
     rest = [*context._protected_args, *context.args]
     command: Command = group
@@ -224,7 +229,8 @@ def test_a_command_line_example_is_one_cairn_accepts(example: Example) -> None:
 def test_a_wrong_command_line_is_caught() -> None:
     """The parse above can fail: an unknown option or command is refused."""
     group = _cairn_command()
-    for words in (["--no-such-flag"], ["memory", "frobnicate"], ["-o", "yaml", "-p", "x"]):
+    wrong = (["--no-such-flag"], ["memory", "frobnicate"], ["-o", "yaml", "-p", "x"], ["x", "-q"])
+    for words in wrong:
         with pytest.raises(UsageError):
             _parse(group, words)
 

@@ -18,6 +18,7 @@ from cairn.cli.options import (
     RootOptions,
     ServeOptions,
     parse_fast,
+    split_initial_prompt,
     with_bare_prompt,
 )
 
@@ -166,3 +167,21 @@ def test_a_bare_p_gets_an_empty_prompt_so_stdin_is_the_prompt(
     argv: list[str], expected: list[str]
 ) -> None:
     assert with_bare_prompt(argv) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "rest", "words"),
+    [
+        (["fix the bug"], [], "fix the bug"),
+        (["-m", "x", "fix", "the", "bug", "-y"], ["-m", "x", "-y"], "fix the bug"),
+        (["--model=x", "hi"], ["--model=x"], "hi"),
+        (["memory", "list"], ["memory", "list"], None),  # a command
+        (["-p", "hi"], ["-p", "hi"], None),  # no positional word
+        (["--resume", "abc"], ["--resume", "abc"], None),  # an option's value is not a prompt
+        (["--frobnicate", "hi"], ["--frobnicate"], "hi"),  # typer reports the option
+    ],
+)
+def test_words_after_cairn_that_name_no_command_are_the_first_prompt(
+    argv: list[str], rest: list[str], words: str | None
+) -> None:
+    assert split_initial_prompt(argv, {"memory", "serve", "demo"}) == (rest, words)

@@ -22,6 +22,14 @@ def test_help_lists_every_command_and_group(run_cairn: RunCairn) -> None:
     assert "List, search, recall, forget and restore memories." in " ".join(commands.split())
 
 
+def test_help_says_how_to_start_with_a_prompt(run_cairn: RunCairn) -> None:
+    result = run_cairn("--help")
+
+    usage = " ".join(result.stdout.split("Options:", 1)[0].split())
+    assert 'cairn "PROMPT"' in usage  # the UI with a first prompt
+    assert 'cairn -p "PROMPT"' in usage  # one turn, no UI
+
+
 def test_a_group_still_runs_and_has_its_own_help(run_cairn: RunCairn) -> None:
     result = run_cairn("memory", "--help")
 

@@ -104,6 +104,30 @@ def test_a_bare_p_reads_the_prompt_from_stdin_as_claude_p_does(
     assert "No prompt given" in nothing.stderr
 
 
+def test_a_prompt_on_the_command_line_with_piped_input_runs_headless(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    """`git diff | cairn "review this"`: no terminal to open the UI in, so one turn, as -p."""
+    scripted_server.enqueue(reply("Looks fine."), purpose="main")
+
+    done = run_cairn("review", "this", input="+ added a line\n")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Looks fine.\n"
+    [request] = scripted_server.requests_for("main")
+    assert request.last_user_text() == "+ added a line\n\n\nreview this"
+
+
+def test_an_unknown_command_word_with_options_still_says_what_is_wrong(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    done = run_cairn("fix it", "--no-such-option")
+
+    assert done.returncode == 42
+    assert "--no-such-option" in done.stderr
+    assert scripted_server.requests == []
+
+
 def test_no_endpoint_configured_is_one_clear_message_and_exit_41(
     run_cairn: RunCairn, cairn_env: dict[str, str], scripted_server: ScriptedServer
 ) -> None:

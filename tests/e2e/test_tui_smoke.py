@@ -113,6 +113,23 @@ def test_tui_answers_a_typed_prompt_and_quits_cleanly(
     assert "Traceback" not in tmux.screen()
 
 
+def test_a_prompt_on_the_command_line_opens_the_ui_and_sends_it(
+    tmux: Tmux, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+):
+    """Regression: `cairn "fix the bug"` (how `claude "query"` starts) failed with "No such
+    command 'fix the bug'"; it opens the UI with that as the first prompt."""
+    scripted_server.enqueue(reply("The capital of France is Paris."), purpose="main")
+    status = tmp_path / "exit-status"
+    start_cairn(tmux, project, status, "what is the capital of France?", "--model", "other-model")
+
+    wait_until(lambda: "capital of France is Paris" in tmux.screen(), "the answer", tmux.screen)
+    assert "› what is the capital of France?" in tmux.screen()
+    [request] = scripted_server.requests_for("main")
+    assert request.last_user_text() == "what is the capital of France?"
+    assert request.model == "other-model"
+    assert quit_cairn(tmux, status) == "0"
+
+
 def test_quitting_after_a_turn_says_how_to_come_back(
     tmux: Tmux, scripted_server: ScriptedServer, project: Path, tmp_path: Path
 ):

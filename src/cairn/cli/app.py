@@ -28,6 +28,7 @@ __all__ = [
     "COMMAND_GROUPS",
     "CommandGroup",
     "app",
+    "command_names",
     "mount_command_groups",
     "root_options",
     "serve_options",
@@ -35,7 +36,11 @@ __all__ = [
 
 app = typer.Typer(
     add_completion=False,
-    help="cairn: a terminal AI coding agent with a managed long-term memory.",
+    help=(
+        "cairn: a terminal AI coding agent with a managed long-term memory.\n\n"
+        '`cairn` opens the terminal UI, `cairn "PROMPT"` opens it with a first prompt, '
+        '`cairn -p "PROMPT"` runs one turn and prints the answer (a prompt on stdin works too).'
+    ),
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
@@ -71,7 +76,10 @@ def root(
         return
     from cairn.cli.dispatch import run_root
 
-    raise typer.Exit(run_root(root_options(ctx.params)))
+    options = root_options(ctx.params)
+    if isinstance(ctx.obj, str):  # `cairn fix the bug`: main() passes the words
+        options = options._replace(initial_prompt=ctx.obj)
+    raise typer.Exit(run_root(options))
 
 
 @app.command()
@@ -208,3 +216,11 @@ def mount_command_groups(argv: Sequence[str]) -> None:
 
 
 _MOUNTED_FOR_REAL: set[str] = set()  # groups whose real commands are on the app
+
+
+def command_names() -> set[str]:
+    """Every ``cairn <command>``: a first word that is none of these is a prompt."""
+    commands = {
+        info.name or info.callback.__name__ for info in app.registered_commands if info.callback
+    }
+    return commands | {group.name for group in COMMAND_GROUPS}

@@ -45,8 +45,10 @@ def run_root(options: RootOptions) -> int:
             approval_mode=mode,
             resume=options.resume,
             continue_latest=options.continue_latest,
+            initial_prompt=options.initial_prompt,
         )
-    text = "\n\n".join(t for t in (piped, options.prompt) if t and t.strip())
+    parts = (piped, options.prompt, options.initial_prompt)
+    text = "\n\n".join(t for t in parts if t and t.strip())
     from cairn.headless.runner import HeadlessOptions, run_headless
 
     return run_headless(

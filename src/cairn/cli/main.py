@@ -10,7 +10,13 @@ from __future__ import annotations
 import sys
 
 from cairn.cli.dispatch import run_root, run_serve
-from cairn.cli.options import RootOptions, ServeOptions, parse_fast, with_bare_prompt
+from cairn.cli.options import (
+    RootOptions,
+    ServeOptions,
+    parse_fast,
+    split_initial_prompt,
+    with_bare_prompt,
+)
 from cairn.exit_codes import ExitCode
 
 __all__ = ["main"]
@@ -26,10 +32,13 @@ def main() -> None:
             sys.exit(run_root(options))
         if isinstance(options, ServeOptions):
             sys.exit(run_serve(options))
-        from cairn.cli.app import app, mount_command_groups
+        from cairn.cli.app import app, command_names, mount_command_groups
 
-        mount_command_groups(argv)
-        app(args=argv)
+        rest, words = split_initial_prompt(argv, command_names())
+        if words is not None and isinstance(first := parse_fast(rest), RootOptions):
+            sys.exit(run_root(first._replace(initial_prompt=words)))
+        mount_command_groups(rest)
+        app(args=rest, obj=words)  # the root command gets the words as its first prompt
     except SystemExit as exc:
         # typer reports a usage error (unknown option, invalid value) with exit code 2; cairn
         # calls that bad input everywhere, code 42. No cairn command exits with 2 itself.

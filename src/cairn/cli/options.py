@@ -13,7 +13,7 @@ which prints its usual messages. A test checks that both parsers agree on what t
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -27,6 +27,7 @@ __all__ = [
     "RootOptions",
     "ServeOptions",
     "parse_fast",
+    "split_initial_prompt",
     "with_bare_prompt",
 ]
 
@@ -149,6 +150,7 @@ class RootOptions(NamedTuple):
     version: bool = False
     sandbox: bool = False
     trust: bool = False
+    initial_prompt: str | None = None  # `cairn "fix the bug"`: the UI's first prompt
 
 
 class ServeOptions(NamedTuple):
@@ -190,26 +192,55 @@ def with_bare_prompt(argv: Sequence[str]) -> list[str]:
     """``argv`` with an empty value after a ``-p`` that has none (last, or followed by another
     root option), so ``git diff | cairn -p -o json`` reads its prompt from stdin, as
     ``claude -p`` does, instead of taking ``-o`` as the prompt."""
-    by_name = {name: spec for spec in ROOT_OPTIONS.values() for name in spec.names}
-    options = {*by_name, "--help"}
+    options = {*_ROOT_NAMES, "--help"}
     out = list(argv)
-    index = 0
-    while index < len(out):
-        arg = out[index]
-        name, inline, _ = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        spec = by_name.get(name)
+    for index, spec in _root_tokens(argv):
         if spec is None:
             break  # a subcommand or a stray argument: typer reads the rest
-        if spec.kind == "flag" or inline:
-            index += 1
+        if spec.dest != "prompt" or "=" in argv[index]:
             continue
-        following = out[index + 1] if index + 1 < len(out) else None
-        if spec.dest == "prompt" and (
-            following is None or following.partition("=")[0] in options
-        ):
-            out.insert(index + 1, "")
-        index += 2
+        following = argv[index + 1] if index + 1 < len(argv) else None
+        if following is None or following.partition("=")[0] in options:
+            out.insert(index + 1 + (len(out) - len(argv)), "")
     return out
+
+
+def split_initial_prompt(
+    argv: Sequence[str], commands: Collection[str]
+) -> tuple[list[str], str | None]:
+    """``cairn fix the bug`` / ``cairn "fix the bug" -m x``: the options, and the words that
+    name no command joined as the first prompt (``None``: the first word is a command, or
+    there are no words). Unknown options stay with the options, for typer to report."""
+    rest: list[str] = []
+    words: list[str] = []
+    for index, spec in _root_tokens(argv):
+        token = argv[index]
+        if spec is not None:
+            rest.append(token)
+            if spec.kind != "flag" and "=" not in token and index + 1 < len(argv):
+                rest.append(argv[index + 1])
+        elif token.startswith("-"):
+            rest.append(token)
+        elif not words and token in commands:
+            return list(argv), None
+        else:
+            words.append(token)
+    return (rest, " ".join(words)) if words else (list(argv), None)
+
+
+_ROOT_NAMES = {name: spec for spec in ROOT_OPTIONS.values() for name in spec.names}
+
+
+def _root_tokens(argv: Sequence[str]) -> Iterator[tuple[int, OptionSpec | None]]:
+    """Each root option (with its spec; its value is skipped) or other token, by index."""
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        name = arg.partition("=")[0] if arg.startswith("--") else arg
+        spec = _ROOT_NAMES.get(name)
+        yield index, spec
+        takes_next = spec is not None and spec.kind != "flag" and "=" not in arg
+        index += 2 if takes_next else 1
 
 
 def _parse(argv: Sequence[str], specs: Mapping[str, OptionSpec]) -> dict[str, Any] | None:

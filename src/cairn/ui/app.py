@@ -146,8 +146,10 @@ class CairnApp(App[int]):
         session_id: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         warnings: Sequence[str] = (),
+        initial_prompt: str | None = None,
     ) -> None:
-        """``clock`` times the away recap and the working indicator (tests move it).
+        """``clock`` times the away recap and the working indicator (tests move it);
+        ``initial_prompt`` is submitted once the session is on screen.
 
         The app closes ``runtime`` on exit.
         """
@@ -169,6 +171,7 @@ class CairnApp(App[int]):
         self._resume = resume
         self._session_id = session_id
         self._warnings = list(warnings)
+        self._initial_prompt = initial_prompt
         self._last_interrupt: float | None = None
         self._quitting = False
         self.resume_hint: str | None = None  # printed once the UI is gone (launch.py)
@@ -211,6 +214,9 @@ class CairnApp(App[int]):
             await self.transcript.add(NoticeView("warning", warning))
         self.watch(self, "app_focus", self._focus_changed, init=False)
         self.prompt_input.focus()
+        if self._initial_prompt:
+            self.history.add(self._initial_prompt)
+            await self.submit(self._initial_prompt)
 
     async def on_unmount(self) -> None:
         tasks = [t for t in (self.turn_task, self.recap_task, *self.shell_tasks) if t]

@@ -18,10 +18,14 @@ def run_interactive(
     approval_mode: str | None,
     resume: str | None,
     continue_latest: bool,
+    initial_prompt: str | None = None,
     cwd: Path | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """Run the Textual app until the user quits; returns the process exit code."""
+    """Run the Textual app until the user quits; returns the process exit code.
+
+    ``initial_prompt`` (``cairn "fix the bug"``) is sent as the first prompt once the UI is up.
+    """
     err = stderr or sys.stderr
     folder = cwd or Path.cwd()
     try:
@@ -43,6 +47,7 @@ def run_interactive(
         approval_mode=approval_mode,
         resume=opened.resume,
         warnings=opened.warnings,
+        initial_prompt=initial_prompt,
     )
     app.run()
     if app.resume_hint and app.return_code in (None, ExitCode.OK):
