@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from ..mcp.helpers import TOOLS_SERVER
+from ..mcp.helpers import (
+    SECRET_NAMES,
+    SECRETS_DROPPED,
+    TOOLS_SERVER,
+    reported_environments,
+    tools_server,
+    with_secrets,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -130,3 +137,21 @@ def test_a_broken_settings_file_is_reported_and_left_alone(
         assert done.returncode == 52, done.stderr
         assert "invalid JSON" in done.stderr
     assert settings.read_text() == '{"mcpServers": {'
+
+
+def test_list_starts_stdio_servers_without_cairns_secrets(
+    project: Path, cairn_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Bug: `cairn mcp list` started a server with cairn's secrets (only the session dropped
+    them). The key in use, here the settings' one, is found by value as well."""
+    server = tools_server(tmp_path, MCP_TEST_REPORT_ENV=",".join(SECRET_NAMES))
+    home = Path(cairn_env["CAIRN_HOME"])
+    settings = {"security": {"auth": {"apiKey": "settings-key-456"}}}
+    settings["mcpServers"] = {"tools": server.stdio_config()}  # type: ignore[dict-item]
+    (home / "settings.json").write_text(json.dumps(settings))
+    without_key = {k: v for k, v in cairn_env.items() if k != "OPENAI_API_KEY"}
+
+    listed = _cairn(project, with_secrets(without_key, "settings-key-456"), "mcp", "list")
+
+    assert listed.returncode == 0, listed.stderr
+    assert reported_environments(tmp_path) == [SECRETS_DROPPED]

@@ -15,7 +15,14 @@ import pytest
 from cairn.testing import Reply, ScriptedServer, ToolCallSpec, reply, tool_call
 from cairn.testing.mcp import FastMCPServer, pid_alive
 
-from ..mcp.helpers import server_log, tools_server
+from ..mcp.helpers import (
+    SECRET_NAMES,
+    SECRETS_DROPPED,
+    reported_environments,
+    server_log,
+    tools_server,
+    with_secrets,
+)
 from .conftest import CAIRN, RunCairn, trust_in_user_settings, write_settings
 
 pytestmark = pytest.mark.slow
@@ -311,3 +318,29 @@ def test_an_http_or_sse_server_from_settings_is_called(
         done = run_cairn("-p", "echo")
     assert done.returncode == 0, done.stderr
     assert _tool_messages(scripted_server.requests[1]) == [f"echo: {transport}"]
+
+
+def test_a_stdio_server_gets_cairns_environment_without_its_secrets(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    project: Path,
+    tmp_path: Path,
+) -> None:
+    """Bug (tools track, 12:42): stdio servers were started with all of cairn's environment, so
+    a repository's server could read the provider's key. They now get what shell commands get
+    (cairn's secrets dropped, by name and by value) plus the ``env`` their entry names: a secret
+    the entry passes on by name (``$CAIRN_SERVER_TOKEN``) is the user's explicit choice."""
+    names = [*SECRET_NAMES, "CONFIGURED", "NAMED"]
+    server = tools_server(tmp_path, MCP_TEST_REPORT_ENV=",".join(names))
+    entry = server.stdio_config(trust=True)
+    entry["env"] = {**entry["env"], "CONFIGURED": "from settings", "NAMED": "$CAIRN_SERVER_TOKEN"}
+    _settings(project, {"tools": entry})
+    scripted_server.enqueue(reply("Seen."))
+
+    done = run_cairn("-p", "look", env=with_secrets(cairn_env, cairn_env["OPENAI_API_KEY"]))
+
+    assert done.returncode == 0, done.stderr
+    assert reported_environments(tmp_path) == [
+        {**SECRETS_DROPPED, "CONFIGURED": "from settings", "NAMED": "daemon-token-123"}
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -47,3 +48,27 @@ def raw_config(tmp_path: Path, mode: str, name: str = "raw") -> ServerConfig:
 def server_log(tmp_path: Path) -> list[str]:
     path = tmp_path / "server.log"
     return path.read_text().splitlines() if path.exists() else []
+
+
+SECRET_NAMES = ["OPENAI_API_KEY", "CAIRN_SERVER_TOKEN", "HOLDS_THE_KEY", "HARMLESS"]
+SECRETS_DROPPED = {
+    "OPENAI_API_KEY": None,
+    "CAIRN_SERVER_TOKEN": None,
+    "HOLDS_THE_KEY": None,
+    "HARMLESS": "kept",
+}  # what a stdio server sees of SECRET_NAMES under with_secrets()
+
+
+def with_secrets(environ: dict[str, str], key: str) -> dict[str, str]:
+    """``environ`` with a daemon token, a variable holding ``key`` and a harmless variable."""
+    return {
+        **environ,
+        "CAIRN_SERVER_TOKEN": "daemon-token-123",
+        "HOLDS_THE_KEY": f"Bearer {key}",
+        "HARMLESS": "kept",
+    }
+
+
+def reported_environments(tmp_path: Path) -> list[dict[str, str | None]]:
+    """What each start of the test server saw of ``MCP_TEST_REPORT_ENV``'s variables."""
+    return [json.loads(line[4:]) for line in server_log(tmp_path) if line.startswith("env ")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -18,6 +18,9 @@ from cairn.config.paths import user_settings_path
 from cairn.config.trust import TrustFileError, keep_trust_after_approved_change, project_trust
 from cairn.exit_codes import ExitCode
 from cairn.mcp.config import ServerConfig, collect_servers
+
+if TYPE_CHECKING:
+    from cairn.config.settings import Settings
 
 __all__ = ["mcp_app"]
 
@@ -37,7 +40,7 @@ def _fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _servers() -> list[ServerConfig]:
+def _servers() -> tuple[Settings, list[ServerConfig]]:
     cwd = Path.cwd()
     try:
         loaded = load_settings(cwd)
@@ -47,13 +50,28 @@ def _servers() -> list[ServerConfig]:
     servers = collect_servers(cwd, loaded.settings, warnings=warnings)
     for warning in warnings:
         sys.stderr.write(f"warning: {warning}\n")
-    return servers
+    return loaded.settings, servers
 
 
-async def _connect(servers: list[ServerConfig]) -> Any:
+def _server_environment(settings: Settings) -> dict[str, str]:
+    """What a session's stdio servers get: cairn's environment without its secrets."""
+    from cairn.config.endpoint import NoAuthError, resolve_endpoint
+    from cairn.tools.environment import command_environment
+
+    try:
+        key = resolve_endpoint(settings).api_key
+    except NoAuthError:  # no model configured: the settings' key may still be set
+        key = settings.security.auth.api_key or ""
+    return command_environment(
+        secrets=[key] if key else [], keep=settings.tools.pass_secrets_to_shell
+    )
+
+
+async def _connect(settings: Settings, servers: list[ServerConfig]) -> Any:
     from cairn.mcp.manager import SessionMcp
 
-    view = SessionMcp(None, servers, cwd=Path.cwd())
+    environ = _server_environment(settings)
+    view = SessionMcp(None, servers, cwd=Path.cwd(), environ=environ)
     view.start()
     await view.wait_for_discovery(CHECK_TIMEOUT_SECONDS)
     return view
@@ -64,13 +82,13 @@ def list_servers() -> None:
     """Each server: transport, status (connected, failed, disabled), tool count, the error."""
     from cairn.session.mcp import describe_servers
 
-    servers = _servers()
+    settings, servers = _servers()
     if not servers:
         typer.echo(describe_servers([]))
         return
 
     async def run() -> str:
-        view = await _connect(servers)
+        view = await _connect(settings, servers)
         try:
             return describe_servers(view.statuses())
         finally:
@@ -85,12 +103,13 @@ def get_server(name: Annotated[str, typer.Argument(help="The server's name.")]) 
     from cairn.mcp.names import NameAllocator
     from cairn.session.mcp import describe_servers
 
-    server = next((s for s in _servers() if s.name == name), None)
+    settings, servers = _servers()
+    server = next((s for s in servers if s.name == name), None)
     if server is None:
         _fail(f"No MCP server named {name!r}. `cairn mcp list` shows them.", ExitCode.BAD_INPUT)
 
     async def run() -> str:
-        view = await _connect([server])
+        view = await _connect(settings, [server])
         try:
             [connection] = view.connections
             lines = [describe_servers(view.statuses()), f"source: {server.source}"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,12 +77,16 @@ class McpConnection:
         config: ServerConfig,
         *,
         cwd: Path,
+        environ: Mapping[str, str] | None = None,
         on_change: Callable[[], None] | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
     ) -> None:
+        """``environ``: what a stdio server starts with before its own ``env`` (default:
+        cairn's environment without its secrets, as for shell commands)."""
         self.config = config
         self.name = config.name
         self._cwd = cwd
+        self._environ = environ
         self._on_change = on_change
         self._connect_timeout = connect_timeout
         self.status: ConnectionStatus = "disabled" if config.disabled else "connecting"
@@ -201,8 +205,19 @@ class McpConnection:
             cwd = Path(config.cwd).expanduser() if config.cwd else self._cwd
             if not cwd.is_absolute():
                 cwd = self._cwd / cwd
+            if self._environ is None:
+                from cairn.tools.environment import command_environment
+
+                self._environ = command_environment()
             read, write, process = await stack.enter_async_context(
-                open_stdio(config.command, config.args, env=config.env, cwd=cwd, name=self.name)
+                open_stdio(
+                    config.command,
+                    config.args,
+                    environ=self._environ,
+                    env=config.env,
+                    cwd=cwd,
+                    name=self.name,
+                )
             )
             self._process = process
         elif config.transport == "http":

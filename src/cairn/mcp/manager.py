@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,11 +35,19 @@ _log = get_logger("MCP")
 class McpManager:
     """Connections to the configured servers of one runtime, started once, closed on exit."""
 
-    def __init__(self, servers: Sequence[ServerConfig], *, cwd: Path) -> None:
+    def __init__(
+        self,
+        servers: Sequence[ServerConfig],
+        *,
+        cwd: Path,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """``environ``: what stdio servers start with (see :class:`McpConnection`)."""
         self._cwd = cwd
         self._listeners: list[Callable[[], None]] = []
         self.connections: list[McpConnection] = [
-            McpConnection(server, cwd=cwd, on_change=self._notify) for server in servers
+            McpConnection(server, cwd=cwd, environ=environ, on_change=self._notify)
+            for server in servers
         ]
         self._started = False
 
@@ -109,10 +117,15 @@ class SessionMcp:
     """The MCP servers one session uses: the runtime's plus its client's (client wins)."""
 
     def __init__(
-        self, shared: McpManager | None, own: Sequence[ServerConfig], *, cwd: Path
+        self,
+        shared: McpManager | None,
+        own: Sequence[ServerConfig],
+        *,
+        cwd: Path,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self._shared = shared
-        self.own = McpManager(own, cwd=cwd)
+        self.own = McpManager(own, cwd=cwd, environ=environ)
         self._changed = asyncio.Event()
         self._removers = [m.add_listener(self._changed.set) for m in self._managers()]
         self._cache: tuple[tuple[int, ...], list[Tool]] | None = None

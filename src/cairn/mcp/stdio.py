@@ -68,6 +68,7 @@ async def open_stdio(
     command: str,
     args: tuple[str, ...],
     *,
+    environ: Mapping[str, str],
     env: Mapping[str, str],
     cwd: Path,
     name: str,
@@ -80,9 +81,10 @@ async def open_stdio(
 ]:
     """Start ``command`` and yield the SDK's message streams and the :class:`StdioProcess`.
 
-    Raises ``OSError`` when the program cannot be started (not found, not executable).
+    The child's environment is ``environ`` (cairn's, without its secrets) plus the server's
+    configured ``env``. Raises ``OSError`` when the program cannot be started.
     """
-    environment = {**os.environ, **env}
+    environment = {**environ, **env}
     process = await anyio.open_process(
         [command, *args],
         env=environment,

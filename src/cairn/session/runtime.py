@@ -167,9 +167,21 @@ class Runtime:
             return None
         from cairn.mcp.manager import McpManager, SessionMcp
 
+        environ = self.command_environment()  # a repository's server never sees the key
         if self._mcp is None and self.mcp_servers:
-            self._mcp = McpManager(self.mcp_servers, cwd=self.cwd)
-        return SessionMcp(self._mcp, extra, cwd=self.cwd)
+            self._mcp = McpManager(self.mcp_servers, cwd=self.cwd, environ=environ)
+        return SessionMcp(self._mcp, extra, cwd=self.cwd, environ=environ)
+
+    def command_environment(self) -> dict[str, str]:
+        """What the commands cairn starts (shell commands, hooks, stdio MCP servers) run with:
+        cairn's environment without its secrets (the endpoint's key found by value too)."""
+        from cairn.tools.environment import command_environment
+
+        endpoint = self.endpoint
+        key = endpoint.api_key if endpoint is not None else self.settings.security.auth.api_key
+        return command_environment(
+            secrets=[key] if key else [], keep=self.settings.tools.pass_secrets_to_shell
+        )
 
     # ----- commands, skills and agents from files (cairn.extensions) -----
 

@@ -282,13 +282,7 @@ class Session:
 
     def _make_command_environment(self) -> dict[str, str]:
         """What shell commands and hooks run with: cairn's environment without its secrets."""
-        from cairn.tools.environment import command_environment
-
-        endpoint = self.runtime.endpoint
-        key = endpoint.api_key if endpoint is not None else self.settings.security.auth.api_key
-        return command_environment(
-            secrets=[key] if key else [], keep=self.settings.tools.pass_secrets_to_shell
-        )
+        return self.runtime.command_environment()
 
     def _make_hooks(
         self, hooks: HooksSettings | None = None, *, disabled: bool | None = None

@@ -4,11 +4,13 @@ MCP_TEST_LOG: a file the server appends events to ("start <pid>", "cancelled slo
 MCP_TEST_GARBAGE=1: print lines that are not JSON-RPC on stdout before serving.
 MCP_TEST_HANG_SECONDS=N: sleep before serving (a server that hangs in initialize).
 MCP_TEST_FAIL_START=1: exit at once with an error on stderr (a server that fails to start).
+MCP_TEST_REPORT_ENV=A,B: log "env {json}" at start, the values of these variables (null: unset).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 import time
@@ -38,6 +40,9 @@ if hang:
 
 app = FastMCP("tools")
 log(f"start {os.getpid()}")
+if os.environ.get("MCP_TEST_REPORT_ENV"):
+    names = os.environ["MCP_TEST_REPORT_ENV"].split(",")
+    log("env " + json.dumps({name: os.environ.get(name) for name in names}))
 
 
 @app.tool(annotations=ToolAnnotations(readOnlyHint=True))
