@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import subprocess
@@ -14,8 +15,10 @@ import pytest
 
 from cairn.testing import Reply, ScriptedServer, ToolCallSpec, reply, tool_call
 from cairn.testing.mcp import FastMCPServer, pid_alive
+from cairn.tools.permissions import PLAN_MODE_MESSAGE
 
 from ..mcp.helpers import (
+    RAW_SERVER,
     SECRET_NAMES,
     SECRETS_DROPPED,
     reported_environments,
@@ -211,6 +214,103 @@ def test_a_server_that_crashes_mid_turn_is_restarted_on_its_next_use(
     assert _tool_messages(third)[-1] == "echo: again"
     assert len(server.pids()) == 2
     _assert_no_orphans(server)
+
+
+def test_malformed_answers_are_errors_the_model_and_the_user_see(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    """A server answering a call with a line that is not a JSON-RPC response, and one whose
+    tool list is malformed: the call's result says so at once (no wait for the 10-minute
+    timeout), the other server is reported as failed with why, and the turn goes on."""
+    raw = [sys.executable, str(RAW_SERVER)]
+    servers = {
+        "raw": {"command": raw[0], "args": [raw[1], "bad-message"], "trust": True},
+        "badlist": {"command": raw[0], "args": [raw[1], "bad-tools"], "trust": True},
+    }
+    _settings(project, servers)
+    scripted_server.enqueue(tool_call("mcp__raw__broken", {}))
+    scripted_server.enqueue(reply("It failed."))
+
+    done = run_cairn("-p", "call it")
+
+    assert done.returncode == 0, done.stderr
+    [message] = _tool_messages(scripted_server.requests[1])
+    assert "MCP server raw returned a malformed result for the tool broken call: result:" in (
+        message
+    )
+    assert "MCP server badlist: sent a malformed answer to tools/list: tools.0.name:" in (
+        done.stderr
+    )
+
+
+@pytest.mark.parametrize("images", [True, False], ids=["image-model", "text-only-model"])
+def test_an_image_result_reaches_the_model_as_an_image_or_is_named(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    images: bool,
+) -> None:
+    server = tools_server(tmp_path)
+    _settings(
+        project, {"tools": server.stdio_config(trust=True)}, model={"supportsImages": images}
+    )
+    scripted_server.enqueue(tool_call("mcp__tools__picture", {}))
+    scripted_server.enqueue(reply("A tiny picture."))
+
+    done = run_cairn("-p", "show me")
+
+    assert done.returncode == 0, done.stderr
+    second = scripted_server.requests[1]
+    [text] = _tool_messages(second)
+    assert "a tiny picture" in text
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 24).decode()
+    if images:
+        assert second.images == [f"data:image/png;base64,{png}"]
+    else:
+        assert second.images == []
+        assert "image/png" in text  # named for a model that cannot see it
+
+
+def test_a_tool_list_change_offers_the_new_tool_in_the_next_request(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    server = tools_server(tmp_path)
+    _settings(project, {"tools": server.stdio_config(trust=True)})
+    scripted_server.enqueue(tool_call("mcp__tools__grow", {}))
+    scripted_server.enqueue(tool_call("mcp__tools__extra", {}))
+    scripted_server.enqueue(reply("Grown."))
+
+    done = run_cairn("-p", "grow")
+
+    assert done.returncode == 0, done.stderr
+    first, second, third = scripted_server.requests
+    assert "mcp__tools__extra" not in _tool_names(first)
+    assert "mcp__tools__extra" in _tool_names(second)
+    assert _tool_messages(third)[-1] == "extra tool ran"
+
+
+def test_plan_mode_runs_read_only_tools_and_never_one_that_changes_things(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    """Even on a trusted server with an allow rule: plan mode refuses a non-read-only tool."""
+    server = tools_server(tmp_path)
+    _settings(
+        project,
+        {"tools": server.stdio_config(trust=True)},
+        permissions={"allow": ["mcp__tools__*"]},
+    )
+    scripted_server.enqueue(tool_call("mcp__tools__write_note", {"text": "planned"}))
+    scripted_server.enqueue(tool_call("mcp__tools__echo", {"text": "looking"}))
+    scripted_server.enqueue(reply("Here is the plan."))
+
+    done = run_cairn("-p", "plan it", "--approval-mode", "plan")
+
+    assert done.returncode == 0, done.stderr
+    _, second, third = scripted_server.requests
+    assert _tool_messages(second) == [PLAN_MODE_MESSAGE]
+    assert _tool_messages(third)[-1] == "echo: looking"
+    assert "note planned" not in server_log(tmp_path)
 
 
 def test_a_server_still_connecting_past_the_bound_joins_a_later_request(

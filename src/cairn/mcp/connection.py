@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +31,7 @@ from pydantic import AnyUrl, ValidationError
 from cairn import __version__
 from cairn.debug_log import get_logger
 from cairn.mcp.config import ServerConfig
-from cairn.mcp.stdio import CLOSE_GRACE_SECONDS, StdioProcess, open_stdio
+from cairn.mcp.stdio import CLOSE_GRACE_SECONDS, MALFORMED_RESPONSE, StdioProcess, open_stdio
 
 __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 CONNECT_TIMEOUT_SECONDS = 30.0  # start + initialize + first listings; longer is a failed start
+REFRESH_WAIT_SECONDS = 5.0  # a call whose server announced new lists waits this long for them
 MAX_RESTARTS = 3  # restarts of a crashed server in one connection's life (a session)
 HTTP_TIMEOUT = httpx.Timeout(30.0, read=300.0)  # SSE streams stay open between events
 ConnectionStatus: TypeAlias = Literal["connecting", "connected", "failed", "disabled", "closed"]
@@ -51,6 +52,11 @@ _log = get_logger("MCP")
 
 class McpCallError(Exception):
     """A request to a server failed; the message is what the model (and the user) is told."""
+
+
+class _BadStart(Exception):
+    """The server's answer to a start-up request (initialize, a listing) is malformed or an
+    error; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ class McpConnection:
         self._dead = asyncio.Event()
         self._crashed = False  # it was connected and went away: restartable on next use
         self._background: set[asyncio.Task[Any]] = set()
+        self._refreshing: asyncio.Future[Any] | None = None
         self._restart_lock = asyncio.Lock()
         if config.disabled:
             self._ready.set()
@@ -173,7 +180,7 @@ class McpConnection:
             async with AsyncExitStack() as stack:
                 session = await self._open(stack)
                 with anyio.fail_after(self._connect_timeout):
-                    result = await session.initialize()
+                    result = await _answer(session.initialize(), "initialize")
                     self.instructions = result.instructions
                     await self._discover(session, result.capabilities)
                 self._session = session
@@ -263,14 +270,22 @@ class McpConnection:
     async def _discover(
         self, session: ClientSession, capabilities: types.ServerCapabilities
     ) -> None:
-        self.tools = await _list_all(session.list_tools, "tools") if capabilities.tools else []
+        self.tools = (
+            await _list_all(session.list_tools, "tools", "tools/list")
+            if capabilities.tools
+            else []
+        )
         self.prompts = (
-            await _list_all(session.list_prompts, "prompts") if capabilities.prompts else []
+            await _list_all(session.list_prompts, "prompts", "prompts/list")
+            if capabilities.prompts
+            else []
         )
         if capabilities.resources:
-            self.resources = await _list_all(session.list_resources, "resources")
+            self.resources = await _list_all(
+                session.list_resources, "resources", "resources/list"
+            )
             self.resource_templates = await _list_all(
-                session.list_resource_templates, "resourceTemplates"
+                session.list_resource_templates, "resourceTemplates", "resources/templates/list"
             )
         else:
             self.resources, self.resource_templates = [], []
@@ -283,6 +298,8 @@ class McpConnection:
 
     def _describe_failure(self, exc: BaseException) -> str:
         root = _root_cause(exc)
+        if isinstance(root, _BadStart):
+            return str(root)
         if isinstance(root, TimeoutError):
             return f"did not answer initialize within {self._connect_timeout:g} s" + (
                 f" ({self._process.last_stderr()})" if self._process else ""
@@ -330,7 +347,7 @@ class McpConnection:
                 | types.ResourceListChangedNotification()
             ):
                 # Listing here would wait on the loop that delivers its answer: in a task.
-                self._spawn(self._refresh())
+                self._refreshing = self._spawn(self._refresh())
             case _:
                 pass
 
@@ -348,10 +365,21 @@ class McpConnection:
         _log.info(f"MCP server {self.name}: lists changed, {len(self.tools)} tools")
         self._changed()
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Future[Any]:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
+
+    async def _lists_settled(self) -> None:
+        """Wait (bounded) for a refresh the server asked for while a call ran: a tool that
+        adds tools announces it before it answers, so the next request can offer them."""
+        refreshing = self._refreshing
+        if refreshing is None or refreshing.done():
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(REFRESH_WAIT_SECONDS):
+                await asyncio.shield(refreshing)
 
     # ----- requests -----
 
@@ -382,7 +410,7 @@ class McpConnection:
         request_id = session._request_id  # the id send_request gives the next request
         try:
             async with asyncio.timeout(timeout):
-                return await send(session)
+                result = await send(session)
         except TimeoutError:
             self._cancel_on_server(session, request_id, "timed out")
             raise McpCallError(
@@ -393,6 +421,11 @@ class McpConnection:
             self._cancel_on_server(session, request_id, "cancelled by the user")
             raise
         except McpError as exc:
+            if exc.error.code == MALFORMED_RESPONSE:
+                raise McpCallError(
+                    f"MCP server {self.name} returned a malformed result for the {what} call: "
+                    f"{exc.error.message}"
+                ) from None
             if self._session is None or exc.error.code == types.CONNECTION_CLOSED:
                 await self._settle_exit()
                 raise McpCallError(
@@ -413,6 +446,8 @@ class McpConnection:
             ) from None
         except Exception as exc:
             raise McpCallError(f"MCP server {self.name}: the {what} call failed: {exc}") from None
+        await self._lists_settled()
+        return result
 
     async def _settle_exit(self) -> None:
         """Give a dying stdio server a moment to exit, so its exit status can be told."""
@@ -475,14 +510,27 @@ class McpConnection:
         )
 
 
-async def _list_all(method: Callable[..., Any], attribute: str) -> list[Any]:
-    """Every page of a ``*/list`` request."""
+async def _answer(request: Awaitable[Any], method: str) -> Any:
+    """The result of a start-up request; a malformed one or an error is a :class:`_BadStart`."""
+    try:
+        return await request
+    except ValidationError as exc:
+        raise _BadStart(f"sent a malformed answer to {method}: {_first_error(exc)}") from None
+    except McpError as exc:
+        if exc.error.code == MALFORMED_RESPONSE:
+            raise _BadStart(f"sent a malformed answer to {method}: {exc.error.message}") from None
+        if exc.error.code == types.CONNECTION_CLOSED:
+            raise  # the process went away: its exit status says why
+        raise _BadStart(f"answered {method} with an error: {exc.error.message}") from None
+
+
+async def _list_all(method: Callable[..., Any], attribute: str, name: str) -> list[Any]:
+    """Every page of a ``*/list`` request (``name``: the request's method, for errors)."""
     items: list[Any] = []
     cursor: str | None = None
     for _ in range(100):  # a server that pages forever still ends
-        result = await method(
-            params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        )
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        result = await _answer(method(params=params), name)
         items += getattr(result, attribute)
         cursor = result.nextCursor
         if not cursor:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -25,14 +26,16 @@ import anyio.abc
 import mcp.types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from cairn.debug_log import get_logger
 
-__all__ = ["CLOSE_GRACE_SECONDS", "StdioProcess", "open_stdio"]
+__all__ = ["CLOSE_GRACE_SECONDS", "MALFORMED_RESPONSE", "StdioProcess", "open_stdio"]
 
 CLOSE_GRACE_SECONDS = 2.0  # after stdin closes, then again after SIGTERM, before the next step
 STDERR_TAIL_LINES = 20  # stderr lines kept to explain a failure
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer stdout line is not a message: it is skipped
+MALFORMED_RESPONSE = -32098  # the error cairn answers itself for a malformed response line
 _log = get_logger("MCP")
 _live_groups: set[int] = set()  # process groups of running servers, killed at interpreter exit
 
@@ -151,9 +154,38 @@ def _parse(line: bytes, info: StdioProcess, name: str) -> types.JSONRPCMessage |
     try:
         return types.JSONRPCMessage.model_validate_json(text)
     except ValueError:
-        info.skipped_lines += 1
-        _log.warning(f"MCP server {name} printed a line that is not JSON-RPC: {text[:200]!r}")
+        pass
+    answer = _answer_to_malformed(text)
+    if answer is not None:
+        _log.warning(f"MCP server {name} sent a malformed response: {text[:200]!r}")
+        return answer
+    info.skipped_lines += 1
+    _log.warning(f"MCP server {name} printed a line that is not JSON-RPC: {text[:200]!r}")
+    return None
+
+
+def _answer_to_malformed(text: bytes) -> types.JSONRPCMessage | None:
+    """A line that names a request's id but is no valid response, as an error response for
+    that request: the caller learns at once instead of waiting for its timeout."""
+    try:
+        data = json.loads(text)
+    except ValueError:
         return None
+    if not isinstance(data, dict) or "method" in data:
+        return None
+    ident = data.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, int | str):
+        return None
+    shape = types.JSONRPCError if "error" in data else types.JSONRPCResponse
+    try:
+        shape.model_validate(data)
+        problem = "not a JSON-RPC response"
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        problem = f"{where}: {first['msg']}" if where else first["msg"]
+    error = types.ErrorData(code=MALFORMED_RESPONSE, message=problem)
+    return types.JSONRPCMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=error))
 
 
 async def _read_stderr(process: anyio.abc.Process, info: StdioProcess, name: str) -> None:

@@ -1,6 +1,10 @@
 """A hand-written stdio MCP server that misbehaves on purpose (argv[1] chooses how).
 
 malformed: answers tools/call with a result whose content is not a list.
+bad-message: answers tools/call with a line that is not a JSON-RPC response (result a string).
+bad-initialize: answers initialize the same way.
+refuse-initialize: answers initialize with a JSON-RPC error.
+bad-tools: lists a tool whose name is a number.
 """
 
 from __future__ import annotations
@@ -22,7 +26,11 @@ for line in sys.stdin:
     method, ident = request.get("method"), request.get("id")
     if ident is None:
         continue
-    if method == "initialize":
+    if method == "initialize" and MODE == "bad-initialize":
+        send({"jsonrpc": "2.0", "id": ident, "result": "ready"})
+    elif method == "initialize" and MODE == "refuse-initialize":
+        send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "no licence"}})
+    elif method == "initialize":
         send(
             {
                 "jsonrpc": "2.0",
@@ -35,7 +43,10 @@ for line in sys.stdin:
             }
         )
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [TOOL]}})
+        tools = [{**TOOL, "name": 5}] if MODE == "bad-tools" else [TOOL]
+        send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})
+    elif method == "tools/call" and MODE == "bad-message":
+        send({"jsonrpc": "2.0", "id": ident, "result": "done"})
     elif method == "tools/call":
         send({"jsonrpc": "2.0", "id": ident, "result": {"content": "not a list", "isError": 3}})
     else:
