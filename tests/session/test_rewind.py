@@ -7,7 +7,10 @@ moves, and a conversation rewind truncates the model history (here and after a r
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
+import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +22,9 @@ from cairn.config.settings import Settings
 from cairn.content import Text
 from cairn.memory.background.cursor import ExtractCursor, read_cursor, write_cursor
 from cairn.memory.paths import memory_roots
+from cairn.recording.checkpoints import ShadowRepository, checkpoints_dir
 from cairn.recording.reader import load_session
-from cairn.session.rewind import RewindError
+from cairn.session.rewind import RewindError, shadow_repository
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import ScriptedProvider, reply, tool_call
@@ -283,3 +287,53 @@ async def test_turned_off_checkpoints_take_nothing(
 
 async def _ignore(event: SessionEvent) -> None:
     return None
+
+
+async def test_the_first_turn_prepares_the_shadow_index_in_the_background(rig: Rig) -> None:
+    """The first snapshot of a project hashes every file (seconds in a big one): the session's
+    first turn builds the shadow index meanwhile, without taking a checkpoint, and the first
+    change's checkpoint still holds the tree as it was."""
+    before = tree_state(rig.repo)
+    await rig.prompt("just answer")
+    assert rig.session.checkpoints is not None
+    await rig.session.checkpoints.prepared()
+
+    shadow, reason = shadow_repository(rig.repo, rig.session.settings.general.checkpointing)
+    assert shadow is not None, reason
+    assert shadow.is_prepared()
+    assert [p.code for p in (await rig.session.rewind_listing()).points] == [False]
+
+    rig.provider.enqueue(
+        tool_call("write_file", {"file_path": "README.md", "content": "new\n"}), reply("Done.")
+    )
+    await rig.prompt("rewrite the readme")
+    await rig.session.rewind(2, "code")
+    assert tree_state(rig.repo) == before
+
+
+async def test_closing_the_session_stops_a_preparation_with_its_git_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "cairn-home"))
+    many = {f"pkg{i % 20}/file{i}.txt": f"{i}\n" * 200 for i in range(3000)}
+    repo = make_repository(tmp_path / "big", many)
+    runtime = _runtime(repo, ScriptedProvider(reply("Hi.")))
+    session = runtime.new_session(approval_mode="yolo")
+    checkpoints = session.checkpoints
+    assert checkpoints is not None
+    try:
+        checkpoints.start_turn("turn-1")  # as the first prompt does
+        while checkpoints._preparer is None and not checkpoints._preparing.done():  # type: ignore[union-attr]
+            await asyncio.sleep(0.01)
+    finally:
+        await session.close()
+        await runtime.aclose()
+
+    preparer = checkpoints._preparer
+    assert preparer is not None and preparer.returncode in (0, -signal.SIGKILL)
+    leftover = subprocess.run(
+        ["pgrep", "-s", str(preparer.pid)], capture_output=True, text=True, check=False
+    )
+    assert leftover.stdout.strip() == ""  # no git of its process session left running
+    after = ShadowRepository(repo, checkpoints_dir(repo)).snapshot("after")  # lock and index fine
+    assert after.files == len(many)

@@ -224,6 +224,17 @@ class ShadowRepository:
         with self._locked():
             return self._snapshot(message)
 
+    def prepare(self) -> None:
+        """Bring the shadow index up to the work tree without taking a snapshot: the next
+        snapshot then only hashes what changed since (the first one of a project hashes
+        everything). :class:`SnapshotTooLarge` when the work tree is over the caps."""
+        with self._locked():
+            self._stage()
+
+    def is_prepared(self) -> bool:
+        """Whether the shadow index exists (a snapshot or :meth:`prepare` ran before)."""
+        return (self.git_dir / "index").is_file()
+
     def changes(self, older: str, newer: str | None = None) -> list[FileChange]:
         """Files that differ from snapshot ``older`` to ``newer`` (default: the work tree now)."""
         with self._locked():
@@ -600,3 +611,22 @@ def _literal_pattern(path: str) -> str:
 
 def _mb(size: int) -> str:
     return f"{size / (1 << 20):.1f} MB" if size >= 1 << 20 else f"{size / 1024:.0f} KB"
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m cairn.recording.checkpoints WORK_TREE STORE MAX_FILE MAX_FILES MAX_TOTAL``:
+    :meth:`ShadowRepository.prepare` in a process of its own, which a closing session can kill
+    with its git children (a thread could not be)."""
+    work_tree, store, max_file, max_files, max_total = argv
+    limits = CheckpointLimits(int(max_file), int(max_files), int(max_total))
+    try:
+        ShadowRepository(Path(work_tree), Path(store), limits).prepare()
+    except CheckpointError:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -350,9 +353,55 @@ class TurnCheckpoints:
         self._turn: str | None = None  # uuid of the current turn's user record
         self._taken: str | None = None  # the turn whose checkpoint is taken (or given up)
         self._told: set[str] = set()  # messages already shown in this session
+        self._preparing: asyncio.Task[None] | None = None
+        self._preparer: asyncio.subprocess.Process | None = None
 
     def start_turn(self, user_uuid: str) -> None:
         self._turn = user_uuid
+        if self._preparing is None:  # the session's first turn
+            self._preparing = asyncio.get_running_loop().create_task(self._prepare())
+
+    async def _prepare(self) -> None:
+        """A project without a shadow index yet: build it in the background while the model
+        thinks, so the turn's first change waits for an incremental snapshot only (the first
+        one of a big project takes seconds: benchmarks/README.md). Best effort."""
+        try:
+            if self._shadow is None:
+                self._shadow = await asyncio.to_thread(
+                    shadow_repository, self.project_root, self.settings
+                )
+            shadow = self._shadow[0]
+            if shadow is None or shadow.is_prepared():
+                return
+            limits = shadow.limits
+            self._preparer = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "cairn.recording.checkpoints",
+                str(shadow.work_tree), str(shadow.store), str(limits.max_file_bytes),
+                str(limits.max_files), str(limits.max_total_bytes),
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+            try:
+                await self._preparer.wait()
+            finally:
+                if self._preparer.returncode is None:  # cancelled: the session closes
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(self._preparer.pid, signal.SIGKILL)
+                    await self._preparer.wait()
+        except (OSError, CheckpointError) as exc:
+            _log.debug(f"checkpoint preparation skipped: {exc}")
+
+    async def prepared(self) -> None:
+        """Until the session's preparation of the shadow index (if any) has ended."""
+        if self._preparing is not None:
+            await asyncio.gather(self._preparing, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Stop a preparation still running, with its git processes (the next session's
+        snapshot does the work); the lock it held goes with it."""
+        if self._preparing is not None:
+            self._preparing.cancel()
+        await self.prepared()
 
     async def before_change(self, emit: EventSink) -> None:
         """Checkpoint the workspace unless this turn has its checkpoint already."""
@@ -360,6 +409,7 @@ class TurnCheckpoints:
         if turn is None or self._taken == turn:
             return
         self._taken = turn
+        await self.prepared()  # the snapshot needs its lock, and builds on its work
         try:
             checkpoint = await asyncio.to_thread(self._snapshot, turn)
         except CheckpointError as exc:

@@ -589,6 +589,8 @@ class Session:
         self.client.cancel_recall("shutdown")
         if self.mcp is not None:
             await self.mcp.aclose()  # the servers its client passed in
+        if self.checkpoints is not None:
+            await self.checkpoints.close()  # a preparation still running is stopped
         if self.recorder is not None:
             # Closing syncs the recording to disk (an fsync, ~3 ms here): off the event loop,
             # which other sessions (daemon, ACP) share.
