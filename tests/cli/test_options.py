@@ -17,6 +17,7 @@ from cairn.cli.options import (
     SERVE_OPTIONS,
     RootOptions,
     ServeOptions,
+    misspelt_command,
     parse_fast,
     split_initial_prompt,
     with_bare_prompt,
@@ -185,3 +186,22 @@ def test_words_after_cairn_that_name_no_command_are_the_first_prompt(
     argv: list[str], rest: list[str], words: str | None
 ) -> None:
     assert split_initial_prompt(argv, {"memory", "serve", "demo"}) == (rest, words)
+
+
+@pytest.mark.parametrize(
+    ("word", "meant"),
+    [("memroy", "memory"), ("trst", "trust"), ("sever", "serve"), ("rewnd", "rewind")],
+)
+def test_a_word_one_slip_from_a_command_is_taken_for_a_typo(word: str, meant: str) -> None:
+    assert misspelt_command(["-y", word, "x"], COMMANDS) == meant
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["fix"], ["review", "it"], ["memroy list"], ["explain"], ["deploy"], ["memory"], ["-p", "x"]],
+)
+def test_a_prompt_word_is_not_a_typo(argv: list[str]) -> None:
+    assert misspelt_command(argv, COMMANDS) is None
+
+
+COMMANDS = {"memory", "trust", "serve", "rewind", "demo", "mcp"}

@@ -118,6 +118,18 @@ def test_a_prompt_on_the_command_line_with_piped_input_runs_headless(
     assert request.last_user_text() == "+ added a line\n\n\nreview this"
 
 
+def test_a_misspelt_command_is_not_sent_as_a_prompt(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    """Words that name no command are a first prompt, but `cairn memroy list` is a typo: it
+    says which command was meant instead of sending "memroy list" to the model."""
+    done = run_cairn("memroy", "list", input="piped\n")
+
+    assert done.returncode == 42
+    assert "cairn memory" in done.stderr and "memroy" in done.stderr
+    assert scripted_server.requests == []
+
+
 def test_an_unknown_command_word_with_options_still_says_what_is_wrong(
     run_cairn: RunCairn, scripted_server: ScriptedServer
 ) -> None:

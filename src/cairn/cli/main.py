@@ -7,12 +7,14 @@ app in :mod:`cairn.cli.app`; both end in :mod:`cairn.cli.dispatch`, which runs t
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 from cairn.cli.dispatch import run_root, run_serve
 from cairn.cli.options import (
     RootOptions,
     ServeOptions,
+    misspelt_command,
     parse_fast,
     split_initial_prompt,
     with_bare_prompt,
@@ -34,7 +36,16 @@ def main() -> None:
             sys.exit(run_serve(options))
         from cairn.cli.app import app, command_names, mount_command_groups
 
-        rest, words = split_initial_prompt(argv, command_names())
+        commands = command_names()
+        rest, words = split_initial_prompt(argv, commands)
+        if words is not None and (meant := misspelt_command(argv, commands)):
+            quoted = shlex.quote(words)
+            quoted = f" (to send it as a prompt: cairn {quoted})" if " " in words else ""
+            sys.stderr.write(
+                f"cairn: {words.split()[0]!r} is not a command; did you mean "
+                f"`cairn {meant}`?{quoted}\n"
+            )
+            sys.exit(ExitCode.BAD_INPUT)
         if words is not None and isinstance(first := parse_fast(rest), RootOptions):
             sys.exit(run_root(first._replace(initial_prompt=words)))
         mount_command_groups(rest)

@@ -26,6 +26,7 @@ __all__ = [
     "OptionSpec",
     "RootOptions",
     "ServeOptions",
+    "misspelt_command",
     "parse_fast",
     "split_initial_prompt",
     "with_bare_prompt",
@@ -226,6 +227,19 @@ def split_initial_prompt(
         else:
             words.append(token)
     return (rest, " ".join(words)) if words else (list(argv), None)
+
+
+def misspelt_command(argv: Sequence[str], commands: Collection[str]) -> str | None:
+    """The command that ``argv``'s first word is a slip of (``cairn memroy list`` →
+    ``memory``), or ``None`` when it reads as a prompt. A quoted prompt (with spaces) is never
+    a typo."""
+    word = next((argv[i] for i, spec in _root_tokens(argv) if spec is None), "")
+    if word.startswith("-") or " " in word or len(word) < 3 or word in commands:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(word.lower(), sorted(commands), n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 _ROOT_NAMES = {name: spec for spec in ROOT_OPTIONS.values() for name in spec.names}
