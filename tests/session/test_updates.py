@@ -84,7 +84,7 @@ def test_text_and_thoughts_are_chunks_of_one_message_per_model_response() -> Non
         },
         {
             "sessionUpdate": "agent_message_chunk",
-            "content": {"type": "text", "text": "Next request"},
+            "content": {"type": "text", "text": "\n\nNext request"},
             "messageId": "m3",
         },
     ]
@@ -96,7 +96,6 @@ def test_text_and_thoughts_are_chunks_of_one_message_per_model_response() -> Non
         AssistantText(""),
         TurnStarted("p", True),
         TurnEnded(TurnResult("end_turn")),
-        StreamReset("retry", 0.0),
         AssistantMessage("x", "", (), Usage(), "m"),
         UsageUpdate(Usage(), 10, 0),
     ],
@@ -376,6 +375,7 @@ def test_a_replayed_tool_call_gets_its_registry_title_and_kind() -> None:
         "toolCallId": "c1",
         "status": "completed",
         "content": [{"type": "content", "content": {"type": "text", "text": "ok"}}],
+        "rawOutput": {"output": "ok"},
     }
     assert updates[5]["status"] == "failed"
     assert (updates[6]["title"], updates[6]["kind"]) == ("gone_tool", "other")
@@ -417,3 +417,194 @@ def test_a_replayed_call_shows_the_summary_people_saw_live() -> None:
     assert done["content"] == [
         {"type": "content", "content": {"type": "text", "text": "Found 2 files"}}
     ]
+
+
+# ----- #17: what an editor shows of tool calls, live and replayed alike -----
+
+
+def test_a_command_shows_its_output_and_raw_output_not_only_its_exit_code() -> None:
+    """#17: a shell call's final update carried only "exit 0"."""
+    updates = mapper()
+    updates.event(ToolCallStart("c1", "run_shell_command", "ls", ToolKind.EXECUTE, {}))
+    done = one(
+        ToolCallUpdate("c1", "completed", output="a\nb\n\nExit code: 0", display="exit 0"), updates
+    )
+
+    assert done["content"] == [
+        {"type": "content", "content": {"type": "text", "text": "a\nb\n\nExit code: 0"}}
+    ]
+    assert done["rawOutput"] == {"output": "a\nb\n\nExit code: 0"}
+
+
+def test_a_call_in_a_client_terminal_keeps_showing_the_terminal_when_it_ends() -> None:
+    updates = mapper()
+    updates.event(ToolCallStart("c1", "run_shell_command", "make", ToolKind.EXECUTE, {}))
+    running = one(ToolCallUpdate("c1", "in_progress", terminal_id="term-1"), updates)
+    done = one(ToolCallUpdate("c1", "completed", output="ok\n\nExit code: 0"), updates)
+
+    terminal = [{"type": "terminal", "terminalId": "term-1"}]
+    assert running == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c1",
+        "status": "in_progress",
+        "content": terminal,
+    }
+    assert done["content"] == terminal
+    assert done["rawOutput"] == {"output": "ok\n\nExit code: 0"}
+
+
+@pytest.mark.parametrize(
+    ("ending", "text"),
+    [
+        ("rejected", "Rejected"),
+        ("skipped", "Skipped: an earlier call of the same step was rejected"),
+        ("cancelled", "Cancelled"),
+    ],
+)
+def test_a_call_that_did_not_run_says_why_for_people(ending: str, text: str) -> None:
+    """#17: a rejected call ended "failed" with the text meant for the model."""
+    event = ToolCallUpdate("c1", "cancelled", output="The user declined ...", ending=ending)  # type: ignore[arg-type]
+
+    assert one(event) == {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c1",
+        "status": "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+        "_meta": {"cairn": {"outcome": ending}},
+    }
+
+
+def test_a_rejection_that_stops_the_turn_is_said_when_the_turn_ends() -> None:
+    updates = mapper()
+    updates.event(TurnStarted("p", True))
+    updates.event(ToolCallStart("c1", "write_file", "Write a.txt", ToolKind.EDIT, {}))
+    updates.event(ToolCallUpdate("c1", "cancelled", ending="rejected", denied=True))
+
+    [said] = updates.event(TurnEnded(TurnResult("end_turn")))
+
+    assert said["content"]["text"] == (  # type: ignore[index]
+        "Stopped: you rejected Write a.txt. Say how cairn should go on.\n\n"
+    )
+    assert said["_meta"] == {"cairn": {"kind": "notice", "level": "info", "source": "permissions"}}
+
+
+def test_calls_a_turn_leaves_open_are_ended_cancelled_when_it_ends() -> None:
+    """#17: a call interrupted by a cancel never got a final update (pending for ever)."""
+    updates = mapper()
+    updates.event(TurnStarted("p", True))
+    updates.event(ToolCallStart("c1", "read_file", "Read a", ToolKind.READ, {}))
+    updates.event(ToolCallUpdate("c1", "completed", output="x"))
+    updates.event(ToolCallStart("c2", "run_shell_command", "sleep 9", ToolKind.EXECUTE, {}))
+    updates.event(ToolCallUpdate("c2", "in_progress"))
+
+    ended = updates.event(TurnEnded(TurnResult("cancelled")))
+
+    assert ended == [
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c2",
+            "status": "failed",
+            "content": [{"type": "content", "content": {"type": "text", "text": "Cancelled"}}],
+            "_meta": {"cairn": {"outcome": "cancelled"}},
+        }
+    ]
+    assert updates.event(TurnEnded(TurnResult("end_turn"))) == []
+
+
+def test_a_retry_is_a_warning_message_naming_attempt_delay_and_reason() -> None:
+    """#17: retries were silent; the editor spun for a minute."""
+    [shown] = mapper().event(StreamReset("HTTP 500: overloaded", 4.0, 2, 7))
+
+    assert shown["content"]["text"] == (  # type: ignore[index]
+        "⚠ The model request failed; retrying in 4 s (attempt 2 of 7): HTTP 500: overloaded\n\n"
+    )
+    assert shown["_meta"] == {
+        "cairn": {
+            "kind": "notice",
+            "level": "warning",
+            "source": "retry",
+            "delay": 4.0,
+            "reason": "HTTP 500: overloaded",
+            "attempt": 2,
+            "maxAttempts": 7,
+        }
+    }
+
+
+def test_text_after_a_tool_call_or_notice_gets_no_paragraph_break() -> None:
+    updates = mapper()
+    updates.event(AssistantText("Looking."))
+    updates.event(AssistantMessage("Looking.", "", (), Usage(), "m"))
+    updates.event(ToolCallStart("c1", "read_file", "Read a", ToolKind.READ, {}))
+    after_call = one(AssistantText("Found it."), updates)
+
+    assert after_call["content"]["text"] == "Found it."  # type: ignore[index]
+
+
+def _replayed_edit() -> ReplayItem:
+    return ReplayItem(
+        "tool_call",
+        tool_call_id="c1",
+        tool_name="edit",
+        args={"file_path": "a.py", "old_string": "o", "new_string": "n"},
+        result="Edited a.py",
+        display="Edited a.py",
+        status="completed",
+        diff=FileDiff(Path("/p/a.py"), "o\n", "n\n"),
+        locations=(Location(Path("/p/a.py"), 1),),
+    )
+
+
+def test_a_replayed_edit_shows_the_diff_it_showed_live() -> None:
+    """#17: an edit showed a diff live and a sentence on replay."""
+    live = mapper()
+    live.event(ToolCallStart("c1", "edit", "Edit a.py", ToolKind.EDIT, {}))
+    shown_live = one(
+        ToolCallUpdate(
+            "c1",
+            "completed",
+            output="Edited a.py",
+            diff=FileDiff(Path("/p/a.py"), "o\n", "n\n"),
+            locations=(Location(Path("/p/a.py"), 1),),
+        ),
+        live,
+    )
+
+    [_, replayed] = mapper().replay([_replayed_edit()])
+
+    assert replayed == shown_live
+
+
+def test_a_replayed_rejection_reads_as_the_live_one() -> None:
+    item = ReplayItem(
+        "tool_call",
+        tool_call_id="c1",
+        tool_name="write_file",
+        error="The user declined this tool call.",
+        status="rejected",
+    )
+
+    [_, replayed] = mapper().replay([item])
+
+    assert replayed == one(ToolCallUpdate("c1", "cancelled", ending="rejected"))
+
+
+def test_a_replayed_call_the_turn_left_open_is_ended_as_live() -> None:
+    items = [ReplayItem("tool_call", tool_call_id="c1", tool_name="run_shell_command")]
+
+    [_, ended] = mapper().replay(items)
+
+    assert ended["status"] == "failed"
+    assert ended["_meta"] == {"cairn": {"outcome": "cancelled"}}
+
+
+def test_consecutive_replayed_answers_are_separate_paragraphs_as_live() -> None:
+    items = [
+        ReplayItem("assistant_text", "Done.", uuid="a"),
+        ReplayItem("assistant_text", "Again.", uuid="b"),
+    ]
+
+    [first, second] = mapper().replay(items)
+
+    assert first["content"]["text"] == "Done."  # type: ignore[index]
+    assert second["content"]["text"] == "\n\nAgain."  # type: ignore[index]

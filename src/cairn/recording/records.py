@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from cairn.content import Content, Text
+from cairn.vocabulary.tool_calls import FileDiff, Location
 
 __all__ = [
     "ASSISTANT",
@@ -28,8 +30,12 @@ __all__ = [
     "SYSTEM",
     "TOOL_RESULT",
     "USER",
+    "diff_from_record",
+    "diff_record",
     "format_timestamp",
     "is_typed_by_user",
+    "locations_from_record",
+    "locations_record",
     "message_of",
     "mid_turn_content",
     "parse_records",
@@ -48,6 +54,8 @@ CHAT_COMPRESSION: Final = "chat_compression"
 SLASH_COMMAND: Final = "slash_command"
 MID_TURN_USER_MESSAGE: Final = "mid_turn_user_message"
 
+MAX_RECORDED_DIFF_CHARS: Final = 256_000  # a larger diff is not kept (replay shows its summary)
+MAX_RECORDED_LOCATIONS: Final = 100  # places of one tool call kept in its toolCallResult
 AWAY_RECAP_ITEM: Final = "away_recap"  # output item type of a recap kept by a slash-command result
 REAL_USER: Final = "real_user"  # provenance of text a person typed
 
@@ -170,3 +178,49 @@ def recap_texts(record: Mapping[str, Any]) -> list[str]:
         and item.get("type") == AWAY_RECAP_ITEM
         and isinstance(item.get("text"), str)
     ]
+
+
+# ----- what a tool call showed (its toolCallResult entry), so a replay shows the same -----
+
+
+def diff_record(diff: FileDiff) -> dict[str, Any] | None:
+    """A call's diff as recorded (``{path, oldText?, newText}``); ``None`` when too large."""
+    if len(diff.new_text) + len(diff.old_text or "") > MAX_RECORDED_DIFF_CHARS:
+        return None
+    entry: dict[str, Any] = {"path": str(diff.path), "newText": diff.new_text}
+    if diff.old_text is not None:
+        entry["oldText"] = diff.old_text
+    return entry
+
+
+def diff_from_record(raw: Any) -> FileDiff | None:
+    if not isinstance(raw, Mapping):
+        return None
+    path, old, new = raw.get("path"), raw.get("oldText"), raw.get("newText")
+    if not isinstance(path, str) or not isinstance(new, str):
+        return None
+    return FileDiff(Path(path), old if isinstance(old, str) else None, new)
+
+
+def locations_record(locations: Sequence[Location]) -> list[dict[str, Any]]:
+    """At most :data:`MAX_RECORDED_LOCATIONS` places, as ``{path, line?}``."""
+    out: list[dict[str, Any]] = []
+    for location in locations[:MAX_RECORDED_LOCATIONS]:
+        entry: dict[str, Any] = {"path": str(location.path)}
+        if location.line is not None:
+            entry["line"] = location.line
+        out.append(entry)
+    return out
+
+
+def locations_from_record(raw: Any) -> tuple[Location, ...]:
+    if not isinstance(raw, list):
+        return ()
+    found: list[Location] = []
+    for entry in raw:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str):
+            continue
+        line = entry.get("line")
+        valid = isinstance(line, int) and not isinstance(line, bool) and line >= 0
+        found.append(Location(Path(entry["path"]), line if valid else None))
+    return tuple(found)

@@ -16,11 +16,14 @@ from cairn.recording.records import (
     MID_TURN_USER_MESSAGE,
     SYSTEM,
     TOOL_RESULT,
+    diff_from_record,
     is_typed_by_user,
+    locations_from_record,
     message_of,
     recap_texts,
     user_display_text,
 )
+from cairn.vocabulary.tool_calls import FileDiff, Location
 
 __all__ = ["ReplayItem", "ReplayKind", "replay_items"]
 
@@ -39,6 +42,9 @@ class ReplayItem:
     result: str | None = None
     display: str | None = None  # the short summary people saw live ("Found 3 files")
     error: str | None = None
+    status: str | None = None  # as recorded: completed, failed, rejected, skipped, cancelled
+    diff: FileDiff | None = None  # the change an edit showed live
+    locations: tuple[Location, ...] = ()  # the places the call reported (search results)
     uuid: str | None = None
     timestamp: str | None = None
 
@@ -89,13 +95,13 @@ class _ReplayBuilder:
         message = message_of(record)
         if message is None:
             return
-        displays = _result_displays(record)
+        shown = _result_entries(record)
         for part in message.parts:
             if isinstance(part, FunctionResponse):
-                self._attach(part, record, displays.get(part.id))
+                self._attach(part, record, shown.get(part.id, {}))
 
     def _attach(
-        self, response: FunctionResponse, record: Mapping[str, Any], display: str | None = None
+        self, response: FunctionResponse, record: Mapping[str, Any], shown: Mapping[str, Any]
     ) -> None:
         item = self._open_calls.pop(response.id, None)
         if item is None:  # a result whose call is not on the chain: still show it
@@ -104,7 +110,12 @@ class _ReplayBuilder:
             item.error = response.text
         else:
             item.result = response.text
-            item.display = display
+            display = shown.get("resultDisplay")
+            item.display = display if isinstance(display, str) else None
+        status = shown.get("status")
+        item.status = status if isinstance(status, str) else None
+        item.diff = diff_from_record(shown.get("diff"))
+        item.locations = locations_from_record(shown.get("locations"))
 
     def _text(
         self, kind: ReplayKind, text: str, record: Mapping[str, Any], *, merge: bool = False
@@ -125,15 +136,13 @@ class _ReplayBuilder:
         return item
 
 
-def _result_displays(record: Mapping[str, Any]) -> dict[str, str]:
-    """``toolCallResult``'s ``resultDisplay`` by call id (a malformed entry is skipped)."""
+def _result_entries(record: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """``toolCallResult`` entries by call id (a malformed entry is skipped)."""
     results = record.get("toolCallResult")
     if not isinstance(results, list):
         return {}
     return {
-        entry["callId"]: entry["resultDisplay"]
+        entry["callId"]: entry
         for entry in results
-        if isinstance(entry, Mapping)
-        and isinstance(entry.get("callId"), str)
-        and isinstance(entry.get("resultDisplay"), str)
+        if isinstance(entry, Mapping) and isinstance(entry.get("callId"), str)
     }

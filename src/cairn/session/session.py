@@ -1140,8 +1140,19 @@ def prompt_text(blocks: Sequence[str]) -> str:
 
 
 def _tool_call_result(outcome: ToolOutcome) -> dict[str, Any]:
-    """A call's ``toolCallResult`` entry: its status and the summary people saw."""
+    """A call's ``toolCallResult`` entry: its status and what people saw (summary, diff,
+    places), so a replay shows what the live call showed."""
+    from cairn.recording.records import diff_record, locations_record
+
     entry: dict[str, Any] = {"callId": outcome.call.id, "status": outcome.status}
-    if outcome.result is not None and outcome.result.display:
-        entry["resultDisplay"] = outcome.result.display
+    result = outcome.result
+    if result is None:
+        return entry
+    if result.display:
+        entry["resultDisplay"] = result.display
+    diff = diff_record(result.diff) if result.diff is not None else None
+    if diff is not None:
+        entry["diff"] = diff
+    if result.locations:
+        entry["locations"] = locations_record(result.locations)
     return entry

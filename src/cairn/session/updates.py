@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from cairn.recording.reader import ASK_USER_TOOL
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
@@ -47,6 +49,7 @@ from cairn.vocabulary.events import (
     StreamReset,
     ToolCallStart,
     ToolCallUpdate,
+    TurnEnded,
     TurnStarted,
     UsageUpdate,
 )
@@ -55,16 +58,20 @@ from cairn.vocabulary.permissions import permission_choices
 if TYPE_CHECKING:
     from cairn.recording.replay import ReplayItem
     from cairn.tools.registry import ToolRegistry
+    from cairn.vocabulary.events import ToolEnding, TurnResult
     from cairn.vocabulary.interaction import PermissionRequest
     from cairn.vocabulary.tool_calls import FileDiff, Location, TodoItem
 
 __all__ = [
     "ACP_TOOL_KINDS",
+    "ENDING_TEXT",
     "MAX_TOOL_TEXT_CHARS",
     "MODE_DESCRIPTIONS",
+    "PARAGRAPH_BREAK",
     "RECAP_PREFIX",
     "ListedCommand",
     "Payload",
+    "ToolEnd",
     "UpdateMapper",
     "acp_kind",
     "clip_tool_text",
@@ -76,11 +83,14 @@ __all__ = [
     "permission_options",
     "permission_tool_call",
     "plan_update",
+    "retry_text",
+    "tool_call_end",
 ]
 
 Payload: TypeAlias = dict[str, Any]
 
 MAX_TOOL_TEXT_CHARS = 50_000  # tool output shown to people per call (the model gets it all)
+PARAGRAPH_BREAK = "\n\n"  # before the text of a turn's next model response
 RECAP_PREFIX = "※ recap: "  # how a recap reads in a client that shows only text
 ACP_TOOL_KINDS = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode"}
@@ -95,11 +105,22 @@ _NOTICE_PREFIX = {"info": "", "warning": "⚠ ", "error": "✗ "}
 _PLAN_STATUSES = frozenset(("pending", "in_progress", "completed"))  # ACP has no "cancelled"
 
 
+@dataclass
+class _OpenCall:
+    """A tool call the stream started and has not ended yet."""
+
+    title: str
+    kind: str
+    terminal_id: str | None = None
+
+
 class UpdateMapper:
     """Payloads for one session's stream of events (one per session and client connection).
 
     It keeps the message being streamed, so each model response, notice and recap gets its own
-    ``messageId``; ``new_id`` makes the ids (UUIDs by default).
+    ``messageId``; ``new_id`` makes the ids (UUIDs by default). It also keeps the tool calls
+    still open, so a turn that ends (cancelled, failed) ends each of them too: no call stays
+    pending in a client.
     """
 
     def __init__(
@@ -112,6 +133,9 @@ class UpdateMapper:
         self._new_id = new_id
         self._message: str | None = None  # the agent message being streamed
         self._thought: str | None = None  # the thought being streamed
+        self._text_before = False  # the last thing shown in this turn was a model's text
+        self._calls: dict[str, _OpenCall] = {}
+        self._rejected: list[str] = []  # titles of the calls the user rejected this turn
 
     def event(self, event: SessionEvent) -> list[Payload]:
         """The payloads for one session event (none for events a client needs no update for)."""
@@ -119,18 +143,32 @@ class UpdateMapper:
             case AssistantText(text=text) if text:
                 if self._message is None:
                     self._message = self._new_id()
+                    if self._text_before:  # another model request's text: its own paragraph
+                        text = PARAGRAPH_BREAK + text
+                self._text_before = False
                 return [_chunk("agent_message_chunk", text, self._message)]
             case AssistantThought(text=text) if text:
                 if self._thought is None:
                     self._thought = self._new_id()
                 return [_chunk("agent_thought_chunk", text, self._thought)]
-            case AssistantMessage() | StreamReset() | TurnStarted():
+            case AssistantMessage():
+                self._text_before = self._message is not None
                 self._end_message()  # the next text is another model response
+            case TurnStarted():
+                self._end_message()
+                self._text_before = False
+                self._rejected = []
+            case StreamReset():
+                return [self._own_message(retry_text(event), _retry_meta(event))]
             case ToolCallStart():
                 self._end_message()
+                self._text_before = False
+                self._calls[event.call_id] = _OpenCall(event.title, acp_kind(str(event.kind)))
                 return [_tool_call_start(event)]
             case ToolCallUpdate():
-                return [_tool_call_update(event)]
+                return [self._tool_call_update(event)]
+            case TurnEnded(result=result):
+                return self._turn_ended(result)
             case PlanUpdate(todos=todos):
                 return [plan_update(todos)]
             case Notice():
@@ -154,20 +192,64 @@ class UpdateMapper:
                 return [{"sessionUpdate": "usage_update", "used": max(used, 0), "size": size}]
         return []
 
+    def _tool_call_update(self, event: ToolCallUpdate) -> Payload:
+        call = self._calls.get(event.call_id)
+        if event.terminal_id is not None and call is not None:
+            call.terminal_id = event.terminal_id
+        if event.status not in ("completed", "failed", "cancelled"):
+            return _tool_call_progress(event)
+        self._calls.pop(event.call_id, None)
+        if event.ending == "rejected":
+            self._rejected.append(call.title if call is not None else event.call_id)
+        return tool_call_end(
+            event.call_id,
+            ToolEnd(
+                status=event.status,
+                kind=call.kind if call is not None else "other",
+                output=event.output,
+                display=event.display,
+                diff=event.diff,
+                locations=event.locations,
+                ending=event.ending,
+                terminal_id=call.terminal_id if call is not None else None,
+            ),
+        )
+
+    def _turn_ended(self, result: TurnResult) -> list[Payload]:
+        """End every call the turn left open; say so when a rejection stopped the turn."""
+        payloads = [
+            tool_call_end(call_id, ToolEnd("cancelled", call.kind, ending="cancelled"))
+            for call_id, call in self._calls.items()
+        ]
+        self._calls.clear()
+        if self._rejected and result.stop_reason != "cancelled":
+            titles = "; ".join(self._rejected)
+            text = f"Stopped: you rejected {titles}. Say how cairn should go on."
+            meta = {"kind": "notice", "level": "info", "source": "permissions"}
+            payloads.append(self._own_message(f"{text}\n\n", meta))
+        self._rejected = []
+        self._text_before = False
+        return payloads
+
     def replay(self, items: Iterable[ReplayItem]) -> list[Payload]:
         """What the person saw in a recorded session, in order (``session/load``, daemon load)."""
         payloads: list[Payload] = []
+        previous: ReplayItem | None = None
         for item in items:
-            payloads.extend(self._replay_item(item))
+            payloads.extend(self._replay_item(item, previous))
+            previous = item
         self._end_message()
         return payloads
 
-    def _replay_item(self, item: ReplayItem) -> list[Payload]:
+    def _replay_item(self, item: ReplayItem, previous: ReplayItem | None) -> list[Payload]:
         self._end_message()
         if item.kind == "user_text":
             return [_chunk("user_message_chunk", item.text, self._new_id())]
         if item.kind == "assistant_text":
-            return [_chunk("agent_message_chunk", item.text, self._new_id())]
+            # as live: the text of another model response of the same turn is its own paragraph
+            follows_text = previous is not None and previous.kind == "assistant_text"
+            text = PARAGRAPH_BREAK + item.text if follows_text else item.text
+            return [_chunk("agent_message_chunk", text, self._new_id())]
         if item.kind == "thought":
             return [_chunk("agent_thought_chunk", item.text, self._new_id())]
         if item.kind == "recap":
@@ -189,16 +271,12 @@ class UpdateMapper:
             "rawInput": dict(item.args),
         }
         if item.result is None and item.error is None:
-            return [start]  # never answered (an interrupted turn)
-        text = item.error if item.error is not None else (item.display or item.result)
-        done: Payload = {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": call_id,
-            "status": "failed" if item.error is not None else "completed",
-        }
-        if text:
-            done["content"] = [_text_content(clip_tool_text(text))]
-        return [start, done]
+            if name == ASK_USER_TOOL:
+                return [start]  # a question left open: the session asks it again after a load
+            # never answered (an interrupted turn): ended as the live turn's end ended it
+            end = ToolEnd("cancelled", acp_kind(kind), ending="cancelled")
+            return [start, tool_call_end(call_id, end)]
+        return [start, tool_call_end(call_id, _replayed_end(item, acp_kind(kind)))]
 
     def _recap(self, text: str, *, replayed: bool) -> Payload:
         meta = {"kind": "recap", "text": text, "replayed": replayed}
@@ -206,6 +284,7 @@ class UpdateMapper:
 
     def _own_message(self, text: str, meta: Mapping[str, Any]) -> Payload:
         self._end_message()
+        self._text_before = False
         payload = _chunk("agent_message_chunk", text, self._new_id())
         payload["_meta"] = {"cairn": dict(meta)}
         return payload
@@ -213,6 +292,21 @@ class UpdateMapper:
     def _end_message(self) -> None:
         self._message = None
         self._thought = None
+
+
+def retry_text(event: StreamReset) -> str:
+    """A retried model request as its own paragraph (``⚠ The model request failed; ...``)."""
+    return f"{_NOTICE_PREFIX['warning']}The model request failed; {event.describe()}\n\n"
+
+
+def _retry_meta(event: StreamReset) -> dict[str, Any]:
+    meta: dict[str, Any] = {"kind": "notice", "level": "warning", "source": "retry"}
+    meta.update(delay=event.delay, reason=event.reason)
+    if event.attempt:
+        meta["attempt"] = event.attempt
+    if event.max_attempts:
+        meta["maxAttempts"] = event.max_attempts
+    return meta
 
 
 def notice_text(notice: Notice) -> str:
@@ -302,25 +396,88 @@ def _tool_call_start(event: ToolCallStart) -> Payload:
     return payload
 
 
-def _tool_call_update(event: ToolCallUpdate) -> Payload:
+def _tool_call_progress(event: ToolCallUpdate) -> Payload:
+    """A call that runs (or waits): its status, and the client terminal it runs in."""
     payload: Payload = {
         "sessionUpdate": "tool_call_update",
         "toolCallId": event.call_id,
-        "status": "failed" if event.status == "cancelled" else event.status,  # not in ACP
+        "status": event.status,
     }
+    if event.terminal_id is not None:
+        payload["content"] = [{"type": "terminal", "terminalId": event.terminal_id}]
+    if event.locations:
+        payload["locations"] = _locations(event.locations)
+    return payload
+
+
+@dataclass(frozen=True)
+class ToolEnd:
+    """How a tool call ended, live or as recorded: what its final update shows."""
+
+    status: str  # completed, failed, cancelled (also rejected, skipped: recorded statuses)
+    kind: str  # its ACP kind
+    output: str | None = None  # what the model got (the error, when it failed)
+    display: str | None = None  # the short summary for people
+    diff: FileDiff | None = None
+    locations: Sequence[Location] = ()
+    ending: ToolEnding | None = None  # why a cancelled call ended
+    terminal_id: str | None = None  # the client terminal it ran in
+
+
+ENDING_TEXT: dict[str, str] = {  # what people read for a call that did not run to its end
+    "rejected": "Rejected",
+    "skipped": "Skipped: an earlier call of the same step was rejected",
+    "cancelled": "Cancelled",
+}
+
+
+def tool_call_end(call_id: str, end: ToolEnd) -> Payload:
+    """The final ``tool_call_update`` of a call: the same for a live call and a replayed one.
+
+    ACP has no status for a call that did not run, so a rejected, skipped or cancelled call is
+    ``failed`` with text saying which and ``_meta.cairn.outcome`` naming it. A command shows its
+    output (or its terminal, when it ran in the client's), an edit its diff, another call its
+    summary; ``rawOutput`` holds what the model got.
+    """
+    ending = end.ending or (end.status if end.status in ENDING_TEXT else None)
+    status = "completed" if end.status == "completed" else "failed"
+    payload: Payload = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
+    payload["status"] = status
     content: list[Payload] = []
-    if event.diff is not None:
-        content.append(diff_content(event.diff))
+    if ending is not None:
+        content.append(_text_content(ENDING_TEXT[ending]))
+    elif end.terminal_id is not None:
+        content.append({"type": "terminal", "terminalId": end.terminal_id})
+    elif end.diff is not None and status == "completed":
+        content.append(diff_content(end.diff))
     else:
-        failed = event.status in ("failed", "cancelled")
-        shown = (event.output if failed else event.display) or event.output
+        shown = end.output if status == "failed" or end.kind == "execute" else end.display
+        shown = shown or end.output
         if shown:
             content.append(_text_content(clip_tool_text(shown)))
     if content:
         payload["content"] = content
-    if event.locations:
-        payload["locations"] = _locations(event.locations)
+    if end.locations:
+        payload["locations"] = _locations(end.locations)
+    if end.output is not None and ending is None:
+        key = "output" if status == "completed" else "error"
+        payload["rawOutput"] = {key: clip_tool_text(end.output)}
+    if ending is not None:
+        payload["_meta"] = {"cairn": {"outcome": ending}}
     return payload
+
+
+def _replayed_end(item: ReplayItem, kind: str) -> ToolEnd:
+    failed = item.error is not None
+    status = item.status or ("failed" if failed else "completed")
+    return ToolEnd(
+        status=status,
+        kind=kind,
+        output=item.error if failed else item.result,
+        display=item.display,
+        diff=item.diff,
+        locations=item.locations,
+    )
 
 
 def permission_tool_call(request: PermissionRequest) -> Payload:

@@ -15,7 +15,7 @@ from cairn.tools._common import (
     require_str,
 )
 from cairn.tools._walk import SKIPPED_DIRS, GlobPattern, iter_files
-from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.base import Location, ToolContext, ToolError, ToolKind, ToolResult
 
 __all__ = ["MAX_GLOB_RESULTS", "GlobTool"]
 
@@ -73,7 +73,11 @@ class GlobTool(BuiltinTool):
                 f"[Showing the {len(listed)} newest of {len(found)} matches. Narrow the "
                 "pattern or the path to see the rest.]"
             )
-        return ToolResult(output="\n".join(lines), display=f"Found {len(found)} files")
+        return ToolResult(
+            output="\n".join(lines),
+            display=f"Found {len(found)} files",
+            locations=[Location(path) for path in found[:MAX_GLOB_RESULTS]],  # jump-to links
+        )
 
 
 def _relative_pattern(pattern: str, base: Path) -> str:

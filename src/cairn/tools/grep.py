@@ -36,7 +36,7 @@ from cairn.tools._common import (
     require_str,
 )
 from cairn.tools._walk import SKIPPED_DIRS
-from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.base import Location, ToolContext, ToolError, ToolKind, ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -76,10 +76,11 @@ _PARAMETERS: Mapping[str, Any] = {
 @dataclass
 class _Matches:
     lines: list[str] = field(default_factory=list)
+    places: list[Location] = field(default_factory=list)  # each match's file and line
     truncated: bool = False
     stopped: Literal["time", "cancelled"] | None = None
 
-    def add(self, path: str, number: int, text: str) -> bool:
+    def add(self, path: str, number: int, text: str, where: Path) -> bool:
         """Record one match; False once the cap is reached."""
         if len(self.lines) >= MAX_GREP_MATCHES:
             self.truncated = True
@@ -88,6 +89,7 @@ class _Matches:
         if len(text) > MAX_MATCH_LINE_CHARS:
             text = text[:MAX_MATCH_LINE_CHARS] + " ..."
         self.lines.append(f"{path}:{number}:{text}")
+        self.places.append(Location(where, number))
         return True
 
 
@@ -154,7 +156,11 @@ def _result(
         )
     if found.stopped == "time":
         lines.append(f"[{_too_slow(pattern, seconds)} These are the matches found until then.]")
-    return ToolResult(output="\n".join(lines), display=f"Found {len(found.lines)} matches")
+    return ToolResult(
+        output="\n".join(lines),
+        display=f"Found {len(found.lines)} matches",
+        locations=found.places,  # jump-to links in an editor
+    )
 
 
 def _rg_command(
@@ -313,4 +319,4 @@ def _add_line(
         return True  # outside the roots after a symlink, or under a deny rule
     if skip is not None and skip(path):
         return True  # .gitignore or .cairnignore
-    return found.add(path, int(number), text)
+    return found.add(path, int(number), text, ctx.workspace / path)

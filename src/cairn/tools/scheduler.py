@@ -30,7 +30,14 @@ from cairn.tools.permissions import (
     Strictness,
     decide_approval,
 )
-from cairn.vocabulary.events import EventSink, Notice, PlanUpdate, ToolCallStart, ToolCallUpdate
+from cairn.vocabulary.events import (
+    EventSink,
+    Notice,
+    PlanUpdate,
+    ToolCallStart,
+    ToolCallUpdate,
+    ToolEnding,
+)
 from cairn.vocabulary.interaction import Frontend, PermissionRequest
 
 if TYPE_CHECKING:
@@ -118,7 +125,9 @@ class ToolScheduler:
         for call in calls:
             if declined:
                 outcomes.append(_error(call, SKIPPED_MESSAGE, "skipped"))
-                await emit(ToolCallUpdate(call.id, "cancelled", output=SKIPPED_MESSAGE))
+                await emit(
+                    ToolCallUpdate(call.id, "cancelled", output=SKIPPED_MESSAGE, ending="skipped")
+                )
                 continue
             outcome = await self._run_one(call, ctx, emit)
             outcomes.append(outcome)
@@ -194,8 +203,11 @@ class ToolScheduler:
         if approval.decision.action == "confirm":
             outcome = await self._confirm(tool, call, ctx, title, approval)
             if outcome in ("reject", "cancelled"):
+                ending: ToolEnding = "rejected" if outcome == "reject" else "cancelled"
                 await emit(
-                    ToolCallUpdate(call.id, "cancelled", output=DECLINED_MESSAGE, denied=True)
+                    ToolCallUpdate(
+                        call.id, "cancelled", output=DECLINED_MESSAGE, denied=True, ending=ending
+                    )
                 )
                 return _error(call, DECLINED_MESSAGE, "rejected")
             source = "user"

@@ -36,6 +36,7 @@ __all__ = [
     "StreamReset",
     "ToolCallStart",
     "ToolCallUpdate",
+    "ToolEnding",
     "ToolStatus",
     "TurnEnded",
     "TurnResult",
@@ -47,6 +48,9 @@ StopReason: TypeAlias = Literal[
     "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error"
 ]
 ToolStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+# Why a call ended ``cancelled``: the user rejected it, an earlier rejection skipped it, or its
+# turn was cancelled while it waited for approval.
+ToolEnding: TypeAlias = Literal["rejected", "skipped", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ class ToolCallUpdate:
     # The permission system refused the call (a deny rule, plan mode, no one to ask, a
     # PreToolUse hook, the user); ``output`` says why.
     denied: bool = False
+    ending: ToolEnding | None = None  # set with status "cancelled"
+    terminal_id: str | None = None  # the client terminal the command runs in (ACP)
 
 
 @dataclass(frozen=True)
