@@ -119,8 +119,10 @@ def agent_env(cairn_env: dict[str, str]) -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def running_agent(env: dict[str, str], project: Path, *args: str) -> AsyncIterator[Agent]:
-    client = EditorClient()
+async def running_agent(
+    env: dict[str, str], project: Path, *args: str, client: EditorClient | None = None
+) -> AsyncIterator[Agent]:
+    client = client or EditorClient()
     stderr = open(project.parent / "agent-stderr.txt", "wb")  # noqa: SIM115 - closed below
     try:
         async with spawn_agent_process(

@@ -43,6 +43,7 @@ from pydantic import BaseModel
 from cairn import __version__
 from cairn.acp.channel import SessionChannel
 from cairn.acp.frontend import AcpFileSystem, AcpFrontend
+from cairn.acp.terminal import AcpTerminals
 from cairn.acp.updates import mode_state_model
 from cairn.config.loader import Endpoint
 from cairn.config.paths import chats_dir, project_root
@@ -56,6 +57,7 @@ from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
 from cairn.session.startup import Startup, StartupError, load_startup
 from cairn.session.updates import commands_update, mode_state
+from cairn.tools.shell import TERMINAL_OUTPUT_BYTES
 from cairn.vocabulary.events import TurnResult
 
 __all__ = [
@@ -368,6 +370,11 @@ class CairnAgent:
             bool(fs_caps and fs_caps.write_text_file),
         )
         fs = AcpFileSystem(client, sid, read=reads, write=writes) if reads or writes else None
+        command_runner = (
+            AcpTerminals(client, sid, output_bytes=TERMINAL_OUTPUT_BYTES)
+            if self._capabilities.terminal
+            else None
+        )
         mode = self._options.approval_mode
         try:
             if session_id is None:
@@ -378,6 +385,7 @@ class CairnAgent:
                     cwd=cwd,
                     fs=fs,
                     mcp_servers=mcp_servers,
+                    command_runner=command_runner,
                 )
             else:
                 session = runtime.load_session(
@@ -386,6 +394,7 @@ class CairnAgent:
                     approval_mode=mode,
                     fs=fs,
                     mcp_servers=mcp_servers,
+                    command_runner=command_runner,
                 )
         except SessionNotFound as exc:
             raise _session_not_found(sid, str(exc)) from None

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from cairn.memory.manager import MemoryManager
     from cairn.recording.reader import SessionInfo
     from cairn.session.session import Session
-    from cairn.tools.base import FileSystem
+    from cairn.tools.base import CommandRunner, FileSystem
 
 __all__ = ["Runtime", "SessionNotFound", "SessionUnreadable"]
 
@@ -214,6 +214,7 @@ class Runtime:
         cwd: Path | None = None,
         fs: FileSystem | None = None,
         mcp_servers: Sequence[ServerConfig] = (),
+        command_runner: CommandRunner | None = None,
     ) -> Session:
         """A new session; ``mcp_servers`` are its client's servers (ACP, daemon), which join
         the configured ones and win a name clash."""
@@ -227,6 +228,7 @@ class Runtime:
             cwd=cwd or self.cwd,
             fs=fs,
             mcp_servers=mcp_servers,
+            command_runner=command_runner,
         )
         self._sessions.add(session)
         self.warm_memory()
@@ -240,6 +242,7 @@ class Runtime:
         approval_mode: str | None = None,
         fs: FileSystem | None = None,
         mcp_servers: Sequence[ServerConfig] = (),
+        command_runner: CommandRunner | None = None,
     ) -> Session:
         """Resume a recorded session; its model history is rebuilt from the recording."""
         from cairn.recording.reader import SessionLoadError, load_session
@@ -263,6 +266,7 @@ class Runtime:
             fs=fs,
             loaded=loaded,
             mcp_servers=mcp_servers,
+            command_runner=command_runner,
         )
         self._sessions.add(session)
         self.warm_memory()

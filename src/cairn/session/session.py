@@ -51,7 +51,7 @@ from cairn.memory.remember import MemoryWrites
 from cairn.session.attachments import Attachments, build_attachments
 from cairn.session.commands import COMMANDS, SlashCommand, busy_refusal, run_slash_command
 from cairn.session.turn_hooks import TurnHook
-from cairn.tools.base import FileSystem, LocalFileSystem, TodoItem, ToolContext
+from cairn.tools.base import CommandRunner, FileSystem, LocalFileSystem, TodoItem, ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import default_registry
 from cairn.tools.scheduler import ToolOutcome, ToolScheduler
@@ -168,6 +168,7 @@ class Session:
         fs: FileSystem | None = None,
         loaded: LoadedSession | None = None,
         mcp_servers: Sequence[ServerConfig] = (),
+        command_runner: CommandRunner | None = None,
     ) -> None:
         self.runtime = runtime
         self.id = session_id
@@ -175,6 +176,7 @@ class Session:
         self.cwd = cwd.resolve()
         self.settings = runtime.settings
         self.fs: FileSystem = fs or LocalFileSystem()
+        self.command_runner = command_runner  # an editor's terminals; None: run locally
         self.approval_mode = approval_mode or self.settings.tools.approval_mode
         self._remember_turn = False  # the running turn came from /remember
         self._unlisten_memory: Callable[[], None] | None = None
@@ -918,6 +920,7 @@ class Session:
             readable_roots=[self.cwd, *readable] if readable else None,
             sandbox=self._sandbox_policy(),
             ignore=self._ignore_rules(),
+            commands=self.command_runner,
         )
 
     async def _run_tools(self, state: _TurnState, calls: list[FunctionCall]) -> list[ToolOutcome]:

@@ -218,7 +218,10 @@ class UpdateMapper:
     def _turn_ended(self, result: TurnResult) -> list[Payload]:
         """End every call the turn left open; say so when a rejection stopped the turn."""
         payloads = [
-            tool_call_end(call_id, ToolEnd("cancelled", call.kind, ending="cancelled"))
+            tool_call_end(
+                call_id,
+                ToolEnd("cancelled", call.kind, ending="cancelled", terminal_id=call.terminal_id),
+            )
             for call_id, call in self._calls.items()
         ]
         self._calls.clear()
@@ -444,13 +447,13 @@ def tool_call_end(call_id: str, end: ToolEnd) -> Payload:
     payload: Payload = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
     payload["status"] = status
     content: list[Payload] = []
+    if end.terminal_id is not None:  # the editor keeps showing what the command printed
+        content.append({"type": "terminal", "terminalId": end.terminal_id})
     if ending is not None:
         content.append(_text_content(ENDING_TEXT[ending]))
-    elif end.terminal_id is not None:
-        content.append({"type": "terminal", "terminalId": end.terminal_id})
     elif end.diff is not None and status == "completed":
         content.append(diff_content(end.diff))
-    else:
+    elif end.terminal_id is None:
         shown = end.output if status == "failed" or end.kind == "execute" else end.display
         shown = shown or end.output
         if shown:

@@ -23,6 +23,8 @@ __all__ = [
     "MAX_TEXT_FILE_BYTES",
     "Access",
     "ApprovalSource",
+    "CommandExit",
+    "CommandRunner",
     "ConfirmationKind",
     "FileDiff",
     "FileSystem",
@@ -32,6 +34,7 @@ __all__ = [
     "PathOutsideWorkspace",
     "PathRules",
     "Question",
+    "RunningCommand",
     "TodoItem",
     "Tool",
     "ToolContext",
@@ -121,6 +124,43 @@ class LocalFileSystem:
         await asyncio.to_thread(atomic_write_text, path, content)
 
 
+@dataclass(frozen=True)
+class CommandExit:
+    """How a command a :class:`CommandRunner` ran ended."""
+
+    returncode: int | None  # None when a signal ended it
+    signal: str | None = None  # e.g. "SIGKILL"
+
+
+class RunningCommand(Protocol):
+    """A command started by a :class:`CommandRunner`; the shell tool waits, kills, reads it."""
+
+    terminal_id: str | None  # the terminal people watch it in (shown with the tool call)
+
+    async def wait(self) -> CommandExit: ...
+
+    async def kill(self) -> None: ...
+
+    async def output(self) -> tuple[str, bool]:
+        """What it printed so far, and whether the runner dropped the beginning of it."""
+        ...
+
+    async def release(self) -> None:
+        """Free it (killing it if it still runs); called once, always."""
+        ...
+
+
+class CommandRunner(Protocol):
+    """Where ``run_shell_command`` runs commands other than a local process group: the
+    terminals an editor offers (ACP ``terminal/*``), so people watch the command live."""
+
+    async def start(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]
+    ) -> RunningCommand:
+        """Start ``argv``; raises :class:`ToolError` saying why it could not."""
+        ...
+
+
 @dataclass
 class ToolContext:
     """What a running tool may use."""
@@ -147,6 +187,8 @@ class ToolContext:
     events: EventSink | None = None
     sandbox: SandboxPolicy | None = None  # how run_shell_command is fenced (tools/sandbox.py)
     ignore: IgnoreRules | None = None  # what the file tools skip (tools/ignore.py)
+    # Where commands run; None: a local process group (an editor may offer its terminals).
+    commands: CommandRunner | None = None
 
     def roots(self, *, write: bool = False) -> list[Path]:
         """The folders a tool may read (or write) in."""

@@ -5,6 +5,10 @@ stderr interleaved in one pipe. A timeout, an abort or a cancelled task kills th
 group (SIGTERM, then SIGKILL), so children die with the shell. Background processes that
 outlive the shell (``server &``) are left running; their output is no longer read.
 
+When the session has a :class:`~cairn.tools.base.CommandRunner` (an editor's terminals, over
+ACP), the command runs there instead, so people watch it live; the model gets its output
+clipped the same way, and a timeout, an abort or a cancelled task kills it there.
+
 Read-only commands (:mod:`cairn.tools.shell_readonly`) need no approval. The environment never
 carries cairn's own secrets (:mod:`cairn.tools.environment`), and a command that runs without
 anyone approving it runs git with the repository's program-running config switched off
@@ -18,10 +22,10 @@ import codecs
 import contextlib
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from cairn.tools._common import (
     BuiltinTool,
@@ -33,6 +37,7 @@ from cairn.tools._common import (
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
 
 if TYPE_CHECKING:
+    from cairn.tools.base import CommandRunner
     from cairn.tools.shell_readonly import ShellScope
 
 __all__ = ["MAX_SHELL_OUTPUT_CHARS", "MAX_SHELL_TIMEOUT_SECONDS", "ShellTool"]
@@ -41,6 +46,9 @@ MAX_SHELL_TIMEOUT_SECONDS = 600.0  # the longest time limit a call may ask for
 MAX_SHELL_OUTPUT_CHARS = 30_000  # output kept (head and tail halves) of one command
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL of the process group
 POST_EXIT_DRAIN_SECONDS = 0.5  # output still read after the shell exits (from its children)
+RUNNER_GRACE_SECONDS = 5.0  # an editor's answer to kill/output/release, before giving up
+TERMINAL_OUTPUT_BYTES = 1 << 20  # output an editor's terminal keeps for the model (its tail)
+DROPPED_HEAD_NOTE = "[The beginning of the output was dropped by the terminal.]\n"
 
 _PARAMETERS: Mapping[str, Any] = {
     "type": "object",
@@ -65,6 +73,7 @@ _PARAMETERS: Mapping[str, Any] = {
 }
 
 _Ending = Literal["exited", "timeout", "aborted"]
+_T = TypeVar("_T")
 
 
 class ShellTool(BuiltinTool):
@@ -189,13 +198,56 @@ class _Run:
     returncode: int | None
     output: str
     abort_reason: str | None = None
+    signal: str | None = None  # the signal that ended it, by name (an editor's terminal)
 
 
 async def _run_in_group(command: str, cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
     from cairn.tools.sandbox import sandboxed
 
     async with sandboxed(["bash", "-c", command], ctx.sandbox, cwd=cwd) as argv:
+        if ctx.commands is not None:  # the editor's terminal runs the same, fenced, command
+            return await _run_with(ctx.commands, argv, cwd, timeout, ctx)
         return await _run_argv(argv, cwd, timeout, ctx)
+
+
+async def _run_with(
+    runner: CommandRunner, argv: list[str], cwd: Path, timeout: float, ctx: ToolContext
+) -> _Run:
+    """Run in the runner's terminal: shown live with the call, killed on timeout or abort."""
+    from cairn.vocabulary.events import ToolCallUpdate
+
+    running = await runner.start(argv, cwd=cwd, env=_environment(ctx))
+    try:
+        shown_in = running.terminal_id
+        if shown_in is not None and ctx.events is not None and ctx.call_id:
+            await ctx.events(ToolCallUpdate(ctx.call_id, "in_progress", terminal_id=shown_in))
+        exit_task = asyncio.ensure_future(running.wait())
+        try:
+            ending = await _wait(exit_task, timeout, ctx)
+            if ending != "exited":
+                await _bounded(running.kill())
+            done = await _bounded(asyncio.shield(exit_task))
+        finally:
+            exit_task.cancel()
+        text, truncated = await _bounded(running.output()) or ("", False)
+    except asyncio.CancelledError:
+        await asyncio.shield(_bounded(running.kill()))
+        raise
+    finally:
+        await asyncio.shield(_bounded(running.release()))
+    clipped = _HeadTail(MAX_SHELL_OUTPUT_CHARS)
+    clipped.feed(text.encode("utf-8", "replace"), final=True)
+    shown = (DROPPED_HEAD_NOTE if truncated else "") + clipped.text()
+    code, signal_name = (done.returncode, done.signal) if done is not None else (None, None)
+    return _Run(ending, code, shown, ctx.abort.reason, signal_name)
+
+
+async def _bounded(awaitable: Awaitable[_T]) -> _T | None:
+    """An editor's answer, or ``None`` when it gives none in time (the turn still ends)."""
+    try:
+        return await asyncio.wait_for(awaitable, RUNNER_GRACE_SECONDS)
+    except (TimeoutError, ToolError, ConnectionError):
+        return None
 
 
 async def _run_argv(argv: list[str], cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
@@ -216,7 +268,7 @@ async def _run_argv(argv: list[str], cwd: Path, timeout: float, ctx: ToolContext
     except OSError as exc:
         raise ToolError(f"Could not start bash: {exc.strerror or exc}") from None
     try:
-        ending = await _wait(protocol, timeout, ctx)
+        ending = await _wait(protocol.exited, timeout, ctx)
         if ending != "exited":
             await _kill_group(transport.get_pid(), protocol)
         with contextlib.suppress(TimeoutError):
@@ -229,7 +281,7 @@ async def _run_argv(argv: list[str], cwd: Path, timeout: float, ctx: ToolContext
         transport.close()
 
 
-async def _wait(protocol: _ShellProtocol, timeout: float, ctx: ToolContext) -> _Ending:
+async def _wait(exited: asyncio.Future[Any], timeout: float, ctx: ToolContext) -> _Ending:
     aborted = asyncio.get_running_loop().create_future()
 
     def on_abort(_reason: str | None) -> None:
@@ -239,12 +291,12 @@ async def _wait(protocol: _ShellProtocol, timeout: float, ctx: ToolContext) -> _
     remove = ctx.abort.add_listener(on_abort)
     try:
         done, _ = await asyncio.wait(
-            [protocol.exited, aborted], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            [exited, aborted], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
         )
     finally:
         remove()
         aborted.cancel()
-    if protocol.exited in done:
+    if exited in done:
         return "exited"
     return "aborted" if ctx.abort.aborted else "timeout"
 
@@ -294,5 +346,8 @@ def _result(run: _Run, timeout: float) -> ToolResult:
             f"Output so far:\n{output}"
         )
     code = run.returncode
-    status = f"killed by signal {-code}" if code is not None and code < 0 else str(code)
+    if run.signal is not None:
+        status = f"killed by signal {run.signal}"
+    else:
+        status = f"killed by signal {-code}" if code is not None and code < 0 else str(code)
     return ToolResult(output=f"{output.rstrip()}\n\nExit code: {status}", display=f"exit {status}")

@@ -1,0 +1,251 @@
+"""End to end: what an editor shows of ``cairn --acp`` (#17), with the ACP SDK's own client.
+
+The client here does what an editor does: it runs ``terminal/*`` commands as real processes,
+answers permission requests, and keeps every update. The agent is the real ``cairn --acp``
+process against the scripted model server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.schema import (
+    CreateTerminalResponse,
+    EnvVariable,
+    KillTerminalResponse,
+    ReleaseTerminalResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+)
+
+from cairn.testing import ScriptedServer, reply, tool_call
+
+from .test_acp_process import EditorClient, running_agent
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+
+
+@dataclass
+class Terminal:
+    """A command the editor runs for the agent, as a real process group."""
+
+    command: list[str]
+    cwd: str | None
+    env: dict[str, str]
+    process: asyncio.subprocess.Process
+    output: bytearray = field(default_factory=bytearray)
+    reader: asyncio.Task[None] | None = None
+    killed: bool = False
+    released: bool = False
+
+
+@dataclass
+class TerminalEditor(EditorClient):
+    """An editor that also runs terminals."""
+
+    terminals: dict[str, Terminal] = field(default_factory=dict)
+    terminal_created: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[EnvVariable] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **_kw: Any,
+    ) -> CreateTerminalResponse:
+        variables = {variable.name: variable.value for variable in env or []}
+        process = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            cwd=cwd,
+            env=variables,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        terminal = Terminal([command, *(args or [])], cwd, variables, process)
+        terminal.reader = asyncio.ensure_future(_read_into(process, terminal.output))
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        self.terminals[terminal_id] = terminal
+        self.terminal_created.set()
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **_kw: Any
+    ) -> TerminalOutputResponse:
+        terminal = self.terminals[terminal_id]
+        code = terminal.process.returncode
+        status = None if code is None else _exit_status(code)
+        return TerminalOutputResponse(
+            output=terminal.output.decode(errors="replace"), truncated=False, exit_status=status
+        )
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **_kw: Any
+    ) -> WaitForTerminalExitResponse:
+        terminal = self.terminals[terminal_id]
+        code = await terminal.process.wait()
+        if terminal.reader is not None:
+            await terminal.reader
+        status = _exit_status(code)
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **_kw: Any
+    ) -> KillTerminalResponse:
+        terminal = self.terminals[terminal_id]
+        terminal.killed = True
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(terminal.process.pid, signal.SIGKILL)
+        return KillTerminalResponse()
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **_kw: Any
+    ) -> ReleaseTerminalResponse:
+        terminal = self.terminals[terminal_id]
+        terminal.released = True
+        if terminal.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(terminal.process.pid, signal.SIGKILL)
+        return ReleaseTerminalResponse()
+
+    def tool_updates(self, call_id: str) -> list[dict[str, Any]]:
+        """The ``tool_call_update`` payloads of one call, as sent (camelCase)."""
+        return [
+            u.model_dump(by_alias=True, exclude_none=True)
+            for u in self.updates
+            if u.session_update == "tool_call_update" and u.tool_call_id == call_id
+        ]
+
+
+async def _read_into(process: asyncio.subprocess.Process, output: bytearray) -> None:
+    assert process.stdout is not None
+    while chunk := await process.stdout.read(4096):
+        output.extend(chunk)
+
+
+def _exit_status(code: int) -> TerminalExitStatus:
+    if code < 0:
+        return TerminalExitStatus(exit_code=None, signal=signal.Signals(-code).name)
+    return TerminalExitStatus(exit_code=code, signal=None)
+
+
+async def eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+# ----- commands in the editor's terminal -----
+
+
+async def test_a_command_runs_in_the_editors_terminal_and_the_model_gets_its_output(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    scripted_server.enqueue(
+        tool_call("run_shell_command", {"command": "echo TERM-OUT; echo TERM-ERR >&2"}, id="c1"),
+        reply("Ran it."),
+        purpose="main",
+    )
+    editor = TerminalEditor()
+    async with running_agent(cairn_env, project, "--yolo", client=editor) as agent:
+        session_id = await agent.start_session(terminal=True)
+        response = await agent.prompt(session_id, "run it")
+
+    assert response.stop_reason == "end_turn"
+    [terminal] = editor.terminals.values()
+    assert terminal.command == ["bash", "-c", "echo TERM-OUT; echo TERM-ERR >&2"]
+    assert terminal.cwd == str(project.resolve())
+    assert terminal.env["CAIRN"] == "1"
+    assert "OPENAI_API_KEY" not in terminal.env  # cairn's secrets stay out, as locally
+    assert terminal.released
+    shown = {"type": "terminal", "terminalId": "term-1"}
+    running, done = editor.tool_updates("c1")[-2:]
+    assert (running["status"], running["content"]) == ("in_progress", [shown])
+    assert done["status"] == "completed"
+    assert done["content"] == [shown]
+    assert done["rawOutput"] == {"output": "TERM-OUT\nTERM-ERR\n\nExit code: 0"}
+    second = scripted_server.requests_for("main")[1]
+    assert second.contains("TERM-OUT") and second.contains("Exit code: 0")
+
+
+async def test_cancelling_the_turn_kills_the_command_in_the_editors_terminal(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    scripted_server.enqueue(
+        tool_call("run_shell_command", {"command": "echo started; sleep 60"}, id="c1"),
+        purpose="main",
+    )
+    editor = TerminalEditor()
+    async with running_agent(cairn_env, project, "--yolo", client=editor) as agent:
+        session_id = await agent.start_session(terminal=True)
+        running = asyncio.ensure_future(agent.prompt(session_id, "run it"))
+        await asyncio.wait_for(editor.terminal_created.wait(), 30)
+        [terminal] = editor.terminals.values()
+        await eventually(lambda: b"started" in terminal.output)
+        await agent.conn.cancel(session_id=session_id)
+        response = await asyncio.wait_for(running, 30)
+        await eventually(lambda: terminal.released)
+
+    assert response.stop_reason == "cancelled"
+    assert terminal.process.returncode == -signal.SIGKILL
+    last = editor.tool_updates("c1")[-1]
+    assert last["status"] == "failed"
+    assert last["content"][0] == {"type": "terminal", "terminalId": "term-1"}
+    assert last["_meta"] == {"cairn": {"outcome": "cancelled"}}
+
+
+async def test_a_command_past_its_time_limit_is_killed_in_the_terminal_and_the_model_told(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    scripted_server.enqueue(
+        tool_call("run_shell_command", {"command": "echo slow; sleep 60", "timeout": 1}, id="c1"),
+        reply("It timed out."),
+        purpose="main",
+    )
+    editor = TerminalEditor()
+    async with running_agent(cairn_env, project, "--yolo", client=editor) as agent:
+        session_id = await agent.start_session(terminal=True)
+        await agent.prompt(session_id, "run it")
+
+    [terminal] = editor.terminals.values()
+    assert terminal.killed and terminal.released
+    second = scripted_server.requests_for("main")[1]
+    assert second.contains("Command timed out after 1 s")
+    assert second.contains("slow")
+
+
+async def test_without_the_terminal_capability_a_command_runs_locally_and_shows_its_output(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """#17: without a client terminal, the final update carried only "exit 0"."""
+    scripted_server.enqueue(
+        tool_call("run_shell_command", {"command": "echo PLAIN-OUT"}, id="c1"),
+        reply("Ran it."),
+        purpose="main",
+    )
+    editor = TerminalEditor()
+    async with running_agent(cairn_env, project, "--yolo", client=editor) as agent:
+        session_id = await agent.start_session()
+        await agent.prompt(session_id, "run it")
+
+    assert editor.terminals == {}
+    done = editor.tool_updates("c1")[-1]
+    text = "PLAIN-OUT\n\nExit code: 0"
+    assert done["content"] == [{"type": "content", "content": {"type": "text", "text": text}}]
+    assert done["rawOutput"] == {"output": text}
