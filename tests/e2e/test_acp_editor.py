@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp.exceptions import RequestError
 from acp.schema import (
     CreateTerminalResponse,
     EnvVariable,
@@ -27,8 +28,9 @@ from acp.schema import (
     WaitForTerminalExitResponse,
 )
 
-from cairn.testing import ScriptedServer, reply, tool_call
+from cairn.testing import ScriptedServer, error_reply, reply, tool_call
 
+from .conftest import write_settings
 from .test_acp_process import EditorClient, running_agent
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -249,3 +251,56 @@ async def test_without_the_terminal_capability_a_command_runs_locally_and_shows_
     text = "PLAIN-OUT\n\nExit code: 0"
     assert done["content"] == [{"type": "content", "content": {"type": "text", "text": text}}]
     assert done["rawOutput"] == {"output": text}
+
+
+# ----- errors and retries -----
+
+
+def retry_notices(editor: EditorClient) -> list[dict[str, Any]]:
+    messages = [
+        u.model_dump(by_alias=True, exclude_none=True)
+        for u in editor.updates
+        if u.session_update == "agent_message_chunk"
+    ]
+    return [m for m in messages if m.get("_meta", {}).get("cairn", {}).get("source") == "retry"]
+
+
+async def test_a_failing_model_shows_each_retry_then_an_error_with_its_details(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """#17: retries were silent, and the error's data was null."""
+    write_settings(project, {"model": {"generationConfig": {"maxRetries": 3}}})
+    failure = error_reply(500, "upstream overloaded", retry_after=0.05)
+    scripted_server.enqueue(failure, failure, failure, purpose="main")
+    editor = EditorClient()
+    async with running_agent(cairn_env, project, client=editor) as agent:
+        session_id = await agent.start_session()
+        with pytest.raises(RequestError) as caught:
+            await agent.prompt(session_id, "hi")
+
+    notices = retry_notices(editor)
+    assert [n["_meta"]["cairn"]["attempt"] for n in notices] == [2, 3]
+    assert all(n["_meta"]["cairn"]["maxAttempts"] == 3 for n in notices)
+    assert notices[0]["content"]["text"].startswith("⚠ The model request failed; retrying in")
+    assert "upstream overloaded" in notices[0]["content"]["text"]
+    assert caught.value.code == -32603
+    assert caught.value.data["status"] == 500
+    assert "upstream overloaded" in caught.value.data["details"]
+    assert caught.value.data["errorKind"] == "api_error"
+
+
+async def test_a_rate_limit_keeps_code_429_and_carries_the_providers_message(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """#17: a rate-limited turn answered 429 with data null."""
+    write_settings(project, {"model": {"generationConfig": {"maxRetries": 1}}})
+    scripted_server.enqueue(error_reply(429, "tokens per minute exceeded"), purpose="main")
+    async with running_agent(cairn_env, project) as agent:
+        session_id = await agent.start_session()
+        with pytest.raises(RequestError) as caught:
+            await agent.prompt(session_id, "hi")
+
+    assert caught.value.code == 429
+    assert caught.value.data["status"] == 429
+    assert caught.value.data["errorKind"] == "rate_limit"
+    assert "tokens per minute exceeded" in caught.value.data["details"]

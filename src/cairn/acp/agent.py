@@ -71,6 +71,7 @@ __all__ = [
 AUTH_METHOD_ID = "cairn-openai-compatible"  # the one auth method advertised when none is set up
 AUTH_REQUIRED_CODE = -32000  # ACP: authentication required
 INVALID_PARAMS_CODE = -32602  # JSON-RPC: invalid params (an unknown session, a bad cwd)
+INTERNAL_ERROR_CODE = -32603  # JSON-RPC: internal error (a failed turn, with data.details)
 RATE_LIMIT_CODE = 429  # the reference answers a rate-limited turn with this error code
 SESSION_LIST_PAGE_SIZE = 50  # sessions per session/list page
 LOOP_STOPPED_MESSAGE = (
@@ -457,13 +458,7 @@ def _warm_provider(runtime: Runtime) -> None:
 
 def _prompt_response(result: TurnResult) -> PromptResponse:
     if result.stop_reason == "error":
-        if result.error_status == RATE_LIMIT_CODE:
-            raise RequestError(RATE_LIMIT_CODE, "Rate limit exceeded. Try again later.")
-        raise RequestError(
-            -32603,
-            f"The model request failed: {result.error}",
-            {"errorKind": "api_error", "status": result.error_status},
-        )
+        raise _turn_error(result)
     if result.loop_stopped:
         raise RequestError(
             -32603,
@@ -483,6 +478,18 @@ def _prompt_response(result: TurnResult) -> PromptResponse:
         if result.requests
         else None,
     )
+
+
+def _turn_error(result: TurnResult) -> RequestError:
+    """A failed turn's error: the provider's message and HTTP status in ``data``, so an
+    editor can say what went wrong (a rate limit keeps the reference's code 429)."""
+    details = result.error or "The model request failed."
+    data: dict[str, Any] = {"details": details, "status": result.error_status}
+    if result.error_status == RATE_LIMIT_CODE:
+        data["errorKind"] = "rate_limit"
+        return RequestError(RATE_LIMIT_CODE, f"Rate limit exceeded: {details}", data)
+    data["errorKind"] = "api_error"
+    return RequestError(INTERNAL_ERROR_CODE, f"The model request failed: {details}", data)
 
 
 def _auth_required(details: str) -> RequestError:
