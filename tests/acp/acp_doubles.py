@@ -49,6 +49,7 @@ class RecordingClient:
     default_permission: str = "allow_once"
     form_answers: deque[dict[str, Any] | None] = field(default_factory=deque)
     buffers: dict[str, str] = field(default_factory=dict)  # path -> unsaved editor text
+    refused: dict[str, str] = field(default_factory=dict)  # path -> why the editor refuses it
     updates: list[tuple[str, Any]] = field(default_factory=list)
     permission_requests: list[Any] = field(default_factory=list)
     elicitations: list[Any] = field(default_factory=list)
@@ -88,9 +89,14 @@ class RecordingClient:
 
     async def read_text_file(self, session_id: str, path: str, **_kw: Any) -> ReadTextFileResponse:
         self.reads.append(path)
-        if path not in self.buffers:
-            raise RequestError.resource_not_found(path)
-        return ReadTextFileResponse(content=self.buffers[path])
+        if path in self.refused:
+            raise RequestError.invalid_params({"details": self.refused[path]})
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        try:  # a file the editor has no buffer for: it reads it from disk, as Zed does
+            return ReadTextFileResponse(content=Path(path).read_text())
+        except OSError:
+            raise RequestError.resource_not_found(path) from None
 
     async def write_text_file(
         self, session_id: str, path: str, content: str, **_kw: Any

@@ -23,6 +23,7 @@ from acp.schema import (
     EnvVariable,
     KillTerminalResponse,
     ReleaseTerminalResponse,
+    RequestPermissionResponse,
     TerminalExitStatus,
     TerminalOutputResponse,
     WaitForTerminalExitResponse,
@@ -124,13 +125,14 @@ class TerminalEditor(EditorClient):
                 os.killpg(terminal.process.pid, signal.SIGKILL)
         return ReleaseTerminalResponse()
 
-    def tool_updates(self, call_id: str) -> list[dict[str, Any]]:
-        """The ``tool_call_update`` payloads of one call, as sent (camelCase)."""
-        return [
-            u.model_dump(by_alias=True, exclude_none=True)
-            for u in self.updates
-            if u.session_update == "tool_call_update" and u.tool_call_id == call_id
-        ]
+
+def tool_updates(editor: EditorClient, call_id: str) -> list[dict[str, Any]]:
+    """The ``tool_call_update`` payloads of one call, as sent (camelCase)."""
+    return [
+        u.model_dump(by_alias=True, exclude_none=True)
+        for u in editor.updates
+        if u.session_update == "tool_call_update" and u.tool_call_id == call_id
+    ]
 
 
 async def _read_into(process: asyncio.subprocess.Process, output: bytearray) -> None:
@@ -177,7 +179,7 @@ async def test_a_command_runs_in_the_editors_terminal_and_the_model_gets_its_out
     assert "OPENAI_API_KEY" not in terminal.env  # cairn's secrets stay out, as locally
     assert terminal.released
     shown = {"type": "terminal", "terminalId": "term-1"}
-    running, done = editor.tool_updates("c1")[-2:]
+    running, done = tool_updates(editor, "c1")[-2:]
     assert (running["status"], running["content"]) == ("in_progress", [shown])
     assert done["status"] == "completed"
     assert done["content"] == [shown]
@@ -206,7 +208,7 @@ async def test_cancelling_the_turn_kills_the_command_in_the_editors_terminal(
 
     assert response.stop_reason == "cancelled"
     assert terminal.process.returncode == -signal.SIGKILL
-    last = editor.tool_updates("c1")[-1]
+    last = tool_updates(editor, "c1")[-1]
     assert last["status"] == "failed"
     assert last["content"][0] == {"type": "terminal", "terminalId": "term-1"}
     assert last["_meta"] == {"cairn": {"outcome": "cancelled"}}
@@ -247,7 +249,7 @@ async def test_without_the_terminal_capability_a_command_runs_locally_and_shows_
         await agent.prompt(session_id, "run it")
 
     assert editor.terminals == {}
-    done = editor.tool_updates("c1")[-1]
+    done = tool_updates(editor, "c1")[-1]
     text = "PLAIN-OUT\n\nExit code: 0"
     assert done["content"] == [{"type": "content", "content": {"type": "text", "text": text}}]
     assert done["rawOutput"] == {"output": text}
@@ -304,3 +306,99 @@ async def test_a_rate_limit_keeps_code_429_and_carries_the_providers_message(
     assert caught.value.data["status"] == 429
     assert caught.value.data["errorKind"] == "rate_limit"
     assert "tokens per minute exceeded" in caught.value.data["details"]
+
+
+# ----- requests the agent opens -----
+
+
+@dataclass
+class SilentEditor(EditorClient):
+    """An editor whose user never answers a permission request."""
+
+    asked: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **_kw: Any
+    ) -> RequestPermissionResponse:
+        self.permission_requests.append((tool_call, options))
+        self.asked.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    def cancelled_request_ids(self) -> list[Any]:
+        return [
+            m["params"]["requestId"] for m in self.wire if m.get("method") == "$/cancel_request"
+        ]
+
+    def permission_request_ids(self) -> list[Any]:
+        return [m["id"] for m in self.wire if m.get("method") == "session/request_permission"]
+
+
+async def test_a_permission_request_is_withdrawn_when_a_new_prompt_supersedes_its_turn(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """#17: the editor kept a dead approval dialog after the turn was superseded."""
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "a.txt", "content": "x"}, id="c1"),
+        reply("Second answer."),
+        purpose="main",
+    )
+    editor = SilentEditor()
+    async with running_agent(cairn_env, project, client=editor) as agent:
+        session_id = await agent.start_session()
+        first = asyncio.ensure_future(agent.prompt(session_id, "write a.txt"))
+        await asyncio.wait_for(editor.asked.wait(), 30)
+        second = await agent.prompt(session_id, "never mind")
+        first_response = await asyncio.wait_for(first, 30)
+
+    assert first_response.stop_reason == "cancelled"
+    assert second.stop_reason == "end_turn"
+    assert editor.cancelled_request_ids() == editor.permission_request_ids() != []
+    last = tool_updates(editor, "c1")[-1]
+    assert last["status"] == "failed"
+    assert last["_meta"] == {"cairn": {"outcome": "cancelled"}}
+    assert not (project / "a.txt").exists()
+
+
+async def test_a_permission_request_is_withdrawn_when_its_turn_is_cancelled(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    scripted_server.enqueue(
+        tool_call("run_shell_command", {"command": "touch b.txt"}, id="c1"), purpose="main"
+    )
+    editor = SilentEditor()
+    async with running_agent(cairn_env, project, client=editor) as agent:
+        session_id = await agent.start_session()
+        running = asyncio.ensure_future(agent.prompt(session_id, "touch b.txt"))
+        await asyncio.wait_for(editor.asked.wait(), 30)
+        await agent.conn.cancel(session_id=session_id)
+        response = await asyncio.wait_for(running, 30)
+        await eventually(lambda: editor.cancelled_request_ids() != [])
+
+    assert response.stop_reason == "cancelled"
+    assert editor.cancelled_request_ids() == editor.permission_request_ids()
+    assert tool_updates(editor, "c1")[-1]["_meta"] == {"cairn": {"outcome": "cancelled"}}
+
+
+async def test_a_read_the_editor_refuses_is_a_refusal_not_a_read_from_disk(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """#17: a refused fs/read_text_file was read from disk behind the editor's back."""
+    secret = project / "secret.txt"
+    secret.write_text("DISK-CONTENT\n")
+    scripted_server.enqueue(
+        tool_call("read_file", {"file_path": "secret.txt"}, id="c1"),
+        reply("Could not read it."),
+        purpose="main",
+    )
+    editor = EditorClient(refused={str(secret): "this file is excluded by the editor"})
+    async with running_agent(cairn_env, project, client=editor) as agent:
+        session_id = await agent.start_session(fs={"readTextFile": True})
+        await agent.prompt(session_id, "read secret.txt")
+
+    assert editor.reads == [str(secret)]
+    second = scripted_server.requests_for("main")[1]
+    assert not second.contains("DISK-CONTENT")
+    assert second.contains("the editor refused to read it")
+    assert second.contains("this file is excluded by the editor")
+    assert tool_updates(editor, "c1")[-1]["status"] == "failed"

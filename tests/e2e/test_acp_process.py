@@ -49,6 +49,7 @@ class EditorClient:
 
     permission: str = "allow_once"
     buffers: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # path -> why the editor refuses it
     updates: list[Any] = field(default_factory=list)
     permission_requests: list[Any] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
@@ -67,9 +68,14 @@ class EditorClient:
 
     async def read_text_file(self, session_id: str, path: str, **_kw: Any) -> ReadTextFileResponse:
         self.reads.append(path)
-        if path not in self.buffers:
-            raise RequestError.resource_not_found(path)
-        return ReadTextFileResponse(content=self.buffers[path])
+        if path in self.refused:
+            raise RequestError.invalid_params({"details": self.refused[path]})
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        try:  # a file the editor has no buffer for: it reads it from disk, as Zed does
+            return ReadTextFileResponse(content=Path(path).read_text())
+        except OSError:
+            raise RequestError.resource_not_found(path) from None
 
     def observe(self, event: StreamEvent) -> None:
         if event.direction.value == "incoming":

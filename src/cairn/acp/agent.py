@@ -43,6 +43,7 @@ from pydantic import BaseModel
 from cairn import __version__
 from cairn.acp.channel import SessionChannel
 from cairn.acp.frontend import AcpFileSystem, AcpFrontend
+from cairn.acp.requests import OutgoingRequests
 from cairn.acp.terminal import AcpTerminals
 from cairn.acp.updates import mode_state_model
 from cairn.config.loader import Endpoint
@@ -96,8 +97,9 @@ class AgentOptions:
 class CairnAgent:
     """Implements the SDK's ``Agent`` protocol; the SDK routes JSON-RPC calls to these methods."""
 
-    def __init__(self, options: AgentOptions) -> None:
+    def __init__(self, options: AgentOptions, *, requests: OutgoingRequests | None = None) -> None:
         self._options = options
+        self._requests = requests  # None: requests are never withdrawn (tests' in-process use)
         self._client: Client | None = None
         self._capabilities = ClientCapabilities()
         self._runtimes: dict[Path, Runtime] = {}
@@ -364,6 +366,7 @@ class CairnAgent:
             self._capabilities,
             question_call_id=lambda: holder[0].question_call_id if holder else None,
             on_disconnect=lambda: holder[0].session.cancel("client_gone") if holder else None,
+            requests=self._requests,
         )
         fs_caps = self._capabilities.fs
         reads, writes = (
@@ -372,7 +375,7 @@ class CairnAgent:
         )
         fs = AcpFileSystem(client, sid, read=reads, write=writes) if reads or writes else None
         command_runner = (
-            AcpTerminals(client, sid, output_bytes=TERMINAL_OUTPUT_BYTES)
+            AcpTerminals(client, sid, output_bytes=TERMINAL_OUTPUT_BYTES, requests=self._requests)
             if self._capabilities.terminal
             else None
         )

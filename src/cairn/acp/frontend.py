@@ -4,7 +4,8 @@
   ``ask_user_question`` questions with an elicitation form when the client supports forms,
   else with one permission request per question whose options are the choices.
 - :class:`AcpFileSystem` reads and writes through ``fs/read_text_file`` and
-  ``fs/write_text_file`` when the client offers them, so the editor's unsaved buffers win.
+  ``fs/write_text_file`` when the client offers them, so the editor's unsaved buffers win; a
+  request the editor refuses is the tool's error (never read around the editor).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from cairn.acp.requests import OutgoingRequests, withdrawable
 from cairn.acp.updates import tool_call_model
 from cairn.debug_log import get_logger
 from cairn.session.updates import permission_options, permission_tool_call
@@ -37,7 +39,7 @@ from cairn.tools.base import FileSystem, LocalFileSystem, Question
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 from cairn.vocabulary.permissions import outcome_of_option
 
-__all__ = ["AcpFileSystem", "AcpFrontend"]
+__all__ = ["AcpFileSystem", "AcpFrontend", "client_error"]
 
 _CHOICE_PREFIX = "choice-"  # option ids of a question asked as a permission request
 
@@ -57,7 +59,9 @@ class AcpFrontend:
         *,
         question_call_id: Callable[[], str | None] = lambda: None,
         on_disconnect: Callable[[], object] = lambda: None,
+        requests: OutgoingRequests | None = None,
     ) -> None:
+        self._requests = requests  # withdraws a request its cancelled turn left open
         self._client = client
         self._session_id = session_id
         self._capabilities = capabilities
@@ -103,7 +107,9 @@ class AcpFrontend:
         )
         message = questions[0].question if len(questions) == 1 else "Please answer these questions."
         try:
-            response = await self._client.create_elicitation(message, mode)
+            response = await withdrawable(
+                self._requests, self._client.create_elicitation(message, mode)
+            )
         except ConnectionError:
             await self._client_gone()
             return None
@@ -139,8 +145,11 @@ class AcpFrontend:
     ) -> str | None:
         """The chosen option id; ``None`` when the client cancelled or cannot answer."""
         try:
-            response = await self._client.request_permission(
-                session_id=self._session_id, tool_call=tool_call, options=options
+            response = await withdrawable(
+                self._requests,
+                self._client.request_permission(
+                    session_id=self._session_id, tool_call=tool_call, options=options
+                ),
             )
         except ConnectionError:
             await self._client_gone()
@@ -214,16 +223,16 @@ class AcpFileSystem:
         self._local = local or LocalFileSystem()
 
     async def read_text(self, path: Path) -> str:
-        if self._read:
-            try:
-                response = await self._client.read_text_file(
-                    session_id=self._session_id, path=str(path)
-                )
-                return response.content
-            except (RequestError, ConnectionError) as exc:
-                # The editor has no buffer for it (or refused): what is on disk is the truth.
-                _log.debug(f"fs/read_text_file {path} failed ({exc}); reading from disk")
-        return await self._local.read_text(path)
+        if not self._read:  # the editor offers no reads: the disk is the truth
+            return await self._local.read_text(path)
+        try:
+            response = await self._client.read_text_file(
+                session_id=self._session_id, path=str(path)
+            )
+        except (RequestError, ConnectionError) as exc:
+            # A refusal, not a reason to read around the editor: the model gets its words.
+            raise OSError(f"the editor refused to read it: {client_error(exc)}") from None
+        return response.content
 
     async def write_text(self, path: Path, content: str) -> None:
         if not self._write:
@@ -234,4 +243,13 @@ class AcpFileSystem:
                 session_id=self._session_id, path=str(path), content=content
             )
         except (RequestError, ConnectionError) as exc:
-            raise OSError(f"the editor did not write {path}: {exc}") from exc
+            raise OSError(f"the editor did not write {path}: {client_error(exc)}") from exc
+
+
+def client_error(exc: Exception) -> str:
+    """A client's error in words: its message and, when it gave them, its details."""
+    if isinstance(exc, RequestError):
+        data = exc.data
+        details = data.get("details") if isinstance(data, dict) else None
+        return f"{exc}" + (f" ({details})" if isinstance(details, str) and details else "")
+    return str(exc) or type(exc).__name__

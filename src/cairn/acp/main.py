@@ -71,10 +71,11 @@ async def serve(
     from acp.interfaces import Agent
 
     from cairn.acp.agent import CairnAgent
+    from cairn.acp.requests import OutgoingRequests
     from cairn.acp.transport import open_stdio_transport
 
-    agent = CairnAgent(options)
-    transport = await open_stdio_transport(stdin, stdout)
+    transport = OutgoingRequests(await open_stdio_transport(stdin, stdout))
+    agent = CairnAgent(options, requests=transport)
     # CairnAgent implements the methods cairn supports; the SDK answers the rest with
     # method-not-found, so it is an Agent in every way the SDK relies on.
     conn = AgentSideConnection(cast(Agent, agent), transport, listening=False)

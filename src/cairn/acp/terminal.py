@@ -16,6 +16,8 @@ from acp.exceptions import RequestError
 from acp.interfaces import Client
 from acp.schema import EnvVariable
 
+from cairn.acp.frontend import client_error
+from cairn.acp.requests import OutgoingRequests, withdrawable
 from cairn.debug_log import get_logger
 from cairn.tools.base import CommandExit, ToolError
 
@@ -27,10 +29,18 @@ _log = get_logger("ACP")
 class AcpTerminals:
     """One session's :class:`~cairn.tools.base.CommandRunner`: a terminal per command."""
 
-    def __init__(self, client: Client, session_id: str, *, output_bytes: int) -> None:
+    def __init__(
+        self,
+        client: Client,
+        session_id: str,
+        *,
+        output_bytes: int,
+        requests: OutgoingRequests | None = None,
+    ) -> None:
         self._client = client
         self._session_id = session_id
         self._output_bytes = output_bytes
+        self._requests = requests
 
     async def start(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> AcpTerminal:
         try:
@@ -44,33 +54,43 @@ class AcpTerminals:
                 output_byte_limit=self._output_bytes,
             )
         except (RequestError, ConnectionError) as exc:
-            raise ToolError(f"The editor could not run the command: {_reason(exc)}") from None
-        return AcpTerminal(self._client, self._session_id, created.terminal_id)
+            raise ToolError(f"The editor could not run the command: {client_error(exc)}") from None
+        return AcpTerminal(self._client, self._session_id, created.terminal_id, self._requests)
 
 
 class AcpTerminal:
     """A command running in one editor terminal."""
 
-    def __init__(self, client: Client, session_id: str, terminal_id: str) -> None:
+    def __init__(
+        self,
+        client: Client,
+        session_id: str,
+        terminal_id: str,
+        requests: OutgoingRequests | None = None,
+    ) -> None:
         self._client = client
         self._session_id = session_id
         self.terminal_id: str | None = terminal_id
         self._id = terminal_id
+        self._requests = requests
 
     async def wait(self) -> CommandExit:
         try:
-            done = await self._client.wait_for_terminal_exit(
-                session_id=self._session_id, terminal_id=self._id
+            done = await withdrawable(
+                self._requests,
+                self._client.wait_for_terminal_exit(
+                    session_id=self._session_id, terminal_id=self._id
+                ),
             )
         except (RequestError, ConnectionError) as exc:
-            raise ToolError(f"The editor's terminal failed: {_reason(exc)}") from None
+            raise ToolError(f"The editor's terminal failed: {client_error(exc)}") from None
         return CommandExit(done.exit_code, done.signal)
 
     async def kill(self) -> None:
         try:
             await self._client.kill_terminal(session_id=self._session_id, terminal_id=self._id)
         except (RequestError, ConnectionError) as exc:
-            _log.warning(f"terminal/kill {self._id} failed: {_reason(exc)}")
+            _log.warning(f"terminal/kill {self._id} failed: {client_error(exc)}")
 
     async def output(self) -> tuple[str, bool]:
         try:
@@ -78,19 +98,11 @@ class AcpTerminal:
                 session_id=self._session_id, terminal_id=self._id
             )
         except (RequestError, ConnectionError) as exc:
-            raise ToolError(f"The editor's terminal kept no output: {_reason(exc)}") from None
+            raise ToolError(f"The editor's terminal kept no output: {client_error(exc)}") from None
         return shown.output, shown.truncated
 
     async def release(self) -> None:
         try:
             await self._client.release_terminal(session_id=self._session_id, terminal_id=self._id)
         except (RequestError, ConnectionError) as exc:
-            _log.warning(f"terminal/release {self._id} failed: {_reason(exc)}")
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, RequestError):
-        data = exc.data
-        details = data.get("details") if isinstance(data, Mapping) else None
-        return f"{exc}" + (f" ({details})" if isinstance(details, str) and details else "")
-    return str(exc) or type(exc).__name__
+            _log.warning(f"terminal/release {self._id} failed: {client_error(exc)}")
