@@ -51,6 +51,30 @@ async def test_a_question_is_a_permission_request_whose_options_are_the_choices(
     assert answered.contains("Which database?: SQLite")
 
 
+async def test_each_choice_has_its_own_kind_and_keeps_its_description(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    """#17: every choice was an "allow_once" (one hotkey for all) and lost its description."""
+    scripted_server.enqueue(
+        tool_call("ask_user_question", QUESTION, id="ask-1"), reply("Ok."), purpose="main"
+    )
+    async with connect(agent_options(scripted_server, project)) as (conn, client):
+        client.permission_answers.append("choice-0")
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(project))
+        await conn.prompt(session_id=session.session_id, prompt=text("set up storage"))
+
+    [(_sid, asked, options)] = client.permission_requests
+    assert [(o.option_id, o.kind) for o in options] == [
+        ("choice-0", "allow_once"),
+        ("choice-1", "allow_always"),
+    ]
+    assert options[0].field_meta == {"cairn": {"description": "The usual one"}}
+    assert options[1].field_meta is None
+    [shown] = asked.content
+    assert shown.content.text == "Which database?\n\n- **Postgres**: The usual one\n- **SQLite**"
+
+
 async def test_a_question_is_an_elicitation_form_when_the_client_supports_forms(
     scripted_server: ScriptedServer, project: Path
 ) -> None:

@@ -21,12 +21,15 @@ from acp.schema import (
     AcceptElicitationResponse,
     AllowedOutcome,
     ClientCapabilities,
+    ContentToolCallContent,
     ElicitationFormSessionMode,
     ElicitationMultiSelectPropertySchema,
     ElicitationSchema,
     ElicitationStringPropertySchema,
     EnumOption,
     PermissionOption,
+    PermissionOptionKind,
+    TextContentBlock,
     TitledMultiSelectItems,
     ToolCallUpdate,
 )
@@ -42,6 +45,12 @@ from cairn.vocabulary.permissions import outcome_of_option
 __all__ = ["AcpFileSystem", "AcpFrontend", "client_error"]
 
 _CHOICE_PREFIX = "choice-"  # option ids of a question asked as a permission request
+_CHOICE_KINDS: tuple[PermissionOptionKind, ...] = (
+    "allow_once",
+    "allow_always",
+    "reject_once",
+    "reject_always",
+)
 
 _log = get_logger("ACP")
 
@@ -122,15 +131,24 @@ class AcpFrontend:
 
     async def _ask_with_permission(self, question: Question) -> str | None:
         call_id = self._question_call_id() or "ask_user_question"
+        choices = _described(question)
         tool_call = ToolCallUpdate(
             tool_call_id=call_id,
             title=question.question,
             kind="other",
             status="pending",
+            content=[_choices_content(question.question, choices)],
         )
+        # A kind of its own per choice (there are at most four), so a client can give each
+        # choice its own key; the descriptions go with the options and into the call's text.
         options = [
-            PermissionOption(option_id=f"{_CHOICE_PREFIX}{i}", name=label, kind="allow_once")
-            for i, label in enumerate(question.options)
+            PermissionOption(
+                option_id=f"{_CHOICE_PREFIX}{i}",
+                name=label,
+                kind=_CHOICE_KINDS[i % len(_CHOICE_KINDS)],
+                field_meta={"cairn": {"description": description}} if description else None,
+            )
+            for i, (label, description) in enumerate(choices)
         ]
         chosen = await self._ask_permission(tool_call, options)
         if chosen is None or not chosen.startswith(_CHOICE_PREFIX):
@@ -196,6 +214,15 @@ def _described(question: Question) -> list[tuple[str, str]]:
         (label, descriptions[i] if i < len(descriptions) else "")
         for i, label in enumerate(question.options)
     ]
+
+
+def _choices_content(question: str, choices: list[tuple[str, str]]) -> ContentToolCallContent:
+    """The question and its choices with their descriptions, as the call's text."""
+    lines = [question, ""]
+    lines += [f"- **{label}**" + (f": {text}" if text else "") for label, text in choices]
+    return ContentToolCallContent(
+        type="content", content=TextContentBlock(type="text", text="\n".join(lines))
+    )
 
 
 def _answer_text(value: Any) -> str:
