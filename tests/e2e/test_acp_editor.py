@@ -402,3 +402,51 @@ async def test_a_read_the_editor_refuses_is_a_refusal_not_a_read_from_disk(
     assert second.contains("the editor refused to read it")
     assert second.contains("this file is excluded by the editor")
     assert tool_updates(editor, "c1")[-1]["status"] == "failed"
+
+
+# ----- sessions -----
+
+
+async def test_resume_reattaches_a_recorded_session_without_replaying_it(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    scripted_server.enqueue(reply("FIRST-ANSWER"), reply("Second."), purpose="main")
+    async with running_agent(cairn_env, project) as agent:
+        session_id = await agent.start_session()
+        await agent.prompt(session_id, "FIRST-QUESTION")
+
+    editor = EditorClient()
+    async with running_agent(cairn_env, project, client=editor) as agent:
+        init = await agent.conn.initialize(protocol_version=1)
+        resumed = await agent.conn.resume_session(
+            session_id=session_id, cwd=str(project), mcp_servers=[]
+        )
+        replayed = [u.session_update for u in editor.updates]
+        response = await agent.prompt(session_id, "and then?")
+
+    capabilities = init.agent_capabilities.session_capabilities
+    assert capabilities.resume is not None and capabilities.close is not None
+    assert resumed.modes is not None and resumed.modes.current_mode_id == "default"
+    assert "user_message_chunk" not in replayed and "agent_message_chunk" not in replayed
+    assert response.stop_reason == "end_turn"
+    second = scripted_server.requests_for("main")[1]
+    assert second.contains("FIRST-QUESTION") and second.contains("FIRST-ANSWER")
+
+
+async def test_close_cancels_the_running_turn_and_frees_the_session(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    scripted_server.enqueue(reply("too late", delay=30), purpose="main")
+    async with running_agent(cairn_env, project) as agent:
+        session_id = await agent.start_session()
+        running = asyncio.ensure_future(agent.prompt(session_id, "take your time"))
+        await eventually(lambda: len(scripted_server.requests_for("main")) == 1)
+        await agent.conn.close_session(session_id=session_id)
+        response = await asyncio.wait_for(running, 30)
+        with pytest.raises(RequestError) as caught:
+            await agent.prompt(session_id, "still there?")
+        listed = await agent.conn.list_sessions(cwd=str(project))
+
+    assert response.stop_reason == "cancelled"
+    assert caught.value.code == -32602  # closed: not open any more
+    assert session_id in [s.session_id for s in listed.sessions]  # still recorded

@@ -23,6 +23,7 @@ from acp.schema import (
     AuthenticateResponse,
     AuthMethodAgent,
     ClientCapabilities,
+    CloseSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -31,10 +32,13 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionModeState,
+    SessionResumeCapabilities,
     SetSessionModeResponse,
     Usage,
 )
@@ -132,7 +136,11 @@ class CairnAgent:
                     audio=False,
                     embedded_context=True,
                 ),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                ),
             ),
             auth_methods=self._auth_methods(),
             agent_info=Implementation(name="cairn", title="cairn", version=__version__),
@@ -195,6 +203,32 @@ class CairnAgent:
             await channel.replay(loaded.items)
         self._after_response(self._announce(channel))
         return LoadSessionResponse(modes=self._modes(channel))
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **_meta: Any,
+    ) -> ResumeSessionResponse:
+        """Reattach to a session without replaying it (open here already: as it is)."""
+        runtime = self._runtime_for(cwd)
+        channel = self._channels.get(session_id)
+        if channel is None:
+            servers = _client_servers(mcp_servers, "session/resume")
+            channel = self._open(runtime, session_id=session_id, cwd=Path(cwd), mcp_servers=servers)
+            self._after_response(self._announce(channel))
+        return ResumeSessionResponse(modes=self._modes(channel))
+
+    async def close_session(self, session_id: str, **_meta: Any) -> CloseSessionResponse:
+        """Cancel the session's running turn and free it (it stays recorded, to load later)."""
+        channel = self._channels.pop(session_id, None)
+        if channel is None:
+            raise _session_not_found(session_id, "it is not open in this connection")
+        channel.cancel()
+        await channel.close()
+        return CloseSessionResponse()
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **_meta: Any

@@ -78,7 +78,10 @@ async def serve(
     agent = CairnAgent(options, requests=transport)
     # CairnAgent implements the methods cairn supports; the SDK answers the rest with
     # method-not-found, so it is an Agent in every way the SDK relies on.
-    conn = AgentSideConnection(cast(Agent, agent), transport, listening=False)
+    # session/resume and session/close are stable in the protocol, still "unstable" in SDK 0.12.
+    conn = AgentSideConnection(
+        cast(Agent, agent), transport, listening=False, use_unstable_protocol=True
+    )
     listening = asyncio.ensure_future(conn.listen())
     if stop_signals:
         _stop_on_signals(listening)
