@@ -450,3 +450,47 @@ async def test_close_cancels_the_running_turn_and_frees_the_session(
     assert response.stop_reason == "cancelled"
     assert caught.value.code == -32602  # closed: not open any more
     assert session_id in [s.session_id for s in listed.sessions]  # still recorded
+
+
+def titles(editor: EditorClient) -> list[str]:
+    return [u.title for u in editor.updates if u.session_update == "session_info_update"]
+
+
+async def test_a_session_is_titled_by_its_first_line_then_by_the_model(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    write_settings(project, {"fastModel": "small-model"})
+    scripted_server.enqueue(reply("Fixed the redirect."), purpose="main")
+    scripted_server.enqueue(reply('"Login redirect fix."'), purpose="title")
+    editor = EditorClient()
+    async with running_agent(cairn_env, project, client=editor) as agent:
+        session_id = await agent.start_session()
+        await agent.prompt(session_id, "the login page loops\nafter I sign in it redirects")
+        first = titles(editor)[:1]
+        await eventually(lambda: len(titles(editor)) == 2)
+        listed = await agent.conn.list_sessions(cwd=str(project))
+
+    assert first == ["the login page loops"]
+    assert titles(editor) == ["the login page loops", "Login redirect fix"]
+    [asked] = scripted_server.requests_for("title")
+    assert asked.model == "small-model"
+    assert asked.contains("the login page loops") and asked.contains("Fixed the redirect.")
+    assert [s.title for s in listed.sessions if s.session_id == session_id] == [
+        "Login redirect fix"
+    ]
+
+
+async def test_with_session_titles_off_the_first_line_stays_and_no_model_is_asked(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    write_settings(project, {"fastModel": "small-model", "general": {"sessionTitles": False}})
+    scripted_server.enqueue(reply("Done."), reply("Done too."), purpose="main")
+    editor = EditorClient()
+    async with running_agent(cairn_env, project, client=editor) as agent:
+        session_id = await agent.start_session()
+        await agent.prompt(session_id, "rename the module")
+        second = await agent.prompt(session_id, "and the tests")
+
+    assert second.stop_reason == "end_turn"
+    assert titles(editor) == ["rename the module"]
+    assert scripted_server.requests_for("title") == []

@@ -248,7 +248,7 @@ class CairnAgent:
                 SessionInfo(
                     session_id=info.session_id,
                     cwd=str(root),
-                    title=info.first_prompt or None,
+                    title=info.title or info.first_prompt or None,
                     updated_at=info.mtime.astimezone(_dt.UTC).isoformat(),
                 )
                 for info in page

@@ -16,6 +16,7 @@ from acp.schema import (
     AgentThoughtChunk,
     AvailableCommandsUpdate,
     CurrentModeUpdate,
+    SessionInfoUpdate,
     SessionModeState,
     ToolCallProgress,
     ToolCallStart,
@@ -36,6 +37,7 @@ SessionUpdate: TypeAlias = (
     | AgentPlanUpdate
     | AvailableCommandsUpdate
     | CurrentModeUpdate
+    | SessionInfoUpdate
     | UsageUpdate
 )
 

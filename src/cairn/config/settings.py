@@ -94,6 +94,11 @@ class GeneralSettings(_Section):
     checkpointing: CheckpointingSettings = Field(
         default_factory=CheckpointingSettings, description="Checkpoints for `/rewind`."
     )
+    session_titles: bool = Field(
+        True,
+        description="After a session's first turn, ask `fastModel` (when one is set) for a short "
+        "title; off, or without a fast model, the first prompt's first line stays the title.",
+    )
 
 
 class SamplingParams(_Section):

@@ -26,6 +26,7 @@ from cairn.recording.records import (
 __all__ = [
     "FIRST_PROMPT_MAX_CHARS",
     "SESSION_FILE_PATTERN",
+    "TITLE_SUBTYPE",
     "SessionInfo",
     "latest_session",
     "list_sessions",
@@ -38,6 +39,8 @@ MAX_SCANNED_FILES = 10_000  # session files looked at in one listing (safety cap
 FIRST_PROMPT_SCAN_RECORDS = 50  # records read from the start of a file to find the first prompt
 _TYPE_KEY_WINDOW = 400  # bytes at the start of a line where the record's own "type" key sits
 _COUNTED_TYPES = (b'"user"', b'"assistant"')
+TITLE_SUBTYPE = "session_title"  # the system record a session title is kept in
+_TITLE_MARKER = b'"session_title"'
 
 _log = get_logger("CHAT_RECORDING")
 
@@ -51,6 +54,7 @@ class SessionInfo:
     first_prompt: str  # the first thing the person typed, at most 200 characters
     last_recap: str | None  # the newest "where were we" recap kept in the session
     message_count: int  # user and assistant records
+    title: str | None = None  # the newest title the session was given (session_title record)
 
 
 def list_sessions(chats_dir: Path, *, limit: int = 50) -> list[SessionInfo]:
@@ -124,6 +128,7 @@ def _read_info(path: Path, mtime: float) -> SessionInfo | None:
         first_prompt=_first_prompt(head),
         last_recap=_last_recap(lines),
         message_count=sum(1 for line in lines if _is_message_line(line)),
+        title=_last_title(lines),
     )
 
 
@@ -151,6 +156,18 @@ def _last_recap(lines: list[bytes]) -> str | None:
         texts = recap_texts(records[0]) if records else []
         if texts:
             return texts[-1]
+    return None
+
+
+def _last_title(lines: list[bytes]) -> str | None:
+    for line in reversed(lines):
+        if _TITLE_MARKER not in line:
+            continue  # cheap filter, as for recaps
+        records, _ = parse_records(line)
+        payload = records[0].get("systemPayload") if records else None
+        title = payload.get("title") if isinstance(payload, dict) else None
+        if records and records[0].get("subtype") == TITLE_SUBTYPE and isinstance(title, str):
+            return title
     return None
 
 

@@ -50,6 +50,7 @@ from cairn.llm.types import Usage
 from cairn.memory.remember import MemoryWrites
 from cairn.session.attachments import Attachments, build_attachments
 from cairn.session.commands import COMMANDS, SlashCommand, busy_refusal, run_slash_command
+from cairn.session.titles import SessionTitles
 from cairn.session.turn_hooks import TurnHook
 from cairn.tools.base import CommandRunner, FileSystem, LocalFileSystem, TodoItem, ToolContext
 from cairn.tools.permissions import PermissionRules
@@ -200,7 +201,7 @@ class Session:
         self._resume_offered = False
         self._listeners: list[EventSink] = []
         self._extra_commands: dict[str, tuple[SlashCommand, ...]] = {}  # by who added them
-        self.turn_hooks: list[TurnHook] = []
+        self.turn_hooks: list[TurnHook] = [SessionTitles()]
         self._turn: _TurnState | None = None  # the turn running now
         self.pending_notices: list[Notice] = []  # shown when the next turn starts
 

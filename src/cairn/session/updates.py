@@ -46,6 +46,7 @@ from cairn.vocabulary.events import (
     PlanUpdate,
     RecapShown,
     SessionEvent,
+    SessionTitled,
     StreamReset,
     ToolCallStart,
     ToolCallUpdate,
@@ -173,6 +174,8 @@ class UpdateMapper:
                 return [plan_update(todos)]
             case Notice():
                 return [self._own_message(notice_text(event), _notice_meta(event))]
+            case SessionTitled(title=title):
+                return [{"sessionUpdate": "session_info_update", "title": title}]
             case RecapShown(text=text):
                 return [self._recap(text, replayed=False)]
             case MemoryRecalled(memories=memories) if memories:

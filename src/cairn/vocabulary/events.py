@@ -32,6 +32,7 @@ __all__ = [
     "PlanUpdate",
     "RecapShown",
     "SessionEvent",
+    "SessionTitled",
     "StopReason",
     "StreamReset",
     "ToolCallStart",
@@ -141,6 +142,14 @@ class RecapShown:
 
     text: str
     away: bool = False  # generated because the user came back, not asked for
+
+
+@dataclass(frozen=True)
+class SessionTitled:
+    """The session has a (new) title: the first prompt's first line, then the model's."""
+
+    title: str
+    source: Literal["prompt", "model"] = "prompt"
 
 
 @dataclass(frozen=True)
@@ -281,6 +290,7 @@ SessionEvent: TypeAlias = (
     | PlanUpdate
     | Notice
     | RecapShown
+    | SessionTitled
     | MemoryRecalled
     | MemoryChanged
     | UsageUpdate
