@@ -494,3 +494,54 @@ async def test_with_session_titles_off_the_first_line_stays_and_no_model_is_aske
     assert second.stop_reason == "end_turn"
     assert titles(editor) == ["rename the module"]
     assert scripted_server.requests_for("title") == []
+
+
+async def test_load_restores_the_mode_the_plan_and_what_a_cancelled_answer_showed(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """#17: a loaded session lost its approval mode, its plan and cancelled partial answers."""
+    todos = [
+        {"id": "1", "content": "Write the parser", "status": "completed"},
+        {"id": "2", "content": "Test the parser", "status": "completed"},
+    ]  # all done: open items would make the session remind the model to go on
+    scripted_server.enqueue(
+        tool_call("todo_write", {"todos": todos}),
+        reply("Planned."),
+        reply(chunks=["PARTIAL-", "ANSWER", " never", " finished"], chunk_delay=2.0),
+        purpose="main",
+    )
+    editor = EditorClient()
+    async with running_agent(cairn_env, project, client=editor) as agent:
+        session_id = await agent.start_session()
+        await agent.conn.set_session_mode(session_id=session_id, mode_id="auto-edit")
+        await agent.prompt(session_id, "plan the parser")
+        running = asyncio.ensure_future(agent.prompt(session_id, "now write it"))
+        await eventually(lambda: "PARTIAL-" in _agent_text(editor))
+        await agent.conn.cancel(session_id=session_id)
+        assert (await asyncio.wait_for(running, 30)).stop_reason == "cancelled"
+
+    scripted_server.enqueue(reply("Carrying on."), purpose="main")
+    loader = EditorClient()
+    async with running_agent(cairn_env, project, client=loader) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        loaded = await agent.conn.load_session(
+            session_id=session_id, cwd=str(project), mcp_servers=[]
+        )
+        replayed = list(loader.updates)
+        await agent.prompt(session_id, "go on")
+
+    assert loaded.modes is not None and loaded.modes.current_mode_id == "auto-edit"
+    [plan] = [u for u in replayed if u.session_update == "plan"]
+    assert [(e.content, e.status) for e in plan.entries] == [
+        ("Write the parser", "completed"),
+        ("Test the parser", "completed"),
+    ]
+    assert "PARTIAL-" in _agent_text(loader)
+    last = scripted_server.requests_for("main")[-1]
+    assert not last.contains("PARTIAL-")  # shown again, never given to the model
+
+
+def _agent_text(editor: EditorClient) -> str:
+    return "".join(
+        u.content.text for u in editor.updates if u.session_update == "agent_message_chunk"
+    )

@@ -56,7 +56,12 @@ from cairn.config.settings import APPROVAL_MODES, Settings
 from cairn.debug_log import bind_session, get_logger, set_process_session
 from cairn.exit_codes import ExitCode
 from cairn.mcp.config import McpConfigError, ServerConfig, servers_from_client
-from cairn.recording.reader import SessionLoadError, list_sessions
+from cairn.recording.reader import (
+    LoadedSession,
+    SessionLoadError,
+    list_sessions,
+    recorded_approval_mode,
+)
 from cairn.session.attachments import AttachmentError
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
@@ -200,6 +205,7 @@ class CairnAgent:
         channel = self._open(runtime, session_id=session_id, cwd=Path(cwd), mcp_servers=servers)
         loaded = channel.session.loaded
         if loaded is not None:
+            await self._restore_mode(channel, loaded)
             await channel.replay(loaded.items)
         self._after_response(self._announce(channel))
         return LoadSessionResponse(modes=self._modes(channel))
@@ -218,6 +224,8 @@ class CairnAgent:
         if channel is None:
             servers = _client_servers(mcp_servers, "session/resume")
             channel = self._open(runtime, session_id=session_id, cwd=Path(cwd), mcp_servers=servers)
+            if channel.session.loaded is not None:
+                await self._restore_mode(channel, channel.session.loaded)
             self._after_response(self._announce(channel))
         return ResumeSessionResponse(modes=self._modes(channel))
 
@@ -449,6 +457,14 @@ class CairnAgent:
         if channel is None:
             raise _session_not_found(session_id, "create it with session/new or session/load")
         return channel
+
+    async def _restore_mode(self, channel: SessionChannel, loaded: LoadedSession) -> None:
+        """The approval mode the session last had, unless ``--approval-mode`` names one."""
+        recorded = recorded_approval_mode(loaded)
+        if self._options.approval_mode is not None or recorded not in APPROVAL_MODES:
+            return
+        if recorded is not None and recorded != channel.session.approval_mode:
+            await channel.session.set_approval_mode(recorded)
 
     def _modes(self, channel: SessionChannel) -> SessionModeState:
         return mode_state_model(mode_state(channel.session.approval_mode, APPROVAL_MODES))

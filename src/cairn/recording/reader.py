@@ -18,6 +18,7 @@ from cairn.content import Content, FunctionCall, FunctionResponse, function_call
 from cairn.debug_log import get_logger
 from cairn.recording.listing import SessionInfo, latest_session, list_sessions
 from cairn.recording.records import (
+    APPROVAL_MODE,
     ASSISTANT,
     CHAT_COMPRESSION,
     MID_TURN_USER_MESSAGE,
@@ -40,6 +41,7 @@ __all__ = [
     "list_sessions",
     "load_session",
     "pending_question",
+    "recorded_approval_mode",
 ]
 
 ASK_USER_TOOL = "ask_user_question"  # the tool whose unanswered call is re-asked after a load
@@ -60,6 +62,16 @@ class LoadedSession:
     last_uuid: str | None  # the chain's tip: the parent of the next record
     items: list[ReplayItem] = field(default_factory=list)  # what a front end shows
     warnings: list[str] = field(default_factory=list)
+
+
+def recorded_approval_mode(loaded: LoadedSession) -> str | None:
+    """The approval mode the session was last set to (``None``: never changed)."""
+    for record in reversed(loaded.records):
+        if record.get("type") == SYSTEM and record.get("subtype") == APPROVAL_MODE:
+            mode = payload_of(record).get("mode")
+            if isinstance(mode, str):
+                return mode
+    return None
 
 
 def load_session(path: Path) -> LoadedSession:

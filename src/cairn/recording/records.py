@@ -21,8 +21,10 @@ from cairn.content import Content, Text
 from cairn.vocabulary.tool_calls import FileDiff, Location
 
 __all__ = [
+    "APPROVAL_MODE",
     "ASSISTANT",
     "AWAY_RECAP_ITEM",
+    "CANCELLED_ANSWER",
     "CHAT_COMPRESSION",
     "MID_TURN_USER_MESSAGE",
     "REAL_USER",
@@ -53,6 +55,8 @@ SYSTEM: Final = "system"
 CHAT_COMPRESSION: Final = "chat_compression"
 SLASH_COMMAND: Final = "slash_command"
 MID_TURN_USER_MESSAGE: Final = "mid_turn_user_message"
+CANCELLED_ANSWER: Final = "cancelled_answer"  # {"text"}: what a cancelled response had shown
+APPROVAL_MODE: Final = "approval_mode"  # {"mode"}: the session's approval mode changed
 
 MAX_RECORDED_DIFF_CHARS: Final = 256_000  # a larger diff is not kept (replay shows its summary)
 MAX_RECORDED_LOCATIONS: Final = 100  # places of one tool call kept in its toolCallResult

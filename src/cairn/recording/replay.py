@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeAlias
 from cairn.content import FunctionCall, FunctionResponse, Part, Text, Thought
 from cairn.recording.records import (
     ASSISTANT,
+    CANCELLED_ANSWER,
     MID_TURN_USER_MESSAGE,
     SYSTEM,
     TOOL_RESULT,
@@ -20,6 +21,7 @@ from cairn.recording.records import (
     is_typed_by_user,
     locations_from_record,
     message_of,
+    payload_of,
     recap_texts,
     user_display_text,
 )
@@ -72,6 +74,10 @@ class _ReplayBuilder:
         elif kind == SYSTEM:
             for text in recap_texts(record):
                 self._text("recap", text, record)
+            if record.get("subtype") == CANCELLED_ANSWER:  # shown live before the cancel
+                shown = payload_of(record).get("text")
+                if isinstance(shown, str) and shown:
+                    self._text("assistant_text", shown, record)
 
     def _assistant(self, record: Mapping[str, Any]) -> None:
         message = message_of(record)

@@ -48,10 +48,12 @@ from cairn.debug_log import bind_session, get_logger
 from cairn.llm.errors import ProviderError
 from cairn.llm.types import Usage
 from cairn.memory.remember import MemoryWrites
+from cairn.recording.records import APPROVAL_MODE, CANCELLED_ANSWER
 from cairn.session.attachments import Attachments, build_attachments
 from cairn.session.commands import COMMANDS, SlashCommand, busy_refusal, run_slash_command
 from cairn.session.titles import SessionTitles
 from cairn.session.turn_hooks import TurnHook
+from cairn.session.updates import recorded_plan
 from cairn.tools.base import CommandRunner, FileSystem, LocalFileSystem, TodoItem, ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import default_registry
@@ -154,6 +156,7 @@ class _TurnState:
     stop_hook_blocks: int = 0
     todo_reminders: int = 0
     texts: list[str] = field(default_factory=list)
+    streaming: list[str] = field(default_factory=list)  # the model response being streamed
     thoughts: list[str] = field(default_factory=list)
 
 
@@ -187,7 +190,7 @@ class Session:
         self.registry = self.memory_writes.wrapped(default_registry())
         self.rules = PermissionRules.from_settings(self.settings.permissions)
         self.turn_count = 0
-        self.todos: list[TodoItem] = []
+        self.todos: list[TodoItem] = recorded_plan(loaded.items) if loaded is not None else []
         self.created_at = runtime.clock()
         self._lock = asyncio.Lock()
         self._abort: AbortController | None = None
@@ -545,6 +548,8 @@ class Session:
                 f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}"
             )
         self.approval_mode = mode
+        if self.recorder is not None:  # session/load restores it
+            self.recorder.record_system(APPROVAL_MODE, {"mode": mode})
         await (sink or self.emit)(ModeChanged(mode))  # inside a turn its sink; else listeners
 
     def set_model(self, model: str) -> None:
@@ -634,6 +639,7 @@ class Session:
                         raise
                     result = state.result
                     result.stop_reason = "cancelled"
+                    self._record_cancelled_answer(state)
                 finally:
                     self.client.finish_recall()
                     self._remember_turn = False
@@ -645,6 +651,13 @@ class Session:
                 await self._run_hooks(state, lambda hook: hook.turn_ended(self, result))
                 await sink(TurnEnded(result))
                 return result
+
+    def _record_cancelled_answer(self, state: _TurnState) -> None:
+        """What a cancelled response had shown is kept for a replay (never for the model)."""
+        text = "".join(state.streaming)
+        state.streaming.clear()
+        if text.strip() and self.recorder is not None:
+            self.recorder.record_system(CANCELLED_ANSWER, {"text": text})
 
     async def _run_hooks(
         self, state: _TurnState, call: Callable[[TurnHook], Awaitable[None]]
@@ -849,12 +862,14 @@ class Session:
         async for event in self.client.send(parts, kind=kind, abort=state.abort.signal):
             if isinstance(event, AgentText):
                 state.texts.append(event.text)
+                state.streaming.append(event.text)
                 await sink(AssistantText(event.text))
             elif isinstance(event, AgentThought):
                 state.thoughts.append(event.text)
                 await sink(AssistantThought(event.text))
             elif isinstance(event, AgentRetry):
                 state.texts.clear()
+                state.streaming.clear()
                 state.thoughts.clear()
                 await sink(
                     StreamReset(event.reason, event.delay, event.attempt, event.max_attempts)
@@ -877,6 +892,7 @@ class Session:
             elif isinstance(event, AgentRecalled):
                 await sink(MemoryRecalled(event.delivery.memories, event.delivery.phase))
             elif isinstance(event, AgentFinished):
+                state.streaming.clear()  # recorded with the response
                 result.usage.add(event.usage)
                 thought = "".join(state.thoughts)
                 state.thoughts.clear()

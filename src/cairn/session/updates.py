@@ -84,6 +84,7 @@ __all__ = [
     "permission_options",
     "permission_tool_call",
     "plan_update",
+    "recorded_plan",
     "retry_text",
     "tool_call_end",
 ]
@@ -92,6 +93,7 @@ Payload: TypeAlias = dict[str, Any]
 
 MAX_TOOL_TEXT_CHARS = 50_000  # tool output shown to people per call (the model gets it all)
 PARAGRAPH_BREAK = "\n\n"  # before the text of a turn's next model response
+TODO_WRITE_TOOL = "todo_write"  # its calls make the plan
 RECAP_PREFIX = "※ recap: "  # how a recap reads in a client that shows only text
 ACP_TOOL_KINDS = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode"}
@@ -282,7 +284,11 @@ class UpdateMapper:
             # never answered (an interrupted turn): ended as the live turn's end ended it
             end = ToolEnd("cancelled", acp_kind(kind), ending="cancelled")
             return [start, tool_call_end(call_id, end)]
-        return [start, tool_call_end(call_id, _replayed_end(item, acp_kind(kind)))]
+        done = [start, tool_call_end(call_id, _replayed_end(item, acp_kind(kind)))]
+        todos = _replayed_todos(item)
+        if todos is not None:  # as live: the plan follows its todo_write
+            done.append(plan_update(todos))
+        return done
 
     def _recap(self, text: str, *, replayed: bool) -> Payload:
         meta = {"kind": "recap", "text": text, "replayed": replayed}
@@ -298,6 +304,28 @@ class UpdateMapper:
     def _end_message(self) -> None:
         self._message = None
         self._thought = None
+
+
+def recorded_plan(items: Iterable[ReplayItem]) -> list[TodoItem]:
+    """The plan a recorded session ended with: its last successful ``todo_write``."""
+    plan: list[TodoItem] = []
+    for item in items:
+        todos = _replayed_todos(item)
+        if todos is not None:
+            plan = todos
+    return plan
+
+
+def _replayed_todos(item: ReplayItem) -> list[TodoItem] | None:
+    if item.kind != "tool_call" or item.tool_name != TODO_WRITE_TOOL or item.result is None:
+        return None
+    from cairn.tools.base import ToolError
+    from cairn.tools.todo_write import parse_todos
+
+    try:
+        return parse_todos(item.args.get("todos"))
+    except ToolError:
+        return None
 
 
 def retry_text(event: StreamReset) -> str:
