@@ -545,3 +545,27 @@ def _agent_text(editor: EditorClient) -> str:
     return "".join(
         u.content.text for u in editor.updates if u.session_update == "agent_message_chunk"
     )
+
+
+async def test_list_reports_each_sessions_own_folder_and_filters_by_it(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """#17: every session was listed with the project root as its cwd, whatever cwd asked."""
+    sub = project / "services" / "billing"
+    sub.mkdir(parents=True)
+    scripted_server.enqueue(reply("root answer"), reply("sub answer"), purpose="main")
+    async with running_agent(cairn_env, project) as agent:
+        at_root = await agent.start_session()
+        await agent.prompt(at_root, "at the root")
+        in_sub = (await agent.conn.new_session(cwd=str(sub), mcp_servers=[])).session_id
+        await agent.prompt(in_sub, "in billing")
+        everything = await agent.conn.list_sessions()
+        billing = await agent.conn.list_sessions(cwd=str(sub))
+        root_only = await agent.conn.list_sessions(cwd=str(project))
+
+    assert {(s.session_id, s.cwd) for s in everything.sessions} == {
+        (at_root, str(project.resolve())),
+        (in_sub, str(sub.resolve())),
+    }
+    assert [s.session_id for s in billing.sessions] == [in_sub]
+    assert [s.session_id for s in root_only.sessions] == [at_root]

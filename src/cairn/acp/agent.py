@@ -247,7 +247,10 @@ class CairnAgent:
         start = _cursor_offset(cursor)
         root = project_root(folder)
         infos = await asyncio.to_thread(
-            list_sessions, chats_dir(root), limit=start + SESSION_LIST_PAGE_SIZE + 1
+            list_sessions,
+            chats_dir(root),
+            limit=start + SESSION_LIST_PAGE_SIZE + 1,
+            cwd=folder.resolve() if cwd else None,  # only the sessions that ran there
         )
         page = infos[start : start + SESSION_LIST_PAGE_SIZE]
         more = len(infos) > start + SESSION_LIST_PAGE_SIZE
@@ -255,7 +258,7 @@ class CairnAgent:
             sessions=[
                 SessionInfo(
                     session_id=info.session_id,
-                    cwd=str(root),
+                    cwd=str(info.cwd or root),
                     title=info.title or info.first_prompt or None,
                     updated_at=info.mtime.astimezone(_dt.UTC).isoformat(),
                 )
@@ -436,6 +439,7 @@ class CairnAgent:
             else:
                 session = runtime.load_session(
                     session_id,
+                    cwd=cwd,
                     frontend=frontend,
                     approval_mode=mode,
                     fs=fs,

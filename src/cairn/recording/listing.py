@@ -55,16 +55,20 @@ class SessionInfo:
     last_recap: str | None  # the newest "where were we" recap kept in the session
     message_count: int  # user and assistant records
     title: str | None = None  # the newest title the session was given (session_title record)
+    cwd: Path | None = None  # the folder the session ran in (its first record's ``cwd``)
 
 
-def list_sessions(chats_dir: Path, *, limit: int = 50) -> list[SessionInfo]:
-    """The sessions in ``chats_dir``, newest first; unreadable files are skipped with a warning."""
+def list_sessions(
+    chats_dir: Path, *, limit: int = 50, cwd: Path | None = None
+) -> list[SessionInfo]:
+    """The sessions in ``chats_dir``, newest first; unreadable files are skipped with a warning.
+    With ``cwd``, only the sessions that ran in that folder."""
     found: list[SessionInfo] = []
     for path, mtime in _session_files(chats_dir):
         if len(found) >= limit:
             break
         info = _read_info(path, mtime)
-        if info is not None:
+        if info is not None and (cwd is None or info.cwd == cwd):
             found.append(info)
     return found
 
@@ -129,7 +133,13 @@ def _read_info(path: Path, mtime: float) -> SessionInfo | None:
         last_recap=_last_recap(lines),
         message_count=sum(1 for line in lines if _is_message_line(line)),
         title=_last_title(lines),
+        cwd=_cwd(first[0]),
     )
+
+
+def _cwd(record: dict[str, Any]) -> Path | None:
+    cwd = record.get("cwd")
+    return Path(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else None
 
 
 def _first_prompt(records: list[dict[str, Any]]) -> str:

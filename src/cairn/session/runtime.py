@@ -243,8 +243,10 @@ class Runtime:
         fs: FileSystem | None = None,
         mcp_servers: Sequence[ServerConfig] = (),
         command_runner: CommandRunner | None = None,
+        cwd: Path | None = None,
     ) -> Session:
-        """Resume a recorded session; its model history is rebuilt from the recording."""
+        """Resume a recorded session (in ``cwd``, default the runtime's); its model history is
+        rebuilt from the recording."""
         from cairn.recording.reader import SessionLoadError, load_session
         from cairn.session.session import Session
 
@@ -262,7 +264,7 @@ class Runtime:
             session_id=session_id,
             frontend=frontend or NonInteractive(),
             approval_mode=approval_mode,
-            cwd=self.cwd,
+            cwd=cwd or self.cwd,
             fs=fs,
             loaded=loaded,
             mcp_servers=mcp_servers,

@@ -281,7 +281,7 @@ class Session:
         return ChatRecorder(
             self.runtime.chats_dir / f"{self.id}.jsonl",
             session_id=self.id,
-            cwd=self.runtime.project_root,
+            cwd=self.cwd,  # the session's own folder: session/list filters by it
             version=self.runtime.version,
             parent_uuid=loaded.last_uuid if loaded else None,
         )
