@@ -569,3 +569,43 @@ async def test_list_reports_each_sessions_own_folder_and_filters_by_it(
     }
     assert [s.session_id for s in billing.sessions] == [in_sub]
     assert [s.session_id for s in root_only.sessions] == [at_root]
+
+
+async def test_additional_directories_are_roots_the_file_tools_may_use(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """#17: additionalDirectories were ignored, so files there were outside the workspace."""
+    shared = project.parent / "shared-lib"
+    shared.mkdir()
+    (shared / "notes.md").write_text("SHARED-NOTES\n")
+    read = tool_call("read_file", {"file_path": str(shared / "notes.md")})
+    scripted_server.enqueue(
+        read,
+        tool_call("write_file", {"file_path": str(shared / "out.md"), "content": "written"}),
+        reply("Done."),
+        read,
+        reply("Refused."),
+        purpose="main",
+    )
+    async with running_agent(cairn_env, project, "--yolo") as agent:
+        init = await agent.conn.initialize(protocol_version=1)
+        with_roots = await agent.conn.new_session(
+            cwd=str(project), additional_directories=[str(shared)], mcp_servers=[]
+        )
+        await agent.prompt(with_roots.session_id, "use the shared lib")
+        without = await agent.conn.new_session(cwd=str(project), mcp_servers=[])
+        await agent.prompt(without.session_id, "read it again")
+        with pytest.raises(RequestError) as caught:
+            await agent.conn.new_session(
+                cwd=str(project), additional_directories=["relative/dir"], mcp_servers=[]
+            )
+
+    assert init.agent_capabilities.session_capabilities.additional_directories is not None
+    first, after_read, _after_write, other_first, other_read = scripted_server.requests_for("main")
+    assert first.contains(str(shared))  # the model is told about the extra folder
+    assert not other_first.contains(str(shared))
+    assert after_read.contains("SHARED-NOTES")
+    assert (shared / "out.md").read_text() == "written"
+    assert not other_read.contains("SHARED-NOTES")
+    assert other_read.contains("outside the allowed directories")
+    assert caught.value.code == -32602

@@ -33,6 +33,7 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionInfo,
@@ -145,6 +146,7 @@ class CairnAgent:
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(),
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
             ),
             auth_methods=self._auth_methods(),
@@ -185,7 +187,10 @@ class CairnAgent:
     ) -> NewSessionResponse:
         runtime = self._runtime_for(cwd)
         servers = _client_servers(mcp_servers, "session/new")
-        channel = self._open(runtime, session_id=None, cwd=Path(cwd), mcp_servers=servers)
+        roots = _extra_roots(additional_directories)
+        channel = self._open(
+            runtime, session_id=None, cwd=Path(cwd), mcp_servers=servers, extra_roots=roots
+        )
         self._after_response(self._announce(channel))
         return NewSessionResponse(session_id=channel.id, modes=self._modes(channel))
 
@@ -199,10 +204,13 @@ class CairnAgent:
     ) -> LoadSessionResponse:
         runtime = self._runtime_for(cwd)
         servers = _client_servers(mcp_servers, "session/load")
+        roots = _extra_roots(additional_directories)
         earlier = self._channels.pop(session_id, None)
         if earlier is not None:
             await earlier.close()
-        channel = self._open(runtime, session_id=session_id, cwd=Path(cwd), mcp_servers=servers)
+        channel = self._open(
+            runtime, session_id=session_id, cwd=Path(cwd), mcp_servers=servers, extra_roots=roots
+        )
         loaded = channel.session.loaded
         if loaded is not None:
             await self._restore_mode(channel, loaded)
@@ -223,7 +231,14 @@ class CairnAgent:
         channel = self._channels.get(session_id)
         if channel is None:
             servers = _client_servers(mcp_servers, "session/resume")
-            channel = self._open(runtime, session_id=session_id, cwd=Path(cwd), mcp_servers=servers)
+            roots = _extra_roots(additional_directories)
+            channel = self._open(
+                runtime,
+                session_id=session_id,
+                cwd=Path(cwd),
+                mcp_servers=servers,
+                extra_roots=roots,
+            )
             if channel.session.loaded is not None:
                 await self._restore_mode(channel, channel.session.loaded)
             self._after_response(self._announce(channel))
@@ -401,6 +416,7 @@ class CairnAgent:
         session_id: str | None,
         cwd: Path,
         mcp_servers: Sequence[ServerConfig] = (),
+        extra_roots: Sequence[Path] = (),
     ) -> SessionChannel:
         client = self._require_client()
         sid = session_id or _new_id()
@@ -435,6 +451,7 @@ class CairnAgent:
                     fs=fs,
                     mcp_servers=mcp_servers,
                     command_runner=command_runner,
+                    extra_roots=extra_roots,
                 )
             else:
                 session = runtime.load_session(
@@ -445,6 +462,7 @@ class CairnAgent:
                     fs=fs,
                     mcp_servers=mcp_servers,
                     command_runner=command_runner,
+                    extra_roots=extra_roots,
                 )
         except SessionNotFound as exc:
             raise _session_not_found(sid, str(exc)) from None
@@ -580,6 +598,19 @@ def _block_payload(block: Any) -> Any:
     if isinstance(block, BaseModel):
         return block.model_dump(mode="json", by_alias=True, exclude_none=True)
     return block
+
+
+def _extra_roots(directories: list[str] | None) -> list[Path]:
+    """``additionalDirectories``: absolute paths of existing folders, else invalid params."""
+    roots: list[Path] = []
+    for raw in directories or []:
+        path = Path(raw)
+        if not path.is_absolute() or not path.is_dir():
+            raise RequestError.invalid_params(
+                {"details": f"additionalDirectories: not an absolute path to a folder: {raw}"}
+            )
+        roots.append(path)
+    return roots
 
 
 def _client_servers(servers: list[Any] | None, method: str) -> list[ServerConfig]:

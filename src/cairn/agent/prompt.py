@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,15 +72,24 @@ def _joined(*blocks: str) -> str:
     return "\n\n---\n\n".join(block.strip() for block in blocks if block.strip())
 
 
-def startup_context(cwd: Path, *, today: _dt.date | None = None) -> list[Content]:
-    """The two opening entries: an environment summary and the model's acknowledgement."""
+def startup_context(
+    cwd: Path, *, today: _dt.date | None = None, extra_dirs: Sequence[Path] = ()
+) -> list[Content]:
+    """The two opening entries: an environment summary and the model's acknowledgement.
+    ``extra_dirs``: more folders the file tools may use (an editor's extra workspace roots)."""
     day = (today or _dt.date.today()).strftime("%A, %B %d, %Y")
     listing = _listing(cwd)
+    also = (
+        f"I can also work in these directories: {', '.join(str(d) for d in extra_dirs)}\n"
+        if extra_dirs
+        else ""
+    )
     text = (
         "This is cairn, setting up the context for our chat.\n"
         f"Today's date is {day}.\n"
         f"My operating system is: {platform.system()} {platform.release()}\n"
         f"I'm currently working in the directory: {cwd}\n"
+        f"{also}"
         f"Here is the folder structure of the current working directory:\n\n{listing}"
     )
     return [Content("user", [system_reminder(text)]), Content("model", [Text(STARTUP_CONTEXT_ACK)])]

@@ -215,6 +215,7 @@ class Runtime:
         fs: FileSystem | None = None,
         mcp_servers: Sequence[ServerConfig] = (),
         command_runner: CommandRunner | None = None,
+        extra_roots: Sequence[Path] = (),
     ) -> Session:
         """A new session; ``mcp_servers`` are its client's servers (ACP, daemon), which join
         the configured ones and win a name clash."""
@@ -229,6 +230,7 @@ class Runtime:
             fs=fs,
             mcp_servers=mcp_servers,
             command_runner=command_runner,
+            extra_roots=extra_roots,
         )
         self._sessions.add(session)
         self.warm_memory()
@@ -244,6 +246,7 @@ class Runtime:
         mcp_servers: Sequence[ServerConfig] = (),
         command_runner: CommandRunner | None = None,
         cwd: Path | None = None,
+        extra_roots: Sequence[Path] = (),
     ) -> Session:
         """Resume a recorded session (in ``cwd``, default the runtime's); its model history is
         rebuilt from the recording."""
@@ -269,6 +272,7 @@ class Runtime:
             loaded=loaded,
             mcp_servers=mcp_servers,
             command_runner=command_runner,
+            extra_roots=extra_roots,
         )
         self._sessions.add(session)
         self.warm_memory()

@@ -173,11 +173,14 @@ class Session:
         loaded: LoadedSession | None = None,
         mcp_servers: Sequence[ServerConfig] = (),
         command_runner: CommandRunner | None = None,
+        extra_roots: Sequence[Path] = (),
     ) -> None:
         self.runtime = runtime
         self.id = session_id
         self.frontend = frontend
         self.cwd = cwd.resolve()
+        # More folders the file tools may read and write (an editor's additionalDirectories).
+        self.extra_roots = tuple(root.resolve() for root in extra_roots)
         self.settings = runtime.settings
         self.fs: FileSystem = fs or LocalFileSystem()
         self.command_runner = command_runner  # an editor's terminals; None: run locally
@@ -224,7 +227,7 @@ class Session:
             settings_changed=self._settings_changed,
         )
         self.extensions = self._make_extensions()
-        startup = [] if self.settings.model.skip_startup_context else startup_context(self.cwd)
+        startup = self._startup_context()
         history = [*startup, *(loaded.history if loaded else [])]
         self.system_prompt = self.build_system_prompt()
         self.client = AgentClient(
@@ -577,9 +580,14 @@ class Session:
             task.cancel()
         return True
 
+    def _startup_context(self) -> list[Content]:
+        if self.settings.model.skip_startup_context:
+            return []
+        return startup_context(self.cwd, extra_dirs=self.extra_roots)
+
     async def clear(self) -> None:
         """``/clear``: a fresh conversation in the same session."""
-        startup = [] if self.settings.model.skip_startup_context else startup_context(self.cwd)
+        startup = self._startup_context()
         self.client.reset(startup)
         self.todos = []
         self._last_prompt = None
@@ -934,7 +942,10 @@ class Session:
             session_id=self.id,
             shell_timeout=self.settings.tools.shell_timeout_seconds,
             environment=self.command_environment,
-            readable_roots=[self.cwd, *readable] if readable else None,
+            readable_roots=[self.cwd, *self.extra_roots, *readable]
+            if readable or self.extra_roots
+            else None,
+            writable_roots=[self.cwd, *self.extra_roots] if self.extra_roots else None,
             sandbox=self._sandbox_policy(),
             ignore=self._ignore_rules(),
             commands=self.command_runner,
