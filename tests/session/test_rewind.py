@@ -337,3 +337,15 @@ async def test_closing_the_session_stops_a_preparation_with_its_git_processes(
     assert leftover.stdout.strip() == ""  # no git of its process session left running
     after = ShadowRepository(repo, checkpoints_dir(repo)).snapshot("after")  # lock and index fine
     assert after.files == len(many)
+
+
+async def test_a_plan_mode_turn_prepares_nothing(rig: Rig) -> None:
+    """Nothing can change in plan mode: no shadow index is built for it."""
+    await rig.session.set_approval_mode("plan")
+    await rig.prompt("just plan")
+    assert rig.session.checkpoints is not None
+    await rig.session.checkpoints.prepared()
+
+    shadow, reason = shadow_repository(rig.repo, rig.session.settings.general.checkpointing)
+    assert shadow is not None, reason
+    assert not shadow.is_prepared()

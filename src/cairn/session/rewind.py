@@ -356,9 +356,10 @@ class TurnCheckpoints:
         self._preparing: asyncio.Task[None] | None = None
         self._preparer: asyncio.subprocess.Process | None = None
 
-    def start_turn(self, user_uuid: str) -> None:
+    def start_turn(self, user_uuid: str, *, prepare: bool = True) -> None:
+        """A user turn starts; ``prepare=False`` when it cannot change the workspace (plan)."""
         self._turn = user_uuid
-        if self._preparing is None:  # the session's first turn
+        if prepare and self._preparing is None:  # the session's first turn that may change it
             self._preparing = asyncio.get_running_loop().create_task(self._prepare())
 
     async def _prepare(self) -> None:

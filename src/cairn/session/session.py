@@ -789,7 +789,7 @@ class Session:
                 hook_context=hook_context,
             )
             if self.checkpoints is not None:
-                self.checkpoints.start_turn(user_uuid)
+                self.checkpoints.start_turn(user_uuid, prepare=self.approval_mode != "plan")
         if request.fresh:
             # Recall starts only after the hook let the prompt through, with the raw text.
             self.client.begin_recall(request.text, state.abort.signal)
