@@ -60,6 +60,7 @@ def test_the_demo_ends_with_what_to_do_next(demo_output: str) -> None:
     assert "export OPENAI_BASE_URL=" in ending
     assert "OPENAI_API_KEY=" in ending and "OPENAI_MODEL=" in ending
     assert "cd your-project && cairn\n" in ending  # the terminal UI
+    assert 'cairn "what does this project do?"' in ending  # the UI with a first prompt
     assert "`cairn memory list` shows them" in ending
 
 

@@ -336,6 +336,7 @@ def _next_steps(console: Console, *, kept: Path | None) -> None:
         f"     or keep them in {user_settings_path()}: security.auth.baseUrl, apiKey and",
         "     model.name (docs/configuration.md).",
         "  2. Open the terminal UI in your project:  cd your-project && cairn",
+        '     or open it with a first question:      cairn "what does this project do?"',
         '     or run one turn from a script:         cairn -p "why does test_login fail?"',
         "  3. Memories are Markdown files you can read, edit and delete:",
         f"       yours, in every project:  {base / 'memories'}",
