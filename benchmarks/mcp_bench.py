@@ -1,6 +1,6 @@
 """MCP figures: start-up with servers, one MCP tool round trip, idle RSS of a daemon with servers.
 
-Usage: python benchmarks/mcp_bench.py [--runs 9] [--sessions 10]
+Usage: python benchmarks/mcp_bench.py [--runs 9] [--sessions 10] [--baseline SRC]
 
 The scripted model server runs in its own process (``python -m cairn.testing.server``) and
 records when each request arrived. The MCP servers are FastMCP scripts run the way a user's are
@@ -8,7 +8,8 @@ records when each request arrived. The MCP servers are FastMCP scripts run the w
 
 - spawn → first model request of ``cairn -p`` with 0 MCP servers and with 3 stdio servers
   (FastMCP, nothing to do at start): the 3-server case includes their start and discovery,
-  which the first request waits for (bounded by ``mcp.discoveryTimeoutMs``). Cases interleaved.
+  which the first request waits for (bounded by ``mcp.discoveryTimeoutMs``). ``--baseline SRC``
+  adds the 0-server case of another checkout's ``src`` (e.g. main before MCP). Interleaved.
 - round trip of one tool call: from the request whose answer is the tool call arriving at the
   model server to the next request arriving (cairn runs the tool and sends the result), for an
   MCP tool returning N bytes and for ``read_file`` of an N-byte file, in one ``cairn -p`` turn
@@ -48,12 +49,35 @@ def blob(size: int, tag: int = 0) -> str:
 '''
 
 
-def project(folder: Path, servers: dict[str, Any]) -> Path:
-    (folder / ".git").mkdir(parents=True)
-    settings = {"memory": {"enableManagedAutoMemory": False}, "mcpServers": servers}
-    (folder / ".cairn").mkdir()
-    (folder / ".cairn" / "settings.json").write_text(json.dumps(settings))
-    return folder
+class Case:
+    """One configuration: a project folder and a cairn home whose user settings name the
+    servers (user settings need no trusted folder), optionally another checkout's ``src``."""
+
+    def __init__(
+        self, folder: Path, url: str, servers: dict[str, Any], src: Path | None = None
+    ) -> None:
+        self.folder = folder / "project"
+        (self.folder / ".git").mkdir(parents=True)
+        home = folder / "home"
+        home.mkdir()
+        settings = {"memory": {"enableManagedAutoMemory": False}, "mcpServers": servers}
+        (home / "settings.json").write_text(json.dumps(settings))
+        self.env = make_env(url, home)
+        if src is not None:
+            self.env["PYTHONPATH"] = str(src)
+
+    def run(self, prompt: str) -> float:
+        """``cairn -p PROMPT``; the time it was spawned."""
+        started = time.time()
+        subprocess.run(
+            [sys.executable, "-m", "cairn.cli.main", "-p", prompt, "-y"],
+            cwd=self.folder,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return started
 
 
 def stdio_entry(script: Path) -> dict[str, Any]:
@@ -64,37 +88,24 @@ def stdio_entry(script: Path) -> dict[str, Any]:
     }
 
 
-def cairn_p(env: dict[str, str], cwd: Path, prompt: str) -> float:
-    started = time.time()
-    subprocess.run(
-        [sys.executable, "-m", "cairn.cli.main", "-p", prompt, "-y"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return started
-
-
-def first_request(runs: int, work: Path, script: Path) -> dict[str, list[float]]:
+def first_request(
+    runs: int, work: Path, script: Path, baseline: Path | None
+) -> dict[str, list[float]]:
     record = work / "first.jsonl"
     server, url = start_server([], record)
-    cases = {
-        "0 MCP servers": project(work / "p0", {}),
-        "3 stdio MCP servers": project(
-            work / "p3", {f"s{i}": stdio_entry(script) for i in range(3)}
-        ),
-    }
-    env = make_env(url, work / "home")
+    cases = {"0 MCP servers": Case(work / "p0", url, {})}
+    if baseline is not None:
+        cases = {"0 MCP servers, baseline": Case(work / "pb", url, {}, baseline), **cases}
+    three = {f"s{i}": stdio_entry(script) for i in range(3)}
+    cases["3 stdio MCP servers"] = Case(work / "p3", url, three)
     samples: dict[str, list[float]] = {name: [] for name in cases}
     try:
-        for folder in cases.values():
-            cairn_p(env, folder, "warm the bytecode cache")
+        for case in cases.values():
+            case.run("warm the bytecode cache")
         for _ in range(runs):
-            for name, folder in cases.items():
+            for name, case in cases.items():
                 count = len(received(record))
-                started = cairn_p(env, folder, "hello")
+                started = case.run("hello")
                 first = received(record)[count]
                 samples[name].append((first["received_at"] - started) * 1000)
     finally:
@@ -103,9 +114,6 @@ def first_request(runs: int, work: Path, script: Path) -> dict[str, list[float]]
 
 
 def round_trip(runs: int, work: Path, script: Path) -> dict[str, list[float]]:
-    folder = project(work / "rt", {"bench": stdio_entry(script)})
-    for i in range(CALLS_PER_TURN):  # distinct calls: ten identical ones trip loop detection
-        (folder / f"blob{i}.txt").write_text("x" * (RESULT_BYTES - 1) + "\n")
     calls = {
         "MCP tool (mcp__bench__blob)": lambda i: {
             "name": "mcp__bench__blob",
@@ -123,12 +131,14 @@ def round_trip(runs: int, work: Path, script: Path) -> dict[str, list[float]]:
         replies.append({"text": "done"})
     record = work / "rt.jsonl"
     server, url = start_server(replies, record)
-    env = make_env(url, work / "home-rt")
+    case = Case(work / "rt", url, {"bench": stdio_entry(script)})
+    for i in range(CALLS_PER_TURN):  # distinct calls: ten identical ones trip loop detection
+        (case.folder / f"blob{i}.txt").write_text("x" * (RESULT_BYTES - 1) + "\n")
     samples: dict[str, list[float]] = {name: [] for name in calls}
     try:
         for index, name in enumerate(order):
             count = len(received(record))
-            cairn_p(env, folder, "call it")
+            case.run("call it")
             turn = [r for r in received(record)[count:] if r["purpose"] == "main"]
             gaps = [
                 (b["received_at"] - a["received_at"]) * 1000 for a, b in itertools.pairwise(turn)
@@ -160,11 +170,26 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def settled_rss(pid: int, servers: int) -> tuple[int, int]:
+    """(RSS of ``pid``, total RSS of its children) once there are ``servers`` children and
+    neither figure moved by more than 1 % in a second (servers initialised, sessions idle)."""
+    deadline = time.monotonic() + 120
+    last = (0, 0)
+    while True:
+        time.sleep(1)
+        kids = children(pid)
+        now = (rss_kib(pid), sum(rss_kib(kid) for kid in kids))
+        steady = all(abs(a - b) <= 0.01 * max(a, 1) for a, b in zip(now, last, strict=True))
+        if (len(kids) >= servers and steady) or time.monotonic() > deadline:
+            return now
+        last = now
+
+
 def daemon_rss(sessions: int, work: Path, script: Path, with_servers: bool) -> tuple[int, int]:
     """(RSS of cairn serve, total RSS of its MCP server children), in KiB, once idle."""
-    folder = project(work / f"d{int(with_servers)}", {})
     record = work / f"d{int(with_servers)}.jsonl"
     model, url = start_server([], record)
+    case = Case(work / f"d{int(with_servers)}", url, {})
     serve = subprocess.Popen(
         [
             sys.executable,
@@ -176,8 +201,8 @@ def daemon_rss(sessions: int, work: Path, script: Path, with_servers: bool) -> t
             "--max-sessions",
             str(sessions + 1),
         ],
-        cwd=folder,
-        env=make_env(url, work / f"home-d{int(with_servers)}"),
+        cwd=case.folder,
+        env=case.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -198,12 +223,7 @@ def daemon_rss(sessions: int, work: Path, script: Path, with_servers: bool) -> t
             )
             with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
                 answer.read()
-        deadline = time.monotonic() + 60
-        while with_servers and len(children(serve.pid)) < sessions and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(3)  # servers initialised, sessions idle
-        servers = sum(rss_kib(pid) for pid in children(serve.pid))
-        return rss_kib(serve.pid), servers
+        return settled_rss(serve.pid, sessions if with_servers else 0)
     finally:
         serve.terminate()
         serve.wait(30)
@@ -216,25 +236,38 @@ def row(name: str, values: list[float]) -> str:
     return f"| {name} | {statistics.median(values):.0f} ms | {ordered[0]:.0f} ms | {p90:.0f} ms |"
 
 
+def ratios(samples: dict[str, list[float]]) -> str:
+    """Each case's median over the first case's (the reference), measured in the same run."""
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    reference, base = next(iter(medians.items()))
+    others = [f"{name} / {reference}: {m / base:.2f}" for name, m in medians.items()]
+    return "\nratios of medians: " + "; ".join(others[1:]) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument(
+        "--baseline", type=Path, help="the src folder of another checkout (0-server case)"
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         script = work / "bench_server.py"
         script.write_text(BENCH_SERVER)
-        first = first_request(options.runs, work, script)
+        first = first_request(options.runs, work, script, options.baseline)
         print("| spawn → first model request | median | min | p90 |\n|---|---|---|---|")
         for name, values in first.items():
             print(row(name, values))
+        print(ratios(first))
         trips = round_trip(options.runs, work, script)
         print(
             f"\n| one tool call, {RESULT_BYTES} B result | median | min | p90 |\n|---|---|---|---|"
         )
         for name, values in trips.items():
             print(row(name, values))
+        print(ratios(trips))
         print(
             f"\n| cairn serve, {options.sessions} idle sessions | cairn serve RSS | "
             "MCP servers' RSS (total) |\n|---|---|---|"

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cairn.testing.mcp import pid_alive
+
 from ..mcp.helpers import (
     SECRET_NAMES,
     SECRETS_DROPPED,
@@ -155,3 +157,39 @@ def test_list_starts_stdio_servers_without_cairns_secrets(
 
     assert listed.returncode == 0, listed.stderr
     assert reported_environments(tmp_path) == [SECRETS_DROPPED]
+
+
+def test_list_shows_an_untrusted_folders_servers_as_disabled_with_why_until_trusted(
+    project: Path, cairn_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The loader drops an untrusted project file's mcpServers; `cairn mcp list` still names
+    them (and .mcp.json's), as disabled with the reason and the way out, and starts none."""
+    server = tools_server(tmp_path)
+    (project / ".cairn").mkdir()
+    (project / ".cairn" / "settings.json").write_text(
+        json.dumps({"mcpServers": {"local": server.stdio_config()}})
+    )
+    (project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"shared": {"type": "stdio", **server.stdio_config()}}})
+    )
+
+    untrusted = _cairn(project, cairn_env, "mcp", "list")
+
+    assert untrusted.returncode == 0, untrusted.stderr
+    why = (
+        "    this folder is not trusted, so its project servers do not start; "
+        "review them, then run `cairn trust`"
+    )
+    for line in ("- local [stdio, project] disabled: 0 tools", why):
+        assert line in untrusted.stdout
+    assert "- shared [stdio, mcp.json] disabled: 0 tools" in untrusted.stdout
+    assert untrusted.stdout.count(why) == 2
+    assert server.pids() == []  # nothing was started
+
+    assert _cairn(project, cairn_env, "trust").returncode == 0
+    trusted = _cairn(project, cairn_env, "mcp", "list")
+
+    assert trusted.returncode == 0, trusted.stderr
+    assert "- local [stdio, project] connected: 7 tools" in trusted.stdout
+    assert "- shared [stdio, mcp.json] connected: 7 tools" in trusted.stdout
+    assert len(server.pids()) == 2 and not any(pid_alive(pid) for pid in server.pids())

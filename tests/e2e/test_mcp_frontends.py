@@ -79,6 +79,38 @@ async def test_acp_runs_the_editors_servers_asks_approval_and_lists_prompts(
     assert pids and not any(pid_alive(pid) for pid in pids)
 
 
+async def test_an_untrusted_folders_servers_do_not_start_but_the_editors_do(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], acp_project: Path, tmp_path: Path
+) -> None:
+    """An untrusted project's own servers (settings and .mcp.json) never start under ACP, and
+    the agent says once how to trust the folder; the servers the editor passes still run."""
+    (tmp_path / "project-servers").mkdir()
+    own = tools_server(tmp_path / "project-servers")
+    settings = json.loads((acp_project / ".cairn" / "settings.json").read_text())
+    settings["mcpServers"] = {"local": own.stdio_config(trust=True)}
+    (acp_project / ".cairn" / "settings.json").write_text(json.dumps(settings))
+    shared = {"mcpServers": {"shared": own.stdio_config()}}
+    (acp_project / ".mcp.json").write_text(json.dumps(shared))
+    editors = tools_server(tmp_path)
+    scripted_server.default = reply("Answered.")
+    async with running_agent(cairn_env, acp_project) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        session = await agent.conn.new_session(
+            cwd=str(acp_project), mcp_servers=[editors.acp_stdio_config("editor")]
+        )
+        await agent.conn.prompt(
+            session_id=session.session_id, prompt=[TextContentBlock(type="text", text="hi")]
+        )
+    stderr = (acp_project.parent / "agent-stderr.txt").read_text()
+
+    offered = scripted_server.requests_for("main")[0].tool_names
+    assert "mcp__editor__echo" in offered
+    assert not [name for name in offered if name.startswith(("mcp__local__", "mcp__shared__"))]
+    assert own.pids() == [] and server_log(tmp_path / "project-servers") == []
+    assert stderr.count("not a trusted folder") == 1 and "`cairn trust`" in stderr
+    assert editors.pids() and not any(pid_alive(pid) for pid in editors.pids())
+
+
 async def test_a_call_the_editor_declines_never_reaches_the_server(
     scripted_server: ScriptedServer, cairn_env: dict[str, str], acp_project: Path, tmp_path: Path
 ) -> None:

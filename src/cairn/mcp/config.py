@@ -185,17 +185,24 @@ def collect_servers(
     from cairn.config.paths import user_settings_path
 
     project_file = project_settings_path(cwd)
-    project_names = _server_names(project_file)
+    project_entries = _project_entries(project_file)
     by_name: dict[str, ServerConfig] = {}
     user_file = user_path or user_settings_path()
     for name, entry in settings.mcp_servers.items():
-        in_project = name in project_names
+        in_project = name in project_entries
         by_name[name] = from_settings(
             name,
             entry,
             scope="project" if in_project else "user",
             source=str(project_file if in_project else user_file),
         )
+    left_out = {name: raw for name, raw in project_entries.items() if name not in by_name}
+    if left_out and not workspace_trusted(cwd, settings):
+        # The loader dropped the project file's servers; they are still listed, as disabled.
+        for name, raw in left_out.items():
+            dropped = _dropped_server(name, raw, project_file)
+            if dropped is not None:
+                by_name[name] = dropped
     json_path = mcp_json_path(cwd)
     if json_path.is_file():
         try:
@@ -286,22 +293,39 @@ def _gate(server: ServerConfig, cwd: Path, settings: Settings) -> ServerConfig:
     elif settings.mcp.allowed is not None and server.name not in settings.mcp.allowed:
         reason = "not listed in mcp.allowed"
     elif server.scope in ("project", "mcp.json") and not workspace_trusted(cwd, settings):
-        reason = "this folder is not trusted: its project servers do not start"
+        reason = (
+            "this folder is not trusted, so its project servers do not start; "
+            "review them, then run `cairn trust`"
+        )
     if reason is None:
         return server
     return replace(server, disabled=True, disabled_reason=reason)
 
 
-def _server_names(path: Path) -> set[str]:
+def _project_entries(path: Path) -> dict[str, Any]:
+    """The raw ``mcpServers`` entries of the project settings file (empty if unreadable)."""
     from cairn.config.loader import SettingsError, read_settings_file
 
     if not path.is_file():
-        return set()
+        return {}
     try:
         servers = read_settings_file(path).get("mcpServers", {})
     except SettingsError:
-        return set()
-    return set(servers) if isinstance(servers, dict) else set()
+        return {}
+    return dict(servers) if isinstance(servers, dict) else {}
+
+
+def _dropped_server(name: str, raw: Any, path: Path) -> ServerConfig | None:
+    """A project server the loader left out (an untrusted folder), for the listing only."""
+    from pydantic import ValidationError
+
+    from cairn.config.settings import McpServerSettings
+
+    try:
+        entry = McpServerSettings.model_validate(raw)
+    except ValidationError:
+        return None
+    return from_settings(name, entry, scope="project", source=str(path))
 
 
 def _pairs(value: Any, where: str) -> dict[str, str]:
