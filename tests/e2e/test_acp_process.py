@@ -493,3 +493,21 @@ async def test_a_warning_logged_before_the_session_exists_reaches_stderr_and_its
     assert shown and all(line.startswith("cairn --acp: warning: [") for line in shown)
     log = Path(agent_env["CAIRN_HOME"], "debug", f"{session_id}.txt").read_text()
     assert "unfinished last record (interrupted write) skipped" in log
+
+
+def test_a_stdin_that_is_not_a_pipe_ends_the_agent_cleanly(
+    cairn_env: dict[str, str], project: Path
+) -> None:
+    """Regression: `cairn --acp < /dev/null` hung for ever after an epoll error on stdin."""
+    done = subprocess.run(
+        [CAIRN, "--acp"],
+        cwd=project,
+        env=cairn_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 0
+    assert done.stdout == b""
+    assert b"Traceback" not in done.stderr and b"PermissionError" not in done.stderr

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -185,13 +186,16 @@ async def open_stdio_transport(stdin: BinaryIO, stdout: BinaryIO) -> StdioTransp
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_CHUNK_BYTES)
     on_close: Callable[[], None] = _nothing
-    try:
-        read_pipe, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), stdin
-        )
-        on_close = read_pipe.close
-    except (ValueError, OSError):  # a regular file or another non-pipe: read it in a thread
+    if not _pollable(stdin):  # /dev/null, a regular file: epoll refuses them
         _feed_in_thread(loop, reader, stdin)
+    else:
+        try:
+            read_pipe, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), stdin
+            )
+            on_close = read_pipe.close
+        except (ValueError, OSError):  # not a pipe after all: read it in a thread
+            _feed_in_thread(loop, reader, stdin)
     writer: ByteWriter
     try:
         transport, protocol = await loop.connect_write_pipe(_DrainProtocol, stdout)
@@ -199,6 +203,15 @@ async def open_stdio_transport(stdin: BinaryIO, stdout: BinaryIO) -> StdioTransp
     except (ValueError, OSError):
         writer = _BlockingWriter(stdout)
     return StdioTransport(reader, writer, on_close=on_close)
+
+
+def _pollable(stream: BinaryIO) -> bool:
+    """A pipe, a socket or a terminal: what the event loop can wait on."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(stream.fileno())
+    except (OSError, ValueError):
+        return False
 
 
 class _DrainProtocol(asyncio.BaseProtocol):
