@@ -111,6 +111,40 @@ async def test_an_untrusted_folders_servers_do_not_start_but_the_editors_do(
     assert editors.pids() and not any(pid_alive(pid) for pid in editors.pids())
 
 
+async def test_session_load_starts_the_servers_it_carries(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], acp_project: Path, tmp_path: Path
+) -> None:
+    """A session loaded in a new agent process gets the servers the editor passes in
+    session/load (as session/new does); they are gone when the agent exits."""
+    server = tools_server(tmp_path)
+    scripted_server.enqueue(reply("First."), purpose="main")
+    scripted_server.enqueue(tool_call("mcp__editor__echo", {"text": "loaded"}), purpose="main")
+    scripted_server.enqueue(reply("Echoed."), purpose="main")
+    async with running_agent(cairn_env, acp_project) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        session = await agent.conn.new_session(cwd=str(acp_project), mcp_servers=[])
+        await agent.conn.prompt(
+            session_id=session.session_id, prompt=[TextContentBlock(type="text", text="hi")]
+        )
+    assert server.pids() == []
+
+    async with running_agent(cairn_env, acp_project) as agent:
+        await agent.conn.initialize(protocol_version=1)
+        await agent.conn.load_session(
+            cwd=str(acp_project),
+            session_id=session.session_id,
+            mcp_servers=[server.acp_stdio_config("editor")],
+        )
+        await agent.conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
+        await agent.conn.prompt(
+            session_id=session.session_id, prompt=[TextContentBlock(type="text", text="echo")]
+        )
+
+    *_, last = scripted_server.requests_for("main")
+    assert _tool_messages(last)[-1] == "echo: loaded"
+    assert server.pids() and not any(pid_alive(pid) for pid in server.pids())
+
+
 async def test_a_call_the_editor_declines_never_reaches_the_server(
     scripted_server: ScriptedServer, cairn_env: dict[str, str], acp_project: Path, tmp_path: Path
 ) -> None:
