@@ -40,6 +40,7 @@ RUN_HERE = {
 RUN_ELSEWHERE = {
     ("README.md", "sh"): "tests/test_readme.py",
     ("acp.md", "zed-settings"): "tests/e2e/test_acp_docs.py",
+    ("agents.md", "agent-file"): "tests/extensions/test_docs.py",
     ("commands.md", "command-file"): "tests/extensions/test_docs.py",
     ("commands.md", "command-sent"): "tests/extensions/test_docs.py",
     ("daemon.md", "run"): "tests/e2e/test_daemon_docs.py",

@@ -63,3 +63,20 @@ def test_notes_without_a_name_are_skipped_quietly_and_broken_agents_warn(tmp_pat
     assert agents == []
     assert len(warnings) == 4
     assert all(w.startswith("$CAIRN_HOME/agents/") for w in warnings)
+
+
+def test_claude_model_aliases_mean_the_parents_model_or_the_fast_one(tmp_path: Path) -> None:
+    folder = Folder(tmp_path / "agents", "project", "claude")
+    for name, model in (("a", "sonnet"), ("b", "haiku"), ("c", "inherit"), ("d", "qwen3-coder")):
+        write(
+            folder.path / f"{name}.md", f"---\nname: {name}\ndescription: d\nmodel: {model}\n---\nP"
+        )
+
+    agents, _ = load_agents(folder)
+
+    assert {a.name: a.model for a in agents} == {
+        "a": None,
+        "b": "fast",
+        "c": None,
+        "d": "qwen3-coder",
+    }

@@ -1,4 +1,5 @@
-"""The command and skill files shown in docs/commands.md and docs/skills.md, read as written."""
+"""The command, skill and agent files shown in docs/commands.md, docs/skills.md and
+docs/agents.md, read as written."""
 
 from __future__ import annotations
 
@@ -69,3 +70,15 @@ def test_the_documented_skill_is_read_with_its_description(tmp_path: Path) -> No
     (skill,) = catalog.state.skills
     assert skill.name == "changelog"
     assert skill.listing.startswith("Keep CHANGELOG.md in the Keep a Changelog format.")
+
+
+def test_the_documented_agent_is_read_with_its_tools(tmp_path: Path) -> None:
+    (example,) = examples("agents.md", "agent-file")
+    catalog = catalog_of(tmp_path, [example])
+
+    assert catalog.state.warnings == ()
+    reviewer = catalog.state.agent("reviewer")
+    assert reviewer is not None
+    assert reviewer.tools == ("Read", "Grep", "Glob", "Bash")
+    assert reviewer.model is None  # inherit
+    assert reviewer.system_prompt.startswith("You review code changes.")

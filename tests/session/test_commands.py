@@ -96,7 +96,7 @@ async def test_help_lists_every_command_without_asking_the_model(make_world: Mak
     assert [line.split(" ", 1)[0] for line in lines] == [f"/{c.name}" for c in session.commands()]
     assert lines[: len(COMMANDS)] == [
         line for line in lines if line.split(" ", 1)[0][1:] in {c.name for c in COMMANDS}
-    ]  # the built-ins first, then /skills
+    ]  # the built-ins first, then /skills and /agents
     assert "/memory <on|off> — Show managed memory, or turn it on or off" in lines
     assert result.text == text
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from cairn.tools.base import ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import ToolRegistry
 from cairn.tools.scheduler import ToolScheduler
-from cairn.vocabulary.events import EventSink, SessionEvent
+from cairn.vocabulary.events import AssistantMessage, EventSink, SessionEvent
 from cairn.vocabulary.interaction import NonInteractive
 
 __all__ = ["SubagentResult", "run_subagent"]
@@ -52,10 +52,17 @@ async def run_subagent(
     timeout: float | None = 120.0,
     session_id: str = "",
     events: EventSink | None = None,
+    scheduler: ToolScheduler | None = None,
+    model: str | None = None,
+    on_answer: Callable[[str], Awaitable[str | None]] | None = None,
 ) -> SubagentResult:
     """Run the agent until it answers without tool calls, or a limit stops it.
 
-    ``events`` receives the tool-call events (start, progress, end), e.g. to show progress.
+    ``events`` receives the tool-call events (start, progress, end) and each whole answer
+    (:class:`AssistantMessage`), e.g. to show progress. ``scheduler`` runs its tool calls
+    (default: nobody is asked, edits are allowed, the memory agents' way); ``model`` is the
+    model to ask (default: the provider's). ``on_answer`` sees each final answer and may return
+    a message that keeps the agent working (a ``SubagentStop`` hook).
     """
     started = time.monotonic()
     result = SubagentResult("completed")
@@ -72,12 +79,14 @@ async def run_subagent(
         recall=None,
         purpose=purpose,
     )
-    scheduler = ToolScheduler(
-        registry=registry,
-        rules=PermissionRules.from_settings(PermissionsSettings()),
-        frontend=NonInteractive(),
-        approval_mode=lambda: "auto-edit",
-    )
+    client.model_override = model
+    if scheduler is None:
+        scheduler = ToolScheduler(
+            registry=registry,
+            rules=PermissionRules.from_settings(PermissionsSettings()),
+            frontend=NonInteractive(),
+            approval_mode=lambda: "auto-edit",
+        )
 
     async def ignore(event: SessionEvent) -> None:
         return None
@@ -102,8 +111,18 @@ async def run_subagent(
             if finished is None:
                 return
             result.text = finished.text or result.text
+            if events is not None:
+                await emit(
+                    AssistantMessage(
+                        finished.text, "", finished.calls, finished.usage, client.model
+                    )
+                )
             if not finished.calls:
-                return
+                more = await on_answer(result.text) if on_answer is not None else None
+                if not more:
+                    return
+                parts, kind = [Text(more)], SendKind.CONTINUATION
+                continue
             outcomes = await scheduler.run(list(finished.calls), ctx, emit)
             result.tool_calls += len(outcomes)
             for outcome in outcomes:

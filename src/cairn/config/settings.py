@@ -449,10 +449,20 @@ class SkillsSettings(_Section):
 
 
 class AgentsSettings(_Section):
+    enabled: bool = Field(True, description="Offer the `agent` tool (subagents).")
     import_from: list[CommandsImport] = Field(
         default_factory=_claude_and_qwen,
         description="Also read agent definitions from these tools' folders: `claude` "
         "(`.claude/agents/`, `~/.claude/agents/`), `qwen` (`.qwen/agents/`, `~/.qwen/agents/`).",
+    )
+    max_concurrent: int = Field(
+        4, ge=1, description="Subagents of one session that run at the same time; more wait."
+    )
+    max_turns: int = Field(
+        50,
+        ge=1,
+        description="Model requests one subagent may make, unless its definition's `maxTurns` "
+        "says otherwise.",
     )
 
 

@@ -2,11 +2,12 @@
 
 Front matter: ``name`` (what ``subagent_type`` names; required) and ``description`` (when to
 use it; required), ``tools`` (the tools it may use, Claude Code's names or cairn's; default:
-all the parent's), ``disallowedTools`` (taken away from that set), ``model`` (``inherit``,
-``fast`` for the fast model, or a model name) and ``maxTurns``. The body is its system prompt.
-Qwen Code's ``modelConfig.model`` and ``runConfig.max_turns`` are read as ``model`` and
-``maxTurns``. A file without a ``name`` is taken for notes kept beside the agents and skipped
-quietly; any other problem skips it with one warning.
+all the parent's), ``disallowedTools`` (taken away from that set), ``model`` and ``maxTurns``.
+``model``: ``inherit``, ``sonnet`` or ``opus`` mean the parent's model, ``haiku`` or ``fast``
+the fast model, anything else is a model name. The body is its system prompt. Qwen Code's
+``modelConfig.model`` and ``runConfig.max_turns`` are read as ``model`` and ``maxTurns``. A file
+without a ``name`` is taken for notes kept beside the agents and skipped quietly; any other
+problem skips it with one warning.
 
 :data:`GENERAL_PURPOSE` is the built-in agent; a file defining ``general-purpose`` replaces it.
 """
@@ -32,8 +33,10 @@ from cairn.extensions.sources import Folder
 __all__ = ["GENERAL_PURPOSE", "AgentDefinition", "load_agents"]
 
 AGENT_NAME = re.compile(r"[A-Za-z][\w-]*")
-# Claude Code's model aliases name Anthropic's models, which another endpoint does not have.
-_INHERITED_MODELS = frozenset({"inherit", "sonnet", "opus", "haiku", "fable"})
+# Claude Code's model aliases name Anthropic's models, which another endpoint does not have:
+# its small one stands for cairn's fast model, the others for the parent's.
+_INHERITED_MODELS = frozenset({"inherit", "sonnet", "opus"})
+_FAST_MODELS = frozenset({"fast", "haiku"})
 
 GENERAL_PURPOSE_PROMPT = """\
 You are a subagent of cairn, a coding agent, working on one task the main agent gave you. \
@@ -131,7 +134,7 @@ def _model(front: FrontMatter) -> str | None:
         value = field_text(config, "model")
     if value is None or value.lower() in _INHERITED_MODELS:
         return None
-    return value
+    return "fast" if value.lower() in _FAST_MODELS else value
 
 
 def _max_turns(fields: Mapping[str, Any]) -> int | None:

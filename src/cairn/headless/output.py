@@ -17,6 +17,7 @@ from cairn.vocabulary.events import (
     RecapShown,
     SessionEvent,
     StreamReset,
+    SubagentUpdate,
     ToolCallStart,
     ToolCallUpdate,
     TurnResult,
@@ -75,7 +76,9 @@ class OutputWriter:
         )
 
     async def __call__(self, event: SessionEvent) -> None:
-        if isinstance(event, AssistantText) and self.fmt == "text":
+        if isinstance(event, SubagentUpdate):
+            self._subagent(event)
+        elif isinstance(event, AssistantText) and self.fmt == "text":
             self.out.write(event.text)
             self.out.flush()
             self._text_written = True
@@ -105,25 +108,39 @@ class OutputWriter:
         elif isinstance(event, AssistantMessage):
             self._assistant(event)
         elif isinstance(event, ToolCallUpdate) and event.status in _TERMINAL:
-            if event.denied:
-                self._denied(event)
-            self._message(
-                {
-                    "type": "user",
-                    "parent_tool_use_id": None,
-                    "message": {
-                        "role": "user",
-                        "content": [
-                            {
-                                "type": "tool_result",
-                                "tool_use_id": event.call_id,
-                                "content": event.output or "",
-                                "is_error": event.status != "completed",
-                            }
-                        ],
-                    },
-                }
-            )
+            self._tool_result(event)
+
+    def _subagent(self, update: SubagentUpdate) -> None:
+        """A subagent's tool calls, results and answers, as Claude Code writes them: the same
+        messages, with ``parent_tool_use_id`` naming the agent call (text mode: denials)."""
+        event, parent = update.event, update.parent_call_id
+        if isinstance(event, ToolCallStart):
+            self._calls[event.call_id] = event
+        elif isinstance(event, ToolCallUpdate) and event.status in _TERMINAL:
+            self._tool_result(event, parent=parent)
+        elif isinstance(event, AssistantMessage) and self.fmt != "text":
+            self._assistant(event, parent=parent)
+
+    def _tool_result(self, event: ToolCallUpdate, *, parent: str | None = None) -> None:
+        if event.denied:
+            self._denied(event)
+        self._message(
+            {
+                "type": "user",
+                "parent_tool_use_id": parent,
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": event.call_id,
+                            "content": event.output or "",
+                            "is_error": event.status != "completed",
+                        }
+                    ],
+                },
+            }
+        )
 
     def _retry(self, event: StreamReset) -> None:
         if self.fmt == "text":
@@ -186,7 +203,7 @@ class OutputWriter:
         ]
         self._message(body)
 
-    def _assistant(self, event: AssistantMessage) -> None:
+    def _assistant(self, event: AssistantMessage, *, parent: str | None = None) -> None:
         content: list[dict[str, Any]] = []
         if event.thought:
             content.append({"type": "thinking", "thinking": event.thought})
@@ -199,7 +216,7 @@ class OutputWriter:
         self._message(
             {
                 "type": "assistant",
-                "parent_tool_use_id": None,
+                "parent_tool_use_id": parent,
                 "message": {
                     "id": f"msg_{uuid.uuid4().hex[:24]}",
                     "type": "message",

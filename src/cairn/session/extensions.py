@@ -1,4 +1,4 @@
-"""Commands and skills from files, in a session: every front end gets them here.
+"""Commands, skills and agents from files, in a session: every front end gets them here.
 
 - Command files become slash commands (``/git:commit``) in the session's command list, so the
   terminal UI completes them, ACP sends them in ``available_commands_update`` and the daemon
@@ -8,6 +8,7 @@
 - Skills: their names and descriptions go into the system prompt; the ``skill`` tool and
   ``/name`` load one; ``/skills`` lists them. A loaded skill's folder becomes readable to the
   file tools, so the model can read the files the skill names.
+- ``/agents`` lists the subagents the ``agent`` tool can run.
 
 Before each prompt the files are checked for changes: an added or edited command works at once.
 A file that cannot be used is reported once, as a warning naming it. A file's command never
@@ -31,12 +32,18 @@ from cairn.tools.base import ToolContext, ToolResult
 from cairn.vocabulary.events import EventSink, Notice
 
 if TYPE_CHECKING:
+    from cairn.config.settings import Settings
+    from cairn.extensions.agents import AgentDefinition
     from cairn.extensions.catalog import Catalog, CatalogState
     from cairn.extensions.commands import CommandFile
     from cairn.extensions.skills import Skill
     from cairn.extensions.templates import Expansion
+    from cairn.hooks.runner import HookRunner
+    from cairn.llm.types import Provider
     from cairn.session.session import PromptRequest, Session
     from cairn.tools.permissions import PermissionRules
+    from cairn.tools.registry import ToolRegistry
+    from cairn.tools.scheduler import ToolScheduler
     from cairn.vocabulary.events import TurnResult
 
 __all__ = ["COMMANDS_SOURCE", "SessionExtensions"]
@@ -48,7 +55,7 @@ _log = get_logger("EXTENSIONS")
 
 
 class SessionExtensions(TurnHook):
-    """One session's view of its project's command and skill files."""
+    """One session's view of its project's command, skill and agent files."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -72,6 +79,11 @@ class SessionExtensions(TurnHook):
         self._generation = self.catalog.generation
         self.session.offer_commands(COMMANDS_SOURCE, self.commands())
         self._sync_skill_tool()
+        if self.session.settings.agents.enabled:
+            from cairn.extensions.subagents import Subagents
+            from cairn.tools.agent import AgentTool
+
+            self.session.registry.register(AgentTool(Subagents(self)))
 
     async def turn_started(self, session: Session, request: PromptRequest) -> None:
         try:
@@ -92,10 +104,11 @@ class SessionExtensions(TurnHook):
     # ----- what the session offers -----
 
     def commands(self) -> list[SlashCommand]:
-        """``/skills``, then a command per skill and per command file (a skill
+        """``/skills``, ``/agents``, then a command per skill and per command file (a skill
         wins a name clash, as in Claude Code; a built-in name is never taken)."""
         offered = [
             SlashCommand("skills", "List the skills the model can load", self._list_skills),
+            SlashCommand("agents", "List the subagents the agent tool can run", self._list_agents),
         ]
         taken = {c.name for c in COMMANDS} | {c.name for c in offered}
         state = self.state
@@ -252,6 +265,53 @@ class SessionExtensions(TurnHook):
                 who = " [only the model loads it]"
             lines.append(f"- {skill.name}{who} — {skill.description} ({skill.where})")
         return CommandOutcome("\n".join(lines))
+
+    async def _list_agents(self, session: Session, args: str, sink: EventSink) -> CommandOutcome:
+        if not session.settings.agents.enabled:
+            return CommandOutcome("Subagents are off (`agents.enabled` in settings).")
+        lines = ["Subagents the model can run with the agent tool:"]
+        for agent in self.state.agents:
+            tools = ", ".join(agent.tools) if agent.tools is not None else "all tools"
+            lines.append(f"- {agent.name} — {agent.description} ({agent.where}; {tools})")
+        return CommandOutcome("\n".join(lines))
+
+    # ----- what subagents get from the session (cairn.extensions.subagents.SubagentHost) -----
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+    @property
+    def cwd(self) -> Path:
+        return self.session.cwd
+
+    @property
+    def settings(self) -> Settings:
+        return self.session.settings
+
+    @property
+    def provider(self) -> Provider:
+        return self.session.runtime.provider
+
+    def parent_model(self) -> str:
+        return self.session.client.model
+
+    def parent_tools(self) -> ToolRegistry:
+        return self.session.registry
+
+    def parent_scheduler(self) -> ToolScheduler:
+        return self.session.scheduler
+
+    def parent_hooks(self) -> HookRunner | None:
+        return self.session.hooks
+
+    def agent_definitions(self) -> Sequence[AgentDefinition]:
+        return self.state.agents
+
+    def subagent_context(self) -> str:
+        prompt = self.session.system_prompt
+        skills = prompt.skills if "skill" in self.session.registry else ""
+        return "\n\n".join(part for part in (prompt.context_files, skills) if part)
 
     # ----- the parts both share -----
 

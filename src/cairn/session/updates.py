@@ -22,6 +22,13 @@ plain text):
   "scope", "relativePath", "path"}], ...}`` (``phase`` for recalled; ``operation``, ``saved``,
   ``updated``, ``removed`` for changed).
 
+- a subagent's work (:class:`~cairn.vocabulary.events.SubagentUpdate`) is a
+  ``tool_call_update`` of the ``agent`` call that runs it: its ``content`` lists the subagent's
+  steps so far (an editor shows them inside the call), and ``_meta.cairn = {"kind":
+  "subagent", "parentToolCallId", "agentId", "agentType", "updates": [...]}`` carries the
+  subagent's own event as payloads of this same shape (its tool calls, its answers). When the
+  ``agent`` call ends, its content is the list of steps, then the answer.
+
 Text and thoughts carry a ``messageId``: each model response, notice and recap is its own message.
 """
 
@@ -48,6 +55,7 @@ from cairn.vocabulary.events import (
     SessionEvent,
     SessionTitled,
     StreamReset,
+    SubagentUpdate,
     ToolCallStart,
     ToolCallUpdate,
     TurnEnded,
@@ -106,6 +114,9 @@ MODE_DESCRIPTIONS: dict[str, tuple[str, str]] = {  # approval mode -> (name, des
 }
 _NOTICE_PREFIX = {"info": "", "warning": "⚠ ", "error": "✗ "}
 _PLAN_STATUSES = frozenset(("pending", "in_progress", "completed"))  # ACP has no "cancelled"
+MAX_SUBAGENT_STEPS_SHOWN = 25  # a subagent's latest steps listed under its call
+_STEP_MARKS = {"completed": "✓", "failed": "✗", "cancelled": "✗"}  # else "…" (running)
+_TERMINAL = frozenset(("completed", "failed", "cancelled"))
 
 
 @dataclass
@@ -139,6 +150,7 @@ class UpdateMapper:
         self._text_before = False  # the last thing shown in this turn was a model's text
         self._calls: dict[str, _OpenCall] = {}
         self._rejected: list[str] = []  # titles of the calls the user rejected this turn
+        self._subagents: dict[str, _Subagent] = {}  # by the id of the agent call running it
 
     def event(self, event: SessionEvent) -> list[Payload]:
         """The payloads for one session event (none for events a client needs no update for)."""
@@ -172,6 +184,8 @@ class UpdateMapper:
                 return [self._tool_call_update(event)]
             case TurnEnded(result=result):
                 return self._turn_ended(result)
+            case SubagentUpdate():
+                return [self._subagent_update(event)]
             case PlanUpdate(todos=todos):
                 return [plan_update(todos)]
             case Notice():
@@ -198,6 +212,14 @@ class UpdateMapper:
         return []
 
     def _tool_call_update(self, event: ToolCallUpdate) -> Payload:
+        payload = self._tool_call_payload(event)
+        nested = self._subagents.get(event.call_id)
+        if nested is not None and event.status in _TERMINAL:
+            del self._subagents[event.call_id]  # the agent call is over: its steps, its answer
+            payload["content"] = [_text_content(nested.steps_text()), *payload.get("content", [])]
+        return payload
+
+    def _tool_call_payload(self, event: ToolCallUpdate) -> Payload:
         call = self._calls.get(event.call_id)
         if event.terminal_id is not None and call is not None:
             call.terminal_id = event.terminal_id
@@ -230,6 +252,7 @@ class UpdateMapper:
             for call_id, call in self._calls.items()
         ]
         self._calls.clear()
+        self._subagents.clear()
         if self._rejected and result.stop_reason != "cancelled":
             titles = "; ".join(self._rejected)
             text = f"Stopped: you rejected {titles}. Say how cairn should go on."
@@ -238,6 +261,27 @@ class UpdateMapper:
         self._rejected = []
         self._text_before = False
         return payloads
+
+    def _subagent_update(self, event: SubagentUpdate) -> Payload:
+        nested = self._subagents.get(event.parent_call_id)
+        if nested is None:
+            mapper = UpdateMapper(self._registry, new_id=self._new_id)
+            nested = _Subagent(event.agent_type, mapper, self._new_id)
+            self._subagents[event.parent_call_id] = nested
+        nested.note(event.event)
+        meta = {
+            "kind": "subagent",
+            "parentToolCallId": event.parent_call_id,
+            "agentId": event.agent_id,
+            "agentType": event.agent_type,
+            "updates": nested.payloads(event.event),
+        }
+        return {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": event.parent_call_id,
+            "content": [_text_content(nested.steps_text())],
+            "_meta": {"cairn": meta},
+        }
 
     def replay(self, items: Iterable[ReplayItem]) -> list[Payload]:
         """What the person saw in a recorded session, in order (``session/load``, daemon load)."""
@@ -341,6 +385,42 @@ def _retry_meta(event: StreamReset) -> dict[str, Any]:
     if event.max_attempts:
         meta["maxAttempts"] = event.max_attempts
     return meta
+
+
+class _Subagent:
+    """What a running subagent did so far, for the payloads of its agent call."""
+
+    def __init__(self, agent_type: str, mapper: UpdateMapper, new_id: Callable[[], str]) -> None:
+        self.agent_type = agent_type
+        self.mapper = mapper
+        self.new_id = new_id
+        self.steps: dict[str, list[str]] = {}  # call id -> [title, status]
+
+    def note(self, event: SessionEvent) -> None:
+        if isinstance(event, ToolCallStart):
+            self.steps[event.call_id] = [event.title or event.name, "pending"]
+        elif isinstance(event, ToolCallUpdate) and event.call_id in self.steps:
+            self.steps[event.call_id][1] = event.status
+
+    def payloads(self, event: SessionEvent) -> list[Payload]:
+        """The subagent's event as this mapper's payloads (a whole answer as one chunk)."""
+        if isinstance(event, AssistantMessage):
+            payloads = self.mapper.event(event)
+            if event.text:
+                payloads.append(_chunk("agent_message_chunk", event.text, self.new_id()))
+            return payloads
+        return self.mapper.event(event)
+
+    def steps_text(self) -> str:
+        lines = [
+            f"{_STEP_MARKS.get(status, '…')} {title}" for title, status in self.steps.values()
+        ]
+        hidden = len(lines) - MAX_SUBAGENT_STEPS_SHOWN
+        if hidden > 0:
+            lines = [f"… {hidden} earlier steps", *lines[hidden:]]
+        count = len(self.steps)
+        heading = f"{self.agent_type} subagent: {count} tool call{'' if count == 1 else 's'}"
+        return "\n".join([heading, *lines])
 
 
 def notice_text(notice: Notice) -> str:

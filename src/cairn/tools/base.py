@@ -256,9 +256,17 @@ class Tool(Protocol):
     """A tool the model can call."""
 
     name: str
-    description: str
-    parameters: Mapping[str, Any]  # JSON schema of the arguments object
     kind: ToolKind
+
+    @property
+    def description(self) -> str:
+        """What the model is told the tool does (a tool may compute it, as ``agent`` does)."""
+        ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """The JSON schema of the arguments object."""
+        ...
 
     def title(self, args: Mapping[str, Any]) -> str:
         """A one-line description of this call for people ("Read src/app.py")."""

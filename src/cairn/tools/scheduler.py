@@ -116,23 +116,63 @@ class ToolScheduler:
         self.hooks = hooks
         self._always_allowed: set[str] = set()
         self._protected: dict[tuple[Path, tuple[Path, ...]], ProtectedPaths] = {}
+        self.label = ""  # named in what it asks the user ("general-purpose: ..."): a subagent's
 
     async def run(
         self, calls: Sequence[FunctionCall], ctx: ToolContext, emit: EventSink
     ) -> list[ToolOutcome]:
         outcomes: list[ToolOutcome] = []
         declined = False
-        for call in calls:
+        for group in self._groups(calls):
             if declined:
-                outcomes.append(_error(call, SKIPPED_MESSAGE, "skipped"))
-                await emit(
-                    ToolCallUpdate(call.id, "cancelled", output=SKIPPED_MESSAGE, ending="skipped")
-                )
+                for call in group:
+                    outcomes.append(_error(call, SKIPPED_MESSAGE, "skipped"))
+                    await emit(
+                        ToolCallUpdate(
+                            call.id, "cancelled", output=SKIPPED_MESSAGE, ending="skipped"
+                        )
+                    )
                 continue
-            outcome = await self._run_one(call, ctx, emit)
-            outcomes.append(outcome)
-            declined = outcome.status == "rejected"
+            if len(group) == 1:
+                done = [await self._run_one(group[0], ctx, emit)]
+            else:  # calls of a concurrent tool (subagents) run together
+                done = list(await asyncio.gather(*(self._run_one(c, ctx, emit) for c in group)))
+            outcomes.extend(done)
+            declined = any(outcome.status == "rejected" for outcome in done)
         return outcomes
+
+    def _groups(self, calls: Sequence[FunctionCall]) -> list[list[FunctionCall]]:
+        """The batch in order, consecutive calls of a ``concurrent`` tool grouped together."""
+        groups: list[list[FunctionCall]] = []
+        for call in calls:
+            if groups and self._concurrent(call) and self._concurrent(groups[-1][-1]):
+                groups[-1].append(call)
+            else:
+                groups.append([call])
+        return groups
+
+    def _concurrent(self, call: FunctionCall) -> bool:
+        return getattr(self.registry.get(call.name), "concurrent", False) is True
+
+    def derived(
+        self, *, registry: ToolRegistry, hooks: HookRunner | None, label: str
+    ) -> ToolScheduler:
+        """A scheduler for a subagent: this one's rules, front end, approval mode, checkpoints
+        and "allow always" answers, over the subagent's own tools; ``label`` prefixes the title
+        of what it asks the user."""
+        child = ToolScheduler(
+            registry=registry,
+            rules=self.rules,
+            frontend=self.frontend,
+            approval_mode=self._approval_mode,
+            hooks=hooks,
+            before_change=self.before_change,
+            settings_changed=self.settings_changed,
+        )
+        child._always_allowed = self._always_allowed
+        child._protected = self._protected
+        child.label = label
+        return child
 
     async def _run_one(self, call: FunctionCall, ctx: ToolContext, emit: EventSink) -> ToolOutcome:
         tool = self.registry.get(call.name)
@@ -310,6 +350,8 @@ class ToolScheduler:
             title = f"Settings change — {approval.strict_reason}: {title}"
         elif approval.strict == "unresolved":
             title = f"{title} (cannot be checked against your deny rules: {approval.strict_reason})"
+        if self.label:
+            title = f"{self.label}: {title}"
         request = PermissionRequest(
             call_id=call.id,
             tool_name=call.name,

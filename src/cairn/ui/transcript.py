@@ -25,6 +25,7 @@ from cairn.vocabulary.events import (
     PlanUpdate,
     SessionEvent,
     StreamReset,
+    SubagentUpdate,
     ToolCallStart,
     ToolCallUpdate,
     ToolStatus,
@@ -40,6 +41,7 @@ __all__ = [
     "RecapView",
     "ShellView",
     "SteerView",
+    "SubagentView",
     "ThoughtView",
     "ToolCallView",
     "ToolOutput",
@@ -56,6 +58,7 @@ MAX_ARGS_CHARS = 160  # a tool call's arguments, shown on about one line
 TOOL_PREVIEW_LINES = 5  # lines of a tool's output shown before "… +N lines"
 SHELL_PREVIEW_LINES = 20  # lines of a `!cmd`'s output shown before "… +N lines"
 MAX_EXPANDED_LINES = 500  # lines an expanded output shows (the model got all of it)
+MAX_SUBAGENT_ANSWER_CHARS = 400  # of each answer a subagent gave, shown under its call
 EXPAND_HINT = "(ctrl+o to expand)"
 COLLAPSE_HINT = "(ctrl+o to collapse)"
 _STATUS_MARKS: Mapping[str, tuple[str, str]] = {
@@ -231,10 +234,13 @@ class ToolCallView(Vertical):
         self._args = Static(Text(shown_args, style="dim"), classes="tool-args")
         self._args.display = bool(shown_args)
         self._body: Widget | None = None
+        self.subagent: SubagentView | None = None  # an agent call's subagent at work
 
     def compose(self) -> Any:
         yield self._header
         yield self._args
+        if self.subagent is not None:
+            yield self.subagent
         if self._body is not None:  # a replayed call gets its result before it is mounted
             yield self._body
 
@@ -282,6 +288,14 @@ class ToolCallView(Vertical):
             return ToolOutput(output, summary=summary)
         return ToolOutput(output, note=summary)
 
+    def subagent_update(self, event: SubagentUpdate) -> None:
+        """Show what the subagent this call runs did, in a collapsible under the call."""
+        if self.subagent is None:
+            self.subagent = SubagentView(event.agent_type)
+            if self.is_mounted:
+                self.mount(self.subagent, after=self._args)
+        self.subagent.update_from(event.event)
+
     def update_from(self, event: ToolCallUpdate) -> None:
         self.set_status(event.status)
         if event.status in ("completed", "failed", "cancelled"):
@@ -295,6 +309,50 @@ class ToolCallView(Vertical):
     def _header_text(self) -> Text:
         mark, style = _STATUS_MARKS.get(self.status, ("•", ""))
         return Text.assemble((f"{mark} ", style), (self.tool_title or self.tool_name, "bold"))
+
+
+class SubagentView(Collapsible):
+    """A subagent's steps and answers under the agent call running it; collapsed, the title
+    says how far it got."""
+
+    def __init__(self, agent_type: str) -> None:
+        self.agent_type = agent_type
+        self.steps: dict[str, list[str]] = {}  # call id -> [title, status]
+        self.answers: list[str] = []
+        self._lines = Static("", classes="subagent-steps")
+        super().__init__(self._lines, title=self._heading(), collapsed=True, classes="subagent")
+
+    def update_from(self, event: SessionEvent) -> None:
+        if isinstance(event, ToolCallStart):
+            self.steps[event.call_id] = [event.title or event.name, "pending"]
+        elif isinstance(event, ToolCallUpdate) and event.call_id in self.steps:
+            self.steps[event.call_id][1] = event.status
+        elif isinstance(event, AssistantMessage) and event.text.strip():
+            text = event.text.strip()
+            if len(text) > MAX_SUBAGENT_ANSWER_CHARS:
+                text = text[: MAX_SUBAGENT_ANSWER_CHARS - 1] + "…"
+            self.answers.append(text)
+        else:
+            return
+        self.title = self._heading()
+        self._lines.update(self.text())
+
+    def text(self) -> Text:
+        shown = Text()
+        for title, status in self.steps.values():
+            mark, style = _STATUS_MARKS.get(status, ("•", ""))
+            shown.append(f"{mark} ", style=style)
+            shown.append(f"{title}\n")
+        for answer in self.answers:
+            shown.append(f"{answer}\n", style="italic")
+        shown.rstrip()
+        return shown
+
+    def _heading(self) -> str:
+        count = len(self.steps)
+        latest = next(reversed(self.steps.values()), None)
+        now = f" · {latest[0]}" if latest is not None else ""
+        return f"{self.agent_type}: {count} tool call{'' if count == 1 else 's'}{now}"
 
 
 class NoticeView(Static):
@@ -439,6 +497,10 @@ class TurnRenderer:
             await self.transcript.add(view)
         elif isinstance(event, ToolCallUpdate):
             await self._tool_update(event)
+        elif isinstance(event, SubagentUpdate):
+            parent = self._tools.get(event.parent_call_id)
+            if parent is not None:
+                parent.subagent_update(event)
         elif isinstance(event, PlanUpdate):
             await self._plan_update(event.todos)
         elif isinstance(event, Notice):

@@ -35,6 +35,7 @@ __all__ = [
     "SessionTitled",
     "StopReason",
     "StreamReset",
+    "SubagentUpdate",
     "ToolCallStart",
     "ToolCallUpdate",
     "ToolEnding",
@@ -279,6 +280,18 @@ class TurnEnded:
     result: TurnResult
 
 
+@dataclass(frozen=True)
+class SubagentUpdate:
+    """Something a subagent did while the ``agent`` call ``parent_call_id`` runs it: one of its
+    own events (a tool call starting or ending, a whole answer, a notice). Front ends show it
+    under that call."""
+
+    parent_call_id: str
+    agent_id: str
+    agent_type: str
+    event: SessionEvent
+
+
 SessionEvent: TypeAlias = (
     TurnStarted
     | AssistantText
@@ -296,6 +309,7 @@ SessionEvent: TypeAlias = (
     | UsageUpdate
     | ModeChanged
     | CommandsChanged
+    | SubagentUpdate
     | TurnEnded
 )
 EventSink: TypeAlias = Callable[[SessionEvent], Awaitable[None]]

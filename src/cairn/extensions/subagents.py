@@ -1,0 +1,210 @@
+"""Running subagents: the ``agent`` tool's work, on the runtime of the session that calls it.
+
+A subagent is a conversation of its own: its definition's system prompt (with the project's
+context files), the environment summary, then the task the model wrote. It may use the tools
+its definition names among the session's own, never ``agent`` (no subagents of subagents) or
+``ask_user_question`` (it cannot talk to the user). Its tool calls go through a scheduler
+derived from the session's: the same permission rules, approval mode, hooks, checkpoints and
+"allow always" answers, and the same person approves, with the agent's name in the question.
+It stops when it answers without calling a tool, or after its turn limit; its final answer is
+the ``agent`` call's result. It never begins Recall and never schedules Extract: the parent
+turn's Extract sees the answer in the parent's conversation.
+
+What it does is reported as :class:`~cairn.vocabulary.events.SubagentUpdate` events carrying
+the parent call's id, which every front end shows under that call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from cairn.debug_log import get_logger
+from cairn.tools.agent import AgentType, SubagentRequest
+from cairn.tools.base import ToolContext, ToolResult
+from cairn.vocabulary.events import SessionEvent, SubagentUpdate
+from cairn.vocabulary.tool_names import canonical_tool_name
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from cairn.config.settings import Settings
+    from cairn.extensions.agents import AgentDefinition
+    from cairn.hooks.runner import HookRunner
+    from cairn.llm.types import Provider
+    from cairn.tools.registry import ToolRegistry
+    from cairn.tools.scheduler import ToolScheduler
+
+__all__ = ["EXCLUDED_TOOLS", "SUBAGENT_PURPOSE", "SubagentHost", "Subagents", "subagent_tools"]
+
+SUBAGENT_PURPOSE = "subagent"  # X-Cairn-Purpose of a subagent's requests
+EXCLUDED_TOOLS = frozenset({"agent", "ask_user_question"})  # never given to a subagent
+NO_ANSWER = "(The subagent ended without a final answer.)"
+_log = get_logger("SUBAGENT")
+
+
+class SubagentHost(Protocol):
+    """What a session gives the subagents it runs."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def provider(self) -> Provider: ...
+
+    def parent_model(self) -> str:
+        """The model the session's turn uses now."""
+        ...
+
+    def parent_tools(self) -> ToolRegistry: ...
+
+    def parent_scheduler(self) -> ToolScheduler: ...
+
+    def parent_hooks(self) -> HookRunner | None: ...
+
+    def agent_definitions(self) -> Sequence[AgentDefinition]: ...
+
+    def subagent_context(self) -> str:
+        """What a subagent's system prompt says about the project (its context files ...)."""
+        ...
+
+
+class Subagents:
+    """The :class:`~cairn.tools.agent.SubagentRunner` of one session."""
+
+    def __init__(self, host: SubagentHost) -> None:
+        self.host = host
+        self._slots: asyncio.Semaphore | None = None
+
+    def agent_types(self) -> list[AgentType]:
+        return [AgentType(a.name, a.description) for a in self.host.agent_definitions()]
+
+    async def run(self, request: SubagentRequest, ctx: ToolContext) -> ToolResult:
+        host = self.host
+        definition = next(
+            (a for a in host.agent_definitions() if a.name == request.subagent_type), None
+        )
+        if definition is None:
+            return ToolResult(error=f'There is no subagent type "{request.subagent_type}".')
+        available = host.parent_tools().names()
+        names = subagent_tools(available, definition.tools, definition.disallowed_tools)
+        if not names:
+            wanted = ", ".join(definition.tools or ()) or "none"
+            return ToolResult(
+                error=f"The {definition.name} subagent would have no tools: none of its tools "
+                f"({wanted}) is available here. Fix `tools` in {definition.where}."
+            )
+        async with self._semaphore():
+            return await self._run(definition, request, names, ctx)
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        if self._slots is None:  # made on first use, inside the running event loop
+            self._slots = asyncio.Semaphore(self.host.settings.agents.max_concurrent)
+        return self._slots
+
+    async def _run(
+        self,
+        definition: AgentDefinition,
+        request: SubagentRequest,
+        names: Sequence[str],
+        ctx: ToolContext,
+    ) -> ToolResult:
+        from cairn.agent.prompt import startup_context
+        from cairn.agent.subagent import run_subagent
+        from cairn.llm.errors import ProviderError
+
+        host = self.host
+        agent_id = f"agent-{uuid.uuid4().hex[:12]}"
+        registry = host.parent_tools().subset(names)
+        scheduler = host.parent_scheduler().derived(
+            registry=registry, hooks=host.parent_hooks(), label=definition.name
+        )
+        parent_events = ctx.events
+
+        async def report(event: SessionEvent) -> None:
+            if parent_events is not None:
+                await parent_events(SubagentUpdate(ctx.call_id, agent_id, definition.name, event))
+
+        settings = host.settings
+        history = [] if settings.model.skip_startup_context else startup_context(host.cwd)
+        max_turns = definition.max_turns or settings.agents.max_turns
+        _log.info(f"{agent_id} ({definition.name}) starts: {request.description}")
+        try:
+            result = await run_subagent(
+                provider=host.provider,
+                settings=settings,
+                purpose=SUBAGENT_PURPOSE,
+                system_prompt=self._system_prompt(definition),
+                task=request.prompt,
+                registry=registry,
+                ctx=ctx,
+                history=history,
+                max_turns=max_turns,
+                timeout=None,
+                session_id=host.session_id,
+                events=report,
+                scheduler=scheduler,
+                model=self._model(definition),
+            )
+        except ProviderError as exc:
+            return ToolResult(error=f"The {definition.name} subagent failed: {exc}")
+        _log.info(
+            f"{agent_id} ends: {result.status}, {result.turns} requests, "
+            f"{result.tool_calls} tool calls, {result.duration_s:.1f} s"
+        )
+        text = result.text.strip() or NO_ANSWER
+        if result.status == "max_turns":
+            text = (
+                f"(The subagent stopped at its limit of {max_turns} model requests before it "
+                f"finished; its last answer follows.)\n\n{text}"
+            )
+        elif result.status == "loop":
+            text = f"(The subagent was stopped: it repeated itself.)\n\n{text}"
+        return ToolResult(output=text)  # the answer is what people see too
+
+    def _system_prompt(self, definition: AgentDefinition) -> str:
+        context = self.host.subagent_context().strip()
+        if not context:
+            return definition.system_prompt
+        return f"{definition.system_prompt}\n\n---\n\n{context}"
+
+    def _model(self, definition: AgentDefinition) -> str:
+        host = self.host
+        if definition.model is None:
+            return host.parent_model()
+        if definition.model == "fast":
+            return host.settings.fast_model or host.provider.fast_model or host.parent_model()
+        return definition.model
+
+
+def subagent_tools(
+    available: Iterable[str], tools: Sequence[str] | None, disallowed: Sequence[str] = ()
+) -> list[str]:
+    """The tools a subagent gets: ``available`` minus :data:`EXCLUDED_TOOLS` and ``disallowed``,
+    narrowed to ``tools`` when given. Names may be Claude Code's (``Read``, ``Bash``) or
+    cairn's; ``mcp__server`` and ``mcp__server__*`` name every tool of an MCP server, ``*`` all.
+    """
+    pool = [name for name in available if name not in EXCLUDED_TOOLS]
+    pool = [name for name in pool if not any(_names(p, name) for p in disallowed)]
+    if tools is None:
+        return pool
+    return [name for name in pool if any(_names(p, name) for p in tools)]
+
+
+def _names(pattern: str, name: str) -> bool:
+    pattern = pattern.strip()
+    if pattern == "*":
+        return True
+    if pattern.startswith("mcp__"):
+        if pattern.endswith("*"):
+            return name.startswith(pattern[:-1])
+        return name == pattern or name.startswith(pattern + "__")
+    return canonical_tool_name(pattern) == name
