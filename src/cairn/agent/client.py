@@ -8,7 +8,7 @@ runtime only call :meth:`begin_recall`, :meth:`consume_recall` and :meth:`finish
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -238,6 +238,9 @@ class AgentClient:
         self.last_prompt_tokens = 0
         self._compression_failed = False
         self.model_override: str | None = None  # this turn's model (a command file's `model`)
+        # PreCompact hooks: given the trigger ("manual", "auto"), a reason not to compress
+        self.before_compress: Callable[[str], Awaitable[str | None]] | None = None
+        self.after_compress: Callable[[], Awaitable[None]] | None = None  # it was compressed
         self._seed_recent_tools()
 
     # ----- Recall lifecycle: the only way front ends and the session touch Recall -----
@@ -333,6 +336,12 @@ class AgentClient:
             return CompressionResult(CompressionStatus.NOOP, tokens, tokens)
         if force and not tokens:
             tokens = sum(len(str(e.to_dict())) for e in self.history.shallow()) // 4
+        if self.before_compress is not None:
+            refusal = await self.before_compress("manual" if force else "auto")
+            if refusal is not None:
+                if not force:
+                    self._compression_failed = True  # not asked again on every request
+                return CompressionResult(CompressionStatus.BLOCKED, tokens, tokens, error=refusal)
         result = await compress_history(
             self.history.copy(),
             provider=self.provider,
@@ -344,6 +353,8 @@ class AgentClient:
             self.history.replace(result.history)
             self.last_prompt_tokens = result.new_tokens
             self._compression_failed = False
+            if self.after_compress is not None:
+                await self.after_compress()
         elif result.status is not CompressionStatus.NOOP and not force:
             self._compression_failed = True  # don't retry on every request
         return result

@@ -45,6 +45,7 @@ class CompressionStatus(StrEnum):
     FAILED_EMPTY_SUMMARY = "failed_empty_summary"
     FAILED_INFLATED = "failed_inflated_token_count"
     FAILED_ERROR = "failed_error"
+    BLOCKED = "blocked"  # a PreCompact hook refused (``error`` says why)
 
 
 @dataclass
@@ -65,6 +66,8 @@ class CompressionResult:
             return "Nothing to compress yet."
         if self.status is CompressionStatus.FAILED_INFLATED:
             return "Nothing to compress yet: a summary would be longer than the conversation."
+        if self.status is CompressionStatus.BLOCKED:
+            return f"A PreCompact hook kept the conversation as it is: {self.error}"
         if self.status is CompressionStatus.FAILED_EMPTY_SUMMARY:
             return "Could not compress the conversation: the model returned an empty summary."
         detail = f": {self.error}" if self.error else ""

@@ -34,6 +34,7 @@ __all__ = [
     "McpSettings",
     "MemorySettings",
     "ModelSettings",
+    "NotificationSettings",
     "PermissionsSettings",
     "SandboxSettings",
     "SecuritySettings",
@@ -410,6 +411,28 @@ class HooksSettings(_Section):
     stop: list[HookMatcher] = Field(
         default_factory=list, alias="Stop", description="When the agent is about to stop."
     )
+    # ----- the events #13 adds (the extensions track) -----
+    post_tool_use: list[HookMatcher] = Field(
+        default_factory=list, alias="PostToolUse", description="After a tool call succeeded."
+    )
+    post_tool_use_failure: list[HookMatcher] = Field(
+        default_factory=list, alias="PostToolUseFailure", description="After a tool call failed."
+    )
+    subagent_stop: list[HookMatcher] = Field(
+        default_factory=list, alias="SubagentStop", description="When a subagent is about to stop."
+    )
+    session_start: list[HookMatcher] = Field(
+        default_factory=list, alias="SessionStart", description="When a session starts."
+    )
+    session_end: list[HookMatcher] = Field(
+        default_factory=list, alias="SessionEnd", description="When a session ends."
+    )
+    pre_compact: list[HookMatcher] = Field(
+        default_factory=list, alias="PreCompact", description="Before compressing the conversation."
+    )
+    notification: list[HookMatcher] = Field(
+        default_factory=list, alias="Notification", description="When cairn needs your attention."
+    )
 
 
 # ----- commands, skills and subagents from files (cairn.extensions; the extensions track) -----
@@ -445,6 +468,15 @@ class SkillsSettings(_Section):
         default_factory=_claude_and_agents,
         description="Also read skills from these folders: `claude` (`.claude/skills/`, "
         "`~/.claude/skills/`), `agents` (`.agents/skills/`, `~/.agents/skills/`).",
+    )
+
+
+class NotificationSettings(_Section):
+    idle_seconds: float = Field(
+        60,
+        ge=0,
+        description="Seconds a finished turn waits for your next prompt before `Notification` "
+        "hooks hear `idle_prompt` (0: never).",
     )
 
 
@@ -570,6 +602,9 @@ class Settings(_Section):
     )
     skills: SkillsSettings = Field(default_factory=SkillsSettings, description="Skills.")
     agents: AgentsSettings = Field(default_factory=AgentsSettings, description="Subagents.")
+    notifications: NotificationSettings = Field(
+        default_factory=NotificationSettings, description="When cairn says it waits for you."
+    )
 
 
 def editable_fields() -> list[tuple[str, type[BaseModel], str]]:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from cairn.debug_log import get_logger
 from cairn.tools.agent import AgentType, SubagentRequest
 from cairn.tools.base import ToolContext, ToolResult
-from cairn.vocabulary.events import SessionEvent, SubagentUpdate
+from cairn.vocabulary.events import Notice, SessionEvent, SubagentUpdate
 from cairn.vocabulary.tool_names import canonical_tool_name
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ __all__ = ["EXCLUDED_TOOLS", "SUBAGENT_PURPOSE", "SubagentHost", "Subagents", "s
 SUBAGENT_PURPOSE = "subagent"  # X-Cairn-Purpose of a subagent's requests
 EXCLUDED_TOOLS = frozenset({"agent", "ask_user_question"})  # never given to a subagent
 NO_ANSWER = "(The subagent ended without a final answer.)"
+MAX_STOP_BLOCKS = 8  # times SubagentStop hooks may keep one subagent working
 _log = get_logger("SUBAGENT")
 
 
@@ -69,6 +70,10 @@ class SubagentHost(Protocol):
     def parent_scheduler(self) -> ToolScheduler: ...
 
     def parent_hooks(self) -> HookRunner | None: ...
+
+    def approval_mode(self) -> str:
+        """The session's approval mode now."""
+        ...
 
     def agent_definitions(self) -> Sequence[AgentDefinition]: ...
 
@@ -133,6 +138,7 @@ class Subagents:
             if parent_events is not None:
                 await parent_events(SubagentUpdate(ctx.call_id, agent_id, definition.name, event))
 
+        on_answer = self._subagent_stop(agent_id, definition.name, report)
         settings = host.settings
         history = [] if settings.model.skip_startup_context else startup_context(host.cwd)
         max_turns = definition.max_turns or settings.agents.max_turns
@@ -153,6 +159,7 @@ class Subagents:
                 events=report,
                 scheduler=scheduler,
                 model=self._model(definition),
+                on_answer=on_answer,
             )
         except ProviderError as exc:
             return ToolResult(error=f"The {definition.name} subagent failed: {exc}")
@@ -169,6 +176,36 @@ class Subagents:
         elif result.status == "loop":
             text = f"(The subagent was stopped: it repeated itself.)\n\n{text}"
         return ToolResult(output=text)  # the answer is what people see too
+
+    def _subagent_stop(
+        self, agent_id: str, agent_type: str, report: Callable[[SessionEvent], Awaitable[None]]
+    ) -> Callable[[str], Awaitable[str | None]] | None:
+        """``SubagentStop`` hooks, asked each time the subagent would stop: a block keeps it
+        working with the reason as its next message (at most :data:`MAX_STOP_BLOCKS` times)."""
+        hooks = self.host.parent_hooks()
+        if hooks is None or not hooks.has("SubagentStop"):
+            return None
+        blocks = 0
+
+        async def on_answer(text: str) -> str | None:
+            nonlocal blocks
+            if blocks >= MAX_STOP_BLOCKS:
+                return None
+            outcome = await hooks.subagent_stop(
+                agent_id=agent_id,
+                agent_type=agent_type,
+                last_assistant_message=text,
+                stop_hook_active=blocks > 0,
+                permission_mode=self.host.approval_mode(),
+            )
+            for warning in outcome.warnings:
+                await report(Notice("warning", warning, "hook"))
+            if outcome.stop or not outcome.blocked:
+                return None
+            blocks += 1
+            return outcome.reason or "No reason provided"
+
+        return on_answer
 
     def _system_prompt(self, definition: AgentDefinition) -> str:
         context = self.host.subagent_context().strip()

@@ -3,7 +3,12 @@
 The JSON a hook prints follows the Claude Code / Qwen Code contract, so existing hook scripts
 work unchanged: ``continue``, ``stopReason``, ``reason``, ``decision``, ``systemMessage`` and
 ``hookSpecificOutput {hookEventName, additionalContext, permissionDecision,
-permissionDecisionReason}``. Unknown fields are ignored; a field of the wrong type is a warning.
+permissionDecisionReason, updatedInput}``. Unknown fields are ignored; a field of the wrong type
+is a warning.
+
+``continue: false`` stops the agent (:attr:`HookOutcome.stop`). Before a prompt or a tool call
+that also means the prompt is not sent or the tool does not run; after a tool call the turn ends
+there; for ``Stop`` and ``SubagentStop`` it wins over a ``decision: "block"`` (the agent stops).
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 if TYPE_CHECKING:
     from cairn.hooks.process import CommandResult
 
 __all__ = [
     "BLOCKED_BY_HOOK",
+    "HOOK_EVENTS",
     "NO_REASON",
     "HookDecision",
     "HookEvent",
@@ -27,7 +33,23 @@ __all__ = [
     "sanitize_context",
 ]
 
-HookEvent: TypeAlias = Literal["UserPromptSubmit", "PreToolUse", "Stop"]
+HookEvent: TypeAlias = Literal[
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SubagentStop",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompact",
+    "Notification",
+]
+HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
+# Events whose hooks may print plain text for the model (as in Claude Code).
+_TEXT_IS_CONTEXT: frozenset[HookEvent] = frozenset({"UserPromptSubmit", "SessionStart"})
+# Events where ``continue: false`` also refuses what was about to happen.
+_STOP_BLOCKS: frozenset[HookEvent] = frozenset({"UserPromptSubmit", "PreToolUse"})
 HookDecision: TypeAlias = Literal["allow", "deny", "ask"]
 
 BLOCKING_EXIT_CODE = 2  # exit code that blocks (stderr is the reason)
@@ -53,8 +75,12 @@ class HookOutcome:
     """The merged verdict of every hook that ran for one event.
 
     ``blocked``: the prompt is not sent (UserPromptSubmit), the tool does not run (PreToolUse,
-    where ``decision`` is then ``"deny"``), or the agent keeps going with ``reason`` as the next
-    message (Stop). ``additional_context`` is already escaped for embedding in a prompt.
+    where ``decision`` is then ``"deny"``), the model is told ``reason`` about the call that
+    ran (PostToolUse), the agent keeps going with ``reason`` as the next message (Stop,
+    SubagentStop), or the conversation is not compressed (PreCompact). ``stop``: a hook said
+    ``continue: false`` (``stop_reason`` says why, for the user). ``additional_context`` is
+    already escaped for embedding in a prompt. ``updated_input``: PreToolUse's replacement of
+    the call's arguments.
     """
 
     blocked: bool = False
@@ -63,6 +89,9 @@ class HookOutcome:
     system_message: str | None = None
     decision: HookDecision | None = None
     warnings: list[str] = field(default_factory=list)
+    stop: bool = False
+    stop_reason: str | None = None
+    updated_input: dict[str, Any] | None = None
 
 
 def sanitize_context(text: str) -> str:
@@ -82,6 +111,8 @@ def outcome_from_result(event: HookEvent, label: str, result: CommandResult) -> 
     warnings = [f"{where} printed more than 1 MB; the rest was dropped"] if result.truncated else []
     if result.exit_code == BLOCKING_EXIT_CODE:
         outcome = _blocking(event, result.stderr.strip() or BLOCKED_BY_HOOK)
+        if event in ("PostToolUseFailure",):  # nothing to block: stderr is context for the model
+            outcome = HookOutcome(additional_context=sanitize_context(outcome.reason or ""))
     elif result.exit_code == 0:
         outcome = _from_stdout(event, where, result.stdout)
     else:
@@ -101,7 +132,12 @@ def merge_outcomes(event: HookEvent, outcomes: Sequence[HookOutcome]) -> HookOut
         additional_context=_join(o.additional_context for o in outcomes),
         system_message=_join(o.system_message for o in outcomes),
         warnings=[w for o in outcomes for w in o.warnings],
+        stop=any(o.stop for o in outcomes),
+        stop_reason=_join((o.stop_reason for o in outcomes if o.stop), dedupe=True),
     )
+    # Several rewrites of a call's input: the last hook in settings order has the last word.
+    updated = [o.updated_input for o in outcomes if o.updated_input is not None]
+    merged.updated_input = updated[-1] if updated else None
     merged.decision = _most_restrictive(*(o.decision for o in outcomes))
     if merged.blocked:
         merged.reason = _join((o.reason for o in outcomes if o.blocked), dedupe=True)
@@ -129,8 +165,8 @@ def _from_stdout(event: HookEvent, where: str, stdout: str) -> HookOutcome:
         return HookOutcome(warnings=[f"{where} printed JSON nested too deeply to read; ignored"])
     if data is not None:
         return _from_json(event, where, data)
-    if event == "UserPromptSubmit":
-        # As in Claude Code: plain text printed by a prompt hook is context for the model.
+    if event in _TEXT_IS_CONTEXT:
+        # As in Claude Code: plain text printed by a prompt or session hook is model context.
         return HookOutcome(additional_context=sanitize_context(text))
     return HookOutcome(warnings=[f"{where} printed output that is not a JSON object; ignored"])
 
@@ -150,18 +186,22 @@ def _from_json(event: HookEvent, where: str, data: Mapping[str, Any]) -> HookOut
     fields = _FieldReader(where, data, warnings)
     stop_reason = fields.string("stopReason")
     reason = fields.string("reason")
-    blocked = fields.boolean("continue") is False
+    stop = fields.boolean("continue") is False
     top_level = fields.choice("decision", tuple(_TOP_LEVEL_DECISIONS))
     decision = _TOP_LEVEL_DECISIONS[top_level] if top_level is not None else None
-    blocked = blocked or decision == "deny"
+    blocked = decision == "deny" or (stop and event in _STOP_BLOCKS)
+    if stop and event in ("Stop", "SubagentStop"):
+        blocked = False  # continue: false wins: the agent stops
 
     specific = _specific_output(event, fields)
     context = specific.string("additionalContext") if specific else None
     permission: HookDecision | None = None
     permission_reason: str | None = None
+    updated: dict[str, Any] | None = None
     if specific is not None and event == "PreToolUse":
         permission = specific.choice("permissionDecision", _PERMISSION_DECISIONS)
         permission_reason = specific.string("permissionDecisionReason")
+        updated = specific.mapping("updatedInput")
 
     if event == "PreToolUse":
         decision = "deny" if blocked else _most_restrictive(decision, permission)
@@ -179,6 +219,9 @@ def _from_json(event: HookEvent, where: str, data: Mapping[str, Any]) -> HookOut
         system_message=fields.string("systemMessage"),
         decision=decision,
         warnings=warnings,
+        stop=stop,
+        stop_reason=(stop_reason or reason or NO_REASON) if stop else None,
+        updated_input=None if blocked else updated,
     )
 
 
@@ -233,6 +276,15 @@ class _FieldReader:
         if value is None or isinstance(value, bool):
             return value
         self.warn(f"`{self.prefix}{key}` must be true or false")
+        return None
+
+    def mapping(self, key: str) -> dict[str, Any] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, Mapping):
+            return dict(value)
+        self.warn(f"`{self.prefix}{key}` must be an object")
         return None
 
     def choice(self, key: str, allowed: tuple[str, ...]) -> Any:

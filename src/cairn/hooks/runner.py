@@ -19,12 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.config.settings import HookCommand, HookMatcher, HooksSettings
 from cairn.debug_log import get_logger
-from cairn.hooks.outcome import HookEvent, HookOutcome, merge_outcomes, outcome_from_result
+from cairn.hooks.outcome import (
+    HOOK_EVENTS,
+    HookEvent,
+    HookOutcome,
+    merge_outcomes,
+    outcome_from_result,
+)
 
 if TYPE_CHECKING:
     from cairn.hooks.matcher import ToolMatcher
 
-__all__ = ["NO_RESPONSE_TEXT", "HookRunner"]
+__all__ = ["HOOK_EVENTS", "NO_RESPONSE_TEXT", "HookRunner"]
 
 NO_RESPONSE_TEXT = "[no response text]"  # Stop's last_assistant_message when the model said nothing
 _LABEL_CHARS = 60  # characters of a command quoted to name an unnamed hook in a warning
@@ -44,8 +50,21 @@ class _Group:
     hooks: tuple[_Hook, ...]
 
 
+# What each event's ``matcher`` is matched against (the others have no matcher).
+_MATCHED_ON: dict[HookEvent, str] = {
+    "PreToolUse": "tool_name",
+    "PostToolUse": "tool_name",
+    "PostToolUseFailure": "tool_name",
+    "SubagentStop": "agent_type",
+    "SessionStart": "source",
+    "SessionEnd": "reason",
+    "PreCompact": "trigger",
+    "Notification": "notification_type",
+}
+
+
 class HookRunner:
-    """Runs the ``UserPromptSubmit``, ``PreToolUse`` and ``Stop`` command hooks of a session."""
+    """Runs the command hooks of a session, for every event of :data:`HOOK_EVENTS`."""
 
     def __init__(
         self,
@@ -63,10 +82,20 @@ class HookRunner:
         self.disabled = disabled
         self._environ = dict(os.environ if environ is None else environ)
         self._setup_warnings: list[str] = []
+        configured: dict[HookEvent, list[HookMatcher]] = {
+            "UserPromptSubmit": hooks.user_prompt_submit,
+            "PreToolUse": hooks.pre_tool_use,
+            "PostToolUse": hooks.post_tool_use,
+            "PostToolUseFailure": hooks.post_tool_use_failure,
+            "Stop": hooks.stop,
+            "SubagentStop": hooks.subagent_stop,
+            "SessionStart": hooks.session_start,
+            "SessionEnd": hooks.session_end,
+            "PreCompact": hooks.pre_compact,
+            "Notification": hooks.notification,
+        }
         self._groups: dict[HookEvent, list[_Group]] = {
-            "UserPromptSubmit": self._compile(hooks.user_prompt_submit, use_matcher=False),
-            "PreToolUse": self._compile(hooks.pre_tool_use, use_matcher=True),
-            "Stop": self._compile(hooks.stop, use_matcher=False),
+            event: self._compile(event, groups) for event, groups in configured.items()
         }
 
     def commands(self) -> list[str]:
@@ -95,7 +124,85 @@ class HookRunner:
             "tool_input": dict(tool_input),
             "tool_use_id": tool_use_id,
         }
-        return await self._run("PreToolUse", fields, tool_name=tool_name)
+        return await self._run("PreToolUse", fields)
+
+    async def post_tool_use(
+        self,
+        *,
+        tool_name: str,
+        tool_input: Mapping[str, Any],
+        tool_response: Mapping[str, Any],
+        tool_use_id: str,
+        permission_mode: str,
+    ) -> HookOutcome:
+        fields = {
+            "permission_mode": permission_mode,
+            "tool_name": tool_name,
+            "tool_input": dict(tool_input),
+            "tool_response": dict(tool_response),
+            "tool_use_id": tool_use_id,
+        }
+        return await self._run("PostToolUse", fields)
+
+    async def post_tool_use_failure(
+        self,
+        *,
+        tool_name: str,
+        tool_input: Mapping[str, Any],
+        tool_use_id: str,
+        error: str,
+        permission_mode: str,
+        is_interrupt: bool = False,
+    ) -> HookOutcome:
+        fields = {
+            "permission_mode": permission_mode,
+            "tool_name": tool_name,
+            "tool_input": dict(tool_input),
+            "tool_use_id": tool_use_id,
+            "error": error,
+            "is_interrupt": is_interrupt,
+        }
+        return await self._run("PostToolUseFailure", fields)
+
+    async def subagent_stop(
+        self,
+        *,
+        agent_id: str,
+        agent_type: str,
+        last_assistant_message: str,
+        stop_hook_active: bool,
+        permission_mode: str,
+    ) -> HookOutcome:
+        message = last_assistant_message if last_assistant_message.strip() else NO_RESPONSE_TEXT
+        fields = {
+            "permission_mode": permission_mode,
+            "stop_hook_active": stop_hook_active,
+            "agent_id": agent_id,
+            "agent_type": agent_type,
+            "agent_transcript_path": "",
+            "last_assistant_message": message,
+        }
+        return await self._run("SubagentStop", fields)
+
+    async def session_start(self, *, source: str, model: str) -> HookOutcome:
+        """``source``: ``startup``, ``resume``, ``clear`` or ``compact``."""
+        return await self._run("SessionStart", {"source": source, "model": model})
+
+    async def session_end(self, *, reason: str) -> HookOutcome:
+        """``reason``: ``clear``, ``prompt_input_exit`` or ``other``."""
+        return await self._run("SessionEnd", {"reason": reason})
+
+    async def pre_compact(self, *, trigger: str, custom_instructions: str = "") -> HookOutcome:
+        """``trigger``: ``manual`` (``/compress``) or ``auto``."""
+        fields = {"trigger": trigger, "custom_instructions": custom_instructions}
+        return await self._run("PreCompact", fields)
+
+    async def notification(
+        self, *, message: str, notification_type: str, title: str = "cairn"
+    ) -> HookOutcome:
+        """``notification_type``: ``permission_prompt`` or ``idle_prompt``."""
+        fields = {"message": message, "notification_type": notification_type, "title": title}
+        return await self._run("Notification", fields)
 
     async def stop(
         self,
@@ -113,37 +220,37 @@ class HookRunner:
             fields["context_usage"] = context_usage
         return await self._run("Stop", fields)
 
-    def _compile(self, groups: list[HookMatcher], *, use_matcher: bool) -> list[_Group]:
+    def _compile(self, event: HookEvent, groups: list[HookMatcher]) -> list[_Group]:
         compiled: list[_Group] = []
         if not groups:
             return compiled
         from cairn.hooks.matcher import ToolMatcher  # only sessions with hooks load it
 
         for group in groups:
-            matcher = ToolMatcher.compile(group.matcher if use_matcher else "")
+            matcher = ToolMatcher.compile(group.matcher if event in _MATCHED_ON else "")
             if matcher.error is not None:
-                self._setup_warnings.append(f"PreToolUse hooks skipped: {matcher.error}")
+                self._setup_warnings.append(f"{event} hooks skipped: {matcher.error}")
             hooks = tuple(_Hook(c, _label(c)) for c in group.hooks if c.command.strip())
             compiled.append(_Group(matcher, hooks))
         return compiled
 
-    def _selected(self, event: HookEvent, tool_name: str | None) -> list[_Hook]:
+    def _selected(self, event: HookEvent, fields: Mapping[str, Any]) -> list[_Hook]:
+        key = _MATCHED_ON.get(event)
+        value = fields.get(key) if key is not None else None
         return [
             hook
             for group in self._groups[event]
-            if tool_name is None or group.matcher.matches(tool_name)
+            if not isinstance(value, str) or group.matcher.matches(value)
             for hook in group.hooks
         ]
 
-    async def _run(
-        self, event: HookEvent, fields: Mapping[str, Any], *, tool_name: str | None = None
-    ) -> HookOutcome:
+    async def _run(self, event: HookEvent, fields: Mapping[str, Any]) -> HookOutcome:
         if self.disabled:
             return HookOutcome()
-        hooks = self._selected(event, tool_name)
+        hooks = self._selected(event, fields)
         merged = await self._run_all(event, hooks, fields) if hooks else HookOutcome()
-        if event == "PreToolUse" and self._setup_warnings:
-            # Reported once, with the first tool call they affect, not with every call.
+        if self._groups[event] and self._setup_warnings:
+            # Reported once, with the first event their groups belong to, not every time.
             merged.warnings[:0] = self._setup_warnings
             self._setup_warnings = []
         for warning in merged.warnings:

@@ -305,6 +305,9 @@ class SessionExtensions(TurnHook):
     def parent_hooks(self) -> HookRunner | None:
         return self.session.hooks
 
+    def approval_mode(self) -> str:
+        return self.session.approval_mode
+
     def agent_definitions(self) -> Sequence[AgentDefinition]:
         return self.state.agents
 

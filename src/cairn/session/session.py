@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from cairn.recording.rewind import RewindMode
     from cairn.session.commands import SlashCommand
     from cairn.session.extensions import SessionExtensions
+    from cairn.session.hook_events import SessionHookEvents
     from cairn.session.mcp import McpSessionState
     from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome, TurnCheckpoints
     from cairn.session.runtime import Runtime
@@ -210,6 +211,7 @@ class Session:
         self.turn_hooks: list[TurnHook] = [SessionTitles()]
         self._turn: _TurnState | None = None  # the turn running now
         self.pending_notices: list[Notice] = []  # shown when the next turn starts
+        self.pending_context: list[str] = []  # hooks' context for the model's next prompt
 
         self.mcp = self._make_mcp(mcp_servers)
         self.recorder = self._make_recorder(loaded)
@@ -243,6 +245,7 @@ class Session:
             startup_length=len(startup),
         )
         self._last_prompt = self._find_last_prompt()
+        self.hook_events = self._make_hook_events("resume" if loaded else "startup")
 
     # ----- construction helpers -----
 
@@ -269,6 +272,15 @@ class Session:
         extensions.load()
         self.turn_hooks.append(extensions)
         return extensions
+
+    def _make_hook_events(self, source: str) -> SessionHookEvents:
+        """SessionStart, SessionEnd, PreCompact and idle hooks (cairn.session.hook_events)."""
+        from cairn.session.hook_events import SessionHookEvents
+
+        events = SessionHookEvents(self)
+        self.turn_hooks.append(events)
+        events.start(source)
+        return events
 
     def _tool_declarations(self) -> list[ToolDeclaration]:
         """What the model is offered on each request: the built-ins and the MCP servers' tools."""
@@ -592,6 +604,7 @@ class Session:
         self.todos = []
         self._last_prompt = None
         self.refresh_system_prompt()
+        await self.hook_events.cleared()
 
     async def close(self) -> None:
         if self._closed:
@@ -602,6 +615,8 @@ class Session:
         self.cancel("session_dispose")
         if self._turn_task is not None:
             await asyncio.gather(self._turn_task, return_exceptions=True)
+        await self.hook_events.end("other")
+        await self.hook_events.close()
         self.client.cancel_recall("shutdown")
         if self.mcp is not None:
             await self.mcp.aclose()  # the servers its client passed in
@@ -782,6 +797,11 @@ class Session:
                     )
                 )
 
+        if request.fresh and self.pending_context:  # SessionStart hooks' context
+            joined = "\n".join(self.pending_context)
+            self.pending_context.clear()
+            parts.append(Text(f"<cairn:session-start-context>{joined}</cairn:session-start-context>"))
+
         if self.recorder is not None and request.origin == "user":
             user_uuid = self.recorder.record_user(
                 Content("user", user_parts),
@@ -852,6 +872,11 @@ class Session:
                 if any(o.status == "rejected" for o in outcomes):
                     # The user declined: keep the answers in history and hand control back.
                     self.client.history.append(Content("user", responses))
+                    return
+                stopped = next((o.stop_reason for o in outcomes if o.stop_reason), None)
+                if stopped is not None:  # a PostToolUse hook said `continue: false`
+                    self.client.history.append(Content("user", responses))
+                    await sink(Notice("warning", f"A hook stopped the turn: {stopped}", "hook"))
                     return
                 parts = [*responses, *self._drain_steering()]
                 kind = SendKind.TOOL_RESULT
@@ -1004,12 +1029,16 @@ class Session:
             return None
         if self.hooks.has("Stop") and state.stop_hook_blocks < STOP_HOOK_BLOCK_CAP:
             outcome = await self.hooks.stop(
-                last_assistant_message=last_text or self.client.history.last_model_text()
+                last_assistant_message=last_text or self.client.history.last_model_text(),
+                stop_hook_active=state.stop_hook_blocks > 0,  # already kept going by one
             )
             for warning in outcome.warnings:
                 await sink(Notice("warning", warning, "hook"))
             if outcome.system_message:
                 await sink(Notice("info", outcome.system_message, "hook"))
+            if outcome.stop:  # `continue: false` wins over a block: the agent stops now
+                await sink(Notice("info", f"Stop hook: {outcome.stop_reason}", "hook"))
+                return None
             if outcome.blocked:
                 state.stop_hook_blocks += 1
                 reason = outcome.reason or "No reason provided"

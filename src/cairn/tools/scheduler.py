@@ -41,6 +41,7 @@ from cairn.vocabulary.events import (
 from cairn.vocabulary.interaction import Frontend, PermissionRequest
 
 if TYPE_CHECKING:
+    from cairn.hooks.outcome import HookEvent, HookOutcome
     from cairn.hooks.runner import HookRunner
     from cairn.tools.protected import ProtectedPaths
     from cairn.tools.registry import ToolRegistry
@@ -88,6 +89,7 @@ class ToolOutcome:
     response: FunctionResponse
     status: Literal["completed", "failed", "rejected", "skipped", "cancelled"]
     result: ToolResult | None = None
+    stop_reason: str | None = None  # a PostToolUse hook said `continue: false`: the turn ends
 
     @property
     def terminal(self) -> bool:
@@ -117,6 +119,7 @@ class ToolScheduler:
         self._always_allowed: set[str] = set()
         self._protected: dict[tuple[Path, tuple[Path, ...]], ProtectedPaths] = {}
         self.label = ""  # named in what it asks the user ("general-purpose: ..."): a subagent's
+        self._notifying: set[asyncio.Future[HookOutcome]] = set()  # Notification hooks running
 
     async def run(
         self, calls: Sequence[FunctionCall], ctx: ToolContext, emit: EventSink
@@ -218,6 +221,13 @@ class ToolScheduler:
                 reason = hook.reason or "No reason provided"
                 message = f"Blocked by a PreToolUse hook: {reason}"
                 return await _fail(call, message, emit, denied=True)
+            if hook.updated_input is not None:  # the call runs, and is checked, as rewritten
+                call = FunctionCall(call.id, call.name, hook.updated_input)
+                await emit(Notice("info", f"A PreToolUse hook changed {title}.", "hook"))
+                try:
+                    settings = await asyncio.to_thread(self._settings_change, call, ctx)
+                except Exception as exc:
+                    return await _fail(call, _check_failed(call, exc), emit)
             if hook.decision == "allow" and settings is None:
                 try:
                     match = await asyncio.to_thread(self._match, call, ctx)
@@ -361,10 +371,20 @@ class ToolScheduler:
             args=call.args,
             diff=diff,
         )
+        self._notify(f"cairn needs your permission to use {call.name}", "permission_prompt")
         outcome = await self.frontend.request_permission(request)
         if outcome == "allow_always" and approval.strict is None:
             self._always_allowed.update(self._always_keys(call))
         return outcome
+
+    def _notify(self, message: str, kind: str) -> None:
+        """``Notification`` hooks hear that cairn waits for the user; never delays the asking."""
+        hooks = self.hooks
+        if hooks is None or not hooks.has("Notification"):
+            return
+        task = asyncio.ensure_future(hooks.notification(message=message, notification_type=kind))
+        self._notifying.add(task)
+        task.add_done_callback(self._notifying.discard)
 
     def _always_allowed_for(self, call: FunctionCall) -> bool:
         keys = self._always_keys(call)
@@ -406,6 +426,9 @@ class ToolScheduler:
         except Exception as exc:
             _log.error(f"{call.name} raised {exc!r}")
             result = ToolResult(error=f"{call.name} failed unexpectedly: {exc}")
+        stop_reason: str | None = None
+        if self.hooks is not None:
+            result, stop_reason = await self._after_call(call, result, emit)
         status: Literal["completed", "failed"] = "completed" if result.ok else "failed"
         text = result.output if result.ok else result.error
         await emit(
@@ -426,7 +449,51 @@ class ToolScheduler:
             else:
                 notice = SETTINGS_KEPT_NOTICE.format(what=settings)
                 await emit(Notice("warning", notice[0].upper() + notice[1:], "permissions"))
-        return ToolOutcome(call, result.to_response(call), status, result)
+        return ToolOutcome(call, result.to_response(call), status, result, stop_reason)
+
+    async def _after_call(
+        self, call: FunctionCall, result: ToolResult, emit: EventSink
+    ) -> tuple[ToolResult, str | None]:
+        """``PostToolUse`` (or ``PostToolUseFailure``) hooks: what they tell the model joins the
+        result; ``continue: false`` ends the turn (its reason returned)."""
+        hooks = self.hooks
+        assert hooks is not None
+        event: HookEvent = "PostToolUse" if result.ok else "PostToolUseFailure"
+        if not hooks.has(event):
+            return result, None
+        mode = self._approval_mode()
+        if result.ok:
+            outcome = await hooks.post_tool_use(
+                tool_name=call.name,
+                tool_input=call.args,
+                tool_response=result.to_response(call).response,
+                tool_use_id=call.id,
+                permission_mode=mode,
+            )
+        else:
+            outcome = await hooks.post_tool_use_failure(
+                tool_name=call.name,
+                tool_input=call.args,
+                tool_use_id=call.id,
+                error=result.error or "",
+                permission_mode=mode,
+            )
+        for warning in outcome.warnings:
+            await emit(Notice("warning", warning, "hook"))
+        if outcome.system_message:
+            await emit(Notice("info", outcome.system_message, "hook"))
+        notes = []
+        if outcome.blocked and outcome.reason:
+            notes.append(f"{event} hook: {outcome.reason}")
+        if outcome.additional_context:
+            notes.append(f"<cairn:hook-context>{outcome.additional_context}</cairn:hook-context>")
+        if notes:
+            added = "\n\n" + "\n\n".join(notes)
+            if result.ok:
+                result = dataclasses.replace(result, output=(result.output or "") + added)
+            else:
+                result = dataclasses.replace(result, error=(result.error or "") + added)
+        return result, outcome.stop_reason if outcome.stop else None
 
 
 def may_change_workspace(tool: Tool, call: FunctionCall, ctx: ToolContext) -> bool:
