@@ -42,6 +42,7 @@ __all__ = [
     "SkillsSettings",
     "TelemetrySettings",
     "ToolsSettings",
+    "WebFetchSettings",
     "editable_fields",
 ]
 
@@ -312,6 +313,14 @@ class SandboxSettings(_Section):
     )
 
 
+class WebFetchSettings(_Section):  # the extensions track's
+    allow_private_addresses: bool = Field(
+        False,
+        description="Let `web_fetch` read pages on private, loopback and link-local addresses "
+        "(your intranet, `localhost`); off, such URLs are refused.",
+    )
+
+
 class ToolsSettings(_Section):
     approval_mode: ApprovalMode = _editable(
         default="default",
@@ -326,6 +335,9 @@ class ToolsSettings(_Section):
         description="cairn's secret variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, "
         "`CAIRN_SERVER_TOKEN`, or one holding the endpoint's key) that shell commands and "
         "hooks may still see; by default they see none.",
+    )
+    web_fetch: WebFetchSettings = Field(
+        default_factory=lambda: WebFetchSettings(), description="The `web_fetch` tool."
     )
     sandbox: SandboxSettings = Field(
         default_factory=SandboxSettings,

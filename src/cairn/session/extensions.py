@@ -79,6 +79,15 @@ class SessionExtensions(TurnHook):
         self._generation = self.catalog.generation
         self.session.offer_commands(COMMANDS_SOURCE, self.commands())
         self._sync_skill_tool()
+        from cairn.tools.web_fetch import WebFetchTool
+
+        self.session.registry.register(
+            WebFetchTool(
+                self.session.runtime.provider,
+                allow_private=self.session.settings.tools.web_fetch.allow_private_addresses,
+                session_id=self.session.id,
+            )
+        )
         if self.session.settings.agents.enabled:
             from cairn.extensions.subagents import Subagents
             from cairn.tools.agent import AgentTool

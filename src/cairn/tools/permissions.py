@@ -160,6 +160,8 @@ class PermissionRule:
             )
         if canonical in _PATH_ARGUMENTS:
             return _path_matches(self.specifier, canonical, args, workspace)
+        if canonical == "web_fetch":
+            return _domain_matches(self.specifier, args.get("url"))
         return False
 
     def covers_path(self, path: Path, workspace: Path) -> bool:
@@ -346,6 +348,17 @@ def _shell_texts(command: str) -> list[str]:
         texts += [part.text, part.command_text, " ".join(w.value for w in part.words)]
     texts += [invocation.text for invocation in line.invocations]
     return texts
+
+
+def _domain_matches(specifier: str, url: Any) -> bool:
+    """``WebFetch(domain:docs.python.org)`` (Claude Code's form): the URL's host is that
+    domain (``domain:*.python.org``: any host under it)."""
+    from urllib.parse import urlsplit
+
+    if not specifier.startswith("domain:") or not isinstance(url, str):
+        return False
+    host = (urlsplit(url).hostname or "").lower()
+    return bool(host) and fnmatch.fnmatchcase(host, specifier[len("domain:") :].strip().lower())
 
 
 def _command_matches(specifier: str, command: str) -> bool:

@@ -402,6 +402,11 @@ class ToolScheduler:
             if line.unresolved:
                 return set()
             return {f"run_shell_command:{p}" for p in line.programs}
+        if call.name == "web_fetch":  # approved per domain
+            from urllib.parse import urlsplit
+
+            host = urlsplit(str(call.args.get("url", ""))).hostname
+            return {f"web_fetch:{host}"} if host else set()
         return {call.name}
 
     async def _execute(
