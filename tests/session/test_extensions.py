@@ -328,3 +328,31 @@ async def test_tool_updates_of_a_shell_step_reach_the_sink(
 
     updates = [e for e in world.events if isinstance(e, ToolCallUpdate) and e.status == "completed"]
     assert updates and "2030-01-01" in (updates[0].output or "")
+
+
+async def test_a_projects_allowed_tools_apply_only_once_its_folder_is_trusted(
+    make_world: MakeWorld, project: Path
+) -> None:
+    from cairn.config.trust import trust_folder
+
+    write(
+        project / ".claude" / "commands" / "stamp.md",
+        "---\nallowed-tools: Bash(touch *)\n---\nStamp: !`touch stamped && echo ok`",
+    )
+    world = make_world()
+    untrusted_user = ScriptedFrontend(permissions=["reject"])
+    session = world.session(frontend=untrusted_user)
+
+    await world.prompt(session, "/stamp")
+
+    assert [r.tool_name for r in untrusted_user.permission_requests] == ["run_shell_command"]
+    assert not (project / "stamped").exists()
+    assert any("not applied" in t for t in notice_texts(world.events, "permissions"))
+
+    trust_folder(project)  # as `cairn trust` does, with the grant it now makes
+    trusted_user = ScriptedFrontend(default_permission=None)  # any question fails the test
+    session.scheduler.frontend = trusted_user
+    await world.prompt(session, "/stamp")
+
+    assert trusted_user.permission_requests == []
+    assert (project / "stamped").exists()

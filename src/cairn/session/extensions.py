@@ -380,11 +380,12 @@ class SessionExtensions(TurnHook):
         while its folder is not trusted."""
         if not rules:
             return ()
-        if scope == "project" and not _project_trusted(self.session.runtime.project_root):
+        root = self.session.runtime.project_root
+        if scope == "project" and not await asyncio.to_thread(_project_trusted, root):
             if sink is not None:
                 text = (
                     f"The allowed-tools of {where} are not applied: a project's own files grant "
-                    "tools only in a trusted folder."
+                    "tools only in a trusted folder (`cairn trust` trusts it)."
                 )
                 await sink(Notice("warning", text, "permissions"))
             return ()
@@ -435,9 +436,11 @@ def _with_allowed(base: PermissionRules, grant: PermissionRules) -> PermissionRu
 
 
 def _project_trusted(project_root: Path) -> bool:
-    """Whether a project's own files may widen permissions (never, until trusted folders land)."""
-    # TODO(#13): cairn.config.trust.project_trust(project_root).trusted once #12 lands it
-    return False
+    """Whether a project's own files may widen permissions: its folder is trusted with the
+    grants its command and skill files make now (cairn.config.trust fingerprints them)."""
+    from cairn.config.trust import project_trust
+
+    return project_trust(project_root).trusted
 
 
 async def _ignore(event: object) -> None:
