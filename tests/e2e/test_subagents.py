@@ -1,6 +1,7 @@
-"""Subagents through the real ``cairn -p`` and ``cairn --acp`` processes: the agent tool's
-requests carry the subagent purpose, the answer is the tool result, two run at once, and
-cancelling the parent turn cancels both."""
+"""Subagents through the real ``cairn -p``, ``cairn --acp`` and ``cairn serve`` processes:
+the agent tool's requests carry the subagent purpose, the answer is the tool result, two run at
+once, cancelling the parent turn cancels both, and every front end sees the work under the
+parent call."""
 
 from __future__ import annotations
 
@@ -12,11 +13,16 @@ from typing import Any
 import pytest
 from acp.schema import ToolCallProgress
 
+from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, ToolCallSpec, reply, tool_call
 from cairn.testing import tool_calls as calls
 
 from .conftest import RunCairn
 from .test_acp_process import running_agent
+from .test_daemon import serve as serve_fixture
+from .test_daemon import until
+
+serve = serve_fixture  # the fixture, under the name the tests ask for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -158,3 +164,31 @@ async def test_cancelling_the_acp_turn_cancels_both_running_subagents(
         if isinstance(u, ToolCallProgress) and u.status
     }
     assert "completed" not in (statuses["call_1"], statuses["call_2"])
+
+
+async def test_the_daemon_streams_subagent_work_with_the_parent_call_id(
+    serve: object, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.enqueue(
+        calls(agent_call("list the project", "call_d")), reply("Listed."), purpose="main"
+    )
+    scripted_server.enqueue(
+        tool_call("list_directory", {"path": "."}, id="sub_ls"),
+        reply("It has a .git folder."),
+        purpose="subagent",
+    )
+    served = serve()  # type: ignore[operator]
+    async with DaemonClient(served.url) as client:
+        session = await DaemonSessionClient.create(client, approval_mode="yolo")
+        await session.prompt("what is here?")
+        events = await until(session, "turn_complete")
+        await client.close_session(session.session_id)
+
+    updates = [e.data for e in events if e.type == "session_update"]
+    nested = [u["_meta"]["cairn"] for u in updates if "_meta" in u and "cairn" in u["_meta"]]
+    subagent = [m for m in nested if m.get("kind") == "subagent"]
+    assert subagent and {m["parentToolCallId"] for m in subagent} == {"call_d"}
+    inner = [p for m in subagent for p in m["updates"]]
+    assert any(p.get("toolCallId") == "sub_ls" for p in inner)
+    assert events[-1].final_text == "Listed."
+    assert served.stop() == 0
