@@ -11,6 +11,7 @@ system writes into its chat recordings, so a recording stays readable across bot
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -31,6 +32,7 @@ __all__ = [
     "insert_after_function_responses",
     "leading_function_responses",
     "part_from_dict",
+    "scrub_surrogates",
 ]
 
 
@@ -260,3 +262,12 @@ def insert_after_function_responses(parts: Sequence[Part], additions: Iterable[P
     """
     cut = leading_function_responses(parts)
     return [*parts[:cut], *additions, *parts[cut:]]
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str from json.loads, only lone ones remain
+
+
+def scrub_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (valid JSON, not UTF-8: ``"\\ud800"``) replaced by
+    U+FFFD, so it can be recorded and sent; ``text`` itself when it holds none."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text

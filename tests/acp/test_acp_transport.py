@@ -154,3 +154,52 @@ def test_any_bytes_yield_messages_or_error_replies_never_an_exception(lines: lis
 
     assert all(isinstance(message, dict) for message in received)
     assert len(received) + len(writer.messages()) <= len(lines)
+
+
+async def test_a_lone_surrogate_in_params_is_replaced_and_the_id_kept() -> None:
+    """Regression (#18): a lone surrogate reached the session (and a surrogate id was never
+    answered, its reply failing to encode)."""
+    line = b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "x", "params": {"t": "a\\udfffb"}}'
+    transport, writer = transport_for(line + b"\n")
+
+    [message] = await receive_all(transport)
+    await transport.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+
+    assert message["params"] == {"t": "a\ufffdb"}
+    assert message["id"] == "\ud800"
+    assert writer.messages() == [{"jsonrpc": "2.0", "id": "\ud800", "result": {}}]
+
+
+SURROGATE_TEXT = st.lists(st.characters(categories=["Cs"]) | st.characters(), max_size=8).map(
+    "".join
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | SURROGATE_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SURROGATE_TEXT, inner, max_size=3),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(request_id=st.integers() | SURROGATE_TEXT, params=JSON_VALUES, depth=st.integers(0, 200))
+def test_any_message_arrives_clean_or_is_answered_and_every_reply_encodes(
+    request_id: Any, params: Any, depth: int
+) -> None:
+    for _ in range(depth):
+        params = [params]
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "m", "params": params}
+
+    async def run() -> tuple[list[dict[str, Any]], CollectingWriter]:
+        transport, writer = transport_for(json.dumps(message).encode() + b"\n")
+        received = await receive_all(transport)
+        for each in received:
+            await transport.send({"jsonrpc": "2.0", "id": each["id"], "result": each["params"]})
+        return received, writer
+
+    received, writer = asyncio.run(run())
+
+    assert len(received) + len(writer.messages()) >= 1
+    for each in received:
+        json.dumps(each["params"], ensure_ascii=False).encode("utf-8")
+    as_sent = json.loads(json.dumps(request_id))  # JSON joins an escaped surrogate pair
+    assert [reply["id"] for reply in writer.messages()] == [as_sent]

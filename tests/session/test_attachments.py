@@ -396,3 +396,41 @@ async def test_a_prompt_request_keeps_the_typed_text_and_the_warnings(tmp_path: 
     assert request.parts == [Text("@a.txt and @dir"), referenced(("@a.txt", "A"))]
     assert request.warnings == ("@dir is a folder; mention the files in it to attach them.",)
     assert request.fresh
+
+
+# ----- lone surrogates (#18) -----
+
+with_surrogates = st.lists(st.characters(categories=["Cs"]) | st.characters(), max_size=30).map(
+    "".join
+)
+
+
+async def test_lone_surrogates_in_a_prompt_become_replacement_characters(tmp_path: Path) -> None:
+    """Regression (#18): a lone surrogate in a prompt (valid JSON, not UTF-8) reached the
+    history, so that turn and every later one failed writing the recording."""
+    resource = {"type": "resource", "resource": {"uri": "file:///x/n.txt", "text": "b\ud800"}}
+
+    result = await attach(tmp_path, text("look \udfff here"), resource)
+
+    assert result.text == "look \ufffd here"
+    assert result.parts == [
+        Text("look \ufffd here @/x/n.txt"),
+        referenced(("@/x/n.txt", "b\ufffd")),
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(with_surrogates, min_size=1, max_size=4))
+async def test_every_prompt_text_can_be_recorded_as_utf8(
+    tmp_path_factory: pytest.TempPathFactory, texts: list[str]
+) -> None:
+    workspace = tmp_path_factory.getbasetemp()
+    blocks = [text(t) for t in texts]
+    blocks.append({"type": "resource", "resource": {"uri": "file:///x", "text": texts[0]}})
+
+    result = await build_attachments(blocks, workspace=workspace, fs=FS)
+
+    result.text.encode("utf-8")
+    for part in result.parts:
+        assert isinstance(part, Text)
+        part.text.encode("utf-8")

@@ -165,7 +165,12 @@ class CairnAgent:
         ]
 
     async def authenticate(self, method_id: str, **_meta: Any) -> AuthenticateResponse:
-        """Re-read the settings and the environment; succeeds once an endpoint is configured."""
+        """Re-read the settings and the environment; succeeds once an endpoint is configured.
+        ``method_id`` must be the one method cairn advertises (any other is invalid params)."""
+        if method_id != AUTH_METHOD_ID:
+            raise RequestError.invalid_params(
+                {"details": f"unknown auth method {method_id!r}; cairn offers {AUTH_METHOD_ID!r}"}
+            )
         if self._options.endpoint is None:
             try:
                 startup = self._startup(self._options.cwd)

@@ -7,7 +7,12 @@ line with a JSON-RPC error and keeps serving:
 - not JSON (or not UTF-8) → ``-32700 Parse error``;
 - JSON that is not one message object (a batch, a number, an object without ``method`` or
   ``id``, a non-string method) → ``-32600 Invalid request``;
-- a line longer than :data:`MAX_MESSAGE_BYTES` → ``-32600`` and the line is skipped.
+- a line longer than :data:`MAX_MESSAGE_BYTES`, or params nested absurdly deep → ``-32600``
+  and the line is skipped.
+
+Lone surrogates (``"\\ud800"``, valid JSON but not UTF-8) in a message's params become U+FFFD
+before the agent sees them, so they can never poison a session or its recording; an ``id`` is
+echoed as it came (escaped in the answer), so the client can still match it.
 
 :func:`claim_stdout` takes the process's stdout for protocol messages only: the original file
 descriptor is duplicated for the protocol and descriptor 1 is pointed at stderr, so a stray
@@ -27,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol
 
 from cairn.debug_log import get_logger
+from cairn.session.boundary import TooDeep, clean_json
 
 __all__ = [
     "INVALID_REQUEST",
@@ -90,9 +96,8 @@ class StdioTransport:
     async def send(self, message: dict[str, Any]) -> None:
         if self._closed:
             raise ConnectionError("the ACP connection is closed")
-        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n"
         # Written before the first await: messages leave in the order send() was called.
-        self._writer.write(data.encode("utf-8"))
+        self._writer.write(_encode(message))
         await self._writer.drain()
 
     async def receive(self) -> dict[str, Any] | None:
@@ -121,13 +126,16 @@ class StdioTransport:
             await self._reply_error(None, PARSE_ERROR, "Parse error", str(exc)[:200])
             return None
         problem = _shape_problem(message)
-        if problem is not None:
-            request_id = message.get("id") if isinstance(message, dict) else None
-            if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-                request_id = None
-            await self._reply_error(request_id, INVALID_REQUEST, "Invalid request", problem)
-            return None
-        return message
+        if problem is None:
+            try:
+                return _cleaned(message)
+            except TooDeep as exc:
+                problem = f"`params` are {exc}"
+        request_id = message.get("id") if isinstance(message, dict) else None
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            request_id = None
+        await self._reply_error(request_id, INVALID_REQUEST, "Invalid request", problem)
+        return None
 
     async def _reply_error(
         self, request_id: str | int | None, code: int, message: str, details: str
@@ -163,6 +171,24 @@ class StdioTransport:
             )
             return b""
         return b"".join(chunks)
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (an id the client sent): JSON escapes it
+        return (json.dumps(message, separators=(",", ":"), ensure_ascii=True) + "\n").encode()
+
+
+def _cleaned(message: dict[str, Any]) -> dict[str, Any]:
+    """Everything but the ``id`` made safe (:func:`clean_json`); the id is echoed as it came,
+    so the client can match the answer to its request."""
+    cleaned = {k: v for k, v in message.items() if k != "id"}
+    cleaned = clean_json(cleaned)
+    if "id" in message:
+        cleaned["id"] = message["id"]
+    return dict(cleaned)
 
 
 def _shape_problem(message: Any) -> str | None:

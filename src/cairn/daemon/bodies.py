@@ -27,7 +27,8 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: "retry": "yes" or "sessionId": 5 is a client's mistake to report, not to coerce
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class CreateSessionBody(_Body):

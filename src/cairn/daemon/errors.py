@@ -6,7 +6,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ApiError", "error_body", "json_bytes"]
+__all__ = ["STRICT_REASON", "ApiError", "error_body", "json_bytes", "token_required"]
+
+STRICT_REASON = "it needs a daemon started with a token (--token or CAIRN_SERVER_TOKEN)"
 
 
 class ApiError(Exception):
@@ -30,6 +32,12 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.code, **self.details)
+
+
+def token_required(message: str) -> ApiError:
+    """The answer to a strict request (one that widens permissions) on a daemon without a
+    token: 401 ``token_required``."""
+    return ApiError(401, message, "token_required")
 
 
 def error_body(message: str, code: str | None = None, **details: Any) -> dict[str, Any]:

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cairn.daemon.errors import ApiError
+from cairn.daemon.errors import STRICT_REASON, ApiError, token_required
 from cairn.session.updates import permission_options, permission_tool_call
 from cairn.tools.base import Question
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
-from cairn.vocabulary.permissions import PERMISSION_OPTION_IDS, outcome_of_option
+from cairn.vocabulary.permissions import outcome_of_option
 
 __all__ = ["DaemonFrontend", "Vote"]
 
@@ -151,12 +151,14 @@ def _parse_vote(body: Any, pending: _Pending) -> Vote:
             "invalid_vote",
         )
     option_id = outcome.get("optionId")
-    if not isinstance(option_id, str) or outcome_of_option(option_id) is None:
-        raise ApiError(
-            400,
-            f"optionId must be one of {', '.join(PERMISSION_OPTION_IDS)}.",
-            "invalid_vote",
+    offered = [o["optionId"] for o in pending.payload.get("options", [])]
+    if option_id == "allow_always" and option_id not in offered:  # the session's gate is shut
+        raise token_required(
+            f"Answering allow_always widens what the agent may do without asking: "
+            f"{STRICT_REASON}. Vote {' or '.join(offered)}."
         )
+    if not isinstance(option_id, str) or option_id not in offered:
+        raise ApiError(400, f"optionId must be one of {', '.join(offered)}.", "invalid_vote")
     return Vote("selected", option_id=option_id)
 
 

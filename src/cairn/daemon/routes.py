@@ -28,10 +28,12 @@ from cairn.daemon.bodies import (
     to_prompt_request,
 )
 from cairn.daemon.config import DaemonConfig
-from cairn.daemon.errors import ApiError, error_body
+from cairn.daemon.errors import ApiError, error_body, token_required
 from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
 from cairn.debug_log import bind_session, get_logger
+from cairn.session.boundary import clean_json
+from cairn.session.gate import WideningRefused
 from cairn.session.updates import commands_update
 
 if TYPE_CHECKING:
@@ -102,7 +104,8 @@ def _api(handler: Callable[..., Awaitable[Response]]) -> Handler:
 
 
 async def read_json(request: Request, limit: int) -> Any:
-    """The parsed JSON body (``None`` when empty); 413 past ``limit`` bytes, 400 if malformed."""
+    """The parsed JSON body (``None`` when empty), made safe (:func:`clean_json`: lone surrogates
+    replaced); 413 past ``limit`` bytes, 400 if malformed or nested absurdly deep."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -119,9 +122,12 @@ async def read_json(request: Request, limit: int) -> Any:
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"Invalid JSON in request body: {exc}", "invalid_json") from None
+        return clean_json(json.loads(raw))
+    except RecursionError:  # the parser's own depth limit
+        problem = "nested too deeply"
+    except (ValueError, UnicodeDecodeError) as exc:  # TooDeep included
+        problem = str(exc)
+    raise ApiError(400, f"Invalid JSON in request body: {problem}", "invalid_json")
 
 
 def _client_id(request: Request) -> str | None:
@@ -176,12 +182,11 @@ class DaemonRoutes:
         return await read_json(request, self.config.max_body_bytes)
 
     def _strict(self) -> None:
-        """Routes that change what the agent may do need a token even on a loopback bind."""
+        """Routes that rewrite the workspace need a token even on a loopback bind (widening
+        permissions is refused by the session's gate, :mod:`cairn.session.gate`)."""
         if self.config.token is None:
-            raise ApiError(
-                401,
-                "This route needs a daemon started with a token (--token or CAIRN_SERVER_TOKEN).",
-                "token_required",
+            raise token_required(
+                "This route needs a daemon started with a token (--token or CAIRN_SERVER_TOKEN)."
             )
 
     def _check_cwd(self, cwd: str | None) -> None:
@@ -346,13 +351,15 @@ class DaemonRoutes:
         return JSONResponse({})
 
     async def approval_mode(self, request: Request) -> Response:
-        self._strict()
         live = self.registry.get(request.path_params["id"])
         body = parse_body(ApprovalModeBody, await self._body(request))
         mode = check_approval_mode(body.mode)
         assert mode is not None
         previous = live.session.approval_mode
-        await live.session.set_approval_mode(mode)  # announced to the stream by the listener
+        try:  # announced to the stream by the session's listener
+            await live.session.set_approval_mode(mode)
+        except WideningRefused as refused:  # the session's gate: strict without a token
+            raise token_required(str(refused)) from None
         return JSONResponse({"sessionId": live.id, "mode": mode, "previous": previous})
 
     async def rewind_list(self, request: Request) -> Response:

@@ -6,9 +6,9 @@ Checks run in this order on every request, before any route:
    ``--allow-origin``; allowed origins get CORS headers and preflight answers;
 2. on a loopback bind, the ``Host`` header must name a loopback host with the bound port, so a
    page that rebinds its DNS name to 127.0.0.1 cannot reach the daemon;
-3. with a token configured, ``Authorization: Bearer <token>`` is required (``/health`` on a
-   loopback bind is exempt); the SHA-256 of both sides is compared in constant time and every
-   failure is the same 401;
+3. with a token configured, ``Authorization: Bearer <token>`` is required (a plain
+   ``/health`` on a loopback bind is exempt; ``/health?deep=1`` is not); the SHA-256 of both
+   sides is compared in constant time and every failure is the same 401;
 4. a declared ``Content-Length`` above the limit is a 413 (bodies without one are counted while
    they are read, see :func:`cairn.daemon.routes.read_json`).
 """
@@ -19,6 +19,7 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import parse_qs
 
 from cairn.daemon.config import DaemonConfig
 from cairn.daemon.errors import error_body, json_bytes
@@ -111,8 +112,8 @@ class SecurityMiddleware:
     def _authorized(self, scope: dict[str, Any], headers: dict[str, str]) -> bool:
         if self._token_digest is None:
             return True
-        if self._loopback and scope["path"] == "/health":
-            return True
+        if self._loopback and scope["path"] == "/health" and not _asks_deep(scope):
+            return True  # liveness only: the counts of ?deep=1 need the token
         return bearer_matches(headers.get("authorization"), self._token_digest)
 
     def _body_problem(self, length: str | None) -> tuple[int, dict[str, Any]] | None:
@@ -130,6 +131,11 @@ class SecurityMiddleware:
                 limit=limit,
             )
         return None
+
+
+def _asks_deep(scope: dict[str, Any]) -> bool:
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return bool(query.get("deep"))
 
 
 def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:

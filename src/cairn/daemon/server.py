@@ -21,10 +21,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from cairn.daemon.app import BootApp
 from cairn.daemon.config import SHUTDOWN_GRACE_SECONDS, DaemonConfig, DaemonConfigError
+from cairn.daemon.errors import error_body, json_bytes
 from cairn.daemon.security import SecurityMiddleware
 from cairn.debug_log import get_logger, mirror_warnings
 from cairn.exit_codes import ExitCode
@@ -43,6 +46,42 @@ BACKLOG = 2048  # pending connections the listening socket queues (uvicorn's def
 # connections, and 16 measured best for 50 concurrent sessions (benchmarks/README.md).
 CONNECTION_POOLS = 16
 _log = get_logger("DAEMON")
+
+
+class JsonErrorsH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, answering a request it cannot even parse (a malformed
+    ``Content-Length``, a bad request line) in the daemon's JSON error shape, not plain text."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._malformed: h11.RemoteProtocolError | None = None
+        next_event = self.conn.next_event
+
+        def remember() -> Any:  # h11's reason is dropped by uvicorn: keep it for the answer
+            try:
+                return next_event()
+            except h11.RemoteProtocolError as exc:
+                self._malformed = exc
+                raise
+
+        self.conn.next_event = remember  # type: ignore[method-assign]
+
+    def send_400_response(self, msg: str) -> None:
+        detail = str(self._malformed) if self._malformed is not None else msg
+        code = "invalid_content_length" if "content-length" in detail.lower() else "bad_request"
+        body = json_bytes(error_body(f"Malformed HTTP request: {detail}", code))
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
 
 
 class _Server(uvicorn.Server):
@@ -115,7 +154,7 @@ class DaemonServer:
             uvicorn.Config(
                 SecurityMiddleware(self._boot, self.config),
                 lifespan="off",
-                http="h11",
+                http=JsonErrorsH11Protocol,
                 ws="none",
                 log_config=None,
                 access_log=False,

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.daemon.bus import EventBus
 from cairn.daemon.config import RETRY_AFTER_SECONDS, DaemonConfig
-from cairn.daemon.errors import ApiError
+from cairn.daemon.errors import STRICT_REASON, ApiError, token_required
 from cairn.daemon.frontend import DaemonFrontend
 from cairn.debug_log import get_logger
+from cairn.session.gate import PermissionGate, WideningRefused
 from cairn.session.runtime import SessionNotFound, SessionUnreadable
 from cairn.session.updates import UpdateMapper, commands_update
 from cairn.vocabulary.events import SessionEvent, StreamReset, TurnResult, TurnStarted
@@ -259,6 +260,8 @@ class SessionRegistry:
         self.runtime = runtime
         self.config = config
         self._live: dict[str, LiveSession] = {}
+        # Without a token any local process may call: nothing may widen what sessions do.
+        self.gate = PermissionGate(open=config.token is not None, closed_because=STRICT_REASON)
 
     def __len__(self) -> int:
         return len(self._live)
@@ -297,12 +300,16 @@ class SessionRegistry:
         self._check_limit()
         new_id = session_id or str(uuid.uuid4())
         bus, frontend = self._wiring(new_id)
-        session = self.runtime.new_session(
-            frontend=frontend,
-            session_id=new_id,
-            approval_mode=approval_mode,
-            mcp_servers=mcp_servers,
-        )
+        try:
+            session = self.runtime.new_session(
+                frontend=frontend,
+                session_id=new_id,
+                approval_mode=approval_mode,
+                mcp_servers=mcp_servers,
+                gate=self.gate,
+            )
+        except WideningRefused as refused:
+            raise token_required(str(refused)) from None
         live = self._add(session, bus, frontend)
         live.announce()
         return live, False
@@ -321,10 +328,16 @@ class SessionRegistry:
         bus, frontend = self._wiring(session_id)
         try:
             session = self.runtime.load_session(
-                session_id, frontend=frontend, approval_mode=approval_mode, mcp_servers=mcp_servers
+                session_id,
+                frontend=frontend,
+                approval_mode=approval_mode,
+                mcp_servers=mcp_servers,
+                gate=self.gate,
             )
         except SessionUnreadable as exc:
             raise ApiError(409, str(exc), "session_unreadable", sessionId=session_id) from None
+        except WideningRefused as refused:
+            raise token_required(str(refused)) from None
         except SessionNotFound:
             raise ApiError(
                 404, f'No session with id "{session_id}"', "session_not_found", sessionId=session_id

@@ -14,6 +14,8 @@ and ``cairn -p`` one text block. In every block of text, ``@path`` mentions atta
   :class:`~cairn.content.Image` parts, checked and size-capped by :mod:`cairn.images` as every
   image is (one that cannot be sent is left out with a warning).
 - Every attached text is cut at :data:`MAX_ATTACHED_CHARS`, with a note saying so.
+- Lone surrogates in any text (valid JSON, not UTF-8) become U+FFFD
+  (:func:`cairn.content.scrub_surrogates`), so one can never poison the history or the recording.
 
 The model gets the prompt text, then one "referenced files" block holding every attached text
 (the reference system's format), then the images. What Recall, hooks and the slash-command check
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from cairn.content import Image, Part, Text
+from cairn.content import Image, Part, Text, scrub_surrogates
 from cairn.images import ImageError, image_from_bytes, is_image_path, load_image
 from cairn.tools.base import FileSystem, ToolError, resolve_in_roots
 
@@ -302,6 +304,7 @@ class _Builder:
         return text
 
     def _add_text(self, label: str, text: str, *, name: str | None = None) -> None:
+        text = scrub_surrogates(text)
         if len(text) > MAX_ATTACHED_CHARS:
             self.warnings.append(
                 f"{label} is longer than {MAX_ATTACHED_CHARS} characters; only its start was "
@@ -334,7 +337,7 @@ def _string(block: Mapping[str, Any], key: str, where: str) -> str:
     value = block.get(key)
     if not isinstance(value, str):
         raise AttachmentError(f"{where}.{key} must be a string")
-    return value
+    return scrub_surrogates(value)
 
 
 def _file_path(uri: str) -> Path | None:

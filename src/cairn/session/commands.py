@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 from cairn.config.settings import APPROVAL_MODES
 from cairn.content import Part
+from cairn.session.gate import WideningRefused
 from cairn.vocabulary.events import EventSink, Notice, UsageUpdate
 from cairn.vocabulary.usage import Usage
 
@@ -230,7 +231,10 @@ async def _approval_mode(session: Session, args: str, sink: EventSink) -> Comman
         return CommandOutcome(
             f"Unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}."
         )
-    await session.set_approval_mode(mode, sink)
+    try:
+        await session.set_approval_mode(mode, sink)
+    except WideningRefused as refused:
+        return CommandOutcome(str(refused))
     return CommandOutcome(f"Approval mode set to {mode}.")
 
 

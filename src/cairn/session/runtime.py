@@ -23,6 +23,7 @@ from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
+from cairn.session.gate import OPEN_GATE, PermissionGate
 from cairn.vocabulary.interaction import Frontend, NonInteractive
 
 if TYPE_CHECKING:
@@ -216,9 +217,12 @@ class Runtime:
         mcp_servers: Sequence[ServerConfig] = (),
         command_runner: CommandRunner | None = None,
         extra_roots: Sequence[Path] = (),
+        gate: PermissionGate | None = None,
     ) -> Session:
         """A new session; ``mcp_servers`` are its client's servers (ACP, daemon), which join
-        the configured ones and win a name clash."""
+        the configured ones and win a name clash. ``gate`` (open by default) says whether its
+        permissions may be widened (:mod:`cairn.session.gate`); a closed one refuses an
+        ``approval_mode`` wider than the settings' with :class:`WideningRefused`."""
         from cairn.session.session import Session
 
         session = Session(
@@ -231,6 +235,7 @@ class Runtime:
             mcp_servers=mcp_servers,
             command_runner=command_runner,
             extra_roots=extra_roots,
+            gate=gate or OPEN_GATE,
         )
         self._sessions.add(session)
         self.warm_memory()
@@ -247,9 +252,10 @@ class Runtime:
         command_runner: CommandRunner | None = None,
         cwd: Path | None = None,
         extra_roots: Sequence[Path] = (),
+        gate: PermissionGate | None = None,
     ) -> Session:
         """Resume a recorded session (in ``cwd``, default the runtime's); its model history is
-        rebuilt from the recording."""
+        rebuilt from the recording. ``gate`` as for :meth:`new_session`."""
         from cairn.recording.reader import SessionLoadError, load_session
         from cairn.session.session import Session
 
@@ -273,6 +279,7 @@ class Runtime:
             mcp_servers=mcp_servers,
             command_runner=command_runner,
             extra_roots=extra_roots,
+            gate=gate or OPEN_GATE,
         )
         self._sessions.add(session)
         self.warm_memory()

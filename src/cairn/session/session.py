@@ -51,6 +51,7 @@ from cairn.memory.remember import MemoryWrites
 from cairn.recording.records import APPROVAL_MODE, CANCELLED_ANSWER
 from cairn.session.attachments import Attachments, build_attachments
 from cairn.session.commands import COMMANDS, SlashCommand, busy_refusal, run_slash_command
+from cairn.session.gate import OPEN_GATE, GatedFrontend, PermissionGate
 from cairn.session.titles import SessionTitles
 from cairn.session.turn_hooks import TurnHook
 from cairn.session.updates import recorded_plan
@@ -175,10 +176,14 @@ class Session:
         mcp_servers: Sequence[ServerConfig] = (),
         command_runner: CommandRunner | None = None,
         extra_roots: Sequence[Path] = (),
+        gate: PermissionGate = OPEN_GATE,
     ) -> None:
         self.runtime = runtime
         self.id = session_id
         self.frontend = frontend
+        self.gate = gate
+        if approval_mode is not None:  # before anything is recorded: a refusal leaves no trace
+            gate.check_mode(runtime.settings.tools.approval_mode, approval_mode)
         self.cwd = cwd.resolve()
         # More folders the file tools may read and write (an editor's additionalDirectories).
         self.extra_roots = tuple(root.resolve() for root in extra_roots)
@@ -222,7 +227,7 @@ class Session:
         self.scheduler = ToolScheduler(
             registry=self.registry,
             rules=self.rules,
-            frontend=frontend,
+            frontend=GatedFrontend(frontend, gate),
             approval_mode=lambda: self.approval_mode,
             hooks=self.hooks,
             before_change=self._before_change,
@@ -562,6 +567,7 @@ class Session:
             raise ValueError(
                 f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}"
             )
+        self.gate.check_mode(self.approval_mode, mode)  # WideningRefused past a closed gate
         self.approval_mode = mode
         if self.recorder is not None:  # session/load restores it
             self.recorder.record_system(APPROVAL_MODE, {"mode": mode})

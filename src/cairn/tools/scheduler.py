@@ -370,6 +370,7 @@ class ToolScheduler:
             confirmation=tool.confirmation(call.args, ctx) or "info",
             args=call.args,
             diff=diff,
+            strict=approval.strict,
         )
         self._notify(f"cairn needs your permission to use {call.name}", "permission_prompt")
         outcome = await self.frontend.request_permission(request)

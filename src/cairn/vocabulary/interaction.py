@@ -44,6 +44,8 @@ class PermissionRequest:
     confirmation: ConfirmationKind
     args: Mapping[str, Any]
     diff: FileDiff | None = None
+    strict: Literal["settings", "unresolved"] | None = None  # "always" cannot apply to it
+    allow_always: bool = True  # False: the session may not remember an "always" answer
 
 
 class UserInteraction(Protocol):

@@ -45,15 +45,16 @@ PERMISSION_OPTION_IDS = tuple(_OUTCOMES)
 
 
 def permission_choices(request: PermissionRequest) -> tuple[PermissionChoice, ...]:
-    """The three answers to ``request``, labelled for its kind of call."""
+    """The answers to ``request``, labelled for its kind of call: allow once, allow always
+    (unless it cannot be kept: a strict approval, or a session that may not widen) and reject."""
     always = "Allow always (this session)"
     if request.tool_name == SHELL_TOOL:
         always = "Allow always for these programs (this session)"
-    return (
-        PermissionChoice("allow_once", "Allow once", "allow_once"),
-        PermissionChoice("allow_always", always, "allow_always"),
-        PermissionChoice("reject_once", "Reject", "reject"),
-    )
+    once = PermissionChoice("allow_once", "Allow once", "allow_once")
+    reject = PermissionChoice("reject_once", "Reject", "reject")
+    if request.strict is not None or not request.allow_always:
+        return (once, reject)  # an "always" answer would not be kept: not offered
+    return (once, PermissionChoice("allow_always", always, "allow_always"), reject)
 
 
 def outcome_of_option(option_id: str) -> PermissionOutcome | None:
