@@ -12,7 +12,7 @@ memory bodies or paths.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 from cairn import telemetry
 
@@ -51,15 +51,7 @@ DiscardReason: TypeAlias = Literal[
     "no_relevant_results",
     "already_delivered",
 ]
-DISCARD_REASONS: tuple[DiscardReason, ...] = (
-    "new_query",
-    "abort",
-    "reset",
-    "shutdown",
-    "no_safe_delivery_point",
-    "no_relevant_results",
-    "already_delivered",
-)
+DISCARD_REASONS: tuple[DiscardReason, ...] = get_args(DiscardReason)
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from cairn.tools.base import (
 __all__ = [
     "BINARY_SNIFF_BYTES",
     "BuiltinTool",
+    "FileChangeTool",
     "check_regular_file",
     "display_path",
     "folder_phrase",
@@ -75,6 +76,36 @@ class BuiltinTool:
             return ToolResult(error=f"{self.name} failed unexpectedly: {type(exc).__name__}: {exc}")
 
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+
+class FileChangeTool(BuiltinTool):
+    """A built-in tool that changes the one file its ``file_path`` names (``write_file``,
+    ``edit``): asked about as an edit, located at that file, previewed as :meth:`_diff`."""
+
+    kind = ToolKind.EDIT
+    verb = "Change"  # the title: "Write src/a.py"
+
+    def title(self, args: Mapping[str, Any]) -> str:
+        return f"{self.verb} {args.get('file_path', '')}"
+
+    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
+        return "edit"
+
+    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
+        try:
+            return [Location(ctx.resolve(require_str(args, "file_path"), write=True))]
+        except ToolError:
+            return []
+
+    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
+        try:
+            return await self._diff(args, ctx)
+        except ToolError:
+            return None
+
+    async def _diff(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff:
+        """The change the call would make; :class:`ToolError` if it cannot be made."""
         raise NotImplementedError
 
 

@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cairn.tools._common import BuiltinTool, display_path, optional_bool, require_str
+from cairn.tools._common import FileChangeTool, display_path, optional_bool, require_str
 from cairn.tools.base import (
-    ConfirmationKind,
     FileDiff,
     Location,
     ToolContext,
     ToolError,
-    ToolKind,
     ToolResult,
 )
 from cairn.tools.write_file import read_existing_text, write_text
@@ -51,7 +49,7 @@ class _EditPlan:
     first_line: int  # 1-based line of the first change
 
 
-class EditTool(BuiltinTool):
+class EditTool(FileChangeTool):
     name = "edit"
     description = (
         "Replace exact text in a file. old_string must match the file exactly (whitespace "
@@ -59,25 +57,10 @@ class EditTool(BuiltinTool):
         "old_string with a path that does not exist creates the file with new_string."
     )
     parameters = _PARAMETERS
-    kind = ToolKind.EDIT
+    verb = "Edit"
 
-    def title(self, args: Mapping[str, Any]) -> str:
-        return f"Edit {args.get('file_path', '')}"
-
-    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
-        return "edit"
-
-    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
-        try:
-            return [Location(ctx.resolve(require_str(args, "file_path"), write=True))]
-        except ToolError:
-            return []
-
-    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
-        try:
-            return (await _plan(args, ctx)).diff
-        except ToolError:
-            return None
+    async def _diff(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff:
+        return (await _plan(args, ctx)).diff
 
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         plan = await _plan(args, ctx)

@@ -399,15 +399,20 @@ def _scan_double_quoted(text: str, start: int) -> int:
 
 
 def _scan_backtick(text: str, start: int) -> int:
-    index = start + 1
+    """The index of the ``` ` ``` closing the one at ``start``."""
+    return _scan_to(text, start + 1, "`", "unterminated backquote")
+
+
+def _scan_to(text: str, index: int, closer: str, problem: str) -> int:
+    """The index of the first unescaped ``closer`` from ``index`` on (backslash escapes)."""
     while index < len(text):
         if text[index] == "\\":
             index += 2
             continue
-        if text[index] == "`":
+        if text[index] == closer:
             return index
         index += 1
-    raise ShellParseError("unterminated backquote")
+    raise ShellParseError(problem)
 
 
 def _scan_braced(text: str, open_index: int) -> int:
@@ -428,15 +433,7 @@ def _scan_braced(text: str, open_index: int) -> int:
 
 
 def _scan_ansi_c(text: str, start: int) -> int:
-    index = start
-    while index < len(text):
-        if text[index] == "\\":
-            index += 2
-            continue
-        if text[index] == "'":
-            return index
-        index += 1
-    raise ShellParseError("unterminated $'...' quote")
+    return _scan_to(text, start, "'", "unterminated $'...' quote")
 
 
 def _decode_ansi_c(body: str) -> str:

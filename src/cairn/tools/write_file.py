@@ -7,14 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cairn.tools._common import BuiltinTool, check_regular_file, display_path, require_str
+from cairn.tools._common import FileChangeTool, check_regular_file, display_path, require_str
 from cairn.tools.base import (
-    ConfirmationKind,
     FileDiff,
     Location,
     ToolContext,
     ToolError,
-    ToolKind,
     ToolResult,
 )
 
@@ -34,41 +32,23 @@ _PARAMETERS: Mapping[str, Any] = {
 }
 
 
-class WriteFileTool(BuiltinTool):
+class WriteFileTool(FileChangeTool):
     name = "write_file"
     description = (
         "Write a file in the workspace, creating it (and its folders) or replacing all of its "
         "content. To change part of an existing file, prefer edit."
     )
     parameters = _PARAMETERS
-    kind = ToolKind.EDIT
+    verb = "Write"
 
-    def title(self, args: Mapping[str, Any]) -> str:
-        return f"Write {args.get('file_path', '')}"
-
-    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
-        return "edit"
-
-    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
-        try:
-            return [Location(ctx.resolve(require_str(args, "file_path"), write=True))]
-        except ToolError:
-            return []
-
-    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
-        try:
-            return await self._plan(args, ctx)
-        except ToolError:
-            return None
-
-    async def _plan(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff:
+    async def _diff(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff:
         path = ctx.resolve(require_str(args, "file_path"), write=True)
         content = require_str(args, "content", allow_empty=True)
         old = await read_existing_text(path, display_path(path, ctx.workspace), ctx)
         return FileDiff(path, old, content)
 
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        diff = await self._plan(args, ctx)
+        diff = await self._diff(args, ctx)
         shown = display_path(diff.path, ctx.workspace)
         await write_text(diff.path, diff.new_text, shown, ctx)
         verb = "Created" if diff.old_text is None else "Overwrote"

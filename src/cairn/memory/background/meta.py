@@ -43,28 +43,32 @@ def record_extraction(
     state_dir: Path, *, session_id: str, touched_topics: Sequence[str], now: float
 ) -> None:
     """Note a finished extraction (read, update, write: call with the project lock held)."""
-    meta = read_meta(state_dir, now=now)
-    meta.update(
-        lastExtractionAt=iso_time(now),
-        lastExtractionSessionId=session_id,
-        lastExtractionTouchedTopics=list(touched_topics),
-        lastExtractionStatus=_status(touched_topics),
-    )
-    write_meta(state_dir, meta, now=now)
+    _record_run(state_dir, "Extraction", session_id, touched_topics, now)
 
 
 def record_dream(
     state_dir: Path, *, session_id: str, touched_topics: Sequence[str], now: float
 ) -> None:
     """Note a finished Dream (call with the project lock held)."""
+    _record_run(state_dir, "Dream", session_id, touched_topics, now, recentSessionIdsSinceDream=[])
+
+
+def _record_run(
+    state_dir: Path,
+    run: str,
+    session_id: str,
+    touched_topics: Sequence[str],
+    now: float,
+    **more: Any,
+) -> None:
+    """Set ``last<run>At``, ``last<run>SessionId``, ``last<run>TouchedTopics`` and
+    ``last<run>Status`` (``run``: ``Extraction`` or ``Dream``), and ``more``."""
     meta = read_meta(state_dir, now=now)
-    meta.update(
-        lastDreamAt=iso_time(now),
-        lastDreamSessionId=session_id,
-        lastDreamTouchedTopics=list(touched_topics),
-        lastDreamStatus=_status(touched_topics),
-        recentSessionIdsSinceDream=[],
-    )
+    meta[f"last{run}At"] = iso_time(now)
+    meta[f"last{run}SessionId"] = session_id
+    meta[f"last{run}TouchedTopics"] = list(touched_topics)
+    meta[f"last{run}Status"] = _status(touched_topics)
+    meta.update(more)
     write_meta(state_dir, meta, now=now)
 
 

@@ -128,26 +128,21 @@ def list_forget_candidates(docs: Sequence[MemoryDoc]) -> list[ForgetCandidate]:
 
 def _file_candidate(doc: MemoryDoc, entry: MemoryEntry | None) -> ForgetCandidate:
     entry = entry or MemoryEntry(summary=doc.description or doc.title)
-    text = f"{doc.title} {doc.description} {entry.search_text} {doc.body}".lower()
-    return ForgetCandidate(
-        id=f"{doc.scope}:{doc.relative_path}",
-        scope=doc.scope,
-        path=doc.path,
-        relative_path=doc.relative_path,
-        type=doc.type,
-        title=doc.title,
-        summary=entry.summary,
-        why=entry.why,
-        how_to_apply=entry.how_to_apply,
-        entry_index=None,
-        mtime=doc.mtime,
-        search_text=normalize_summary(text),
-    )
+    text = f"{doc.title} {doc.description} {entry.search_text} {doc.body}"
+    return _candidate(doc, entry, None, text.lower())
 
 
 def _entry_candidate(doc: MemoryDoc, entry: MemoryEntry, index: int) -> ForgetCandidate:
+    return _candidate(doc, entry, index, entry.search_text)
+
+
+def _candidate(
+    doc: MemoryDoc, entry: MemoryEntry, index: int | None, search_text: str
+) -> ForgetCandidate:
+    """One entry of ``doc`` (``index``), or the whole file (``None``)."""
+    where = f"{doc.scope}:{doc.relative_path}"
     return ForgetCandidate(
-        id=f"{doc.scope}:{doc.relative_path}:{index}",
+        id=where if index is None else f"{where}:{index}",
         scope=doc.scope,
         path=doc.path,
         relative_path=doc.relative_path,
@@ -158,7 +153,7 @@ def _entry_candidate(doc: MemoryDoc, entry: MemoryEntry, index: int) -> ForgetCa
         how_to_apply=entry.how_to_apply,
         entry_index=index,
         mtime=doc.mtime,
-        search_text=normalize_summary(entry.search_text),
+        search_text=normalize_summary(search_text),
     )
 
 
