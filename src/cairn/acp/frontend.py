@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -231,30 +232,23 @@ def _answer_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+@dataclass(eq=False)
 class AcpFileSystem:
     """Text files through the client when it offers ``fs/*``; the local disk otherwise."""
 
-    def __init__(
-        self,
-        client: Client,
-        session_id: str,
-        *,
-        read: bool,
-        write: bool,
-        local: FileSystem | None = None,
-    ) -> None:
-        self._client = client
-        self._session_id = session_id
-        self._read = read
-        self._write = write
-        self._local = local or LocalFileSystem()
+    client: Client
+    session_id: str
+    _: KW_ONLY
+    read: bool  # the client offers fs/read_text_file
+    write: bool  # ... and fs/write_text_file
+    local: FileSystem = field(default_factory=LocalFileSystem)
 
     async def read_text(self, path: Path) -> str:
-        if not self._read:  # the editor offers no reads: the disk is the truth
-            return await self._local.read_text(path)
+        if not self.read:  # the editor offers no reads: the disk is the truth
+            return await self.local.read_text(path)
         try:
-            response = await self._client.read_text_file(
-                session_id=self._session_id, path=str(path)
+            response = await self.client.read_text_file(
+                session_id=self.session_id, path=str(path)
             )
         except (RequestError, ConnectionError) as exc:
             # A refusal, not a reason to read around the editor: the model gets its words.
@@ -262,12 +256,12 @@ class AcpFileSystem:
         return response.content
 
     async def write_text(self, path: Path, content: str) -> None:
-        if not self._write:
-            await self._local.write_text(path, content)
+        if not self.write:
+            await self.local.write_text(path, content)
             return
         try:
-            await self._client.write_text_file(
-                session_id=self._session_id, path=str(path), content=content
+            await self.client.write_text_file(
+                session_id=self.session_id, path=str(path), content=content
             )
         except (RequestError, ConnectionError) as exc:
             raise OSError(f"the editor did not write {path}: {client_error(exc)}") from exc

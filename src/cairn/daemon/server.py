@@ -128,12 +128,6 @@ class DaemonServer:
         self._port: int | None = None
 
     @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("the daemon is not listening yet")
-        return self._port
-
-    @property
     def base_url(self) -> str:
         host = self.config.host.strip("[]")
         host = f"[{host}]" if ":" in host else host
@@ -142,6 +136,12 @@ class DaemonServer:
     @property
     def done(self) -> bool:
         return self._task is not None and self._task.done()
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the daemon is not listening yet")
+        return self._port
 
     async def start(self) -> str:
         """Bind, start serving and return the base URL (``OSError`` if the port is taken)."""

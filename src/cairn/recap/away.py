@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "DEFAULT_AWAY_THRESHOLD_MINUTES",
@@ -53,6 +53,7 @@ class RecapTicket:
     epoch: int
 
 
+@dataclass(kw_only=True, eq=False)
 class AwayRecapTracker:
     """Decides when an away recap fires and whether its result may be shown.
 
@@ -60,30 +61,23 @@ class AwayRecapTracker:
     the program runs (``/settings``) applies at once.
     """
 
-    def __init__(
-        self,
-        *,
-        clock: Callable[[], float],
-        enabled: Callable[[], bool],
-        threshold_minutes: Callable[[], float | None],
-    ) -> None:
-        self._clock = clock
-        self._enabled = enabled
-        self._threshold_minutes = threshold_minutes
-        self.focused = True
-        self.idle = True
-        self.user_turns = 0
-        self._turns_at_last_recap: int | None = None
-        self._blurred_at: float | None = None
-        self._pending: RecapTicket | None = None
-        self._epoch = 0
+    clock: Callable[[], float]
+    enabled: Callable[[], bool]
+    threshold_minutes: Callable[[], float | None]
+    focused: bool = field(default=True, init=False)
+    idle: bool = field(default=True, init=False)
+    user_turns: int = field(default=0, init=False)
+    _turns_at_last_recap: int | None = field(default=None, init=False)
+    _blurred_at: float | None = field(default=None, init=False)
+    _pending: RecapTicket | None = field(default=None, init=False)
+    _epoch: int = field(default=0, init=False)
 
     # ----- what the front end reports -----
 
     def blur(self) -> None:
         self.focused = False
-        if self._enabled() and self._blurred_at is None:
-            self._blurred_at = self._clock()
+        if self.enabled() and self._blurred_at is None:
+            self._blurred_at = self.clock()
 
     def focus(self) -> RecapTicket | None:
         self.focused = True
@@ -141,20 +135,20 @@ class AwayRecapTracker:
             and bool(text.strip())
             and ticket.epoch == self._epoch
             and self.idle
-            and self._enabled()
+            and self.enabled()
         )
         if show:
             self.recap_shown()
         return show
 
     def _evaluate(self) -> RecapTicket | None:
-        if not self._enabled():
+        if not self.enabled():
             self._blurred_at = None
             return None
         if not self.focused or self._blurred_at is None:
             return None
-        away = self._clock() - self._blurred_at
-        if away < away_threshold_seconds(self._threshold_minutes()):
+        away = self.clock() - self._blurred_at
+        if away < away_threshold_seconds(self.threshold_minutes()):
             self._blurred_at = None
             return None
         if self._pending is not None or not self.idle:

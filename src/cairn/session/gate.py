@@ -74,27 +74,27 @@ def _rank(mode: str) -> int:
     return order.index(mode) if mode in order else len(order)  # unknown: the widest
 
 
+@dataclass(frozen=True)
 class GatedFrontend:
     """A session's front end as its tool scheduler sees it, behind the session's gate: with the
     gate closed, "allow always" is not offered (and counts once if answered anyway), and a
     change to cairn's own configuration is refused without asking."""
 
-    def __init__(self, frontend: Frontend, gate: PermissionGate) -> None:
-        self._frontend = frontend
-        self._gate = gate
+    frontend: Frontend
+    gate: PermissionGate
 
     @property
     def interactive(self) -> bool:
-        return self._frontend.interactive
+        return self.frontend.interactive
 
     async def request_permission(self, request: PermissionRequest) -> PermissionOutcome:
-        if self._gate.open:
-            return await self._frontend.request_permission(request)
+        if self.gate.open:
+            return await self.frontend.request_permission(request)
         if request.strict == "settings":
-            _log.warning(self._gate.refusal(f"Approving {request.title}"))
+            _log.warning(self.gate.refusal(f"Approving {request.title}"))
             return "reject"
-        outcome = await self._frontend.request_permission(replace(request, allow_always=False))
+        outcome = await self.frontend.request_permission(replace(request, allow_always=False))
         return "allow_once" if outcome == "allow_always" else outcome
 
     async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
-        return await self._frontend.ask_user(questions)
+        return await self.frontend.ask_user(questions)

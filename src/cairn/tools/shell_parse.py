@@ -355,29 +355,41 @@ class _Lexer:
 
 def _scan_parenthesised(text: str, open_index: int) -> int:
     """The index of the ``)`` closing the ``(`` at ``open_index``."""
-    depth, index = 0, open_index
+    return _scan_nested(text, open_index, "()", "unbalanced parentheses", quoted=True)
+
+
+def _scan_nested(text: str, index: int, pair: str, problem: str, *, quoted: bool) -> int:
+    """The index of the ``pair[1]`` closing the ``pair[0]`` at ``index``; with ``quoted``,
+    quotes and backquotes inside are skipped whole."""
+    opener, closer = pair[0], pair[1]
+    depth = 0
     while index < len(text):
         char = text[index]
         if char == "\\":
             index += 2
             continue
-        if char == "'":
-            end = text.find("'", index + 1)
-            if end == -1:
-                raise ShellParseError("unterminated single quote")
-            index = end
-        elif char == '"':
-            index = _scan_double_quoted(text, index)
-        elif char == "`":
-            index = _scan_backtick(text, index)
-        elif char == "(":
+        if quoted and char in "'\"`":
+            index = _scan_quoted(text, index)
+        elif char == opener:
             depth += 1
-        elif char == ")":
+        elif char == closer:
             depth -= 1
             if depth == 0:
                 return index
         index += 1
-    raise ShellParseError("unbalanced parentheses")
+    raise ShellParseError(problem)
+
+
+def _scan_quoted(text: str, start: int) -> int:
+    """The index of the quote closing the ``'``, ``"`` or ``` ` ``` at ``start``."""
+    if text[start] == "'":
+        end = text.find("'", start + 1)
+        if end == -1:
+            raise ShellParseError("unterminated single quote")
+        return end
+    if text[start] == '"':
+        return _scan_double_quoted(text, start)
+    return _scan_backtick(text, start)
 
 
 def _scan_double_quoted(text: str, start: int) -> int:
@@ -416,20 +428,7 @@ def _scan_to(text: str, index: int, closer: str, problem: str) -> int:
 
 
 def _scan_braced(text: str, open_index: int) -> int:
-    depth, index = 0, open_index
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index
-        index += 1
-    raise ShellParseError("unterminated ${")
+    return _scan_nested(text, open_index, "{}", "unterminated ${", quoted=False)
 
 
 def _scan_ansi_c(text: str, start: int) -> int:

@@ -60,9 +60,7 @@ class PermissionScreen(ModalScreen[PermissionOutcome]):
             )
 
     def on_mount(self) -> None:
-        options = self.query_one(OptionList)
-        options.highlighted = 0
-        options.focus()
+        _focus_first_option(self)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -94,9 +92,7 @@ class QuestionScreen(ModalScreen[str | None]):
             yield answer
 
     def on_mount(self) -> None:
-        options = self.query_one(OptionList)
-        options.highlighted = 0
-        options.focus()
+        _focus_first_option(self)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -257,9 +253,7 @@ class SettingsScreen(ModalScreen[None]):
             )
 
     def on_mount(self) -> None:
-        options = self.query_one(OptionList)
-        options.highlighted = 0
-        options.focus()
+        _focus_first_option(self)
 
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -336,3 +330,10 @@ def _show(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def _focus_first_option(screen: ModalScreen[Any]) -> None:
+    """A dialog opens with its first option highlighted and the keyboard on the list."""
+    options = screen.query_one(OptionList)
+    options.highlighted = 0
+    options.focus()

@@ -19,7 +19,7 @@ from cairn.debug_log import get_logger
 from cairn.llm.side_query import side_query
 from cairn.llm.types import Provider
 from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
-from cairn.memory.recall.selector import bounded
+from cairn.memory.recall.selector import bounded, string_list_schema
 from cairn.memory.store.entries import MemoryEntry, parse_entries
 
 __all__ = [
@@ -41,12 +41,7 @@ FORGET_TIMEOUT_SECONDS = 8.0  # the forget selector's time limit
 MAX_FORGET_PROMPT_SEATS_PER_SCOPE = 200  # candidates per scope shown to the model (400 in all)
 FORGET_PURPOSE = "forget"
 
-FORGET_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"selected_ids": {"type": "array", "items": {"type": "string"}}},
-    "required": ["selected_ids"],
-    "additionalProperties": False,
-}
+FORGET_SCHEMA = string_list_schema("selected_ids")
 
 FORGET_SYSTEM_PROMPT = """\
 You help a user remove entries from their saved memory.

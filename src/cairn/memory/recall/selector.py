@@ -41,6 +41,7 @@ __all__ = [
     "sanitize_manifest_text",
     "select_memories",
     "selector_user_message",
+    "string_list_schema",
 ]
 
 MAX_RELEVANT_DOCS = 5  # documents per Recall delivery; the selector picks "up to 5"
@@ -49,12 +50,18 @@ MAX_MANIFEST_DESCRIPTION_CHARS = 512  # description characters per manifest line
 SELECTOR_TIMEOUT_SECONDS = 30.0  # safety ceiling; the turn never waits for the selector
 SELECTOR_PURPOSE = "recall-selector"
 
-SELECTOR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"selected_memories": {"type": "array", "items": {"type": "string"}}},
-    "required": ["selected_memories"],
-    "additionalProperties": False,
-}
+
+def string_list_schema(key: str) -> dict[str, Any]:
+    """The JSON schema of a selector's answer: an object holding one list of strings."""
+    return {
+        "type": "object",
+        "properties": {key: {"type": "array", "items": {"type": "string"}}},
+        "required": [key],
+        "additionalProperties": False,
+    }
+
+
+SELECTOR_SCHEMA = string_list_schema("selected_memories")
 
 SELECTOR_SYSTEM_PROMPT = """\
 You decide which saved memories will help a coding assistant with the user's query.

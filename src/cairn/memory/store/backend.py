@@ -33,8 +33,9 @@ class MemoryBackendError(RuntimeError):
 class DreamLock(Protocol):
     """Dream's cross-process lock (one Dream per project at a time)."""
 
-    def holder(self, now: float, *, clean: bool = True, ours_is_stale: bool = False) -> int | None:
-        ...
+    def holder(
+        self, now: float, *, clean: bool = True, ours_is_stale: bool = False
+    ) -> int | None: ...
 
     def try_acquire(self, now: float, *, ours_is_stale: bool = False) -> bool: ...
 

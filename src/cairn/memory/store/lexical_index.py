@@ -188,12 +188,17 @@ class _Scatter:
 
 def _free_slots(used: bytearray) -> list[int]:
     """Slots not in use, as a heap (already sorted)."""
-    free: list[int] = []
-    at = used.find(0)
+    return _offsets_of(used, 0)
+
+
+def _offsets_of(data: bytes | bytearray, byte: int) -> list[int]:
+    """Every offset in ``data`` that holds ``byte``, in order (``find`` runs at C speed)."""
+    found: list[int] = []
+    at = data.find(byte)
     while at >= 0:
-        free.append(at)
-        at = used.find(0, at + 1)
-    return free
+        found.append(at)
+        at = data.find(byte, at + 1)
+    return found
 
 
 class LexicalIndex:
@@ -401,12 +406,7 @@ class _Shard:
     def slots_at_least(self, threshold: int) -> list[int]:
         mask = (self.biased - threshold * self.ones) & self.guards
         guard_bytes = mask.to_bytes(self.size * 4, "little")[3::4]
-        slots: list[int] = []
-        at = guard_bytes.find(0x80)
-        while at >= 0:
-            slots.append(at)
-            at = guard_bytes.find(0x80, at + 1)
-        return slots
+        return _offsets_of(guard_bytes, 0x80)
 
     def value(self, slot: int) -> int:
         if self.values is None:

@@ -72,7 +72,7 @@ def _import_psycopg() -> Any:
         import psycopg
     except ImportError:
         raise MemoryBackendError(
-            "memory.backend is \"postgres\" but the PostgreSQL driver is not installed: "
+            'memory.backend is "postgres" but the PostgreSQL driver is not installed: '
             "pip install 'cairn-agent[postgres]' (psycopg 3)"
         ) from None
     return psycopg
