@@ -190,17 +190,23 @@ async def test_the_daemon_starts_the_servers_a_client_passes_to_post_session(
     serve: object, scripted_server: ScriptedServer, tmp_path: Path
 ) -> None:
     server = tools_server(tmp_path)
-    served = serve()  # type: ignore[operator]
+    token = "mcp-token"  # yolo widens permissions: a token-less daemon refuses it
+    served = serve("--token", token)  # type: ignore[operator]
+    auth = {"Authorization": f"Bearer {token}"}
     scripted_server.enqueue(tool_call("mcp__notes__echo", {"text": "daemon"}), purpose="main")
     scripted_server.enqueue(reply("Echoed."), purpose="main")
-    async with DaemonClient(served.url) as client:
+    async with DaemonClient(served.url, token) as client:
         session = await DaemonSessionClient.create(
             client, approval_mode="yolo", mcp_servers=[server.acp_stdio_config("notes")]
         )
         await session.prompt("echo it")
         events = await until(session, "turn_complete")
-        commands = httpx.get(f"{served.url}/session/{session.session_id}/commands").json()
-        bad = httpx.post(f"{served.url}/session", json={"mcpServers": [{"name": "x"}]})
+        commands = httpx.get(
+            f"{served.url}/session/{session.session_id}/commands", headers=auth
+        ).json()
+        bad = httpx.post(
+            f"{served.url}/session", json={"mcpServers": [{"name": "x"}]}, headers=auth
+        )
         await client.close_session(session.session_id)
 
     assert events[-1].final_text == "Echoed."
