@@ -17,7 +17,7 @@ from typing import Any
 
 from cairn.testing.cache import Block, CacheUse, block_of
 from cairn.testing.script import Reply
-from cairn.testing.wire import ReplyContext, StreamPlan, argument_fragments
+from cairn.testing.wire import ERROR_TYPES, ReplyContext, StreamPlan, argument_fragments
 
 __all__ = [
     "anthropic_blocks",
@@ -37,15 +37,7 @@ _STOP_REASONS = {
     "length": "max_tokens",
     "content_filter": "refusal",
 }
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
+_ERROR_TYPES = {**ERROR_TYPES, 529: "overloaded_error"}  # the API's own overload status
 _BLOCK_TYPES = {
     "user": {"text", "image", "tool_result", "document"},
     "assistant": {"text", "tool_use", "thinking", "redacted_thinking"},

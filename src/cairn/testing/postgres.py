@@ -40,6 +40,7 @@ def find_postgres_bin() -> Path | None:
     found = shutil.which("initdb")
     if found:
         return Path(os.path.realpath(found)).parent  # a symlink's folder may lack createdb
+
     def version(path: str) -> int:
         name = Path(path).parent.parent.name
         return int(name) if name.isdigit() else 0

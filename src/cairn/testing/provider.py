@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import itertools
 import json
 import time
@@ -26,7 +25,7 @@ from cairn.llm.retry import RetryPolicy, retry_stream
 from cairn.llm.transport import http_error
 from cairn.llm.types import ModelRequest, StreamEvent
 from cairn.testing.request import message_text
-from cairn.testing.script import Reply, ReplyQueues
+from cairn.testing.script import Reply, ReplyQueues, call_handler
 from cairn.testing.wire import ReplyContext, completion_body, error_body, sse_frame, stream_plan
 
 __all__ = ["ProviderHandler", "ScriptedProvider"]
@@ -114,12 +113,12 @@ class ScriptedProvider:
         return snapshot
 
     async def _choose_reply(self, request: ModelRequest) -> Reply:
-        answer = await _call(self.handler, request)
+        answer = await call_handler(self.handler, request)
         if answer is None:
             answer = self._queues.take(request.purpose, request.session_id)
         if answer is None:
             default = self.default
-            answer = default if isinstance(default, Reply) else await _call(default, request)
+            answer = default if isinstance(default, Reply) else await call_handler(default, request)
         if answer is None:
             index = len(self.requests) - 1
             raise ProviderError(
@@ -183,15 +182,6 @@ def _sse_data(frame: bytes) -> str:
         if line.startswith("data:")
     ]
     return "\n".join(lines).strip()
-
-
-async def _call(fn: ProviderHandler | None, request: ModelRequest) -> Reply | None:
-    if fn is None:
-        return None
-    result = fn(request)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
 
 
 async def _no_wait(seconds: float) -> None:

@@ -7,20 +7,22 @@ in-process scripted provider both play the same replies, so a script works with 
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "QueuedReply",
     "Reply",
     "ReplyQueues",
     "ToolCallSpec",
+    "call_handler",
     "error_reply",
     "load_script",
     "reply",
@@ -28,6 +30,7 @@ __all__ = [
     "tool_calls",
 ]
 
+_Request = TypeVar("_Request")
 CHARS_PER_TOKEN = 4  # the default usage counts estimate one token per 4 characters
 
 
@@ -264,3 +267,15 @@ def _queued_reply(path: Path, index: int, raw: Any) -> QueuedReply:
         return QueuedReply(Reply.from_dict(fields_), purpose, session_id)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: reply #{index}: {exc}") from exc
+
+
+async def call_handler(
+    fn: Callable[[_Request], Reply | Awaitable[Reply | None] | None] | None, request: _Request
+) -> Reply | None:
+    """What a handler (plain or async) answers ``request`` with; ``None`` without a handler."""
+    if fn is None:
+        return None
+    result = fn(request)
+    if inspect.isawaitable(result):
+        result = await result
+    return result

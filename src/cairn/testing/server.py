@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import inspect
 import itertools
 import json
 import signal
@@ -48,7 +47,7 @@ from cairn.testing.http11 import (
     send_stream,
 )
 from cairn.testing.request import RecordedRequest, message_text
-from cairn.testing.script import Reply, ReplyQueues, load_script
+from cairn.testing.script import Reply, ReplyQueues, call_handler, load_script
 from cairn.testing.wire import (
     ReplyContext,
     StreamPlan,
@@ -427,12 +426,14 @@ class ScriptedServer:
 
     async def _choose_reply(self, request: RecordedRequest) -> Reply:
         try:
-            answer = await _call(self.handler, request)
+            answer = await call_handler(self.handler, request)
             if answer is None:
                 answer = self._queues.take(request.purpose, request.session_id)
             if answer is None:
                 default = self.default
-                answer = default if isinstance(default, Reply) else await _call(default, request)
+                answer = (
+                    default if isinstance(default, Reply) else await call_handler(default, request)
+                )
         except Exception as exc:  # a broken script must not take the server down
             return self._failure(f"the script raised {type(exc).__name__}: {exc}")
         if answer is None:
@@ -560,15 +561,6 @@ def _error_body(request: RecordedRequest, status: int, message: str) -> dict[str
     if request.wire == "anthropic":
         return anthropic_error_body(status, message)
     return error_body(status, message)
-
-
-async def _call(fn: Handler | None, request: RecordedRequest) -> Reply | None:
-    if fn is None:
-        return None
-    result = fn(request)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
 
 
 def _wait_message(n: int, purpose: str | None, got: int, timeout: float) -> str:

@@ -11,6 +11,7 @@ from cairn.testing.cache import CacheUse
 from cairn.testing.script import CHARS_PER_TOKEN, Reply
 
 __all__ = [
+    "ERROR_TYPES",
     "ReplyContext",
     "StreamPlan",
     "argument_fragments",
@@ -25,7 +26,7 @@ __all__ = [
 DONE = "[DONE]"
 MAX_ARGUMENT_FRAGMENTS = 3  # tool-call arguments arrive in up to 3 pieces, to exercise assembly
 _SSE_FIELD_PREFIXES = ("data:", "event:", "id:", "retry:", ":")
-_ERROR_TYPES = {
+ERROR_TYPES = {  # the error "type" an HTTP status carries in an error body
     400: "invalid_request_error",
     401: "authentication_error",
     403: "permission_error",
@@ -165,8 +166,8 @@ def cached_usage(reply: Reply, use: CacheUse) -> dict[str, Any]:
 
 
 def error_type(status: int) -> str:
-    if status in _ERROR_TYPES:
-        return _ERROR_TYPES[status]
+    if status in ERROR_TYPES:
+        return ERROR_TYPES[status]
     return "server_error" if status >= 500 else "error"
 
 
