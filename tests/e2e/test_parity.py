@@ -171,11 +171,14 @@ async def through_acp(env: dict[str, str], project: Path) -> Seen:
 
 # ----- the daemon -----
 
+# With a token, as trusted as the editor: a token-less daemon offers no "allow always".
+DAEMON_TOKEN = "parity-token"
+
 
 @contextlib.contextmanager
 def daemon(env: dict[str, str], project: Path) -> Iterator[str]:
     process = subprocess.Popen(
-        [*CAIRN, "serve", "--port", "0"],
+        [*CAIRN, "serve", "--port", "0", "--token", DAEMON_TOKEN],
         cwd=project,
         env=env,
         stdin=subprocess.DEVNULL,
@@ -235,7 +238,10 @@ async def run_prompts(http: httpx.AsyncClient, session_id: str, seen: Seen) -> i
 async def through_daemon(env: dict[str, str], project: Path) -> Seen:
     seen = Seen()
     with daemon(env, project) as url:
-        async with httpx.AsyncClient(base_url=url, trust_env=False, timeout=30) as http:
+        auth = {"Authorization": f"Bearer {DAEMON_TOKEN}"}
+        async with httpx.AsyncClient(
+            base_url=url, trust_env=False, timeout=30, headers=auth
+        ) as http:
             session_id = (await http.post("/session", json={})).json()["sessionId"]
             await run_prompts(http, session_id, seen)
             assert (await http.delete(f"/session/{session_id}")).status_code == 204
