@@ -32,7 +32,12 @@ ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class QuietHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        return None  # the test's output stays the test's
+
+
+class _Handler(QuietHandler):
     def do_GET(self) -> None:
         status, headers, body = ROUTES[self.path]
         self.send_response(status)
@@ -42,18 +47,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args: object) -> None:
-        return None
 
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A threaded HTTP server on 127.0.0.1 answering with ``handler``: its root URL, for a
+    fixture to yield from (it stops when the fixture ends)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    yield from serve(_Handler)
 
 
 def fetcher(provider: ScriptedProvider, *, private: bool = True) -> WebFetchTool:

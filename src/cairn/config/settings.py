@@ -43,6 +43,7 @@ __all__ = [
     "TelemetrySettings",
     "ToolsSettings",
     "WebFetchSettings",
+    "WebSearchSettings",
     "editable_fields",
 ]
 
@@ -321,6 +322,29 @@ class WebFetchSettings(_Section):  # the extensions track's
     )
 
 
+class WebSearchSettings(_Section):
+    provider: Literal["tavily", "google"] | None = Field(
+        None,
+        description="The search provider of the `web_search` tool: `tavily` or `google` "
+        "(Programmable Search). Unset, there is no `web_search` tool.",
+    )
+    api_key: str | None = Field(
+        None,
+        description="The provider's key; unset, `TAVILY_API_KEY` or `GOOGLE_API_KEY` is used.",
+    )
+    search_engine_id: str | None = Field(
+        None,
+        description="Google's Programmable Search engine id (`cx`); unset, "
+        "`GOOGLE_SEARCH_ENGINE_ID` is used.",
+    )
+    base_url: str | None = Field(
+        None,
+        description="Another address of the provider's API (a proxy); unset, "
+        "`https://api.tavily.com` or `https://www.googleapis.com`.",
+    )
+    max_results: int = Field(5, ge=1, le=20, description="Results per search (Google: at most 10).")
+
+
 class ToolsSettings(_Section):
     approval_mode: ApprovalMode = _editable(
         default="default",
@@ -338,6 +362,9 @@ class ToolsSettings(_Section):
     )
     web_fetch: WebFetchSettings = Field(
         default_factory=lambda: WebFetchSettings(), description="The `web_fetch` tool."
+    )
+    web_search: WebSearchSettings = Field(
+        default_factory=lambda: WebSearchSettings(), description="The `web_search` tool."
     )
     sandbox: SandboxSettings = Field(
         default_factory=SandboxSettings,

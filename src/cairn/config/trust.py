@@ -298,6 +298,9 @@ def _endpoint(raw: Mapping[str, Any]) -> Iterable[ProjectCommand]:
     auth = _section(_section(raw, "security"), "auth")
     if auth.get("baseUrl"):
         yield ProjectCommand("endpoint", _SETTINGS, "security.auth.baseUrl", str(auth["baseUrl"]))
+    search = _section(_section(raw, "tools"), "webSearch").get("baseUrl")
+    if search:  # the user's search key would be sent there
+        yield ProjectCommand("endpoint", _SETTINGS, "tools.webSearch.baseUrl", str(search))
     dsn = _section(_section(raw, "memory"), "postgres").get("dsn")
     if dsn:  # the user's memories would be read from and written to that database
         yield ProjectCommand("endpoint", _SETTINGS, "memory.postgres.dsn", str(dsn))

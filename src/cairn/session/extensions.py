@@ -88,11 +88,26 @@ class SessionExtensions(TurnHook):
                 session_id=self.session.id,
             )
         )
+        self._register_web_search()
         if self.session.settings.agents.enabled:
             from cairn.extensions.subagents import Subagents
             from cairn.tools.agent import AgentTool
 
             self.session.registry.register(AgentTool(Subagents(self)))
+
+    def _register_web_search(self) -> None:
+        """``web_search`` when a provider is configured; a provider without its key is a
+        warning, never a failed session."""
+        from cairn.tools.web_search import web_search_tool
+
+        try:
+            tool = web_search_tool(self.session.settings.tools.web_search)
+        except ValueError as exc:
+            _log.warning(f"no web_search tool: {exc}")
+            self.session.pending_notices.append(Notice("warning", str(exc), "extensions"))
+            return
+        if tool is not None:
+            self.session.registry.register(tool)
 
     async def turn_started(self, session: Session, request: PromptRequest) -> None:
         try:

@@ -29,9 +29,18 @@ from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
 
 if TYPE_CHECKING:
+    import httpx
+
     from cairn.llm.types import Provider
 
-__all__ = ["MAX_BYTES", "MAX_REDIRECTS", "WEB_FETCH_PURPOSE", "WebFetchTool", "html_to_markdown"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_REDIRECTS",
+    "WEB_FETCH_PURPOSE",
+    "WebFetchTool",
+    "html_to_markdown",
+    "http_client",
+]
 
 WEB_FETCH_PURPOSE = "web-fetch"  # X-Cairn-Purpose of the question asked over the page
 MAX_BYTES = 10 * 1024 * 1024  # of a response body read
@@ -110,9 +119,8 @@ class WebFetchTool(BuiltinTool):
         """The page, or a message for the model (a redirect to another host)."""
         import httpx  # only when a page is fetched
 
-        timeout = httpx.Timeout(TIMEOUT_SECONDS)
-        headers = {"User-Agent": "cairn-web-fetch", "Accept": "text/html, text/*;q=0.9, */*;q=0.5"}
-        async with httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers) as client:
+        accept = "text/html, text/*;q=0.9, */*;q=0.5"
+        async with http_client("cairn-web-fetch", accept=accept) as client:
             for _ in range(MAX_REDIRECTS + 1):
                 await self._check_address(url)
                 try:
@@ -171,6 +179,16 @@ class WebFetchTool(BuiltinTool):
             excerpt = markdown[:MAX_FALLBACK_CHARS]
             return f"(No answer over the page: {exc}. The page from {url} follows.)\n\n{excerpt}"
         return f"From {url}:\n\n{result.text or '(no answer)'}"
+
+
+def http_client(user_agent: str, *, accept: str) -> httpx.AsyncClient:
+    """The client of cairn's web tools: their time limit, no proxy or netrc from the
+    environment (what a tool reaches does not depend on the shell it was started from)."""
+    import httpx
+
+    headers = {"User-Agent": user_agent, "Accept": accept}
+    timeout = httpx.Timeout(TIMEOUT_SECONDS)
+    return httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers)
 
 
 def _checked_url(url: str) -> str:
