@@ -2,12 +2,13 @@
 
 Used by the multi-process tests and ``benchmarks/memory_bench.py``::
 
-    python tests/e2e/memory_worker.py <project> <worker> <rounds>
+    python tests/e2e/memory_worker.py <project> <worker> <rounds> [files|postgres]
 
 Each round schedules one extraction whose scripted model writes a new memory
 (``project/w<worker>-r<round>.md``) and inserts a line into the shared
 ``project/shared-log.md`` with ``edit``, then waits for it. The process prints one JSON line:
-how many extractions completed, and the status of the others.
+how many extractions completed, and the status of the others. With ``postgres`` the memory is
+the database's (``CAIRN_MEMORY_DSN``, namespace ``team``), read through this process's mirror.
 """
 
 from __future__ import annotations
@@ -62,8 +63,13 @@ def handler(root: Path) -> object:
     return handle
 
 
-async def run(project: Path, worker: int, rounds: int) -> dict[str, object]:
-    settings = Settings.model_validate({"memory": {"minAvailableMemoryMb": 0}})
+async def run(
+    project: Path, worker: int, rounds: int, backend: str = "files"
+) -> dict[str, object]:
+    memory: dict[str, object] = {"minAvailableMemoryMb": 0, "backend": backend}
+    if backend == "postgres":
+        memory["postgres"] = {"namespace": "team"}
+    settings = Settings.model_validate({"memory": memory})
     probe = Runtime(cwd=project, settings=settings, provider=ScriptedProvider(), record_chats=False)
     root = probe.memory_manager().roots.project
     assert root is not None
@@ -130,7 +136,8 @@ def audit(root: Path, workers: int, rounds: int) -> dict[str, int]:
 
 def main() -> None:
     project, worker, rounds = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    print(json.dumps(asyncio.run(run(project, worker, rounds))), flush=True)
+    backend = sys.argv[4] if len(sys.argv) > 4 else "files"
+    print(json.dumps(asyncio.run(run(project, worker, rounds, backend))), flush=True)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import json
 import selectors
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,22 +64,32 @@ def serve(
     started: list[Served] = []
 
     def start(*args: str, env: dict[str, str] | None = None) -> Served:
-        process = subprocess.Popen(
-            [*CAIRN, "serve", "--port", "0", *args],
-            cwd=project,
-            env=env or cairn_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        line = first_line(process, START_TIMEOUT)
-        assert "listening on " in line, (line, process.stderr.read() if process.stderr else "")
-        served = Served(process, line.split("listening on ")[1].split()[0])
+        served = launch(args, cwd=project, env=env or cairn_env)
         started.append(served)
         return served
 
     yield start
+    reap(started)
+
+
+def launch(args: Sequence[str], *, cwd: Path, env: dict[str, str]) -> Served:
+    """``cairn serve --port 0 <args>``, once it printed its URL."""
+    process = subprocess.Popen(
+        [*CAIRN, "serve", "--port", "0", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = first_line(process, START_TIMEOUT)
+    assert "listening on " in line, (line, process.stderr.read() if process.stderr else "")
+    return Served(process, line.split("listening on ")[1].split()[0])
+
+
+def reap(started: Sequence[Served]) -> None:
+    """Kill the daemons a test left running and close their pipes."""
     for served in started:
         if served.process.poll() is None:
             served.process.kill()

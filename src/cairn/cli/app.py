@@ -103,6 +103,7 @@ def serve(
     workspace: Annotated[Path | None, _opt(_S["workspace"])] = None,
     sandbox: Annotated[bool, _opt(_S["sandbox"])] = False,
     trust: Annotated[bool, _opt(_S["trust"])] = False,
+    tenant_header: Annotated[str | None, _opt(_S["tenant_header"])] = None,
 ) -> None:
     """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
     from cairn.cli.dispatch import run_serve

@@ -78,6 +78,7 @@ def run_serve(options: ServeOptions) -> int:
         allow_origins=list(options.allow_origin),
         max_sessions=options.max_sessions,
         workspace=options.workspace or Path.cwd(),
+        tenant_header=options.tenant_header,
     )
 
 

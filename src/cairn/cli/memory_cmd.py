@@ -56,6 +56,22 @@ memory_app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+_tenant: str | None = None  # --tenant: a `cairn serve --tenant-header` tenant's memory
+
+
+@memory_app.callback()
+def _options(
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            "--tenant",
+            envvar="CAIRN_MEMORY_TENANT",
+            help="Act on this daemon tenant's memory (`cairn serve --tenant-header`).",
+        ),
+    ] = None,
+) -> None:
+    global _tenant
+    _tenant = tenant or None
 
 
 def _out() -> Console:
@@ -99,7 +115,7 @@ def _settings(cwd: Path) -> Settings:
 
 def _manager() -> MemoryManager:
     cwd = Path.cwd()
-    manager = MemoryManager(project_root(cwd), settings=_settings(cwd))
+    manager = MemoryManager(project_root(cwd), settings=_settings(cwd), tenant=_tenant)
     if manager.backend_error:  # a command must not quietly act on the wrong memory
         manager.close()
         _fail(manager.backend_error)
@@ -356,9 +372,8 @@ def dream() -> None:
 async def _dream(cwd: Path, settings: Settings, endpoint: Endpoint) -> DreamReport:
     from cairn.session.runtime import Runtime  # the model provider: only for this command
 
-    runtime = Runtime.from_endpoint(
-        cwd=cwd, settings=settings, endpoint=endpoint, record_chats=False
-    )
+    base = Runtime.from_endpoint(cwd=cwd, settings=settings, endpoint=endpoint, record_chats=False)
+    runtime = base if _tenant is None else base.for_tenant(_tenant)
     out = _out()
 
     async def progress(text: str) -> None:
@@ -370,7 +385,7 @@ async def _dream(cwd: Path, settings: Settings, endpoint: Endpoint) -> DreamRepo
             session_id=str(uuid.uuid4()), runtime=runtime, progress=progress
         )
     finally:
-        await runtime.aclose()
+        await base.aclose()
 
 
 def _when(entry: HistoryEntry) -> str:
@@ -469,7 +484,7 @@ def migrate_command(
 
     def command() -> None:
         cwd = Path.cwd()
-        report = migrate(_settings(cwd), project_root(cwd), to=to.value)
+        report = migrate(_settings(cwd), project_root(cwd), to=to.value, tenant=_tenant)
         _out().print(
             f"Copied {report.summary('copied')} ({report.files} files with the indexes, audit "
             f'trail, trash and state) to {to.value}. Set memory.backend to "{to.value}" to use it.',

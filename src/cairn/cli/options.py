@@ -132,6 +132,11 @@ SERVE_OPTIONS = _options(
     ),
     OptionSpec("sandbox", ("--sandbox",), SANDBOX_HELP, kind="flag"),
     OptionSpec("trust", ("--trust",), TRUST_HELP, kind="flag"),
+    OptionSpec(
+        "tenant_header",
+        ("--tenant-header",),
+        "Serve many tenants: each request names its tenant in this header (needs --token).",
+    ),
 )
 
 
@@ -165,6 +170,7 @@ class ServeOptions(NamedTuple):
     workspace: Path | None = None
     sandbox: bool = False
     trust: bool = False
+    tenant_header: str | None = None
 
 
 def parse_fast(

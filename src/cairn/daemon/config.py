@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ RETRY_AFTER_SECONDS = 5  # Retry-After sent with 503 session_limit_exceeded
 SHUTDOWN_GRACE_SECONDS = 5.0  # open connections get this long to finish on SIGTERM
 
 _LOOPBACK_NAMES = frozenset({"localhost", "[::1]"})
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")
 
 
 class DaemonConfigError(ValueError):
@@ -61,10 +63,13 @@ class DaemonConfig:
     max_body_bytes: int = MAX_BODY_BYTES
     permission_timeout_seconds: float = PERMISSION_TIMEOUT_SECONDS
     recap_timeout_seconds: float = RECAP_TIMEOUT_SECONDS
+    tenant_header: str | None = None  # each request names its tenant in this header (#15)
 
     def __post_init__(self) -> None:
         token = (self.token or "").strip() or None
         object.__setattr__(self, "token", token)
+        header = (self.tenant_header or "").strip() or None
+        object.__setattr__(self, "tenant_header", header)
         object.__setattr__(self, "allow_origins", tuple(o.strip() for o in self.allow_origins))
 
     @property
@@ -86,6 +91,16 @@ class DaemonConfig:
             raise DaemonConfigError(
                 "--allow-origin '*' needs a token (--token or CAIRN_SERVER_TOKEN)."
             )
+        if self.tenant_header is not None:
+            if self.token is None:
+                raise DaemonConfigError(
+                    "--tenant-header needs a token (--token or CAIRN_SERVER_TOKEN): without "
+                    "one, any client could name any tenant and read its memory."
+                )
+            if not _HEADER_NAME.fullmatch(self.tenant_header):
+                raise DaemonConfigError(
+                    f"--tenant-header {self.tenant_header!r} is not an HTTP header name."
+                )
         if not 0 <= self.port <= 65535:
             raise DaemonConfigError(f"--port must be between 0 and 65535, not {self.port}.")
         if self.max_sessions < 1:

@@ -32,6 +32,7 @@ from cairn.daemon.errors import ApiError, error_body, token_required
 from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
 from cairn.debug_log import bind_session, get_logger
+from cairn.memory.store.backend import TENANT_NAME
 from cairn.session.boundary import clean_json
 from cairn.session.gate import WideningRefused
 from cairn.session.updates import commands_update
@@ -181,6 +182,26 @@ class DaemonRoutes:
     async def _body(self, request: Request) -> Any:
         return await read_json(request, self.config.max_body_bytes)
 
+    def _tenant(self, request: Request) -> str | None:
+        """The request's tenant (``--tenant-header``): required then, else always None."""
+        header = self.config.tenant_header
+        if header is None:
+            return None
+        value = request.headers.get(header)
+        if value is None:
+            raise ApiError(400, f"This daemon needs the {header} header.", "tenant_required")
+        if not TENANT_NAME.fullmatch(value):
+            raise ApiError(
+                400,
+                f"{header} must be 1-128 characters of A-Z a-z 0-9 . _ @ - (not starting with .)",
+                "invalid_tenant",
+            )
+        return value
+
+    def _live(self, request: Request) -> LiveSession:
+        """The session the path names, if it is the request's tenant's (404 otherwise)."""
+        return self.registry.get(request.path_params["id"], self._tenant(request))
+
     def _strict(self) -> None:
         """Routes that rewrite the workspace need a token even on a loopback bind (widening
         permissions is refused by the session's gate, :mod:`cairn.session.gate`)."""
@@ -220,7 +241,7 @@ class DaemonRoutes:
     async def health(self, request: Request) -> Response:
         body: dict[str, Any] = {"status": "ok"}
         if request.query_params.get("deep") in ("1", "true"):
-            sessions = self.registry.values()
+            sessions = self.registry.values(every_tenant=True)
             body.update(
                 sessions=len(sessions),
                 activePrompts=sum(1 for s in sessions if s.has_active_prompt),
@@ -233,6 +254,10 @@ class DaemonRoutes:
         features = list(FEATURES)
         if self.config.allow_origins:
             features.append("allow_origin")
+        tenancy: dict[str, Any] = {}
+        if self.config.tenant_header is not None:
+            features.append("tenants")
+            tenancy["tenantHeader"] = self.config.tenant_header
         return JSONResponse(
             {
                 "v": 1,
@@ -246,6 +271,7 @@ class DaemonRoutes:
                     "eventRingSize": self.config.event_ring_size,
                     "maxBodyBytes": self.config.max_body_bytes,
                 },
+                **tenancy,
             }
         )
 
@@ -258,6 +284,7 @@ class DaemonRoutes:
             session_id=body.session_id,
             approval_mode=check_approval_mode(body.approval_mode),
             mcp_servers=check_mcp_servers(body.mcp_servers, "/session"),
+            tenant=self._tenant(request),
         )
         return JSONResponse(self._session_info(live, attached))
 
@@ -268,11 +295,13 @@ class DaemonRoutes:
             request.path_params["id"],
             approval_mode=check_approval_mode(body.approval_mode),
             mcp_servers=check_mcp_servers(body.mcp_servers, "/session/{id}/load"),
+            tenant=self._tenant(request),
         )
         return JSONResponse(self._session_info(live, attached))
 
     async def list_sessions(self, request: Request) -> Response:
-        live = {s.id: s for s in self.registry.values()}
+        tenant = self._tenant(request)
+        live = {s.id: s for s in self.registry.values(tenant)}
         sessions: list[dict[str, Any]] = []
         for s in live.values():
             sessions.append(
@@ -282,7 +311,7 @@ class DaemonRoutes:
                     "hasActivePrompt": s.has_active_prompt,
                 }
             )
-        recorded = await asyncio.to_thread(self.registry.runtime.list_sessions)
+        recorded = await asyncio.to_thread(self.registry.runtime_for(tenant).list_sessions)
         for info in recorded:
             if info.session_id in live:
                 continue
@@ -302,21 +331,22 @@ class DaemonRoutes:
         return JSONResponse({"sessions": sessions})
 
     async def status(self, request: Request) -> Response:
-        return JSONResponse(self.registry.get(request.path_params["id"]).status())
+        return JSONResponse(self._live(request).status())
 
     async def commands(self, request: Request) -> Response:
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         update = commands_update(live.session.command_infos())
         return JSONResponse({"sessionId": live.id, "commands": update["availableCommands"]})
 
     async def close_session(self, request: Request) -> Response:
-        await self.registry.close(request.path_params["id"], "client_close")
+        tenant = self._tenant(request)
+        await self.registry.close(request.path_params["id"], "client_close", tenant)
         return Response(status_code=204)
 
     # ----- turns -----
 
     async def prompt(self, request: Request) -> Response:
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         body = parse_body(PromptBody, await self._body(request))
         prompt_request = await to_prompt_request(body, live.session)
         last_event_id = live.bus.last_id
@@ -324,7 +354,7 @@ class DaemonRoutes:
         return JSONResponse({"promptId": item.prompt_id, "lastEventId": last_event_id}, 202)
 
     async def events(self, request: Request) -> Response:
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         max_queued = _max_queued(request.query_params.get("maxQueued"))
         cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
         subscription = live.bus.subscribe(_cursor(cursor), max_queued)
@@ -332,13 +362,13 @@ class DaemonRoutes:
         return _RawResponse(stream)
 
     async def cancel(self, request: Request) -> Response:
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         await self._body(request)
         live.cancel()
         return Response(status_code=204)
 
     async def permission(self, request: Request) -> Response:
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         body = await self._body(request)
         request_id = request.path_params["request_id"]
         if not live.frontend.vote(request_id, body):
@@ -351,7 +381,7 @@ class DaemonRoutes:
         return JSONResponse({})
 
     async def approval_mode(self, request: Request) -> Response:
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         body = parse_body(ApprovalModeBody, await self._body(request))
         mode = check_approval_mode(body.mode)
         assert mode is not None
@@ -383,7 +413,7 @@ class DaemonRoutes:
     async def _rewind(self, request: Request, parsed: RewindRequest) -> Response:
         from cairn.session.rewind import RewindError, answer_rewind_request
 
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         if live.has_active_prompt:
             raise ApiError(409, "Cannot rewind while a prompt runs; cancel it first.", "busy")
         try:
@@ -397,7 +427,7 @@ class DaemonRoutes:
 
     async def recap(self, request: Request) -> Response:
         """``{sessionId, recap}``; bounded by the recap timeout, cancelled if the client leaves."""
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         with contextlib.suppress(ApiError):
             await self._body(request)  # the body is ignored, whatever it holds
         recap = await self._recap_or_disconnect(request, live.session)

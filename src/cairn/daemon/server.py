@@ -243,6 +243,7 @@ def run_daemon(
     allow_origins: Sequence[str],
     max_sessions: int,
     workspace: Path,
+    tenant_header: str | None = None,
 ) -> int:
     """``cairn serve``: serve until SIGINT or SIGTERM, then shut down gracefully."""
     config = DaemonConfig(
@@ -252,6 +253,7 @@ def run_daemon(
         token=token,
         allow_origins=tuple(allow_origins),
         max_sessions=max_sessions,
+        tenant_header=tenant_header,
     )
     try:
         config.validate()

@@ -254,23 +254,27 @@ class LiveSession:
 
 
 class SessionRegistry:
-    """The live sessions of one daemon, on one shared runtime."""
+    """The live sessions of one daemon, on one shared runtime (one per tenant with
+    ``--tenant-header``: a tenant sees only its own sessions, recordings and memory)."""
 
     def __init__(self, runtime: Runtime, config: DaemonConfig) -> None:
         self.runtime = runtime
         self.config = config
-        self._live: dict[str, LiveSession] = {}
+        self._live: dict[tuple[str | None, str], LiveSession] = {}  # (tenant, id) -> session
         # Without a token any local process may call: nothing may widen what sessions do.
         self.gate = PermissionGate(open=config.token is not None, closed_because=STRICT_REASON)
 
     def __len__(self) -> int:
         return len(self._live)
 
-    def values(self) -> list[LiveSession]:
-        return list(self._live.values())
+    def values(self, tenant: str | None = None, *, every_tenant: bool = False) -> list[LiveSession]:
+        return [s for (t, _), s in self._live.items() if every_tenant or t == tenant]
 
-    def get(self, session_id: str) -> LiveSession:
-        live = self._live.get(session_id)
+    def runtime_for(self, tenant: str | None) -> Runtime:
+        return self.runtime if tenant is None else self.runtime.for_tenant(tenant)
+
+    def get(self, session_id: str, tenant: str | None = None) -> LiveSession:
+        live = self._live.get((tenant, session_id))
         if live is None:
             raise ApiError(
                 404, f'No session with id "{session_id}"', "session_not_found", sessionId=session_id
@@ -283,14 +287,16 @@ class SessionRegistry:
         session_id: str | None,
         approval_mode: str | None,
         mcp_servers: Sequence[ServerConfig] = (),
+        tenant: str | None = None,
     ) -> tuple[LiveSession, bool]:
         """A new session; an id that is live already attaches to it (``attached`` True)."""
+        runtime = self.runtime_for(tenant)
         if session_id is not None:
             if not _is_uuid(session_id):
                 raise ApiError(400, "sessionId must be a UUID.", "invalid_session_id")
-            if session_id in self._live:
-                return self._live[session_id], True
-            if (self.runtime.chats_dir / f"{session_id}.jsonl").exists():
+            if (tenant, session_id) in self._live:
+                return self._live[(tenant, session_id)], True
+            if (runtime.chats_dir / f"{session_id}.jsonl").exists():
                 raise ApiError(
                     409,
                     f"Session {session_id} is recorded: load it with POST /session/{{id}}/load.",
@@ -301,7 +307,7 @@ class SessionRegistry:
         new_id = session_id or str(uuid.uuid4())
         bus, frontend = self._wiring(new_id)
         try:
-            session = self.runtime.new_session(
+            session = runtime.new_session(
                 frontend=frontend,
                 session_id=new_id,
                 approval_mode=approval_mode,
@@ -310,7 +316,7 @@ class SessionRegistry:
             )
         except WideningRefused as refused:
             raise token_required(str(refused)) from None
-        live = self._add(session, bus, frontend)
+        live = self._add(session, bus, frontend, tenant)
         live.announce()
         return live, False
 
@@ -320,14 +326,15 @@ class SessionRegistry:
         *,
         approval_mode: str | None,
         mcp_servers: Sequence[ServerConfig] = (),
+        tenant: str | None = None,
     ) -> tuple[LiveSession, bool]:
         """Resume a recorded session; its conversation is published for replay (Last-Event-ID 0)."""
-        if session_id in self._live:
-            return self._live[session_id], True
+        if (tenant, session_id) in self._live:
+            return self._live[(tenant, session_id)], True
         self._check_limit()
         bus, frontend = self._wiring(session_id)
         try:
-            session = self.runtime.load_session(
+            session = self.runtime_for(tenant).load_session(
                 session_id,
                 frontend=frontend,
                 approval_mode=approval_mode,
@@ -342,13 +349,15 @@ class SessionRegistry:
             raise ApiError(
                 404, f'No session with id "{session_id}"', "session_not_found", sessionId=session_id
             ) from None
-        live = self._add(session, bus, frontend)
+        live = self._add(session, bus, frontend, tenant)
         live.announce()
         return live, False
 
-    async def close(self, session_id: str, reason: str = "client_close") -> None:
-        live = self.get(session_id)
-        del self._live[session_id]
+    async def close(
+        self, session_id: str, reason: str = "client_close", tenant: str | None = None
+    ) -> None:
+        live = self.get(session_id, tenant)
+        del self._live[(tenant, session_id)]
         await live.close(reason)
 
     async def close_all(self, reason: str) -> None:
@@ -373,9 +382,11 @@ class SessionRegistry:
         )
         return bus, frontend
 
-    def _add(self, session: Session, bus: EventBus, frontend: DaemonFrontend) -> LiveSession:
+    def _add(
+        self, session: Session, bus: EventBus, frontend: DaemonFrontend, tenant: str | None
+    ) -> LiveSession:
         live = LiveSession(session, bus, frontend, self.config)
-        self._live[session.id] = live
+        self._live[(tenant, session.id)] = live
         return live
 
 

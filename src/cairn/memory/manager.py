@@ -81,10 +81,13 @@ class MemoryManager:
         environ: Mapping[str, str] = os.environ,
         clock: Callable[[], float] = time.time,
         available_memory: AvailableMemory = available_memory_mb,
+        tenant: str | None = None,
     ) -> None:
         """``clock`` dates meta.json and drives Dream's time gates; ``available_memory`` (MiB)
-        feeds the memory-pressure gate. Both are injectable for tests."""
+        feeds the memory-pressure gate. Both are injectable for tests. A daemon ``tenant`` has
+        a memory of its own (folders and database namespaces), apart from every other's."""
         self.project_root = Path(project_root)
+        self.tenant = tenant
         self._keys: dict[Path, str] = {}  # project root -> its resolved path (task dedupe key)
         self.settings = settings
         self.clock = clock
@@ -269,10 +272,16 @@ class MemoryManager:
         from cairn.memory.store.backend import FileBackend, MemoryBackendError, open_backend
 
         try:
-            return open_backend(self.settings, self.project_root, environ=environ)
+            return open_backend(
+                self.settings, self.project_root, environ=environ, tenant=self.tenant
+            )
         except MemoryBackendError as error:  # a turn never fails for memory: files, and say so
+            from cairn.memory.store.backend import tenant_environ
+
             self.backend_error = str(error)
             _task_log.warning(f"{error}; using the memory files on this machine instead")
+            if self.tenant is not None:
+                environ = tenant_environ(environ, self.tenant)
             return FileBackend(memory_roots(self.project_root, environ=environ))
 
     # --- recall ----------------------------------------------------------------------------
@@ -624,7 +633,8 @@ class MemoryManager:
         """Extract a session whose extraction was cut short, from its recording."""
         from cairn.memory.background.extract import ExtractRequest
 
-        history = await asyncio.to_thread(_recorded_history, current.project_root, session_id)
+        chats = current.runtime.chats_dir  # a daemon tenant's recordings are its own
+        history = await asyncio.to_thread(_recorded_history, chats, session_id)
         if not history:
             return
         request = ExtractRequest(current.project_root, session_id, history, current.runtime)
@@ -778,13 +788,12 @@ class MemoryManager:
         return report
 
 
-def _recorded_history(project_root: Path, session_id: str) -> list[Content]:
+def _recorded_history(chats_dir: Path, session_id: str) -> list[Content]:
     """The model history recorded for ``session_id`` (empty when it is gone or unreadable)."""
-    from cairn.config.paths import chats_dir
     from cairn.recording.reader import SessionLoadError, load_session
 
     try:
-        return load_session(chats_dir(project_root) / f"{session_id}.jsonl").history
+        return load_session(chats_dir / f"{session_id}.jsonl").history
     except SessionLoadError as error:
         _task_log.warning(f"unfinished extraction of {session_id} given up: {error}")
         return []

@@ -48,10 +48,12 @@ class DaemonClient:
         *,
         client_id: str | None = None,
         http_client: httpx.AsyncClient | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
+        """``headers`` go with every request (a tenant: ``{"X-Cairn-Tenant": "acme"}``)."""
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        headers: dict[str, str] = {}
+        headers = dict(headers or {})
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if client_id:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from cairn.sdk.client import DEFAULT_TIMEOUT, DaemonClient, Prompt
@@ -63,9 +63,12 @@ class SyncDaemonClient:
         timeout: float | None = DEFAULT_TIMEOUT,
         *,
         client_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._loop = _LoopThread()
-        self._client = self._loop.run(_make_client(base_url, token, timeout, client_id))
+        self._client = self._loop.run(
+            _make_client(base_url, token, timeout, client_id, dict(headers or {}))
+        )
 
     def __enter__(self) -> SyncDaemonClient:
         return self
@@ -195,7 +198,11 @@ class SyncDaemonSessionClient:
 
 
 async def _make_client(
-    base_url: str, token: str | None, timeout: float | None, client_id: str | None
+    base_url: str,
+    token: str | None,
+    timeout: float | None,
+    client_id: str | None,
+    headers: dict[str, str],
 ) -> DaemonClient:
     """Built on the loop thread, so the HTTP connection pool belongs to that loop."""
-    return DaemonClient(base_url, token, timeout, client_id=client_id)
+    return DaemonClient(base_url, token, timeout, client_id=client_id, headers=headers)

@@ -73,6 +73,10 @@ class Runtime:
     _mcp_servers: list[ServerConfig] | None = None
     mcp_warnings: list[str] = field(default_factory=list)
     _catalogs: dict[Path, Catalog] = field(default_factory=dict)
+    # A daemon tenant (`cairn serve --tenant-header`): its own memory and recordings.
+    tenant: str | None = None
+    _tenants: dict[str, Runtime] = field(default_factory=dict)
+    _owns_provider: bool = True
 
     def __post_init__(self) -> None:
         self.cwd = self.cwd.resolve()
@@ -116,7 +120,7 @@ class Runtime:
         key = self.project_root if root is None else root.resolve()
         manager = self._memory.get(key)
         if manager is None:
-            manager = MemoryManager(key, settings=self.settings)
+            manager = MemoryManager(key, settings=self.settings, tenant=self.tenant)
             self._memory[key] = manager
         return manager
 
@@ -200,10 +204,33 @@ class Runtime:
             self._catalogs[self.project_root] = catalog
         return catalog
 
+    # ----- tenants (#15): one runtime per daemon tenant, sharing the provider -----
+
+    def for_tenant(self, tenant: str) -> Runtime:
+        """The runtime of a daemon tenant (made on first use, closed with this one): the same
+        settings and provider (one connection pool), its own memory and recordings."""
+        runtime = self._tenants.get(tenant)
+        if runtime is None:
+            runtime = Runtime(
+                cwd=self.cwd,
+                settings=self.settings,
+                provider=self.provider,
+                endpoint=self.endpoint,
+                version=self.version,
+                record_chats=self.record_chats,
+                clock=self.clock,
+                tenant=tenant,
+                _owns_provider=False,
+            )
+            self._tenants[tenant] = runtime
+        return runtime
+
     # ----- sessions -----
 
     @property
     def chats_dir(self) -> Path:
+        if self.tenant is not None:
+            return chats_dir(self.project_root).parent / "tenants" / self.tenant / "chats"
         return chats_dir(self.project_root)
 
     def new_session(
@@ -338,6 +365,10 @@ class Runtime:
         project's memory index once, after any warm-up finished, so the next process starts
         warm; close the provider's connections.
         """
+        tenants = [t.aclose(memory_wait=memory_wait) for t in self._tenants.values()]
+        for failure in await asyncio.gather(*tenants, return_exceptions=True):  # waits overlap
+            if isinstance(failure, Exception):
+                _log.warning(f"closing a tenant's runtime failed: {failure!r}")
         for session in list(self._sessions):
             try:
                 await session.close()
@@ -358,7 +389,8 @@ class Runtime:
                 manager.close()  # persists the Recall index so the next process starts warm
             except Exception as exc:
                 _log.warning(f"closing the memory manager failed: {exc!r}")
-        await self.provider.aclose()
+        if self._owns_provider:
+            await self.provider.aclose()
 
 
 def _home() -> Path | None:

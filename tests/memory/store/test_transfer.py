@@ -149,3 +149,25 @@ def test_a_migration_to_an_unreachable_database_is_a_clear_error(tmp_path: Path)
         migrate(settings, root, to="postgres", environ=environ)
     with pytest.raises(MemoryBackendError, match="no database is configured"):
         migrate(Settings(), root, to="postgres", environ=environ)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.endswith((".lock", ".tmp", ".sync.json"))
+        and "recall-index" not in p.relative_to(root).parts  # a cache, rebuilt from the files
+    }  # fmt: skip
+
+
+def test_files_to_postgres_to_files_round_trips_byte_for_byte(project: Project) -> None:
+    files = project.manager("files", "laptop")
+    _memory_with_a_past(files)
+    write(files, "reference/links.md", TABS.replace("Tabs", "Links").replace("\n", "\r\n"))
+    before = _tree(files.roots.state_dir)  # the memory root, its trail and trash, the state
+
+    project.migrate("postgres", "laptop")
+    project.migrate("files", "desktop")
+
+    after = _tree(project.manager("files", "desktop").roots.state_dir)
+    assert after == before

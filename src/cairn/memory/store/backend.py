@@ -16,6 +16,7 @@ which one holds the memory. The difference is in the writes and the locks:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
@@ -23,7 +24,19 @@ from typing import Protocol
 from cairn.config.settings import Settings
 from cairn.memory.paths import MemoryRoots, memory_roots
 
-__all__ = ["DreamLock", "FileBackend", "MemoryBackend", "MemoryBackendError", "open_backend"]
+__all__ = [
+    "TENANTS_FOLDER",
+    "TENANT_NAME",
+    "DreamLock",
+    "FileBackend",
+    "MemoryBackend",
+    "MemoryBackendError",
+    "open_backend",
+    "tenant_environ",
+]
+
+TENANTS_FOLDER = "tenants"  # under the memory base: one memory base per daemon tenant
+TENANT_NAME = re.compile(r"[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,127}")  # a folder name, never . or ..
 
 
 class MemoryBackendError(RuntimeError):
@@ -75,14 +88,31 @@ class FileBackend:
         return None
 
 
+def tenant_environ(environ: Mapping[str, str], tenant: str) -> dict[str, str]:
+    """``environ`` with the memory base of a daemon tenant (``<base>/tenants/<tenant>``): its
+    project memory, user memory, state and mirrors, apart from every other tenant's."""
+    from cairn.memory.paths import BASE_DIR_ENV, memory_base
+
+    if not TENANT_NAME.fullmatch(tenant):
+        raise MemoryBackendError(f"{tenant!r} is not a tenant name (A-Z a-z 0-9 . _ @ -)")
+    return {**environ, BASE_DIR_ENV: str(memory_base(environ) / TENANTS_FOLDER / tenant)}
+
+
 def open_backend(
-    settings: Settings, project_root: Path, *, environ: Mapping[str, str] = os.environ
+    settings: Settings,
+    project_root: Path,
+    *,
+    environ: Mapping[str, str] = os.environ,
+    tenant: str | None = None,
 ) -> MemoryBackend:
-    """The backend ``memory.backend`` names for the project at ``project_root``.
+    """The backend ``memory.backend`` names for the project at ``project_root``; a daemon
+    ``tenant`` gets its own folders, and its own namespaces (``<tenant>/<namespace>``).
 
     Raises :class:`MemoryBackendError` when the PostgreSQL backend is chosen but cannot be set
     up (no driver, no database configured).
     """
+    if tenant is not None:
+        environ = tenant_environ(environ, tenant)
     roots = memory_roots(project_root, environ=environ)
     if settings.memory.backend != "postgres":
         return FileBackend(roots)
@@ -90,6 +120,8 @@ def open_backend(
     from cairn.memory.store.postgres.backend import PostgresBackend, backend_config
 
     config = backend_config(settings, environ, default_namespace=lambda: roots.state_dir.name)
+    if tenant is not None:
+        config = config.for_tenant(tenant)
     backend = PostgresBackend(config, base=roots.base, user_root=roots.user)
     serve_from_database([shard.root for shard in backend.shards], backend)
     return backend

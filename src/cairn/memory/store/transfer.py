@@ -177,16 +177,19 @@ def migrate(
     *,
     to: Literal["postgres", "files"],
     environ: Mapping[str, str] = os.environ,
+    tenant: str | None = None,
 ) -> TransferReport:
-    """Copy the project's memory from one backend to the other (see the module docstring)."""
-    from cairn.memory.store.backend import open_backend
+    """Copy the project's memory from one backend to the other (see the module docstring);
+    a daemon ``tenant``'s memory with ``tenant``."""
+    from cairn.memory.store.backend import open_backend, tenant_environ
     from cairn.memory.store.locks import hold_roots
     from cairn.memory.store.postgres.backend import PostgresBackend
 
     database_settings = settings.model_copy(deep=True)
     database_settings.memory.backend = "postgres"
-    database = open_backend(database_settings, project_root, environ=environ)
-    files = memory_roots(project_root, environ=environ)
+    database = open_backend(database_settings, project_root, environ=environ, tenant=tenant)
+    files_environ = environ if tenant is None else tenant_environ(environ, tenant)
+    files = memory_roots(project_root, environ=files_environ)
     try:
         assert isinstance(database, PostgresBackend)
         database.pull_now()  # the database as it is now (an unreachable one is an error here)

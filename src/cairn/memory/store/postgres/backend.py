@@ -26,7 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ __all__ = [
     "MemoryBackendError",
     "PostgresBackend",
     "PostgresDreamLock",
+    "mirror_folder",
     "namespace_key",
 ]
 
@@ -60,6 +61,12 @@ def namespace_key(namespace: str, salt: str = "") -> int:
     """A stable signed 64-bit advisory-lock key for a namespace."""
     digest = hashlib.sha256(f"cairn-memory\0{salt}\0{namespace}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def mirror_folder(base: Path, dsn: str, namespace: str) -> Path:
+    """This machine's mirror of a namespace (its project memory is ``<mirror>/memory``)."""
+    digest = hashlib.sha256(f"{dsn}\0{namespace}".encode()).hexdigest()[:16]
+    return base / _MIRROR_FOLDER / digest
 
 
 def channel_name(namespace: str) -> str:
@@ -85,6 +92,11 @@ class PostgresConfig:
     user_namespace: str  # "" keeps user memory in files on this machine
     poll_seconds: float
 
+    def for_tenant(self, tenant: str) -> PostgresConfig:
+        """A daemon tenant's namespaces: ``<tenant>/<namespace>`` (its user memory too)."""
+        user = f"{tenant}/{self.user_namespace}" if self.user_namespace else ""
+        return replace(self, namespace=f"{tenant}/{self.namespace}", user_namespace=user)
+
 
 class PostgresBackend:
     """Memory kept in PostgreSQL, read through a local mirror (see the module docstring)."""
@@ -93,15 +105,11 @@ class PostgresBackend:
 
     def __init__(self, config: PostgresConfig, *, base: Path, user_root: Path) -> None:
         self.config = config
-        digest = hashlib.sha256(f"{config.dsn}\0{config.namespace}".encode()).hexdigest()[:16]
-        mirror = base / _MIRROR_FOLDER / digest
+        mirror = mirror_folder(base, config.dsn, config.namespace)
         project = Shard(config.namespace, "project", mirror / "memory", state_dir=mirror)
         self.shards: list[Shard] = [project]
         if config.user_namespace:
-            user_digest = hashlib.sha256(
-                f"{config.dsn}\0{config.user_namespace}".encode()
-            ).hexdigest()[:16]
-            user_root = base / _MIRROR_FOLDER / user_digest / "memories"
+            user_root = mirror_folder(base, config.dsn, config.user_namespace) / "memories"
             self.shards.append(Shard(config.user_namespace, "user", user_root))
         self.roots = MemoryRoots(project=project.root, user=user_root, state_dir=mirror)
         self._psycopg = _import_psycopg()

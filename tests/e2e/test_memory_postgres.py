@@ -1,0 +1,298 @@
+"""Shared memory on a real PostgreSQL, with real cairn processes (#15's "Done when").
+
+A "machine" is a cairn home of its own (its own mirror of the database): processes on two
+machines share a memory only through the database. Tenants of one daemon never share one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cairn.config.settings import Settings
+from cairn.memory.manager import MemoryManager
+from cairn.memory.store.postgres.backend import mirror_folder
+from cairn.sdk import DaemonClient, DaemonSessionClient
+from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
+
+from ..memory.postgres_helpers import postgres_dsn, postgres_server
+from ..memory.store.test_backend_contract import write
+from .conftest import CAIRN, write_settings
+from .memory_worker import SHARED_LOG, audit, shared_log_text
+from .test_daemon import Served, launch, reap
+
+__all__ = ["postgres_dsn", "postgres_server"]  # fixtures
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+NAMESPACE = "team"
+TOKEN = "tenant-token"
+HEADER = "X-Cairn-Tenant"
+PREFERENCE = "By the way: I always use pytest for tests, never unittest."
+QUESTION = "Should the new tests use pytest or unittest?"
+MARKER = "MARKER-PYTEST-5150"  # only in the memory's body: in a request only when recalled
+MEMORY = f"""---
+name: Tests use pytest
+description: The user writes tests with pytest, never unittest
+type: feedback
+---
+
+Write tests with pytest: plain asserts, no unittest.TestCase. {MARKER}
+"""
+WAIT_SECONDS = 60.0  # a hang guard for the other machine's catch-up, not a speed claim
+_ROOT_LINE = re.compile(r"^- project memory: (.+)/$", re.MULTILINE)
+
+
+class Machines:
+    """``env(name)``: the environment of a cairn process on machine ``name``."""
+
+    def __init__(self, tmp_path: Path, base: dict[str, str], dsn: str, project: Path) -> None:
+        self.tmp_path, self.base, self.dsn, self.project = tmp_path, base, dsn, project
+
+    def home(self, name: str) -> Path:
+        return self.tmp_path / f"machine-{name}"
+
+    def env(self, name: str) -> dict[str, str]:
+        return {**self.base, "CAIRN_HOME": str(self.home(name)), "CAIRN_MEMORY_DSN": self.dsn}
+
+    def mirror(self, name: str, namespace: str = NAMESPACE) -> Path:
+        """Where machine ``name`` mirrors the project memory of ``namespace``."""
+        return mirror_folder(self.home(name), self.dsn, namespace) / "memory"
+
+    def reader(self, name: str, *, tenant: str | None = None) -> MemoryManager:
+        """A memory manager on machine ``name`` (the test's own view of the database)."""
+        return MemoryManager(
+            self.project, settings=_settings(), environ=self.env(name), tenant=tenant
+        )
+
+    def cairn(self, name: str, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*CAIRN, *args], cwd=self.project, env=self.env(name),
+                              capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def _settings() -> Settings:
+    return Settings.model_validate(
+        {"memory": {"backend": "postgres", "postgres": {"namespace": NAMESPACE}}}
+    )
+
+
+@pytest.fixture
+def machines(
+    tmp_path: Path, cairn_env: dict[str, str], postgres_dsn: str, project: Path
+) -> Machines:
+    write_settings(project, {"memory": {
+        "backend": "postgres", "enableManagedAutoDream": False,
+        "postgres": {"namespace": NAMESPACE, "pollSeconds": 1},
+    }})  # fmt: skip
+    return Machines(tmp_path, cairn_env, postgres_dsn, project)
+
+
+def model(request: RecordedRequest) -> Reply | None:
+    """Extract saves the preference (when the conversation states it) into the memory folder
+    its prompt names; Recall's selector adds nothing (the fast phase is what recalls)."""
+    if request.purpose == "extract":
+        if request.messages[-1].get("role") == "tool" or not request.contains(PREFERENCE):
+            return reply("Saved.")
+        found = _ROOT_LINE.search(request.system or "")
+        assert found is not None, request.system
+        target = Path(found.group(1)) / "feedback" / "testing-with-pytest.md"
+        return tool_call("write_file", {"file_path": str(target), "content": MEMORY})
+    if request.purpose == "recall-selector":
+        return reply(json.dumps({"selected_memories": []}))
+    return None
+
+
+def eventually(check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the condition never held")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def serve(machines: Machines) -> Iterator[Callable[..., Served]]:
+    started: list[Served] = []
+
+    def start(machine: str, *args: str) -> Served:
+        served = launch(args, cwd=machines.project, env=machines.env(machine))
+        started.append(served)
+        return served
+
+    yield start
+    reap(started)
+
+
+def main_requests(server: ScriptedServer, session_id: str) -> list[RecordedRequest]:
+    return [r for r in server.requests_for("main") if r.session_id == session_id]
+
+
+async def test_a_memory_extracted_on_one_machine_is_recalled_on_the_next_turn_of_a_process_on_another(  # noqa: E501
+    machines: Machines, serve: Callable[..., Served], scripted_server: ScriptedServer
+) -> None:
+    scripted_server.handler = model  # type: ignore[assignment]
+    scripted_server.default = reply("Noted.")
+    served = serve("b")  # a long-running process on machine B, already warm
+    async with DaemonClient(served.url) as client:
+        session = await DaemonSessionClient.create(client)
+        await session.prompt_and_wait("hello")
+
+        learned = machines.cairn("a", "-p", PREFERENCE)  # machine A learns
+
+        assert learned.returncode == 0, learned.stderr
+        assert (machines.mirror("a") / "feedback/testing-with-pytest.md").read_text() == MEMORY
+        eventually((machines.mirror("b") / "feedback/testing-with-pytest.md").exists)
+        await session.prompt_and_wait(QUESTION)
+
+    first, second = main_requests(scripted_server, session.session_id)
+    assert not first.contains(MARKER)
+    assert second.contains(MARKER)  # recalled on B's next fresh turn
+    assert served.stop() == 0
+
+
+def test_eight_writers_on_eight_machines_lose_nothing(machines: Machines) -> None:
+    reader = machines.reader("reader")
+    write(reader, SHARED_LOG, shared_log_text())
+    workers, rounds = 8, 5
+    worker = Path(__file__).with_name("memory_worker.py")
+
+    children = [
+        subprocess.Popen([sys.executable, str(worker), str(machines.project), str(w), str(rounds),
+                          "postgres"], env=machines.env(f"w{w}"), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for w in range(workers)
+    ]  # fmt: skip
+    results = [json.loads(child.communicate(timeout=170)[0]) for child in children]
+
+    assert [r["completed"] for r in results] == [rounds] * workers, results
+    reader.refresh()
+    root = reader.roots.project
+    assert root is not None
+    assert audit(root, workers, rounds) == {
+        "lost_files": 0, "corrupt_files": 0, "lost_log_lines": 0, "duplicate_log_lines": 0,
+        "missing_index_lines": 0, "temp_files": 0,
+    }  # fmt: skip
+    trail = [json.loads(line)["op"] for line in (root / ".history.jsonl").read_text().splitlines()]
+    assert trail.count("extract") == workers * rounds
+    reader.close()
+
+
+def test_a_kill_mid_write_leaves_the_database_as_it_was_and_no_held_lock(
+    machines: Machines, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.handler = model  # type: ignore[assignment]
+    scripted_server.default = reply("Noted.")
+    paused = {**machines.env("a"), "CAIRN_TEST_MEMORY_WRITE_PAUSE": "60"}
+    child = subprocess.Popen([*CAIRN, "-p", PREFERENCE], cwd=machines.project, env=paused,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        eventually(lambda: bool(list(machines.mirror("a").glob("feedback/.*.tmp"))))
+        child.send_signal(signal.SIGKILL)  # inside the write transaction, holding its lock
+        child.wait(10)
+    finally:
+        child.kill()
+    reader = machines.reader("reader")
+    assert reader.docs() == []  # nothing of the half-done write reached the database
+
+    done = machines.cairn("b", "-p", PREFERENCE)  # would wait for a held lock, then fail
+
+    assert done.returncode == 0, done.stderr
+    assert [doc.title for doc in reader.docs()] == ["Tests use pytest"]
+    assert reader.docs()[0].path.read_text() == MEMORY
+    reader.close()
+
+
+def test_a_kill_mid_dream_leaves_no_held_lock(
+    machines: Machines, scripted_server: ScriptedServer
+) -> None:
+    slow = reply("Nothing to do.", delay=60)
+    scripted_server.handler = lambda r: slow if r.purpose == "dream" else None
+    child = subprocess.Popen([*CAIRN, "memory", "dream"], cwd=machines.project,
+                             env=machines.env("a"), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)  # fmt: skip
+    reader = machines.reader("reader")
+    lock = reader.backend.dream_lock()
+    try:
+        scripted_server.wait_for_requests(1, purpose="dream", timeout=60)
+        assert lock.holder(time.time(), clean=False) is not None  # machine A dreams
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        child.kill()
+    eventually(lambda: lock.holder(time.time(), clean=False) is None)  # the server let go
+
+    scripted_server.handler = lambda r: reply("Nothing to do.") if r.purpose == "dream" else None
+    done = machines.cairn("b", "memory", "dream")
+
+    assert done.returncode == 0, done.stderr
+    assert "Dream finished: no changes" in done.stdout
+    reader.close()
+
+
+def test_tenants_of_one_daemon_never_see_each_others_memory_and_it_survives_a_restart(
+    machines: Machines, serve: Callable[..., Served], scripted_server: ScriptedServer
+) -> None:
+    scripted_server.handler = model  # type: ignore[assignment]
+    scripted_server.default = reply("Noted.")
+    served = serve("s1", "--token", TOKEN, "--tenant-header", HEADER)
+
+    def client(tenant: str) -> DaemonClient:
+        return DaemonClient(served.url, TOKEN, headers={HEADER: tenant})
+
+    async def learn_and_ask() -> tuple[str, str]:
+        async with client("acme") as acme, client("globex") as globex:
+            taught = await DaemonSessionClient.create(acme)
+            await taught.prompt_and_wait(PREFERENCE)
+            eventually(lambda: "Tests use pytest" in tenant_list("acme"))
+            asked = await DaemonSessionClient.create(globex)
+            for text in (QUESTION, "and the fixtures?", "fine"):
+                await asked.prompt_and_wait(text)
+            recap = reply("<recap>Choosing a test runner.</recap>")
+            scripted_server.enqueue(recap, purpose="recap")
+            assert await asked.recap() == "Choosing a test runner."
+            return taught.session_id, asked.session_id
+
+    def tenant_list(tenant: str) -> str:
+        listed = machines.cairn("s1", "memory", "--tenant", tenant, "list")
+        assert listed.returncode == 0, listed.stderr
+        return listed.stdout
+
+    acme_session, globex_session = asyncio.run(learn_and_ask())
+
+    assert "Tests use pytest" not in tenant_list("globex")  # `cairn memory`
+    globex_requests = [r for r in scripted_server.requests if r.session_id == globex_session]
+    assert {r.purpose for r in globex_requests} >= {"main", "recap"}
+    assert not any(r.contains(MARKER) or r.contains("testing-with-pytest") for r in globex_requests)
+    forged = httpx.post(f"{served.url}/session", json={}, headers={HEADER: "acme"})
+    assert forged.status_code == 401  # a tenant header without the token is refused
+    assert served.stop() == 0
+
+    restarted = serve("s2", "--token", TOKEN, "--tenant-header", HEADER)  # a new container
+
+    async def ask_again() -> str:
+        async with DaemonClient(restarted.url, TOKEN, headers={HEADER: "acme"}) as acme:
+            session = await DaemonSessionClient.create(acme)
+            await session.prompt_and_wait(QUESTION)
+            return session.session_id
+
+    fresh = asyncio.run(ask_again())
+
+    [first_turn] = main_requests(scripted_server, fresh)
+    assert first_turn.contains(MARKER)  # write → restart → recalled on the first turn
+    assert acme_session not in (globex_session, fresh)
+
+
+def test_serve_refuses_a_tenant_header_without_a_token(machines: Machines) -> None:
+    result = machines.cairn("s", "serve", "--port", "0", "--tenant-header", HEADER, timeout=60)
+    assert result.returncode == 42
+    assert "--tenant-header needs a token" in result.stderr
