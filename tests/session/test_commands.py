@@ -518,3 +518,46 @@ async def test_a_command_never_enters_the_history(make_world: MakeWorld) -> None
     await world.prompt(session, "/model")
 
     assert session.history == before
+
+
+# ----- /forget -----
+
+
+async def test_forget_waits_for_a_memory_write_in_progress_without_stalling_the_event_loop(
+    make_world: MakeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (#15): /forget took the memory lock with a blocking wait on the event loop, so
+    while a memory agent held it across an await (its write, a database transaction) the loop
+    stalled until the lock timed out and /forget failed as "kept the memory locked"."""
+    import asyncio
+
+    from cairn.abort import AbortController
+    from cairn.memory.background.agent_tools import (
+        WRITE_PAUSE_ENV,
+        memory_agent_context,
+        memory_agent_registry,
+    )
+
+    world = make_world(memory=True)
+    write_memory(world.project, "deploy", "how we deploy", f"make release {DEPLOY_MARKER}")
+    root = world.runtime.memory_manager().roots.project
+    assert root is not None
+    monkeypatch.setenv(WRITE_PAUSE_ENV, "0.5")
+    registry, files = memory_agent_registry()
+    ctx = memory_agent_context(
+        workspace=root, writable=[root], readable=(), files=files, abort=AbortController().signal
+    )
+    new = root / "feedback" / "tabs.md"
+    memory = "---\nname: Tabs\ndescription: tabs\ntype: feedback\n---\n\nUse tabs.\n"
+    writing = asyncio.create_task(
+        registry.get("write_file").execute({"file_path": str(new), "content": memory}, ctx)
+    )
+    while not list(new.parent.glob(".tabs.md.*.tmp")):  # the agent holds the lock, mid-write
+        await asyncio.sleep(0.01)
+
+    await world.prompt(world.session(), "/forget how we deploy")
+
+    [said] = notices(world, "command:forget")
+    assert said.startswith("Forgot 1 memory entry from: project:project/deploy.md."), said
+    assert (await writing).ok
+    assert new.read_text() == memory

@@ -344,13 +344,30 @@ class MemoryManager:
         )
 
     def apply_forget(self, plan: ForgetPlan, *, session_id: str = "") -> ForgetReport:
-        """Move the plan's entries to the trash and rebuild the indexes (roots locked)."""
+        """Move the plan's entries to the trash and rebuild the indexes (roots locked); for
+        synchronous callers (the CLI). On an event loop use :meth:`forget`."""
+        with _hold_roots(self._root_paths()):
+            report = self._forget_locked(plan, session_id)
+        return self._forgotten(plan, report)
+
+    async def forget(self, plan: ForgetPlan, *, session_id: str = "") -> ForgetReport:
+        """:meth:`apply_forget` waiting for the roots' locks without blocking the event loop
+        (a memory agent may hold them across an await: its write, a database transaction)."""
+        from cairn.memory.store.locks import hold_roots_async
+
+        async with hold_roots_async(self._root_paths()):
+            report = self._forget_locked(plan, session_id)
+        return self._forgotten(plan, report)
+
+    def _forget_locked(self, plan: ForgetPlan, session_id: str) -> ForgetReport:
         from cairn.memory.forget.trash import apply_forget_plan
 
-        with _hold_roots(self._root_paths()):
-            report = apply_forget_plan(plan, self.root_map(), now=self.clock())
-            if report.entries:
-                self._after_change("forget", report.files, session_id, f"asked: {plan.query}")
+        report = apply_forget_plan(plan, self.root_map(), now=self.clock())
+        if report.entries:
+            self._after_change("forget", report.files, session_id, f"asked: {plan.query}")
+        return report
+
+    def _forgotten(self, plan: ForgetPlan, report: ForgetReport) -> ForgetReport:
         forgotten = {m.label: m for m in plan.matches if m.label in report.files}
         removed = [
             MemoryRef(m.title, m.scope, m.relative_path, str(m.path)) for m in forgotten.values()

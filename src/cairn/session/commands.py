@@ -189,7 +189,7 @@ async def _forget(session: Session, args: str, sink: EventSink) -> CommandOutcom
         )
         if not answer or answer[0] != "Forget them":
             return CommandOutcome("Nothing was forgotten.")
-    report = manager.apply_forget(plan, session_id=session.id)
+    report = await manager.forget(plan, session_id=session.id)  # never blocks the loop
     session.refresh_system_prompt()
     if report.change is not None and report.change.memories:
         await sink(report.change)

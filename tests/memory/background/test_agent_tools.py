@@ -18,6 +18,8 @@ from cairn.memory.background.agent_tools import (
 from cairn.memory.store.locks import MemoryBusy, hold_roots
 from cairn.tools.base import ToolContext, ToolResult
 
+from ...loop_helpers import run_counting_other_tasks
+
 DOC = "---\nname: Tabs\ndescription: tabs\ntype: feedback\n---\n\nUse tabs.\n"
 
 
@@ -165,3 +167,17 @@ async def test_a_write_holds_the_root_lock_and_renames_a_complete_temp_file(
         pass
     assert (await writing).ok
     assert target.read_text() == DOC and not list(root.glob(".*.tmp"))
+
+
+async def test_the_agents_read_and_write_memory_files_off_the_event_loop(root: Path) -> None:
+    """Regression (#18): MemoryFiles read and wrote memory files on the event loop, stalling
+    every session of the process for as long as the disk took."""
+    _, files = memory_agent_registry()
+    target = root / "t.md"
+    target.write_text(DOC)
+
+    text, ran_while_reading = await run_counting_other_tasks(files.read_text(target))
+    _, ran_while_writing = await run_counting_other_tasks(files.write_text(target, text + "M\n"))
+
+    assert ran_while_reading > 0 and ran_while_writing > 0
+    assert target.read_text() == DOC + "M\n"

@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from cairn.abort import AbortSignal
-from cairn.fsutil import read_regular_bytes
+from cairn.fsutil import read_regular_bytes, read_regular_file
 from cairn.memory.paths import INDEX_FILE_NAME, PINNED_FOLDER
 from cairn.memory.store.locks import hold_roots_async
 from cairn.memory.store.parse import memory_file_problem
 from cairn.tools.base import (
+    MAX_TEXT_FILE_BYTES,
     ConfirmationKind,
     FileDiff,
     Location,
@@ -100,12 +101,14 @@ class MemoryFiles:
         self.written: list[Path] = []  # resolved paths written, first write first
 
     async def read_text(self, path: Path) -> str:
-        # bytes, not read_text(): universal newlines would turn CRLF files into LF on write
-        return read_regular_bytes(path).decode("utf-8")
+        # In a worker thread, as the session's file system reads: never on the event loop.
+        # Bytes, not read_text(): universal newlines would turn CRLF files into LF on write.
+        data = await asyncio.to_thread(read_regular_file, path, max_bytes=MAX_TEXT_FILE_BYTES)
+        return data.decode("utf-8")
 
     async def write_text(self, path: Path, content: str) -> None:
         data = content.encode("utf-8")
-        temp = _write_temp(path, data)
+        temp = await asyncio.to_thread(_write_temp, path, data)  # the write and its fsync
         try:
             pause = _write_pause()
             if pause:
@@ -218,7 +221,7 @@ async def guarded_write(
     exempt = path.name in allowed_names and path.parent == root
     async with hold_roots_async([root]):
         if tool.name == "write_file":
-            stale = _stale(path, files)
+            stale = await asyncio.to_thread(_stale, path, files)
             if stale is not None:
                 return ToolResult(error=stale)
         checked = dataclasses.replace(ctx, fs=_CheckedWrites(files, exempt=exempt))
