@@ -118,3 +118,51 @@ def _count(connection: psycopg.Connection[Any], table: str) -> int:
     row = connection.execute(query).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def test_a_write_committed_while_another_process_pulls_is_not_skipped(
+    machine: Machine, postgres_dsn: str
+) -> None:
+    """Regression (#15): a pull read each table in its own snapshot (READ COMMITTED), so a write
+    committed between its documents query and its index query was counted as pulled (its seq
+    seen on the index row) while its document was not: the other machine never got it."""
+    import threading
+
+    bob = machine("bob", poll=3600)  # no poll: only the pulls this test makes
+    assert titles(bob) == []
+    with psycopg.connect(postgres_dsn) as writer, psycopg.connect(postgres_dsn) as observer:
+        writer.execute("SELECT set_config('cairn.namespace', 'team', true)")
+        writer.execute("LOCK TABLE cairn_memory_indexes IN ACCESS EXCLUSIVE MODE")
+        writer.execute(
+            "INSERT INTO cairn_memory_namespaces (namespace, seq) VALUES ('team', 1) "
+            "ON CONFLICT (namespace) DO UPDATE SET seq = 1"
+        )
+        writer.execute(
+            "INSERT INTO cairn_memory_docs (namespace, scope, path, content, mtime, seq) "
+            "VALUES ('team', 'project', 'project/deploy.md', %s, %s, 1)",
+            (DEPLOY.encode(), time.time()),
+        )
+        writer.execute(
+            "INSERT INTO cairn_memory_indexes (namespace, scope, content, seq) "
+            "VALUES ('team', 'project', '- [Deploy with make](project/deploy.md)', 1)"
+        )
+        pulling = threading.Thread(target=bob.backend.pull_now)  # type: ignore[attr-defined]
+        pulling.start()
+        # The pull has read the documents (not this uncommitted one) and waits on the index.
+        assert eventually(lambda: _waiting_on_a_lock(observer) == 1)
+        writer.commit()
+        pulling.join(30)
+
+    bob.backend.pull_now()  # type: ignore[attr-defined]
+
+    assert titles(bob) == ["Deploy with make"]
+
+
+def _waiting_on_a_lock(connection: psycopg.Connection[Any]) -> int:
+    row = connection.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND query LIKE '%cairn_memory_indexes%'"
+    ).fetchone()
+    connection.rollback()
+    assert row is not None
+    return int(row[0])

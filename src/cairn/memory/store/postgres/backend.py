@@ -141,7 +141,11 @@ class PostgresBackend:
 
     def _read_conn(self) -> psycopg.Connection[Any]:
         if self._reader is None or self._reader.closed:
-            self._reader = self._open()
+            reader = self._open()
+            # One snapshot per pull: under READ COMMITTED each query saw its own, so a write
+            # committed between two of a pull's queries could be counted as pulled, half-read.
+            reader.isolation_level = self._psycopg.IsolationLevel.REPEATABLE_READ
+            self._reader = reader
         return self._reader
 
     def _open(self) -> psycopg.Connection[Any]:
@@ -249,8 +253,8 @@ class PostgresBackend:
                 self._connection.rollback()
         for shard in shards:
             _restore(shard)
-        with contextlib.suppress(Exception):
-            self._pull(shards, self._conn())  # the caller holds the local locks already
+        with contextlib.suppress(Exception), self._read_lock:  # one snapshot (see _read_conn)
+            self._pull(shards, self._read_conn())  # the caller holds the local locks already
 
     # --- reads ---------------------------------------------------------------------------------
 

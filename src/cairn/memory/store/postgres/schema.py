@@ -122,6 +122,8 @@ def _policies() -> str:
 
 def ensure_schema(connection: psycopg.Connection[Any]) -> None:
     """Create the tables and policies when missing (idempotent; concurrent callers wait)."""
+    if _current(connection):  # the common case: no lock, no DDL
+        return
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         connection.execute(_DDL)
@@ -131,3 +133,13 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
             connection.execute(
                 "INSERT INTO cairn_memory_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
             )
+
+
+def _current(connection: psycopg.Connection[Any]) -> bool:
+    """Whether the schema exists at this version already."""
+    with connection.transaction():
+        table = connection.execute("SELECT to_regclass('cairn_memory_schema')").fetchone()
+        if table is None or table[0] is None:
+            return False
+        found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
+    return found is not None and found[0] == SCHEMA_VERSION
