@@ -14,6 +14,7 @@ from psycopg import sql
 
 from cairn.config.settings import Settings
 from cairn.memory.manager import MemoryManager
+from cairn.memory.store.locks import hold_roots
 from cairn.memory.store.postgres.schema import TABLES
 
 from ..memory_helpers import NOW
@@ -166,3 +167,24 @@ def _waiting_on_a_lock(connection: psycopg.Connection[Any]) -> int:
     connection.rollback()
     assert row is not None
     return int(row[0])
+
+
+def test_a_file_rewritten_in_place_at_once_with_the_same_size_is_still_stored(
+    machine: Machine,
+) -> None:
+    """A commit skips reading the files whose stat signature is unchanged: a file rewritten in
+    place right after a commit (same inode, same size) must still reach the database."""
+    alice, bob = machine("alice"), machine("bob")
+    first = DEPLOY.replace("FACT-2718", "FACT-1111")
+    second = DEPLOY.replace("FACT-2718", "FACT-2222")  # the same size
+    root = alice.roots.project
+    assert root is not None
+    path = root / "project/deploy.md"
+    write(alice, "project/deploy.md", first)
+    with hold_roots([root]):
+        path.write_bytes(second.encode())  # in place: same inode, same size
+        alice.store.rebuild_index_files()
+
+    assert eventually(
+        lambda: bool(bob.docs()) and bob.docs()[0].path.read_bytes() == second.encode()
+    )

@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ HISTORY_NAME = ".history.jsonl"
 TRASH_NAME = ".trash"
 _MEMORY_SUFFIX = ".md"
 _STATE_SUFFIX = ".json"
+_RACY_NS = 2_000_000_000  # a file modified this recently is compared by content, not by stat
 
 
 @dataclass
@@ -53,6 +55,9 @@ class Shard:
     state_dir: Path | None = None  # the project scope's state files; None for user memory
     seq: int = 0  # the last change pulled or pushed
     synced: dict[str, str] = field(default_factory=dict)  # file key -> sha256 when synced
+    # file key -> (inode, size, mtime_ns) when its digest was last confirmed: a file whose
+    # signature is unchanged is not read again (a commit would otherwise read the whole mirror)
+    stats: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     @property
     def sync_path(self) -> Path:
@@ -69,10 +74,37 @@ class Shard:
             if isinstance(seq, int) and isinstance(synced, dict):
                 self.seq = seq
                 self.synced = {str(k): str(v) for k, v in synced.items()}
+                self.stats = _stats_from_json(data.get("stats"), self.synced)
 
     def save(self) -> None:
+        stats = {k: list(v) for k, v in self.stats.items() if k in self.synced}
         data = {"namespace": self.namespace, "seq": self.seq, "synced": self.synced}
-        atomic_write_json(self.sync_path, data, durable=False)
+        atomic_write_json(self.sync_path, {**data, "stats": stats}, durable=False)
+
+
+def _stats_from_json(value: Any, synced: dict[str, str]) -> dict[str, tuple[int, int, int]]:
+    stats: dict[str, tuple[int, int, int]] = {}
+    if isinstance(value, dict):
+        for key, stat in value.items():
+            valid = isinstance(stat, list) and len(stat) == 3
+            if key in synced and valid and all(isinstance(n, int) for n in stat):
+                stats[str(key)] = (stat[0], stat[1], stat[2])
+    return stats
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def _trusted(signature: tuple[int, int, int]) -> bool:
+    """A signature whose mtime is a while ago: file times tick coarsely (a few ms), so a file
+    changed in place again within the same tick and size would look unchanged (git's "racily
+    clean" entries); such a file is read again next time instead."""
+    return time.time_ns() - signature[2] > _RACY_NS
 
 
 # --- the files of a shard ----------------------------------------------------------------------
@@ -211,12 +243,14 @@ def pull(cursor: psycopg.Cursor[Any], shard: Shard) -> list[str]:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
             shard.synced.pop(key, None)
+            shard.stats.pop(key, None)
         else:
             data = bytes(content)
             atomic_write_bytes(path, data, durable=False)
             if mtime:
                 os.utime(path, (mtime, mtime))
             shard.synced[key] = _digest(data)
+            _note_signature(shard, key, path)
         changed.append(key)
     _remove_empty_trash_folders(shard)
     shard.seq = newest
@@ -240,14 +274,27 @@ def local_changes(shard: Shard) -> tuple[dict[str, bytes], list[str]]:
     files = shard_files(shard)
     changed: dict[str, bytes] = {}
     for key, path in files.items():
+        signature = _signature(path)
+        if signature is not None and key in shard.synced and shard.stats.get(key) == signature:
+            continue  # the very file whose digest was confirmed: not read again
         try:
             data = read_regular_bytes(path)
         except OSError:
             continue
         if shard.synced.get(key) != _digest(data):
             changed[key] = data
+        elif signature is not None and _trusted(signature):
+            shard.stats[key] = signature  # same content (a touch, a rewrite): confirmed
     gone = [key for key in shard.synced if key not in files]
     return changed, gone
+
+
+def _note_signature(shard: Shard, key: str, path: Path) -> None:
+    signature = _signature(path)
+    if signature is None or not _trusted(signature):
+        shard.stats.pop(key, None)
+    else:
+        shard.stats[key] = signature
 
 
 def push(cursor: psycopg.Cursor[Any], shard: Shard, seq: int) -> list[str]:
@@ -260,8 +307,12 @@ def push(cursor: psycopg.Cursor[Any], shard: Shard, seq: int) -> list[str]:
         _upsert(cursor, shard, key, None, seq)
     for key, data in changed.items():
         shard.synced[key] = _digest(data)
+        path = path_of(shard, key)
+        if path is not None:
+            _note_signature(shard, key, path)
     for key in gone:
         shard.synced.pop(key, None)
+        shard.stats.pop(key, None)
     if changed or gone:
         shard.seq = seq
     return [*changed, *gone]
