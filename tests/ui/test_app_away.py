@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 
 from textual import events
 
@@ -160,7 +161,8 @@ async def test_focus_returning_mid_turn_fires_when_the_turn_ends(make_app, scrip
     app = make_app(ON)
     async with app.run_test(size=SIZE) as pilot:
         await user_turns(pilot, 3)
-        scripted_server.enqueue(reply("slow answer", delay=0.6), purpose="main")
+        answer_may_start = threading.Event()
+        scripted_server.enqueue(reply("slow answer", hold=answer_may_start), purpose="main")
         await send(pilot, "fourth")
         await pilot.pause(0.1)
         app.post_message(events.AppBlur())
@@ -170,6 +172,7 @@ async def test_focus_returning_mid_turn_fires_when_the_turn_ends(make_app, scrip
         await pilot.pause()
         assert scripted_server.requests_for("recap") == []  # busy: waits for the turn
 
+        answer_may_start.set()
         await settle(pilot)
         await settle(pilot)
 

@@ -25,7 +25,7 @@ from cairn.llm.retry import RetryPolicy, retry_stream
 from cairn.llm.transport import http_error
 from cairn.llm.types import ModelRequest, StreamEvent
 from cairn.testing.request import message_text
-from cairn.testing.script import Reply, ReplyQueues, call_handler
+from cairn.testing.script import Reply, ReplyQueues, call_handler, wait_to_start
 from cairn.testing.wire import ReplyContext, completion_body, error_body, sse_frame, stream_plan
 
 __all__ = ["ProviderHandler", "ScriptedProvider"]
@@ -131,8 +131,7 @@ class ScriptedProvider:
 
     async def _play(self, answer: Reply, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """The reply as the server would send it, read by the real provider's parser."""
-        if answer.delay > 0:
-            await asyncio.sleep(answer.delay)
+        await wait_to_start(answer)
         headers = {name.lower(): value for name, value in answer.headers.items()}
         if answer.is_error:
             raw = json.dumps(error_body(answer.status, answer.resolved_error_message))

@@ -7,6 +7,7 @@ in-process scripted provider both play the same replies, so a script works with 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import threading
@@ -63,7 +64,8 @@ class Reply:
     replaces the generated stream with these ``data:`` payloads, sent verbatim; ``raw_body``
     answers with this text as a whole ``application/json`` body instead (to script a malformed
     answer). ``stream`` overrides the request's ``stream`` flag (a proxy that ignores it, for
-    instance).
+    instance). ``hold``, a ``threading.Event``, keeps the response from starting until the test
+    sets it: a turn that is still running for as long as the test needs, however slow the machine.
     """
 
     text: str | None = None
@@ -83,6 +85,7 @@ class Reply:
     raw_body: str | None = None
     model: str | None = None
     stream: bool | None = None  # None: as the request asks; False: a JSON answer regardless
+    hold: threading.Event | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -279,3 +282,11 @@ async def call_handler(
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+async def wait_to_start(answer: Reply) -> None:
+    """What the answer waits for before its response starts: its ``delay``, then its ``hold``."""
+    if answer.delay > 0:
+        await asyncio.sleep(answer.delay)
+    while answer.hold is not None and not answer.hold.is_set():
+        await asyncio.sleep(0.01)  # polled, so cancelling the request ends the wait at once

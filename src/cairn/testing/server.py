@@ -47,7 +47,7 @@ from cairn.testing.http11 import (
     send_stream,
 )
 from cairn.testing.request import RecordedRequest, message_text
-from cairn.testing.script import Reply, ReplyQueues, call_handler, load_script
+from cairn.testing.script import Reply, ReplyQueues, call_handler, load_script, wait_to_start
 from cairn.testing.wire import (
     ReplyContext,
     StreamPlan,
@@ -460,8 +460,7 @@ class ScriptedServer:
         *,
         keep_alive: bool,
     ) -> bool:
-        if answer.delay > 0:
-            await asyncio.sleep(answer.delay)
+        await wait_to_start(answer)
         extra = list(answer.headers.items())
         if answer.is_error:
             body = _error_body(request, answer.status, answer.resolved_error_message)
