@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.config.endpoint import NoAuthError, resolve_endpoint
-from cairn.config.settings import Settings
+from cairn.config.endpoint import (
+    DEFAULT_ANTHROPIC_BASE_URL,
+    Endpoint,
+    NoAuthError,
+    choice_endpoint,
+    resolve_endpoint,
+)
+from cairn.config.settings import ModelChoice, Settings
 
 COMPLETE = {"OPENAI_BASE_URL": "http://env/v1", "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}
 
@@ -108,3 +114,70 @@ def test_a_missing_anthropic_model_is_named() -> None:
 
     with pytest.raises(NoAuthError, match="ANTHROPIC_MODEL"):
         resolve_endpoint(settings, environ={"ANTHROPIC_API_KEY": "a"})
+
+
+# ----- model.available entries served elsewhere -----
+
+MAIN = Endpoint("http://main/v1", "main-key", "m", base_url_source="OPENAI_BASE_URL")
+
+
+def entry(**fields: str) -> ModelChoice:
+    return ModelChoice.model_validate(fields)
+
+
+def test_an_entry_with_only_a_name_is_served_by_the_main_endpoint() -> None:
+    endpoint = choice_endpoint(
+        MAIN, entry(id="other", envKey="OTHER_KEY"), Settings(), environ={"OTHER_KEY": "other-key"}
+    )
+
+    assert (endpoint.base_url, endpoint.api_key, endpoint.model) == (
+        "http://main/v1",
+        "other-key",
+        "other",
+    )
+
+
+def test_the_main_key_is_never_sent_to_another_base_url() -> None:
+    with pytest.raises(NoAuthError, match="needs envKey"):
+        choice_endpoint(MAIN, entry(id="x", baseUrl="http://elsewhere/v1"), Settings(), environ={})
+
+
+def test_another_base_url_takes_the_key_from_its_env_key() -> None:
+    choice = entry(id="x", baseUrl="http://elsewhere/v1/", envKey="ELSEWHERE_KEY")
+
+    endpoint = choice_endpoint(MAIN, choice, Settings(), environ={"ELSEWHERE_KEY": "secret"})
+
+    assert (endpoint.base_url, endpoint.api_key, endpoint.wire) == (
+        "http://elsewhere/v1",
+        "secret",
+        "openai",
+    )
+    assert endpoint.base_url_source == "model.available entry 'x' baseUrl"
+
+
+def test_an_anthropic_entry_defaults_to_the_anthropic_api_and_its_key_variable() -> None:
+    choice = entry(id="claude-x", authType="anthropic")
+
+    endpoint = choice_endpoint(MAIN, choice, Settings(), environ={"ANTHROPIC_API_KEY": "ak"})
+
+    assert (endpoint.base_url, endpoint.api_key, endpoint.wire, endpoint.bearer) == (
+        DEFAULT_ANTHROPIC_BASE_URL,
+        "ak",
+        "anthropic",
+        False,
+    )
+
+
+def test_an_anthropic_entry_without_any_key_says_what_to_set() -> None:
+    with pytest.raises(NoAuthError, match="needs envKey: no anthropic key"):
+        choice_endpoint(MAIN, entry(id="c", authType="anthropic"), Settings(), environ={})
+
+
+def test_an_env_key_that_is_not_set_is_named() -> None:
+    with pytest.raises(NoAuthError, match="environment variable MISSING_KEY"):
+        choice_endpoint(MAIN, entry(id="c", envKey="MISSING_KEY"), Settings(), environ={})
+
+
+def test_a_blank_model_id_is_a_settings_error() -> None:
+    with pytest.raises(ValueError, match="may not be blank"):
+        entry(id="  ")

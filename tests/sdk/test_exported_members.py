@@ -8,6 +8,7 @@ import cairn.sdk
 
 PUBLIC = {
     "DEFAULT_TIMEOUT",
+    "AvailableModel",
     "Capabilities",
     "DaemonClient",
     "DaemonConnectionError",
@@ -17,6 +18,7 @@ PUBLIC = {
     "DaemonSessionClient",
     "FeatureNotSupported",
     "ForbiddenError",
+    "ModelList",
     "NotFoundError",
     "PayloadTooLargeError",
     "PromptAdmission",

@@ -7,16 +7,15 @@ the scripted model received (or did not).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
 
 from cairn.agent.prompt import STARTUP_CONTEXT_ACK
 from cairn.content import Content
-from cairn.llm.types import ModelRequest, StreamEvent
+from cairn.llm.types import ModelRequest
 from cairn.session.commands import COMMANDS, CommandOutcome, SlashCommand
-from cairn.testing import Reply, ScriptedProvider, error_reply, reply
+from cairn.testing import Reply, error_reply, reply
 from cairn.vocabulary.events import (
     CommandInfo,
     CommandsChanged,
@@ -53,32 +52,6 @@ def assert_handled_locally(world: World, result: TurnResult) -> None:
 def assert_handled_locally_after(world: World, result: TurnResult, *, requests: int) -> None:
     assert result.handled_locally
     assert len(world.provider.requests) == requests
-
-
-class PinnedModelProvider:
-    """A provider whose model cannot be switched (a pinned deployment)."""
-
-    def __init__(self) -> None:
-        self.inner = ScriptedProvider(reply(ANSWER))
-
-    fast_model: str | None = None
-
-    @property
-    def model(self) -> str:
-        return "pinned-model"
-
-    @model.setter
-    def model(self, value: str) -> None:
-        raise ValueError("this provider cannot switch models")
-
-    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
-        return self.inner.stream(request)
-
-    async def warm_up(self) -> None:
-        return None
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 # ----- /help -----
@@ -247,7 +220,9 @@ async def test_model_without_a_name_shows_the_current_model(make_world: MakeWorl
     result = await world.prompt(world.session(), "/model")
 
     assert_handled_locally(world, result)
-    assert notices(world, "command:model") == ["Current model: scripted-model"]
+    assert notices(world, "command:model") == [
+        "Current model: scripted-model. Switch with /model <name>."
+    ]
 
 
 async def test_model_switches_the_model_of_the_next_request(make_world: MakeWorld) -> None:
@@ -498,15 +473,18 @@ async def test_a_command_line_is_never_steering_text(make_world: MakeWorld) -> N
 async def test_a_failing_command_reports_the_failure_instead_of_raising(
     make_world: MakeWorld,
 ) -> None:
-    world = make_world(provider=PinnedModelProvider())
+    world = make_world()
     session = world.session()
 
-    result = await world.prompt(session, "/model other-model")
+    async def broken(session: object, args: str, sink: object) -> CommandOutcome:
+        raise ValueError("the index is locked")
+
+    await session.set_commands("test", [SlashCommand("broken", "Always fails", broken)])
+    result = await world.prompt(session, "/broken now")
 
     assert result.handled_locally
     assert result.stop_reason == "end_turn"
-    assert notices(world, "command:model") == ["/model failed: this provider cannot switch models"]
-    assert session.runtime.provider.model == "pinned-model"
+    assert notices(world, "command:broken") == ["/broken failed: the index is locked"]
 
 
 async def test_a_command_never_enters_the_history(make_world: MakeWorld) -> None:

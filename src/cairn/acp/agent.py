@@ -40,6 +40,7 @@ from acp.schema import (
     SessionListCapabilities,
     SessionModeState,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     Usage,
 )
@@ -50,7 +51,7 @@ from cairn.acp.channel import SessionChannel
 from cairn.acp.frontend import AcpFileSystem, AcpFrontend
 from cairn.acp.requests import OutgoingRequests
 from cairn.acp.terminal import AcpTerminals
-from cairn.acp.updates import mode_state_model
+from cairn.acp.updates import config_options_model, mode_state_model
 from cairn.config.loader import Endpoint
 from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import APPROVAL_MODES, Settings
@@ -64,10 +65,17 @@ from cairn.recording.reader import (
     recorded_approval_mode,
 )
 from cairn.session.attachments import AttachmentError
+from cairn.session.models import ModelSwitchError
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest
 from cairn.session.startup import Startup, StartupError, load_startup
-from cairn.session.updates import commands_update, mode_state
+from cairn.session.updates import (
+    MODE_OPTION_ID,
+    MODEL_OPTION_ID,
+    commands_update,
+    mode_state,
+    session_config_options,
+)
 from cairn.tools.shell import TERMINAL_OUTPUT_BYTES
 from cairn.vocabulary.events import TurnResult
 
@@ -197,7 +205,10 @@ class CairnAgent:
             runtime, session_id=None, cwd=Path(cwd), mcp_servers=servers, extra_roots=roots
         )
         self._after_response(self._announce(channel))
-        return NewSessionResponse(session_id=channel.id, modes=self._modes(channel))
+        await runtime.models.load()  # ``model.available: "auto"``: read once per process
+        return NewSessionResponse(
+            session_id=channel.id, modes=self._modes(channel), config_options=_config(channel)
+        )
 
     async def load_session(
         self,
@@ -221,7 +232,8 @@ class CairnAgent:
             await self._restore_mode(channel, loaded)
             await channel.replay(loaded.items)
         self._after_response(self._announce(channel))
-        return LoadSessionResponse(modes=self._modes(channel))
+        await runtime.models.load()
+        return LoadSessionResponse(modes=self._modes(channel), config_options=_config(channel))
 
     async def resume_session(
         self,
@@ -247,7 +259,8 @@ class CairnAgent:
             if channel.session.loaded is not None:
                 await self._restore_mode(channel, channel.session.loaded)
             self._after_response(self._announce(channel))
-        return ResumeSessionResponse(modes=self._modes(channel))
+        await runtime.models.load()
+        return ResumeSessionResponse(modes=self._modes(channel), config_options=_config(channel))
 
     async def close_session(self, session_id: str, **_meta: Any) -> CloseSessionResponse:
         """Cancel the session's running turn and free it (it stays recorded, to load later)."""
@@ -297,6 +310,24 @@ class CairnAgent:
             )
         await channel.session.set_approval_mode(mode_id)
         return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_meta: Any
+    ) -> SetSessionConfigOptionResponse:
+        """The editor's model and approval-mode menus (``configOptions``)."""
+        channel = self._channel(session_id)
+        if config_id not in (MODEL_OPTION_ID, MODE_OPTION_ID):
+            raise RequestError.invalid_params({"details": f"unknown config option {config_id!r}"})
+        if not isinstance(value, str):
+            raise RequestError.invalid_params({"details": f"{config_id} takes a value id"})
+        try:
+            if config_id == MODEL_OPTION_ID:
+                await channel.session.set_model(value)
+            else:
+                await channel.session.set_approval_mode(value)
+        except (ModelSwitchError, ValueError) as exc:
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        return SetSessionConfigOptionResponse(config_options=_config(channel))
 
     # ----- turns -----
 
@@ -530,6 +561,10 @@ async def _after_yield(coro: Coroutine[Any, Any, None]) -> None:
 def _log_failure(task: asyncio.Task[object]) -> None:
     if not task.cancelled() and task.exception() is not None:
         _log.warning(f"{task.get_name()} failed: {task.exception()!r}")
+
+
+def _config(channel: SessionChannel) -> Any:
+    return config_options_model(session_config_options(channel.session))
 
 
 def _warm_provider(runtime: Runtime) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.acp.updates import update_model
 from cairn.debug_log import get_logger
 from cairn.recording.reader import ASK_USER_TOOL
-from cairn.session.updates import UpdateMapper
+from cairn.session.updates import UpdateMapper, session_config_options
 from cairn.vocabulary.events import SessionEvent, ToolCallStart, TurnResult
 
 if TYPE_CHECKING:
@@ -42,7 +42,9 @@ class SessionChannel:
         self._background: set[asyncio.Task[object]] = set()
         self.question_call_id: str | None = None  # the ask_user_question call being answered
         self._send_failed = False
-        self._updates = UpdateMapper(session.registry)
+        self._updates = UpdateMapper(
+            session.registry, config=lambda: session_config_options(session)
+        )
         self._unlisten = session.listen(self.sink)  # what happens outside a turn, too
 
     # ----- turns -----

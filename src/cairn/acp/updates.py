@@ -6,7 +6,7 @@ only become the SDK's pydantic models the connection sends.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Annotated, Any, TypeAlias
 
@@ -15,7 +15,10 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     AvailableCommandsUpdate,
+    ConfigOptionUpdate,
     CurrentModeUpdate,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
     SessionInfoUpdate,
     SessionModeState,
     ToolCallProgress,
@@ -26,7 +29,13 @@ from acp.schema import (
 )
 from pydantic import Field, TypeAdapter
 
-__all__ = ["SessionUpdate", "mode_state_model", "tool_call_model", "update_model"]
+__all__ = [
+    "SessionUpdate",
+    "config_options_model",
+    "mode_state_model",
+    "tool_call_model",
+    "update_model",
+]
 
 SessionUpdate: TypeAlias = (
     UserMessageChunk
@@ -38,8 +47,10 @@ SessionUpdate: TypeAlias = (
     | AvailableCommandsUpdate
     | CurrentModeUpdate
     | SessionInfoUpdate
+    | ConfigOptionUpdate
     | UsageUpdate
 )
+ConfigOption: TypeAlias = SessionConfigOptionSelect | SessionConfigOptionBoolean
 
 
 @cache
@@ -59,3 +70,13 @@ def tool_call_model(payload: Mapping[str, Any]) -> ToolCallUpdate:
 
 def mode_state_model(payload: Mapping[str, Any]) -> SessionModeState:
     return SessionModeState.model_validate(payload)
+
+
+@cache
+def _config_options() -> TypeAdapter[list[ConfigOption]]:
+    return TypeAdapter(list[Annotated[ConfigOption, Field(discriminator="type")]])
+
+
+def config_options_model(payloads: Sequence[Mapping[str, Any]]) -> list[ConfigOption]:
+    """``configOptions`` (``session/new``, ``session/load``, ``session/set_config_option``)."""
+    return _config_options().validate_python(payloads)

@@ -220,8 +220,10 @@ class AgentClient:
         on_assistant: Callable[[Content, str, Usage], None] | None = None,
         startup_length: int = 0,
         purpose: str = "main",
+        model: str | None = None,
     ) -> None:
         self.provider = provider
+        self._model = model  # None: the provider's model
         self.purpose = purpose
         self.settings = settings
         self.session_id = session_id
@@ -320,12 +322,21 @@ class AgentClient:
 
     @property
     def model(self) -> str:
-        """The model requests go to: this turn's override, else the provider's."""
-        return self.model_override or self.provider.model
+        """The model requests go to: this turn's override, else the session's model."""
+        return self.model_override or self.session_model
 
     @property
     def context_window(self) -> int:
         return self.settings.model.generation_config.context_window_size or DEFAULT_CONTEXT_WINDOW
+
+    @property
+    def session_model(self) -> str:
+        """The conversation's model outside overrides (``/model`` switches it)."""
+        return self._model or self.provider.model
+
+    @session_model.setter
+    def session_model(self, value: str) -> None:
+        self._model = value
 
     async def compress(self, *, force: bool = False) -> CompressionResult:
         threshold = self.settings.model.chat_compression.context_percentage_threshold
@@ -345,6 +356,7 @@ class AgentClient:
         result = await compress_history(
             self.history.copy(),
             provider=self.provider,
+            model=self.model,
             original_tokens=tokens,
             prefix_length=self.startup_length,
             session_id=self.session_id,

@@ -109,6 +109,7 @@ async def compress_history(
     original_tokens: int,
     prefix_length: int = 0,
     session_id: str | None = None,
+    model: str | None = None,
 ) -> CompressionResult:
     """Summarise ``history[prefix_length:split]`` and keep the rest verbatim.
 
@@ -130,7 +131,7 @@ async def compress_history(
                 Content.user("Write the <state_snapshot> of the conversation so far."),
             ],
             max_attempts=1,
-            model=provider.model,
+            model=model or provider.model,
             session_id=session_id,
         )
     except Exception as exc:

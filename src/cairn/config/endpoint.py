@@ -15,9 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from cairn.config.settings import Settings
+from cairn.config.settings import ModelChoice, Settings
 
-__all__ = ["DEFAULT_ANTHROPIC_BASE_URL", "Endpoint", "NoAuthError", "resolve_endpoint"]
+__all__ = [
+    "DEFAULT_ANTHROPIC_BASE_URL",
+    "Endpoint",
+    "NoAuthError",
+    "choice_endpoint",
+    "resolve_endpoint",
+]
 
 OPENAI_BASE_URL_SETTING = "OPENAI_BASE_URL or security.auth.baseUrl"
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -58,6 +64,59 @@ def resolve_endpoint(
     if _wire(settings, process) == "anthropic":
         return _anthropic(settings, model, process)
     return _openai(settings, model, process)
+
+
+def choice_endpoint(
+    main: Endpoint,
+    choice: ModelChoice,
+    settings: Settings,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> Endpoint:
+    """Where a ``model.available`` entry is served: the main endpoint unless the entry names
+    another wire or URL. The main key only ever goes to the main URL; another URL needs the
+    entry's ``envKey`` (or, on the other wire, that wire's standard key variable)."""
+    process = os.environ if environ is None else environ
+    variables = {**settings.env, **process}
+    wire = choice.auth_type or main.wire
+    where = f"model.available entry {choice.id!r}"
+    same_wire = wire == main.wire
+    default_url = main.base_url if same_wire else _wire_url(wire, variables)
+    base_url = (choice.base_url or default_url).rstrip("/")
+    if not base_url:
+        raise NoAuthError(f"{where} needs a baseUrl (the {wire} wire has no default URL)")
+    source = f"{where} baseUrl" if choice.base_url else main.base_url_source
+    bearer = False
+    if choice.env_key:
+        api_key = variables.get(choice.env_key, "")
+        if not api_key:
+            raise NoAuthError(f"{where} needs its key in the environment variable {choice.env_key}")
+    elif same_wire and base_url == main.base_url:
+        api_key, bearer = main.api_key, main.bearer
+    elif not same_wire:
+        api_key, bearer = _wire_key(wire, variables)
+        if not api_key:
+            raise NoAuthError(f"{where} needs envKey: no {wire} key is set in the environment")
+    else:  # the main key is not sent to another host
+        raise NoAuthError(f"{where} names another baseUrl, so it needs envKey (the key's variable)")
+    return Endpoint(
+        base_url, api_key, choice.id, base_url_source=source, wire=wire, bearer=bearer
+    )
+
+
+def _wire_url(wire: str, variables: Mapping[str, str]) -> str:
+    if wire == "anthropic":
+        return variables.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_BASE_URL
+    return variables.get("OPENAI_BASE_URL", "")
+
+
+def _wire_key(wire: str, variables: Mapping[str, str]) -> tuple[str, bool]:
+    """The standard key variable of ``wire``, and whether it is a bearer token."""
+    if wire == "anthropic":
+        key = variables.get("ANTHROPIC_API_KEY", "")
+        token = variables.get("ANTHROPIC_AUTH_TOKEN", "")
+        return (key, False) if key else (token, bool(token))
+    return variables.get("OPENAI_API_KEY", ""), False
 
 
 def _wire(settings: Settings, process: Mapping[str, str]) -> str:

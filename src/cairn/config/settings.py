@@ -33,6 +33,7 @@ __all__ = [
     "McpServerSettings",
     "McpSettings",
     "MemorySettings",
+    "ModelChoice",
     "ModelSettings",
     "NotificationSettings",
     "PermissionsSettings",
@@ -154,8 +155,45 @@ StructuredOutput = Literal["auto", "json_object", "tool", "prompt"]
 PromptCaching = Literal["auto", "on", "off"]
 
 
+class ModelChoice(_Section):
+    """One entry of ``model.available``: a model, and where it is served if not at the main
+    endpoint (the shape of Qwen Code's ``modelProviders`` entries)."""
+
+    id: str = Field(description="The model's name on its endpoint (sent as `model`).")
+    name: str | None = Field(None, description="The label menus show (default: `id`).")
+    description: str | None = Field(None, description="One line menus show under the label.")
+    auth_type: Literal["openai", "anthropic"] | None = Field(
+        None,
+        description="The wire of the model's endpoint (default: the main endpoint's; with "
+        "neither this nor `baseUrl`, the model is served by the main endpoint).",
+    )
+    base_url: str | None = Field(
+        None,
+        description="The model's endpoint (default: the main endpoint's URL on the same wire, "
+        "`https://api.anthropic.com` for `anthropic`).",
+    )
+    env_key: str | None = Field(
+        None,
+        description="The environment variable holding the key for `baseUrl` (default: the "
+        "main endpoint's key on the same wire, else `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`).",
+    )
+
+    @model_validator(mode="after")
+    def _id_not_blank(self) -> ModelChoice:
+        if not self.id.strip():
+            raise PydanticCustomError("blank_model", "a model `id` may not be blank")
+        return self
+
+
 class ModelSettings(_Section):
     name: str | None = Field(None, description="The main model (e.g. `gpt-4.1`, `qwen3-coder`).")
+    available: list[str | ModelChoice] | Literal["auto"] = Field(
+        default_factory=list,
+        description="The models `/model`, the ACP model menu and the daemon offer: names, "
+        "entries `{id, name, description, authType, baseUrl, envKey}` (a model served "
+        "elsewhere), or `auto` (the endpoint's `GET /models`, read once per process). "
+        "Empty: only the main model.",
+    )
     structured_output: StructuredOutput = Field(
         "auto",
         description="How side queries that need JSON ask for it: `json_object` "

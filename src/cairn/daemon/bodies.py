@@ -16,6 +16,7 @@ __all__ = [
     "ApprovalModeBody",
     "CreateSessionBody",
     "LoadSessionBody",
+    "ModelBody",
     "PromptBody",
     "check_approval_mode",
     "check_mcp_servers",
@@ -61,6 +62,10 @@ class PromptBody(_Body):
 
 class ApprovalModeBody(_Body):
     mode: str
+
+
+class ModelBody(_Body):
+    model_id: str = Field(alias="modelId")
 
 
 def parse_body(model: type[_Model], raw: Any) -> _Model:

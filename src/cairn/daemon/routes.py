@@ -21,6 +21,7 @@ from cairn.daemon.bodies import (
     ApprovalModeBody,
     CreateSessionBody,
     LoadSessionBody,
+    ModelBody,
     PromptBody,
     check_approval_mode,
     check_mcp_servers,
@@ -35,7 +36,8 @@ from cairn.debug_log import bind_session, get_logger
 from cairn.memory.store.backend import TENANT_NAME
 from cairn.session.boundary import clean_json
 from cairn.session.gate import WideningRefused
-from cairn.session.updates import commands_update
+from cairn.session.models import ModelSwitchError
+from cairn.session.updates import commands_update, session_config_options
 
 if TYPE_CHECKING:
     from cairn.session.rewind import RewindRequest
@@ -62,6 +64,7 @@ FEATURES = (
     "session_close",
     "session_permission_vote",
     "session_approval_mode_control",
+    "session_model",  # GET/POST /session/{id}/model: the model picker
     "session_recap",
     "session_recap_cancel",  # a recap stops when its HTTP client disconnects
     "client_identity",
@@ -172,6 +175,8 @@ class DaemonRoutes:
             Route("/session/{id}/cancel", _api(self.cancel), methods=["POST"]),
             Route("/session/{id}/permission/{request_id}", _api(self.permission), methods=["POST"]),
             Route("/session/{id}/approval-mode", _api(self.approval_mode), methods=["POST"]),
+            Route("/session/{id}/model", _api(self.models), methods=["GET"]),
+            Route("/session/{id}/model", _api(self.set_model), methods=["POST"]),
             Route("/session/{id}/recap", _api(self.recap), methods=["POST"]),
             Route("/session/{id}/rewind", _api(self.rewind_list), methods=["GET"]),
             Route("/session/{id}/rewind", _api(self.rewind), methods=["POST"]),
@@ -233,7 +238,16 @@ class DaemonRoutes:
             "attached": attached,
             "createdAt": int(live.created_at * 1000),
             "approvalMode": live.session.approval_mode,
+            "model": live.session.model,
             "lastEventId": live.bus.last_id,
+        }
+
+    async def _opened(self, live: LiveSession, attached: bool) -> dict[str, Any]:
+        """The answer to a create or load: the session, and its menus as ACP configOptions."""
+        await self.registry.runtime.models.load()  # ``model.available: "auto"``: read once
+        return {
+            **self._session_info(live, attached),
+            "configOptions": session_config_options(live.session),
         }
 
     # ----- discovery -----
@@ -286,7 +300,7 @@ class DaemonRoutes:
             mcp_servers=check_mcp_servers(body.mcp_servers, "/session"),
             tenant=self._tenant(request),
         )
-        return JSONResponse(self._session_info(live, attached))
+        return JSONResponse(await self._opened(live, attached))
 
     async def load_session(self, request: Request) -> Response:
         body = parse_body(LoadSessionBody, await self._body(request))
@@ -297,7 +311,7 @@ class DaemonRoutes:
             mcp_servers=check_mcp_servers(body.mcp_servers, "/session/{id}/load"),
             tenant=self._tenant(request),
         )
-        return JSONResponse(self._session_info(live, attached))
+        return JSONResponse(await self._opened(live, attached))
 
     async def list_sessions(self, request: Request) -> Response:
         tenant = self._tenant(request)
@@ -424,6 +438,38 @@ class DaemonRoutes:
         if parsed.action != "list":
             live.bus.publish("rewound", answer)
         return JSONResponse(answer)
+    async def models(self, request: Request) -> Response:
+        """``{sessionId, currentModelId, availableModels: [{modelId, name, description?}]}``."""
+        live = self.registry.get(request.path_params["id"])
+        await self.registry.runtime.models.load()
+        return JSONResponse(
+            {
+                "sessionId": live.id,
+                "currentModelId": live.session.model,
+                "availableModels": [
+                    {"modelId": o.id, "name": o.name}
+                    | ({"description": o.description} if o.description else {})
+                    for o in live.session.model_options()
+                ],
+            }
+        )
+
+    async def set_model(self, request: Request) -> Response:
+        """``{modelId}`` → ``{sessionId, modelId, previous}``; announced to the event stream
+        as a ``config_option_update``."""
+        live = self.registry.get(request.path_params["id"])
+        body = parse_body(ModelBody, await self._body(request))
+        await self.registry.runtime.models.load()
+        previous = live.session.model
+        try:
+            await live.session.set_model(body.model_id)
+        except ModelSwitchError as exc:
+            raise ApiError(
+                400, f"Cannot switch to {body.model_id!r}: {exc}.", "invalid_model"
+            ) from None
+        return JSONResponse(
+            {"sessionId": live.id, "modelId": live.session.model, "previous": previous}
+        )
 
     async def recap(self, request: Request) -> Response:
         """``{sessionId, recap}``; bounded by the recap timeout, cancelled if the client leaves."""

@@ -22,7 +22,7 @@ from cairn.daemon.frontend import DaemonFrontend
 from cairn.debug_log import get_logger
 from cairn.session.gate import PermissionGate, WideningRefused
 from cairn.session.runtime import SessionNotFound, SessionUnreadable
-from cairn.session.updates import UpdateMapper, commands_update
+from cairn.session.updates import UpdateMapper, commands_update, session_config_options
 from cairn.vocabulary.events import SessionEvent, StreamReset, TurnResult, TurnStarted
 
 if TYPE_CHECKING:
@@ -67,7 +67,9 @@ class LiveSession:
         self._worker: asyncio.Task[None] | None = None
         self.closing = False
         self.created_at = time.time()
-        self._updates = UpdateMapper(session.registry)
+        self._updates = UpdateMapper(
+            session.registry, config=lambda: session_config_options(session)
+        )
         self._unlisten = session.listen(self.sink)  # what happens outside a prompt
 
     @property
@@ -246,7 +248,7 @@ class LiveSession:
             "isWaitingForPermission": bool(self.frontend.pending),
             "pendingPermissions": self.frontend.pending,
             "approvalMode": self.session.approval_mode,
-            "model": self.session.runtime.provider.model,
+            "model": self.session.model,
             "lastEventId": self.bus.last_id,
             "subscribers": self.bus.subscriber_count,
             "turns": self.session.turn_count,

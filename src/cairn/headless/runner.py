@@ -157,7 +157,7 @@ async def _run_turn(
     )
     writer.init(
         cwd=str(runtime.cwd),
-        model=runtime.provider.model,
+        model=session.model,
         tools=session.registry.names(),
         mode=session.approval_mode,
         version=runtime.version,

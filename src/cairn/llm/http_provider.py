@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -32,7 +33,7 @@ from cairn.llm.transport import (
     sse_data,
     timed,
 )
-from cairn.llm.types import ModelRequest, StreamEvent
+from cairn.llm.types import ListedModel, ModelRequest, StreamEvent
 
 __all__ = [
     "DEFAULT_REQUEST_DEADLINE",
@@ -40,6 +41,7 @@ __all__ = [
     "SESSION_HEADER",
     "HttpProvider",
     "StreamParser",
+    "parse_model_list",
 ]
 
 PURPOSE_HEADER = "X-Cairn-Purpose"
@@ -159,6 +161,18 @@ class HttpProvider(ABC):
             client = await self._clients.get(None)
             await client.head(self.models_url(), headers=self._headers("warmup", None))
 
+    async def list_models(self) -> list[ListedModel]:
+        """``GET /models`` (both wires answer ``{"data": [{"id", "display_name"?}]}``), once,
+        without retries: a picker that cannot list falls back to the configured model."""
+        url = self.models_url()
+        client = await self._clients.get(None)
+        async with request_errors(url, self._base_url_setting):
+            headers = {**self._headers("models", None), "Accept": "application/json"}
+            response = await client.get(url, headers=headers)
+            if response.status_code != 200:
+                raise http_error(response.status_code, response.content, response.headers)
+        return parse_model_list(response.content, url)
+
     async def aclose(self) -> None:
         await self._clients.aclose()
 
@@ -241,6 +255,22 @@ class HttpProvider(ABC):
             )
             async for event in _read_stream(self.new_parser(), payloads):
                 yield event
+
+
+def parse_model_list(raw: bytes, url: str) -> list[ListedModel]:
+    """The models of a ``GET /models`` answer; a body of another shape is a ProviderError."""
+    try:
+        entries = json.loads(raw)["data"]
+        if not isinstance(entries, list):
+            raise TypeError("data is not a list")
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ProviderError(f"{url} did not answer with a model list ({exc})") from None
+    listed: list[ListedModel] = []
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
+            name = entry.get("display_name")
+            listed.append(ListedModel(entry["id"], name if isinstance(name, str) else ""))
+    return listed
 
 
 async def _read_stream(

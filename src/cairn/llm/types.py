@@ -13,6 +13,7 @@ from cairn.vocabulary.usage import Usage
 __all__ = [
     "INVALID_ARGUMENTS_KEY",
     "Finished",
+    "ListedModel",
     "ModelRequest",
     "Provider",
     "StreamEvent",
@@ -34,6 +35,14 @@ class ToolDeclaration:
     name: str
     description: str
     parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ListedModel:
+    """One model an endpoint lists (``GET /models``); ``name`` is its display name, if any."""
+
+    id: str
+    name: str = ""
 
 
 @dataclass(slots=True)
@@ -126,6 +135,10 @@ class Provider(Protocol):
 
     async def warm_up(self) -> None:
         """Prepare for the first request (open a connection); best effort, never raises."""
+        ...
+
+    async def list_models(self) -> list[ListedModel]:
+        """The models the endpoint lists. Raises :class:`cairn.llm.errors.ProviderError`."""
         ...
 
     async def aclose(self) -> None: ...

@@ -28,10 +28,18 @@ from cairn.sdk.errors import (
 )
 from cairn.sdk.session import DaemonSessionClient
 from cairn.sdk.sync import SyncDaemonClient, SyncDaemonSessionClient
-from cairn.sdk.types import Capabilities, DaemonEvent, PromptAdmission, SessionInfo
+from cairn.sdk.types import (
+    AvailableModel,
+    Capabilities,
+    DaemonEvent,
+    ModelList,
+    PromptAdmission,
+    SessionInfo,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "AvailableModel",
     "Capabilities",
     "DaemonClient",
     "DaemonConnectionError",
@@ -41,6 +49,7 @@ __all__ = [
     "DaemonSessionClient",
     "FeatureNotSupported",
     "ForbiddenError",
+    "ModelList",
     "NotFoundError",
     "PayloadTooLargeError",
     "PromptAdmission",

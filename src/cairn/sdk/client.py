@@ -17,7 +17,13 @@ from cairn.sdk.errors import (
     TurnError,
     http_error,
 )
-from cairn.sdk.types import Capabilities, DaemonEvent, PromptAdmission, SessionInfo
+from cairn.sdk.types import (
+    Capabilities,
+    DaemonEvent,
+    ModelList,
+    PromptAdmission,
+    SessionInfo,
+)
 
 if TYPE_CHECKING:
     from cairn.sdk.session import DaemonSessionClient
@@ -141,6 +147,16 @@ class DaemonClient:
     async def set_approval_mode(self, session_id: str, mode: str) -> dict[str, Any]:
         """Needs a daemon started with a token (a strict route)."""
         return await self._json("POST", f"/session/{session_id}/approval-mode", json={"mode": mode})
+
+    async def list_models(self, session_id: str) -> ModelList:
+        """The session's model and the models it may switch to (``model.available``)."""
+        return ModelList.from_json(await self._json("GET", f"/session/{session_id}/model"))
+
+    async def set_model(self, session_id: str, model_id: str) -> dict[str, Any]:
+        """Send the session's next requests to ``model_id``: ``{sessionId, modelId, previous}``."""
+        return await self._json(
+            "POST", f"/session/{session_id}/model", json={"modelId": model_id}
+        )
 
     # ----- turns -----
 

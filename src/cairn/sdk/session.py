@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cairn.sdk.types import DaemonEvent, PromptAdmission
+from cairn.sdk.types import DaemonEvent, ModelList, PromptAdmission
 
 if TYPE_CHECKING:
     from cairn.sdk.client import DaemonClient, Prompt
@@ -75,6 +75,12 @@ class DaemonSessionClient:
 
     async def cancel(self) -> None:
         await self.client.cancel(self.session_id)
+
+    async def models(self) -> ModelList:
+        return await self.client.list_models(self.session_id)
+
+    async def set_model(self, model_id: str) -> dict[str, Any]:
+        return await self.client.set_model(self.session_id, model_id)
 
     async def respond_permission(
         self, request_id: str, option_id: str | None = None, *, answers: Sequence[str] | None = None

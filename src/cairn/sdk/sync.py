@@ -13,7 +13,13 @@ from typing import Any, TypeVar
 
 from cairn.sdk.client import DEFAULT_TIMEOUT, DaemonClient, Prompt
 from cairn.sdk.session import DaemonSessionClient
-from cairn.sdk.types import Capabilities, DaemonEvent, PromptAdmission, SessionInfo
+from cairn.sdk.types import (
+    Capabilities,
+    DaemonEvent,
+    ModelList,
+    PromptAdmission,
+    SessionInfo,
+)
 
 __all__ = ["SyncDaemonClient", "SyncDaemonSessionClient"]
 
@@ -138,6 +144,12 @@ class SyncDaemonClient:
     def set_approval_mode(self, session_id: str, mode: str) -> dict[str, Any]:
         return self._loop.run(self._client.set_approval_mode(session_id, mode))
 
+    def list_models(self, session_id: str) -> ModelList:
+        return self._loop.run(self._client.list_models(session_id))
+
+    def set_model(self, session_id: str, model_id: str) -> dict[str, Any]:
+        return self._loop.run(self._client.set_model(session_id, model_id))
+
     def recap_session(self, session_id: str, *, timeout: float | None = None) -> str | None:
         return self._loop.run(self._client.recap_session(session_id, timeout=timeout))
 
@@ -184,6 +196,12 @@ class SyncDaemonSessionClient:
 
     def cancel(self) -> None:
         self._run(self._session.cancel())
+
+    def models(self) -> ModelList:
+        return self._run(self._session.models())
+
+    def set_model(self, model_id: str) -> dict[str, Any]:
+        return self._run(self._session.set_model(model_id))
 
     def respond_permission(
         self, request_id: str, option_id: str | None = None, *, answers: Sequence[str] | None = None

@@ -43,6 +43,7 @@ class SessionInfo:
     approval_mode: str | None = None
     created_at: int | None = None  # milliseconds since the epoch
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    model: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SessionInfo:
@@ -54,6 +55,34 @@ class SessionInfo:
             approval_mode=data.get("approvalMode"),
             created_at=data.get("createdAt"),
             raw=dict(data),
+            model=data.get("model"),
+        )
+
+
+@dataclass(frozen=True)
+class AvailableModel:
+    model_id: str
+    name: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ModelList:
+    """A session's model and the models it may switch to (``GET /session/{id}/model``)."""
+
+    current: str
+    available: tuple[AvailableModel, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ModelList:
+        return cls(
+            current=str(data["currentModelId"]),
+            available=tuple(
+                AvailableModel(
+                    str(m["modelId"]), str(m.get("name") or m["modelId"]), m.get("description", "")
+                )
+                for m in data.get("availableModels", [])
+            ),
         )
 
 

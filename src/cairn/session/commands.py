@@ -29,6 +29,7 @@ from cairn.vocabulary.events import EventSink, Notice, UsageUpdate
 from cairn.vocabulary.usage import Usage
 
 if TYPE_CHECKING:
+    from cairn.session.models import ModelOption
     from cairn.session.session import Session
 
 __all__ = [
@@ -214,11 +215,36 @@ async def _dream(session: Session, args: str, sink: EventSink) -> CommandOutcome
 
 
 async def _model(session: Session, args: str, sink: EventSink) -> CommandOutcome:
+    from cairn.session.models import ModelSwitchError
+
     name = args.strip()
+    await session.runtime.models.load()  # ``model.available: "auto"``: the list, read once
+    options = session.model_options()
     if not name:
-        return CommandOutcome(f"Current model: {session.runtime.provider.model}")
-    session.set_model(name)
-    return CommandOutcome(f"Model set to {name}.")
+        return CommandOutcome(_describe_models(session.model, options))
+    if name.isdigit() and 1 <= int(name) <= len(options):
+        name = options[int(name) - 1].id  # "/model 2": the second model listed
+    try:
+        option = await session.set_model(name, sink)
+    except ModelSwitchError as exc:
+        return CommandOutcome(f"Cannot switch to {name}: {exc}")
+    if not option.listed and any(o.listed for o in options):
+        return CommandOutcome(
+            f"Model set to {name} (not in model.available: the endpoint must know it)."
+        )
+    return CommandOutcome(f"Model set to {option.name}.")
+
+
+def _describe_models(current: str, options: Sequence[ModelOption]) -> str:
+    if len(options) <= 1:
+        return f"Current model: {current}. Switch with /model <name>."
+    lines = [f"Current model: {current}. Switch with /model <name or number>:"]
+    for number, option in enumerate(options, 1):
+        label = option.id if option.name == option.id else f"{option.name} ({option.id})"
+        mark = "*" if option.id == current else " "
+        about = f" — {option.description}" if option.description else ""
+        lines.append(f"{mark} {number}. {label}{about}")
+    return "\n".join(lines)
 
 
 async def _approval_mode(session: Session, args: str, sink: EventSink) -> CommandOutcome:
@@ -271,7 +297,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("remember", "Save something to managed memory", _remember, "text"),
     SlashCommand("forget", "Remove memories matching a description", _forget, "text"),
     SlashCommand("dream", "Consolidate project memory now", _dream),
-    SlashCommand("model", "Show or switch the model", _model, "model name"),
+    SlashCommand("model", "List the models, or switch to one", _model, "name or number"),
     SlashCommand("approval-mode", "Show or set the approval mode", _approval_mode, "mode"),
     SlashCommand(
         "rewind", "Go back to before a turn (code, conversation or both)", _rewind, "N [mode]"

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from cairn.mcp.manager import McpManager, SessionMcp
     from cairn.memory.manager import MemoryManager
     from cairn.recording.reader import SessionInfo
+    from cairn.session.models import ModelCatalog
     from cairn.session.session import Session
     from cairn.tools.base import CommandRunner, FileSystem
 
@@ -77,6 +78,7 @@ class Runtime:
     tenant: str | None = None
     _tenants: dict[str, Runtime] = field(default_factory=dict)
     _owns_provider: bool = True
+    _models: ModelCatalog | None = None
 
     def __post_init__(self) -> None:
         self.cwd = self.cwd.resolve()
@@ -152,6 +154,18 @@ class Runtime:
         task = self._warming.get(self.project_root)
         if task is not None and not task.done():
             await asyncio.wait({task})
+
+    # ----- models (the picker: cairn.session.models) -----
+
+    @property
+    def models(self) -> ModelCatalog:
+        """The models sessions may switch to, and the provider serving each."""
+        if self._models is None:
+            from cairn.session.models import ModelCatalog
+
+            self._models = ModelCatalog(self.settings, self.endpoint, self.provider)
+        return self._models
+
     # ----- MCP servers -----
 
     @property
@@ -389,6 +403,8 @@ class Runtime:
                 manager.close()  # persists the Recall index so the next process starts warm
             except Exception as exc:
                 _log.warning(f"closing the memory manager failed: {exc!r}")
+        if self._models is not None:
+            await self._models.aclose()
         if self._owns_provider:
             await self.provider.aclose()
 

@@ -69,6 +69,7 @@ from cairn.vocabulary.events import (
     MemoryChanged,
     MemoryRecalled,
     ModeChanged,
+    ModelChanged,
     Notice,
     RecapShown,
     SessionEvent,
@@ -94,6 +95,7 @@ if TYPE_CHECKING:
     from cairn.session.extensions import SessionExtensions
     from cairn.session.hook_events import SessionHookEvents
     from cairn.session.mcp import McpSessionState
+    from cairn.session.models import ModelOption
     from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome, TurnCheckpoints
     from cairn.session.runtime import Runtime
     from cairn.tools.ignore import IgnoreRules
@@ -573,8 +575,34 @@ class Session:
             self.recorder.record_system(APPROVAL_MODE, {"mode": mode})
         await (sink or self.emit)(ModeChanged(mode))  # inside a turn its sink; else listeners
 
-    def set_model(self, model: str) -> None:
-        self.runtime.provider.model = model
+    # ----- the model (the picker: cairn.session.models) -----
+
+    @property
+    def model(self) -> str:
+        """The model this session's requests go to."""
+        return self.client.session_model
+
+    def model_options(self) -> list[ModelOption]:
+        """The models this session may switch to (``model.available``; the current one too)."""
+        return self.runtime.models.options(self.model)
+
+    async def set_model(self, model: str, sink: EventSink | None = None) -> ModelOption:
+        """Send this session's next requests to ``model`` (other sessions keep theirs).
+
+        A ``model.available`` entry is served by its own endpoint; any other name goes to the
+        main endpoint. Raises :class:`~cairn.session.models.ModelSwitchError` for a blank name
+        or an entry whose endpoint is not set up; the session then keeps its model."""
+        from cairn.session.models import ModelOption, ModelSwitchError
+
+        name = model.strip()
+        if not name:
+            raise ModelSwitchError("the model name is empty")
+        catalog = self.runtime.models
+        option = catalog.find(name)
+        self.client.provider = catalog.provider_for(option)
+        self.client.session_model = name
+        await (sink or self.emit)(ModelChanged(name))  # inside a turn its sink; else listeners
+        return option or ModelOption(name, name, listed=False)
 
     def steer(self, text: str) -> bool:
         """Queue text typed while a turn runs; it reaches the model with the next tool results.

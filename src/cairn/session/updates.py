@@ -30,6 +30,10 @@ plain text):
   ``agent`` call ends, its content is the list of steps, then the answer.
 
 Text and thoughts carry a ``messageId``: each model response, notice and recap is its own message.
+
+The session's settings an editor builds menus from are ACP ``configOptions``
+(:func:`config_options`: the model and the approval mode); a mapper given ``config`` sends the
+whole list again as a ``config_option_update`` whenever either changes.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from cairn.vocabulary.events import (
     MemoryRecalled,
     MemoryRef,
     ModeChanged,
+    ModelChanged,
     Notice,
     PlanUpdate,
     RecapShown,
@@ -66,6 +71,8 @@ from cairn.vocabulary.permissions import permission_choices
 
 if TYPE_CHECKING:
     from cairn.recording.replay import ReplayItem
+    from cairn.session.models import ModelOption
+    from cairn.session.session import Session
     from cairn.tools.registry import ToolRegistry
     from cairn.vocabulary.events import ToolEnding, TurnResult
     from cairn.vocabulary.interaction import PermissionRequest
@@ -85,6 +92,8 @@ __all__ = [
     "acp_kind",
     "clip_tool_text",
     "commands_update",
+    "config_option_update",
+    "config_options",
     "describe_call",
     "diff_content",
     "mode_state",
@@ -94,6 +103,7 @@ __all__ = [
     "plan_update",
     "recorded_plan",
     "retry_text",
+    "session_config_options",
     "tool_call_end",
 ]
 
@@ -142,8 +152,10 @@ class UpdateMapper:
         registry: ToolRegistry | None = None,
         *,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        config: Callable[[], list[Payload]] | None = None,
     ) -> None:
         self._registry = registry
+        self._config = config  # the session's configOptions now (see config_options)
         self._new_id = new_id
         self._message: str | None = None  # the agent message being streamed
         self._thought: str | None = None  # the thought being streamed
@@ -204,7 +216,9 @@ class UpdateMapper:
                 meta["removed"] = [ref.relative_path for ref in event.removed]
                 return [self._own_message(f"{event.describe()}\n\n", meta)]
             case ModeChanged(approval_mode=mode):
-                return [mode_update(mode)]
+                return [mode_update(mode), *self._config_update()]
+            case ModelChanged():
+                return self._config_update()
             case CommandsChanged(commands=commands):
                 return [commands_update(commands)]
             case UsageUpdate(context_tokens=used, context_window=size) if size > 0:
@@ -333,6 +347,9 @@ class UpdateMapper:
         if todos is not None:  # as live: the plan follows its todo_write
             done.append(plan_update(todos))
         return done
+
+    def _config_update(self) -> list[Payload]:
+        return [] if self._config is None else [config_option_update(self._config())]
 
     def _recap(self, text: str, *, replayed: bool) -> Payload:
         meta = {"kind": "recap", "text": text, "replayed": replayed}
@@ -666,3 +683,63 @@ def mode_state(current: str, modes: Sequence[str]) -> Payload:
             entry["description"] = description
         available.append(entry)
     return {"currentModeId": current, "availableModes": available}
+
+
+# ----- configOptions: the model and approval-mode menus -----
+
+MODEL_OPTION_ID = "model"
+MODE_OPTION_ID = "mode"
+
+
+def config_options(
+    *, model: str, models: Iterable[ModelOption], mode: str, modes: Sequence[str]
+) -> list[Payload]:
+    """ACP ``configOptions``: a ``model`` select and a ``mode`` select (the approval modes)."""
+    model_values: list[Payload] = []
+    for option in models:
+        entry: Payload = {"value": option.id, "name": option.name}
+        if option.description:
+            entry["description"] = option.description
+        model_values.append(entry)
+    mode_values = [
+        {"value": item["id"], "name": item["name"], "description": item["description"]}
+        if "description" in item
+        else {"value": item["id"], "name": item["name"]}
+        for item in mode_state(mode, modes)["availableModes"]
+    ]
+    return [
+        {
+            "id": MODEL_OPTION_ID,
+            "name": "Model",
+            "description": "The model this session's requests go to.",
+            "category": "model",
+            "type": "select",
+            "currentValue": model,
+            "options": model_values,
+        },
+        {
+            "id": MODE_OPTION_ID,
+            "name": "Approval mode",
+            "description": "What the agent may do without asking.",
+            "category": "mode",
+            "type": "select",
+            "currentValue": mode,
+            "options": mode_values,
+        },
+    ]
+
+
+def config_option_update(options: list[Payload]) -> Payload:
+    return {"sessionUpdate": "config_option_update", "configOptions": options}
+
+
+def session_config_options(session: Session) -> list[Payload]:
+    """``session``'s configOptions now (``session/new``, ``session/load``, the daemon)."""
+    from cairn.config.settings import APPROVAL_MODES
+
+    return config_options(
+        model=session.model,
+        models=session.model_options(),
+        mode=session.approval_mode,
+        modes=APPROVAL_MODES,
+    )

@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from typing import TypeAlias
 
@@ -23,7 +23,7 @@ from cairn.llm.openai.format import build_request_body
 from cairn.llm.openai.stream import ChunkParser, parse_completion
 from cairn.llm.retry import RetryPolicy, retry_stream
 from cairn.llm.transport import http_error
-from cairn.llm.types import ModelRequest, StreamEvent
+from cairn.llm.types import ListedModel, ModelRequest, StreamEvent
 from cairn.testing.request import message_text
 from cairn.testing.script import Reply, ReplyQueues, call_handler, wait_to_start
 from cairn.testing.wire import ReplyContext, completion_body, error_body, sse_frame, stream_plan
@@ -51,8 +51,10 @@ class ScriptedProvider:
         model: str = DEFAULT_MODEL,
         fast_model: str | None = None,
         max_attempts: int = RetryPolicy.max_attempts,
+        models: Sequence[str] | None = None,
     ) -> None:
         self.handler = handler
+        self.models = list(models) if models is not None else [model]
         self.default = default
         self.max_attempts = max_attempts
         self.requests: list[ModelRequest] = []  # one snapshot per attempt, in order
@@ -83,6 +85,10 @@ class ScriptedProvider:
 
     async def warm_up(self) -> None:
         return None
+
+    async def list_models(self) -> list[ListedModel]:
+        """What ``GET /models`` would list: ``models`` (default: the model it was made with)."""
+        return [ListedModel(name) for name in self.models]
 
     async def aclose(self) -> None:
         self.closed = True

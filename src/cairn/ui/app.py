@@ -59,6 +59,7 @@ from cairn.ui.transcript import (
 from cairn.vocabulary.events import (
     CommandInfo,
     ModeChanged,
+    ModelChanged,
     RecapShown,
     SessionEvent,
     TurnEnded,
@@ -404,6 +405,8 @@ class CairnApp(App[int]):
             )
         elif isinstance(event, ModeChanged):
             self.status.set(approval_mode=event.approval_mode)
+        elif isinstance(event, ModelChanged):
+            self.status.set(model=event.model)
         elif isinstance(event, TurnEnded):
             if event.result.fresh and not event.result.handled_locally:
                 self.tracker.user_turn()
@@ -706,7 +709,7 @@ class CairnApp(App[int]):
         if self._session is None:
             return
         self.status.set(
-            model=self.runtime.provider.model,
+            model=self._session.model,
             approval_mode=self._session.approval_mode,
             memory=self.runtime.settings.memory.enable_managed_auto_memory,
         )

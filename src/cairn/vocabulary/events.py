@@ -28,6 +28,7 @@ __all__ = [
     "MemoryRecalled",
     "MemoryRef",
     "ModeChanged",
+    "ModelChanged",
     "Notice",
     "PlanUpdate",
     "RecapShown",
@@ -256,6 +257,13 @@ class ModeChanged:
 
 
 @dataclass
+class ModelChanged:
+    """The session's model changed (``/model``, an editor's model menu, the daemon's route)."""
+
+    model: str
+
+
+@dataclass
 class TurnResult:
     stop_reason: StopReason
     text: str = ""  # the final assistant text of the turn
@@ -308,6 +316,7 @@ SessionEvent: TypeAlias = (
     | MemoryChanged
     | UsageUpdate
     | ModeChanged
+    | ModelChanged
     | CommandsChanged
     | SubagentUpdate
     | TurnEnded
