@@ -177,8 +177,9 @@ async def test_the_daemon_streams_subagent_work_with_the_parent_call_id(
         reply("It has a .git folder."),
         purpose="subagent",
     )
-    served = serve()  # type: ignore[operator]
-    async with DaemonClient(served.url) as client:
+    token = "subagent-token"  # yolo widens permissions: a token-less daemon refuses it
+    served = serve("--token", token)  # type: ignore[operator]
+    async with DaemonClient(served.url, token) as client:
         session = await DaemonSessionClient.create(client, approval_mode="yolo")
         await session.prompt("what is here?")
         events = await until(session, "turn_complete")
