@@ -195,14 +195,17 @@ async def sandboxed(
     bridge = LoopbackBridge(listening_loopback_ports())
     try:
         await bridge.start()
-        relay = [sys.executable, "-I", "-S", str(RELAY_SCRIPT), INSIDE_FOLDER, "--"]
+        # The base interpreter, not a venv's link to it: a venv under /tmp is hidden inside.
+        python = os.path.realpath(sys.executable)
+        relay = [python, "-I", "-S", str(RELAY_SCRIPT), INSIDE_FOLDER, "--"]
         inner = [*relay, *argv]
         yield sandbox_argv(
             inner,
             policy,
             cwd=cwd,
             binds=[(bridge.folder, INSIDE_FOLDER)],
-            read_only=[RELAY_SCRIPT],  # visible even when cairn lives under /tmp or a secret
+            # visible even when cairn or its Python lives under /tmp or a secret
+            read_only=[RELAY_SCRIPT, Path(sys.base_prefix)],
         )
     finally:
         await bridge.aclose()
