@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ __all__ = [
 BINARY_SNIFF_BYTES = 8192  # bytes read from the start of a file to look for NUL bytes
 
 
-class BuiltinTool:
+class BuiltinTool(ABC):
     """Defaults for the :class:`~cairn.tools.base.Tool` protocol; subclasses implement ``_run``.
 
     ``execute`` turns a :class:`ToolError` into ``ToolResult(error=...)`` and any other failure
@@ -75,8 +76,9 @@ class BuiltinTool:
             get_logger("TOOLS").error(f"{self.name} failed: {type(exc).__name__}: {exc}")
             return ToolResult(error=f"{self.name} failed unexpectedly: {type(exc).__name__}: {exc}")
 
+    @abstractmethod
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        raise NotImplementedError
+        """What the call does; a :class:`ToolError` becomes the call's error."""
 
 
 class FileChangeTool(BuiltinTool):
@@ -104,9 +106,9 @@ class FileChangeTool(BuiltinTool):
         except ToolError:
             return None
 
+    @abstractmethod
     async def _diff(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff:
         """The change the call would make; :class:`ToolError` if it cannot be made."""
-        raise NotImplementedError
 
 
 def require_str(args: Mapping[str, Any], key: str, *, allow_empty: bool = False) -> str:
