@@ -113,3 +113,22 @@ async def test_a_rewind_waits_for_no_prompt(
     response = await daemon.http.post(f"/session/{session_id}/rewind", json={"turn": 1})
 
     assert response.status_code == 409 and response.json()["code"] == "busy"
+
+
+async def test_a_rewind_prompt_needs_a_token_too(
+    daemon: RunningDaemon, scripted_server: ScriptedServer, workspace: Path
+) -> None:
+    """Regression: the rewind route was strict, but a `/rewind N` prompt to a daemon without a
+    token still rewrote the workspace."""
+    daemon.runtime.settings.tools.approval_mode = "yolo"  # the settings' own mode is no widening
+    session_id = await _session_with_two_turns(daemon, scripted_server, workspace)
+
+    await _turn(daemon, session_id, "/rewind 2", 3)
+    await _turn(daemon, session_id, "/rewind undo", 4)
+    await _turn(daemon, session_id, "/rewind", 5)
+
+    answers = [event["text"] for event in _events(daemon, session_id, "turn_complete")]
+    assert (workspace / "notes.md").read_text() == "two\n"
+    assert "token" in answers[2] and "token" in answers[3]
+    assert "rewrite the notes" in answers[4]  # listing the turns changes nothing: no token needed
+    assert _events(daemon, session_id, "rewound") == []

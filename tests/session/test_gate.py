@@ -40,6 +40,12 @@ def test_a_closed_gate_refuses_exactly_the_wider_modes(
         CLOSED.check_mode(current, wanted)
 
 
+def test_a_closed_gate_refuses_what_rewrites_files_without_asking() -> None:
+    OPEN_GATE.check_unasked("Rewinding")
+    with pytest.raises(WideningRefused, match="Rewinding rewrites files without asking: start"):
+        CLOSED.check_unasked("Rewinding")
+
+
 def enqueue_two_touches(world: World) -> None:
     """The model runs `touch a`, then `touch b`: one program, asked about twice unless an
     "always" answer was kept."""

@@ -286,6 +286,8 @@ async def _rewind(session: Session, args: str, sink: EventSink) -> CommandOutcom
         return CommandOutcome(outcome.message)
     except RewindError as exc:
         return CommandOutcome(f"Cannot rewind: {exc}.")
+    except WideningRefused as refused:  # a closed gate: the daemon without a token
+        return CommandOutcome(str(refused))
 
 
 COMMANDS: tuple[SlashCommand, ...] = (

@@ -8,7 +8,9 @@ command it comes from:
   route, by ``/approval-mode``, or asked for when the session is created or loaded;
 - an "allow always" answer (the session would stop asking for that tool or program);
 - an approval of a change to cairn's own configuration (settings, hooks, MCP servers), which
-  could add allow rules or hooks.
+  could add allow rules or hooks;
+- an action that rewrites the workspace without a tool call to approve (``/rewind`` and its
+  undo, however they are asked for).
 
 Narrowing is always allowed. An open gate (the terminal UI, ``cairn -p``, an editor over ACP:
 the person at the keyboard is the authority) allows everything.
@@ -56,6 +58,12 @@ class PermissionGate:
             f"Changing the approval mode from {current} to {wanted} widens what the agent may "
             f"do without asking: {self.closed_because}."
         )
+
+    def check_unasked(self, action: str) -> None:
+        """Raise :class:`WideningRefused` for ``action`` (which changes files without asking)
+        unless the gate is open."""
+        if not self.open:
+            raise WideningRefused(f"{action} rewrites files without asking: {self.closed_because}.")
 
     @property
     def allows_always(self) -> bool:

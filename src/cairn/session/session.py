@@ -1152,11 +1152,13 @@ class Session:
         check_busy: bool = True,
         announce: bool = True,
     ) -> RewindOutcome:
-        """Go back to before user turn ``turn`` (1 = the first); :class:`RewindError` if not.
+        """Go back to before user turn ``turn`` (1 = the first); :class:`RewindError` if not,
+        :class:`~cairn.session.gate.WideningRefused` past a closed gate.
 
         ``announce``: tell the session's listeners (an editor, the daemon's clients) what was
         done; a caller that shows the outcome itself turns it off."""
         self._refuse_rewind_while_busy(check_busy)
+        self.gate.check_unasked("Rewinding")
         outcome = await asyncio.to_thread(self.rewinder().rewind, turn, mode)
         await self._after_rewind(outcome, announce)
         return outcome
@@ -1164,6 +1166,7 @@ class Session:
     async def undo_rewind(self, *, check_busy: bool = True, announce: bool = True) -> RewindOutcome:
         """Reverse the newest rewind (code and conversation as they were before it)."""
         self._refuse_rewind_while_busy(check_busy)
+        self.gate.check_unasked("Undoing a rewind")
         outcome = await asyncio.to_thread(self.rewinder().undo)
         await self._after_rewind(outcome, announce)
         return outcome
