@@ -234,6 +234,81 @@ async def test_a_command_past_its_time_limit_is_killed_in_the_terminal_and_the_m
     assert second.contains("slow")
 
 
+@dataclass
+class RefusingTerminalEditor(TerminalEditor):
+    """An editor that declares terminals but refuses to open one, or to release one."""
+
+    refuse_create: bool = False
+    refuse_release: bool = False
+
+    async def create_terminal(
+        self, session_id: str, command: str, **kwargs: Any
+    ) -> CreateTerminalResponse:
+        if self.refuse_create:
+            raise RequestError.invalid_params({"details": "terminals are off in this workspace"})
+        return await super().create_terminal(session_id, command, **kwargs)
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> ReleaseTerminalResponse:
+        response = await super().release_terminal(session_id, terminal_id, **kwargs)
+        if self.refuse_release:
+            raise RequestError.internal_error({"details": "the terminal pane is gone"})
+        return response
+
+
+async def run_in_terminal(
+    editor: TerminalEditor,
+    command: str,
+    *,
+    server: ScriptedServer,
+    env: dict[str, str],
+    project: Path,
+) -> str:
+    """One ``--yolo`` turn that runs ``command`` as call ``c1``; the prompt's stop reason."""
+    server.enqueue(
+        tool_call("run_shell_command", {"command": command}, id="c1"),
+        reply("Done."),
+        purpose="main",
+    )
+    async with running_agent(env, project, "--yolo", client=editor) as agent:
+        session_id = await agent.start_session(terminal=True)
+        response = await agent.prompt(session_id, "run it")
+    return response.stop_reason
+
+
+async def test_a_terminal_the_editor_refuses_to_open_is_the_models_error_with_its_details(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    editor = RefusingTerminalEditor(refuse_create=True)
+    stop = await run_in_terminal(
+        editor, "echo never", server=scripted_server, env=cairn_env, project=project
+    )
+
+    assert stop == "end_turn"
+    assert editor.terminals == {}
+    second = scripted_server.requests_for("main")[1]
+    assert second.contains("The editor could not run the command: Invalid params")
+    assert second.contains("terminals are off in this workspace")
+    assert tool_updates(editor, "c1")[-1]["status"] == "failed"
+
+
+async def test_a_refused_terminal_release_still_gives_the_model_the_commands_output(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    editor = RefusingTerminalEditor(refuse_release=True)
+    stop = await run_in_terminal(
+        editor, "echo RELEASED-OUT", server=scripted_server, env=cairn_env, project=project
+    )
+
+    assert stop == "end_turn"
+    [terminal] = editor.terminals.values()
+    assert terminal.released
+    assert tool_updates(editor, "c1")[-1]["status"] == "completed"
+    second = scripted_server.requests_for("main")[1]
+    assert second.contains("RELEASED-OUT") and second.contains("Exit code: 0")
+
+
 async def test_without_the_terminal_capability_a_command_runs_locally_and_shows_its_output(
     scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
 ) -> None:

@@ -9,8 +9,10 @@ method is one request, and a refused request is the model's error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from acp.exceptions import RequestError
 from acp.interfaces import Client
@@ -24,85 +26,86 @@ from cairn.tools.base import CommandExit, ToolError
 __all__ = ["AcpTerminal", "AcpTerminals"]
 
 _log = get_logger("ACP")
+_T = TypeVar("_T")
 
 
+@dataclass(eq=False)
 class AcpTerminals:
     """One session's :class:`~cairn.tools.base.CommandRunner`: a terminal per command."""
 
-    def __init__(
-        self,
-        client: Client,
-        session_id: str,
-        *,
-        output_bytes: int,
-        requests: OutgoingRequests | None = None,
-    ) -> None:
-        self._client = client
-        self._session_id = session_id
-        self._output_bytes = output_bytes
-        self._requests = requests
+    client: Client
+    session_id: str
+    _: KW_ONLY
+    output_bytes: int  # the client keeps at most this much of a command's output
+    requests: OutgoingRequests | None = None
 
     async def start(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> AcpTerminal:
-        try:
-            created = await self._client.create_terminal(
-                session_id=self._session_id,
+        created = await _answer(
+            "The editor could not run the command",
+            self.client.create_terminal(
+                session_id=self.session_id,
                 command=argv[0],
                 args=list(argv[1:]),
                 # the whole environment: a client may start from its own or from nothing
                 env=[EnvVariable(name=name, value=value) for name, value in env.items()],
                 cwd=str(cwd),
-                output_byte_limit=self._output_bytes,
-            )
-        except (RequestError, ConnectionError) as exc:
-            raise ToolError(f"The editor could not run the command: {client_error(exc)}") from None
-        return AcpTerminal(self._client, self._session_id, created.terminal_id, self._requests)
+                output_byte_limit=self.output_bytes,
+            ),
+        )
+        return AcpTerminal(self.client, self.session_id, created.terminal_id, self.requests)
 
 
+@dataclass(eq=False)
 class AcpTerminal:
     """A command running in one editor terminal."""
 
-    def __init__(
-        self,
-        client: Client,
-        session_id: str,
-        terminal_id: str,
-        requests: OutgoingRequests | None = None,
-    ) -> None:
-        self._client = client
-        self._session_id = session_id
-        self.terminal_id: str | None = terminal_id
-        self._id = terminal_id
-        self._requests = requests
+    client: Client
+    session_id: str
+    terminal_id: str
+    requests: OutgoingRequests | None = None
 
     async def wait(self) -> CommandExit:
-        try:
-            done = await withdrawable(
-                self._requests,
-                self._client.wait_for_terminal_exit(
-                    session_id=self._session_id, terminal_id=self._id
+        done = await _answer(
+            "The editor's terminal failed",
+            withdrawable(
+                self.requests,
+                self.client.wait_for_terminal_exit(
+                    session_id=self.session_id, terminal_id=self.terminal_id
                 ),
-            )
-        except (RequestError, ConnectionError) as exc:
-            raise ToolError(f"The editor's terminal failed: {client_error(exc)}") from None
+            ),
+        )
         return CommandExit(done.exit_code, done.signal)
 
     async def kill(self) -> None:
-        try:
-            await self._client.kill_terminal(session_id=self._session_id, terminal_id=self._id)
-        except (RequestError, ConnectionError) as exc:
-            _log.warning(f"terminal/kill {self._id} failed: {client_error(exc)}")
+        await self._tell(
+            "terminal/kill",
+            self.client.kill_terminal(session_id=self.session_id, terminal_id=self.terminal_id),
+        )
 
     async def output(self) -> tuple[str, bool]:
-        try:
-            shown = await self._client.terminal_output(
-                session_id=self._session_id, terminal_id=self._id
-            )
-        except (RequestError, ConnectionError) as exc:
-            raise ToolError(f"The editor's terminal kept no output: {client_error(exc)}") from None
+        shown = await _answer(
+            "The editor's terminal kept no output",
+            self.client.terminal_output(session_id=self.session_id, terminal_id=self.terminal_id),
+        )
         return shown.output, shown.truncated
 
     async def release(self) -> None:
+        await self._tell(
+            "terminal/release",
+            self.client.release_terminal(session_id=self.session_id, terminal_id=self.terminal_id),
+        )
+
+    async def _tell(self, method: str, request: Awaitable[object]) -> None:
+        """Await a request whose failure only the log hears of (the command is over anyway)."""
         try:
-            await self._client.release_terminal(session_id=self._session_id, terminal_id=self._id)
+            await request
         except (RequestError, ConnectionError) as exc:
-            _log.warning(f"terminal/release {self._id} failed: {client_error(exc)}")
+            _log.warning(f"{method} {self.terminal_id} failed: {client_error(exc)}")
+
+
+async def _answer(failure: str, request: Awaitable[_T]) -> _T:
+    """Await a request the tool needs; a refusal is the model's :class:`ToolError`."""
+    try:
+        return await request
+    except (RequestError, ConnectionError) as exc:
+        raise ToolError(f"{failure}: {client_error(exc)}") from None

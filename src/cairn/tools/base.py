@@ -135,7 +135,10 @@ class CommandExit:
 class RunningCommand(Protocol):
     """A command started by a :class:`CommandRunner`; the shell tool waits, kills, reads it."""
 
-    terminal_id: str | None  # the terminal people watch it in (shown with the tool call)
+    @property
+    def terminal_id(self) -> str | None:
+        """The terminal people watch it in (shown with the tool call); None when there is none."""
+        ...
 
     async def wait(self) -> CommandExit: ...
 
