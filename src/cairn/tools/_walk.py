@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cairn.tools._patterns import translate
+
 if TYPE_CHECKING:
     from cairn.tools.ignore import IgnoreRules
 
@@ -36,7 +38,7 @@ class GlobPattern:
     def compile(cls, pattern: str, *, anywhere: bool = False) -> GlobPattern:
         body = pattern[2:] if pattern.startswith("./") else pattern
         alternatives = expand_braces(body)
-        regex = re.compile("|".join(f"(?:{_translate(alt)})" for alt in alternatives))
+        regex = re.compile("|".join(f"(?:{translate(alt, git=False)})" for alt in alternatives))
         return cls(pattern, regex, basename_only=anywhere and "/" not in body)
 
     def matches(self, posix_path: str) -> bool:
@@ -83,55 +85,6 @@ def _first_brace_group(pattern: str) -> tuple[int, int, list[str]] | None:
                 piece_start = index + 1
         search_from = start + 1
     return None
-
-
-def _translate(pattern: str) -> str:
-    out: list[str] = []
-    index, length = 0, len(pattern)
-    while index < length:
-        char = pattern[index]
-        if char == "*":
-            end = index
-            while end < length and pattern[end] == "*":
-                end += 1
-            whole_segment = (index == 0 or pattern[index - 1] == "/") and (
-                end == length or pattern[end] == "/"
-            )
-            if end - index >= 2 and whole_segment:
-                if end < length:  # "**/": zero or more folders
-                    out.append("(?:[^/]*/)*")
-                    end += 1
-                else:  # trailing "**": everything below
-                    out.append(".*")
-            else:
-                out.append("[^/]*")
-            index = end
-        elif char == "?":
-            out.append("[^/]")
-            index += 1
-        elif char == "[":
-            translated, index = _translate_class(pattern, index)
-            out.append(translated)
-        else:
-            out.append(re.escape(char))
-            index += 1
-    return "".join(out)
-
-
-def _translate_class(pattern: str, start: int) -> tuple[str, int]:
-    """``[...]`` at ``start`` as a regex class; a ``[`` without its ``]`` is a literal."""
-    index = start + 1
-    negate = index < len(pattern) and pattern[index] in "!^"
-    if negate:
-        index += 1
-    body_start = index
-    if index < len(pattern) and pattern[index] == "]":
-        index += 1  # a leading "]" is part of the class
-    end = pattern.find("]", index)
-    if end == -1:
-        return re.escape("["), start + 1
-    body = "".join(c if c == "-" else re.escape(c) for c in pattern[body_start:end])
-    return f"[{'^' if negate else ''}{body}]", end + 1
 
 
 def iter_files(

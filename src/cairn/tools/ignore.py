@@ -19,20 +19,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cairn.tools._patterns import translate
+
 __all__ = ["CAIRNIGNORE", "GITIGNORE", "IgnoreRules", "compile_pattern", "parse_ignore_lines"]
 
 GITIGNORE = ".gitignore"
 CAIRNIGNORE = ".cairnignore"
 MAX_IGNORE_FILE_BYTES = 1 << 20  # larger ignore files are read up to this size
-_POSIX_CLASSES = {
-    "alpha": "a-zA-Z",
-    "digit": "0-9",
-    "alnum": "a-zA-Z0-9",
-    "upper": "A-Z",
-    "lower": "a-z",
-    "space": " \\t\\n\\r\\f\\v",
-    "xdigit": "0-9A-Fa-f",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,78 +65,9 @@ def _strip_trailing_spaces(line: str) -> str:
 
 def compile_pattern(body: str, *, anchored: bool) -> re.Pattern[str]:
     """The regex a pattern body matches against a path relative to its file's folder."""
-    translated = _translate(body)
+    translated = translate(body, git=True)
     prefix = "" if anchored else "(?:.*/)?"
     return re.compile(f"{prefix}{translated}", re.DOTALL)
-
-
-def _translate(body: str) -> str:
-    out: list[str] = []
-    index, length = 0, len(body)
-    while index < length:
-        char = body[index]
-        if char == "\\" and index + 1 < length:
-            out.append(re.escape(body[index + 1]))
-            index += 2
-        elif char == "*":
-            end = index
-            while end < length and body[end] == "*":
-                end += 1
-            starts_segment = index == 0 or body[index - 1] == "/"
-            ends_segment = end == length or body[end] == "/"
-            if end - index >= 2 and starts_segment and ends_segment:
-                if end == length:
-                    out.append(".*" if index == 0 else ".+")  # "**" or "a/**": all inside
-                    index = end
-                else:
-                    out.append("(?:.*/)?")  # "**/": zero or more folders
-                    index = end + 1
-            else:
-                out.append("[^/]*")
-                index = end
-        elif char == "?":
-            out.append("[^/]")
-            index += 1
-        elif char == "[":
-            translated, index = _translate_class(body, index)
-            out.append(translated)
-        else:
-            out.append(re.escape(char))
-            index += 1
-    return "".join(out)
-
-
-def _translate_class(body: str, start: int) -> tuple[str, int]:
-    """``[...]`` at ``start``; a ``[`` without its ``]`` is a literal, as in git."""
-    index = start + 1
-    negate = index < len(body) and body[index] in "!^"
-    if negate:
-        index += 1
-    parts: list[str] = []
-    first = True
-    while index < len(body):
-        char = body[index]
-        if char == "]" and not first:
-            return f"(?![/])[{'^' if negate else ''}{''.join(parts)}]", index + 1
-        first = False
-        if char == "[" and body.startswith("[:", index):
-            end = body.find(":]", index + 2)
-            name = body[index + 2 : end] if end != -1 else ""
-            if name in _POSIX_CLASSES:
-                parts.append(_POSIX_CLASSES[name])
-                index = end + 2
-                continue
-        if char == "\\" and index + 1 < len(body):
-            parts.append(re.escape(body[index + 1]))
-            index += 2
-            continue
-        if char == "-" and parts and index + 1 < len(body) and body[index + 1] != "]":
-            parts.append("-")
-            index += 1
-            continue
-        parts.append(re.escape(char))
-        index += 1
-    return re.escape("["), start + 1
 
 
 @dataclass
