@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, get_args
 
 if TYPE_CHECKING:
     from cairn.hooks.process import CommandResult
@@ -56,6 +56,7 @@ BLOCKING_EXIT_CODE = 2  # exit code that blocks (stderr is the reason)
 BLOCKED_BY_HOOK = "Blocked by hook"  # reason of an exit-2 block with empty stderr
 NO_REASON = "No reason provided"  # reason of a JSON block that names none
 _STDERR_EXCERPT_CHARS = 300  # stderr quoted in a warning about a failed hook
+_T = TypeVar("_T")
 
 # Most restrictive wins when hooks disagree.
 _DECISION_RANK: dict[HookDecision, int] = {"allow": 1, "ask": 2, "deny": 3}
@@ -250,32 +251,29 @@ def _specific_output(event: HookEvent, fields: _FieldReader) -> _FieldReader | N
     return specific
 
 
+@dataclass
 class _FieldReader:
     """Typed access to a hook's JSON fields; a wrong type is a warning and reads as absent."""
 
-    def __init__(
-        self, where: str, data: Mapping[str, Any], warnings: list[str], prefix: str = ""
-    ) -> None:
-        self.where = where
-        self.data = data
-        self.warnings = warnings
-        self.prefix = prefix
+    where: str
+    data: Mapping[str, Any]
+    warnings: list[str]
+    prefix: str = ""
 
     def warn(self, message: str) -> None:
         self.warnings.append(f"{self.where}: {message}; ignored")
 
     def string(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is None or isinstance(value, str):
-            return value
-        self.warn(f"`{self.prefix}{key}` must be a string")
-        return None
+        return self._typed(key, str, "a string")
 
     def boolean(self, key: str) -> bool | None:
+        return self._typed(key, bool, "true or false")
+
+    def _typed(self, key: str, kind: type[_T], what: str) -> _T | None:
         value = self.data.get(key)
-        if value is None or isinstance(value, bool):
+        if value is None or isinstance(value, kind):
             return value
-        self.warn(f"`{self.prefix}{key}` must be true or false")
+        self.warn(f"`{self.prefix}{key}` must be {what}")
         return None
 
     def mapping(self, key: str) -> dict[str, Any] | None:

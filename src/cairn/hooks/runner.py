@@ -118,12 +118,7 @@ class HookRunner:
         tool_use_id: str,
         permission_mode: str,
     ) -> HookOutcome:
-        fields = {
-            "permission_mode": permission_mode,
-            "tool_name": tool_name,
-            "tool_input": dict(tool_input),
-            "tool_use_id": tool_use_id,
-        }
+        fields = _tool_fields(permission_mode, tool_name, tool_input, tool_use_id)
         return await self._run("PreToolUse", fields)
 
     async def post_tool_use(
@@ -135,13 +130,8 @@ class HookRunner:
         tool_use_id: str,
         permission_mode: str,
     ) -> HookOutcome:
-        fields = {
-            "permission_mode": permission_mode,
-            "tool_name": tool_name,
-            "tool_input": dict(tool_input),
-            "tool_response": dict(tool_response),
-            "tool_use_id": tool_use_id,
-        }
+        fields = _tool_fields(permission_mode, tool_name, tool_input, tool_use_id)
+        fields["tool_response"] = dict(tool_response)
         return await self._run("PostToolUse", fields)
 
     async def post_tool_use_failure(
@@ -154,14 +144,8 @@ class HookRunner:
         permission_mode: str,
         is_interrupt: bool = False,
     ) -> HookOutcome:
-        fields = {
-            "permission_mode": permission_mode,
-            "tool_name": tool_name,
-            "tool_input": dict(tool_input),
-            "tool_use_id": tool_use_id,
-            "error": error,
-            "is_interrupt": is_interrupt,
-        }
+        fields = _tool_fields(permission_mode, tool_name, tool_input, tool_use_id)
+        fields |= {"error": error, "is_interrupt": is_interrupt}
         return await self._run("PostToolUseFailure", fields)
 
     async def subagent_stop(
@@ -329,6 +313,18 @@ def _unencodable(event: HookEvent) -> HookOutcome:
 def _utc_now_iso() -> str:
     now = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
     return now.replace("+00:00", "Z")
+
+
+def _tool_fields(
+    permission_mode: str, tool_name: str, tool_input: Mapping[str, Any], tool_use_id: str
+) -> dict[str, Any]:
+    """The input fields the three tool events share."""
+    return {
+        "permission_mode": permission_mode,
+        "tool_name": tool_name,
+        "tool_input": dict(tool_input),
+        "tool_use_id": tool_use_id,
+    }
 
 
 def _label(command: HookCommand) -> str:
