@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -97,29 +97,23 @@ class ToolOutcome:
         return self.status in ("completed", "failed")
 
 
+@dataclass(eq=False, kw_only=True)
 class ToolScheduler:
-    def __init__(
-        self,
-        *,
-        registry: ToolRegistry,
-        rules: PermissionRules,
-        frontend: Frontend,
-        approval_mode: Callable[[], str],
-        hooks: HookRunner | None = None,
-        before_change: BeforeChange | None = None,
-        settings_changed: SettingsChanged | None = None,
-    ) -> None:
-        self.registry = registry
-        self.before_change = before_change
-        self.settings_changed = settings_changed
-        self.rules = rules
-        self.frontend = frontend
-        self._approval_mode = approval_mode
-        self.hooks = hooks
-        self._always_allowed: set[str] = set()
-        self._protected: dict[tuple[Path, tuple[Path, ...]], ProtectedPaths] = {}
-        self.label = ""  # named in what it asks the user ("general-purpose: ..."): a subagent's
-        self._notifying: set[asyncio.Future[HookOutcome]] = set()  # Notification hooks running
+    registry: ToolRegistry
+    rules: PermissionRules
+    frontend: Frontend
+    approval_mode: Callable[[], str]
+    hooks: HookRunner | None = None
+    before_change: BeforeChange | None = None
+    settings_changed: SettingsChanged | None = None
+    # Named in what it asks the user ("general-purpose: ..."): a subagent's.
+    label: str = field(default="", init=False)
+    _always_allowed: set[str] = field(default_factory=set, init=False)
+    _protected: dict[tuple[Path, tuple[Path, ...]], ProtectedPaths] = field(
+        default_factory=dict, init=False
+    )
+    # The Notification hooks still running.
+    _notifying: set[asyncio.Future[HookOutcome]] = field(default_factory=set, init=False)
 
     async def run(
         self, calls: Sequence[FunctionCall], ctx: ToolContext, emit: EventSink
@@ -163,15 +157,7 @@ class ToolScheduler:
         """A scheduler for a subagent: this one's rules, front end, approval mode, checkpoints
         and "allow always" answers, over the subagent's own tools; ``label`` prefixes the title
         of what it asks the user."""
-        child = ToolScheduler(
-            registry=registry,
-            rules=self.rules,
-            frontend=self.frontend,
-            approval_mode=self._approval_mode,
-            hooks=hooks,
-            before_change=self.before_change,
-            settings_changed=self.settings_changed,
-        )
+        child = dataclasses.replace(self, registry=registry, hooks=hooks)
         child._always_allowed = self._always_allowed
         child._protected = self._protected
         child.label = label
@@ -184,7 +170,7 @@ class ToolScheduler:
             return await _fail(call, self.registry.unknown_tool_message(call.name), emit)
         ctx = dataclasses.replace(
             ctx,
-            approval_mode=self._approval_mode(),
+            approval_mode=self.approval_mode(),
             path_rules=ctx.path_rules or self.rules,
             tool_name=call.name,
             call_id=call.id,
@@ -211,7 +197,7 @@ class ToolScheduler:
                 tool_name=call.name,
                 tool_input=call.args,
                 tool_use_id=call.id,
-                permission_mode=self._approval_mode(),
+                permission_mode=self.approval_mode(),
             )
             for warning in hook.warnings:
                 await emit(Notice("warning", warning, "hook"))
@@ -328,7 +314,7 @@ class ToolScheduler:
         )
         if always:
             rule = "allow"
-        mode = self._approval_mode()
+        mode = self.approval_mode()
         decision = decide_approval(
             rule=rule,
             confirmation=confirmation,
@@ -467,7 +453,7 @@ class ToolScheduler:
         event: HookEvent = "PostToolUse" if result.ok else "PostToolUseFailure"
         if not hooks.has(event):
             return result, None
-        mode = self._approval_mode()
+        mode = self.approval_mode()
         if result.ok:
             outcome = await hooks.post_tool_use(
                 tool_name=call.name,
