@@ -13,26 +13,9 @@ from cairn.abort import AbortController
 from cairn.tools.base import ToolContext
 from cairn.tools.shell import MAX_SHELL_OUTPUT_CHARS, ShellTool
 
+from ..process_helpers import DEATH_DEADLINE_SECONDS, is_running, wait_until_dead
+
 tool = ShellTool()
-DEATH_DEADLINE_SECONDS = 10.0  # how long a killed process may take to disappear
-
-
-def is_running(pid: int) -> bool:
-    """Alive and not a zombie (a killed orphan may wait for a reaper that never comes)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def wait_until_dead(pid: int) -> bool:
-    deadline = time.monotonic() + DEATH_DEADLINE_SECONDS
-    while time.monotonic() < deadline:
-        if not is_running(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 async def wait_for_file(path: Path) -> str:

@@ -1,8 +1,11 @@
 """A throw-away PostgreSQL server for tests and benchmarks: ``initdb`` and ``pg_ctl`` in a temp dir.
 
 The cluster listens on a free loopback port (and a Unix socket in its own folder), trusts local
-connections, and is removed when stopped. Run as root, the server runs as an unprivileged user
-(``nobody``), since PostgreSQL refuses to run as root::
+connections, and is removed when stopped. The server is a child of the process that starts it
+and gets SIGQUIT (PostgreSQL's immediate shutdown) when that thread's process dies, even by
+SIGKILL, so a killed test run leaves no server behind: start it from a thread that lives as long
+as it does (the main thread). Run as root, the server runs as an unprivileged user (``nobody``),
+since PostgreSQL refuses to run as root::
 
     with PostgresServer() as server:
         dsn = server.create_database("t1")   # postgresql://cairn@127.0.0.1:<port>/t1
@@ -18,9 +21,11 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -62,10 +67,26 @@ class PostgresServer:
         self.bin_dir = bin_dir or find_postgres_bin()
         self.port = 0
         self._root: Path | None = None
+        self._server: subprocess.Popen[bytes] | None = None
 
     @property
     def running(self) -> bool:
         return self._root is not None
+
+    @property
+    def root(self) -> Path:
+        """The cluster's temp folder (data, socket, ``server.log``) while it runs."""
+        return self._running()[0]
+
+    @property
+    def pid(self) -> int:
+        """The server's (postmaster's) process id while it runs."""
+        return self._running()[1].pid
+
+    def _running(self) -> tuple[Path, subprocess.Popen[bytes]]:
+        if self._root is None or self._server is None:
+            raise RuntimeError("the PostgreSQL server is not running")
+        return self._root, self._server
 
     def dsn(self, database: str = "postgres", *, user: str = SUPERUSER) -> str:
         return f"postgresql://{user}@127.0.0.1:{self.port}/{database}"
@@ -82,13 +103,13 @@ class PostgresServer:
             self._run("initdb", "-D", str(root / "data"), "-U", SUPERUSER, "--auth=trust",
                       "-E", "UTF8", "--locale=C", "--no-sync")  # fmt: skip
             self.port = _free_port()
-            options = (
-                f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={root} "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                "-c max_connections=200"
-            )
-            self._run("pg_ctl", "-D", str(root / "data"), "-l", str(root / "server.log"), "-w",
-                      "-t", str(START_TIMEOUT_SECONDS), "-o", options, "start")  # fmt: skip
+            self._server = self._spawn(
+                "postgres", "-D", str(root / "data"), "-c", "listen_addresses=127.0.0.1",
+                "-p", str(self.port), "-c", f"unix_socket_directories={root}", "-c", "fsync=off",
+                "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+                "-c", "max_connections=200", log=root / "server.log",
+            )  # fmt: skip
+            self._wait_until_ready(root / "data" / "postmaster.pid")
         except BaseException:
             self.stop()
             raise
@@ -106,12 +127,16 @@ class PostgresServer:
 
     def stop(self) -> None:
         root, self._root = self._root, None
-        if root is None:
-            return
-        if (root / "data" / "postmaster.pid").exists():
-            with contextlib.suppress(subprocess.SubprocessError, OSError):
-                self._run("pg_ctl", "-D", str(root / "data"), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(root, ignore_errors=True)
+        server, self._server = self._server, None
+        if server is not None and server.poll() is None:
+            server.send_signal(signal.SIGQUIT)  # immediate shutdown: a throw-away cluster
+            try:
+                server.wait(timeout=START_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
 
     def __enter__(self) -> PostgresServer:
         return self.start()
@@ -131,17 +156,47 @@ class PostgresServer:
         os.chown(root, user.pw_uid, user.pw_gid)
         root.chmod(0o700)
 
-    def _run(self, program: str, *args: str) -> None:
+    def _command(self, program: str, *args: str, die_with_parent: bool = False) -> list[str]:
         assert self.bin_dir is not None
         command = [str(self.bin_dir / program), *args]
+        wrapper: list[str] = []
         if os.geteuid() == 0:
             user = pwd.getpwnam(_UNPRIVILEGED)
-            command = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
-                       "--clear-groups", *command]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+            wrapper = [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+        if die_with_parent and shutil.which("setpriv"):
+            wrapper.append("--pdeathsig=SIGQUIT")  # set after the user change, which clears it
+        return ["setpriv", *wrapper, *command] if wrapper else command
+
+    def _run(self, program: str, *args: str) -> None:
+        done = subprocess.run(
+            self._command(program, *args), capture_output=True, text=True, timeout=120
+        )
         if done.returncode != 0:
-            log = ""
-            if self._root is not None and (self._root / "server.log").exists():
-                log = (self._root / "server.log").read_text(errors="replace")[-2000:]
-            problem = done.stderr.strip()
-            raise RuntimeError(f"{program} failed ({done.returncode}): {problem}\n{log}")
+            raise RuntimeError(f"{program} failed ({done.returncode}): {done.stderr.strip()}")
+
+    def _spawn(self, program: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
+        with log.open("ab") as output:
+            return subprocess.Popen(
+                self._command(program, *args, die_with_parent=True),
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+
+    def _wait_until_ready(self, pid_file: Path) -> None:
+        """Until the server says it accepts connections (line 8 of ``postmaster.pid``, as
+        ``pg_ctl -w`` reads it); a server that exits or stays starting is an error with its log."""
+        assert self._server is not None
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self._server.poll() is not None:
+                break
+            with contextlib.suppress(OSError):
+                lines = pid_file.read_text().splitlines()
+                if len(lines) >= 8 and lines[7].strip() == "ready":
+                    return
+            time.sleep(0.05)
+        log = (pid_file.parent.parent / "server.log").read_text(errors="replace")[-2000:]
+        ended = self._server.returncode
+        status = f"exited with {ended}" if ended is not None else "was not ready in time"
+        raise RuntimeError(f"postgres {status}:\n{log}")
