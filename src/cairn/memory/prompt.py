@@ -14,11 +14,9 @@ from pathlib import Path
 from cairn.memory.document import MemoryScope
 
 __all__ = [
-    "HOW_TO_SAVE_SECTION",
     "MAX_PROMPT_INDEX_CHARS",
     "MAX_PROMPT_INDEX_LINES",
-    "MEMORY_TYPES_SECTION",
-    "WHAT_NOT_TO_SAVE_SECTION",
+    "MEMORY_AGENT_RULES",
     "MemoryTier",
     "build_auto_memory_prompt",
     "truncate_index_for_prompt",
@@ -129,9 +127,7 @@ of this conversation."""
 
 
 # The same rules, for the memory agents' prompts (Extract, Dream): one text, never two.
-MEMORY_TYPES_SECTION = _TYPES_FULL
-WHAT_NOT_TO_SAVE_SECTION = _DO_NOT_SAVE
-HOW_TO_SAVE_SECTION = _HOW_TO_SAVE
+MEMORY_AGENT_RULES = "\n\n".join([_TYPES_FULL, _DO_NOT_SAVE, _HOW_TO_SAVE])
 
 
 def truncate_index_for_prompt(text: str) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.memory.document import MemoryScope
+from cairn.memory.wrapped_tool import WrappedTool
 from cairn.tools.base import (
     ConfirmationKind,
     FileDiff,
@@ -34,7 +35,6 @@ from cairn.tools.base import (
     Tool,
     ToolContext,
     ToolError,
-    ToolKind,
     ToolResult,
 )
 from cairn.vocabulary.events import MemoryChanged
@@ -157,19 +157,12 @@ class MemoryWrites:
         return result
 
 
-class _MemoryAware:
+class _MemoryAware(WrappedTool):
     """A built-in tool that follows the memory rules when its file is in a memory folder."""
 
     def __init__(self, inner: Tool, writes: MemoryWrites) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.writes = writes
-        self.name = inner.name
-        self.description = inner.description
-        self.parameters = inner.parameters
-        self.kind: ToolKind = inner.kind
-
-    def title(self, args: Mapping[str, Any]) -> str:
-        return self.inner.title(args)
 
     def _in_memory(
         self, args: Mapping[str, Any], ctx: ToolContext

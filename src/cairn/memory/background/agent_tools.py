@@ -37,15 +37,12 @@ from cairn.fsutil import read_regular_bytes, read_regular_file
 from cairn.memory.paths import INDEX_FILE_NAME, PINNED_FOLDER
 from cairn.memory.store.locks import hold_roots_async
 from cairn.memory.store.parse import memory_file_problem
+from cairn.memory.wrapped_tool import WrappedTool
 from cairn.tools.base import (
     MAX_TEXT_FILE_BYTES,
-    ConfirmationKind,
-    FileDiff,
-    Location,
     Tool,
     ToolContext,
     ToolError,
-    ToolKind,
     ToolResult,
 )
 from cairn.tools.registry import ToolRegistry, default_registry
@@ -163,29 +160,13 @@ class RecordingReads:
         await self.files.write_text(path, content)
 
 
-class _Guarded:
+class _Guarded(WrappedTool):
     """A built-in tool run with memory guards; everything else is delegated."""
 
     def __init__(self, inner: Tool, files: MemoryFiles, allowed_names: frozenset[str]) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.files = files
         self.allowed_names = allowed_names
-        self.name = inner.name
-        self.description = inner.description
-        self.parameters = inner.parameters
-        self.kind: ToolKind = inner.kind
-
-    def title(self, args: Mapping[str, Any]) -> str:
-        return self.inner.title(args)
-
-    def confirmation(self, args: Mapping[str, Any], ctx: ToolContext) -> ConfirmationKind | None:
-        return self.inner.confirmation(args, ctx)
-
-    def locations(self, args: Mapping[str, Any], ctx: ToolContext) -> list[Location]:
-        return self.inner.locations(args, ctx)
-
-    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> FileDiff | None:
-        return await self.inner.preview(args, ctx)
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         if self.name == "read_file":

@@ -45,11 +45,7 @@ from cairn.memory.background.tasks import (
     written_files,
 )
 from cairn.memory.document import MemoryDoc, MemoryScope
-from cairn.memory.prompt import (
-    HOW_TO_SAVE_SECTION,
-    MEMORY_TYPES_SECTION,
-    WHAT_NOT_TO_SAVE_SECTION,
-)
+from cairn.memory.prompt import MEMORY_AGENT_RULES
 from cairn.memory.store.history import HistoryEntry, append_history
 from cairn.memory.store.locks import hold_roots, hold_roots_async
 from cairn.tools.permissions import canonical_tool_name
@@ -250,9 +246,7 @@ def extraction_system_prompt(
             f"write_file and edit. You have at most {max_turns} turns: issue every read you "
             "need in one turn, then every write in the next. `edit` needs the exact current "
             "text; `write_file` over an existing memory needs a `read_file` of it first.",
-            MEMORY_TYPES_SECTION,
-            WHAT_NOT_TO_SAVE_SECTION,
-            HOW_TO_SAVE_SECTION,
+            MEMORY_AGENT_RULES,
             "## Existing memory files\n\n"
             + existing_memories_block(docs, [scope for scope, _ in roots]),
         ]

@@ -41,11 +41,7 @@ from cairn.memory.background.tasks import (
 )
 from cairn.memory.document import MemoryDoc
 from cairn.memory.paths import TYPE_FOLDERS
-from cairn.memory.prompt import (
-    HOW_TO_SAVE_SECTION,
-    MEMORY_TYPES_SECTION,
-    WHAT_NOT_TO_SAVE_SECTION,
-)
+from cairn.memory.prompt import MEMORY_AGENT_RULES
 from cairn.memory.store.locks import hold_roots_async
 from cairn.vocabulary.events import MemoryChanged, SessionEvent, ToolCallStart
 
@@ -142,9 +138,7 @@ def dream_system_prompt(
         [
             _DREAM_RULES,
             _dream_steps(root, chats_dir, max_turns),
-            MEMORY_TYPES_SECTION,
-            WHAT_NOT_TO_SAVE_SECTION,
-            HOW_TO_SAVE_SECTION,
+            MEMORY_AGENT_RULES,
             f"## Memory files\n\n{listing}",
         ]
     )
