@@ -22,8 +22,6 @@ from cairn.agent.client import (
     AgentFinished,
     AgentLimit,
     AgentLoop,
-    AgentRetry,
-    AgentText,
     AgentToolCall,
     SendKind,
 )
@@ -33,6 +31,7 @@ from cairn.config.settings import Settings
 from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text
 from cairn.llm.types import ModelRequest, ToolDeclaration, Usage
 from cairn.testing import ScriptedProvider, ToolCallSpec, error_reply, reply, tool_calls
+from cairn.vocabulary.events import AssistantText, StreamReset
 
 SUMMARY = "<state_snapshot>the user wants a calculator</state_snapshot>"
 TOOLS = [ToolDeclaration("read_file", "Read a file", {"type": "object", "properties": {}})]
@@ -159,7 +158,7 @@ async def test_the_answer_joins_the_history_and_is_reported() -> None:
 
     events = await _send(client, [Text("hi")])
 
-    assert events[0] == AgentText("Hello!")
+    assert events[0] == AssistantText("Hello!")
     finished = events[-1]
     assert isinstance(finished, AgentFinished)
     assert (finished.reason, finished.text, finished.calls) == ("stop", "Hello!", ())
@@ -483,8 +482,14 @@ async def test_a_stream_retry_discards_the_partial_text() -> None:
     events = await _send(client, [Text("hi")])
 
     kinds = [type(e).__name__ for e in events]
-    assert kinds == ["AgentText", "AgentRetry", "AgentText", "AgentText", "AgentFinished"]
-    assert isinstance(events[1], AgentRetry) and events[1].attempt == 2
+    assert kinds == [
+        "AssistantText",
+        "StreamReset",
+        "AssistantText",
+        "AssistantText",
+        "AgentFinished",
+    ]
+    assert isinstance(events[1], StreamReset) and events[1].attempt == 2
     finished = events[-1]
     assert isinstance(finished, AgentFinished) and finished.text == "final answer"
     assert client.history.last() == Content.model("final answer")
@@ -526,7 +531,7 @@ async def test_chanting_the_same_text_reports_a_loop_and_keeps_what_was_said() -
     loop = events[-1]
     assert isinstance(loop, AgentLoop)
     assert loop.info.loop_type == "chanting_identical_sentences"
-    streamed = "".join(e.text for e in events if isinstance(e, AgentText))
+    streamed = "".join(e.text for e in events if isinstance(e, AssistantText))
     assert client.history.last() == Content.model(streamed)
     assert len(streamed) < len(sentence) * 30  # the stream was cut at the loop
 

@@ -46,6 +46,7 @@ from cairn.llm.types import (
     ToolDeclaration,
     Usage,
 )
+from cairn.vocabulary.events import AssistantText, AssistantThought, StreamReset
 from cairn.vocabulary.recall import RecallDelivery
 
 if TYPE_CHECKING:
@@ -62,9 +63,6 @@ __all__ = [
     "AgentLimit",
     "AgentLoop",
     "AgentRecalled",
-    "AgentRetry",
-    "AgentText",
-    "AgentThought",
     "AgentToolCall",
     "RecallHandle",
     "RecalledMemory",
@@ -114,26 +112,8 @@ class RecallHandle(Protocol):
 
 
 @dataclass(frozen=True)
-class AgentText:
-    text: str
-
-
-@dataclass(frozen=True)
-class AgentThought:
-    text: str
-
-
-@dataclass(frozen=True)
 class AgentToolCall:
     call: FunctionCall
-
-
-@dataclass(frozen=True)
-class AgentRetry:
-    attempt: int  # the attempt about to start, of max_attempts
-    delay: float
-    reason: str
-    max_attempts: int = 0
 
 
 @dataclass(frozen=True)
@@ -167,11 +147,12 @@ class AgentFinished:
     text: str = ""
 
 
+# Streamed text, reasoning and retries are the session's own events; the rest is the client's.
 AgentEvent = (
-    AgentText
-    | AgentThought
+    AssistantText
+    | AssistantThought
     | AgentToolCall
-    | AgentRetry
+    | StreamReset
     | AgentCompressed
     | AgentLimit
     | AgentLoop
@@ -455,16 +436,16 @@ class AgentClient:
                     texts.clear()
                     thoughts = _Thoughts()
                     calls.clear()
-                    yield AgentRetry(event.attempt, event.delay, event.reason, event.max_attempts)
+                    yield StreamReset(event.reason, event.delay, event.attempt, event.max_attempts)
                 elif isinstance(event, TextDelta):
                     texts.append(event.text)
-                    yield AgentText(event.text)
+                    yield AssistantText(event.text)
                     if not self.settings.model.skip_loop_detection:
                         loop = self.loop_detector.check_text(event.text)
                 elif isinstance(event, ThoughtDelta):
                     thoughts.add(event)
                     if event.text:
-                        yield AgentThought(event.text)
+                        yield AssistantThought(event.text)
                 elif isinstance(event, ToolCallDelta):
                     calls.append(event.call)
                     yield AgentToolCall(event.call)

@@ -25,9 +25,6 @@ from cairn.agent.client import (
     AgentLimit,
     AgentLoop,
     AgentRecalled,
-    AgentRetry,
-    AgentText,
-    AgentThought,
     RecallHandle,
     SendKind,
     recall_part,
@@ -927,20 +924,18 @@ class Session:
     ) -> AgentFinished | None:
         result, sink = state.result, state.sink
         async for event in self.client.send(parts, kind=kind, abort=state.abort.signal):
-            if isinstance(event, AgentText):
+            if isinstance(event, AssistantText):
                 state.texts.append(event.text)
                 state.streaming.append(event.text)
-                await sink(AssistantText(event.text))
-            elif isinstance(event, AgentThought):
+                await sink(event)
+            elif isinstance(event, AssistantThought):
                 state.thoughts.append(event.text)
-                await sink(AssistantThought(event.text))
-            elif isinstance(event, AgentRetry):
+                await sink(event)
+            elif isinstance(event, StreamReset):
                 state.texts.clear()
                 state.streaming.clear()
                 state.thoughts.clear()
-                await sink(
-                    StreamReset(event.reason, event.delay, event.attempt, event.max_attempts)
-                )
+                await sink(event)
             elif isinstance(event, AgentCompressed):
                 info = event.result
                 compressed = info.status is CompressionStatus.COMPRESSED
