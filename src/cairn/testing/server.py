@@ -233,14 +233,9 @@ class ScriptedServer:
         """
         deadline = time.monotonic() + timeout
         with self._changed:
-            while True:
-                matching = self._matching(purpose)
-                if len(matching) >= n:
-                    return matching
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(_wait_message(n, purpose, len(matching), timeout))
-                self._changed.wait(remaining)
+            while (arrived := self._arrived(n, purpose, deadline, timeout)) is None:
+                self._changed.wait(deadline - time.monotonic())
+            return arrived
 
     async def async_wait_for_requests(
         self, n: int, *, purpose: str | None = None, timeout: float = DEFAULT_WAIT_TIMEOUT
@@ -254,17 +249,26 @@ class ScriptedServer:
             while True:
                 arrived.clear()
                 with self._changed:
-                    matching = self._matching(purpose)
-                if len(matching) >= n:
-                    return matching
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(_wait_message(n, purpose, len(matching), timeout))
+                    found = self._arrived(n, purpose, deadline, timeout)
+                if found is not None:
+                    return found
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(arrived.wait(), remaining)
+                    await asyncio.wait_for(arrived.wait(), deadline - time.monotonic())
         finally:
             with self._changed:
                 self._async_waiters.discard((loop, arrived))
+
+    def _arrived(
+        self, n: int, purpose: str | None, deadline: float, timeout: float
+    ) -> list[RecordedRequest] | None:
+        """The matching requests once there are ``n``, ``None`` while there is time to wait;
+        past ``deadline`` raises :class:`TimeoutError` saying how many came. Lock held."""
+        matching = self._matching(purpose)
+        if len(matching) >= n:
+            return matching
+        if deadline - time.monotonic() <= 0:
+            raise TimeoutError(_wait_message(n, purpose, len(matching), timeout))
+        return None
 
     def _matching(self, purpose: str | None) -> list[RecordedRequest]:
         if purpose is None:
