@@ -1,4 +1,5 @@
-"""AbortController / AbortSignal: cancellation that carries its reason to every watcher."""
+"""AbortController / AbortSignal: cancellation that carries its reason to every watcher; the
+bounded wait for an event."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 
 import pytest
 
-from cairn.abort import AbortController, Aborted
+from cairn.abort import AbortController, Aborted, wait_until_set
 
 
 def test_a_fresh_signal_is_not_aborted_and_has_no_reason() -> None:
@@ -144,3 +145,21 @@ async def test_several_waiters_all_wake_with_the_reason() -> None:
     controller.abort("shutdown")
 
     assert await asyncio.wait_for(asyncio.gather(*waiters), timeout=5) == ["shutdown"] * 3
+
+
+async def test_wait_until_set_is_true_for_an_event_already_set() -> None:
+    event = asyncio.Event()
+    event.set()
+
+    assert await wait_until_set(event, 0)
+
+
+async def test_wait_until_set_is_false_when_the_timeout_passes_first() -> None:
+    assert not await wait_until_set(asyncio.Event(), 0.01)
+
+
+async def test_wait_until_set_is_true_when_the_event_is_set_while_waiting() -> None:
+    event = asyncio.Event()
+    asyncio.get_running_loop().call_soon(event.set)
+
+    assert await wait_until_set(event, None)

@@ -1,4 +1,5 @@
-"""Cancellation with a reason, shared by turns, Recall and background memory work.
+"""Cancellation with a reason, shared by turns, Recall and background memory work, and the
+bounded wait for an event that gives up at a timeout.
 
 asyncio cancellation stops the awaiting task; an :class:`AbortSignal` also says *why* (telemetry
 records ``new_query`` apart from ``abort``) and lets several tasks watch one cancellation.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-__all__ = ["AbortController", "AbortSignal", "Aborted"]
+__all__ = ["AbortController", "AbortSignal", "Aborted", "wait_until_set"]
 
 
 class Aborted(Exception):
@@ -84,3 +85,16 @@ class AbortController:
         child = cls()
         parent.add_listener(lambda _r: child.abort(reason))
         return child
+
+
+async def wait_until_set(event: asyncio.Event, timeout: float | None) -> bool:
+    """Wait for ``event``; False if it is still not set after ``timeout`` seconds (``None``: no
+    bound)."""
+    if event.is_set():
+        return True
+    try:
+        async with asyncio.timeout(timeout):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cairn.abort import wait_until_set
 from cairn.daemon.errors import json_bytes
 
 __all__ = ["ENVELOPE_VERSION", "Envelope", "EventBus", "Subscription", "sse_frame"]
@@ -130,14 +131,7 @@ class Subscription:
 
     async def wait(self, timeout: float) -> bool:
         """Wait until frames are queued or the subscription closes; False on timeout."""
-        if self._wake.is_set():
-            return True
-        try:
-            async with asyncio.timeout(timeout):
-                await self._wake.wait()
-        except TimeoutError:
-            return False
-        return True
+        return await wait_until_set(self._wake, timeout)
 
 
 class EventBus:

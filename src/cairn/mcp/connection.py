@@ -29,6 +29,7 @@ from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl, ValidationError
 
 from cairn import __version__
+from cairn.abort import wait_until_set
 from cairn.debug_log import get_logger
 from cairn.mcp.config import ServerConfig
 from cairn.mcp.stdio import CLOSE_GRACE_SECONDS, MALFORMED_RESPONSE, StdioProcess, open_stdio
@@ -146,14 +147,7 @@ class McpConnection:
 
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until the connection settles; False if it is still connecting at ``timeout``."""
-        if self._ready.is_set():
-            return True
-        try:
-            async with asyncio.timeout(timeout):
-                await self._ready.wait()
-        except TimeoutError:
-            return False
-        return True
+        return await wait_until_set(self._ready, timeout)
 
     async def aclose(self) -> None:
         """Close the session and stop the server (stdio: stdin, SIGTERM, SIGKILL)."""
