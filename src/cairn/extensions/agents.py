@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cairn.extensions.files import ExtensionFileError, read_extension_file, walk_files
+from cairn.extensions.files import load_each, read_extension_file, walk_files
 from cairn.extensions.frontmatter import (
     FrontMatter,
     FrontMatterError,
@@ -67,7 +67,7 @@ class AgentDefinition:
     def where(self) -> str:
         if self.path is None or self.folder is None:
             return "built in"
-        return f"{self.folder.label}/{self.path.relative_to(self.folder.path).as_posix()}"
+        return self.folder.shown(self.path)
 
 
 GENERAL_PURPOSE = AgentDefinition(
@@ -83,18 +83,7 @@ GENERAL_PURPOSE = AgentDefinition(
 
 def load_agents(folder: Folder) -> tuple[list[AgentDefinition], list[str]]:
     """The agents defined in ``folder`` and a warning for each file skipped."""
-    agents: list[AgentDefinition] = []
-    warnings: list[str] = []
-    for path in walk_files(folder.path, (".md",)):
-        where = f"{folder.label}/{path.relative_to(folder.path).as_posix()}"
-        try:
-            agent = _load(path, folder)
-        except (ExtensionFileError, FrontMatterError) as exc:
-            warnings.append(f"{where} is skipped: {exc}.")
-            continue
-        if agent is not None:
-            agents.append(agent)
-    return agents, warnings
+    return load_each(folder, walk_files(folder.path, (".md",)), lambda path: _load(path, folder))
 
 
 def _load(path: Path, folder: Folder) -> AgentDefinition | None:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn.extensions.files import ExtensionFileError, read_extension_file, walk_files
+from cairn.extensions.files import ExtensionFileError, load_each, read_extension_file, walk_files
 from cairn.extensions.frontmatter import (
     FrontMatterError,
     field_list,
@@ -58,19 +58,13 @@ class CommandFile:
     @property
     def where(self) -> str:
         """The file as people see it: ``.claude/commands/git/commit.md``."""
-        return f"{self.folder.label}/{self.path.relative_to(self.folder.path).as_posix()}"
+        return self.folder.shown(self.path)
 
 
 def load_commands(folder: Folder) -> tuple[list[CommandFile], list[str]]:
     """The commands in ``folder`` and a warning for each file skipped."""
-    commands: list[CommandFile] = []
-    warnings: list[str] = []
-    for path in walk_files(folder.path, _SUFFIXES):
-        try:
-            commands.append(load_command_file(path, folder))
-        except (ExtensionFileError, FrontMatterError) as exc:
-            warnings.append(f"{_shown(path, folder)} is skipped: {exc}.")
-    return commands, warnings
+    paths = walk_files(folder.path, _SUFFIXES)
+    return load_each(folder, paths, lambda path: load_command_file(path, folder))
 
 
 def load_command_file(path: Path, folder: Folder) -> CommandFile:
@@ -146,9 +140,3 @@ def first_line(body: str) -> str:
             return text
     return ""
 
-
-def _shown(path: Path, folder: Folder) -> str:
-    try:
-        return f"{folder.label}/{path.relative_to(folder.path).as_posix()}"
-    except ValueError:
-        return str(path)

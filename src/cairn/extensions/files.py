@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from cairn.extensions.frontmatter import FrontMatterError
+
+if TYPE_CHECKING:
+    from cairn.extensions.sources import Folder
 
 __all__ = [
     "MAX_EXTENSION_FILE_BYTES",
     "MAX_FILES_PER_FOLDER",
     "ExtensionFileError",
+    "load_each",
     "read_extension_file",
     "walk_files",
 ]
@@ -23,6 +30,7 @@ __all__ = [
 MAX_EXTENSION_FILE_BYTES = 1024 * 1024  # a command, skill or agent file larger than this is skipped
 MAX_FILES_PER_FOLDER = 2000  # files looked at under one commands/skills/agents folder
 MAX_DEPTH = 8  # sub-folder levels searched under one folder
+_T = TypeVar("_T")
 
 
 class ExtensionFileError(Exception):
@@ -45,6 +53,25 @@ def read_extension_file(path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ExtensionFileError("it is not UTF-8 text") from None
+
+
+def load_each(
+    folder: Folder, paths: Iterable[Path], load: Callable[[Path], _T | None]
+) -> tuple[list[_T], list[str]]:
+    """What ``load`` makes of each file of ``folder`` (``None``: not one, passed over) and a
+    warning naming each file it refuses with :class:`ExtensionFileError` or
+    :class:`FrontMatterError`."""
+    loaded: list[_T] = []
+    warnings: list[str] = []
+    for path in paths:
+        try:
+            item = load(path)
+        except (ExtensionFileError, FrontMatterError) as exc:
+            warnings.append(f"{folder.shown(path)} is skipped: {exc}.")
+            continue
+        if item is not None:
+            loaded.append(item)
+    return loaded, warnings
 
 
 def walk_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:

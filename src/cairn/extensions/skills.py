@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.extensions.commands import COMMAND_NAME, first_line
-from cairn.extensions.files import ExtensionFileError, read_extension_file
+from cairn.extensions.files import ExtensionFileError, load_each, read_extension_file
 from cairn.extensions.frontmatter import (
     FrontMatterError,
     field_bool,
@@ -55,7 +55,7 @@ class Skill:
 
     @property
     def where(self) -> str:
-        return f"{self.folder.label}/{self.name}/{SKILL_FILE}"
+        return self.folder.shown(self.path)
 
     @property
     def listing(self) -> str:
@@ -83,22 +83,16 @@ class Skill:
 def load_skills(folder: Folder) -> tuple[list[Skill], list[str]]:
     """The skills in ``folder`` (each sub-folder holding a ``SKILL.md``) and a warning for
     each one skipped."""
-    skills: list[Skill] = []
-    warnings: list[str] = []
     try:
         entries = sorted(p for p in folder.path.iterdir() if not p.name.startswith("."))
     except OSError:
-        return skills, warnings
-    for directory in entries[:MAX_SKILLS_PER_FOLDER]:
-        path = directory / SKILL_FILE
-        if not directory.is_dir() or not path.exists():
-            continue
-        where = f"{folder.label}/{directory.name}/{SKILL_FILE}"
-        try:
-            skills.append(_load(path, folder))
-        except (ExtensionFileError, FrontMatterError) as exc:
-            warnings.append(f"{where} is skipped: {exc}.")
-    return skills, warnings
+        return [], []
+    paths = [
+        directory / SKILL_FILE
+        for directory in entries[:MAX_SKILLS_PER_FOLDER]
+        if directory.is_dir() and (directory / SKILL_FILE).exists()
+    ]
+    return load_each(folder, paths, lambda path: _load(path, folder))
 
 
 def _load(path: Path, folder: Folder) -> Skill:

@@ -48,6 +48,13 @@ class Folder:
             return f"$CAIRN_HOME/{kind}"
         return f"~/{_DOT_FOLDERS[self.origin]}/{kind}"
 
+    def shown(self, path: Path) -> str:
+        """A file of this folder as people see it: ``.claude/commands/git/commit.md``."""
+        try:
+            return f"{self.label}/{path.relative_to(self.path).as_posix()}"
+        except ValueError:
+            return str(path)
+
 
 def folders(
     kind: Kind,
