@@ -196,11 +196,7 @@ class SessionExtensions(TurnHook):
             variables=self._variables(),
             invocation=invocation,
         )
-        allowed = await self._allowed_tools(
-            command.allowed_tools, command.folder.scope, command.where, sink
-        )
-        self.begin_grant(allowed)
-        outputs = await self._run_steps(expansion, f"/{command.name}", sink)
+        allowed, outputs = await self._granted_steps(command, expansion, f"/{command.name}", sink)
         if isinstance(outputs, str):
             self.end_grant()
             return CommandOutcome(outputs, refused=True)
@@ -224,11 +220,7 @@ class SessionExtensions(TurnHook):
         from cairn.extensions.skill_tool import skill_text
 
         expansion = self._skill_expansion(skill, args)
-        allowed = await self._allowed_tools(
-            skill.allowed_tools, skill.folder.scope, skill.where, sink
-        )
-        self.begin_grant(allowed)
-        outputs = await self._run_steps(expansion, f"/{skill.name}", sink)
+        allowed, outputs = await self._granted_steps(skill, expansion, f"/{skill.name}", sink)
         if isinstance(outputs, str):
             self.end_grant()
             return CommandOutcome(outputs, refused=True)
@@ -242,11 +234,9 @@ class SessionExtensions(TurnHook):
         from cairn.extensions.skill_tool import skill_text
 
         expansion = self._skill_expansion(skill, args)
-        allowed = await self._allowed_tools(
-            skill.allowed_tools, skill.folder.scope, skill.where, ctx.events
+        _, outputs = await self._granted_steps(
+            skill, expansion, f"skill {skill.name}", ctx.events, ctx=ctx
         )
-        self.begin_grant(allowed)
-        outputs = await self._run_steps(expansion, f"skill {skill.name}", ctx.events, ctx=ctx)
         if isinstance(outputs, str):
             return ToolResult(error=outputs)
         self._readable(skill)
@@ -388,23 +378,38 @@ class SessionExtensions(TurnHook):
             await sink(Notice("warning", warning, "attachment"))
         return [Text(expansion.text(outputs)), *mentioned.parts[1:]]
 
+    async def _granted_steps(
+        self,
+        file: CommandFile | Skill,
+        expansion: Expansion,
+        label: str,
+        sink: EventSink | None,
+        *,
+        ctx: ToolContext | None = None,
+    ) -> tuple[tuple[str, ...], list[str] | str]:
+        """Grant ``file``'s allowed-tools for the turn, then run its shell steps: the rules
+        granted, and the steps' outputs or why the file is not sent (as :meth:`_run_steps`)."""
+        allowed = await self._allowed_tools(file, sink)
+        self.begin_grant(allowed)
+        return allowed, await self._run_steps(expansion, label, sink, ctx=ctx)
+
     async def _allowed_tools(
-        self, rules: Sequence[str], scope: str, where: str, sink: EventSink | None
+        self, file: CommandFile | Skill, sink: EventSink | None
     ) -> tuple[str, ...]:
         """The ``allowed-tools`` rules to grant for the turn: a project's file grants nothing
         while its folder is not trusted."""
-        if not rules:
+        if not file.allowed_tools:
             return ()
         root = self.session.runtime.project_root
-        if scope == "project" and not await asyncio.to_thread(_project_trusted, root):
+        if file.folder.scope == "project" and not await asyncio.to_thread(_project_trusted, root):
             if sink is not None:
                 text = (
-                    f"The allowed-tools of {where} are not applied: a project's own files grant "
-                    "tools only in a trusted folder (`cairn trust` trusts it)."
+                    f"The allowed-tools of {file.where} are not applied: a project's own files "
+                    "grant tools only in a trusted folder (`cairn trust` trusts it)."
                 )
                 await sink(Notice("warning", text, "permissions"))
             return ()
-        return tuple(rules)
+        return file.allowed_tools
 
     def begin_grant(self, rules: Sequence[str]) -> None:
         """Let ``rules`` (permission rules, as in ``permissions.allow``) allow tool calls until
