@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from pathlib import Path
 
 from cairn.session.commands import NO_RECAP_MESSAGE
@@ -163,7 +164,9 @@ async def test_recap_without_history_says_there_is_not_enough_context(make_app, 
 
 
 async def test_recap_while_a_turn_runs_is_refused(make_app, scripted_server):
-    scripted_server.enqueue(reply("slow", delay=0.6), purpose="main")
+    """Regression (flaky under load): a 0.6 s scripted delay could end the turn before /recap."""
+    answer_may_start = threading.Event()
+    scripted_server.enqueue(reply("slow", hold=answer_may_start), purpose="main")
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "long job")
@@ -172,6 +175,7 @@ async def test_recap_while_a_turn_runs_is_refused(make_app, scripted_server):
         await pilot.pause()
 
         assert "Cannot run /recap while another operation is in progress." in notices(app)[-1]
+        answer_may_start.set()
         await settle(pilot)
     assert scripted_server.requests_for("recap") == []
 

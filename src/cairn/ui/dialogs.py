@@ -17,6 +17,7 @@ from cairn.config.editor import EditableSetting
 from cairn.config.settings import Settings
 from cairn.recording.listing import SessionInfo
 from cairn.tools.base import Question
+from cairn.ui.choices import focus_first_option, numbered_options
 from cairn.ui.render import permission_preview, permission_title, recap_text
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 from cairn.vocabulary.permissions import permission_choices
@@ -51,16 +52,13 @@ class PermissionScreen(ModalScreen[PermissionOutcome]):
             if preview is not None:
                 with VerticalScroll(classes="dialog-preview"):
                     yield Static(preview)
-            yield OptionList(
-                *[
-                    Option(f"{i}. {choice.label}", id=choice.outcome)
-                    for i, choice in enumerate(self._choices, 1)
-                ],
+            yield numbered_options(
+                ((choice.outcome, choice.label) for choice in self._choices),
                 id="permission-choices",
             )
 
     def on_mount(self) -> None:
-        _focus_first_option(self)
+        focus_first_option(self)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -92,7 +90,7 @@ class QuestionScreen(ModalScreen[str | None]):
             yield answer
 
     def on_mount(self) -> None:
-        _focus_first_option(self)
+        focus_first_option(self)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -253,7 +251,7 @@ class SettingsScreen(ModalScreen[None]):
             )
 
     def on_mount(self) -> None:
-        _focus_first_option(self)
+        focus_first_option(self)
 
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -330,10 +328,3 @@ def _show(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
-
-
-def _focus_first_option(screen: ModalScreen[Any]) -> None:
-    """A dialog opens with its first option highlighted and the keyboard on the list."""
-    options = screen.query_one(OptionList)
-    options.highlighted = 0
-    options.focus()

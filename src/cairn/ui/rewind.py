@@ -14,6 +14,7 @@ from textual.widgets.option_list import Option
 
 from cairn.recording.rewind import RewindMode
 from cairn.session.rewind import RewindListing, RewindPoint
+from cairn.ui.choices import focus_first_option, numbered_options
 
 __all__ = ["RewindChoice", "RewindModeScreen", "RewindScreen"]
 
@@ -48,9 +49,7 @@ class RewindScreen(ModalScreen[int | str | None]):
             yield OptionList(*self._options(), id="rewind-turns")
 
     def on_mount(self) -> None:
-        options = self.query_one(OptionList)
-        options.highlighted = 0
-        options.focus()
+        focus_first_option(self)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -92,15 +91,10 @@ class RewindModeScreen(ModalScreen[RewindMode | None]):
             if not self.point.code:
                 why = self.checkpoints_off or "no files changed since this turn"
                 yield Static(Text(f"The code stays as it is: {why}.", style="yellow"))
-            yield OptionList(
-                *[Option(f"{i}. {label}", id=mode) for i, (mode, label) in enumerate(_MODES, 1)],
-                id="rewind-modes",
-            )
+            yield numbered_options(_MODES, id="rewind-modes")
 
     def on_mount(self) -> None:
-        options = self.query_one(OptionList)
-        options.highlighted = 0
-        options.focus()
+        focus_first_option(self)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -15,9 +15,9 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import OptionList, Static
-from textual.widgets.option_list import Option
 
 from cairn.config.trust import ProjectTrust, trust_folder
+from cairn.ui.choices import numbered_options
 
 __all__ = ["TrustApp", "TrustChoice", "ask_to_trust"]
 
@@ -71,10 +71,7 @@ class TrustApp(App[TrustChoice]):
             )
             with VerticalScroll(id="trust-commands"):
                 yield Static(self._commands())
-            yield OptionList(
-                *[Option(f"{i}. {label}", id=key) for i, (key, label) in enumerate(_CHOICES, 1)],
-                id="trust-choices",
-            )
+            yield numbered_options(_CHOICES, id="trust-choices")
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
