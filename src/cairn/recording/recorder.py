@@ -36,7 +36,7 @@ FILE_MODE = 0o600  # recordings hold whatever was pasted into the chat: owner on
 _log = get_logger("CHAT_RECORDING")
 
 
-class ChatRecorder:
+class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
     """Appends records to ``path`` (created, with its folders, if missing).
 
     To resume a session, open its file again with ``parent_uuid`` set to the loaded session's
@@ -146,9 +146,6 @@ class ChatRecorder:
             os.fsync(fd)
         with contextlib.suppress(OSError):
             os.close(fd)
-
-    def __enter__(self) -> ChatRecorder:
-        return self
 
     def __exit__(
         self,

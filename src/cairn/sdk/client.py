@@ -39,7 +39,7 @@ _END_OF_TURN = ("turn_complete", "turn_error")
 Prompt = str | Sequence[Mapping[str, Any]]  # text, or ACP content blocks
 
 
-class DaemonClient:
+class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
     """An async client of one daemon. Use it as ``async with DaemonClient(url) as client:``.
 
     ``timeout`` (seconds, ``None`` for none) bounds the short calls and the connect phase of
@@ -73,9 +73,6 @@ class DaemonClient:
         )
         self._headers = headers
         self._capabilities: Capabilities | None = None
-
-    async def __aenter__(self) -> DaemonClient:
-        return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

@@ -7,6 +7,7 @@ thread, so the two behave identically (errors, timeouts, reconnects).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -59,7 +60,7 @@ async def _next(stream: AsyncIterator[_T]) -> _T:
     return await stream.__anext__()
 
 
-class SyncDaemonClient:
+class SyncDaemonClient(contextlib.AbstractContextManager["SyncDaemonClient"]):
     """:class:`~cairn.sdk.DaemonClient` with blocking methods. Close it (or use ``with``)."""
 
     def __init__(
@@ -75,9 +76,6 @@ class SyncDaemonClient:
         self._client = self._loop.run(
             _make_client(base_url, token, timeout, client_id, dict(headers or {}))
         )
-
-    def __enter__(self) -> SyncDaemonClient:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
