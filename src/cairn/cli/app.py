@@ -29,6 +29,7 @@ __all__ = [
     "CommandGroup",
     "app",
     "command_names",
+    "group_app",
     "mount_command_groups",
     "root_options",
     "serve_options",
@@ -192,6 +193,18 @@ COMMAND_GROUPS: tuple[CommandGroup, ...] = (
         "mcp", "cairn.cli.mcp_cmd", "mcp_app", "List, inspect, add and remove MCP servers."
     ),
 )
+
+
+def group_app(name: str) -> typer.Typer:
+    """A new typer app for the commands of group ``name``, with the help ``cairn --help`` shows."""
+    group = next(group for group in COMMAND_GROUPS if group.name == name)
+    return typer.Typer(
+        name=group.name,
+        help=group.help,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
 
 
 def mount_command_groups(argv: Sequence[str]) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from cairn.cli.app import group_app
 from cairn.config.loader import SettingsError, load_settings, project_settings_path
 from cairn.config.paths import user_settings_path
 from cairn.config.trust import TrustFileError, keep_trust_after_approved_change, project_trust
@@ -26,13 +27,7 @@ __all__ = ["mcp_app"]
 
 CHECK_TIMEOUT_SECONDS = 30.0  # how long `list` and `get` wait for servers to connect
 
-mcp_app = typer.Typer(
-    name="mcp",
-    help="List, inspect, add and remove MCP servers.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+mcp_app = group_app("mcp")
 
 
 def _fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:

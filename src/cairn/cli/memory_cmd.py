@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cairn.abort import AbortController
+from cairn.cli.app import group_app
 from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
 from cairn.config.paths import project_root
 from cairn.config.settings import Settings
@@ -49,13 +50,7 @@ class MigrationTarget(StrEnum):
     files = "files"
 
 
-memory_app = typer.Typer(
-    name="memory",
-    help="Inspect and manage cairn's long-term memory.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+memory_app = group_app("memory")
 _tenant: str | None = None  # --tenant: a `cairn serve --tenant-header` tenant's memory
 
 
