@@ -58,12 +58,8 @@ from cairn.config.settings import APPROVAL_MODES, Settings
 from cairn.debug_log import bind_session, get_logger, set_process_session
 from cairn.exit_codes import ExitCode
 from cairn.mcp.config import McpConfigError, ServerConfig, servers_from_client
-from cairn.recording.reader import (
-    LoadedSession,
-    SessionLoadError,
-    list_sessions,
-    recorded_approval_mode,
-)
+from cairn.recording.listing import list_sessions
+from cairn.recording.reader import LoadedSession, SessionLoadError, recorded_approval_mode
 from cairn.session.attachments import AttachmentError
 from cairn.session.models import ModelSwitchError
 from cairn.session.runtime import Runtime, SessionNotFound

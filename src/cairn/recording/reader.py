@@ -3,8 +3,7 @@
 The active chain is found by walking ``parentUuid`` back from the last record, so records left
 on a dead branch (after a rewind, or whose parent was superseded) are ignored. The model
 history starts from the last ``chat_compression`` checkpoint on that chain (reference D.3).
-Listing (``list_sessions``, ``latest_session``) lives in :mod:`cairn.recording.listing` and is
-re-exported here for callers that import every reading function from one place.
+Listing (``list_sessions``, ``latest_session``) lives in :mod:`cairn.recording.listing`.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from typing import Any
 
 from cairn.content import Content, FunctionCall, FunctionResponse, function_calls
 from cairn.debug_log import get_logger
-from cairn.recording.listing import SessionInfo, latest_session, list_sessions
 from cairn.recording.records import (
     APPROVAL_MODE,
     ASSISTANT,
@@ -35,10 +33,7 @@ from cairn.recording.replay import ReplayItem, replay_items
 __all__ = [
     "ASK_USER_TOOL",
     "LoadedSession",
-    "SessionInfo",
     "SessionLoadError",
-    "latest_session",
-    "list_sessions",
     "load_session",
     "pending_question",
     "recorded_approval_mode",

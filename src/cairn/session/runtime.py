@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from cairn.mcp.config import ServerConfig
     from cairn.mcp.manager import McpManager, SessionMcp
     from cairn.memory.manager import MemoryManager
-    from cairn.recording.reader import SessionInfo
+    from cairn.recording.listing import SessionInfo
     from cairn.session.models import ModelCatalog
     from cairn.session.session import Session
     from cairn.tools.base import CommandRunner, FileSystem
@@ -333,12 +333,12 @@ class Runtime:
         return session_path(self.chats_dir, session_id) is not None
 
     def list_sessions(self, limit: int = 50) -> Sequence[SessionInfo]:
-        from cairn.recording.reader import list_sessions
+        from cairn.recording.listing import list_sessions
 
         return list_sessions(self.chats_dir, limit=limit)
 
     def latest_session_id(self) -> str | None:
-        from cairn.recording.reader import latest_session
+        from cairn.recording.listing import latest_session
 
         info = latest_session(self.chats_dir)
         return info.session_id if info else None
