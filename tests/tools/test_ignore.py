@@ -69,6 +69,9 @@ CASES = [
     ("?.c\nfoo*bar\n", ["a.c", "ab.c", "foobar", "fooXbar", "foo/bar"]),
     ("[[:digit:]]*.dat\n", ["1.dat", "a.dat", "9x.dat"]),
     (".*\n!.gitignore\n", [".env", ".config/x", "visible"]),
+    # A reversed range matches its first character only; a "-" after a range is itself.
+    ("a[z-b]c\nd[b-a-c]e\n", ["azc", "abc", "dbe", "d-e", "dce", "dae"]),
+    ("[[:digit:]-z]x\n", ["1x", "-x", "zx", "yx"]),
 ]
 
 

@@ -64,3 +64,17 @@ def test_posix_classes_and_escapes_inside_brackets_are_git_only() -> None:
 
 def test_a_git_class_never_matches_a_slash() -> None:
     assert not _matches("a[!b]c", "a/c", git=True)
+
+
+def test_a_reversed_range_in_a_glob_matches_nothing_instead_of_failing() -> None:
+    """Regression: ``[z-a]`` raised re.error, so a glob call or permission rule holding it failed."""
+    assert not _matches("a[z-b]c", "azc", git=False)
+    assert _matches("a[z-bx]c", "axc", git=False)
+    assert not _matches("[z-a]", "m", git=False)
+    assert _matches("[!z-a]", "m", git=False)
+
+
+def test_a_reversed_range_in_an_ignore_file_matches_its_first_character_as_git_does() -> None:
+    """Regression: a ``.gitignore`` line ``a[z-b]c`` raised re.error in every file tool."""
+    assert _matches("a[z-b]c", "azc", git=True)
+    assert not _matches("a[z-b]c", "abc", git=True)

@@ -61,7 +61,8 @@ def translate(pattern: str, *, git: bool) -> str:
 
 
 def _glob_class(pattern: str, start: int) -> tuple[str, int]:
-    """``[...]`` at ``start`` as a regex class; a ``[`` without its ``]`` is a literal."""
+    """``[...]`` at ``start`` as a regex class; a ``[`` without its ``]`` is a literal and a
+    reversed range (``z-a``) matches nothing, as in node's glob."""
     index = start + 1
     negate = index < len(pattern) and pattern[index] in "!^"
     if negate:
@@ -72,38 +73,61 @@ def _glob_class(pattern: str, start: int) -> tuple[str, int]:
     end = pattern.find("]", index)
     if end == -1:
         return re.escape("["), start + 1
-    body = "".join(c if c == "-" else re.escape(c) for c in pattern[body_start:end])
-    return f"[{'^' if negate else ''}{body}]", end + 1
+    body, items, at = pattern[body_start:end], [], 0
+    while at < len(body):
+        if at + 2 < len(body) and body[at + 1] == "-":
+            low, high = body[at], body[at + 2]
+            if low <= high:
+                items.append(f"{re.escape(low)}-{re.escape(high)}")
+            at += 3
+        else:
+            items.append(re.escape(body[at]))
+            at += 1
+    return _class(items, negate), end + 1
 
 
 def _git_class(pattern: str, start: int) -> tuple[str, int]:
-    """``[...]`` at ``start``; a ``[`` without its ``]`` is a literal, as in git."""
+    """``[...]`` at ``start``; a ``[`` without its ``]`` is a literal, a reversed range (``z-a``)
+    matches its first character and a ``-`` right after a range is itself, as in git."""
     index = start + 1
     negate = index < len(pattern) and pattern[index] in "!^"
     if negate:
         index += 1
-    parts: list[str] = []
+    items: list[str] = []
+    low: str | None = None  # the character a following "-" makes a range from
     first = True
     while index < len(pattern):
         char = pattern[index]
         if char == "]" and not first:
-            return f"(?![/])[{'^' if negate else ''}{''.join(parts)}]", index + 1
+            return f"(?![/]){_class(items, negate)}", index + 1
         first = False
         if char == "[" and pattern.startswith("[:", index):
             end = pattern.find(":]", index + 2)
             name = pattern[index + 2 : end] if end != -1 else ""
             if name in _POSIX_CLASSES:
-                parts.append(_POSIX_CLASSES[name])
-                index = end + 2
+                items.append(_POSIX_CLASSES[name])
+                low, index = None, end + 2
                 continue
-        if char == "\\" and index + 1 < len(pattern):
-            parts.append(re.escape(pattern[index + 1]))
-            index += 2
+        ranged = index + 1 < len(pattern) and pattern[index + 1] != "]"
+        if char == "-" and low is not None and ranged:
+            high, index = _class_character(pattern, index + 1)
+            if low <= high:
+                items[-1] = f"{re.escape(low)}-{re.escape(high)}"
+            low = None
             continue
-        if char == "-" and parts and index + 1 < len(pattern) and pattern[index + 1] != "]":
-            parts.append("-")
-            index += 1
-            continue
-        parts.append(re.escape(char))
-        index += 1
+        low, index = _class_character(pattern, index)
+        items.append(re.escape(low))
     return re.escape("["), start + 1
+
+
+def _class_character(pattern: str, index: int) -> tuple[str, int]:
+    """The character at ``index`` of a git class (``\\`` escapes the next) and the index after."""
+    if pattern[index] == "\\" and index + 1 < len(pattern):
+        return pattern[index + 1], index + 2
+    return pattern[index], index + 1
+
+
+def _class(items: list[str], negate: bool) -> str:
+    if not items:  # every range in it was reversed
+        return "(?s:.)" if negate else "(?!)"
+    return f"[{'^' if negate else ''}{''.join(items)}]"
