@@ -22,9 +22,9 @@ from cairn.config.settings import Settings
 from cairn.content import Text
 from cairn.memory.background.cursor import ExtractCursor, read_cursor, write_cursor
 from cairn.memory.paths import memory_roots
-from cairn.recording.checkpoints import ShadowRepository, checkpoints_dir
+from cairn.recording.checkpoints import ShadowRepository, checkpoints_dir, shadow_repository
 from cairn.recording.reader import load_session
-from cairn.session.rewind import RewindError, shadow_repository
+from cairn.session.rewind import RewindError
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import ScriptedProvider, reply, tool_call

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, TypeVar
 
 from cairn.debug_log import get_logger
 from cairn.extensions.agents import GENERAL_PURPOSE, AgentDefinition, load_agents
-from cairn.extensions.commands import CommandFile, load_commands
 from cairn.extensions.files import MAX_DEPTH
-from cairn.extensions.skills import Skill, load_skills
 from cairn.extensions.sources import Folder, Kind, Origin, folders
 
 if TYPE_CHECKING:
     from cairn.config.settings import Settings
+    from cairn.extensions.commands import CommandFile
+    from cairn.extensions.skills import Skill
 
 __all__ = ["Catalog", "CatalogState"]
 
 _log = get_logger("EXTENSIONS")
-_Named = TypeVar("_Named", CommandFile, Skill, AgentDefinition)
+_Named = TypeVar("_Named", "CommandFile", "Skill", AgentDefinition)
 MAX_FINGERPRINT_ENTRIES = 5000  # entries stat-ed to notice a change; beyond, changes wait
 
 
@@ -125,8 +125,16 @@ class Catalog:
 
     def _read(self) -> CatalogState:
         warnings: list[str] = []
-        commands = _first_wins(self.folders("commands"), load_commands, warnings, "command")
-        skills = _first_wins(self.folders("skills"), load_skills, warnings, "skill")
+        commands: list[CommandFile] = []
+        skills: list[Skill] = []
+        command_folders = _existing(self.folders("commands"))
+        skill_folders = _existing(self.folders("skills"))
+        if command_folders or skill_folders:  # their parsers are imported when there is a folder
+            from cairn.extensions.commands import load_commands
+            from cairn.extensions.skills import load_skills
+
+            commands = _first_wins(command_folders, load_commands, warnings, "command")
+            skills = _first_wins(skill_folders, load_skills, warnings, "skill")
         agents = _first_wins(self.folders("agents"), load_agents, warnings, "agent")
         if all(a.name != GENERAL_PURPOSE.name for a in agents):
             agents.append(GENERAL_PURPOSE)
@@ -137,6 +145,11 @@ class Catalog:
         for folder in self._all_folders():
             _fingerprint_folder(folder.path, entries, depth=0)
         return tuple(entries)
+
+
+def _existing(found: Iterable[Folder]) -> list[Folder]:
+    """The folders that exist (a missing one holds nothing)."""
+    return [folder for folder in found if folder.path.is_dir()]
 
 
 def _first_wins(

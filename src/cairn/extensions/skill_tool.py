@@ -9,11 +9,13 @@ shell steps run, its folder made readable) is the session's: it passes ``load``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cairn.extensions.skills import Skill
 from cairn.tools._common import BuiltinTool, optional_str, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+
+if TYPE_CHECKING:  # a project without skills never imports their parser
+    from cairn.extensions.skills import Skill
 
 __all__ = ["SKILL_TOOL", "SkillTool", "skill_text", "skills_section"]
 
@@ -31,7 +33,7 @@ _PARAMETERS: Mapping[str, Any] = {
     "required": ["skill"],
 }
 
-Loader = Callable[[Skill, str, ToolContext], Awaitable[ToolResult]]
+Loader = Callable[["Skill", str, ToolContext], Awaitable[ToolResult]]
 
 
 class SkillTool(BuiltinTool):

@@ -33,11 +33,14 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cairn.config.paths import project_dir
 from cairn.debug_log import get_logger
 from cairn.fsutil import atomic_write_json
+
+if TYPE_CHECKING:
+    from cairn.config.settings import CheckpointingSettings
 
 __all__ = [
     "CHECKPOINT_REF",
@@ -52,6 +55,7 @@ __all__ = [
     "SnapshotTooLarge",
     "checkpoints_dir",
     "git_unavailable_reason",
+    "shadow_repository",
 ]
 
 CHECKPOINT_REF = "refs/heads/checkpoints"  # every snapshot is a commit on this branch
@@ -190,6 +194,33 @@ def git_unavailable_reason() -> str | None:
         wanted = ".".join(map(str, MIN_GIT_VERSION))
         return f"checkpoints need git {wanted} or newer ({done.stdout.decode().strip()})"
     return None
+
+
+def shadow_repository(
+    project_root: Path, settings: CheckpointingSettings
+) -> tuple[ShadowRepository | None, str | None]:
+    """The project's shadow repository, or ``None`` and why checkpoints are off."""
+    if not settings.enabled:
+        return None, "checkpoints are turned off (general.checkpointing.enabled)"
+    reason = git_unavailable_reason()
+    if reason is not None:
+        return None, reason
+    root = project_root.resolve()
+    if root == Path(root.anchor) or root == _home():
+        return None, f"checkpoints are off in {root} (a whole home or root folder is too big)"
+    limits = CheckpointLimits(
+        max_file_bytes=int(settings.max_file_size_mb * (1 << 20)),
+        max_files=settings.max_files,
+        max_total_bytes=int(settings.max_snapshot_size_mb * (1 << 20)),
+    )
+    return ShadowRepository(root, checkpoints_dir(root), limits), None
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except RuntimeError:
+        return None
 
 
 def _parse_version(text: str) -> tuple[int, int] | None:

@@ -98,10 +98,13 @@ class SessionExtensions(TurnHook):
     def _register_web_search(self) -> None:
         """``web_search`` when a provider is configured; a provider without its key is a
         warning, never a failed session."""
+        settings = self.session.settings.tools.web_search
+        if settings.provider is None:
+            return  # no provider, no tool: its module stays unimported
         from cairn.tools.web_search import web_search_tool
 
         try:
-            tool = web_search_tool(self.session.settings.tools.web_search)
+            tool = web_search_tool(settings)
         except ValueError as exc:
             _log.warning(f"no web_search tool: {exc}")
             self.session.pending_notices.append(Notice("warning", str(exc), "extensions"))

@@ -1,11 +1,10 @@
-"""Checkpoints before a turn first changes the workspace, and rewinding code and conversation.
+"""Rewinding code and conversation to before a turn.
 
 :class:`Rewinder` works on a session's chat recording and its project's shadow repository
 (:mod:`cairn.recording.checkpoints`), so it serves a live session (``/rewind``, ACP
 ``_cairn/rewind``, the daemon's ``POST /session/{id}/rewind``) and a recorded one
-(``cairn rewind``) alike. :class:`TurnCheckpoints` is the live session's part: it takes the
-checkpoint of a turn right before that turn's first change (the scheduler awaits
-:meth:`TurnCheckpoints.before_change`) and records it next to the turn.
+(``cairn rewind``) alike. The checkpoints it goes back to are taken by the live session's
+:class:`~cairn.session.checkpoints.TurnCheckpoints`, right before a turn's first change.
 
 A rewind to turn N: ``code`` puts the workspace back as it was before turn N (the first
 checkpoint at or after turn N; the current state is checkpointed first, so the rewind can be
@@ -18,31 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cairn.config.settings import CheckpointingSettings, Settings
+from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
 from cairn.recording.checkpoints import (
-    Checkpoint,
     CheckpointError,
-    CheckpointLimits,
-    CheckpointsUnavailable,
     FileChange,
     RestoreReport,
     ShadowRepository,
-    checkpoints_dir,
-    git_unavailable_reason,
+    shadow_repository,
 )
 from cairn.recording.rewind import (
-    CHECKPOINT,
-    RECORDED_SKIPPED_PATHS,
     REWIND,
     RewindMode,
     RewindRecord,
@@ -52,7 +42,7 @@ from cairn.recording.rewind import (
     state_markers,
     user_turns,
 )
-from cairn.vocabulary import EventSink, Notice
+from cairn.session.checkpoints import name_paths
 
 if TYPE_CHECKING:
     from cairn.recording.reader import LoadedSession
@@ -67,7 +57,6 @@ __all__ = [
     "RewindPoint",
     "RewindRequest",
     "Rewinder",
-    "TurnCheckpoints",
     "answer_rewind_request",
     "clamp_cursor_file",
     "clamp_extract_cursor",
@@ -77,11 +66,8 @@ __all__ = [
     "parse_rewind_args",
     "parse_rewind_request",
     "recorded_rewinder",
-    "shadow_repository",
 ]
 
-NOTICE_SOURCE = "checkpoint"
-SHOWN_PATHS = 5  # paths named in a one-line message before "and N more"
 
 _log = get_logger("CHECKPOINTS")
 
@@ -122,33 +108,6 @@ class RewindOutcome:
     def history_length(self) -> int | None:
         """The model history's length after a conversation rewind (the extract cursor's unit)."""
         return None if self.loaded is None else self.history_offset + len(self.loaded.history)
-
-
-def shadow_repository(
-    project_root: Path, settings: CheckpointingSettings
-) -> tuple[ShadowRepository | None, str | None]:
-    """The project's shadow repository, or ``None`` and why checkpoints are off."""
-    if not settings.enabled:
-        return None, "checkpoints are turned off (general.checkpointing.enabled)"
-    reason = git_unavailable_reason()
-    if reason is not None:
-        return None, reason
-    root = project_root.resolve()
-    if root == Path(root.anchor) or root == _home():
-        return None, f"checkpoints are off in {root} (a whole home or root folder is too big)"
-    limits = CheckpointLimits(
-        max_file_bytes=int(settings.max_file_size_mb * (1 << 20)),
-        max_files=settings.max_files,
-        max_total_bytes=int(settings.max_snapshot_size_mb * (1 << 20)),
-    )
-    return ShadowRepository(root, checkpoints_dir(root), limits), None
-
-
-def _home() -> Path | None:
-    try:
-        return Path.home().resolve()
-    except RuntimeError:
-        return None
 
 
 class Rewinder:
@@ -340,121 +299,6 @@ class Rewinder:
             raise RewindError(str(exc)) from None
 
 
-class TurnCheckpoints:
-    """The live session's checkpoints: one per turn, before the turn's first change."""
-
-    def __init__(
-        self, project_root: Path, settings: CheckpointingSettings, recorder: ChatRecorder
-    ) -> None:
-        self.project_root = project_root
-        self.settings = settings
-        self.recorder = recorder
-        self._shadow: tuple[ShadowRepository | None, str | None] | None = None
-        self._turn: str | None = None  # uuid of the current turn's user record
-        self._taken: str | None = None  # the turn whose checkpoint is taken (or given up)
-        self._told: set[str] = set()  # messages already shown in this session
-        self._preparing: asyncio.Task[None] | None = None
-        self._preparer: asyncio.subprocess.Process | None = None
-
-    def start_turn(self, user_uuid: str, *, prepare: bool = True) -> None:
-        """A user turn starts; ``prepare=False`` when it cannot change the workspace (plan)."""
-        self._turn = user_uuid
-        if prepare and self._preparing is None:  # the session's first turn that may change it
-            self._preparing = asyncio.get_running_loop().create_task(self._prepare())
-
-    async def _prepare(self) -> None:
-        """A project without a shadow index yet: build it in the background while the model
-        thinks, so the turn's first change waits for an incremental snapshot only (the first
-        one of a big project takes seconds: benchmarks/README.md). Best effort."""
-        try:
-            if self._shadow is None:
-                self._shadow = await asyncio.to_thread(
-                    shadow_repository, self.project_root, self.settings
-                )
-            shadow = self._shadow[0]
-            if shadow is None or shadow.is_prepared():
-                return
-            limits = shadow.limits
-            self._preparer = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "cairn.recording.checkpoints",
-                str(shadow.work_tree), str(shadow.store), str(limits.max_file_bytes),
-                str(limits.max_files), str(limits.max_total_bytes),
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
-            try:
-                await self._preparer.wait()
-            finally:
-                if self._preparer.returncode is None:  # cancelled: the session closes
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(self._preparer.pid, signal.SIGKILL)
-                    await self._preparer.wait()
-        except (OSError, CheckpointError) as exc:
-            _log.debug(f"checkpoint preparation skipped: {exc}")
-
-    async def prepared(self) -> None:
-        """Until the session's preparation of the shadow index (if any) has ended."""
-        if self._preparing is not None:
-            await asyncio.gather(self._preparing, return_exceptions=True)
-
-    async def close(self) -> None:
-        """Stop a preparation still running, with its git processes (the next session's
-        snapshot does the work); the lock it held goes with it."""
-        if self._preparing is not None:
-            self._preparing.cancel()
-        await self.prepared()
-
-    async def before_change(self, emit: EventSink) -> None:
-        """Checkpoint the workspace unless this turn has its checkpoint already."""
-        turn = self._turn
-        if turn is None or self._taken == turn:
-            return
-        self._taken = turn
-        await self.prepared()  # the snapshot needs its lock, and builds on its work
-        try:
-            checkpoint = await asyncio.to_thread(self._snapshot, turn)
-        except CheckpointError as exc:
-            _log.warning(f"checkpoint skipped: {exc}")
-            await self._tell(emit, f"No checkpoint before this change: {exc}.")
-            return
-        self._record(turn, checkpoint)
-        if checkpoint.skipped:
-            paths = [s.path for s in checkpoint.skipped]
-            await self._tell(
-                emit,
-                f"Checkpoint taken; {len(paths)} file(s) not captured, which /rewind cannot "
-                f"restore: {_names(paths)} ({checkpoint.skipped[0].reason}).",
-            )
-
-    def _snapshot(self, turn: str) -> Checkpoint:
-        if self._shadow is None:  # found in the worker thread: it runs `git --version`
-            self._shadow = shadow_repository(self.project_root, self.settings)
-        shadow, reason = self._shadow
-        if shadow is None:
-            raise CheckpointsUnavailable(reason or "checkpoints are off")
-        return shadow.snapshot(f"before turn {turn}")
-
-    def _record(self, turn: str, checkpoint: Checkpoint) -> None:
-        skipped = [s.path for s in checkpoint.skipped]
-        self.recorder.record_system(
-            CHECKPOINT,
-            {
-                "commit": checkpoint.commit,
-                "turn": turn,
-                "files": checkpoint.files,
-                "bytes": checkpoint.bytes,
-                "skipped": skipped[:RECORDED_SKIPPED_PATHS],
-                "skippedCount": len(skipped),
-            },
-        )
-
-    async def _tell(self, emit: EventSink, text: str) -> None:
-        if text in self._told:
-            return
-        self._told.add(text)
-        await emit(Notice("warning", text, NOTICE_SOURCE))
-
-
 def _restore_summary(report: RestoreReport) -> str:
     if not report.changed:
         summary = "the files were already as they were then"
@@ -466,7 +310,7 @@ def _restore_summary(report: RestoreReport) -> str:
             bits.append(f"{len(report.removed)} created file(s) removed")
         summary = " and ".join(bits)
     if report.kept:
-        summary += f"; {len(report.kept)} not captured and left as they are: " + _names(
+        summary += f"; {len(report.kept)} not captured and left as they are: " + name_paths(
             [k.path for k in report.kept]
         )
     return summary
@@ -474,12 +318,6 @@ def _restore_summary(report: RestoreReport) -> str:
 
 def _sentence(head: str, notes: Sequence[str]) -> str:
     return head + (": " + "; ".join(notes) if notes else "") + "."
-
-
-def _names(paths: Sequence[str]) -> str:
-    shown = ", ".join(paths[:SHOWN_PATHS])
-    more = len(paths) - SHOWN_PATHS
-    return shown + (f" and {more} more" if more > 0 else "")
 
 
 async def clamp_extract_cursor(runtime: Runtime, session_id: str, history_length: int) -> None:
@@ -534,7 +372,7 @@ def describe_listing(listing: RewindListing, usage: str = REWIND_USAGE) -> str:
 
 def _files_note(point: RewindPoint) -> str:
     if point.files:
-        return f" — {len(point.files)} file(s) changed: {_names([f.path for f in point.files])}"
+        return f" — {len(point.files)} file(s) changed: {name_paths([f.path for f in point.files])}"
     return "" if point.code else " — no file changes"
 
 

@@ -88,12 +88,13 @@ if TYPE_CHECKING:
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
     from cairn.recording.rewind import RewindMode
+    from cairn.session.checkpoints import TurnCheckpoints
     from cairn.session.commands import SlashCommand
     from cairn.session.extensions import SessionExtensions
     from cairn.session.hook_events import SessionHookEvents
     from cairn.session.mcp import McpSessionState
     from cairn.session.models import ModelOption
-    from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome, TurnCheckpoints
+    from cairn.session.rewind import Rewinder, RewindListing, RewindOutcome
     from cairn.session.runtime import Runtime
     from cairn.tools.ignore import IgnoreRules
     from cairn.tools.sandbox import SandboxPolicy
@@ -377,7 +378,7 @@ class Session:
     def _make_checkpoints(self) -> TurnCheckpoints | None:
         if self.recorder is None:
             return None  # a checkpoint is tied to its turn in the recording
-        from cairn.session.rewind import TurnCheckpoints
+        from cairn.session.checkpoints import TurnCheckpoints
 
         return TurnCheckpoints(
             self.runtime.project_root, self.settings.general.checkpointing, self.recorder

@@ -1,0 +1,102 @@
+"""What a real ``cairn -p`` imports: the modules of features a run does not use stay unimported
+(their cost is in benchmarks/README.md), and each is imported once its feature is configured.
+
+Only *what* is imported is checked, never how long it takes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cairn.testing import ScriptedServer, reply
+
+from .conftest import write_settings
+
+pytestmark = pytest.mark.slow
+
+# A module of a feature -> what a project does to use that feature.
+Setup = Callable[[Path], None]
+
+
+def _command_file(project: Path) -> None:
+    folder = project / ".cairn" / "commands"
+    folder.mkdir(parents=True)
+    (folder / "hello.md").write_text("---\ndescription: Say hello\n---\nSay hello.\n")
+
+
+def _skill(project: Path) -> None:
+    folder = project / ".cairn" / "skills" / "greet"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: greet\ndescription: Greets.\n---\nGreet.\n")
+
+
+def _web_search(project: Path) -> None:
+    write_settings(
+        project,
+        {
+            "memory": {"enableManagedAutoMemory": False},
+            "tools": {"webSearch": {"provider": "tavily", "apiKey": "k"}},
+        },
+    )
+
+
+FEATURES: dict[str, Setup] = {
+    "cairn.extensions.commands": _command_file,
+    "cairn.extensions.skills": _skill,
+    "cairn.tools.web_search": _web_search,
+}
+# Needed only by /rewind (a live session takes its checkpoints without them).
+NEVER_IN_A_TURN = ("cairn.session.rewind", "cairn.recording.rewind")
+WATCHED = (*FEATURES, *NEVER_IN_A_TURN)
+
+PROBE = (
+    "import atexit, json, sys\n"
+    f"watched = {WATCHED!r}\n"
+    "atexit.register(lambda: sys.stderr.write("
+    "'IMPORTED ' + json.dumps([m for m in watched if m in sys.modules]) + '\\n'))\n"
+    "from cairn.cli.main import main\n"
+    "sys.argv = ['cairn', '-p', 'hi']\n"
+    "main()\n"
+)
+
+
+def imported(project: Path, env: dict[str, str]) -> list[str]:
+    """The watched modules a ``cairn -p hi`` in ``project`` had imported when it exited."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "plain\n"
+    line = next(x for x in done.stderr.splitlines() if x.startswith("IMPORTED "))
+    return list(json.loads(line.removeprefix("IMPORTED ")))
+
+
+def test_a_plain_run_imports_none_of_the_features_it_does_not_use(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    scripted_server.enqueue(reply("plain"))
+
+    assert imported(project, cairn_env) == []
+
+
+@pytest.mark.parametrize("module", list(FEATURES))
+def test_a_feature_in_use_imports_its_module(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path, module: str
+) -> None:
+    FEATURES[module](project)
+    scripted_server.enqueue(reply("plain"))
+
+    loaded = imported(project, cairn_env)
+
+    assert module in loaded
+    assert not set(loaded) & set(NEVER_IN_A_TURN)
