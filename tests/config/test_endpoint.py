@@ -1,4 +1,4 @@
-"""Resolving the model endpoint: precedence, and where the base URL came from."""
+"""Resolving the model endpoint: precedence, and where the base URL, key and model came from."""
 
 from __future__ import annotations
 
@@ -44,6 +44,42 @@ def test_settings_beat_the_settings_env_fallback_as_documented() -> None:
     endpoint = resolve_endpoint(settings, environ={})
 
     assert (endpoint.base_url, endpoint.api_key) == ("http://chosen/v1", "chosen-key")
+
+
+@pytest.mark.parametrize(
+    ("settings", "environ", "model", "sources"),
+    [
+        ({}, COMPLETE, None, ("OPENAI_API_KEY", "OPENAI_MODEL")),
+        ({}, COMPLETE, "flagged", ("OPENAI_API_KEY", "--model")),
+        (
+            {"security": {"auth": {"apiKey": "k"}}, "model": {"name": "m"}},
+            {"OPENAI_BASE_URL": "http://env/v1"},
+            None,
+            ("security.auth.apiKey", "model.name"),
+        ),
+        (
+            {"env": {"OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}},
+            {"OPENAI_BASE_URL": "http://env/v1"},
+            None,
+            ("OPENAI_API_KEY in the settings' env", "OPENAI_MODEL in the settings' env"),
+        ),
+        (
+            {"security": {"auth": {"type": "anthropic"}}},
+            {"ANTHROPIC_AUTH_TOKEN": "t", "ANTHROPIC_MODEL": "c"},
+            None,
+            ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"),
+        ),
+    ],
+)
+def test_the_key_and_model_sources_name_what_to_fix(
+    settings: dict[str, object],
+    environ: dict[str, str],
+    model: str | None,
+    sources: tuple[str, str],
+) -> None:
+    endpoint = resolve_endpoint(Settings.model_validate(settings), model=model, environ=environ)
+
+    assert (endpoint.key_source, endpoint.model_source) == sources
 
 
 def test_anthropic_variables_alone_select_the_messages_api() -> None:
@@ -153,6 +189,10 @@ def test_another_base_url_takes_the_key_from_its_env_key() -> None:
         "openai",
     )
     assert endpoint.base_url_source == "model.available entry 'x' baseUrl"
+    assert (endpoint.key_source, endpoint.model_source) == (
+        "ELSEWHERE_KEY",
+        "model.available entry 'x'",
+    )
 
 
 def test_an_anthropic_entry_defaults_to_the_anthropic_api_and_its_key_variable() -> None:

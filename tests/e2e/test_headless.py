@@ -9,6 +9,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from cairn.testing import Reply, ScriptedServer, error_reply, reply, tool_call
 
 from .conftest import CAIRN, RunCairn, write_settings
@@ -240,14 +242,42 @@ def test_a_refused_connection_fails_after_one_retry_naming_the_url_and_the_varia
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("status", "message", "flags", "advice"),
+    [
+        (401, "Incorrect API key provided", [], "Check the API key (OPENAI_API_KEY)."),
+        (
+            404,
+            "The model `gtp-5` does not exist",
+            ["--model", "gtp-5"],
+            "Check the model name (--model) and the base URL (OPENAI_BASE_URL).",
+        ),
+    ],
+)
+def test_a_refusal_the_configuration_causes_names_the_setting_to_fix(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    status: int,
+    message: str,
+    flags: list[str],
+    advice: str,
+) -> None:
+    """Regression: a wrong API key or model name failed with only the endpoint's words ("HTTP
+    401: Incorrect API key provided"), leaving the user to guess which setting to fix."""
+    scripted_server.enqueue(error_reply(status, message))
+
+    done = run_cairn("-p", "hi", *flags)
+
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == f"API error: HTTP {status}: {message}. {advice}"
+
+
 def test_a_malformed_answer_is_retried_then_reported_not_called_a_bug(
     run_cairn: RunCairn, scripted_server: ScriptedServer
 ) -> None:
     """Regression (#18): a chunk whose delta is a string ended `-p` with "internal error …
     This is a bug" and no retry."""
-    scripted_server.default = Reply(
-        raw_sse=['{"choices":[{"index":0,"delta":"text"}]}', "[DONE]"]
-    )
+    scripted_server.default = Reply(raw_sse=['{"choices":[{"index":0,"delta":"text"}]}', "[DONE]"])
 
     done = run_cairn("-p", "hi")
 

@@ -39,8 +39,9 @@ class NoAuthError(Exception):
 class Endpoint:
     """Where and how to reach the model.
 
-    ``base_url_source`` names the variable or setting the base URL came from, so a message about
-    an endpoint that does not answer can say what to fix. ``bearer``: the key goes in an
+    ``base_url_source``, ``key_source`` and ``model_source`` name the variable, setting or flag
+    each value came from, so a message about an endpoint that does not answer, a key it rejects
+    or a model it does not know can say what to fix. ``bearer``: the key goes in an
     ``Authorization: Bearer`` header on the Anthropic wire (``ANTHROPIC_AUTH_TOKEN``).
     """
 
@@ -51,6 +52,8 @@ class Endpoint:
     base_url_source: str = OPENAI_BASE_URL_SETTING
     wire: Literal["openai", "anthropic"] = "openai"
     bearer: bool = False
+    key_source: str = "OPENAI_API_KEY or security.auth.apiKey"
+    model_source: str = "OPENAI_MODEL, model.name or --model"
 
 
 def resolve_endpoint(
@@ -88,19 +91,26 @@ def choice_endpoint(
     source = f"{where} baseUrl" if choice.base_url else main.base_url_source
     bearer = False
     if choice.env_key:
-        api_key = variables.get(choice.env_key, "")
+        api_key, key_source = variables.get(choice.env_key, ""), choice.env_key
         if not api_key:
             raise NoAuthError(f"{where} needs its key in the environment variable {choice.env_key}")
     elif same_wire and base_url == main.base_url:
-        api_key, bearer = main.api_key, main.bearer
+        api_key, bearer, key_source = main.api_key, main.bearer, main.key_source
     elif not same_wire:
-        api_key, bearer = _wire_key(wire, variables)
+        api_key, bearer, key_source = _wire_key(wire, variables)
         if not api_key:
             raise NoAuthError(f"{where} needs envKey: no {wire} key is set in the environment")
     else:  # the main key is not sent to another host
         raise NoAuthError(f"{where} names another baseUrl, so it needs envKey (the key's variable)")
     return Endpoint(
-        base_url, api_key, choice.id, base_url_source=source, wire=wire, bearer=bearer
+        base_url,
+        api_key,
+        choice.id,
+        base_url_source=source,
+        wire=wire,
+        bearer=bearer,
+        key_source=key_source,
+        model_source=where,
     )
 
 
@@ -110,13 +120,15 @@ def _wire_url(wire: str, variables: Mapping[str, str]) -> str:
     return variables.get("OPENAI_BASE_URL", "")
 
 
-def _wire_key(wire: str, variables: Mapping[str, str]) -> tuple[str, bool]:
-    """The standard key variable of ``wire``, and whether it is a bearer token."""
+def _wire_key(wire: str, variables: Mapping[str, str]) -> tuple[str, bool, str]:
+    """The key in ``wire``'s standard variable, whether it is a bearer token, and the variable."""
     if wire == "anthropic":
         key = variables.get("ANTHROPIC_API_KEY", "")
         token = variables.get("ANTHROPIC_AUTH_TOKEN", "")
-        return (key, False) if key else (token, bool(token))
-    return variables.get("OPENAI_API_KEY", ""), False
+        if key:
+            return key, False, "ANTHROPIC_API_KEY"
+        return token, bool(token), "ANTHROPIC_AUTH_TOKEN"
+    return variables.get("OPENAI_API_KEY", ""), False, "OPENAI_API_KEY"
 
 
 def _wire(settings: Settings, process: Mapping[str, str]) -> str:
@@ -132,17 +144,11 @@ def _wire(settings: Settings, process: Mapping[str, str]) -> str:
 
 
 def _openai(settings: Settings, model: str | None, process: Mapping[str, str]) -> Endpoint:
-    fallback = settings.env
     auth = settings.security.auth
-    base_url, source = _first(
-        ("OPENAI_BASE_URL", process.get("OPENAI_BASE_URL")),
-        ("security.auth.baseUrl", auth.base_url),
-        ("OPENAI_BASE_URL in the settings' env", fallback.get("OPENAI_BASE_URL")),
-    )
-    api_key = process.get("OPENAI_API_KEY") or auth.api_key or fallback.get("OPENAI_API_KEY")
-    chosen = (
-        model or process.get("OPENAI_MODEL") or settings.model.name or fallback.get("OPENAI_MODEL")
-    )
+    url_setting, key_setting = "security.auth.baseUrl", "security.auth.apiKey"
+    base_url, source = _layered(process, settings, "OPENAI_BASE_URL", url_setting, auth.base_url)
+    api_key, key_source = _layered(process, settings, "OPENAI_API_KEY", key_setting, auth.api_key)
+    chosen, model_source = _model(process, settings, "OPENAI_MODEL", model)
     _require(
         ("OPENAI_BASE_URL (or security.auth.baseUrl)", base_url),
         ("OPENAI_API_KEY (or security.auth.apiKey)", api_key),
@@ -150,31 +156,27 @@ def _openai(settings: Settings, model: str | None, process: Mapping[str, str]) -
     )
     assert api_key and chosen
     return Endpoint(
-        base_url.rstrip("/"), api_key, chosen, settings.fast_model or None, base_url_source=source
+        base_url.rstrip("/"),
+        api_key,
+        chosen,
+        settings.fast_model or None,
+        base_url_source=source,
+        key_source=key_source,
+        model_source=model_source,
     )
 
 
 def _anthropic(settings: Settings, model: str | None, process: Mapping[str, str]) -> Endpoint:
-    fallback = settings.env
     auth = settings.security.auth
-
-    def variable(name: str) -> str | None:
-        return process.get(name) or fallback.get(name)
-
-    base_url, source = _first(
-        ("ANTHROPIC_BASE_URL", process.get("ANTHROPIC_BASE_URL")),
-        ("security.auth.baseUrl", auth.base_url),
-        ("ANTHROPIC_BASE_URL in the settings' env", fallback.get("ANTHROPIC_BASE_URL")),
-        ("the default Anthropic API URL", DEFAULT_ANTHROPIC_BASE_URL),
+    url_setting, key_setting = "security.auth.baseUrl", "security.auth.apiKey"
+    base_url, source = _layered(process, settings, "ANTHROPIC_BASE_URL", url_setting, auth.base_url)
+    if not base_url:
+        base_url, source = DEFAULT_ANTHROPIC_BASE_URL, "the default Anthropic API URL"
+    token = process.get("ANTHROPIC_AUTH_TOKEN") or settings.env.get("ANTHROPIC_AUTH_TOKEN")
+    api_key, key_source = _layered(
+        process, settings, "ANTHROPIC_API_KEY", key_setting, auth.api_key
     )
-    token = variable("ANTHROPIC_AUTH_TOKEN")
-    api_key = process.get("ANTHROPIC_API_KEY") or auth.api_key or fallback.get("ANTHROPIC_API_KEY")
-    chosen = (
-        model
-        or process.get("ANTHROPIC_MODEL")
-        or settings.model.name
-        or fallback.get("ANTHROPIC_MODEL")
-    )
+    chosen, model_source = _model(process, settings, "ANTHROPIC_MODEL", model)
     _require(
         ("ANTHROPIC_API_KEY (or security.auth.apiKey, or ANTHROPIC_AUTH_TOKEN)", api_key or token),
         ("ANTHROPIC_MODEL (or model.name, or --model)", chosen),
@@ -184,10 +186,15 @@ def _anthropic(settings: Settings, model: str | None, process: Mapping[str, str]
         base_url.rstrip("/"),
         api_key or token or "",
         chosen,
-        settings.fast_model or variable("ANTHROPIC_SMALL_FAST_MODEL") or None,
+        settings.fast_model
+        or process.get("ANTHROPIC_SMALL_FAST_MODEL")
+        or settings.env.get("ANTHROPIC_SMALL_FAST_MODEL")
+        or None,
         base_url_source=source,
         wire="anthropic",
         bearer=not api_key and bool(token),
+        key_source=key_source or "ANTHROPIC_AUTH_TOKEN",
+        model_source=model_source,
     )
 
 
@@ -201,6 +208,27 @@ def _require(*named: tuple[str, str | None]) -> None:
             "Any OpenAI-compatible endpoint works, and the Anthropic API "
             '(security.auth.type: "anthropic"); `cairn demo` runs without one.'
         )
+
+
+def _layered(
+    process: Mapping[str, str], settings: Settings, variable: str, setting: str, value: str | None
+) -> tuple[str, str]:
+    """``(value, where it came from)``, highest first: the process environment's ``variable``,
+    the ``setting``'s ``value``, then ``variable`` in the settings' ``env`` block."""
+    return _first(
+        (variable, process.get(variable)),
+        (setting, value),
+        (f"{variable} in the settings' env", settings.env.get(variable)),
+    )
+
+
+def _model(
+    process: Mapping[str, str], settings: Settings, variable: str, flag: str | None
+) -> tuple[str, str]:
+    """The model: the ``--model`` flag first, then as :func:`_layered` with ``model.name``."""
+    if flag:
+        return flag, "--model"
+    return _layered(process, settings, variable, "model.name", settings.model.name)
 
 
 def _first(*candidates: tuple[str, str | None]) -> tuple[str, str]:

@@ -27,6 +27,8 @@ def create_provider(endpoint: Endpoint, settings: Settings, *, pools: int = 1) -
         "attempt_deadline": generation.request_deadline,
         "pools": pools,
         "base_url_setting": endpoint.base_url_source,
+        "key_setting": endpoint.key_source,
+        "model_setting": endpoint.model_source,
         "structured_output": settings.model.structured_output,
         "supports_images": settings.model.supports_images,
         "prompt_caching": settings.model.prompt_caching,

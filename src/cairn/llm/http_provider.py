@@ -71,8 +71,10 @@ class HttpProvider(ABC):
     :class:`~cairn.llm.transport.ClientPools`); a front end running many concurrent sessions
     (the daemon) asks for several. ``timeout`` bounds the wait for the response headers and for
     each event of the stream; ``attempt_deadline`` bounds one attempt as a whole.
-    ``base_url_setting`` names where ``base_url`` came from, for the message when nothing
-    answers there. ``structured_output`` is ``model.structuredOutput``: how a side query asks
+    ``base_url_setting``, ``key_setting`` and ``model_setting`` name where ``base_url``,
+    ``api_key`` and ``model`` came from, for the message when nothing answers there, the key is
+    rejected (401, 403) or the model or URL is unknown (404). ``structured_output`` is
+    ``model.structuredOutput``: how a side query asks
     for JSON (:mod:`cairn.llm.structured`); ``supports_images`` false sends each image as a
     one-line note; ``prompt_caching`` is ``model.promptCaching``. ``sleep`` and ``clock``
     (monotonic) are injectable for tests.
@@ -95,6 +97,8 @@ class HttpProvider(ABC):
         pools: int = 1,
         attempt_deadline: float = DEFAULT_REQUEST_DEADLINE,
         base_url_setting: str | None = None,
+        key_setting: str | None = None,
+        model_setting: str | None = None,
         structured_output: str = "auto",
         supports_images: bool = True,
         prompt_caching: str = "auto",
@@ -109,6 +113,8 @@ class HttpProvider(ABC):
         self._sleep = sleep
         self._clock = clock
         self._base_url_setting = base_url_setting or self.default_base_url_setting
+        self._key_setting = key_setting or "the API key setting"
+        self._model_setting = model_setting or "the model setting"
         self._structured = structured_output
         self._images = supports_images
         self._caching = prompt_caching
@@ -176,6 +182,17 @@ class HttpProvider(ABC):
     async def aclose(self) -> None:
         await self._clients.aclose()
 
+    def _advice(self, status: int) -> str:
+        """What to check after a refusal that configuration causes, naming where it came from."""
+        if status in (401, 403):
+            return f"Check the API key ({self._key_setting})."
+        if status == 404:
+            return (
+                f"Check the model name ({self._model_setting}) "
+                f"and the base URL ({self._base_url_setting})."
+            )
+        return ""
+
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         headers = self._headers(request.purpose, request.session_id)
         headers.update(self.request_headers(request))
@@ -239,7 +256,10 @@ class HttpProvider(ABC):
                     )
                     if response.status_code != 200:
                         raise http_error(
-                            response.status_code, await response.aread(), response.headers
+                            response.status_code,
+                            await response.aread(),
+                            response.headers,
+                            advice=self._advice(response.status_code),
                         )
                     whole = None
                     if "text/event-stream" not in response.headers.get("content-type", ""):

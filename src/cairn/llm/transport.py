@@ -128,8 +128,11 @@ def _in_thread(build: Callable[[], _T]) -> concurrent.futures.Future[_T]:
     return future
 
 
-def http_error(status: int, raw: bytes, headers: Mapping[str, str]) -> ProviderError:
-    """A failed response as a :class:`ProviderError`, with the endpoint's own message.
+def http_error(
+    status: int, raw: bytes, headers: Mapping[str, str], *, advice: str = ""
+) -> ProviderError:
+    """A failed response as a :class:`ProviderError`, with the endpoint's own message and then
+    ``advice`` (what to check, as a sentence).
 
     Both wire formats put the message at ``error.message`` (OpenAI ``{"error": {...}}``,
     Anthropic ``{"type": "error", "error": {...}}``); anything else is quoted as text.
@@ -142,8 +145,11 @@ def http_error(status: int, raw: bytes, headers: Mapping[str, str]) -> ProviderE
             message = str(err["message"])
         elif isinstance(err, str):
             message = err
+    message = message or "no details"
+    if advice:
+        message += (" " if message.endswith((".", "!", "?")) else ". ") + advice
     error = ProviderError(
-        f"HTTP {status}: {message or 'no details'}",
+        f"HTTP {status}: {message}",
         status=status,
         retryable=is_retryable_status(status),
     )
