@@ -251,14 +251,16 @@ def _specific_output(event: HookEvent, fields: _FieldReader) -> _FieldReader | N
     return specific
 
 
-@dataclass
 class _FieldReader:
     """Typed access to a hook's JSON fields; a wrong type is a warning and reads as absent."""
 
-    where: str
-    data: Mapping[str, Any]
-    warnings: list[str]
-    prefix: str = ""
+    def __init__(
+        self, where: str, data: Mapping[str, Any], warnings: list[str], prefix: str = ""
+    ) -> None:
+        self.where = where
+        self.data = data
+        self.warnings = warnings
+        self.prefix = prefix
 
     def warn(self, message: str) -> None:
         self.warnings.append(f"{self.where}: {message}; ignored")
