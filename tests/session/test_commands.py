@@ -384,8 +384,22 @@ async def test_memory_lists_the_memories_when_on(make_world: MakeWorld, project:
 
     assert_handled_locally(world, result)
     [text] = notices(world, "command:memory")
-    assert text.splitlines()[0] == "Managed memory is on: 1 memories."
+    assert text.splitlines()[0] == "Managed memory is on: 1 memory."
     assert "- [project] deploy (project: project/deploy.md)" in text
+
+
+async def test_memory_says_where_the_memories_are_kept(make_world: MakeWorld) -> None:
+    """Regression: with no memories yet `/memory` said only "on: 0 memories", not where they
+    would be written or could be edited by hand."""
+    world = make_world(memory=True)
+
+    await world.prompt(world.session(), "/memory")
+
+    [text] = notices(world, "command:memory")
+    roots = world.runtime.memory_manager().root_map()
+    assert text.splitlines()[0] == "Managed memory is on: 0 memories."
+    for scope, root in roots.items():
+        assert f"- {scope} memory: {root}" in text
 
 
 async def test_memory_says_how_to_turn_it_on_when_off(make_world: MakeWorld) -> None:

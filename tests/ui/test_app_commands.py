@@ -284,7 +284,7 @@ async def test_memory_lists_the_managed_memories(make_app):
         await settle(pilot)
 
         listing = notices(app)[-1]
-        assert "Managed memory is on: 1 memories." in listing
+        assert "Managed memory is on: 1 memory." in listing
         assert "[feedback] Prefers tabs" in listing
 
 

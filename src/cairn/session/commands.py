@@ -18,8 +18,9 @@ The policy, the same in every front end:
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cairn.config.settings import APPROVAL_MODES
@@ -155,11 +156,18 @@ async def _memory(session: Session, args: str, sink: EventSink) -> CommandOutcom
     manager = session.runtime.memory_manager()
     manager.store.refresh()
     docs = manager.store.docs()
-    lines = [f"Managed memory is on: {len(docs)} memories."]
+    count = "1 memory" if len(docs) == 1 else f"{len(docs)} memories"
+    lines = [f"Managed memory is on: {count}."]
     lines += [f"- [{d.type}] {d.title} ({d.scope}: {d.relative_path})" for d in docs[:30]]
     if len(docs) > 30:
         lines.append(f"... and {len(docs) - 30} more (`cairn memory list`).")
+    lines.append("Kept as Markdown files you can read and edit:")
+    lines += _memory_folders(manager.root_map().items())
     return CommandOutcome("\n".join(lines))
+
+
+def _memory_folders(roots: Iterable[tuple[str, Path]]) -> list[str]:
+    return [f"- {scope} memory: {root}" for scope, root in roots]
 
 
 async def _remember(session: Session, args: str, sink: EventSink) -> CommandOutcome:
@@ -168,8 +176,7 @@ async def _remember(session: Session, args: str, sink: EventSink) -> CommandOutc
         return CommandOutcome("Usage: /remember <what to remember>")
     if not session.settings.memory.enable_managed_auto_memory:
         return CommandOutcome("Managed memory is off, so nothing can be saved. `/memory on`.")
-    roots = session.runtime.memory_manager().root_map()
-    folders = "\n".join(f"- {scope} memory: {root}" for scope, root in roots.items())
+    folders = "\n".join(_memory_folders(session.runtime.memory_manager().root_map().items()))
     return CommandOutcome(prompt=REMEMBER_PROMPT.format(text=text, folders=folders), remember=True)
 
 
