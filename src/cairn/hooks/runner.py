@@ -39,15 +39,9 @@ _log = get_logger("HOOKS")
 
 
 @dataclass(frozen=True)
-class _Hook:
-    command: HookCommand
-    label: str
-
-
-@dataclass(frozen=True)
 class _Group:
     matcher: ToolMatcher
-    hooks: tuple[_Hook, ...]
+    hooks: tuple[HookCommand, ...]
 
 
 # What each event's ``matcher`` is matched against (the others have no matcher).
@@ -101,7 +95,7 @@ class HookRunner:
     def commands(self) -> list[str]:
         """Every configured hook command (the files they run are protected from tools)."""
         groups = [group for event_groups in self._groups.values() for group in event_groups]
-        return [hook.command.command for group in groups for hook in group.hooks]
+        return [hook.command for group in groups for hook in group.hooks]
 
     def has(self, event: HookEvent) -> bool:
         """Whether any hook is configured for ``event`` (and hooks are not disabled)."""
@@ -214,11 +208,11 @@ class HookRunner:
             matcher = ToolMatcher.compile(group.matcher if event in _MATCHED_ON else "")
             if matcher.error is not None:
                 self._setup_warnings.append(f"{event} hooks skipped: {matcher.error}")
-            hooks = tuple(_Hook(c, _label(c)) for c in group.hooks if c.command.strip())
+            hooks = tuple(c for c in group.hooks if c.command.strip())
             compiled.append(_Group(matcher, hooks))
         return compiled
 
-    def _selected(self, event: HookEvent, fields: Mapping[str, Any]) -> list[_Hook]:
+    def _selected(self, event: HookEvent, fields: Mapping[str, Any]) -> list[HookCommand]:
         key = _MATCHED_ON.get(event)
         value = fields.get(key) if key is not None else None
         return [
@@ -242,7 +236,7 @@ class HookRunner:
         return merged
 
     async def _run_all(
-        self, event: HookEvent, hooks: list[_Hook], fields: Mapping[str, Any]
+        self, event: HookEvent, hooks: list[HookCommand], fields: Mapping[str, Any]
     ) -> HookOutcome:
         stdin = self._encode(event, fields)
         if stdin is None:
@@ -261,21 +255,18 @@ class HookRunner:
         except (RecursionError, ValueError):
             return None
 
-    async def _run_one(self, event: HookEvent, hook: _Hook, stdin: bytes) -> HookOutcome:
+    async def _run_one(self, event: HookEvent, hook: HookCommand, stdin: bytes) -> HookOutcome:
         from cairn.hooks.process import run_command, timeout_seconds  # only when a hook runs
 
-        timeout = timeout_seconds(hook.command.timeout)
+        timeout = timeout_seconds(hook.timeout)
         started = asyncio.get_running_loop().time()
         result = await run_command(
-            hook.command.command,
-            stdin=stdin,
-            cwd=self.cwd,
-            env=self._env(hook.command),
-            timeout=timeout,
+            hook.command, stdin=stdin, cwd=self.cwd, env=self._env(hook), timeout=timeout
         )
         elapsed_ms = (asyncio.get_running_loop().time() - started) * 1000
-        _log.debug(f"{event} hook {hook.label}: exit {result.exit_code} in {elapsed_ms:.0f} ms")
-        return outcome_from_result(event, hook.label, result)
+        label = _label(hook)
+        _log.debug(f"{event} hook {label}: exit {result.exit_code} in {elapsed_ms:.0f} ms")
+        return outcome_from_result(event, label, result)
 
     def _payload(self, event: HookEvent, fields: Mapping[str, Any]) -> dict[str, Any]:
         return {
