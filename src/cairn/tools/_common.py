@@ -8,7 +8,7 @@ import stat
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cairn.tools.base import (
     ConfirmationKind,
@@ -24,6 +24,7 @@ __all__ = [
     "BINARY_SNIFF_BYTES",
     "BuiltinTool",
     "FileChangeTool",
+    "PatternSearchTool",
     "check_regular_file",
     "display_path",
     "folder_phrase",
@@ -79,6 +80,17 @@ class BuiltinTool(ABC):
     @abstractmethod
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         """What the call does; a :class:`ToolError` becomes the call's error."""
+
+
+class PatternSearchTool(BuiltinTool):
+    """A search for a ``pattern`` under an optional ``path`` (``glob``, ``grep_search``)."""
+
+    kind = ToolKind.SEARCH
+    verb: ClassVar[str]  # the title's first words, as "Find" in "Find *.py in src"
+
+    def title(self, args: Mapping[str, Any]) -> str:
+        where = args.get("path")
+        return f"{self.verb} {args.get('pattern', '')}" + (f" in {where}" if where else "")
 
 
 class FileChangeTool(BuiltinTool):

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from cairn.tools._common import (
-    BuiltinTool,
+    PatternSearchTool,
     display_path,
     folder_phrase,
     optional_str,
     require_str,
 )
 from cairn.tools._walk import SKIPPED_DIRS, GlobPattern, iter_files
-from cairn.tools.base import Location, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
 
 __all__ = ["MAX_GLOB_RESULTS", "GlobTool"]
 
@@ -39,7 +39,7 @@ _PARAMETERS: Mapping[str, Any] = {
 }
 
 
-class GlobTool(BuiltinTool):
+class GlobTool(PatternSearchTool):
     name = "glob"
     description = (
         "Find files by name pattern (supports '**'), newest first. Skips "
@@ -48,11 +48,7 @@ class GlobTool(BuiltinTool):
         + f". Returns at most {MAX_GLOB_RESULTS} paths."
     )
     parameters = _PARAMETERS
-    kind = ToolKind.SEARCH
-
-    def title(self, args: Mapping[str, Any]) -> str:
-        where = args.get("path")
-        return f"Find {args.get('pattern', '')}" + (f" in {where}" if where else "")
+    verb = "Find"
 
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = require_str(args, "pattern")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cairn.tools._common import (
-    BuiltinTool,
+    PatternSearchTool,
     check_regular_file,
     display_path,
     folder_phrase,
@@ -36,7 +36,7 @@ from cairn.tools._common import (
     require_str,
 )
 from cairn.tools._walk import SKIPPED_DIRS
-from cairn.tools.base import Location, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -93,7 +93,7 @@ class _Matches:
         return True
 
 
-class GrepTool(BuiltinTool):
+class GrepTool(PatternSearchTool):
     name = "grep_search"
     description = (
         "Search file contents with a regular expression. Returns matching lines as "
@@ -101,11 +101,7 @@ class GrepTool(BuiltinTool):
         "Use glob to limit the files searched."
     )
     parameters = _PARAMETERS
-    kind = ToolKind.SEARCH
-
-    def title(self, args: Mapping[str, Any]) -> str:
-        where = args.get("path")
-        return f"Search for {args.get('pattern', '')}" + (f" in {where}" if where else "")
+    verb = "Search for"
 
     async def _run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = require_str(args, "pattern")
