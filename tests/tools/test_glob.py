@@ -130,3 +130,8 @@ async def test_files_the_context_may_not_read_are_not_listed(
 
     assert result.output is not None
     assert result.output.splitlines()[1:] == ["app.py"]
+
+
+def test_the_title_names_the_pattern_and_the_folder_when_one_is_given() -> None:
+    assert GlobTool().title({"pattern": "**/*.py", "path": "src"}) == "Find **/*.py in src"
+    assert GlobTool().title({"pattern": "*.md"}) == "Find *.md"

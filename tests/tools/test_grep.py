@@ -329,3 +329,8 @@ async def test_a_fifo_is_refused_as_a_target_and_skipped_in_a_folder(
 
     assert direct.error is not None and "FIFO" in direct.error
     assert folder.output is not None and "file.txt:1:needle" in folder.output
+
+
+def test_the_title_names_the_pattern_and_the_folder_when_one_is_given() -> None:
+    assert GrepTool().title({"pattern": "TODO", "path": "src"}) == "Search for TODO in src"
+    assert GrepTool().title({"pattern": "TODO"}) == "Search for TODO"
