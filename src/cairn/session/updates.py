@@ -503,14 +503,18 @@ def diff_content(diff: FileDiff) -> Payload:
     return content
 
 
-def _locations(locations: Iterable[Location]) -> list[Payload]:
-    out: list[Payload] = []
-    for location in locations:
-        entry: Payload = {"path": str(location.path)}
-        if location.line is not None:
-            entry["line"] = location.line
-        out.append(entry)
-    return out
+def _add_locations(payload: Payload, locations: Sequence[Location]) -> Payload:
+    """``payload`` with the files a call touches as ``locations`` (none: no key)."""
+    if locations:
+        payload["locations"] = [_location(at) for at in locations]
+    return payload
+
+
+def _location(at: Location) -> Payload:
+    entry: Payload = {"path": str(at.path)}
+    if at.line is not None:
+        entry["line"] = at.line
+    return entry
 
 
 def _tool_call_start(event: ToolCallStart) -> Payload:
@@ -522,9 +526,7 @@ def _tool_call_start(event: ToolCallStart) -> Payload:
         "status": "pending",
         "rawInput": dict(event.args),
     }
-    if event.locations:
-        payload["locations"] = _locations(event.locations)
-    return payload
+    return _add_locations(payload, event.locations)
 
 
 def _tool_call_progress(event: ToolCallUpdate) -> Payload:
@@ -536,9 +538,7 @@ def _tool_call_progress(event: ToolCallUpdate) -> Payload:
     }
     if event.terminal_id is not None:
         payload["content"] = [{"type": "terminal", "terminalId": event.terminal_id}]
-    if event.locations:
-        payload["locations"] = _locations(event.locations)
-    return payload
+    return _add_locations(payload, event.locations)
 
 
 @dataclass(frozen=True)
@@ -588,8 +588,7 @@ def tool_call_end(call_id: str, end: ToolEnd) -> Payload:
             content.append(_text_content(clip_tool_text(shown)))
     if content:
         payload["content"] = content
-    if end.locations:
-        payload["locations"] = _locations(end.locations)
+    _add_locations(payload, end.locations)
     if end.output is not None and ending is None:
         key = "output" if status == "completed" else "error"
         payload["rawOutput"] = {key: clip_tool_text(end.output)}
