@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from acp.exceptions import RequestError
 from acp.interfaces import Client
@@ -54,6 +54,7 @@ _CHOICE_KINDS: tuple[PermissionOptionKind, ...] = (
 )
 
 _log = get_logger("ACP")
+_T = TypeVar("_T")
 
 
 class AcpFrontend:
@@ -116,16 +117,7 @@ class AcpFrontend:
             requested_schema=schema,
         )
         message = questions[0].question if len(questions) == 1 else "Please answer these questions."
-        try:
-            response = await withdrawable(
-                self._requests, self._client.create_elicitation(message, mode)
-            )
-        except ConnectionError:
-            await self._client_gone()
-            return None
-        except RequestError as exc:
-            _log.warning(f"elicitation failed: {exc}")
-            return None
+        response = await self._answer("elicitation", self._client.create_elicitation(message, mode))
         if not isinstance(response, AcceptElicitationResponse) or response.content is None:
             return None
         return [_answer_text(response.content.get(key)) for key in keys]
@@ -163,21 +155,28 @@ class AcpFrontend:
         self, tool_call: ToolCallUpdate, options: list[PermissionOption]
     ) -> str | None:
         """The chosen option id; ``None`` when the client cancelled or cannot answer."""
+        response = await self._answer(
+            "session/request_permission",
+            self._client.request_permission(
+                session_id=self._session_id, tool_call=tool_call, options=options
+            ),
+        )
+        if response is None:
+            return None
+        outcome = response.outcome
+        return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
+
+    async def _answer(self, method: str, request: Awaitable[_T]) -> _T | None:
+        """The client's answer to a question; ``None`` when it could not answer (when it is
+        gone, the turn is cancelled)."""
         try:
-            response = await withdrawable(
-                self._requests,
-                self._client.request_permission(
-                    session_id=self._session_id, tool_call=tool_call, options=options
-                ),
-            )
+            return await withdrawable(self._requests, request)
         except ConnectionError:
             await self._client_gone()
             return None
         except RequestError as exc:
-            _log.warning(f"session/request_permission failed: {exc}")
+            _log.warning(f"{method} failed: {exc}")
             return None
-        outcome = response.outcome
-        return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
 
     async def _client_gone(self) -> None:
         """Nobody is left to answer: cancel the turn, so the question stays unanswered.
