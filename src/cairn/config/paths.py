@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = [
@@ -33,9 +34,9 @@ __all__ = [
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
 
-def cairn_home() -> Path:
+def cairn_home(environ: Mapping[str, str] = os.environ) -> Path:
     """``$CAIRN_HOME`` if set, else ``~/.cairn`` (a temp-dir fallback when there is no home)."""
-    env = os.environ.get("CAIRN_HOME", "").strip()
+    env = environ.get("CAIRN_HOME", "").strip()
     if env:
         return Path(env).expanduser().resolve()
     try:

@@ -15,12 +15,11 @@ root with every non-alphanumeric character turned into ``-``; with
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn.config.paths import find_git_root, project_key
+from cairn.config.paths import cairn_home, find_git_root, project_key
 from cairn.debug_log import get_logger
 
 __all__ = [
@@ -61,22 +60,12 @@ class MemoryRoots:
         return self.user.parent
 
 
-def _cairn_home(environ: Mapping[str, str]) -> Path:
-    value = environ.get("CAIRN_HOME", "").strip()
-    if value:
-        return Path(value).expanduser().resolve()
-    try:
-        return Path.home() / ".cairn"
-    except RuntimeError:  # no home directory (some containers)
-        return Path(tempfile.gettempdir()) / ".cairn"
-
-
 def memory_base(environ: Mapping[str, str] = os.environ) -> Path:
     """``CAIRN_MEMORY_BASE_DIR`` (``~`` expanded, resolved) if set, else the cairn home."""
     value = environ.get(BASE_DIR_ENV, "").strip()
     if value:
         return Path(value).expanduser().resolve()
-    return _cairn_home(environ)
+    return cairn_home(environ)
 
 
 def _project_scope(environ: Mapping[str, str]) -> str:
