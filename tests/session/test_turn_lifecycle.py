@@ -319,6 +319,8 @@ async def test_continuing_an_interrupted_turn_neither_recalls_nor_schedules(
     session = world.session()
     running = asyncio.ensure_future(world.prompt(session, DEPLOY_PROMPT))
     await world.server.async_wait_for_requests(1, purpose="main")
+    # the first turn's own Recall, arrived before the mark (flaky under load: it came after)
+    await world.server.async_wait_for_requests(1, purpose="recall-selector")
     session.cancel()
     assert (await running).stop_reason == "cancelled"
     await world.settle()
@@ -347,6 +349,7 @@ async def test_a_restored_question_answer_continues_the_turn_without_recall(
     session = world.session(silent)
     running = asyncio.ensure_future(world.prompt(session, DEPLOY_PROMPT))
     await silent.wait_until_asked()
+    await world.server.async_wait_for_requests(1, purpose="recall-selector")  # as above
     session.cancel()
     await running
     await session.close()
