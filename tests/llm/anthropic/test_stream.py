@@ -119,3 +119,27 @@ def _is_json(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def test_a_call_without_an_id_is_named_and_an_unnamed_call_is_dropped() -> None:
+    unnamed = {"type": "tool_use", "id": "u", "name": "", "input": {}}
+    events = read(
+        [
+            event("content_block_start", index=0, content_block={**TOOL_USE, "id": ""}),
+            event("content_block_stop", index=0),
+            event("content_block_start", index=1, content_block=unnamed),
+            event("content_block_stop", index=1),
+            event("message_delta", delta={"stop_reason": "tool_use"}),
+        ]
+    )
+
+    calls = [e.call for e in events if isinstance(e, ToolCallDelta)]
+    assert [c.name for c in calls] == ["f"]
+    assert calls[0].id.startswith("toolu_") and calls[0].id.endswith("_0")
+
+
+def test_an_answer_that_says_nothing_is_an_empty_response() -> None:
+    with pytest.raises(InvalidStreamError) as raised:
+        read([event("message_delta", delta={"stop_reason": "end_turn"})])
+
+    assert raised.value.kind == "no_response"

@@ -236,3 +236,25 @@ def test_a_non_object_payload_is_malformed() -> None:
 def test_deeply_nested_json_is_an_invalid_stream_not_a_recursion_error() -> None:
     with pytest.raises(InvalidStreamError):
         ChunkParser().feed_payload("[" * 100_000 + "]" * 100_000)
+
+
+def test_a_call_without_an_id_is_named_by_its_index_and_an_unnamed_call_is_dropped() -> None:
+    calls = [
+        {"index": 1, "function": {"name": "glob", "arguments": "{}"}},
+        {"index": 2, "id": "x", "function": {"arguments": "{}"}},
+    ]
+    events = feed(
+        {"choices": [{"delta": {"tool_calls": calls}}]},
+        {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
+    )
+
+    found = [e.call for e in events if isinstance(e, ToolCallDelta)]
+    assert [c.name for c in found] == ["glob"]
+    assert found[0].id.startswith("call_") and found[0].id.endswith("_1")
+
+
+def test_an_answer_that_says_nothing_is_an_empty_response() -> None:
+    with pytest.raises(InvalidStreamError) as raised:
+        feed({"choices": [{"delta": {}, "finish_reason": "stop"}]})
+
+    assert raised.value.kind == "no_response"

@@ -11,21 +11,18 @@ end shows one figure.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cairn.content import FunctionCall
 from cairn.llm.errors import InvalidStreamError, ProviderError
-from cairn.llm.openai.stream import parse_arguments
+from cairn.llm.openai.stream import answer_end
 from cairn.llm.shapes import load_json_object, malformed, optional, token_count
 from cairn.llm.think import InlineThinkSplitter
 from cairn.llm.types import (
     Finished,
     StreamEvent,
     ThoughtDelta,
-    ToolCallDelta,
     Usage,
 )
 
@@ -175,17 +172,9 @@ class EventParser:
             raise InvalidStreamError(
                 "the stream ended without a stop reason", kind="no_finish_reason"
             )
-        events: list[StreamEvent] = [*self._think.flush()]
-        for n, call in enumerate(self._calls):
-            if not call.name:
-                continue
-            call_id = call.call_id or f"toolu_{int(time.time() * 1000)}_{n}"
-            args = parse_arguments("".join(call.arguments))
-            events.append(ToolCallDelta(FunctionCall(call_id, call.name, args)))
-        if not events and not self._saw_output:
-            raise InvalidStreamError("the model returned an empty response", kind="no_response")
-        events.append(Finished(STOP_REASONS.get(self._stop, self._stop), self.usage))
-        return events
+        calls = [(n, c.call_id, c.name, c.arguments) for n, c in enumerate(self._calls)]
+        events = answer_end(self._think, calls, "toolu", saw_output=self._saw_output)
+        return [*events, Finished(STOP_REASONS.get(self._stop, self._stop), self.usage)]
 
     @property
     def usage(self) -> Usage:

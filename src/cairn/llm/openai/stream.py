@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ __all__ = [
     "FINISH_REASONS",
     "MAX_INVALID_ARGUMENTS_CHARS",
     "ChunkParser",
+    "answer_end",
     "parse_arguments",
     "parse_completion",
     "parse_usage",
@@ -162,18 +163,9 @@ class ChunkParser:
             raise InvalidStreamError(
                 "the stream ended without a finish reason", kind="no_finish_reason"
             )
-        events: list[StreamEvent] = [*self._think.flush()]
-        for index in sorted(self.calls):
-            buffer = self.calls[index]
-            if not buffer.name:
-                continue
-            call_id = buffer.id or f"call_{int(time.time() * 1000)}_{index}"
-            arguments = parse_arguments("".join(buffer.arguments))
-            events.append(ToolCallDelta(FunctionCall(call_id, buffer.name, arguments)))
-        if not events and not self.saw_output:
-            raise InvalidStreamError("the model returned an empty response", kind="no_response")
-        events.append(Finished(self.finish_reason, self.usage))
-        return events
+        calls = [(i, c.id, c.name, c.arguments) for i, c in sorted(self.calls.items())]
+        events = answer_end(self._think, calls, "call", saw_output=self.saw_output)
+        return [*events, Finished(self.finish_reason, self.usage)]
 
 
 def parse_completion(raw: bytes) -> list[StreamEvent]:
@@ -189,6 +181,27 @@ def parse_completion(raw: bytes) -> list[StreamEvent]:
     parser = ChunkParser()
     events = parser.feed_chunk(data)
     return events + parser.finish()
+
+
+def answer_end(
+    think: InlineThinkSplitter,
+    calls: Sequence[tuple[int, str, str, Sequence[str]]],
+    id_prefix: str,
+    *,
+    saw_output: bool,
+) -> list[StreamEvent]:
+    """What ends an answer on either wire, before its :class:`Finished`: the text ``think`` held
+    back, then each tool call ``(index, id, name, argument fragments)`` that has a name (one
+    without an id gets ``<id_prefix>_<ms>_<index>``). Raises when the answer said nothing."""
+    events: list[StreamEvent] = [*think.flush()]
+    for index, call_id, name, arguments in calls:
+        if name:
+            call_id = call_id or f"{id_prefix}_{int(time.time() * 1000)}_{index}"
+            call = FunctionCall(call_id, name, parse_arguments("".join(arguments)))
+            events.append(ToolCallDelta(call))
+    if not events and not saw_output:
+        raise InvalidStreamError("the model returned an empty response", kind="no_response")
+    return events
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:
