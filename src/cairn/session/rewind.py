@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -110,27 +110,20 @@ class RewindOutcome:
         return None if self.loaded is None else self.history_offset + len(self.loaded.history)
 
 
+@dataclass(kw_only=True, eq=False)
 class Rewinder:
     """Rewinds of one recorded session (blocking: run it in a worker thread)."""
 
-    def __init__(
-        self,
-        *,
-        recording: Path,
-        project_root: Path,
-        settings: Settings,
-        recorder: ChatRecorder | None = None,
-        history_offset: int = 0,
-    ) -> None:
-        """``recorder``: the live session's recorder (else one is opened per rewind);
-        ``history_offset``: entries the session puts before the recorded history (its start-up
-        context), so an outcome's ``history_length`` is the model history's length."""
-        self.recording = recording
-        self.project_root = project_root
-        self.settings = settings
-        self.recorder = recorder
-        self.history_offset = history_offset
-        self._shadow: tuple[ShadowRepository | None, str | None] | None = None
+    recording: Path
+    project_root: Path
+    settings: Settings
+    recorder: ChatRecorder | None = None  # the live session's (else one is opened per rewind)
+    # Entries the session puts before the recorded history (its start-up context), so an
+    # outcome's ``history_length`` is the model history's length.
+    history_offset: int = 0
+    _shadow: tuple[ShadowRepository | None, str | None] | None = field(
+        default=None, init=False, repr=False
+    )
 
     @property
     def shadow(self) -> ShadowRepository | None:
