@@ -31,18 +31,14 @@ from cairn.config.settings import Settings
 from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text
 from cairn.llm.types import ModelRequest, ToolDeclaration, Usage
 from cairn.testing import ScriptedProvider, ToolCallSpec, error_reply, reply, tool_calls
-from cairn.vocabulary.events import AssistantText, StreamReset
+from cairn.vocabulary.events import AssistantText, MemoryRecalled, StreamReset
+from cairn.vocabulary.recall import RecallDelivery, RecallPhase
 
 SUMMARY = "<state_snapshot>the user wants a calculator</state_snapshot>"
 TOOLS = [ToolDeclaration("read_file", "Read a file", {"type": "object", "properties": {}})]
 
 
 # ----- the test double for the memory package's Recall handle -----
-
-
-@dataclass
-class Delivery:
-    prompt: str
 
 
 @dataclass
@@ -58,11 +54,14 @@ class RecordingRecall:
     def begin(self, query: str, signal: AbortSignal, recent_tools: Sequence[str]) -> None:
         self.begun.append((query, list(recent_tools)))
 
-    async def consume(self, point: Literal["initial", "tool_result"]) -> Delivery | None:
+    async def consume(self, point: Literal["initial", "tool_result"]) -> RecallDelivery | None:
         self.consumed.append(point)
         if self.fail:
             raise RuntimeError("recall broke")
-        return Delivery(self.prompt) if self.prompt is not None else None
+        if self.prompt is None:
+            return None
+        phase: RecallPhase = "fast" if point == "initial" else "refined"
+        return RecallDelivery(self.prompt, [], phase, "heuristic")
 
     def finish(self) -> None:
         pass
@@ -326,9 +325,10 @@ async def test_recall_is_consumed_and_inserted_right_after_the_function_response
     client = _client(provider, history=history, recall=recall)
     response = FunctionResponse("c1", "read_file", {"output": "release:"})
 
-    await _send(client, [response, Text("steering")], SendKind.TOOL_RESULT)
+    events = await _send(client, [response, Text("steering")], SendKind.TOOL_RESULT)
 
     assert recall.consumed == ["tool_result"]
+    assert MemoryRecalled((), "refined") in events  # the session shows it as it is
     assert _last_user_parts(provider.requests[0]) == [
         response,
         system_reminder(recall.prompt or ""),

@@ -46,7 +46,7 @@ from cairn.llm.types import (
     ToolDeclaration,
     Usage,
 )
-from cairn.vocabulary.events import AssistantText, AssistantThought, StreamReset
+from cairn.vocabulary.events import AssistantText, AssistantThought, MemoryRecalled, StreamReset
 from cairn.vocabulary.recall import RecallDelivery
 
 if TYPE_CHECKING:
@@ -62,7 +62,6 @@ __all__ = [
     "AgentFinished",
     "AgentLimit",
     "AgentLoop",
-    "AgentRecalled",
     "AgentToolCall",
     "RecallHandle",
     "RecalledMemory",
@@ -92,6 +91,7 @@ class SendKind(StrEnum):
 
 
 RecalledMemory: TypeAlias = RecallDelivery  # what Recall delivers at a point of the turn
+
 
 class RecallHandle(Protocol):
     """What the client needs from the memory package's Recall lifecycle."""
@@ -133,13 +133,6 @@ class AgentLoop:
 
 
 @dataclass(frozen=True)
-class AgentRecalled:
-    """Recall's memory went into the request about to be sent (at a tool result)."""
-
-    delivery: RecallDelivery
-
-
-@dataclass(frozen=True)
 class AgentFinished:
     reason: str
     usage: Usage
@@ -147,7 +140,7 @@ class AgentFinished:
     text: str = ""
 
 
-# Streamed text, reasoning and retries are the session's own events; the rest is the client's.
+# Streamed text, reasoning, retries and recalled memory are the session's own events.
 AgentEvent = (
     AssistantText
     | AssistantThought
@@ -156,7 +149,7 @@ AgentEvent = (
     | AgentCompressed
     | AgentLimit
     | AgentLoop
-    | AgentRecalled
+    | MemoryRecalled
     | AgentFinished
 )
 
@@ -405,7 +398,7 @@ class AgentClient:
             delivery = await self.consume_recall("tool_result")
             if delivery is not None:
                 parts = insert_after_function_responses(parts, [recall_part(delivery)])
-                yield AgentRecalled(delivery)
+                yield MemoryRecalled(delivery.memories, delivery.phase)
         self.history.append(Content("user", list(parts)))
 
         async for event in self._stream(abort):

@@ -24,7 +24,6 @@ from cairn.agent.client import (
     AgentFinished,
     AgentLimit,
     AgentLoop,
-    AgentRecalled,
     RecallHandle,
     SendKind,
     recall_part,
@@ -952,8 +951,8 @@ class Session:
             elif isinstance(event, AgentLoop):
                 await self._stop_for_loop(state, event.info.loop_type, event.info.detail)
                 return None
-            elif isinstance(event, AgentRecalled):
-                await sink(MemoryRecalled(event.delivery.memories, event.delivery.phase))
+            elif isinstance(event, MemoryRecalled):
+                await sink(event)
             elif isinstance(event, AgentFinished):
                 state.streaming.clear()  # recorded with the response
                 result.usage.add(event.usage)
