@@ -5,6 +5,7 @@ from cairn.content import (
     Image,
     Text,
     Thought,
+    clip_text,
     insert_after_function_responses,
     part_from_dict,
 )
@@ -102,3 +103,8 @@ def test_additions_go_after_leading_function_responses_and_before_other_text():
 def test_additions_are_prepended_when_there_are_no_function_responses():
     user = Text("question")
     assert insert_after_function_responses([user], [Text("m")]) == [Text("m"), user]
+
+
+def test_clip_text_keeps_text_that_fits_and_says_how_much_it_cut():
+    assert clip_text("short", 5, " [{dropped} cut]") == "short"
+    assert clip_text("a longer text", 8, " [{dropped} cut]") == "a longer [5 cut]"

@@ -27,6 +27,7 @@ __all__ = [
     "Role",
     "Text",
     "Thought",
+    "clip_text",
     "content_text",
     "function_calls",
     "insert_after_function_responses",
@@ -265,6 +266,14 @@ def insert_after_function_responses(parts: Sequence[Part], additions: Iterable[P
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str from json.loads, only lone ones remain
+
+
+def clip_text(text: str, limit: int, note: str) -> str:
+    """``text`` cut to ``limit`` characters and followed by ``note``, in which ``{dropped}`` is
+    how many were cut; ``text`` itself when it is no longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + note.format(dropped=len(text) - limit)
 
 
 def scrub_surrogates(text: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import mcp.types as types
 
-from cairn.content import Image
+from cairn.content import Image, clip_text
 from cairn.tools.base import ToolResult
 
 __all__ = [
@@ -85,10 +85,7 @@ def prompt_text(result: types.GetPromptResult) -> str:
 
 
 def _clip(text: str) -> str:
-    if len(text) <= MAX_RESULT_CHARS:
-        return text
-    dropped = len(text) - MAX_RESULT_CHARS
-    return f"{text[:MAX_RESULT_CHARS]}\n[... {dropped} more characters were cut]"
+    return clip_text(text, MAX_RESULT_CHARS, "\n[... {dropped} more characters were cut]")
 
 
 def _decoded_size(data: str) -> int:

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
+from cairn.content import clip_text
 from cairn.recording.reader import ASK_USER_TOOL
 from cairn.vocabulary.events import (
     AssistantMessage,
@@ -490,10 +491,7 @@ def describe_call(
 
 def clip_tool_text(text: str) -> str:
     """Tool output cut to :data:`MAX_TOOL_TEXT_CHARS`, saying how much was left out."""
-    if len(text) <= MAX_TOOL_TEXT_CHARS:
-        return text
-    hidden = len(text) - MAX_TOOL_TEXT_CHARS
-    return f"{text[:MAX_TOOL_TEXT_CHARS]}\n… ({hidden} more characters not shown)"
+    return clip_text(text, MAX_TOOL_TEXT_CHARS, "\n… ({dropped} more characters not shown)")
 
 
 def diff_content(diff: FileDiff) -> Payload:
