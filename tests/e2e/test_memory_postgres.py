@@ -215,12 +215,13 @@ def test_a_kill_mid_write_leaves_the_database_as_it_was_and_no_held_lock(
 def test_a_kill_mid_dream_leaves_no_held_lock(
     machines: Machines, scripted_server: ScriptedServer
 ) -> None:
+    reader = machines.reader("reader")
+    write(reader, "feedback/pytest.md", MEMORY)  # something to consolidate: else Dream skips
     slow = reply("Nothing to do.", delay=60)
     scripted_server.handler = lambda r: slow if r.purpose == "dream" else None
     child = subprocess.Popen([*CAIRN, "memory", "dream"], cwd=machines.project,
                              env=machines.env("a"), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)  # fmt: skip
-    reader = machines.reader("reader")
     lock = reader.backend.dream_lock()
     try:
         scripted_server.wait_for_requests(1, purpose="dream", timeout=60)

@@ -116,6 +116,9 @@ def test_a_kill_mid_dream_leaves_a_lock_the_next_dream_recovers_from(
 ) -> None:
     write_settings(project, {})
     state = memory_roots(project, environ=cairn_env).state_dir
+    memory = project_memory(project, cairn_env) / "feedback" / "pytest.md"
+    memory.parent.mkdir(parents=True)
+    memory.write_text(MEMORY)  # something to consolidate: with no memories Dream skips
     slow = reply("Nothing to do.", delay=60)
     scripted_server.handler = lambda r: slow if r.purpose == "dream" else None
     child = subprocess.Popen([*CAIRN, "memory", "dream"], cwd=project, env=cairn_env,

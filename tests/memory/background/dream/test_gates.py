@@ -24,6 +24,7 @@ from ...task_helpers import (
     ProjectFactory,
     agent_script,
     new_project,
+    write_memory,
 )
 
 __all__ = ["new_project"]
@@ -34,8 +35,14 @@ SESSION = "11111111-2222-3333-4444-555555555555"
 DREAM_EVENT = "memory.dream"
 
 
+def a_memory(project: Project) -> None:
+    """Something to consolidate: with no project memories a Dream skips before the model."""
+    write_memory(project.memory, "feedback/tabs.md", "Tabs", "Indent with tabs.")
+
+
 def dream_ready(project: Project, *, last_dream: float | None = None, sessions: int = 5) -> None:
-    """Meta and recordings so that every automatic gate passes."""
+    """Meta, recordings and a memory to consolidate, so that every automatic gate passes."""
+    a_memory(project)
     if last_dream is not None:
         write_meta(project.state, {"lastDreamAt": iso_time(last_dream)}, now=NOW)
     project.session_files(sessions)
@@ -109,7 +116,7 @@ async def test_an_unparsable_last_dream_time_passes_the_hours_gate(
     new_project: ProjectFactory,
 ) -> None:
     project = new_project(clock=lambda: NOW)
-    project.session_files(5)
+    dream_ready(project)
     write_meta(project.state, {"lastDreamAt": "yesterday-ish"}, now=NOW)
 
     assert await auto_dream(project) is None
@@ -120,6 +127,7 @@ async def test_the_recordings_are_scanned_at_most_every_10_minutes(
 ) -> None:
     now = [NOW]
     project = new_project(clock=lambda: now[0])
+    a_memory(project)
     project.session_files(2)
 
     assert await auto_dream(project) == "min_sessions"
@@ -217,6 +225,7 @@ async def test_the_lock_holds_our_pid_while_dreaming_and_is_released(
     new_project: ProjectFactory,
 ) -> None:
     project = new_project()
+    a_memory(project)
     seen: list[str] = []
 
     def first(request: Any) -> Any:
@@ -235,6 +244,7 @@ async def test_a_manual_dream_skips_the_gates_but_not_the_lock(
     new_project: ProjectFactory,
 ) -> None:
     project = new_project(clock=lambda: NOW, memory={"enableManagedAutoDream": False})
+    a_memory(project)
     meta = {"lastDreamAt": iso_time(NOW), "lastDreamSessionId": SESSION}
     write_meta(project.state, meta, now=NOW)
 

@@ -82,6 +82,20 @@ async def test_a_dream_merges_duplicates_and_applies_the_manifest(
     assert entry.operation == "dream" and len(entry.files) == 3
 
 
+async def test_with_no_project_memories_a_dream_skips_without_asking_the_model(
+    new_project: ProjectFactory,
+) -> None:
+    """Regression: `/dream` in a project with no memories yet ran the dreamer (a model call with
+    nothing to consolidate) and printed its raw last answer, "Summary: {}"."""
+    project = new_project()
+
+    report = await project.manager.run_dream_now(session_id=SESSION, runtime=project.runtime)
+
+    assert (report.status, report.skipped_reason) == ("skipped", "no_memories")
+    assert str(report) == "There are no project memories to consolidate yet."
+    assert project.server.requests == []
+
+
 async def test_an_invalid_manifest_deletes_nothing_and_is_removed(
     new_project: ProjectFactory,
 ) -> None:
@@ -109,6 +123,7 @@ async def test_the_dreamer_reads_transcripts_but_cannot_write_user_memory(
     new_project: ProjectFactory,
 ) -> None:
     project = new_project()
+    write_memory(project.memory, "feedback/tabs.md", "Tabs", "Indent with tabs.")
     chats = project.runtime.chats_dir
     chats.mkdir(parents=True)
     (chats / f"{SESSION}.jsonl").write_text('{"text": "we moved to Postgres 16"}\n')

@@ -211,6 +211,7 @@ class DreamReport:
 _SKIP_MESSAGES = {
     "locked": "Dream is already running for this project (consolidation.lock is held); try later.",
     "no_project_memory": "There is no project memory folder to consolidate here.",
+    "no_memories": "There are no project memories to consolidate yet.",
     "disabled": "Managed memory is off.",
 }
 
@@ -264,6 +265,8 @@ async def _dream_locked(
     from cairn.agent.subagent import run_subagent  # the agent loop: only when a run happens
 
     docs = space.docs()
+    if not any(doc.scope == "project" for doc in docs):
+        return DreamReport("skipped", "no_memories")  # nothing to consolidate: no model call
     before = memory_digests(root)
     await _say(progress, f"Reading {len(before)} project memories…")
     max_turns, timeout = agent_limits(
