@@ -26,7 +26,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.memory.document import MemoryScope
 from cairn.memory.wrapped_tool import WrappedTool
 from cairn.tools.base import (
     ConfirmationKind,
@@ -41,6 +40,7 @@ from cairn.vocabulary.events import MemoryChanged
 
 if TYPE_CHECKING:
     from cairn.memory.background.agent_tools import MemoryFiles
+    from cairn.memory.document import MemoryScope
     from cairn.memory.manager import MemoryManager
     from cairn.tools.registry import ToolRegistry
 

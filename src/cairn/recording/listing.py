@@ -16,6 +16,7 @@ from typing import Any
 from cairn.debug_log import get_logger
 from cairn.recording.records import (
     AWAY_RECAP_ITEM,
+    TITLE_SUBTYPE,
     is_typed_by_user,
     parse_records,
     parse_timestamp,
@@ -26,7 +27,6 @@ from cairn.recording.records import (
 __all__ = [
     "FIRST_PROMPT_MAX_CHARS",
     "SESSION_FILE_PATTERN",
-    "TITLE_SUBTYPE",
     "SessionInfo",
     "latest_session",
     "list_sessions",
@@ -39,7 +39,6 @@ MAX_SCANNED_FILES = 10_000  # session files looked at in one listing (safety cap
 FIRST_PROMPT_SCAN_RECORDS = 50  # records read from the start of a file to find the first prompt
 _TYPE_KEY_WINDOW = 400  # bytes at the start of a line where the record's own "type" key sits
 _COUNTED_TYPES = (b'"user"', b'"assistant"')
-TITLE_SUBTYPE = "session_title"  # the system record a session title is kept in
 _TITLE_MARKER = b'"session_title"'
 
 _log = get_logger("CHAT_RECORDING")

@@ -30,6 +30,7 @@ __all__ = [
     "REAL_USER",
     "SLASH_COMMAND",
     "SYSTEM",
+    "TITLE_SUBTYPE",
     "TOOL_RESULT",
     "USER",
     "diff_from_record",
@@ -57,6 +58,7 @@ SLASH_COMMAND: Final = "slash_command"
 MID_TURN_USER_MESSAGE: Final = "mid_turn_user_message"
 CANCELLED_ANSWER: Final = "cancelled_answer"  # {"text"}: what a cancelled response had shown
 APPROVAL_MODE: Final = "approval_mode"  # {"mode"}: the session's approval mode changed
+TITLE_SUBTYPE: Final = "session_title"  # {"title", "source"}: the session's title
 
 MAX_RECORDED_DIFF_CHARS: Final = 256_000  # a larger diff is not kept (replay shows its summary)
 MAX_RECORDED_LOCATIONS: Final = 100  # places of one tool call kept in its toolCallResult

@@ -50,7 +50,6 @@ from cairn.session.commands import COMMANDS, SlashCommand, busy_refusal, run_sla
 from cairn.session.gate import OPEN_GATE, GatedFrontend, PermissionGate
 from cairn.session.titles import SessionTitles
 from cairn.session.turn_hooks import TurnHook
-from cairn.session.updates import recorded_plan
 from cairn.tools.base import CommandRunner, FileSystem, LocalFileSystem, TodoItem, ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import default_registry
@@ -198,7 +197,7 @@ class Session:
         self.registry = self.memory_writes.wrapped(default_registry())
         self.rules = PermissionRules.from_settings(self.settings.permissions)
         self.turn_count = 0
-        self.todos: list[TodoItem] = recorded_plan(loaded.items) if loaded is not None else []
+        self.todos: list[TodoItem] = _recorded_plan(loaded)
         self.created_at = runtime.clock()
         self._lock = asyncio.Lock()
         self._abort: AbortController | None = None
@@ -1221,6 +1220,14 @@ def _pending_question(loaded: LoadedSession | None) -> FunctionCall | None:
     from cairn.recording.reader import pending_question
 
     return pending_question(loaded)
+
+
+def _recorded_plan(loaded: LoadedSession | None) -> list[TodoItem]:
+    if loaded is None:
+        return []  # a new session: the recording's reader and the mapper stay unimported
+    from cairn.session.updates import recorded_plan
+
+    return recorded_plan(loaded.items)
 
 
 def new_session_id() -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from cairn.content import Content
 from cairn.debug_log import get_logger
-from cairn.recording.listing import TITLE_SUBTYPE
+from cairn.recording.records import TITLE_SUBTYPE
 from cairn.session.turn_hooks import TurnHook
 from cairn.vocabulary.events import SessionTitled
 
