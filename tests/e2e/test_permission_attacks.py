@@ -26,9 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 def tool_results(server: ScriptedServer) -> list[str]:
     """The content of every tool message the model was sent, in order."""
-    return [
-        str(m["content"]) for r in server.requests for m in r.messages if m["role"] == "tool"
-    ]
+    return [str(m["content"]) for r in server.requests for m in r.messages if m["role"] == "tool"]
 
 
 def git(repo: Path, *args: str) -> None:
@@ -102,6 +100,34 @@ def test_a_shell_command_cannot_print_cairns_secrets(
     (output,) = tool_results(scripted_server)
     assert "PATH=" in output
     assert "sk-e2e-secret-0123" not in output and "tok-e2e-0123" not in output
+
+
+def test_a_shell_command_cannot_print_the_other_keys_cairn_uses(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    project: Path,
+) -> None:
+    """Regression: the web search key (TAVILY_API_KEY) and a model.available entry's envKey
+    reached every shell command; only the main endpoint's key was kept out."""
+    write_settings(
+        project,
+        {
+            "memory": {"enableManagedAutoMemory": False},
+            "tools": {"webSearch": {"provider": "tavily"}},
+            "model": {"available": [{"id": "other", "envKey": "OTHER_MODEL_KEY"}]},
+        },
+    )
+    secrets = {"TAVILY_API_KEY": "tvly-e2e-secret-0123", "OTHER_MODEL_KEY": "om-e2e-secret-0123"}
+    scripted_server.enqueue(tool_call("run_shell_command", {"command": "env"}))
+    scripted_server.enqueue(reply("ok"))
+
+    done = run_cairn("-p", "show env", "--yolo", env={**cairn_env, **secrets})
+
+    assert done.returncode == 0, done.stderr
+    (output,) = tool_results(scripted_server)
+    assert "PATH=" in output
+    assert "tvly-e2e-secret-0123" not in output and "om-e2e-secret-0123" not in output
 
 
 @pytest.mark.parametrize(

@@ -51,15 +51,13 @@ def _servers() -> tuple[Settings, list[ServerConfig]]:
 def _server_environment(settings: Settings) -> dict[str, str]:
     """What a session's stdio servers get: cairn's environment without its secrets."""
     from cairn.config.endpoint import NoAuthError, resolve_endpoint
-    from cairn.tools.environment import command_environment
+    from cairn.tools.environment import settings_command_environment
 
     try:
-        key = resolve_endpoint(settings).api_key
+        key: str | None = resolve_endpoint(settings).api_key
     except NoAuthError:  # no model configured: the settings' key may still be set
-        key = settings.security.auth.api_key or ""
-    return command_environment(
-        secrets=[key] if key else [], keep=settings.tools.pass_secrets_to_shell
-    )
+        key = None
+    return settings_command_environment(settings, key)
 
 
 async def _connect(settings: Settings, servers: list[ServerConfig]) -> Any:

@@ -8,6 +8,7 @@ without a restart.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,6 +17,7 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "APPROVAL_MODES",
+    "WEB_SEARCH_KEY_VARIABLES",
     "AgentsSettings",
     "ApprovalMode",
     "AuthSettings",
@@ -360,6 +362,9 @@ class WebFetchSettings(_Section):  # the extensions track's
     )
 
 
+WEB_SEARCH_KEY_VARIABLES = {"tavily": "TAVILY_API_KEY", "google": "GOOGLE_API_KEY"}
+
+
 class WebSearchSettings(_Section):
     provider: Literal["tavily", "google"] | None = Field(
         None,
@@ -382,6 +387,12 @@ class WebSearchSettings(_Section):
     )
     max_results: int = Field(5, ge=1, le=20, description="Results per search (Google: at most 10).")
 
+    def key(self, environ: Mapping[str, str]) -> str:
+        """The provider's key: ``apiKey``, else its standard variable ("" with no provider)."""
+        if self.provider is None:
+            return ""
+        return self.api_key or environ.get(WEB_SEARCH_KEY_VARIABLES[self.provider], "")
+
 
 class ToolsSettings(_Section):
     approval_mode: ApprovalMode = _editable(
@@ -395,7 +406,8 @@ class ToolsSettings(_Section):
     pass_secrets_to_shell: list[str] = Field(
         default_factory=list,
         description="cairn's secret variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, "
-        "`CAIRN_SERVER_TOKEN`, or one holding the endpoint's key) that shell commands and "
+        "`CAIRN_SERVER_TOKEN`, or one holding a key cairn uses: the endpoint's, the web "
+        "search provider's, a `model.available` entry's `envKey`) that shell commands and "
         "hooks may still see; by default they see none.",
     )
     web_fetch: WebFetchSettings = Field(

@@ -174,9 +174,7 @@ class Runtime:
         if self._mcp_servers is None:
             from cairn.mcp.config import collect_servers
 
-            self._mcp_servers = collect_servers(
-                self.cwd, self.settings, warnings=self.mcp_warnings
-            )
+            self._mcp_servers = collect_servers(self.cwd, self.settings, warnings=self.mcp_warnings)
         return self._mcp_servers
 
     def session_mcp(self, extra: Sequence[ServerConfig] = ()) -> SessionMcp | None:
@@ -193,14 +191,11 @@ class Runtime:
 
     def command_environment(self) -> dict[str, str]:
         """What the commands cairn starts (shell commands, hooks, stdio MCP servers) run with:
-        cairn's environment without its secrets (the endpoint's key found by value too)."""
-        from cairn.tools.environment import command_environment
+        cairn's environment without its secrets (the keys in use found by value too)."""
+        from cairn.tools.environment import settings_command_environment
 
-        endpoint = self.endpoint
-        key = endpoint.api_key if endpoint is not None else self.settings.security.auth.api_key
-        return command_environment(
-            secrets=[key] if key else [], keep=self.settings.tools.pass_secrets_to_shell
-        )
+        key = self.endpoint.api_key if self.endpoint is not None else None
+        return settings_command_environment(self.settings, key)
 
     # ----- commands, skills and agents from files (cairn.extensions) -----
 

@@ -4,8 +4,9 @@ cairn's own credentials — the provider's API key, the daemon's token — are i
 environment so that cairn can use them, not so that every command the model runs can print them
 (``env``, ``echo $OPENAI_API_KEY``) into a conversation that goes to the provider. They are left
 out of the commands' environment: by name (:data:`SECRET_VARIABLES`), and by value (any variable
-holding the key in use, however it is named, e.g. one that ``security.auth.apiKey: "$MY_KEY"``
-reads). ``tools.passSecretsToShell`` names the variables a user wants passed anyway.
+holding a key in use, however it is named, e.g. one that ``security.auth.apiKey: "$MY_KEY"``
+reads; the web search key; each ``model.available`` entry's ``envKey``: :func:`keys_in_use`).
+``tools.passSecretsToShell`` names the variables a user wants passed anyway.
 
 A command that runs without anyone approving it must also run the programs it names from the
 system, not from the folder it works in: :func:`outside_path` drops the ``PATH`` entries that
@@ -18,8 +19,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["MIN_SECRET_CHARS", "SECRET_VARIABLES", "command_environment", "outside_path"]
+if TYPE_CHECKING:
+    from cairn.config.settings import Settings
+
+__all__ = [
+    "MIN_SECRET_CHARS",
+    "SECRET_VARIABLES",
+    "command_environment",
+    "keys_in_use",
+    "outside_path",
+    "settings_command_environment",
+]
 
 SECRET_VARIABLES = (
     "OPENAI_API_KEY",
@@ -51,6 +63,31 @@ def command_environment(
         if name in SECRET_VARIABLES or any(secret in env[name] for secret in values):
             del env[name]
     return env
+
+
+def keys_in_use(
+    settings: Settings, main_key: str | None, environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """The keys cairn holds for these settings: the main endpoint's (``main_key``, or else
+    ``security.auth.apiKey``), the web search provider's, and each ``model.available`` entry's
+    ``envKey`` value."""
+    env = os.environ if environ is None else environ
+    keys = [main_key or settings.security.auth.api_key or "", settings.tools.web_search.key(env)]
+    if isinstance(settings.model.available, list):
+        keys += [
+            env.get(entry.env_key, "")
+            for entry in settings.model.available
+            if not isinstance(entry, str) and entry.env_key
+        ]
+    return [key for key in keys if key]
+
+
+def settings_command_environment(settings: Settings, main_key: str | None) -> dict[str, str]:
+    """cairn's environment without the secrets of :func:`keys_in_use` and
+    :data:`SECRET_VARIABLES`, but with those ``tools.passSecretsToShell`` names."""
+    return command_environment(
+        secrets=keys_in_use(settings, main_key), keep=settings.tools.pass_secrets_to_shell
+    )
 
 
 def outside_path(path: str, folders: Iterable[Path]) -> str:

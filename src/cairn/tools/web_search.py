@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cairn.config.settings import WEB_SEARCH_KEY_VARIABLES
 from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.web_fetch import TIMEOUT_SECONDS, http_client
@@ -32,7 +33,6 @@ MAX_SNIPPET_CHARS = 500  # of each result's snippet given to the model
 MAX_ERROR_CHARS = 300  # of a provider's error body quoted in the tool error
 GOOGLE_MAX_RESULTS = 10  # the most Programmable Search returns per request
 _BASE_URLS = {"tavily": "https://api.tavily.com", "google": "https://www.googleapis.com"}
-_KEY_VARIABLES = {"tavily": "TAVILY_API_KEY", "google": "GOOGLE_API_KEY"}
 _ENGINE_VARIABLE = "GOOGLE_SEARCH_ENGINE_ID"
 
 _PARAMETERS: Mapping[str, Any] = {
@@ -172,11 +172,11 @@ def web_search_tool(
     if name is None:
         return None
     env = os.environ if environ is None else environ
-    api_key = settings.api_key or env.get(_KEY_VARIABLES[name], "")
+    api_key = settings.key(env)
     if not api_key:
         raise ValueError(
             f"tools.webSearch.provider is {name!r} but it has no key: set tools.webSearch.apiKey "
-            f"or {_KEY_VARIABLES[name]}"
+            f"or {WEB_SEARCH_KEY_VARIABLES[name]}"
         )
     engine = settings.search_engine_id or env.get(_ENGINE_VARIABLE, "")
     if name == "google" and not engine:
