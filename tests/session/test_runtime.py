@@ -48,6 +48,18 @@ async def test_a_new_session_gets_a_fresh_id_and_records_into_the_chats_folder(
     assert world.runtime.session_exists(first.id)
 
 
+async def test_an_unknown_session_option_is_refused_not_ignored(make_world: MakeWorld) -> None:
+    """A misspelt option (``aproval_mode``) must fail loudly: ignored, the session would run
+    with the default approval mode."""
+    world = make_world()
+    recorded = await _recorded_session(world, "hello")
+
+    with pytest.raises(TypeError, match="unknown session options: aproval_mode"):
+        world.runtime.new_session(aproval_mode="yolo")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unknown session options: aproval_mode"):
+        world.runtime.load_session(recorded, aproval_mode="yolo")  # type: ignore[call-arg]
+
+
 async def test_a_loaded_session_continues_the_recorded_conversation(
     make_world: MakeWorld,
 ) -> None:

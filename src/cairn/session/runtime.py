@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from cairn import __version__
 from cairn.config.loader import Endpoint
@@ -32,11 +32,12 @@ if TYPE_CHECKING:
     from cairn.mcp.manager import McpManager, SessionMcp
     from cairn.memory.manager import MemoryManager
     from cairn.recording.listing import SessionInfo
+    from cairn.recording.reader import LoadedSession
     from cairn.session.models import ModelCatalog
     from cairn.session.session import Session
     from cairn.tools.base import CommandRunner, FileSystem
 
-__all__ = ["Runtime", "SessionNotFound", "SessionUnreadable"]
+__all__ = ["Runtime", "SessionNotFound", "SessionOptions", "SessionUnreadable"]
 
 _log = get_logger("SESSION")
 
@@ -55,6 +56,27 @@ class SessionUnreadable(SessionNotFound):
     def __init__(self, session_id: str, reason: str) -> None:
         super().__init__(session_id)
         self.args = (f'Session "{session_id}" cannot be resumed: {reason}',)
+
+
+class SessionOptions(TypedDict, total=False):
+    """How a front end opens a session (:meth:`Runtime.new_session`, :meth:`Runtime.load_session`).
+
+    ``frontend`` answers its questions (default: nobody, :class:`NonInteractive`); ``cwd`` is
+    where it runs (default: the runtime's); ``mcp_servers`` are its client's servers (ACP,
+    daemon), which join the configured ones and win a name clash; ``extra_roots`` more folders
+    its file tools may use; ``gate`` (open by default) says whether its permissions may be
+    widened (:mod:`cairn.session.gate`): a closed one refuses an ``approval_mode`` wider than
+    the settings' with :class:`~cairn.session.gate.WideningRefused`.
+    """
+
+    frontend: Frontend | None
+    approval_mode: str | None
+    cwd: Path | None
+    fs: FileSystem | None
+    mcp_servers: Sequence[ServerConfig]
+    command_runner: CommandRunner | None
+    extra_roots: Sequence[Path]
+    gate: PermissionGate | None
 
 
 @dataclass
@@ -243,57 +265,14 @@ class Runtime:
         return chats_dir(self.project_root)
 
     def new_session(
-        self,
-        *,
-        frontend: Frontend | None = None,
-        session_id: str | None = None,
-        approval_mode: str | None = None,
-        cwd: Path | None = None,
-        fs: FileSystem | None = None,
-        mcp_servers: Sequence[ServerConfig] = (),
-        command_runner: CommandRunner | None = None,
-        extra_roots: Sequence[Path] = (),
-        gate: PermissionGate | None = None,
+        self, *, session_id: str | None = None, **options: Unpack[SessionOptions]
     ) -> Session:
-        """A new session; ``mcp_servers`` are its client's servers (ACP, daemon), which join
-        the configured ones and win a name clash. ``gate`` (open by default) says whether its
-        permissions may be widened (:mod:`cairn.session.gate`); a closed one refuses an
-        ``approval_mode`` wider than the settings' with :class:`WideningRefused`."""
-        from cairn.session.session import Session
+        """A new session (:class:`SessionOptions` says how it opens)."""
+        return self._open(session_id or str(uuid.uuid4()), None, options)
 
-        session = Session(
-            self,
-            session_id=session_id or str(uuid.uuid4()),
-            frontend=frontend or NonInteractive(),
-            approval_mode=approval_mode,
-            cwd=cwd or self.cwd,
-            fs=fs,
-            mcp_servers=mcp_servers,
-            command_runner=command_runner,
-            extra_roots=extra_roots,
-            gate=gate or OPEN_GATE,
-        )
-        self._sessions.add(session)
-        self.warm_memory()
-        return session
-
-    def load_session(
-        self,
-        session_id: str,
-        *,
-        frontend: Frontend | None = None,
-        approval_mode: str | None = None,
-        fs: FileSystem | None = None,
-        mcp_servers: Sequence[ServerConfig] = (),
-        command_runner: CommandRunner | None = None,
-        cwd: Path | None = None,
-        extra_roots: Sequence[Path] = (),
-        gate: PermissionGate | None = None,
-    ) -> Session:
-        """Resume a recorded session (in ``cwd``, default the runtime's); its model history is
-        rebuilt from the recording. ``gate`` as for :meth:`new_session`."""
+    def load_session(self, session_id: str, **options: Unpack[SessionOptions]) -> Session:
+        """Resume a recorded session; its model history is rebuilt from the recording."""
         from cairn.recording.reader import SessionLoadError, load_session
-        from cairn.session.session import Session
 
         path = self.chats_dir / f"{session_id}.jsonl"
         if not self.session_exists(session_id):
@@ -304,18 +283,27 @@ class Runtime:
             raise SessionUnreadable(session_id, str(exc)) from None
         for warning in loaded.warnings:
             _log.warning(f"{path}: {warning}")
+        return self._open(session_id, loaded, options)
+
+    def _open(
+        self, session_id: str, loaded: LoadedSession | None, options: SessionOptions
+    ) -> Session:
+        from cairn.session.session import Session
+
+        if unknown := options.keys() - SessionOptions.__optional_keys__:
+            raise TypeError(f"unknown session options: {', '.join(sorted(unknown))}")
         session = Session(
             self,
             session_id=session_id,
-            frontend=frontend or NonInteractive(),
-            approval_mode=approval_mode,
-            cwd=cwd or self.cwd,
-            fs=fs,
+            frontend=options.get("frontend") or NonInteractive(),
+            approval_mode=options.get("approval_mode"),
+            cwd=options.get("cwd") or self.cwd,
+            fs=options.get("fs"),
             loaded=loaded,
-            mcp_servers=mcp_servers,
-            command_runner=command_runner,
-            extra_roots=extra_roots,
-            gate=gate or OPEN_GATE,
+            mcp_servers=options.get("mcp_servers", ()),
+            command_runner=options.get("command_runner"),
+            extra_roots=options.get("extra_roots", ()),
+            gate=options.get("gate") or OPEN_GATE,
         )
         self._sessions.add(session)
         self.warm_memory()
