@@ -161,6 +161,8 @@ class ModelChoice(_Section):
     """One entry of ``model.available``: a model, and where it is served if not at the main
     endpoint (the shape of Qwen Code's ``modelProviders`` entries)."""
 
+    model_config = ConfigDict(defer_build=True)  # Settings validates entries; own validator on use
+
     id: str = Field(description="The model's name on its endpoint (sent as `model`).")
     name: str | None = Field(None, description="The label menus show (default: `id`).")
     description: str | None = Field(None, description="One line menus show under the label.")
@@ -476,6 +478,8 @@ class SecuritySettings(_Section):
 
 
 class HookCommand(_Section):
+    model_config = ConfigDict(defer_build=True)  # Settings validates entries; own validator on use
+
     type: Literal["command"] = "command"
     command: str = Field(description="Shell command; receives the event as JSON on stdin.")
     timeout: float = Field(
@@ -486,6 +490,8 @@ class HookCommand(_Section):
 
 
 class HookMatcher(_Section):
+    model_config = ConfigDict(defer_build=True)  # Settings validates entries; own validator on use
+
     matcher: str = Field("", description="Regex on the tool name (PreToolUse); empty = all.")
     hooks: list[HookCommand] = Field(default_factory=list)
 
@@ -589,6 +595,8 @@ class AgentsSettings(_Section):
 
 class McpServerSettings(_Section):
     """One MCP server, in the shape Qwen Code and Gemini CLI use (``type`` as in Claude Code)."""
+
+    model_config = ConfigDict(defer_build=True)  # Settings validates entries; own validator on use
 
     type: Literal["stdio", "sse", "http"] | None = Field(
         None,
