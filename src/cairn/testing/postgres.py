@@ -27,7 +27,8 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
+
+from cairn.testing._service import Service
 
 __all__ = ["PostgresServer", "PostgresUnavailable", "find_postgres_bin"]
 
@@ -60,7 +61,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class PostgresServer:
+class PostgresServer(Service):
     """One PostgreSQL cluster in a temp dir, for as long as the ``with`` block (or start/stop)."""
 
     def __init__(self, *, bin_dir: Path | None = None) -> None:
@@ -137,17 +138,6 @@ class PostgresServer:
                 server.wait()
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
-
-    def __enter__(self) -> PostgresServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _own(self, root: Path) -> None:
         if os.geteuid() != 0:

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO, TypeAlias
 
+from cairn.testing._service import Service
 from cairn.testing.anthropic_wire import (
     anthropic_blocks,
     anthropic_error_body,
@@ -70,7 +71,7 @@ DEFAULT_WAIT_TIMEOUT = 10.0  # wait_for_requests' default, in seconds
 Handler: TypeAlias = Callable[[RecordedRequest], Reply | Awaitable[Reply | None] | None]
 
 
-class ScriptedServer:
+class ScriptedServer(Service):
     """A fake OpenAI-compatible model endpoint that answers from a script.
 
     A chat-completion request is answered by, in order: ``handler`` (when it returns a
@@ -151,17 +152,6 @@ class ScriptedServer:
             loop.call_soon_threadsafe(loop.stop)
         thread.join(STOP_TIMEOUT)
         self._thread = None
-
-    def __enter__(self) -> ScriptedServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     async def __aenter__(self) -> ScriptedServer:
         return self.start()
