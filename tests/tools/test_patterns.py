@@ -62,8 +62,13 @@ def test_posix_classes_and_escapes_inside_brackets_are_git_only() -> None:
     assert _matches("[\\]]", "]", git=True)
 
 
-def test_a_git_class_never_matches_a_slash() -> None:
-    assert not _matches("a[!b]c", "a/c", git=True)
+@pytest.mark.parametrize("git", [True, False])
+def test_a_class_never_matches_a_slash(git: bool) -> None:
+    """Regression (glob dialect): ``[!b]`` matched "/", so a rule ``Edit(lib/src[!_]*)`` also
+    covered every file below lib/src/."""
+    assert not _matches("a[!b]c", "a/c", git=git)
+    assert not _matches("a[/x]c", "a/c", git=git)
+    assert _matches("a[/x]c", "axc", git=git)
 
 
 def test_a_reversed_range_in_a_glob_matches_nothing_instead_of_failing() -> None:

@@ -176,6 +176,8 @@ def test_missing_command_matches_only_rules_without_a_specifier() -> None:
         ("LS(secrets/**)", "list_directory", {"path": "secrets/keys"}, "deny"),
         ("Glob", "glob", {"pattern": "*"}, "deny"),
         ("Read(src/**)", "read_file", {}, None),
+        ("Edit(lib/src[!_]*)", "edit", {"file_path": "lib/src1.py"}, "deny"),
+        ("Edit(lib/src[!_]*)", "edit", {"file_path": "lib/src/main.py"}, None),  # [!_] is no "/"
     ],
 )
 def test_path_rules_match_the_workspace_relative_path(

@@ -24,7 +24,7 @@ def translate(pattern: str, *, git: bool) -> str:
     ``*`` and ``?`` stay inside one path segment; a whole-segment ``**/`` is zero or more
     folders and a trailing ``**`` all below. With ``git`` the rules are git's: ``\\`` escapes
     the next character, ``a/**`` needs something inside ``a``, and a ``[...]`` class knows
-    ``[:alpha:]`` and the like, ``\\`` escapes, and never matches a ``/``.
+    ``[:alpha:]`` and the like and ``\\`` escapes. In both, a class never matches a ``/``.
     """
     out: list[str] = []
     index, length = 0, len(pattern)
@@ -61,8 +61,8 @@ def translate(pattern: str, *, git: bool) -> str:
 
 
 def _glob_class(pattern: str, start: int) -> tuple[str, int]:
-    """``[...]`` at ``start`` as a regex class; a ``[`` without its ``]`` is a literal and a
-    reversed range (``z-a``) matches nothing, as in node's glob."""
+    """``[...]`` at ``start`` as a regex class that never matches ``/``; a ``[`` without its
+    ``]`` is a literal and a reversed range (``z-a``) matches nothing, as in node's glob."""
     index = start + 1
     negate = index < len(pattern) and pattern[index] in "!^"
     if negate:
@@ -83,7 +83,7 @@ def _glob_class(pattern: str, start: int) -> tuple[str, int]:
         else:
             items.append(re.escape(body[at]))
             at += 1
-    return _class(items, negate), end + 1
+    return f"(?![/]){_class(items, negate)}", end + 1
 
 
 def _git_class(pattern: str, start: int) -> tuple[str, int]:
