@@ -339,6 +339,40 @@ async def test_closing_the_session_stops_a_preparation_with_its_git_processes(
     assert after.files == len(many)
 
 
+async def test_a_turn_nobody_can_approve_a_change_in_prepares_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: every `cairn -p` turn (no one to ask, default mode) started the shadow-index
+    process and killed it at exit, though a change there needs an approval nobody can give.
+    A change an allow rule lets through still gets its checkpoint."""
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "cairn-home"))
+    repo = make_repository(tmp_path / "repo", FILES)
+    before = tree_state(repo)
+    provider = ScriptedProvider(reply("Just an answer."))
+    runtime = _runtime(repo, provider, permissions={"allow": ["Write"]})
+    session = runtime.new_session(approval_mode="default")  # NonInteractive: nobody to ask
+    checkpoints = session.checkpoints
+    assert checkpoints is not None
+    shadow, reason = shadow_repository(repo, session.settings.general.checkpointing)
+    assert shadow is not None, reason
+    try:
+        await session.prompt(PromptRequest("answer"), _ignore)
+        await checkpoints.prepared()
+        prepared_by_the_answer = shadow.is_prepared()
+        provider.enqueue(
+            tool_call("write_file", {"file_path": "README.md", "content": "new\n"}),
+            reply("Done."),
+        )
+        await session.prompt(PromptRequest("rewrite the readme"), _ignore)
+        await session.rewind(2, "code")
+    finally:
+        await session.close()
+        await runtime.aclose()
+
+    assert not prepared_by_the_answer
+    assert tree_state(repo) == before
+
+
 async def test_a_plan_mode_turn_prepares_nothing(rig: Rig) -> None:
     """Nothing can change in plan mode: no shadow index is built for it."""
     await rig.session.set_approval_mode("plan")

@@ -382,6 +382,14 @@ class Session:
             self.runtime.project_root, self.settings.general.checkpointing, self.recorder
         )
 
+    def _may_change_unasked(self) -> bool:
+        """Whether a turn's changes can run without an approval nobody could give (worth the
+        shadow index in the background): never in plan mode; with no one to ask (cairn -p),
+        only in auto-edit or yolo. A change an allow rule lets through is checkpointed anyway."""
+        if self.approval_mode == "plan":
+            return False
+        return self.frontend.interactive or self.approval_mode in ("auto-edit", "yolo")
+
     def _make_recall(self) -> RecallHandle | None:
         if not self.runtime.memory_enabled:
             return None
@@ -839,7 +847,7 @@ class Session:
                 hook_context=hook_context,
             )
             if self.checkpoints is not None:
-                self.checkpoints.start_turn(user_uuid, prepare=self.approval_mode != "plan")
+                self.checkpoints.start_turn(user_uuid, prepare=self._may_change_unasked())
         if request.fresh:
             # Recall starts only after the hook let the prompt through, with the raw text.
             self.client.begin_recall(request.text, state.abort.signal)
