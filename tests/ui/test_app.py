@@ -158,6 +158,35 @@ async def test_deny_leaves_the_file_and_hands_control_back(make_app, scripted_se
     assert second.contains(DECLINED_MESSAGE)
 
 
+async def test_a_dialog_without_allow_always_rejects_on_its_second_key(
+    make_app, scripted_server, project
+):
+    """Regression: a settings change offers "1. Allow once" and "2. Reject", but "2" (and "a")
+    were bound to allow always, so pressing the key shown for Reject applied the change."""
+    settings = project / ".cairn" / "settings.json"
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": str(settings), "content": '{"model": {}}'}),
+        purpose="main",
+    )
+    scripted_server.enqueue(reply("Left it."), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "change the settings")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, PermissionScreen)
+        assert "2. Reject" in screen_text(app)
+
+        await pilot.press("a")  # not offered here: nothing happens
+        await pilot.pause()
+        assert isinstance(app.screen, PermissionScreen) and not settings.exists()
+        await pilot.press("2")
+        await settle(pilot)
+
+        assert not settings.exists()
+        [tool] = views(app, ToolCallView)
+        assert tool.status == "cancelled"
+
+
 async def test_allow_always_does_not_ask_again_for_the_same_tool(
     make_app, scripted_server, project
 ):

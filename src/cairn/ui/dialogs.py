@@ -17,7 +17,7 @@ from cairn.config.editor import EditableSetting
 from cairn.config.settings import Settings
 from cairn.recording.listing import SessionInfo
 from cairn.tools.base import Question
-from cairn.ui.choices import focus_first_option, numbered_options
+from cairn.ui.choices import ChoiceScreen, focus_first_option, numbered_options
 from cairn.ui.render import permission_preview, permission_title, recap_text
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 from cairn.vocabulary.permissions import permission_choices
@@ -28,21 +28,20 @@ OTHER_ANSWER = "Type another answer…"
 DONE_CHOOSING = "Done"
 
 
-class PermissionScreen(ModalScreen[PermissionOutcome]):
-    """Allow once / always / deny for one tool call."""
+class PermissionScreen(ChoiceScreen[PermissionOutcome]):
+    """Allow once / always / deny for one tool call: the digit of an option, or y, a, n."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1,y", "choose('allow_once')", "Allow once", show=False),
-        Binding("2,a", "choose('allow_always')", "Allow always", show=False),
-        Binding("3,n", "choose('reject')", "Deny", show=False),
-        Binding("escape", "choose('reject')", "Deny", show=False),
+        Binding("y", "choose('allow_once')", "Allow once", show=False),
+        Binding("a", "choose('allow_always')", "Allow always", show=False),  # when offered
+        Binding("n,escape", "choose('reject')", "Deny", show=False),
     ]
 
     def __init__(self, request: PermissionRequest, cwd: Path | None = None) -> None:
-        super().__init__(classes="dialog-screen")
+        self._choices = permission_choices(request)
+        super().__init__({choice.outcome: choice.outcome for choice in self._choices})
         self.request = request
         self.cwd = cwd
-        self._choices = permission_choices(request)
 
     def compose(self) -> Any:
         with Vertical(classes="dialog"):
@@ -56,16 +55,6 @@ class PermissionScreen(ModalScreen[PermissionOutcome]):
                 ((choice.outcome, choice.label) for choice in self._choices),
                 id="permission-choices",
             )
-
-    def on_mount(self) -> None:
-        focus_first_option(self)
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        self.action_choose(event.option.id or "reject")
-
-    def action_choose(self, outcome: str) -> None:
-        self.dismiss(outcome)  # type: ignore[arg-type]
 
 
 class QuestionScreen(ModalScreen[str | None]):

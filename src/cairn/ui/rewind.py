@@ -14,7 +14,7 @@ from textual.widgets.option_list import Option
 
 from cairn.recording.rewind import RewindMode
 from cairn.session.rewind import RewindListing, RewindPoint
-from cairn.ui.choices import focus_first_option, numbered_options
+from cairn.ui.choices import ChoiceScreen, focus_first_option, numbered_options
 
 __all__ = ["RewindChoice", "RewindModeScreen", "RewindScreen"]
 
@@ -69,18 +69,15 @@ class RewindScreen(ModalScreen[int | str | None]):
         return options
 
 
-class RewindModeScreen(ModalScreen[RewindMode | None]):
+class RewindModeScreen(ChoiceScreen[RewindMode | None]):
     """What to restore for the chosen turn."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("1", "choose('both')", show=False),
-        Binding("2", "choose('conversation')", show=False),
-        Binding("3", "choose('code')", show=False),
-        Binding("escape", "choose('')", "Cancel", show=False),
+        Binding("escape", "cancel", "Cancel", show=False),
     ]
 
     def __init__(self, point: RewindPoint, checkpoints_off: str | None) -> None:
-        super().__init__(classes="dialog-screen")
+        super().__init__({mode: mode for mode, _ in _MODES})
         self.point = point
         self.checkpoints_off = checkpoints_off
 
@@ -93,15 +90,8 @@ class RewindModeScreen(ModalScreen[RewindMode | None]):
                 yield Static(Text(f"The code stays as it is: {why}.", style="yellow"))
             yield numbered_options(_MODES, id="rewind-modes")
 
-    def on_mount(self) -> None:
-        focus_first_option(self)
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        event.stop()
-        self.action_choose(event.option.id or "")
-
-    def action_choose(self, mode: str) -> None:
-        self.dismiss(mode or None)  # type: ignore[arg-type]
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 def _turn_label(point: RewindPoint) -> Text:
