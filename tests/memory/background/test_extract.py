@@ -12,6 +12,7 @@ from cairn.content import Content, FunctionCall, FunctionResponse, Text
 from cairn.memory.background.cursor import ExtractCursor, read_cursor, write_cursor
 from cairn.memory.background.extract import (
     EXTRACT_HISTORY_ENTRIES,
+    MAX_TOOL_OUTPUT_CHARS,
     ExtractOutcome,
     ExtractRequest,
     extraction_history,
@@ -295,6 +296,21 @@ def test_open_tool_calls_at_the_end_get_placeholder_results() -> None:
     assert isinstance(shown[-2].parts[0], FunctionResponse)
     assert shown[-2].parts[0].id == "c1"
     assert shown[-1].role == "model" and shown[-1].text == "Acknowledged."
+
+
+def test_a_long_tool_result_is_cut_with_a_note_saying_how_much() -> None:
+    long = "x" * (MAX_TOOL_OUTPUT_CHARS + 25)
+    history = [
+        Content.user("read it"),
+        Content("model", [FunctionCall("c1", "read_file", {})]),
+        Content("user", [FunctionResponse("c1", "read_file", {"output": long})]),
+        Content.model("Read."),
+    ]
+
+    shown = extraction_history(history)
+
+    [result] = [p for c in shown for p in c.parts if isinstance(p, FunctionResponse)]
+    assert result.response == {"output": "x" * MAX_TOOL_OUTPUT_CHARS + "\n[... 25 characters cut]"}
 
 
 def test_orphaned_tool_results_at_the_start_are_dropped_and_the_last_prompt_leads() -> None:

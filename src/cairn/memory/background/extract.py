@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from cairn.abort import AbortController
 from cairn.agent.reminders import strip_system_reminder_blocks
-from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text
+from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text, clip_text
 from cairn.debug_log import get_logger
 from cairn.memory.background.agent_tools import memory_agent_context, memory_agent_registry
 from cairn.memory.background.cursor import ExtractCursor, read_cursor, start_offset, write_cursor
@@ -140,8 +140,7 @@ def _clean_part(part: Part) -> Part | None:
         if len(output) <= MAX_TOOL_OUTPUT_CHARS:
             return part
         key = "error" if part.is_error else "output"
-        dropped = len(output) - MAX_TOOL_OUTPUT_CHARS
-        cut = f"{output[:MAX_TOOL_OUTPUT_CHARS]}\n[... {dropped} characters cut]"
+        cut = clip_text(output, MAX_TOOL_OUTPUT_CHARS, "\n[... {dropped} characters cut]")
         return FunctionResponse(part.id, part.name, {key: cut})
     if isinstance(part, FunctionCall):
         return part
