@@ -117,7 +117,10 @@ def test_paths_outside_the_root_are_never_ignored(tmp_path: Path) -> None:
 _NAMES = st.sampled_from(["a", "b", "ab", "x.log", "y.txt", ".hid", "dir"])
 _PATHS = st.lists(_NAMES, min_size=1, max_size=3).map("/".join)
 _PIECES = st.sampled_from(
-    ["a", "b", "x", ".log", ".txt", "*", "?", "**", "/", "[ab]", "[!a]", "dir"]
+    [
+        *("a", "b", "x", ".log", ".txt", "*", "?", "**", "/", "[ab]", "[!a]", "dir"),
+        *("[a-b]", "[b-a]", "[a-b-x]", "[!b-a]", "[a-]"),  # ranges, reversed ones too
+    ]
 )
 _PATTERNS = st.builds(
     lambda neg, body, slash: ("!" if neg else "") + body + ("/" if slash else ""),
