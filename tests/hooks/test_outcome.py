@@ -102,3 +102,14 @@ def test_deeply_nested_json_is_malformed_output_not_a_crash(event):
         assert not outcome.blocked
         assert outcome.decision is None
         assert outcome.warnings
+
+
+def test_the_notices_of_an_outcome_are_its_warnings_then_its_system_message():
+    outcome = HookOutcome(warnings=["w1", "w2"], system_message="told")
+
+    assert [(n.level, n.text, n.source) for n in outcome.notices()] == [
+        ("warning", "w1", "hook"),
+        ("warning", "w2", "hook"),
+        ("info", "told", "hook"),
+    ]
+    assert HookOutcome().notices() == []

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, get_args
 
+from cairn.vocabulary.events import Notice
+
 if TYPE_CHECKING:
     from cairn.hooks.process import CommandResult
 
@@ -93,6 +95,13 @@ class HookOutcome:
     stop: bool = False
     stop_reason: str | None = None
     updated_input: dict[str, Any] | None = None
+
+    def notices(self) -> list[Notice]:
+        """What the hooks tell the user: each warning, then their ``systemMessage``."""
+        told = [Notice("warning", warning, "hook") for warning in self.warnings]
+        if self.system_message:
+            told.append(Notice("info", self.system_message, "hook"))
+        return told
 
 
 def sanitize_context(text: str) -> str:

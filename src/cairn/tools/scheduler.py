@@ -199,10 +199,8 @@ class ToolScheduler:
                 tool_use_id=call.id,
                 permission_mode=self.approval_mode(),
             )
-            for warning in hook.warnings:
-                await emit(Notice("warning", warning, "hook"))
-            if hook.system_message:
-                await emit(Notice("info", hook.system_message, "hook"))
+            for notice in hook.notices():
+                await emit(notice)
             if hook.blocked or hook.decision == "deny":
                 reason = hook.reason or "No reason provided"
                 message = f"Blocked by a PreToolUse hook: {reason}"
@@ -470,10 +468,8 @@ class ToolScheduler:
                 error=result.error or "",
                 permission_mode=mode,
             )
-        for warning in outcome.warnings:
-            await emit(Notice("warning", warning, "hook"))
-        if outcome.system_message:
-            await emit(Notice("info", outcome.system_message, "hook"))
+        for notice in outcome.notices():
+            await emit(notice)
         notes = []
         if outcome.blocked and outcome.reason:
             notes.append(f"{event} hook: {outcome.reason}")
