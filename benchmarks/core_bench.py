@@ -1,6 +1,7 @@
 """Agent-core figures: start-up to the first model request, and cairn's CPU per tool call.
 
 Usage: python benchmarks/core_bench.py [--runs 15] [--baseline ../other/src] [--instructions]
+       [--by-module 40]
 
 The scripted model server runs in its own process (``python -m cairn.testing.server``) so its
 CPU is not counted as cairn's. Figures:
@@ -20,6 +21,12 @@ so before/after figures come from one run under the same load. ``--instructions`
 with valgrind, the CPU instructions each case executes until its first request: a figure that
 does not move with the load of a shared machine (wall and CPU times here move by ±30 %). The
 debug log is on, as for a user (``CAIRN_DEBUG_LOG_FILE`` unset).
+
+``--by-module N`` (valgrind; slow) says where the instructions of the memory-off start-up go:
+each module's import (the module's own code and whatever it runs while importing, its own
+imports apart) and the work outside imports, for this tree and the baseline, the N largest
+differences first. Valgrind dumps its counters each time the probe enters or leaves a module's
+import, which adds about 0.2 M instructions per module to the totals.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 HEAVY = ("acp", "textual", "starlette", "uvicorn", "typer")
@@ -133,7 +141,11 @@ def prepare_cases(
 
 
 def first_request_ms(
-    runs: int, workdir: Path, baseline: Path | None = None, instructions: bool = False
+    runs: int,
+    workdir: Path,
+    baseline: Path | None = None,
+    instructions: bool = False,
+    by_module: int = 0,
 ) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Spawn → first ``main`` request at the server, per memory case (runs interleaved), and
     with ``instructions`` the CPU instructions each case executes until its first request.
@@ -159,6 +171,13 @@ def first_request_ms(
             for name, (project, env) in cases.items()
             if instructions
         }
+        if by_module:
+            off = [name for name in cases if name.startswith(MEMORY_CASES[0])]
+            modules = {
+                name: instructions_by_module(cases[name][1], cases[name][0], workdir / "callgrind")
+                for name in off
+            }
+            print_by_module(modules, by_module)
         return samples, counts
     finally:
         server.terminate()
@@ -193,6 +212,105 @@ def instructions_to_first_send(env: dict[str, str], cwd: Path, folder: Path) -> 
     return int(
         next(line for line in first_dump.splitlines() if line.startswith("summary:")).split()[1]
     )
+
+
+OUTSIDE_IMPORTS = "(outside imports)"
+# Runs `cairn -p` with a marker call (os.getsid, where valgrind dumps) on entering and leaving
+# each module's import; the labels say which module each dump's instructions belong to.
+MODULE_PROBE = f"""
+import atexit, os, sys
+from importlib.machinery import PathFinder
+
+labels, stack = [], []
+
+
+def mark():
+    labels.append(stack[-1] if stack else {OUTSIDE_IMPORTS!r})
+    os.getsid(0)
+
+
+class Finder:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        spec = PathFinder.find_spec(name, path, target)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module):
+            mark()
+            stack.append(name)
+            try:
+                run(module)
+            finally:
+                mark()
+                stack.pop()
+
+        loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, Finder)
+atexit.register(lambda: open(os.environ["BENCH_LABELS"], "w").write("\\n".join(labels)))
+sys.argv = ["cairn", "-p", {FIRST_PROMPT!r}, "-y"]
+from cairn.cli.main import main
+
+main()
+"""
+
+
+def instructions_by_module(env: dict[str, str], cwd: Path, folder: Path) -> Counter[str]:
+    """Instructions until the first socket send, by the module being imported (see
+    ``MODULE_PROBE``); work outside any import is :data:`OUTSIDE_IMPORTS`."""
+    folder.mkdir(exist_ok=True)
+    for old in folder.glob("mod.*"):
+        old.unlink()
+    labels_file = folder / "mod.labels"
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--dump-line=no",
+            "--dump-before=getsid",
+            "--dump-before=sock_send",
+            f"--callgrind-out-file={folder / 'mod.out'}",
+            sys.executable,
+            *("-c", MODULE_PROBE),
+        ],
+        cwd=cwd,
+        env={**env, "BENCH_LABELS": str(labels_file)},
+        capture_output=True,
+        check=True,
+    )
+    labels = iter(labels_file.read_text().split("\n"))
+    dumps = sorted(folder.glob("mod.out.*"), key=lambda f: int(f.suffix[1:]))
+    found: Counter[str] = Counter()
+    for dump in dumps:
+        text = dump.read_text()
+        count = int(next(x for x in text.splitlines() if x.startswith("summary:")).split()[1])
+        if "Trigger: --dump-before=sock_send" in text:
+            found[OUTSIDE_IMPORTS] += count  # the request is being sent: the start-up is over
+            break
+        found[next(labels)] += count
+    for dump in dumps:
+        dump.unlink()
+    return found
+
+
+def print_by_module(by_tree: dict[str, Counter[str]], top: int) -> None:
+    names = list(by_tree)
+    this = by_tree[names[0]]
+    other = by_tree[names[-1]] if len(names) > 1 else Counter()
+    print()
+    print(f"| module (memory off) | {' | '.join(names)} | difference (M instructions) |")
+    print("|---|" + "---|" * (len(names) + 1))
+    total = ["total", *(f"{sum(c.values()) / 1e6:,.0f}" for c in by_tree.values())]
+    print(f"| {' | '.join(total)} | {(sum(this.values()) - sum(other.values())) / 1e6:+,.0f} |")
+    modules = sorted(set(this) | set(other), key=lambda m: -abs(this[m] - other[m]))
+    for module in modules[:top]:
+        counts = " | ".join(f"{c[module] / 1e6:.1f}" for c in by_tree.values())
+        print(f"| {module} | {counts} | {(this[module] - other[module]) / 1e6:+.1f} |")
 
 
 def seed_memories(project: Path, count: int, env: dict[str, str]) -> None:
@@ -314,10 +432,19 @@ def main() -> None:
         action="store_true",
         help="also count the instructions to the first request (needs valgrind; slow)",
     )
+    parser.add_argument(
+        "--by-module",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also show the N modules whose imports differ most from the baseline's (valgrind)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        first, counts = first_request_ms(args.runs, workdir, args.baseline, args.instructions)
+        first, counts = first_request_ms(
+            args.runs, workdir, args.baseline, args.instructions, args.by_module
+        )
         plain, tools = tool_call_cpu_ms(max(5, args.runs // 2), workdir)
     per_call = [(t - p) / TOOL_CALLS_PER_TURN for p, t in zip(plain, tools, strict=True)]
     print("Load average at the end: " + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
