@@ -3,6 +3,7 @@ and namespaces kept apart by the database itself (row-level security)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from psycopg import sql
 
 from cairn.config.settings import Settings
 from cairn.memory.manager import MemoryManager
-from cairn.memory.store.locks import hold_roots
+from cairn.memory.store.locks import LOCK_WAIT_SECONDS, hold_roots
 from cairn.memory.store.postgres.schema import TABLES
 
 from ..memory_helpers import NOW
@@ -188,3 +189,36 @@ def test_a_file_rewritten_in_place_at_once_with_the_same_size_is_still_stored(
     assert eventually(
         lambda: bool(bob.docs()) and bob.docs()[0].path.read_bytes() == second.encode()
     )
+
+
+def test_a_failed_section_does_not_wait_for_a_pull_queued_behind_it(machine: Machine) -> None:
+    """Regression: the change feed took the backend's read lock and then waited for the local
+    root locks, while a failed write section held those and waited for the read lock to put
+    the mirror back: each failed write stalled until the feed gave up (30 s) and that pull
+    was lost."""
+    alice = machine("alice", poll=3600)
+    write(alice, "project/deploy.md", DEPLOY)
+    root = alice.roots.project
+    assert root is not None
+    pulled: list[object] = []
+
+    def feed_pull() -> None:  # what the change feed does when a notification arrives
+        try:
+            pulled.append(alice.backend.pull_now())
+        except Exception as error:
+            pulled.append(error)
+
+    with pytest.raises(RuntimeError, match="disk full"), hold_roots([root]):
+        (root / "project" / "deploy.md").write_text("half a change")
+        feed = threading.Thread(target=feed_pull)
+        feed.start()
+        time.sleep(0.3)  # let the pull reach the root locks this section holds
+        failed_at = time.monotonic()
+        raise RuntimeError("disk full")
+    rolled_back_in = time.monotonic() - failed_at
+    feed.join(timeout=2 * LOCK_WAIT_SECONDS)
+
+    assert (root / "project" / "deploy.md").read_bytes() == DEPLOY.encode()
+    assert pulled == [[]]  # the pull ran after the section, and found nothing new
+    # a deadlock guard, not a speed claim: the stall lasted until a lock wait gave up
+    assert rolled_back_in < LOCK_WAIT_SECONDS / 2

@@ -263,7 +263,9 @@ class PostgresBackend:
         from cairn.memory.store.locks import hold_local_roots
 
         targets = list(shards if shards is not None else self.shards)
-        with self._read_lock, hold_local_roots([shard.root for shard in targets]):
+        # The root locks first, as a section holds them when its rollback takes the read lock:
+        # the other order stalled a failed section until this pull gave up waiting.
+        with hold_local_roots([shard.root for shard in targets]), self._read_lock:
             return self._pull(targets, self._read_conn())
 
     def _pull(self, targets: Sequence[Shard], connection: psycopg.Connection[Any]) -> list[str]:
