@@ -107,8 +107,11 @@ def test_the_hook_test_passes_when_run_with_pytest(tmp_path: Path) -> None:
     [example] = _blocks("pytest", "python")
     (tmp_path / "test_my_hook.py").write_text(example, encoding="utf-8")
 
+    # Its own temp root: pytest's start-up removes old runs' folders from the shared one, which
+    # after a full suite holds thousands of repositories (that took 50 s in CI).
+    inner = ["-q", "-p", "no:cacheprovider", f"--basetemp={tmp_path / 'tmp'}", "test_my_hook.py"]
     finished = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_hook.py"],
+        [sys.executable, "-m", "pytest", *inner],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
         env=_reader_env(),
     )  # fmt: skip
