@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.tools._common import BuiltinTool, optional_str, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.schema import object_schema, string_property
 
 if TYPE_CHECKING:  # a project without skills never imports their parser
     from cairn.extensions.skills import Skill
@@ -21,17 +22,15 @@ __all__ = ["SKILL_TOOL", "SkillTool", "skill_text", "skills_section"]
 
 SKILL_TOOL = "skill"
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "skill": {"type": "string", "description": "The name of the skill, as listed."},
-        "args": {
-            "type": "string",
-            "description": "Optional arguments for the skill (what the user asked it to work on).",
-        },
+_PARAMETERS = object_schema(
+    {
+        "skill": string_property("The name of the skill, as listed."),
+        "args": string_property(
+            "Optional arguments for the skill (what the user asked it to work on)."
+        ),
     },
-    "required": ["skill"],
-}
+    required=["skill"],
+)
 
 Loader = Callable[["Skill", str, ToolContext], Awaitable[ToolResult]]
 

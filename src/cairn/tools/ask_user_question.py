@@ -7,6 +7,7 @@ from typing import Any
 
 from cairn.tools._common import BuiltinTool
 from cairn.tools.base import Question, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.schema import object_schema, string_property
 
 __all__ = ["NO_USER_MESSAGE", "AskUserQuestionTool", "parse_questions"]
 
@@ -18,43 +19,38 @@ NO_USER_MESSAGE = (
     "state it, and continue."
 )
 
-_OPTION_SCHEMA: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "label": {"type": "string", "description": "The choice, in a few words."},
-        "description": {"type": "string", "description": "What choosing it means."},
+_OPTION_SCHEMA = object_schema(
+    {
+        "label": string_property("The choice, in a few words."),
+        "description": string_property("What choosing it means."),
     },
-    "required": ["label"],
-}
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
+    required=["label"],
+)
+_QUESTION_SCHEMA = object_schema(
+    {
+        "question": string_property("The full question."),
+        "header": string_property("A very short label."),
+        "options": {
+            "type": "array",
+            "minItems": MIN_OPTIONS,
+            "maxItems": MAX_OPTIONS,
+            "items": _OPTION_SCHEMA,
+        },
+        "multiSelect": {"type": "boolean", "description": "Allow choosing more than one option."},
+    },
+    required=["question", "options"],
+)
+_PARAMETERS = object_schema(
+    {
         "questions": {
             "type": "array",
             "minItems": 1,
             "maxItems": MAX_QUESTIONS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "description": "The full question."},
-                    "header": {"type": "string", "description": "A very short label."},
-                    "options": {
-                        "type": "array",
-                        "minItems": MIN_OPTIONS,
-                        "maxItems": MAX_OPTIONS,
-                        "items": _OPTION_SCHEMA,
-                    },
-                    "multiSelect": {
-                        "type": "boolean",
-                        "description": "Allow choosing more than one option.",
-                    },
-                },
-                "required": ["question", "options"],
-            },
+            "items": _QUESTION_SCHEMA,
         }
     },
-    "required": ["questions"],
-}
+    required=["questions"],
+)
 
 
 class AskUserQuestionTool(BuiltinTool):

@@ -15,31 +15,28 @@ from cairn.tools.base import (
     ToolError,
     ToolResult,
 )
+from cairn.tools.schema import object_schema, string_property
 from cairn.tools.write_file import read_existing_text, write_text
 
 __all__ = ["EditTool"]
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "file_path": {
-            "type": "string",
-            "description": "Path of the file to change, absolute or relative to the workspace.",
-        },
-        "old_string": {
-            "type": "string",
-            "description": "The exact text to replace, including whitespace and indentation. "
-            "Include enough surrounding lines to match exactly one place. Empty to create "
-            "a new file.",
-        },
-        "new_string": {"type": "string", "description": "The text to put in its place."},
+_PARAMETERS = object_schema(
+    {
+        "file_path": string_property(
+            "Path of the file to change, absolute or relative to the workspace."
+        ),
+        "old_string": string_property(
+            "The exact text to replace, including whitespace and indentation. Include enough "
+            "surrounding lines to match exactly one place. Empty to create a new file."
+        ),
+        "new_string": string_property("The text to put in its place."),
         "replace_all": {
             "type": "boolean",
             "description": "Replace every occurrence of old_string (default false).",
         },
     },
-    "required": ["file_path", "old_string", "new_string"],
-}
+    required=["file_path", "old_string", "new_string"],
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,27 +16,23 @@ from cairn.tools._common import (
 )
 from cairn.tools._walk import SKIPPED_DIRS, GlobPattern, iter_files
 from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
+from cairn.tools.schema import object_schema, string_property
 
 __all__ = ["MAX_GLOB_RESULTS", "GlobTool"]
 
 MAX_GLOB_RESULTS = 500  # paths returned by one call; the note gives the total
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {
-            "type": "string",
-            "description": "Glob matched against paths relative to the search folder: '*' "
-            "stays within one folder, '**' spans folders, '{a,b}' lists alternatives "
-            "(e.g. 'src/**/*.py', '**/*.{ts,tsx}').",
-        },
-        "path": {
-            "type": "string",
-            "description": "Folder to search in (default: the workspace).",
-        },
+_PARAMETERS = object_schema(
+    {
+        "pattern": string_property(
+            "Glob matched against paths relative to the search folder: '*' stays within one "
+            "folder, '**' spans folders, '{a,b}' lists alternatives (e.g. 'src/**/*.py', "
+            "'**/*.{ts,tsx}')."
+        ),
+        "path": string_property("Folder to search in (default: the workspace)."),
     },
-    "required": ["pattern"],
-}
+    required=["pattern"],
+)
 
 
 class GlobTool(PatternSearchTool):

@@ -37,6 +37,7 @@ from cairn.tools._common import (
 )
 from cairn.tools._walk import SKIPPED_DIRS
 from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
+from cairn.tools.schema import object_schema, string_property
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,26 +52,20 @@ _RG_MAX_COLUMNS = 2 * MAX_MATCH_LINE_CHARS  # rg shortens longer lines itself
 _RG_LINE_BUFFER = 1 << 20  # bytes of one rg output line the reader accepts
 _STDERR_KEPT = 4000  # bytes of a searcher's error output kept for the message
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {
-            "type": "string",
-            "description": "Regular expression to search for (case-sensitive; start it with "
-            "(?i) to ignore case).",
-        },
-        "path": {
-            "type": "string",
-            "description": "File or folder to search (default: the workspace).",
-        },
-        "glob": {
-            "type": "string",
-            "description": "Only search files matching this glob, e.g. '*.py' (any depth) or "
-            "'src/**/*.ts' (relative to path).",
-        },
+_PARAMETERS = object_schema(
+    {
+        "pattern": string_property(
+            "Regular expression to search for (case-sensitive; start it with (?i) to ignore "
+            "case)."
+        ),
+        "path": string_property("File or folder to search (default: the workspace)."),
+        "glob": string_property(
+            "Only search files matching this glob, e.g. '*.py' (any depth) or 'src/**/*.ts' "
+            "(relative to path)."
+        ),
     },
-    "required": ["pattern"],
-}
+    required=["pattern"],
+)
 
 
 @dataclass

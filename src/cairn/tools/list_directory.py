@@ -11,27 +11,26 @@ from typing import Any
 
 from cairn.tools._common import BuiltinTool, display_path, optional_str_list, require_str
 from cairn.tools.base import Location, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.schema import object_schema, string_property
 
 __all__ = ["MAX_ENTRIES", "ListDirectoryTool"]
 
 MAX_ENTRIES = 1000  # entries listed by one call; the rest are counted in a note
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {
-            "type": "string",
-            "description": "Folder to list, absolute or relative to the workspace ('.' for "
-            "the workspace itself).",
-        },
+_PARAMETERS = object_schema(
+    {
+        "path": string_property(
+            "Folder to list, absolute or relative to the workspace ('.' for the workspace "
+            "itself)."
+        ),
         "ignore": {
             "type": "array",
             "items": {"type": "string"},
             "description": "Glob patterns of entry names to leave out, e.g. ['*.pyc'].",
         },
     },
-    "required": ["path"],
-}
+    required=["path"],
+)
 
 
 class ListDirectoryTool(BuiltinTool):

@@ -25,6 +25,7 @@ from cairn.tools.base import (
     ToolKind,
     ToolResult,
 )
+from cairn.tools.schema import object_schema, string_property
 
 __all__ = ["DEFAULT_LINE_LIMIT", "MAX_LINE_CHARS", "MAX_READ_CHARS", "ReadFileTool"]
 
@@ -32,13 +33,11 @@ DEFAULT_LINE_LIMIT = 2000  # lines returned when the model gives no limit
 MAX_LINE_CHARS = 2000  # characters kept of one very long line (minified code, data)
 MAX_READ_CHARS = 100_000  # characters returned by one call, whatever the line count
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "file_path": {
-            "type": "string",
-            "description": "Path of the file to read, absolute or relative to the workspace.",
-        },
+_PARAMETERS = object_schema(
+    {
+        "file_path": string_property(
+            "Path of the file to read, absolute or relative to the workspace."
+        ),
         "offset": {
             "type": "integer",
             "minimum": 0,
@@ -51,8 +50,8 @@ _PARAMETERS: Mapping[str, Any] = {
             "description": f"Maximum number of lines to read (default {DEFAULT_LINE_LIMIT}).",
         },
     },
-    "required": ["file_path"],
-}
+    required=["file_path"],
+)
 
 
 @dataclass(frozen=True, slots=True)

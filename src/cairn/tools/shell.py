@@ -35,6 +35,7 @@ from cairn.tools._common import (
     require_str,
 )
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.schema import object_schema, string_property
 
 if TYPE_CHECKING:
     from cairn.tools.base import CommandRunner
@@ -50,27 +51,23 @@ RUNNER_GRACE_SECONDS = 5.0  # an editor's answer to kill/output/release, before 
 TERMINAL_OUTPUT_BYTES = 1 << 20  # output an editor's terminal keeps for the model (its tail)
 DROPPED_HEAD_NOTE = "[The beginning of the output was dropped by the terminal.]\n"
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "command": {"type": "string", "description": "The bash command to run."},
-        "description": {
-            "type": "string",
-            "description": "A short description of what the command does, shown to the user.",
-        },
-        "directory": {
-            "type": "string",
-            "description": "Folder to run in, relative to the workspace (default: the "
-            "workspace root).",
-        },
+_PARAMETERS = object_schema(
+    {
+        "command": string_property("The bash command to run."),
+        "description": string_property(
+            "A short description of what the command does, shown to the user."
+        ),
+        "directory": string_property(
+            "Folder to run in, relative to the workspace (default: the workspace root)."
+        ),
         "timeout": {
             "type": "number",
             "description": "Time limit in seconds (default from settings, at most "
             f"{MAX_SHELL_TIMEOUT_SECONDS:g}).",
         },
     },
-    "required": ["command"],
-}
+    required=["command"],
+)
 
 _Ending = Literal["exited", "timeout", "aborted"]
 _T = TypeVar("_T")

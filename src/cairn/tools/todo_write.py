@@ -8,31 +8,31 @@ from typing import Any, Literal, TypeAlias
 
 from cairn.tools._common import BuiltinTool
 from cairn.tools.base import TodoItem, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.schema import object_schema, string_property
 
 __all__ = ["TODO_STATUSES", "TodoStatus", "TodoWriteTool", "parse_todos"]
 
 TodoStatus: TypeAlias = Literal["pending", "in_progress", "completed", "cancelled"]
 TODO_STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "completed", "cancelled")
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
+_ITEM = object_schema(
+    {
+        "id": string_property("A stable id for the item."),
+        "content": string_property("What to do."),
+        "status": {"type": "string", "enum": list(TODO_STATUSES)},
+    },
+    required=["id", "content", "status"],
+)
+_PARAMETERS = object_schema(
+    {
         "todos": {
             "type": "array",
             "description": "The complete, updated todo list (it replaces the previous one).",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string", "description": "A stable id for the item."},
-                    "content": {"type": "string", "description": "What to do."},
-                    "status": {"type": "string", "enum": list(TODO_STATUSES)},
-                },
-                "required": ["id", "content", "status"],
-            },
+            "items": _ITEM,
         }
     },
-    "required": ["todos"],
-}
+    required=["todos"],
+)
 
 
 class TodoWriteTool(BuiltinTool):

@@ -27,6 +27,7 @@ from urllib.parse import urljoin, urlsplit
 
 from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.schema import object_schema, string_property
 
 if TYPE_CHECKING:
     import httpx
@@ -56,17 +57,15 @@ _SYSTEM = (
     "the page does not answer the question, say so."
 )
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "url": {"type": "string", "description": "The http(s) URL of the page to read."},
-        "prompt": {
-            "type": "string",
-            "description": "What you want to know from the page (it is answered over the page).",
-        },
+_PARAMETERS = object_schema(
+    {
+        "url": string_property("The http(s) URL of the page to read."),
+        "prompt": string_property(
+            "What you want to know from the page (it is answered over the page)."
+        ),
     },
-    "required": ["url", "prompt"],
-}
+    required=["url", "prompt"],
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.config.settings import WEB_SEARCH_KEY_VARIABLES
 from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.schema import object_schema, string_property
 from cairn.tools.web_fetch import TIMEOUT_SECONDS, http_client
 
 if TYPE_CHECKING:
@@ -35,11 +36,9 @@ GOOGLE_MAX_RESULTS = 10  # the most Programmable Search returns per request
 _BASE_URLS = {"tavily": "https://api.tavily.com", "google": "https://www.googleapis.com"}
 _ENGINE_VARIABLE = "GOOGLE_SEARCH_ENGINE_ID"
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {"query": {"type": "string", "description": "What to search the web for."}},
-    "required": ["query"],
-}
+_PARAMETERS = object_schema(
+    {"query": string_property("What to search the web for.")}, required=["query"]
+)
 
 
 @dataclass(frozen=True, slots=True)

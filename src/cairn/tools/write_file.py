@@ -15,21 +15,20 @@ from cairn.tools.base import (
     ToolError,
     ToolResult,
 )
+from cairn.tools.schema import object_schema, string_property
 
 __all__ = ["WriteFileTool", "read_existing_text", "write_text"]
 
-_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "file_path": {
-            "type": "string",
-            "description": "Path of the file to write, absolute or relative to the workspace. "
-            "Missing parent folders are created.",
-        },
-        "content": {"type": "string", "description": "The complete new content of the file."},
+_PARAMETERS = object_schema(
+    {
+        "file_path": string_property(
+            "Path of the file to write, absolute or relative to the workspace. Missing parent "
+            "folders are created."
+        ),
+        "content": string_property("The complete new content of the file."),
     },
-    "required": ["file_path", "content"],
-}
+    required=["file_path", "content"],
+)
 
 
 class WriteFileTool(FileChangeTool):
