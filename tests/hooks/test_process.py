@@ -11,6 +11,7 @@ import pytest
 
 from cairn.hooks.process import MAX_OUTPUT_BYTES, run_command, timeout_seconds
 
+from ..process_helpers import pid_alive
 from .helpers import TEST_PATH
 
 ENV = {"PATH": TEST_PATH}
@@ -63,13 +64,7 @@ async def test_cancelling_the_caller_kills_the_process_group(tmp_path):
         await task
 
     pid = int(pid_file.read_text())
-    for _ in range(200):
-        stat = Path(f"/proc/{pid}/stat")
-        if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            break
-        await asyncio.sleep(0.02)
-    else:
-        pytest.fail(f"child {pid} still running after its hook was cancelled")
+    assert await _wait_dead(pid), f"child {pid} still running after its hook was cancelled"
 
 
 async def test_missing_working_directory_is_an_error_not_an_exception(tmp_path):
@@ -96,17 +91,9 @@ def test_timeout_values_of_1000_or_more_are_milliseconds(configured, seconds):
     assert timeout_seconds(configured) == seconds
 
 
-def _alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 async def _wait_dead(pid: int) -> bool:
     for _ in range(250):
-        if not _alive(pid):
+        if not pid_alive(pid):
             return True
         await asyncio.sleep(0.02)
     return False

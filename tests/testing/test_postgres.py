@@ -12,7 +12,7 @@ import pytest
 
 from cairn.testing.postgres import PostgresServer, find_postgres_bin
 
-from ..process_helpers import is_running, wait_until_dead
+from ..process_helpers import pid_alive, wait_until_dead
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -35,7 +35,7 @@ time.sleep(600)
 def test_stopping_leaves_no_server_and_no_folder() -> None:
     with PostgresServer() as server:
         root, pid = server.root, server.pid
-        assert is_running(pid)
+        assert pid_alive(pid)
         assert server.create_database("t1").endswith(f":{server.port}/t1")
 
     assert wait_until_dead(pid)
@@ -50,7 +50,7 @@ def test_a_killed_test_process_takes_its_server_with_it(tmp_path: Path) -> None:
     )
     assert holder.stdout is not None
     started = json.loads(holder.stdout.readline())
-    assert is_running(started["pid"])
+    assert pid_alive(started["pid"])
 
     holder.send_signal(signal.SIGKILL)
     holder.wait()

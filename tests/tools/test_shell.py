@@ -13,7 +13,7 @@ from cairn.abort import AbortController
 from cairn.tools.base import ToolContext
 from cairn.tools.shell import MAX_SHELL_OUTPUT_CHARS, ShellTool
 
-from ..process_helpers import DEATH_DEADLINE_SECONDS, is_running, wait_until_dead
+from ..process_helpers import DEATH_DEADLINE_SECONDS, pid_alive, wait_until_dead
 
 tool = ShellTool()
 
@@ -144,7 +144,7 @@ async def test_background_process_does_not_hold_the_result(
     child = int((workspace / "bg.pid").read_text())
     try:
         assert result.output == "started\n\nExit code: 0"
-        assert is_running(child)
+        assert pid_alive(child)
     finally:
         os.kill(child, signal.SIGKILL)
 
