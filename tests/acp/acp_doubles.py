@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,21 @@ from cairn.config.loader import Endpoint
 from cairn.config.settings import Settings
 from cairn.testing import ScriptedServer
 from cairn.testing.fixtures import TEST_API_KEY, TEST_MODEL
+
+
+def editor_read(
+    path: str, buffers: Mapping[str, str], refused: Mapping[str, str]
+) -> ReadTextFileResponse:
+    """An editor's answer to ``fs/read_text_file``: a refusal, its unsaved buffer, or the disk."""
+    if path in refused:
+        raise RequestError.invalid_params({"details": refused[path]})
+    if path in buffers:
+        return ReadTextFileResponse(content=buffers[path])
+    try:  # a file the editor has no buffer for: it reads it from disk, as Zed does
+        return ReadTextFileResponse(content=Path(path).read_text())
+    except OSError:
+        raise RequestError.resource_not_found(path) from None
+
 
 FS_CAPABILITIES = {"fs": {"readTextFile": True, "writeTextFile": True}}
 FORM_CAPABILITIES = {"elicitation": {"form": {}}}
@@ -89,14 +104,7 @@ class RecordingClient:
 
     async def read_text_file(self, session_id: str, path: str, **_kw: Any) -> ReadTextFileResponse:
         self.reads.append(path)
-        if path in self.refused:
-            raise RequestError.invalid_params({"details": self.refused[path]})
-        if path in self.buffers:
-            return ReadTextFileResponse(content=self.buffers[path])
-        try:  # a file the editor has no buffer for: it reads it from disk, as Zed does
-            return ReadTextFileResponse(content=Path(path).read_text())
-        except OSError:
-            raise RequestError.resource_not_found(path) from None
+        return editor_read(path, self.buffers, self.refused)
 
     async def write_text_file(
         self, session_id: str, path: str, content: str, **_kw: Any

@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamEvent
-from acp.exceptions import RequestError
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -33,6 +32,8 @@ from acp.schema import (
 from acp.stdio import spawn_agent_process
 
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
+
+from ..acp.acp_doubles import editor_read
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -68,14 +69,7 @@ class EditorClient:
 
     async def read_text_file(self, session_id: str, path: str, **_kw: Any) -> ReadTextFileResponse:
         self.reads.append(path)
-        if path in self.refused:
-            raise RequestError.invalid_params({"details": self.refused[path]})
-        if path in self.buffers:
-            return ReadTextFileResponse(content=self.buffers[path])
-        try:  # a file the editor has no buffer for: it reads it from disk, as Zed does
-            return ReadTextFileResponse(content=Path(path).read_text())
-        except OSError:
-            raise RequestError.resource_not_found(path) from None
+        return editor_read(path, self.buffers, self.refused)
 
     def observe(self, event: StreamEvent) -> None:
         if event.direction.value == "incoming":
@@ -427,9 +421,7 @@ def test_stdin_closing_while_requests_are_answered_prints_no_runtime_warning(
     assert b"never awaited" not in result.stderr
 
 
-def test_an_invalid_approval_mode_is_bad_input(
-    cairn_env: dict[str, str], project: Path
-) -> None:
+def test_an_invalid_approval_mode_is_bad_input(cairn_env: dict[str, str], project: Path) -> None:
     result = subprocess.run(
         [CAIRN, "--acp", "--approval-mode", "reckless"],
         env=cairn_env,
