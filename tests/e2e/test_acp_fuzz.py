@@ -143,10 +143,17 @@ BLOCKS = st.lists(
 def params(draw: st.DrawFn, agent: RawAgent) -> Any:
     """Params as a client might send them: the real cwd and session ids, or anything."""
     fields: dict[str, Any] = draw(st.dictionaries(st.text(max_size=8), JSON, max_size=3))
-    known = [*agent.session_ids[-3:], "", "no-such-session"]
+
+    # A choice among a fixed number of kinds, resolved against the ids the agent has answered so
+    # far: sampling from that growing list itself drew differently from one example to the next
+    # (hypothesis's FlakyStrategyDefinition).
+    def session_id(kind: str) -> str:
+        return {"newest": agent.session_ids[-1], "first": agent.session_ids[0]}.get(kind, kind)
+
+    known = st.sampled_from(["newest", "first", "", "no-such-session"]).map(session_id)
     optional = {
         "cwd": st.sampled_from([str(agent.project), "relative", "/no/such/folder"]) | JSON,
-        "sessionId": st.sampled_from(known) | JSON,
+        "sessionId": known | JSON,
         "prompt": BLOCKS | JSON,
         "mcpServers": st.just([]) | JSON,
         "protocolVersion": st.just(1) | JSON,
