@@ -10,17 +10,25 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from cairn.testing import ScriptedServer, reply
+from cairn.testing import RecordedRequest, ScriptedServer, reply
 
 from .conftest import write_settings
 
 pytestmark = pytest.mark.slow
 
-# A module of a feature -> what a project does to use that feature.
+# A module of a feature -> what a project does to use that feature, the prompt that uses it and
+# what the first model request then shows of it.
 Setup = Callable[[Path], None]
+
+
+class Feature(NamedTuple):
+    setup: Setup
+    works: Callable[[RecordedRequest], bool]
+    prompt: str = "hi"
 
 
 def _command_file(project: Path) -> None:
@@ -35,6 +43,14 @@ def _skill(project: Path) -> None:
     (folder / "SKILL.md").write_text("---\nname: greet\ndescription: Greets.\n---\nGreet.\n")
 
 
+def _agent_file(project: Path) -> None:
+    folder = project / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    (folder / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews a change.\n---\nReview the change.\n"
+    )
+
+
 def _web_search(project: Path) -> None:
     write_settings(
         project,
@@ -45,14 +61,28 @@ def _web_search(project: Path) -> None:
     )
 
 
-FEATURES: dict[str, Setup] = {
-    "cairn.extensions.commands": _command_file,
-    "cairn.extensions.skills": _skill,
-    "cairn.tools.web_search": _web_search,
+def _subagent_types(request: RecordedRequest) -> list[str]:
+    agent = next(t for t in request.tools if t["function"]["name"] == "agent")
+    return list(agent["function"]["parameters"]["properties"]["subagent_type"]["enum"])
+
+
+FEATURES: dict[str, Feature] = {
+    "cairn.extensions.commands": Feature(
+        _command_file, lambda request: request.last_user_text() == "Say hello.", "/hello"
+    ),
+    "cairn.extensions.skills": Feature(_skill, lambda request: "skill" in request.tool_names),
+    "cairn.extensions.agents": Feature(
+        _agent_file, lambda request: _subagent_types(request) == ["reviewer", "general-purpose"]
+    ),
+    "cairn.tools.web_search": Feature(
+        _web_search, lambda request: "web_search" in request.tool_names
+    ),
 }
+# The readers of the files above: a project without such files has no use for them.
+FILE_PARSERS = ("cairn.extensions.frontmatter", "cairn.extensions.files")
 # Needed only by /rewind (a live session takes its checkpoints without them).
 NEVER_IN_A_TURN = ("cairn.session.rewind", "cairn.recording.rewind")
-WATCHED = (*FEATURES, *NEVER_IN_A_TURN)
+WATCHED = (*FEATURES, *FILE_PARSERS, *NEVER_IN_A_TURN)
 
 PROBE = (
     "import atexit, json, sys\n"
@@ -60,15 +90,15 @@ PROBE = (
     "atexit.register(lambda: sys.stderr.write("
     "'IMPORTED ' + json.dumps([m for m in watched if m in sys.modules]) + '\\n'))\n"
     "from cairn.cli.main import main\n"
-    "sys.argv = ['cairn', '-p', 'hi']\n"
+    "sys.argv = ['cairn', '-p', sys.argv[1]]\n"
     "main()\n"
 )
 
 
-def imported(project: Path, env: dict[str, str]) -> list[str]:
-    """The watched modules a ``cairn -p hi`` in ``project`` had imported when it exited."""
+def imported(project: Path, env: dict[str, str], prompt: str = "hi") -> list[str]:
+    """The watched modules a ``cairn -p <prompt>`` in ``project`` had imported when it exited."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", PROBE, prompt],
         cwd=project,
         env=env,
         capture_output=True,
@@ -93,10 +123,12 @@ def test_a_plain_run_imports_none_of_the_features_it_does_not_use(
 def test_a_feature_in_use_imports_its_module(
     scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path, module: str
 ) -> None:
-    FEATURES[module](project)
+    feature = FEATURES[module]
+    feature.setup(project)
     scripted_server.enqueue(reply("plain"))
 
-    loaded = imported(project, cairn_env)
+    loaded = imported(project, cairn_env, feature.prompt)
 
     assert module in loaded
     assert not set(loaded) & set(NEVER_IN_A_TURN)
+    assert feature.works(scripted_server.requests_for("main")[0])

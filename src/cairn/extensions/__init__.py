@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from cairn._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from cairn.extensions.agents import GENERAL_PURPOSE, AgentDefinition
+    from cairn.extensions.agent_definition import GENERAL_PURPOSE, AgentDefinition
     from cairn.extensions.catalog import Catalog, CatalogState
     from cairn.extensions.commands import CommandFile
     from cairn.extensions.skills import Skill
@@ -40,8 +40,8 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "GENERAL_PURPOSE": "agents",
-        "AgentDefinition": "agents",
+        "GENERAL_PURPOSE": "agent_definition",
+        "AgentDefinition": "agent_definition",
         "Catalog": "catalog",
         "CatalogState": "catalog",
         "CommandFile": "commands",

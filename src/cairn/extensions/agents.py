@@ -9,17 +9,18 @@ the fast model, anything else is a model name. The body is its system prompt. Qw
 without a ``name`` is taken for notes kept beside the agents and skipped quietly; any other
 problem skips it with one warning.
 
-:data:`GENERAL_PURPOSE` is the built-in agent; a file defining ``general-purpose`` replaces it.
+:data:`~cairn.extensions.agent_definition.GENERAL_PURPOSE` is the built-in agent; a file defining
+``general-purpose`` replaces it. This parser is imported only when an agents folder exists.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cairn.extensions.agent_definition import AgentDefinition
 from cairn.extensions.files import load_each, read_extension_file, walk_files
 from cairn.extensions.frontmatter import (
     FrontMatter,
@@ -30,55 +31,13 @@ from cairn.extensions.frontmatter import (
 )
 from cairn.extensions.sources import Folder
 
-__all__ = ["GENERAL_PURPOSE", "AgentDefinition", "load_agents"]
+__all__ = ["load_agents"]
 
 AGENT_NAME = re.compile(r"[A-Za-z][\w-]*")
 # Claude Code's model aliases name Anthropic's models, which another endpoint does not have:
 # its small one stands for cairn's fast model, the others for the parent's.
 _INHERITED_MODELS = frozenset({"inherit", "sonnet", "opus"})
 _FAST_MODELS = frozenset({"fast", "haiku"})
-
-GENERAL_PURPOSE_PROMPT = """\
-You are a subagent of cairn, a coding agent, working on one task the main agent gave you. \
-You cannot ask the user anything: work with what you have, and decide for yourself.
-
-- Search and read the code before drawing conclusions; use the tools rather than guessing.
-- Do the whole task, then stop. Do not start work the task did not ask for.
-- Your final message is all the main agent sees of your work: make it a complete, concise \
-report of what you found or did, with the file paths and line numbers that matter. Say what \
-you could not do and why."""
-
-
-@dataclass(frozen=True)
-class AgentDefinition:
-    """What a subagent is: its name, when to use it, its tools, model, limit and prompt."""
-
-    name: str
-    description: str
-    system_prompt: str
-    tools: tuple[str, ...] | None = None  # None: every tool the parent may give
-    disallowed_tools: tuple[str, ...] = ()
-    model: str | None = None  # None: the parent's; "fast": the fast model
-    max_turns: int | None = None
-    path: Path | None = None  # None: built in
-    folder: Folder | None = None
-
-    @property
-    def where(self) -> str:
-        if self.path is None or self.folder is None:
-            return "built in"
-        return self.folder.shown(self.path)
-
-
-GENERAL_PURPOSE = AgentDefinition(
-    name="general-purpose",
-    description=(
-        "General-purpose agent for researching complex questions, searching for code and "
-        "carrying out multi-step tasks on its own. Use it when a search may take several "
-        "rounds, or to work on independent parts of a task in parallel."
-    ),
-    system_prompt=GENERAL_PURPOSE_PROMPT,
-)
 
 
 def load_agents(folder: Folder) -> tuple[list[AgentDefinition], list[str]]:

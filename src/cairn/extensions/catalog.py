@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from cairn.debug_log import get_logger
-from cairn.extensions.agents import GENERAL_PURPOSE, AgentDefinition, load_agents
-from cairn.extensions.files import MAX_DEPTH
-from cairn.extensions.sources import Folder, Kind, Origin, folders
+from cairn.extensions.agent_definition import GENERAL_PURPOSE, AgentDefinition
+from cairn.extensions.sources import MAX_DEPTH, Folder, Kind, Origin, folders
 
 if TYPE_CHECKING:
     from cairn.config.settings import Settings
@@ -135,7 +134,12 @@ class Catalog:
 
             commands = _first_wins(command_folders, load_commands, warnings, "command")
             skills = _first_wins(skill_folders, load_skills, warnings, "skill")
-        agents = _first_wins(self.folders("agents"), load_agents, warnings, "agent")
+        agents: list[AgentDefinition] = []
+        agent_folders = _existing(self.folders("agents"))
+        if agent_folders:
+            from cairn.extensions.agents import load_agents
+
+            agents = _first_wins(agent_folders, load_agents, warnings, "agent")
         if all(a.name != GENERAL_PURPOSE.name for a in agents):
             agents.append(GENERAL_PURPOSE)
         return CatalogState(tuple(commands), tuple(skills), tuple(agents), tuple(warnings))

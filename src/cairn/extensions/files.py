@@ -11,12 +11,10 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from cairn.extensions.frontmatter import FrontMatterError
-
-if TYPE_CHECKING:
-    from cairn.extensions.sources import Folder
+from cairn.extensions.sources import MAX_DEPTH, Folder
 
 __all__ = [
     "MAX_EXTENSION_FILE_BYTES",
@@ -29,7 +27,6 @@ __all__ = [
 
 MAX_EXTENSION_FILE_BYTES = 1024 * 1024  # a command, skill or agent file larger than this is skipped
 MAX_FILES_PER_FOLDER = 2000  # files looked at under one commands/skills/agents folder
-MAX_DEPTH = 8  # sub-folder levels searched under one folder
 _T = TypeVar("_T")
 
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-__all__ = ["Folder", "Kind", "Origin", "Scope", "folders"]
+__all__ = ["MAX_DEPTH", "Folder", "Kind", "Origin", "Scope", "folders"]
 
 Kind: TypeAlias = Literal["commands", "skills", "agents"]
 Scope: TypeAlias = Literal["user", "project"]
 Origin: TypeAlias = Literal["cairn", "claude", "qwen", "agents"]
+MAX_DEPTH = 8  # sub-folder levels searched under one folder
 
 # The folder name each tool keeps its files in, under the home folder and the project.
 _DOT_FOLDERS: dict[Origin, str] = {

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from cairn.config.settings import Settings
-    from cairn.extensions.agents import AgentDefinition
+    from cairn.extensions.agent_definition import AgentDefinition
     from cairn.hooks.runner import HookRunner
     from cairn.llm.types import Provider
     from cairn.tools.registry import ToolRegistry

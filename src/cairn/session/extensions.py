@@ -33,7 +33,7 @@ from cairn.vocabulary.events import EventSink, Notice
 
 if TYPE_CHECKING:
     from cairn.config.settings import Settings
-    from cairn.extensions.agents import AgentDefinition
+    from cairn.extensions.agent_definition import AgentDefinition
     from cairn.extensions.catalog import Catalog, CatalogState
     from cairn.extensions.commands import CommandFile
     from cairn.extensions.skills import Skill
