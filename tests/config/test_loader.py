@@ -229,3 +229,68 @@ def test_any_settings_file_loads_or_is_a_settings_error(tmp_path_factory, conten
         load_settings(root, user_path=root / "no-user-settings.json")
     except SettingsError as exc:
         assert str(exc)
+
+
+def test_errors_in_several_sections_and_nested_entries_are_all_reported(home, project):
+    """Each top-level key is validated on its own: every error is still reported, in the
+    schema's order, each with its line and full dotted key (nested entries included)."""
+    path = write(
+        project / ".cairn" / "settings.json",
+        """{
+  "memory": {"enableManagedAutoMemory": "no"},
+  "fastModel": 3,
+  "tools": {
+    "approvalMode": "sometimes",
+    "sandbox": {"network": "lan"}
+  },
+  "hooks": {
+    "PreToolUse": [{"hooks": [{"command": "check", "timeout": "soon"}]}]
+  },
+  "mcpServers": {
+    "docs": {"type": "websocket", "command": "docs-server"}
+  }
+}
+""",
+    )
+
+    with pytest.raises(SettingsError) as err:
+        load_settings(project)
+
+    assert str(err.value).splitlines() == [
+        f"{path} line 3: `fastModel` must be a string (got 3)",
+        f'{path} line 2: `memory.enableManagedAutoMemory` must be true or false (got "no")',
+        f"{path} line 5: `tools.approvalMode` must be 'plan', 'default', 'auto-edit' or 'yolo' "
+        '(got "sometimes")',
+        f"{path} line 6: `tools.sandbox.network` must be 'none', 'loopback' or 'full' "
+        '(got "lan")',
+        f'{path} line 9: `hooks.PreToolUse.0.hooks.0.timeout` must be a number (got "soon")',
+        f"{path} line 12: `mcpServers.docs.type` must be 'stdio', 'sse' or 'http' "
+        '(got "websocket")',
+    ]
+
+
+def test_a_section_that_is_not_an_object_is_named_with_its_line(home, project):
+    path = write(home / "settings.json", '{\n  "model": {"name": "m"},\n  "memory": 5\n}\n')
+
+    with pytest.raises(SettingsError) as err:
+        load_settings(project)
+
+    assert str(err.value) == f"{path} line 3: `memory` must be an object (got 5)"
+
+
+def test_a_key_written_both_ways_keeps_the_camel_case_one(home, project):
+    """camelCase wins over the same key in snake_case, which is reported as unknown; an unknown
+    key may be any string (even one of Python's own parameter names)."""
+    path = write(
+        home / "settings.json",
+        {"fastModel": "camel", "fast_model": "snake", "disable_all_hooks": True, "_fields_set": 1},
+    )
+
+    loaded = load_settings(project)
+
+    assert loaded.settings.fast_model == "camel"
+    assert loaded.settings.disable_all_hooks is True
+    assert loaded.warnings == [
+        f"{path}: unknown setting `fast_model` is ignored",
+        f"{path}: unknown setting `_fields_set` is ignored",
+    ]

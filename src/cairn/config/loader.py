@@ -8,6 +8,7 @@ Precedence, lowest to highest: built-in defaults, ``$CAIRN_HOME/settings.json``,
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
 
 from cairn.config.endpoint import Endpoint, NoAuthError, resolve_endpoint
 from cairn.config.paths import find_git_root, user_settings_path
@@ -38,6 +39,7 @@ __all__ = [
     "project_settings_path",
     "read_settings_file",
     "resolve_endpoint",
+    "validate_settings",
 ]
 
 MAX_SETTINGS_BYTES = 4 << 20  # a larger settings file is refused, not read
@@ -95,11 +97,8 @@ def load_settings(cwd: Path, *, user_path: Path | None = None) -> LoadedSettings
             raw, trust = _gate_project_file(cwd, raw, user_raw, warnings)
         merged = merge_settings_dicts(merged, raw)
         used.append(path)
-    merged = _interpolate(merged)
-    try:
-        settings = Settings.model_validate(merged)
-    except ValidationError as exc:  # pragma: no cover - each file was validated on its own
-        raise SettingsError(describe_validation_error(exc, "merged settings", "")) from None
+    # Each file was validated on its own, so the merge of valid files is valid.
+    settings = validate_settings(_interpolate(merged), "merged settings", "")
     return LoadedSettings(settings, warnings, used, trust)
 
 
@@ -257,12 +256,56 @@ def _line_of_text(text: str, needle: str) -> int:
 
 
 def _validate_file(path: Path, raw: dict[str, Any], warnings: list[str]) -> None:
-    try:
-        settings = Settings.model_validate(_interpolate(raw))
-    except ValidationError as exc:
-        raise SettingsError(describe_validation_error(exc, str(path), _text(path))) from None
+    settings = validate_settings(_interpolate(raw), str(path), _text(path))
     for key in _unknown_keys(settings, ""):
         warnings.append(f"{path}: unknown setting `{key}` is ignored")
+
+
+def validate_settings(raw: Mapping[str, Any], where: str, text: str) -> Settings:
+    """``raw`` (a settings file's object) as :class:`Settings`, as ``Settings.model_validate``
+    would make it; :class:`SettingsError` says every invalid key of ``where`` (see
+    :func:`describe_validation_error`).
+
+    Each top-level key is validated on its own, a section with its own model, and the sections
+    ``raw`` does not name keep their defaults, made without validation: a start-up builds the
+    validators of the sections its files name, not of all of them.
+    """
+    rest = dict(raw)
+    values: dict[str, Any] = {}
+    fields_set: set[str] = set()
+    problems: list[str] = []
+    for name, info in Settings.model_fields.items():  # in schema order, as pydantic reports
+        key = info.alias if info.alias in rest else name  # the alias wins, as in pydantic
+        if key not in rest:
+            continue
+        value = rest.pop(key)
+        fields_set.add(name)
+        kind = info.annotation
+        section = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+        try:
+            if section is not None:
+                values[key] = section.model_validate(value)
+            else:
+                values[key] = getattr(_field_model(name).model_validate({key: value}), name)
+        except ValidationError as exc:
+            # A section's error locations start inside it; a field model's start at the key.
+            problems.append(describe_validation_error(exc, where, text, key if section else ""))
+    if problems:
+        raise SettingsError("\n".join(problems))
+    settings = Settings.from_valid(values, fields_set | set(rest))
+    # What is left is unknown keys (and a key's snake_case spelling beside its alias): kept, as
+    # validation keeps them; added to the dict, since a key may be any string.
+    assert settings.model_extra is not None  # extra="allow"
+    settings.model_extra.update(rest)
+    return settings
+
+
+@functools.cache
+def _field_model(name: str) -> type[BaseModel]:
+    """A model of :class:`Settings`' field ``name`` alone, to validate that one key."""
+    info = Settings.model_fields[name]
+    fields: dict[str, Any] = {name: (info.annotation, info)}
+    return create_model(f"Settings_{name}", __config__=Settings.model_config, **fields)
 
 
 def _unknown_keys(model: BaseModel, prefix: str) -> list[str]:
