@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
+
+from cairn.values import Value
 
 Role: TypeAlias = Literal["user", "model"]
 
@@ -37,15 +39,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Text:
+class Text(Value):
     """Visible text."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Thought:
+class Thought(Value):
     """Model reasoning, never shown as an answer and never sent back as one.
 
     ``signature`` is the provider's proof that it wrote this reasoning (Anthropic's thinking
@@ -58,8 +58,7 @@ class Thought:
     redacted: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Image:
+class Image(Value):
     """An image for the model: base64 ``data`` of ``mime_type`` (``image/png``, ``image/jpeg``...).
 
     ``source`` says where it came from (a path, a URI, an attachment name), for the note a
@@ -77,8 +76,7 @@ class Image:
         return max(0, len(self.data) * 3 // 4 - padding)
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionCall:
+class FunctionCall(Value):
     """A tool call issued by the model; ``id`` pairs it with its :class:`FunctionResponse`."""
 
     id: str
@@ -86,8 +84,7 @@ class FunctionCall:
     args: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionResponse:
+class FunctionResponse(Value):
     """A tool result; ``response`` is ``{"output": str}`` on success or ``{"error": str}``.
 
     ``media`` holds images the tool returns to the model (``read_file`` of a picture).
@@ -120,8 +117,7 @@ class FunctionResponse:
 Part: TypeAlias = Text | Thought | Image | FunctionCall | FunctionResponse
 
 
-@dataclass(slots=True)
-class Content:
+class Content(Value, frozen=False):
     """One history entry: a role and its parts."""
 
     role: Role

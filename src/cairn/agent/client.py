@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
@@ -46,6 +46,7 @@ from cairn.llm.types import (
     ToolDeclaration,
     Usage,
 )
+from cairn.values import Value
 from cairn.vocabulary.events import AssistantText, AssistantThought, MemoryRecalled, StreamReset
 from cairn.vocabulary.recall import RecallDelivery
 
@@ -111,29 +112,24 @@ class RecallHandle(Protocol):
     def reset(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class AgentToolCall:
+class AgentToolCall(Value):
     call: FunctionCall
 
 
-@dataclass(frozen=True)
-class AgentCompressed:
+class AgentCompressed(Value):
     result: CompressionResult
 
 
-@dataclass(frozen=True)
-class AgentLimit:
+class AgentLimit(Value):
     kind: Literal["max_session_turns", "session_token_limit"]
     message: str
 
 
-@dataclass(frozen=True)
-class AgentLoop:
+class AgentLoop(Value):
     info: LoopInfo
 
 
-@dataclass(frozen=True)
-class AgentFinished:
+class AgentFinished(Value):
     reason: str
     usage: Usage
     calls: tuple[FunctionCall, ...] = ()
@@ -154,8 +150,7 @@ AgentEvent = (
 )
 
 
-@dataclass
-class _Stats:
+class _Stats(Value, frozen=False):
     session_turn_count: int = 0
     tool_call_count: int = 0
     usage: Usage = field(default_factory=Usage)

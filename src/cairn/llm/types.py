@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from cairn.content import Content, FunctionCall
+from cairn.values import Value
 from cairn.vocabulary.retries import describe_retry
 from cairn.vocabulary.usage import Usage
 
@@ -30,15 +31,13 @@ __all__ = [
 INVALID_ARGUMENTS_KEY = "__invalid_arguments__"
 
 
-@dataclass(frozen=True, slots=True)
-class ToolDeclaration:
+class ToolDeclaration(Value):
     name: str
     description: str
     parameters: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class ListedModel:
+class ListedModel(Value):
     """One model an endpoint lists (``GET /models``); ``name`` is its display name, if any."""
 
     id: str
@@ -68,13 +67,11 @@ class ModelRequest:
         return self.response_schema is not None
 
 
-@dataclass(frozen=True, slots=True)
-class TextDelta:
+class TextDelta(Value):
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class ThoughtDelta:
+class ThoughtDelta(Value):
     """Reasoning text as it streams. A delta with a ``signature`` closes the current block of
     reasoning: the provider's proof of it, to be sent back with it (``redacted``: the block is
     only that encrypted form)."""
@@ -84,23 +81,20 @@ class ThoughtDelta:
     redacted: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallDelta:
+class ToolCallDelta(Value):
     """A complete tool call, emitted once the stream has finished assembling it."""
 
     call: FunctionCall
 
 
-@dataclass(frozen=True, slots=True)
-class Finished:
+class Finished(Value):
     """The stream ended normally; ``reason``: ``stop``, ``tool_calls``, ``length`` or ``filter``."""
 
     reason: str
     usage: Usage = field(default_factory=Usage)
 
 
-@dataclass(frozen=True, slots=True)
-class StreamRetry:
+class StreamRetry(Value):
     """The attempt failed and will be retried: discard anything streamed so far.
 
     ``attempt`` is the attempt that comes next, of ``max_attempts`` in its budget.

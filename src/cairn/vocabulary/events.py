@@ -8,10 +8,11 @@ draws widgets.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
 from cairn.content import FunctionCall
+from cairn.values import Value
 from cairn.vocabulary.retries import describe_retry
 from cairn.vocabulary.tool_calls import FileDiff, Location, TodoItem, ToolKind
 from cairn.vocabulary.usage import Usage
@@ -56,24 +57,20 @@ ToolStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed",
 ToolEnding: TypeAlias = Literal["rejected", "skipped", "cancelled"]
 
 
-@dataclass(frozen=True)
-class TurnStarted:
+class TurnStarted(Value):
     prompt_id: str
     fresh: bool
 
 
-@dataclass(frozen=True)
-class AssistantText:
+class AssistantText(Value):
     text: str  # a streamed fragment
 
 
-@dataclass(frozen=True)
-class AssistantThought:
+class AssistantThought(Value):
     text: str  # a streamed fragment of reasoning
 
 
-@dataclass(frozen=True)
-class AssistantMessage:
+class AssistantMessage(Value):
     """One complete model response (after its text streamed): for transcripts and JSON output."""
 
     text: str
@@ -83,8 +80,7 @@ class AssistantMessage:
     model: str
 
 
-@dataclass(frozen=True)
-class StreamReset:
+class StreamReset(Value):
     """The model request is being retried: discard the text streamed since the last request.
 
     ``attempt`` is the attempt about to start, of ``max_attempts`` (0: not known).
@@ -99,8 +95,7 @@ class StreamReset:
         return describe_retry(self.delay, self.attempt, self.max_attempts, self.reason)
 
 
-@dataclass(frozen=True)
-class ToolCallStart:
+class ToolCallStart(Value):
     call_id: str
     name: str
     title: str
@@ -109,8 +104,7 @@ class ToolCallStart:
     locations: tuple[Location, ...] = ()
 
 
-@dataclass(frozen=True)
-class ToolCallUpdate:
+class ToolCallUpdate(Value):
     call_id: str
     status: ToolStatus
     output: str | None = None  # what the model sees
@@ -124,13 +118,11 @@ class ToolCallUpdate:
     terminal_id: str | None = None  # the client terminal the command runs in (ACP)
 
 
-@dataclass(frozen=True)
-class PlanUpdate:
+class PlanUpdate(Value):
     todos: tuple[TodoItem, ...]
 
 
-@dataclass(frozen=True)
-class Notice:
+class Notice(Value):
     """Something the user should see that is not the model's answer."""
 
     level: Literal["info", "warning", "error"]
@@ -138,24 +130,21 @@ class Notice:
     source: str = ""  # "hook", "compression", "loop", "retry", "recap", "memory", ...
 
 
-@dataclass(frozen=True)
-class RecapShown:
+class RecapShown(Value):
     """A "where were we" recap joined the conversation (``/recap`` or the away recap)."""
 
     text: str
     away: bool = False  # generated because the user came back, not asked for
 
 
-@dataclass(frozen=True)
-class SessionTitled:
+class SessionTitled(Value):
     """The session has a (new) title: the first prompt's first line, then the model's."""
 
     title: str
     source: Literal["prompt", "model"] = "prompt"
 
 
-@dataclass(frozen=True)
-class CommandInfo:
+class CommandInfo(Value):
     """A slash command as a front end lists it (completion, ACP ``available_commands``)."""
 
     name: str
@@ -163,15 +152,13 @@ class CommandInfo:
     hint: str | None = None  # what the argument is
 
 
-@dataclass(frozen=True)
-class CommandsChanged:
+class CommandsChanged(Value):
     """The session's slash commands changed (an MCP server's prompts, command files ...)."""
 
     commands: tuple[CommandInfo, ...]
 
 
-@dataclass(frozen=True)
-class MemoryRef:
+class MemoryRef(Value):
     """One memory as people see it: its name and where its file is."""
 
     name: str  # the memory's title (front matter `name`)
@@ -180,8 +167,7 @@ class MemoryRef:
     path: str  # the absolute file path, to open it
 
 
-@dataclass(frozen=True)
-class MemoryRecalled:
+class MemoryRecalled(Value):
     """Recall put these memories into the turn's request (the fast result, or the refined one
     with the next tool results). Shown as a quiet history item, never as assistant text."""
 
@@ -198,8 +184,7 @@ class MemoryRecalled:
 MemoryOperation: TypeAlias = Literal["extract", "dream", "remember", "forget", "restore"]
 
 
-@dataclass(frozen=True)
-class MemoryChanged:
+class MemoryChanged(Value):
     """Memories saved, updated or removed by Extract, Dream, ``/remember``, ``/forget`` or a
     restore. Also sent outside a turn: Extract finishes after the answer."""
 
@@ -244,27 +229,23 @@ def _show_command(ref: MemoryRef) -> str:
     return f"`cairn memory show {ref.scope}:{ref.relative_path}`"
 
 
-@dataclass(frozen=True)
-class UsageUpdate:
+class UsageUpdate(Value):
     usage: Usage
     context_tokens: int
     context_window: int
 
 
-@dataclass(frozen=True)
-class ModeChanged:
+class ModeChanged(Value):
     approval_mode: str
 
 
-@dataclass
-class ModelChanged:
+class ModelChanged(Value, frozen=False):
     """The session's model changed (``/model``, an editor's model menu, the daemon's route)."""
 
     model: str
 
 
-@dataclass
-class TurnResult:
+class TurnResult(Value, frozen=False):
     stop_reason: StopReason
     text: str = ""  # the final assistant text of the turn
     usage: Usage = field(default_factory=Usage)
@@ -283,13 +264,11 @@ class TurnResult:
         return self.loop_type is not None
 
 
-@dataclass(frozen=True)
-class TurnEnded:
+class TurnEnded(Value):
     result: TurnResult
 
 
-@dataclass(frozen=True)
-class SubagentUpdate:
+class SubagentUpdate(Value):
     """Something a subagent did while the ``agent`` call ``parent_call_id`` runs it: one of its
     own events (a tool call starting or ending, a whole answer, a notice). Front ends show it
     under that call."""

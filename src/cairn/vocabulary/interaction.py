@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
+from cairn.values import Value
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, ToolKind
 
 __all__ = [
@@ -24,8 +25,7 @@ __all__ = [
 PermissionOutcome: TypeAlias = Literal["allow_once", "allow_always", "reject", "cancelled"]
 
 
-@dataclass(frozen=True, slots=True)
-class Question:
+class Question(Value):
     """One question of ``ask_user_question``: a prompt and 2-4 choices."""
 
     question: str

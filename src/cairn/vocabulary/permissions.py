@@ -7,9 +7,9 @@ its :attr:`PermissionChoice.id` (ACP's ``optionId``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from cairn.values import Value
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
 
 __all__ = [
@@ -24,8 +24,7 @@ PermissionOptionKind: TypeAlias = Literal["allow_once", "allow_always", "reject_
 SHELL_TOOL = "run_shell_command"  # "allow always" remembers its programs, not the tool
 
 
-@dataclass(frozen=True, slots=True)
-class PermissionChoice:
+class PermissionChoice(Value):
     kind: PermissionOptionKind  # ACP's option kind (clients pick icons and hotkeys from it)
     label: str
     outcome: PermissionOutcome  # what the session does with it

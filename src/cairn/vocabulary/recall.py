@@ -7,9 +7,9 @@ its ``prompt`` into the request, and the session tells the front end which memor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from cairn.values import Value
 from cairn.vocabulary.events import MemoryRef
 
 __all__ = ["RecallDelivery", "RecallPhase"]
@@ -17,8 +17,7 @@ __all__ = ["RecallDelivery", "RecallPhase"]
 RecallPhase: TypeAlias = Literal["fast", "refined"]
 
 
-@dataclass(frozen=True, slots=True)
-class RecallDelivery:
+class RecallDelivery(Value):
     """Memory text to insert into the request about to be sent."""
 
     prompt: str  # the ``## Relevant memory`` block

@@ -5,10 +5,11 @@ Tools produce these, the scheduler reports them in session events, front ends re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal, TypeAlias
+
+from cairn.values import Value
 
 __all__ = ["ConfirmationKind", "FileDiff", "Location", "TodoItem", "ToolKind"]
 
@@ -32,21 +33,18 @@ class ToolKind(StrEnum):
 ConfirmationKind: TypeAlias = Literal["edit", "exec", "info", "mcp"]
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(Value):
     path: Path
     line: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class FileDiff:
+class FileDiff(Value):
     path: Path
     old_text: str | None  # None: the file is new
     new_text: str
 
 
-@dataclass(frozen=True, slots=True)
-class TodoItem:
+class TodoItem(Value):
     id: str
     content: str
     status: Literal["pending", "in_progress", "completed", "cancelled"]

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from cairn.values import Value
 
 __all__ = ["Usage"]
 
 
-@dataclass(slots=True)
-class Usage:
+class Usage(Value, frozen=False):
     """``input_tokens`` is the whole prompt; ``cached_tokens`` of it were read from the
     endpoint's prompt cache and ``cache_write_tokens`` written to it (Anthropic reports both)."""
 
