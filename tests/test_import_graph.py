@@ -18,7 +18,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Bottom to top. A package may import its own layer and the layers below it, never above.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"_lazy", "abort", "content", "fsutil", "images", "values", "vocabulary", "exit_codes"}),
+    frozenset(
+        {"_lazy", "abort", "content", "fsutil", "images", "values", "vocabulary", "exit_codes"}
+    ),
     frozenset({"config"}),
     frozenset({"debug_log", "telemetry"}),
     frozenset({"llm", "hooks", "recording"}),

@@ -22,7 +22,8 @@ Fields are the class's annotations in order (``ClassVar`` ones excepted), after 
 fields, hash by their fields (frozen ones), raise :class:`dataclasses.FrozenInstanceError` on
 assignment (frozen ones), support ``match`` by position and :mod:`copy`. What they do not
 do: ``dataclasses.fields``/``replace``/``asdict``, ``__post_init__``, ``init=False``, keyword-only
-fields; use ``@dataclass`` for a class that needs those.
+fields; use ``@dataclass`` for a class that needs those. As with ``slots=True``, a default is
+not a class attribute: read it from an instance (``RetryPolicy().max_attempts``).
 """
 
 from __future__ import annotations

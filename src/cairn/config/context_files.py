@@ -6,19 +6,18 @@ the most specific instructions come last.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.config.paths import cairn_home, find_git_root
 from cairn.fsutil import NotRegularFile, read_regular_bytes
+from cairn.values import Value
 
 __all__ = ["ContextFile", "collect_context_files", "render_context_files"]
 
 MAX_CONTEXT_FILE_BYTES = 256 * 1024  # a larger context file is skipped with a warning
 
 
-@dataclass(frozen=True)
-class ContextFile:
+class ContextFile(Value):
     path: Path
     text: str
 

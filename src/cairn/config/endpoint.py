@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from cairn.config.settings import ModelChoice, Settings
+from cairn.values import Value
 
 __all__ = [
     "DEFAULT_ANTHROPIC_BASE_URL",
@@ -35,8 +35,7 @@ class NoAuthError(Exception):
     """No endpoint, key or model is configured."""
 
 
-@dataclass(frozen=True)
-class Endpoint:
+class Endpoint(Value):
     """Where and how to reach the model.
 
     ``base_url_source``, ``key_source`` and ``model_source`` name the variable, setting or flag

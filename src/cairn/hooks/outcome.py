@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, get_args
 
+from cairn.values import Value
 from cairn.vocabulary.events import Notice
 
 if TYPE_CHECKING:
@@ -73,8 +74,7 @@ _TOP_LEVEL_DECISIONS: dict[str, HookDecision] = {
 _PERMISSION_DECISIONS: tuple[HookDecision, ...] = ("allow", "deny", "ask")
 
 
-@dataclass
-class HookOutcome:
+class HookOutcome(Value, frozen=False):
     """The merged verdict of every hook that ran for one event.
 
     ``blocked``: the prompt is not sent (UserPromptSubmit), the tool does not run (PreToolUse,

@@ -13,7 +13,6 @@ import datetime as _dt
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,7 @@ from cairn.hooks.outcome import (
     merge_outcomes,
     outcome_from_result,
 )
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.hooks.matcher import ToolMatcher
@@ -38,8 +38,7 @@ _LABEL_CHARS = 60  # characters of a command quoted to name an unnamed hook in a
 _log = get_logger("HOOKS")
 
 
-@dataclass(frozen=True)
-class _Group:
+class _Group(Value):
     matcher: ToolMatcher
     hooks: tuple[HookCommand, ...]
 

@@ -14,10 +14,10 @@ import asyncio
 import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 
 from cairn.llm.errors import InvalidStreamError, ProviderError, UnreachableError
 from cairn.llm.types import StreamEvent, StreamRetry
+from cairn.values import Value
 
 __all__ = [
     "INVALID_STREAM_DELAY",
@@ -45,8 +45,7 @@ def is_retryable_status(status: int) -> bool:
     return status == 429 or 500 <= status <= 599
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(Value):
     """Exponential backoff: ``initial_delay`` doubling up to ``max_delay``, ± ``jitter``."""
 
     max_attempts: int = 7
@@ -67,8 +66,7 @@ class RetryPolicy:
         return max(0.0, base + (rng or random).uniform(-spread, spread))
 
 
-@dataclass
-class _Budgets:
+class _Budgets(Value, frozen=False):
     policy: RetryPolicy
     max_attempts: int
     http: int = 0

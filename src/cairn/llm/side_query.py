@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from cairn.content import Content, FunctionCall
@@ -26,6 +26,7 @@ from cairn.llm.types import (
     ToolCallDelta,
     Usage,
 )
+from cairn.values import Value
 
 __all__ = ["SideQueryResult", "parse_json_answer", "side_query"]
 
@@ -33,8 +34,7 @@ _FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)```", re.DOTALL)
 MAX_OBJECT_STARTS = 200  # "{" positions tried when looking for an object in free text
 
 
-@dataclass
-class SideQueryResult:
+class SideQueryResult(Value, frozen=False):
     text: str
     model: str
     usage: Usage = field(default_factory=Usage)

@@ -50,7 +50,7 @@ class ScriptedProvider:
         handler: ProviderHandler | None = None,
         model: str = DEFAULT_MODEL,
         fast_model: str | None = None,
-        max_attempts: int = RetryPolicy.max_attempts,
+        max_attempts: int = RetryPolicy().max_attempts,
         models: Sequence[str] | None = None,
     ) -> None:
         self.handler = handler

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Image, Text, Thought
 from cairn.images import image_note
 from cairn.llm.structured import RESPOND_TOOL, Strategy, instruction, respond_tool
 from cairn.llm.types import ModelRequest, ToolDeclaration
+from cairn.values import Value
 
 __all__ = [
     "EPHEMERAL",
@@ -27,8 +27,7 @@ __all__ = [
 EPHEMERAL = {"type": "ephemeral"}  # the cache_control mark endpoints that cache prompts honour
 
 
-@dataclass(frozen=True)
-class WireOptions:
+class WireOptions(Value):
     """How the provider has chosen to phrase requests to its endpoint.
 
     ``structured``: how a request with a ``response_schema`` asks for JSON

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from cairn.content import FunctionCall
@@ -34,6 +34,7 @@ from cairn.llm.types import (
     ToolCallDelta,
     Usage,
 )
+from cairn.values import Value
 
 __all__ = [
     "DONE",
@@ -58,8 +59,7 @@ FINISH_REASONS = {
 }
 
 
-@dataclass
-class _ToolCallBuffer:
+class _ToolCallBuffer(Value, frozen=False):
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
