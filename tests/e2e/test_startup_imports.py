@@ -10,22 +10,25 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
 from cairn.testing import RecordedRequest, ScriptedServer, reply
 
-from .conftest import write_settings
+from ..mcp.helpers import tools_server
+from .conftest import trust_in_user_settings, write_settings
 
 pytestmark = pytest.mark.slow
 
-# A module of a feature -> what a project does to use that feature, the prompt that uses it and
-# what the first model request then shows of it.
 Setup = Callable[[Path], None]
 
 
 class Feature(NamedTuple):
+    """A feature's module, what a project does to use the feature, what the first model request
+    then shows of it, and the prompt that uses it."""
+
+    module: str
     setup: Setup
     works: Callable[[RecordedRequest], bool]
     prompt: str = "hi"
@@ -61,28 +64,64 @@ def _web_search(project: Path) -> None:
     )
 
 
+def _mcp_entry(project: Path) -> dict[str, Any]:
+    """An entry starting the test MCP server (its log and PIDs beside the project)."""
+    return tools_server(project.parent).stdio_config()
+
+
+def _mcp_in_settings(project: Path) -> None:
+    write_settings(
+        project,
+        {
+            "memory": {"enableManagedAutoMemory": False},
+            "mcpServers": {"tools": _mcp_entry(project)},
+        },
+    )
+    trust_in_user_settings(project)
+
+
+def _mcp_json(project: Path) -> None:
+    entry = {"type": "stdio", **_mcp_entry(project)}
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"tools": entry}}))
+    trust_in_user_settings(project)
+
+
 def _subagent_types(request: RecordedRequest) -> list[str]:
     agent = next(t for t in request.tools if t["function"]["name"] == "agent")
     return list(agent["function"]["parameters"]["properties"]["subagent_type"]["enum"])
 
 
 FEATURES: dict[str, Feature] = {
-    "cairn.extensions.commands": Feature(
-        _command_file, lambda request: request.last_user_text() == "Say hello.", "/hello"
+    "command file": Feature(
+        "cairn.extensions.commands",
+        _command_file,
+        lambda request: request.last_user_text() == "Say hello.",
+        "/hello",
     ),
-    "cairn.extensions.skills": Feature(_skill, lambda request: "skill" in request.tool_names),
-    "cairn.extensions.agents": Feature(
-        _agent_file, lambda request: _subagent_types(request) == ["reviewer", "general-purpose"]
+    "skill": Feature(
+        "cairn.extensions.skills", _skill, lambda request: "skill" in request.tool_names
     ),
-    "cairn.tools.web_search": Feature(
-        _web_search, lambda request: "web_search" in request.tool_names
+    "agent file": Feature(
+        "cairn.extensions.agents",
+        _agent_file,
+        lambda request: _subagent_types(request) == ["reviewer", "general-purpose"],
+    ),
+    "web search": Feature(
+        "cairn.tools.web_search", _web_search, lambda request: "web_search" in request.tool_names
+    ),
+    "MCP server in settings": Feature(
+        "cairn.mcp.config", _mcp_in_settings, lambda request: MCP_TOOL in request.tool_names
+    ),
+    "MCP server in .mcp.json": Feature(
+        "cairn.mcp.config", _mcp_json, lambda request: MCP_TOOL in request.tool_names
     ),
 }
+MCP_TOOL = "mcp__tools__echo"
 # The readers of the files above: a project without such files has no use for them.
 FILE_PARSERS = ("cairn.extensions.frontmatter", "cairn.extensions.files")
 # Needed only by /rewind (a live session takes its checkpoints without them).
 NEVER_IN_A_TURN = ("cairn.session.rewind", "cairn.recording.rewind")
-WATCHED = (*FEATURES, *FILE_PARSERS, *NEVER_IN_A_TURN)
+WATCHED = (*{f.module: None for f in FEATURES.values()}, *FILE_PARSERS, *NEVER_IN_A_TURN)
 
 PROBE = (
     "import atexit, json, sys\n"
@@ -119,16 +158,16 @@ def test_a_plain_run_imports_none_of_the_features_it_does_not_use(
     assert imported(project, cairn_env) == []
 
 
-@pytest.mark.parametrize("module", list(FEATURES))
+@pytest.mark.parametrize("name", list(FEATURES))
 def test_a_feature_in_use_imports_its_module(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path, module: str
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path, name: str
 ) -> None:
-    feature = FEATURES[module]
+    feature = FEATURES[name]
     feature.setup(project)
     scripted_server.enqueue(reply("plain"))
 
     loaded = imported(project, cairn_env, feature.prompt)
 
-    assert module in loaded
+    assert feature.module in loaded
     assert not set(loaded) & set(NEVER_IN_A_TURN)
     assert feature.works(scripted_server.requests_for("main")[0])

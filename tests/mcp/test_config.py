@@ -257,3 +257,45 @@ def test_acp_server_lists_become_client_servers() -> None:
 def test_a_bad_client_server_entry_is_a_specific_error(entry: object, message: str) -> None:
     with pytest.raises(McpConfigError, match=message):
         servers_from_client([entry], source="POST /session")
+
+
+USER_SERVER = {"mcpServers": {"mine": {"command": "mine-mcp"}}}
+
+
+@pytest.mark.parametrize(
+    ("user", "project", "mcp_json", "trusted", "expected"),
+    [
+        (None, None, None, True, False),
+        (None, {"model": {"name": "m"}}, None, True, False),
+        (None, {"mcpServers": {}}, None, True, False),
+        (USER_SERVER, None, None, True, True),
+        (None, {"mcpServers": {"db": {"command": "db-mcp"}}}, None, True, True),
+        (None, {"mcpServers": {"db": {"command": "db-mcp"}}}, None, False, True),
+        (None, None, {"mcpServers": {"gh": {"command": "gh-mcp"}}}, True, True),
+        (None, None, {"mcpServers": {"gh": {"command": "gh-mcp"}}}, False, True),
+        (None, None, "{broken", True, True),
+    ],
+)
+def test_a_workspace_said_to_have_no_servers_has_none_to_list_or_warn_about(
+    tmp_path: Path,
+    user: dict | None,
+    project: dict | None,
+    mcp_json: dict | str | None,
+    trusted: bool,
+    expected: bool,
+) -> None:
+    """The start-up check that keeps cairn.mcp.config unimported (cairn.mcp.sources): where it
+    says no, collecting the servers finds none (listed disabled ones included) and no warning;
+    where there is something to list or warn about it says yes."""
+    from cairn.mcp.sources import may_configure_servers
+
+    root = _project(tmp_path, project, mcp_json, trusted=trusted)
+    user_path = tmp_path / "user.json"
+    if user is not None:
+        user_path.write_text(json.dumps(user))
+    settings = load_settings(root, user_path=user_path).settings
+    warnings: list[str] = []
+    found = collect_servers(root, settings, user_path=user_path, warnings=warnings)
+
+    assert may_configure_servers(root, settings) is expected
+    assert bool(found or warnings) is expected

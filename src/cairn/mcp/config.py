@@ -8,7 +8,8 @@ Three sources, lowest to highest priority on a name clash:
   it sits between the two settings files: project settings override it;
 - servers an editor (ACP ``session/new``) or a daemon client (``POST /session``) passes in.
 
-This module imports neither the MCP SDK nor anything heavy: it is read on every start-up.
+This module imports neither the MCP SDK nor anything heavy; a start-up imports it only when
+:func:`cairn.mcp.sources.may_configure_servers` says a server may be configured.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from cairn.config.paths import find_git_root
+from cairn.mcp.sources import MCP_JSON, mcp_json_path, project_entries
 
 if TYPE_CHECKING:
     from cairn.config.settings import McpServerSettings, Settings
@@ -40,7 +42,6 @@ __all__ = [
     "workspace_trusted",
 ]
 
-MCP_JSON = ".mcp.json"  # Claude Code's project file of MCP servers
 DEFAULT_TIMEOUT_MS = 600_000  # a tool call may run 10 minutes before it is cancelled
 
 Transport: TypeAlias = Literal["stdio", "sse", "http"]
@@ -134,11 +135,6 @@ def from_settings(
     )
 
 
-def mcp_json_path(cwd: Path) -> Path:
-    root = find_git_root(cwd) or cwd.resolve()
-    return root / MCP_JSON
-
-
 def read_mcp_json(path: Path, environ: Mapping[str, str] | None = None) -> list[ServerConfig]:
     """The servers of a Claude Code ``.mcp.json``; :class:`McpConfigError` names the problem."""
     from pydantic import ValidationError
@@ -185,18 +181,18 @@ def collect_servers(
     from cairn.config.paths import user_settings_path
 
     project_file = project_settings_path(cwd)
-    project_entries = _project_entries(project_file)
+    project_servers = project_entries(project_file)
     by_name: dict[str, ServerConfig] = {}
     user_file = user_path or user_settings_path()
     for name, entry in settings.mcp_servers.items():
-        in_project = name in project_entries
+        in_project = name in project_servers
         by_name[name] = from_settings(
             name,
             entry,
             scope="project" if in_project else "user",
             source=str(project_file if in_project else user_file),
         )
-    left_out = {name: raw for name, raw in project_entries.items() if name not in by_name}
+    left_out = {name: raw for name, raw in project_servers.items() if name not in by_name}
     if left_out and not workspace_trusted(cwd, settings):
         # The loader dropped the project file's servers; they are still listed, as disabled.
         for name, raw in left_out.items():
@@ -300,19 +296,6 @@ def _gate(server: ServerConfig, cwd: Path, settings: Settings) -> ServerConfig:
     if reason is None:
         return server
     return replace(server, disabled=True, disabled_reason=reason)
-
-
-def _project_entries(path: Path) -> dict[str, Any]:
-    """The raw ``mcpServers`` entries of the project settings file (empty if unreadable)."""
-    from cairn.config.loader import SettingsError, read_settings_file
-
-    if not path.is_file():
-        return {}
-    try:
-        servers = read_settings_file(path).get("mcpServers", {})
-    except SettingsError:
-        return {}
-    return dict(servers) if isinstance(servers, dict) else {}
 
 
 def _dropped_server(name: str, raw: Any, path: Path) -> ServerConfig | None:

@@ -23,6 +23,7 @@ from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
+from cairn.mcp.sources import may_configure_servers
 from cairn.session.gate import OPEN_GATE, PermissionGate
 from cairn.vocabulary.interaction import Frontend, NonInteractive
 
@@ -194,6 +195,9 @@ class Runtime:
     def mcp_servers(self) -> list[ServerConfig]:
         """The configured servers (settings and ``.mcp.json``), read once per runtime."""
         if self._mcp_servers is None:
+            if not may_configure_servers(self.cwd, self.settings):
+                self._mcp_servers = []  # nothing to read: cairn.mcp.config stays unimported
+                return self._mcp_servers
             from cairn.mcp.config import collect_servers
 
             self._mcp_servers = collect_servers(self.cwd, self.settings, warnings=self.mcp_warnings)
