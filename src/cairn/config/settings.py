@@ -6,8 +6,8 @@ and a test keeps the two in step. Fields marked ``editable`` can be changed from
 without a restart.
 """
 
-from __future__ import annotations
-
+# Annotations are evaluated here, not postponed: pydantic would compile each field's string (~10 M
+# instructions at every start).
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self, cast
 
@@ -58,11 +58,6 @@ def _editable(**kwargs: Any) -> Any:
     return Field(json_schema_extra={"editable": True}, **kwargs)
 
 
-def _section(model: type[_Section], description: str | None = None) -> Any:
-    """A field holding a section, whose default is made without building its validator."""
-    return Field(default_factory=model.defaults, description=description)
-
-
 class _Section(BaseModel):
     """A group of settings.
 
@@ -101,6 +96,11 @@ class _Section(BaseModel):
     def defaults(cls) -> Self:
         """The defaults, as ``cls()`` makes them, without building the validator."""
         return cls.from_valid({}, set())
+
+
+def _section(model: type[_Section], description: str | None = None) -> Any:
+    """A field holding a section, whose default is made without building its validator."""
+    return Field(default_factory=model.defaults, description=description)
 
 
 class CheckpointingSettings(_Section):
@@ -215,7 +215,7 @@ class ModelChoice(_Section):
     )
 
     @model_validator(mode="after")
-    def _id_not_blank(self) -> ModelChoice:
+    def _id_not_blank(self) -> Self:
         if not self.id.strip():
             raise PydanticCustomError("blank_model", "a model `id` may not be blank")
         return self
@@ -650,7 +650,7 @@ class McpServerSettings(_Section):
     disabled: bool = Field(False, description="Keep the server configured but do not start it.")
 
     @model_validator(mode="after")
-    def _one_transport(self) -> McpServerSettings:
+    def _one_transport(self) -> Self:
         if self.type == "stdio" and not self.command:
             raise PydanticCustomError("mcp_server", "a stdio server with a `command`")
         if self.type in ("sse", "http") and not (self.url or self.http_url):
