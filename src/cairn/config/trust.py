@@ -31,12 +31,12 @@ import os
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from cairn.config.paths import cairn_home, find_git_root, user_settings_path
 from cairn.fsutil import atomic_write_json
+from cairn.values import Value
 
 __all__ = [
     "TRUST_FILE_NAME",
@@ -86,8 +86,7 @@ class TrustFileError(Exception):
     """``trusted-folders.json`` cannot be written; the message names the file."""
 
 
-@dataclass(frozen=True, slots=True)
-class ProjectCommand:
+class ProjectCommand(Value):
     """One thing a project's files would make cairn run or allow."""
 
     kind: CommandKind
@@ -100,8 +99,9 @@ class ProjectCommand:
         return f"{self.source} {self.key}: {self.text}"
 
 
-@dataclass(frozen=True)
-class ProjectTrust:
+class ProjectTrust(Value):
+    """Whether a folder's project commands may run, and why."""
+
     folder: Path
     commands: tuple[ProjectCommand, ...]
     trusted: bool
@@ -181,7 +181,9 @@ def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
             if root in resolved.parents and resolved.is_file():
                 relative = resolved.relative_to(root).as_posix()
                 scripts.append(f"{relative} {_file_digest(resolved)}")
-    return replace(command, scripts=tuple(scripts)) if scripts else command
+    if not scripts:
+        return command
+    return ProjectCommand(command.kind, command.source, command.key, command.text, tuple(scripts))
 
 
 def _programs(text: str) -> list[str]:
