@@ -6,10 +6,10 @@ agents folder exists: every session offers the built-in agent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.extensions.sources import Folder
+from cairn.values import Value
 
 __all__ = ["GENERAL_PURPOSE", "AgentDefinition"]
 
@@ -24,8 +24,7 @@ report of what you found or did, with the file paths and line numbers that matte
 you could not do and why."""
 
 
-@dataclass(frozen=True)
-class AgentDefinition:
+class AgentDefinition(Value):
     """What a subagent is: its name, when to use it, its tools, model, limit and prompt."""
 
     name: str

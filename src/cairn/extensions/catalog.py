@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from cairn.debug_log import get_logger
 from cairn.extensions.agent_definition import GENERAL_PURPOSE, AgentDefinition
 from cairn.extensions.sources import MAX_DEPTH, Folder, Kind, Origin, folders
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.config.settings import Settings
@@ -32,8 +33,7 @@ _Named = TypeVar("_Named", "CommandFile", "Skill", AgentDefinition)
 MAX_FINGERPRINT_ENTRIES = 5000  # entries stat-ed to notice a change; beyond, changes wait
 
 
-@dataclass(frozen=True)
-class CatalogState:
+class CatalogState(Value):
     """What the folders held at one reading."""
 
     commands: tuple[CommandFile, ...] = ()

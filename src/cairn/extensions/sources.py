@@ -11,9 +11,10 @@ repository cannot replace a command, skill or agent you rely on.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
+
+from cairn.values import Value
 
 __all__ = ["MAX_DEPTH", "Folder", "Kind", "Origin", "Scope", "folders"]
 
@@ -31,8 +32,7 @@ _DOT_FOLDERS: dict[Origin, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Folder:
+class Folder(Value):
     """One folder files of one kind are read from."""
 
     path: Path

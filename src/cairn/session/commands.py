@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from cairn.config.settings import APPROVAL_MODES
 from cairn.content import Part
 from cairn.session.gate import WideningRefused
+from cairn.values import Value
 from cairn.vocabulary.events import EventSink, Notice, UsageUpdate
 from cairn.vocabulary.usage import Usage
 
@@ -86,16 +87,14 @@ class CommandOutcome:
 Handler = Callable[["Session", str, EventSink], Awaitable[CommandOutcome]]
 
 
-@dataclass(frozen=True)
-class SlashCommand:
+class SlashCommand(Value):
     name: str
     description: str
     handler: Handler
     hint: str | None = None  # what the argument is, for completion
 
 
-@dataclass(frozen=True)
-class CommandLine:
+class CommandLine(Value):
     """A prompt that is a command line: ``/name args``."""
 
     name: str  # lower case, without the slash

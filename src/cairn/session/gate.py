@@ -19,9 +19,10 @@ the person at the keyboard is the authority) allows everything.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from cairn.debug_log import get_logger
+from cairn.values import Value
 from cairn.vocabulary.interaction import (
     Frontend,
     PermissionOutcome,
@@ -45,8 +46,7 @@ class WideningRefused(PermissionError):
     """A change that would widen permissions was refused; the message says what allows it."""
 
 
-@dataclass(frozen=True)
-class PermissionGate:
+class PermissionGate(Value):
     open: bool = True
     closed_because: str = ""  # what would open it, e.g. "start the daemon with a token"
 
@@ -82,8 +82,7 @@ def _rank(mode: str) -> int:
     return order.index(mode) if mode in order else len(order)  # unknown: the widest
 
 
-@dataclass(frozen=True)
-class GatedFrontend:
+class GatedFrontend(Value):
     """A session's front end as its tool scheduler sees it, behind the session's gate: with the
     gate closed, "allow always" is not offered (and counts once if answered anyway), and a
     change to cairn's own configuration is refused without asking."""

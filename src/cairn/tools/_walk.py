@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cairn.tools._patterns import translate
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.tools.ignore import IgnoreRules
@@ -21,8 +21,7 @@ SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "__pycache__"})
 MAX_BRACE_EXPANSIONS = 64  # alternatives one `{a,b}{c,d}...` pattern may expand to
 
 
-@dataclass(frozen=True, slots=True)
-class GlobPattern:
+class GlobPattern(Value):
     """A compiled glob matched against POSIX paths.
 
     ``**`` matches any number of folders, ``*`` and ``?`` stay inside one path segment,

@@ -12,27 +12,25 @@ How a subagent runs is not this module's: the session passes a :class:`SubagentR
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from cairn.values import Value
 
 __all__ = ["AGENT_TOOL", "AgentTool", "AgentType", "SubagentRequest", "SubagentRunner"]
 
 AGENT_TOOL = "agent"
 
 
-@dataclass(frozen=True, slots=True)
-class AgentType:
+class AgentType(Value):
     """A subagent the model may ask for, as the tool's description lists it."""
 
     name: str
     description: str
 
 
-@dataclass(frozen=True, slots=True)
-class SubagentRequest:
+class SubagentRequest(Value):
     description: str  # three to five words, shown to people
     prompt: str  # the whole task: the subagent sees nothing else of the conversation
     subagent_type: str

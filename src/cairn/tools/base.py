@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from cairn.abort import AbortSignal
 from cairn.content import FunctionCall, FunctionResponse, Image
+from cairn.values import Value
 from cairn.vocabulary.events import EventSink
 from cairn.vocabulary.interaction import Question, UserInteraction
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
@@ -124,8 +125,7 @@ class LocalFileSystem:
         await asyncio.to_thread(atomic_write_text, path, content)
 
 
-@dataclass(frozen=True)
-class CommandExit:
+class CommandExit(Value):
     """How a command a :class:`CommandRunner` ran ended."""
 
     returncode: int | None  # None when a signal ended it

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from cairn.tools.base import (
 )
 from cairn.tools.schema import object_schema, string_property
 from cairn.tools.write_file import read_existing_text, write_text
+from cairn.values import Value
 
 __all__ = ["EditTool"]
 
@@ -39,8 +39,7 @@ _PARAMETERS = object_schema(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _EditPlan:
+class _EditPlan(Value):
     diff: FileDiff
     replacements: int
     first_line: int  # 1-based line of the first change

@@ -27,11 +27,11 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from cairn.tools._walk import GlobPattern
+from cairn.values import Value
 from cairn.vocabulary.tool_names import TOOL_ALIASES, canonical_tool_name
 
 if TYPE_CHECKING:  # pydantic stays off the import path of the tools
@@ -114,8 +114,7 @@ SETTINGS_MESSAGE = (
 _AUTO_EDIT_KINDS: frozenset[str] = frozenset({"edit"})
 
 
-@dataclass(frozen=True, slots=True)
-class PermissionRule:
+class PermissionRule(Value):
     """One parsed rule; ``text`` is the rule as written in settings."""
 
     text: str
@@ -177,8 +176,7 @@ class PermissionRule:
         return _command_matches(self.specifier, command_text)
 
 
-@dataclass(frozen=True, slots=True)
-class RuleMatch:
+class RuleMatch(Value):
     decision: RuleDecision
     rule: PermissionRule
     strict: Strictness | None = None
@@ -186,8 +184,7 @@ class RuleMatch:
     read_only_parts: bool = False  # an allow that relied on parts being read-only
 
 
-@dataclass(frozen=True)
-class PermissionRules:
+class PermissionRules(Value):
     """The ``permissions`` section, parsed. Malformed rules are dropped with a warning."""
 
     allow: tuple[PermissionRule, ...] = ()
@@ -405,8 +402,7 @@ def _path_candidates(specifier: str, absolute: Path, workspace: Path) -> list[st
         return []  # outside the workspace: only absolute patterns apply
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalDecision:
+class ApprovalDecision(Value):
     """What the scheduler does with a call; ``message`` is what the model sees when denied."""
 
     action: Literal["run", "confirm", "deny"]

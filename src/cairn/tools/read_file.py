@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from cairn.tools.base import (
     ToolResult,
 )
 from cairn.tools.schema import object_schema, string_property
+from cairn.values import Value
 
 __all__ = ["DEFAULT_LINE_LIMIT", "MAX_LINE_CHARS", "MAX_READ_CHARS", "ReadFileTool"]
 
@@ -54,8 +54,7 @@ _PARAMETERS = object_schema(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Window:
+class _Window(Value):
     text: str
     first: int  # 1-based number of the first line shown
     last: int  # 1-based number of the last line shown

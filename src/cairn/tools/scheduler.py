@@ -30,6 +30,7 @@ from cairn.tools.permissions import (
     Strictness,
     decide_approval,
 )
+from cairn.values import Value
 from cairn.vocabulary.events import (
     EventSink,
     Notice,
@@ -75,8 +76,7 @@ SettingsChanged = Callable[[str, ApprovalSource, EventSink], Awaitable[None]]
 _log = get_logger("TOOLS")
 
 
-@dataclass(frozen=True, slots=True)
-class _Approval:
+class _Approval(Value):
     decision: ApprovalDecision
     source: ApprovalSource
     strict: Strictness | None = None

@@ -23,7 +23,6 @@ import contextlib
 import os
 import signal
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -36,6 +35,7 @@ from cairn.tools._common import (
 )
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.tools.base import CommandRunner
@@ -189,8 +189,7 @@ class _ShellProtocol(asyncio.SubprocessProtocol):
             self.exited.set_result(None)
 
 
-@dataclass(frozen=True, slots=True)
-class _Run:
+class _Run(Value):
     ending: _Ending
     returncode: int | None
     output: str

@@ -21,13 +21,13 @@ import asyncio
 import ipaddress
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
+from cairn.values import Value
 
 if TYPE_CHECKING:
     import httpx
@@ -68,8 +68,7 @@ _PARAMETERS = object_schema(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Page:
+class _Page(Value):
     url: str
     content_type: str
     text: str
