@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol, TypeAlias
 
 from cairn.content import Content, FunctionCall
@@ -44,8 +44,7 @@ class ListedModel(Value):
     name: str = ""
 
 
-@dataclass(slots=True)
-class ModelRequest:
+class ModelRequest(Value, frozen=False):
     """One request to the model. ``purpose`` names the feature that pays for it."""
 
     model: str

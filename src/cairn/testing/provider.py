@@ -10,7 +10,7 @@ the real provider's budgets, without waiting, and each attempt is recorded.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import copy
 import itertools
 import json
 import time
@@ -114,7 +114,8 @@ class ScriptedProvider:
 
     def _record(self, request: ModelRequest) -> ModelRequest:
         contents = [c.shallow_copy() for c in request.contents]
-        snapshot = dataclasses.replace(request, contents=contents, tools=tuple(request.tools))
+        snapshot = copy.copy(request)
+        snapshot.contents, snapshot.tools = contents, tuple(request.tools)
         self.requests.append(snapshot)
         return snapshot
 
