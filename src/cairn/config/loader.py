@@ -14,7 +14,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from cairn.config.endpoint import Endpoint, NoAuthError, resolve_endpoint
 from cairn.config.paths import find_git_root, user_settings_path
 from cairn.config.settings import Settings
 from cairn.fsutil import FileTooLarge, NotRegularFile, read_regular_file
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.config.trust import ProjectTrust
@@ -58,8 +59,9 @@ class SettingsError(Exception):
     """A settings file cannot be used; the message names the file, the key and the fix."""
 
 
-@dataclass
-class LoadedSettings:
+class LoadedSettings(Value, frozen=False):
+    """What :func:`load_settings` read: the settings, its warnings, the files used."""
+
     settings: Settings
     warnings: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
