@@ -237,6 +237,20 @@ def test_an_empty_error_still_counts_as_a_failure() -> None:
     assert result.to_response(CALL).response == {"error": ""}
 
 
+def test_a_note_goes_to_what_the_model_sees_on_a_copy() -> None:
+    """A hook's note (ToolScheduler's PostToolUse context): added to the output of a success
+    and to the error of a failure; the result it was made from is left as it was."""
+    done = ToolResult(output="ok", display="Ran it", locations=[])
+    failed = ToolResult(error="boom", display="Failed")
+
+    noted, noted_failure = done.noted("\n\nnote"), failed.noted("\n\nnote")
+
+    assert noted == ToolResult(output="ok\n\nnote", display="Ran it", locations=[])
+    assert noted_failure == ToolResult(error="boom\n\nnote", display="Failed")
+    assert (done.output, failed.error) == ("ok", "boom")
+    assert ToolResult().noted("note").output == "note"
+
+
 def test_a_path_naming_an_unknown_users_home_is_an_ordinary_relative_path(ctx: ToolContext) -> None:
     """`~nobody-here/x` cannot be expanded; it stays a name inside the workspace (no crash)."""
     assert ctx.resolve("~nobody-here/x") == (ctx.workspace / "~nobody-here" / "x").resolve()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -48,8 +48,7 @@ class CatalogState(Value):
         return next((a for a in self.agents if a.name == name), None)
 
 
-@dataclass
-class Catalog:
+class Catalog(Value, frozen=False):
     project_root: Path
     cairn_home: Path
     home: Path | None

@@ -31,7 +31,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -39,6 +39,7 @@ from urllib.parse import unquote, urlparse
 from cairn.content import Image, Part, Text, scrub_surrogates
 from cairn.images import ImageError, image_from_bytes, is_image_path, load_image
 from cairn.tools.base import FileSystem, ToolError, resolve_in_roots
+from cairn.values import Value
 
 __all__ = [
     "BLOCK_END",
@@ -70,8 +71,7 @@ class AttachmentError(ValueError):
 Denied = Callable[[Path], bool]  # a deny rule covers reading this path
 
 
-@dataclass
-class Attachments:
+class Attachments(Value, frozen=False):
     """A built prompt: its text, the parts the model gets, and what happened on the way."""
 
     text: str  # the prompt's own text (text blocks joined with a space)
@@ -123,8 +123,7 @@ def _nothing_denied(path: Path) -> bool:
     return False
 
 
-@dataclass
-class _Attached:
+class _Attached(Value, frozen=False):
     label: str  # "@src/a.py", or a resource's URI
     text: str
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -70,8 +69,7 @@ _REFUSED_WHILE_BUSY = frozenset({"recap", "rewind"})
 _COMMAND_LINE = re.compile(r"/([A-Za-z][\w-]*(?::[A-Za-z0-9][\w-]*)*)(?:\s+(.*))?", re.DOTALL)
 
 
-@dataclass
-class CommandOutcome:
+class CommandOutcome(Value, frozen=False):
     message: str | None = None  # the answer (the turn's text)
     prompt: str | None = None  # model-bound: run this as the turn's prompt instead
     shown: bool = False  # the command already showed its answer (no notice needed)

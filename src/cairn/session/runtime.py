@@ -13,7 +13,6 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -80,32 +79,41 @@ class SessionOptions(TypedDict, total=False):
     gate: PermissionGate | None
 
 
-@dataclass
 class Runtime:
-    cwd: Path
-    settings: Settings
-    provider: Provider
-    endpoint: Endpoint | None = None
-    version: str = __version__
-    record_chats: bool = True
-    clock: Callable[[], float] = time.time
-    _memory: dict[Path, MemoryManager] = field(default_factory=dict)
-    _background: set[asyncio.Task[object]] = field(default_factory=set)
-    _sessions: weakref.WeakSet[Session] = field(default_factory=weakref.WeakSet)
-    _warming: dict[Path, asyncio.Future[object]] = field(default_factory=dict)
-    _mcp: McpManager | None = None
-    _mcp_servers: list[ServerConfig] | None = None
-    mcp_warnings: list[str] = field(default_factory=list)
-    _catalogs: dict[Path, Catalog] = field(default_factory=dict)
-    # A daemon tenant (`cairn serve --tenant-header`): its own memory and recordings.
-    tenant: str | None = None
-    _tenants: dict[str, Runtime] = field(default_factory=dict)
-    _owns_provider: bool = True
-    _models: ModelCatalog | None = None
-
-    def __post_init__(self) -> None:
-        self.cwd = self.cwd.resolve()
+    def __init__(
+        self,
+        cwd: Path,
+        settings: Settings,
+        provider: Provider,
+        *,
+        endpoint: Endpoint | None = None,
+        version: str = __version__,
+        record_chats: bool = True,
+        clock: Callable[[], float] = time.time,
+        tenant: str | None = None,
+        owns_provider: bool = True,
+    ) -> None:
+        self.cwd = cwd.resolve()
         self.project_root = project_root(self.cwd)
+        self.settings = settings
+        self.provider = provider
+        self.endpoint = endpoint
+        self.version = version
+        self.record_chats = record_chats
+        self.clock = clock
+        # A daemon tenant (`cairn serve --tenant-header`): its own memory and recordings.
+        self.tenant = tenant
+        self.mcp_warnings: list[str] = []
+        self._owns_provider = owns_provider  # a tenant's runtime shares its parent's
+        self._memory: dict[Path, MemoryManager] = {}
+        self._background: set[asyncio.Task[object]] = set()
+        self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+        self._warming: dict[Path, asyncio.Future[object]] = {}
+        self._mcp: McpManager | None = None
+        self._mcp_servers: list[ServerConfig] | None = None
+        self._catalogs: dict[Path, Catalog] = {}
+        self._tenants: dict[str, Runtime] = {}
+        self._models: ModelCatalog | None = None
 
     @classmethod
     def from_endpoint(
@@ -255,7 +263,7 @@ class Runtime:
                 record_chats=self.record_chats,
                 clock=self.clock,
                 tenant=tenant,
-                _owns_provider=False,
+                owns_provider=False,
             )
             self._tenants[tenant] = runtime
         return runtime

@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -54,6 +54,7 @@ from cairn.tools.base import CommandRunner, FileSystem, LocalFileSystem, TodoIte
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.registry import default_registry
 from cairn.tools.scheduler import ToolOutcome, ToolScheduler
+from cairn.values import Value
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
@@ -110,8 +111,7 @@ LOOP_STOP_NOTE = (
 _log = get_logger("SESSION")
 
 
-@dataclass
-class PromptRequest:
+class PromptRequest(Value, frozen=False):
     """One prompt from a front end. ``text`` is the raw prompt as the user typed it."""
 
     text: str
@@ -147,8 +147,7 @@ class PromptRequest:
         )
 
 
-@dataclass
-class _TurnState:
+class _TurnState(Value, frozen=False):
     request: PromptRequest
     sink: EventSink
     abort: AbortController

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,8 +76,7 @@ class PathRules(Protocol):
         ...
 
 
-@dataclass
-class ToolResult:
+class ToolResult(Value, frozen=False):
     """The outcome of one call: ``output`` for the model on success, or ``error``."""
 
     output: str | None = None
@@ -90,6 +90,15 @@ class ToolResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def noted(self, note: str) -> ToolResult:
+        """A copy with ``note`` added to what the model sees (the output, or the error)."""
+        noted = copy.copy(self)
+        if self.ok:
+            noted.output = (self.output or "") + note
+        else:
+            noted.error = (self.error or "") + note
+        return noted
 
     def to_response(self, call: FunctionCall) -> FunctionResponse:
         if self.error is not None:

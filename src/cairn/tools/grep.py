@@ -23,7 +23,7 @@ import shutil
 import signal
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +38,7 @@ from cairn.tools._common import (
 from cairn.tools._walk import SKIPPED_DIRS
 from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
 from cairn.tools.schema import object_schema, string_property
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,8 +69,7 @@ _PARAMETERS = object_schema(
 )
 
 
-@dataclass
-class _Matches:
+class _Matches(Value, frozen=False):
     lines: list[str] = field(default_factory=list)
     places: list[Location] = field(default_factory=list)  # each match's file and line
     truncated: bool = False

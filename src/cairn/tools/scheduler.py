@@ -83,8 +83,7 @@ class _Approval(Value):
     strict_reason: str = ""
 
 
-@dataclass
-class ToolOutcome:
+class ToolOutcome(Value, frozen=False):
     call: FunctionCall
     response: FunctionResponse
     status: Literal["completed", "failed", "rejected", "skipped", "cancelled"]
@@ -476,11 +475,7 @@ class ToolScheduler:
         if outcome.additional_context:
             notes.append(f"<cairn:hook-context>{outcome.additional_context}</cairn:hook-context>")
         if notes:
-            added = "\n\n" + "\n\n".join(notes)
-            if result.ok:
-                result = dataclasses.replace(result, output=(result.output or "") + added)
-            else:
-                result = dataclasses.replace(result, error=(result.error or "") + added)
+            result = result.noted("\n\n" + "\n\n".join(notes))
         return result, outcome.stop_reason if outcome.stop else None
 
 
