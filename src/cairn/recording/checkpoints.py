@@ -31,13 +31,14 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cairn.config.paths import project_dir
 from cairn.debug_log import get_logger
 from cairn.fsutil import atomic_write_json
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.config.settings import CheckpointingSettings
@@ -119,15 +120,13 @@ class SnapshotTooLarge(CheckpointError):
     """The workspace is over the per-snapshot caps: no snapshot was taken."""
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointLimits:
+class CheckpointLimits(Value):
     max_file_bytes: int = 4 << 20
     max_files: int = 20_000
     max_total_bytes: int = 256 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class SkippedFile:
+class SkippedFile(Value):
     path: str  # relative to the work tree, POSIX
     reason: str  # "larger than 4 MB", "nested git repository", ...
 
@@ -135,8 +134,7 @@ class SkippedFile:
         return [self.path, self.reason]
 
 
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(Value):
     commit: str
     files: int  # files captured
     bytes: int  # their total size
@@ -145,8 +143,7 @@ class Checkpoint:
     folders: tuple[str, ...] = ()  # folders holding no captured file ("a/b/"): git has none
 
 
-@dataclass(frozen=True, slots=True)
-class _Staged:
+class _Staged(Value):
     tree: str
     files: int
     bytes: int
@@ -154,14 +151,12 @@ class _Staged:
     folders: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class FileChange:
+class FileChange(Value):
     path: str
     status: ChangeStatus  # from the older snapshot to the newer one
 
 
-@dataclass
-class RestoreReport:
+class RestoreReport(Value, frozen=False):
     target: str  # the commit restored
     undo: Checkpoint  # the state just before the restore
     restored: list[str] = field(default_factory=list)  # written back (changed or deleted since)
