@@ -219,5 +219,5 @@ def test_an_env_key_that_is_not_set_is_named() -> None:
 
 
 def test_a_blank_model_id_is_a_settings_error() -> None:
-    with pytest.raises(ValueError, match="may not be blank"):
+    with pytest.raises(ValueError, match="an entry with a non-blank `id`"):
         entry(id="  ")

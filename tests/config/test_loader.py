@@ -263,7 +263,7 @@ def test_errors_in_several_sections_and_nested_entries_are_all_reported(home, pr
         '(got "sometimes")',
         f"{path} line 6: `tools.sandbox.network` must be 'none', 'loopback' or 'full' "
         '(got "lan")',
-        f'{path} line 9: `hooks.PreToolUse.0.hooks.0.timeout` must be a number (got "soon")',
+        f'{path} line 9: `hooks.PreToolUse[0].hooks[0].timeout` must be a number (got "soon")',
         f"{path} line 12: `mcpServers.docs.type` must be 'stdio', 'sse' or 'http' "
         '(got "websocket")',
     ]
@@ -294,3 +294,54 @@ def test_a_key_written_both_ways_keeps_the_camel_case_one(home, project):
         f"{path}: unknown setting `fast_model` is ignored",
         f"{path}: unknown setting `_fields_set` is ignored",
     ]
+
+
+# Regression: a key whose value may take several shapes (`model.available`, `context.fileName`)
+# got one line per shape, named with pydantic's internal names of the shapes
+# (`model.available.list[union[str,function-after[_id_not_blank(), ModelChoice]]].0.authType`).
+ONE_LINE_PER_PROBLEM = {
+    "a wrong field of a model entry": (
+        {"model": {"available": ["m1", {"id": "m2", "authType": "x"}]}},
+        "line 7: `model.available[1].authType` must be 'openai' or 'anthropic' (got \"x\")",
+    ),
+    "a model entry with a blank id": (
+        {"model": {"available": [{"id": " "}]}},
+        'line 3: `model.available[0]` must be an entry with a non-blank `id` (got {"id": " "})',
+    ),
+    "a model entry that is neither a name nor an object": (
+        {"model": {"available": [5]}},
+        "line 3: `model.available[0]` must be a string or an object (got 5)",
+    ),
+    "available that is neither a list nor auto": (
+        {"model": {"available": "every"}},
+        "line 3: `model.available` must be a list or 'auto' (got \"every\")",
+    ),
+    "a file name that is neither a string nor a list": (
+        {"context": {"fileName": 5}},
+        "line 3: `context.fileName` must be a string or a list (got 5)",
+    ),
+    "a wrong item of a file name list": (
+        {"context": {"fileName": ["AGENTS.md", 3]}},
+        "line 3: `context.fileName[1]` must be a string (got 3)",
+    ),
+    "a container name as the sandbox": (
+        {"tools": {"sandbox": "docker"}},
+        "line 3: `tools.sandbox` must be true, false or an object: cairn's sandbox is "
+        'bubblewrap, not a container (got "docker")',
+    ),
+    "a server whose name looks like a type": (
+        {"mcpServers": {"str": {"command": "s", "args": "-y"}}},
+        'line 5: `mcpServers.str.args` must be a list (got "-y")',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ONE_LINE_PER_PROBLEM))
+def test_a_key_of_several_shapes_gets_one_line_naming_it_as_written(home, project, case):
+    settings, line = ONE_LINE_PER_PROBLEM[case]
+    path = write(project / ".cairn" / "settings.json", settings)
+
+    with pytest.raises(SettingsError) as err:
+        load_settings(project)
+
+    assert str(err.value) == f"{path} {line}"

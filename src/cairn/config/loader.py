@@ -14,11 +14,12 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import MISSING, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError, create_model
+from pydantic_core import ErrorDetails
 
 from cairn.config.endpoint import Endpoint, NoAuthError, resolve_endpoint
 from cairn.config.paths import find_git_root, user_settings_path
@@ -284,14 +285,16 @@ def validate_settings(raw: Mapping[str, Any], where: str, text: str) -> Settings
         fields_set.add(name)
         kind = info.annotation
         section = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+        # A section's error locations start inside it; a one-field model's start at the key.
+        model, data, prefix = (
+            (section, value, key) if section else (_field_model(name), {key: value}, "")
+        )
         try:
-            if section is not None:
-                values[key] = section.model_validate(value)
-            else:
-                values[key] = getattr(_field_model(name).model_validate({key: value}), name)
+            validated = model.model_validate(data)
         except ValidationError as exc:
-            # A section's error locations start inside it; a field model's start at the key.
-            problems.append(describe_validation_error(exc, where, text, key if section else ""))
+            problems.append(describe_validation_error(exc, where, text, prefix, data))
+            continue
+        values[key] = validated if section else getattr(validated, name)
     if problems:
         raise SettingsError("\n".join(problems))
     settings = Settings.from_valid(values, fields_set | set(rest))
@@ -341,21 +344,128 @@ _EXPECTED = {
 }
 
 
-def describe_validation_error(exc: ValidationError, where: str, text: str, prefix: str = "") -> str:
-    """One line per error: the file (and line), the dotted key under ``prefix``, what it must be."""
+# What a value of the wrong shape fails with: a union whose every branch fails so is one problem.
+_MISMATCHES = frozenset(
+    {
+        "bool_type",
+        "int_type",
+        "float_type",
+        "string_type",
+        "list_type",
+        "dict_type",
+        "model_type",
+        "literal_error",
+    }
+)
+
+
+class _Problem(Value):
+    path: tuple[str | int, ...]  # keys and list indexes into the validated value
+    branches: tuple[tuple[int, str], ...]  # (length of path, pydantic's name) of each union choice
+    kind: str
+    expected: str
+    got: Any
+
+
+def describe_validation_error(
+    exc: ValidationError, where: str, text: str, prefix: str = "", data: Any = MISSING
+) -> str:
+    """One line per problem: the file (and line), the key under ``prefix`` as written
+    (``hooks.PreToolUse[0].command``), what it must be.
+
+    ``data`` is the value that was validated: with it, the names pydantic gives the branches of a
+    union (``str``, ``list[str]``) are told from keys, and a key that may take several shapes gets
+    the problems of the shape its value has, or one line naming every shape it may take.
+    """
+    problems = _pick([_problem(error, data) for error in exc.errors()], 0)
     lines = []
-    for error in exc.errors():
-        loc = [str(p) for p in error["loc"] if not str(p).startswith(("function-", "literal"))]
-        key = ".".join([prefix, *loc] if prefix else loc) or "(top level)"
-        expected = _EXPECTED.get(error["type"])
-        if expected is None:
-            expected = error["msg"].removeprefix("Input should be ").rstrip(".")
-        last = loc[-1] if loc else prefix.rpartition(".")[2]
+    for problem in problems:
+        path = [*(prefix.split(".") if prefix else []), *problem.path]
+        key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+        last = next((p for p in reversed(path) if isinstance(p, str)), "")
         line_no = _line_of(text, last) if last and text else None
         at = f"{where} line {line_no}" if line_no else where
-        got = json.dumps(error.get("input"), default=str)[:60]
-        lines.append(f"{at}: `{key}` must be {expected} (got {got})")
+        got = json.dumps(problem.got, default=str)[:60]
+        lines.append(f"{at}: `{key or '(top level)'}` must be {problem.expected} (got {got})")
     return "\n".join(lines)
+
+
+def _problem(error: ErrorDetails, data: Any) -> _Problem:
+    expected = _EXPECTED.get(error["type"])
+    if expected is None:
+        expected = error["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
+        expected = expected.rstrip(".")
+    loc = list(error["loc"])
+    missing = loc.pop() if error["type"] == "missing" and loc else None  # a key not in the input
+    found = None if data is MISSING else _walk(loc, 0, data, error.get("input"), (), ())
+    if found is None:  # no data: drop the steps pydantic names after validators and literals
+        path = tuple(p for p in loc if not str(p).startswith(("function-", "literal")))
+        found = path, ()
+    path, branches = found
+    if missing is not None:
+        path = (*path, missing)
+    return _Problem(path, branches, error["type"], expected, error.get("input"))
+
+
+def _walk(
+    loc: list[Any],
+    index: int,
+    node: Any,
+    target: Any,
+    path: tuple[str | int, ...],
+    branches: tuple[tuple[int, str], ...],
+) -> tuple[tuple[str | int, ...], tuple[tuple[int, str], ...]] | None:
+    """``loc[index:]`` read from ``node`` as keys and indexes down to the error's input
+    (``target``), each other step being a union's branch; None when no reading gets there."""
+    if index == len(loc):
+        return (path, branches) if node == target else None
+    step = loc[index]
+    is_key = isinstance(node, dict) and isinstance(step, str) and step in node
+    is_index = isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+    if is_key or is_index:
+        found = _walk(loc, index + 1, node[step], target, (*path, step), branches)
+        if found is not None:
+            return found
+    if isinstance(step, str):  # a branch's name (or a validator's), not a key
+        return _walk(loc, index + 1, node, target, path, (*branches, (len(path), step)))
+    return None
+
+
+def _pick(problems: list[_Problem], level: int) -> list[_Problem]:
+    """At each union (the ``level``-th one on the way), the problems of the branches that fit
+    the value (it has their shape, or they go deeper); when none fits, one problem saying what
+    the value may be."""
+    picked: list[_Problem | tuple[Any, ...]] = []
+    unions: dict[tuple[Any, ...], dict[str, list[_Problem]]] = {}
+    for problem in problems:
+        if len(problem.branches) <= level:
+            picked.append(problem)
+            continue
+        depth, branch = problem.branches[level]
+        site = (depth, problem.path[:depth])
+        if site not in unions:
+            unions[site] = {}
+            picked.append(site)
+        unions[site].setdefault(branch, []).append(problem)
+    out: list[_Problem] = []
+    for item in picked:
+        if isinstance(item, _Problem):
+            out.append(item)
+            continue
+        depth, path = item
+        branches = unions[item]
+        fitting = [
+            group
+            for group in branches.values()
+            if any(len(p.path) > depth or p.kind not in _MISMATCHES for p in group)
+        ]
+        if fitting:
+            out += _pick([p for group in fitting for p in group], level + 1)
+        else:
+            shapes = dict.fromkeys(p.expected for group in branches.values() for p in group)
+            got = next(iter(branches.values()))[0].got
+            out.append(_Problem(path, (), "union", " or ".join(shapes), got))
+    return out
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -217,7 +217,7 @@ class ModelChoice(_Section):
     @model_validator(mode="after")
     def _id_not_blank(self) -> Self:
         if not self.id.strip():
-            raise PydanticCustomError("blank_model", "a model `id` may not be blank")
+            raise PydanticCustomError("blank_model", "an entry with a non-blank `id`")
         return self
 
 
@@ -456,7 +456,7 @@ class ToolsSettings(_Section):
             return {"enabled": value}
         if isinstance(value, str):
             raise ValueError(
-                "cairn's sandbox is bubblewrap, not a container: use true, false or an object"
+                "true, false or an object: cairn's sandbox is bubblewrap, not a container"
             )
         return value
 
