@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from cairn.memory.store.history import read_history
+from cairn.memory.store.locks import root_lock_path
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import RecordedRequest, Reply, reply, tool_call
 from cairn.vocabulary.events import (
@@ -119,6 +120,28 @@ async def test_remember_saves_a_memory_without_asking_and_indexes_it(
     assert change.saved[0].path == str(target.resolve())
     assert project.requests("extract") == []  # the turn saved memory itself
     assert manager.recent_tasks()[-2].skipped_reason == "memory_tool"
+    await session.close()
+
+
+async def test_a_saved_memory_whose_index_cannot_be_rebuilt_says_so_to_the_model(
+    new_project: ProjectFactory,
+) -> None:
+    """Regression: when indexing after a /remember write failed, its tool result was copied
+    with dataclasses.replace, which a ToolResult (a Value class) refuses: the model was told
+    "write_file failed unexpectedly" instead of "saved, but the index was not rebuilt"."""
+    project = new_project()
+    target = project.user_memory / "feedback" / "prefer-uv.md"
+    root_lock_path(project.memory).mkdir(parents=True)  # the project root cannot be locked
+    project.server.handler = main_agent(write(target, UV), reply("Saved it."))
+    session = session_of(project, Person("reject"))
+
+    result, _ = await run(session, "/remember I prefer uv over pip")
+
+    assert result.stop_reason == "end_turn" and result.text == "Saved it."
+    assert target.read_text() == UV
+    [_, follow_up] = project.requests("main")
+    [message] = tool_messages(follow_up)
+    assert "Created" in message and "(the memory index was not rebuilt: " in message
     await session.close()
 
 

@@ -150,9 +150,7 @@ class MemoryWrites:
                 self._session_id, target.scope, target.path, created=not existed
             )
         except Exception as error:  # saved; only the index lags (`cairn memory reindex`)
-            return dataclasses.replace(
-                result, output=f"{result.output} (the memory index was not rebuilt: {error})"
-            )
+            return result.noted(f" (the memory index was not rebuilt: {error})")
         self._changes.append(change)
         return result
 
