@@ -189,7 +189,9 @@ def test_continue_without_an_earlier_session_opens_a_new_one_and_says_so(
     status = tmp_path / "exit-status"
     start_cairn(tmux, project, status, "--continue")
 
-    assert "No earlier session to continue in this project" in tmux.screen()
+    # The notice follows the first frame (the prompt box) on a busy machine: wait for it.
+    notice = "No earlier session to continue in this project"
+    wait_until(lambda: notice in tmux.screen(), "the notice", tmux.screen)
     tmux.keys("-l", "hello")
     tmux.keys("Enter")
     wait_until(lambda: "A fresh session answers." in tmux.screen(), "the answer", tmux.screen)
