@@ -23,7 +23,9 @@ fields, hash by their fields (frozen ones), raise :class:`dataclasses.FrozenInst
 assignment (frozen ones), support ``match`` by position and :mod:`copy`. What they do not
 do: ``dataclasses.fields``/``replace``/``asdict``, ``__post_init__``, ``init=False``, keyword-only
 fields; use ``@dataclass`` for a class that needs those. As with ``slots=True``, a default is
-not a class attribute: read it from an instance (``RetryPolicy().max_attempts``).
+not a class attribute: read it from an instance (``RetryPolicy().max_attempts``). mypy does not
+flag ``dataclasses.replace`` on a Value (it reads the class as a dataclass), so before turning a
+dataclass into a Value, look for ``replace``/``fields``/``asdict`` calls on its instances.
 """
 
 from __future__ import annotations
