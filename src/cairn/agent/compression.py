@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from enum import StrEnum
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Text
 from cairn.llm.side_query import side_query
 from cairn.llm.types import Provider
+from cairn.values import Value
 
 __all__ = [
     "COMPRESSION_PRESERVE_THRESHOLD",
@@ -48,8 +48,7 @@ class CompressionStatus(StrEnum):
     BLOCKED = "blocked"  # a PreCompact hook refused (``error`` says why)
 
 
-@dataclass
-class CompressionResult:
+class CompressionResult(Value, frozen=False):
     status: CompressionStatus
     original_tokens: int
     new_tokens: int

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from dataclasses import dataclass
 
 from cairn.content import FunctionCall
+from cairn.values import Value
 
 __all__ = ["LoopDetector", "LoopInfo", "describe_loop"]
 
@@ -29,8 +29,7 @@ def describe_loop(loop_type: str) -> str:
     return _LOOP_WORDS.get(loop_type, "the model kept repeating itself")
 
 
-@dataclass(frozen=True)
-class LoopInfo:
+class LoopInfo(Value):
     loop_type: str  # "consecutive_identical_tool_calls" | "chanting_identical_sentences"
     detail: str
 

@@ -6,11 +6,11 @@ import datetime as _dt
 import os
 import platform
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.agent.reminders import system_reminder
 from cairn.content import Content, Text
+from cairn.values import Value
 
 __all__ = ["STARTUP_CONTEXT_ACK", "SystemPrompt", "build_system_prompt", "startup_context"]
 
@@ -35,8 +35,7 @@ You are cairn, an AI coding agent working in the user's terminal, inside their p
 """
 
 
-@dataclass(frozen=True)
-class SystemPrompt:
+class SystemPrompt(Value):
     """The main system prompt, kept as its sections (a recap reuses the project's part)."""
 
     core: str = CORE_PROMPT

@@ -7,7 +7,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TextIO
 
@@ -19,6 +19,7 @@ from cairn.session.commands import COMMANDS
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.session.startup import StartupError, open_runtime
+from cairn.values import Value
 from cairn.vocabulary.events import TurnResult
 
 __all__ = ["HeadlessOptions", "run_headless"]
@@ -28,8 +29,7 @@ SAVING_NOTICE = "Saving memory… (Ctrl+C skips)"
 SKIPPED_NOTICE = "Memory not saved: the next session in this project extracts it."
 
 
-@dataclass
-class HeadlessOptions:
+class HeadlessOptions(Value, frozen=False):
     prompt: str
     cwd: Path = field(default_factory=Path.cwd)
     output_format: OutputFormat = "text"

@@ -36,6 +36,7 @@ from cairn.tools.base import (
     ToolError,
     ToolResult,
 )
+from cairn.values import Value
 from cairn.vocabulary.events import MemoryChanged
 
 if TYPE_CHECKING:
@@ -50,8 +51,7 @@ MEMORY_TOOLS = ("read_file", "write_file", "edit")  # the main agent's tools tha
 _WRITE_TOOLS = frozenset({"write_file", "edit"})
 
 
-@dataclasses.dataclass(frozen=True)
-class _Target:
+class _Target(Value):
     path: Path  # resolved
     root: Path  # resolved memory root holding it
     scope: MemoryScope
