@@ -19,7 +19,6 @@ the person at the keyboard is the authority) allows everything.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from cairn.debug_log import get_logger
 from cairn.values import Value
@@ -100,7 +99,18 @@ class GatedFrontend(Value):
         if request.strict == "settings":
             _log.warning(self.gate.refusal(f"Approving {request.title}"))
             return "reject"
-        outcome = await self.frontend.request_permission(replace(request, allow_always=False))
+        once = PermissionRequest(
+            call_id=request.call_id,
+            tool_name=request.tool_name,
+            title=request.title,
+            kind=request.kind,
+            confirmation=request.confirmation,
+            args=request.args,
+            diff=request.diff,
+            strict=request.strict,
+            allow_always=False,
+        )
+        outcome = await self.frontend.request_permission(once)
         return "allow_once" if outcome == "allow_always" else outcome
 
     async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:

@@ -7,7 +7,6 @@ Headless runs and background agents use :class:`NonInteractive`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
 from cairn.values import Value
@@ -35,8 +34,7 @@ class Question(Value):
     option_descriptions: Sequence[str] = ()  # parallel to ``options``; may be empty
 
 
-@dataclass(frozen=True)
-class PermissionRequest:
+class PermissionRequest(Value):
     call_id: str
     tool_name: str
     title: str
