@@ -1,0 +1,67 @@
+"""A plain ``cairn -p`` defines its value classes as :class:`cairn.values.Value`, not dataclasses.
+
+A frozen dataclass compiles its methods when its class is created, about 3.4 M instructions each
+in Python 3.11: the hundred that ``cairn -p`` used to define were a seventh of its start-up
+(benchmarks/README.md). Only *which* classes are dataclasses is checked, never a time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cairn.testing import ScriptedServer, reply
+
+pytestmark = pytest.mark.slow
+
+# Dataclasses a plain run still defines, each because ``dataclasses.replace`` is used on it.
+STILL_DATACLASSES = {
+    "cairn.tools.base.ToolContext",  # the scheduler and the memory agents narrow a context
+    "cairn.tools.scheduler.ToolScheduler",  # a subagent's scheduler is a copy with its tools
+}
+
+PROBE = (
+    "import atexit, dataclasses, json, sys\n"
+    "def dataclasses_defined():\n"
+    "    found = []\n"
+    "    for name, module in list(sys.modules.items()):\n"
+    "        if name.split('.')[0] != 'cairn':\n"
+    "            continue\n"
+    "        for value in list(vars(module).values()):\n"
+    "            if isinstance(value, type) and dataclasses.is_dataclass(value) and \\\n"
+    "                    value.__module__ == name:\n"
+    "                found.append(f'{name}.{value.__qualname__}')\n"
+    "    return sorted(set(found))\n"
+    "atexit.register(lambda: sys.stderr.write("
+    "'DATACLASSES ' + json.dumps(dataclasses_defined()) + '\\n'))\n"
+    "from cairn.cli.main import main\n"
+    "sys.argv = ['cairn', '-p', 'hi']\n"
+    "main()\n"
+)
+
+
+def test_a_plain_run_defines_no_dataclass_but_those_it_copies_with_replace(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    scripted_server.enqueue(reply("plain"))
+
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=project,
+        env=cairn_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "plain\n"
+    line = next(x for x in done.stderr.splitlines() if x.startswith("DATACLASSES "))
+    defined = set(json.loads(line.removeprefix("DATACLASSES ")))
+    assert defined == STILL_DATACLASSES, (
+        "a class on the start path became (or stopped being) a dataclass: make it a "
+        "cairn.values.Value (see docs/architecture.md), or update STILL_DATACLASSES with why"
+    )
