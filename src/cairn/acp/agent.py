@@ -13,7 +13,7 @@ import datetime as _dt
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp.exceptions import RequestError
 from acp.interfaces import Client
@@ -57,7 +57,6 @@ from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import APPROVAL_MODES, Settings
 from cairn.debug_log import bind_session, get_logger, set_process_session
 from cairn.exit_codes import ExitCode
-from cairn.mcp.config import McpConfigError, ServerConfig, servers_from_client
 from cairn.recording.listing import list_sessions
 from cairn.recording.reader import LoadedSession, SessionLoadError, recorded_approval_mode
 from cairn.session.attachments import AttachmentError
@@ -74,6 +73,9 @@ from cairn.session.updates import (
 )
 from cairn.tools.shell import TERMINAL_OUTPUT_BYTES
 from cairn.vocabulary.events import TurnResult
+
+if TYPE_CHECKING:
+    from cairn.mcp.config import ServerConfig
 
 __all__ = [
     "AUTH_METHOD_ID",
@@ -651,8 +653,12 @@ def _extra_roots(directories: list[str] | None) -> list[Path]:
 
 def _client_servers(servers: list[Any] | None, method: str) -> list[ServerConfig]:
     """The editor's MCP servers; a malformed entry is an invalid-params error naming it."""
+    if not servers:
+        return []  # most editors send none: the MCP configuration code is not imported
+    from cairn.mcp.config import McpConfigError, servers_from_client
+
     try:
-        return servers_from_client(servers or [], source=f"ACP {method}")
+        return servers_from_client(servers, source=f"ACP {method}")
     except McpConfigError as exc:
         raise RequestError.invalid_params({"mcpServers": str(exc)}) from None
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.config.settings import APPROVAL_MODES
 from cairn.daemon.errors import ApiError
-from cairn.mcp.config import McpConfigError, ServerConfig, servers_from_client
 from cairn.session.attachments import AttachmentError
 from cairn.session.session import PromptRequest, Session
+
+if TYPE_CHECKING:
+    from cairn.mcp.config import ServerConfig
 
 __all__ = [
     "ApprovalModeBody",
@@ -47,6 +49,10 @@ class LoadSessionBody(_Body):
 
 def check_mcp_servers(entries: list[Any], route: str) -> list[ServerConfig]:
     """The client's MCP servers (ACP ``session/new`` shape); a bad entry is a 400 naming it."""
+    if not entries:
+        return []  # the MCP configuration code is imported only for a body that names servers
+    from cairn.mcp.config import McpConfigError, servers_from_client
+
     try:
         return servers_from_client(entries, source=f"POST {route}")
     except McpConfigError as exc:
