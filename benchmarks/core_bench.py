@@ -1,7 +1,7 @@
 """Agent-core figures: start-up to the first model request, and cairn's CPU per tool call.
 
 Usage: python benchmarks/core_bench.py [--runs 15] [--baseline ../other/src] [--instructions]
-       [--by-module 40]
+       [--by-module 40] [--tool-instructions]
 
 The scripted model server runs in its own process (``python -m cairn.testing.server``) so its
 CPU is not counted as cairn's. Figures:
@@ -21,6 +21,10 @@ so before/after figures come from one run under the same load. ``--instructions`
 with valgrind, the CPU instructions each case executes until its first request: a figure that
 does not move with the load of a shared machine (wall and CPU times here move by ±30 %). The
 debug log is on, as for a user (``CAIRN_DEBUG_LOG_FILE`` unset).
+
+``--tool-instructions`` (valgrind) counts the instructions of the tool-call turn instead of its CPU
+time: (instructions of the turn with tools - those of the turn without) / 30, for this tree and,
+with ``--baseline``, the other one (a figure the load does not move, unlike CPU time).
 
 ``--by-module N`` (valgrind; slow) says where the instructions of the memory-off start-up go:
 each module's import (the module's own code and whatever it runs while importing, its own
@@ -401,6 +405,62 @@ def tool_call_cpu_ms(runs: int, workdir: Path) -> tuple[list[float], list[float]
         server.terminate()
 
 
+# Runs tool_call_cpu_ms with a marker call (os.getsid, where valgrind dumps) at each of its
+# process_time() readings: the dumps between them are the turns' instructions.
+TOOL_PROBE = """
+import os, sys, tempfile, time
+from pathlib import Path
+sys.path.insert(0, {folder!r})
+import core_bench
+clock = time.process_time
+
+
+def marked():
+    os.getsid(0)
+    return clock()
+
+
+time.process_time = marked
+with tempfile.TemporaryDirectory() as tmp:
+    core_bench.tool_call_cpu_ms({runs}, Path(tmp))
+"""
+
+
+def tool_call_instructions(runs: int, folder: Path, src: Path | None = None) -> list[float]:
+    """Millions of instructions per tool call, one figure per round (the first round warms up)."""
+    folder.mkdir(exist_ok=True)
+    for old in folder.glob("tool.out*"):
+        old.unlink()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    probe = TOOL_PROBE.format(folder=str(Path(__file__).parent), runs=runs)
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--dump-line=no",
+            "--dump-before=getsid",
+            f"--callgrind-out-file={folder / 'tool.out'}",
+            sys.executable,
+            *("-c", probe),
+        ],
+        env=env,
+        capture_output=True,
+        check=True,
+    )
+    dumps = sorted(folder.glob("tool.out.*"), key=lambda f: int(f.suffix[1:]))
+    counts = [
+        int(next(x for x in d.read_text().splitlines() if x.startswith("summary:")).split()[1])
+        for d in dumps
+    ]
+    for dump in dumps:
+        dump.unlink()
+    # After the start-up dump, three per round: the plain turn, the tool turn, the closing.
+    plain, tools = counts[1::3], counts[2::3]
+    return [(t - p) / TOOL_CALLS_PER_TURN / 1e6 for p, t in zip(plain[1:], tools[1:], strict=True)]
+
+
 def heavy_imports() -> dict[str, list[str]]:
     paths = {
         "cairn -p (headless)": "import cairn.cli.main, cairn.headless.runner, cairn.llm.openai",
@@ -439,6 +499,11 @@ def main() -> None:
         metavar="N",
         help="also show the N modules whose imports differ most from the baseline's (valgrind)",
     )
+    parser.add_argument(
+        "--tool-instructions",
+        action="store_true",
+        help="also count the instructions per tool call, with the baseline's too (valgrind)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -446,6 +511,11 @@ def main() -> None:
             args.runs, workdir, args.baseline, args.instructions, args.by_module
         )
         plain, tools = tool_call_cpu_ms(max(5, args.runs // 2), workdir)
+        tool_instructions = {}
+        if args.tool_instructions:
+            trees = {"this tree": None, **({"baseline": args.baseline} if args.baseline else {})}
+            for name, src in trees.items():
+                tool_instructions[name] = tool_call_instructions(5, workdir / "callgrind", src)
     per_call = [(t - p) / TOOL_CALLS_PER_TURN for p, t in zip(plain, tools, strict=True)]
     print("Load average at the end: " + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
     print()
@@ -475,6 +545,12 @@ def main() -> None:
         f"| cairn CPU per tool call (ms) | {statistics.median(per_call):.1f} | "
         f"{min(per_call):.1f} | | < 5 |"
     )
+    for name, per_call_instructions in tool_instructions.items():
+        print(
+            f"| instructions per tool call, {name} (M) | "
+            f"{statistics.median(per_call_instructions):.2f} | "
+            f"{min(per_call_instructions):.2f} | | |"
+        )
     print()
     print("| entry path | heavy modules imported |")
     print("|---|---|")
