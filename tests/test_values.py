@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cairn.values import Value
+from cairn.values import Value, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +142,14 @@ def test_definitions_a_value_cannot_honour_are_refused() -> None:
 
         class NoInit(Value):
             a: int = field(default=0, init=False)
+
+
+def test_replace_copies_with_changes_and_refuses_unknown_fields() -> None:
+    tagged = Tagged(1, "a", ("t",), ["e"])
+
+    changed = replace(tagged, label="b")
+
+    assert changed == Tagged(1, "b", ("t",), ["e"]) and tagged.label == "a"
+    assert replace(Counter(2), count=3) == Counter(3)
+    with pytest.raises(TypeError, match="Tagged has no field 'colour'"):
+        replace(tagged, colour="red")

@@ -21,20 +21,24 @@ Fields are the class's annotations in order (``ClassVar`` ones excepted), after 
 ``compare``. Instances have ``__slots__``, compare equal when they are of the same class with equal
 fields, hash by their fields (frozen ones), raise :class:`dataclasses.FrozenInstanceError` on
 assignment (frozen ones), support ``match`` by position and :mod:`copy`. What they do not
-do: ``dataclasses.fields``/``replace``/``asdict``, ``__post_init__``, ``init=False``, keyword-only
-fields; use ``@dataclass`` for a class that needs those. As with ``slots=True``, a default is
+do: ``dataclasses.fields``/``replace``/``asdict`` (:func:`replace` here is the first for a Value),
+``__post_init__``, ``init=False``, keyword-only fields; use ``@dataclass`` for a class that needs
+those. As with ``slots=True``, a default is
 not a class attribute: read it from an instance (``RetryPolicy().max_attempts``). mypy does not
 flag ``dataclasses.replace`` on a Value (it reads the class as a dataclass), so before turning a
-dataclass into a Value, look for ``replace``/``fields``/``asdict`` calls on its instances.
+dataclass into a Value, look for ``replace``/``fields``/``asdict`` calls on its instances and
+make them :func:`cairn.values.replace`.
 """
 
 from __future__ import annotations
 
 from dataclasses import MISSING, Field, FrozenInstanceError
 from operator import attrgetter
-from typing import Any, ClassVar, dataclass_transform
+from typing import Any, ClassVar, Self, TypeVar, dataclass_transform
 
-__all__ = ["Value"]
+__all__ = ["Value", "replace"]
+
+_V = TypeVar("_V", bound="Value")
 
 
 class _Factory:
@@ -181,6 +185,19 @@ class Value(metaclass=_ValueType):
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
+    def __replace__(self, **changes: Any) -> Self:
+        cls = type(self)
+        unknown = changes.keys() - set(cls.__value_fields__)
+        if unknown:
+            raise TypeError(f"{cls.__qualname__} has no field {min(unknown)!r}")
+        return cls(**{name: getattr(self, name) for name in cls.__value_fields__} | changes)
+
     def __reduce__(self) -> tuple[Any, ...]:
         cls = type(self)
         return cls, tuple(getattr(self, name) for name in cls.__value_fields__)
+
+
+def replace(value: _V, /, **changes: Any) -> _V:
+    """A copy of ``value`` with ``changes`` (``dataclasses.replace`` for a :class:`Value`; on
+    Python 3.13 ``copy.replace`` does the same through ``__replace__``)."""
+    return value.__replace__(**changes)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cairn.debug_log import get_logger
-from cairn.values import Value
+from cairn.values import Value, replace
 from cairn.vocabulary.interaction import (
     Frontend,
     PermissionOutcome,
@@ -99,18 +99,7 @@ class GatedFrontend(Value):
         if request.strict == "settings":
             _log.warning(self.gate.refusal(f"Approving {request.title}"))
             return "reject"
-        once = PermissionRequest(
-            call_id=request.call_id,
-            tool_name=request.tool_name,
-            title=request.title,
-            kind=request.kind,
-            confirmation=request.confirmation,
-            args=request.args,
-            diff=request.diff,
-            strict=request.strict,
-            allow_always=False,
-        )
-        outcome = await self.frontend.request_permission(once)
+        outcome = await self.frontend.request_permission(replace(request, allow_always=False))
         return "allow_once" if outcome == "allow_always" else outcome
 
     async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
