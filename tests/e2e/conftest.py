@@ -63,3 +63,20 @@ def run_cairn(cairn_env: dict[str, str], project: Path) -> RunCairn:
         )
 
     return run
+
+
+def run_probed(
+    probe: str, project: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -c probe *args`` in ``project``: a real cairn run inside a probe that reports what
+    the process imported or defined (on stderr, at exit); it must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done

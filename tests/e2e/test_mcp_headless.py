@@ -26,7 +26,7 @@ from ..mcp.helpers import (
     tools_server,
     with_secrets,
 )
-from .conftest import CAIRN, RunCairn, trust_in_user_settings, write_settings
+from .conftest import CAIRN, RunCairn, run_probed, trust_in_user_settings, write_settings
 
 pytestmark = pytest.mark.slow
 
@@ -389,15 +389,7 @@ def test_the_mcp_sdk_is_imported_only_when_a_server_is_configured(
         "sys.argv = ['cairn', '-p', 'hi']\n"
         "main()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=project,
-        env=cairn_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_probed(probe, project, cairn_env)
     assert done.stdout == "plain\n"
     assert ("MCP-LOADED" in done.stderr) == configured
 

@@ -7,13 +7,13 @@ in Python 3.11: the hundred that ``cairn -p`` used to define were a seventh of i
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cairn.testing import ScriptedServer, reply
+
+from .conftest import run_probed
 
 pytestmark = pytest.mark.slow
 
@@ -48,16 +48,8 @@ def test_a_plain_run_defines_no_dataclass_but_those_it_copies_with_replace(
 ) -> None:
     scripted_server.enqueue(reply("plain"))
 
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=project,
-        env=cairn_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_probed(PROBE, project, cairn_env)
 
-    assert done.returncode == 0, done.stderr
     assert done.stdout == "plain\n"
     line = next(x for x in done.stderr.splitlines() if x.startswith("DATACLASSES "))
     defined = set(json.loads(line.removeprefix("DATACLASSES ")))

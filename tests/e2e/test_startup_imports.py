@@ -6,8 +6,6 @@ Only *what* is imported is checked, never how long it takes."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -17,7 +15,7 @@ import pytest
 from cairn.testing import RecordedRequest, ScriptedServer, reply
 
 from ..mcp.helpers import tools_server
-from .conftest import trust_in_user_settings, write_settings
+from .conftest import run_probed, trust_in_user_settings, write_settings
 
 pytestmark = pytest.mark.slow
 
@@ -136,15 +134,7 @@ PROBE = (
 
 def imported(project: Path, env: dict[str, str], prompt: str = "hi") -> list[str]:
     """The watched modules a ``cairn -p <prompt>`` in ``project`` had imported when it exited."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, prompt],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_probed(PROBE, project, env, prompt)
     assert done.stdout == "plain\n"
     line = next(x for x in done.stderr.splitlines() if x.startswith("IMPORTED "))
     return list(json.loads(line.removeprefix("IMPORTED ")))
