@@ -34,6 +34,17 @@ def _demo_command() -> str:
     return demo
 
 
+def test_ci_installs_every_postgresql_program_the_test_server_runs() -> None:
+    """`.ci/system-packages` checked only `initdb` and `postgres`, not the client programs the test
+    server runs too (`createuser`, `createdb`); both now use one list."""
+    from cairn.testing.postgres import PROGRAMS
+
+    script = (ROOT / ".ci" / "system-packages").read_text()
+    listed = re.search(r"^PG_PROGRAMS=\((.*)\)$", script, re.MULTILINE)
+    assert listed is not None
+    assert tuple(listed.group(1).split()) == PROGRAMS
+
+
 def test_the_readme_runs_the_demo_with_one_command() -> None:
     install = "python3 -m venv .venv && .venv/bin/pip install -q -e ."
     assert _demo_command() == f"{install} && . .venv/bin/activate && cairn demo"

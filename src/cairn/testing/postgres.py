@@ -1,4 +1,4 @@
-"""A throw-away PostgreSQL server for tests and benchmarks: ``initdb`` and ``pg_ctl`` in a temp dir.
+"""A throw-away PostgreSQL server for tests and benchmarks: a cluster in a temp dir.
 
 The cluster listens on a free loopback port (and a Unix socket in its own folder), trusts local
 connections, and is removed when stopped. The server is a child of the process that starts it
@@ -10,8 +10,9 @@ since PostgreSQL refuses to run as root::
     with PostgresServer() as server:
         dsn = server.create_database("t1")   # postgresql://cairn@127.0.0.1:<port>/t1
 
-The binaries come from ``PATH`` or the Debian layout (``/usr/lib/postgresql/<version>/bin``);
-:func:`find_postgres_bin` says where, or None when the server is not installed.
+The binaries (:data:`PROGRAMS`) come from ``PATH`` or the Debian layout
+(``/usr/lib/postgresql/<version>/bin``); :func:`find_postgres_bin` says where, or None when they
+are not all installed. ``.ci/system-packages`` installs them, checking the same list.
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ from pathlib import Path
 
 from cairn.testing._service import Service
 
-__all__ = ["PostgresServer", "PostgresUnavailable", "find_postgres_bin"]
+__all__ = ["PROGRAMS", "PostgresServer", "PostgresUnavailable", "find_postgres_bin"]
+
+# What the server below runs, all from one folder (.ci/system-packages checks the same list).
+PROGRAMS = ("initdb", "postgres", "createuser", "createdb")
 
 SUPERUSER = "cairn"  # the cluster's superuser (tests create less privileged roles themselves)
 START_TIMEOUT_SECONDS = 60
@@ -42,17 +46,21 @@ class PostgresUnavailable(RuntimeError):
 
 
 def find_postgres_bin() -> Path | None:
-    """The folder holding ``initdb`` and ``pg_ctl`` (newest Debian version first), or None."""
-    found = shutil.which("initdb")
-    if found:
-        return Path(os.path.realpath(found)).parent  # a symlink's folder may lack createdb
+    """The folder holding all of :data:`PROGRAMS`: ``initdb``'s on ``PATH``, else the newest
+    Debian version's; None when there is none."""
 
     def version(path: str) -> int:
         name = Path(path).parent.parent.name
         return int(name) if name.isdigit() else 0
 
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=version, reverse=True)
-    return Path(candidates[0]).parent if candidates else None
+    found = shutil.which("initdb")
+    on_path = [os.path.realpath(found)] if found else []  # a symlink's folder may lack createdb
+    debian = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=version, reverse=True)
+    for initdb in (*on_path, *debian):
+        folder = Path(initdb).parent
+        if all(os.access(folder / program, os.X_OK) for program in PROGRAMS):
+            return folder
+    return None
 
 
 def _free_port() -> int:
