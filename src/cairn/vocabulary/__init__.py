@@ -1,5 +1,5 @@
 """The words every layer of cairn shares: session events, the user-interaction protocol, tool-call
-types and token usage.
+types, token usage and how text from outside is shown on a terminal.
 
 A leaf: it imports nothing of cairn but :mod:`cairn.content`, so tools, the agent, memory and the
 session runtime can all speak it without importing each other.
@@ -47,6 +47,7 @@ from cairn.vocabulary.permissions import (
     permission_choices,
 )
 from cairn.vocabulary.recall import RecallDelivery, RecallPhase
+from cairn.vocabulary.terminal import escape_for_terminal
 from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
 from cairn.vocabulary.usage import Usage
 
@@ -92,6 +93,7 @@ __all__ = [
     "Usage",
     "UsageUpdate",
     "UserInteraction",
+    "escape_for_terminal",
     "outcome_of_option",
     "permission_choices",
 ]
