@@ -19,7 +19,17 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Bottom to top. A package may import its own layer and the layers below it, never above.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"_lazy", "abort", "content", "fsutil", "images", "values", "vocabulary", "exit_codes"}
+        {
+            "_lazy",
+            "_version",
+            "abort",
+            "content",
+            "fsutil",
+            "images",
+            "values",
+            "vocabulary",
+            "exit_codes",
+        }
     ),
     frozenset({"config"}),
     frozenset({"debug_log", "telemetry"}),
@@ -160,6 +170,24 @@ def test_no_two_modules_import_each_other_at_import_time() -> None:
                     if target in modules and target != source:
                         graph.setdefault(source, set()).add(target)
     assert _cycles(graph) == []
+
+
+def test_no_module_imports_the_package_root() -> None:
+    """``cairn/__init__.py`` is the public surface over everything: a module below it that
+    imported it (``from cairn import __version__``) would close a circle through every layer;
+    the version lives in ``cairn._version``."""
+    modules = {_module_name(p) for p in (SRC / "cairn").rglob("*.py")}
+    found = []
+    for path in sorted((SRC / "cairn").rglob("*.py")):
+        if path.name == "__init__.py" and path.parent.name == "cairn":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "cairn":
+                names = [a.name for a in node.names if f"cairn.{a.name}" not in modules]
+                found += [f"{_module_name(path)}:{node.lineno} {name}" for name in names]
+            elif isinstance(node, ast.Import) and any(a.name == "cairn" for a in node.names):
+                found.append(f"{_module_name(path)}:{node.lineno} cairn")
+    assert found == []
 
 
 def test_the_checks_flag_a_broken_tree(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from cairn._version import __version__
 
 if TYPE_CHECKING:
     from cairn.config import Endpoint, Settings, load_settings, resolve_endpoint

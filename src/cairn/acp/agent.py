@@ -46,7 +46,7 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
-from cairn import __version__
+from cairn._version import __version__
 from cairn.acp.channel import SessionChannel
 from cairn.acp.frontend import AcpFileSystem, AcpFrontend
 from cairn.acp.requests import OutgoingRequests

@@ -49,6 +49,7 @@ from cairn.llm.types import (
 from cairn.values import Value
 from cairn.vocabulary.events import AssistantText, AssistantThought, MemoryRecalled, StreamReset
 from cairn.vocabulary.recall import RecallDelivery
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.config.settings import Settings
@@ -75,7 +76,6 @@ INTERRUPTED_CALL_ERROR = "The tool call was interrupted before it could finish."
 UNANSWERED_QUESTION_ERROR = (  # a question left open by a resume nobody could answer in
     "The user did not answer this question; their next message follows instead."
 )
-ASK_USER_TOOL = "ask_user_question"
 _log = get_logger("CLIENT")
 
 
@@ -466,6 +466,6 @@ class AgentClient:
 
 
 def _interrupted_error(call: FunctionCall) -> str:
-    if call.name == ASK_USER_TOOL:
+    if call.name == ToolName.ASK_USER_QUESTION:
         return UNANSWERED_QUESTION_ERROR
     return INTERRUPTED_CALL_ERROR

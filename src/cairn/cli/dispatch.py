@@ -25,7 +25,7 @@ __all__ = ["run_root", "run_serve"]
 def run_root(options: RootOptions) -> int:
     """``cairn [options]``: the version, the ACP agent, the terminal UI or one headless turn."""
     if options.version:
-        from cairn import __version__
+        from cairn._version import __version__
 
         print(__version__)
         return ExitCode.OK

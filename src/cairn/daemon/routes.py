@@ -16,7 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cairn import __version__
+from cairn._version import __version__
 from cairn.daemon.bodies import (
     ApprovalModeBody,
     CreateSessionBody,
@@ -438,6 +438,7 @@ class DaemonRoutes:
         if parsed.action != "list":
             live.bus.publish("rewound", answer)
         return JSONResponse(answer)
+
     async def models(self, request: Request) -> Response:
         """``{sessionId, currentModelId, availableModels: [{modelId, name, description?}]}``."""
         live = self.registry.get(request.path_params["id"])

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 from cairn.tools._common import BuiltinTool, optional_str, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:  # a project without skills never imports their parser
     from cairn.extensions.skills import Skill
 
 __all__ = ["SKILL_TOOL", "SkillTool", "skill_text", "skills_section"]
 
-SKILL_TOOL = "skill"
+SKILL_TOOL = ToolName.SKILL
 
 _PARAMETERS = object_schema(
     {

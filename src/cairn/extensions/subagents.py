@@ -25,7 +25,7 @@ from cairn.debug_log import get_logger
 from cairn.tools.agent import AgentType, SubagentRequest
 from cairn.tools.base import ToolContext, ToolResult
 from cairn.vocabulary.events import Notice, SessionEvent, SubagentUpdate
-from cairn.vocabulary.tool_names import canonical_tool_name
+from cairn.vocabulary.tool_names import ToolName, canonical_tool_name
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["EXCLUDED_TOOLS", "SUBAGENT_PURPOSE", "SubagentHost", "Subagents", "subagent_tools"]
 
 SUBAGENT_PURPOSE = "subagent"  # X-Cairn-Purpose of a subagent's requests
-EXCLUDED_TOOLS = frozenset({"agent", "ask_user_question"})  # never given to a subagent
+# Never given to a subagent.
+EXCLUDED_TOOLS = frozenset({ToolName.AGENT, ToolName.ASK_USER_QUESTION})
 NO_ANSWER = "(The subagent ended without a final answer.)"
 MAX_STOP_BLOCKS = 8  # times SubagentStop hooks may keep one subagent working
 _log = get_logger("SUBAGENT")

@@ -28,7 +28,7 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl, ValidationError
 
-from cairn import __version__
+from cairn._version import __version__
 from cairn.abort import wait_until_set
 from cairn.debug_log import get_logger
 from cairn.mcp.config import ServerConfig

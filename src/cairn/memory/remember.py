@@ -38,6 +38,7 @@ from cairn.tools.base import (
 )
 from cairn.values import Value
 from cairn.vocabulary.events import MemoryChanged
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.memory.background.agent_tools import MemoryFiles
@@ -47,8 +48,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MEMORY_TOOLS", "MemoryWrites"]
 
-MEMORY_TOOLS = ("read_file", "write_file", "edit")  # the main agent's tools that reach memory
-_WRITE_TOOLS = frozenset({"write_file", "edit"})
+# The main agent's tools that reach memory.
+MEMORY_TOOLS = (ToolName.READ_FILE, ToolName.WRITE_FILE, ToolName.EDIT)
+_WRITE_TOOLS = frozenset({ToolName.WRITE_FILE, ToolName.EDIT})
 
 
 class _Target(Value):

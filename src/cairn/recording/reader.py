@@ -29,6 +29,7 @@ from cairn.recording.records import (
     payload_of,
 )
 from cairn.recording.replay import ReplayItem, replay_items
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = [
     "ASK_USER_TOOL",
@@ -39,7 +40,7 @@ __all__ = [
     "recorded_approval_mode",
 ]
 
-ASK_USER_TOOL = "ask_user_question"  # the tool whose unanswered call is re-asked after a load
+ASK_USER_TOOL = ToolName.ASK_USER_QUESTION  # its unanswered call is re-asked after a load
 _MESSAGE_TYPES = (USER, ASSISTANT, TOOL_RESULT)  # record types whose message is model history
 
 _log = get_logger("CHAT_RECORDING")

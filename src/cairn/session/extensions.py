@@ -30,6 +30,7 @@ from cairn.session.commands import COMMANDS, CommandOutcome, SlashCommand
 from cairn.session.turn_hooks import TurnHook
 from cairn.tools.base import ToolContext, ToolResult
 from cairn.vocabulary.events import EventSink, Notice
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.config.settings import Settings
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS_SOURCE", "SessionExtensions"]
 
 COMMANDS_SOURCE = "extensions"  # the name this module offers its commands under
-SHELL_TOOL = "run_shell_command"
 _EXIT_CODE = re.compile(r"\n\nExit code: (.+)\Z")
 _log = get_logger("EXTENSIONS")
 
@@ -330,7 +330,7 @@ class SessionExtensions(TurnHook):
 
     def subagent_context(self) -> str:
         prompt = self.session.system_prompt
-        skills = prompt.skills if "skill" in self.session.registry else ""
+        skills = prompt.skills if ToolName.SKILL in self.session.registry else ""
         return "\n\n".join(part for part in (prompt.context_files, skills) if part)
 
     # ----- the parts both share -----
@@ -359,7 +359,7 @@ class SessionExtensions(TurnHook):
         for step in expansion.steps:
             call = FunctionCall(
                 f"command-{uuid.uuid4().hex[:12]}",
-                SHELL_TOOL,
+                ToolName.SHELL,
                 {"command": step.command, "description": f"{label}, before its prompt"},
             )
             context = ctx or session.tool_context()

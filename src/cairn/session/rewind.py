@@ -267,7 +267,7 @@ class Rewinder:
         recorder = self.recorder
         owned = recorder is None
         if recorder is None:
-            from cairn import __version__
+            from cairn._version import __version__
 
             recorder = ChatRecorder(
                 self.recording,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from cairn import __version__
+from cairn._version import __version__
 from cairn.config.loader import Endpoint
 from cairn.config.paths import chats_dir, project_root
 from cairn.config.settings import Settings

@@ -76,6 +76,7 @@ from cairn.vocabulary.events import (
     UsageUpdate,
 )
 from cairn.vocabulary.interaction import Frontend
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.config.settings import HooksSettings
@@ -562,7 +563,7 @@ class Session:
         return await self.attach([{"type": "text", "text": text}])
 
     def _read_denied(self, path: Path) -> bool:
-        match = self.rules.match("read_file", {"file_path": str(path)}, self.cwd)
+        match = self.rules.match(ToolName.READ_FILE, {"file_path": str(path)}, self.cwd)
         return match is not None and match.decision == "deny"
 
     async def set_approval_mode(self, mode: str, sink: EventSink | None = None) -> None:
@@ -837,7 +838,9 @@ class Session:
         if request.fresh and self.pending_context:  # SessionStart hooks' context
             joined = "\n".join(self.pending_context)
             self.pending_context.clear()
-            parts.append(Text(f"<cairn:session-start-context>{joined}</cairn:session-start-context>"))
+            parts.append(
+                Text(f"<cairn:session-start-context>{joined}</cairn:session-start-context>")
+            )
 
         if self.recorder is not None and request.origin == "user":
             user_uuid = self.recorder.record_user(
@@ -881,7 +884,9 @@ class Session:
 
     async def _restored_answer(self, state: _TurnState) -> list[Part] | None:
         """Ask a pending ``ask_user_question`` again and continue the turn with the answer."""
-        calls = [c for c in self.client.history.dangling_calls() if c.name == "ask_user_question"]
+        calls = [
+            c for c in self.client.history.dangling_calls() if c.name == ToolName.ASK_USER_QUESTION
+        ]
         self.pending_question = None
         if not calls:
             state.result.handled_locally = True

@@ -69,6 +69,7 @@ from cairn.vocabulary.events import (
     UsageUpdate,
 )
 from cairn.vocabulary.permissions import permission_choices
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.recording.replay import ReplayItem
@@ -112,7 +113,7 @@ Payload: TypeAlias = dict[str, Any]
 
 MAX_TOOL_TEXT_CHARS = 50_000  # tool output shown to people per call (the model gets it all)
 PARAGRAPH_BREAK = "\n\n"  # before the text of a turn's next model response
-TODO_WRITE_TOOL = "todo_write"  # its calls make the plan
+TODO_WRITE_TOOL = ToolName.TODO_WRITE  # its calls make the plan
 RECAP_PREFIX = "※ recap: "  # how a recap reads in a client that shows only text
 ACP_TOOL_KINDS = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode"}

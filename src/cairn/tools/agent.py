@@ -17,10 +17,11 @@ from typing import Any, Protocol
 from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 from cairn.values import Value
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = ["AGENT_TOOL", "AgentTool", "AgentType", "SubagentRequest", "SubagentRunner"]
 
-AGENT_TOOL = "agent"
+AGENT_TOOL = ToolName.AGENT
 
 
 class AgentType(Value):

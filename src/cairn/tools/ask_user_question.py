@@ -8,6 +8,7 @@ from typing import Any
 from cairn.tools._common import BuiltinTool
 from cairn.tools.base import Question, ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = ["NO_USER_MESSAGE", "AskUserQuestionTool", "parse_questions"]
 
@@ -54,7 +55,7 @@ _PARAMETERS = object_schema(
 
 
 class AskUserQuestionTool(BuiltinTool):
-    name = "ask_user_question"
+    name = ToolName.ASK_USER_QUESTION
     description = (
         f"Ask the user 1-{MAX_QUESTIONS} multiple-choice questions ({MIN_OPTIONS}-{MAX_OPTIONS} "
         "options each) when a decision is theirs to make. The user may also answer in their "

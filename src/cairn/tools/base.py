@@ -267,8 +267,12 @@ def resolve_in_roots(raw: str, base: Path, roots: Sequence[Path]) -> Path:
 class Tool(Protocol):
     """A tool the model can call."""
 
-    name: str
     kind: ToolKind
+
+    @property
+    def name(self) -> str:
+        """The name the model calls it by (a :class:`ToolName` for the built-in tools)."""
+        ...
 
     @property
     def description(self) -> str:

@@ -17,6 +17,7 @@ from cairn.tools.base import (
 from cairn.tools.schema import object_schema, string_property
 from cairn.tools.write_file import read_existing_text, write_text
 from cairn.values import Value
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = ["EditTool"]
 
@@ -46,7 +47,7 @@ class _EditPlan(Value):
 
 
 class EditTool(FileChangeTool):
-    name = "edit"
+    name = ToolName.EDIT
     description = (
         "Replace exact text in a file. old_string must match the file exactly (whitespace "
         "and indentation included) and, unless replace_all is true, exactly once. An empty "

@@ -17,6 +17,7 @@ from cairn.tools._common import (
 from cairn.tools._walk import SKIPPED_DIRS, GlobPattern, iter_files
 from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
 from cairn.tools.schema import object_schema, string_property
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = ["MAX_GLOB_RESULTS", "GlobTool"]
 
@@ -36,7 +37,7 @@ _PARAMETERS = object_schema(
 
 
 class GlobTool(PatternSearchTool):
-    name = "glob"
+    name = ToolName.GLOB
     description = (
         "Find files by name pattern (supports '**'), newest first. Skips "
         + ", ".join(sorted(SKIPPED_DIRS))

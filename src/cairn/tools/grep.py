@@ -39,6 +39,7 @@ from cairn.tools._walk import SKIPPED_DIRS
 from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
 from cairn.tools.schema import object_schema, string_property
 from cairn.values import Value
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -89,7 +90,7 @@ class _Matches(Value, frozen=False):
 
 
 class GrepTool(PatternSearchTool):
-    name = "grep_search"
+    name = ToolName.GREP
     description = (
         "Search file contents with a regular expression. Returns matching lines as "
         f"path:line:text (at most {MAX_GREP_MATCHES}), paths relative to the workspace. "

@@ -12,6 +12,7 @@ from typing import Any
 from cairn.tools._common import BuiltinTool, display_path, optional_str_list, require_str
 from cairn.tools.base import Location, ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = ["MAX_ENTRIES", "ListDirectoryTool"]
 
@@ -34,7 +35,7 @@ _PARAMETERS = object_schema(
 
 
 class ListDirectoryTool(BuiltinTool):
-    name = "list_directory"
+    name = ToolName.LIST_DIRECTORY
     description = (
         "List the files and folders directly inside a folder. Folders come first and end with '/'."
     )

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from cairn.tools._walk import GlobPattern
 from cairn.values import Value
-from cairn.vocabulary.tool_names import TOOL_ALIASES, canonical_tool_name
+from cairn.vocabulary.tool_names import TOOL_ALIASES, ToolName, canonical_tool_name
 
 if TYPE_CHECKING:  # pydantic stays off the import path of the tools
     from cairn.config.settings import ApprovalMode, PermissionsSettings
@@ -62,27 +62,25 @@ RuleDecision: TypeAlias = Literal["allow", "ask", "deny"]
 # asked in every mode but yolo, never covered by rules or "allow always") or "unresolved" (a
 # command that a shell deny rule cannot see through: asked in every mode, yolo included).
 Strictness: TypeAlias = Literal["settings", "unresolved"]
-SHELL_TOOL = "run_shell_command"
 _MCP_PREFIX = "mcp__"
-ASK_USER_TOOL = "ask_user_question"
 # The argument a path rule is matched against, per tool; None means "the workspace".
 _PATH_ARGUMENTS: Mapping[str, str] = {
-    "read_file": "file_path",
-    "write_file": "file_path",
-    "edit": "file_path",
-    "list_directory": "path",
-    "glob": "path",
-    "grep_search": "path",
+    ToolName.READ_FILE: "file_path",
+    ToolName.WRITE_FILE: "file_path",
+    ToolName.EDIT: "file_path",
+    ToolName.LIST_DIRECTORY: "path",
+    ToolName.GLOB: "path",
+    ToolName.GREP: "path",
 }
-_FOLDER_TOOLS = frozenset({"list_directory", "glob", "grep_search"})
+_FOLDER_TOOLS = frozenset({ToolName.LIST_DIRECTORY, ToolName.GLOB, ToolName.GREP})
 # The tools a path rule on each tool covers: reading rules cover every reading tool, writing
 # rules both writing tools.
-_READ_TOOLS = frozenset({"read_file", *_FOLDER_TOOLS})
-_WRITE_TOOLS = frozenset({"edit", "write_file"})
+_READ_TOOLS = frozenset({ToolName.READ_FILE, *_FOLDER_TOOLS})
+_WRITE_TOOLS = frozenset({ToolName.EDIT, ToolName.WRITE_FILE})
 _COVERED_TOOLS: Mapping[str, frozenset[str]] = {
-    "read_file": _READ_TOOLS,
-    "edit": _WRITE_TOOLS,
-    "write_file": _WRITE_TOOLS,
+    ToolName.READ_FILE: _READ_TOOLS,
+    ToolName.EDIT: _WRITE_TOOLS,
+    ToolName.WRITE_FILE: _WRITE_TOOLS,
 }
 _RULE_SYNTAX = re.compile(
     r"\s*(?P<tool>[A-Za-z_][\w.\-]*\*?)\s*(?:\((?P<spec>.*)\))?\s*", re.DOTALL
@@ -152,14 +150,14 @@ class PermissionRule(Value):
         if self.specifier is None or self.specifier == "*":
             return True
         canonical = canonical_tool_name(tool_name)
-        if self.tool == SHELL_TOOL:
+        if self.tool == ToolName.SHELL:
             command = args.get("command")
             return isinstance(command, str) and any(
                 _command_matches(self.specifier, text) for text in _shell_texts(command)
             )
         if canonical in _PATH_ARGUMENTS:
             return _path_matches(self.specifier, canonical, args, workspace)
-        if canonical == "web_fetch":
+        if canonical == ToolName.WEB_FETCH:
             return _domain_matches(self.specifier, args.get("url"))
         return False
 
@@ -232,7 +230,7 @@ class PermissionRules(Value):
             for rule in rules:
                 if rule.matches(tool_name, args, workspace):
                     return RuleMatch(decision, rule)
-        if canonical_tool_name(tool_name) == SHELL_TOOL:
+        if canonical_tool_name(tool_name) == ToolName.SHELL:
             unresolved = self._unresolved_shell(args)
             if unresolved is not None:
                 return unresolved
@@ -253,12 +251,12 @@ class PermissionRules(Value):
 
         Reading is covered by ``Read(...)`` rules and the tool's own rules; writing by ``Edit``
         and ``Write`` rules."""
-        family = "read_file" if access == "read" else "edit"
+        family = ToolName.READ_FILE if access == "read" else ToolName.EDIT
         tool = canonical_tool_name(tool) if tool else family
         for rule in self.deny:
             if not (rule.applies_to(family) or rule.tool == tool):
                 continue
-            if rule.tool == SHELL_TOOL or rule.tool not in (*_PATH_ARGUMENTS, tool):
+            if rule.tool == ToolName.SHELL or rule.tool not in (*_PATH_ARGUMENTS, tool):
                 continue
             if rule.covers_path(path, workspace):
                 return f'the permissions.deny rule "{rule.text}" covers this path'
@@ -270,7 +268,7 @@ class PermissionRules(Value):
         guards = [
             r
             for r in (*self.deny, *self.ask)
-            if r.tool == SHELL_TOOL and r.specifier not in (None, "*")
+            if r.tool == ToolName.SHELL and r.specifier not in (None, "*")
         ]
         if not guards or not isinstance(command, str):
             return None
@@ -443,7 +441,7 @@ def decide_approval(
         return ApprovalDecision(
             "deny", UNRESOLVED_MESSAGE.format(reason=strict_reason, rule=rule_text or "")
         )
-    if canonical_tool_name(tool_name) == ASK_USER_TOOL or rule == "allow":
+    if canonical_tool_name(tool_name) == ToolName.ASK_USER_QUESTION or rule == "allow":
         return _RUN
     if confirmation is None and rule != "ask":
         return _RUN

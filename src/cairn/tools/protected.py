@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cairn.vocabulary.tool_names import ToolName
+
 __all__ = ["ProtectedPaths", "settings_change"]
 
 _PROJECT_FOLDERS = {
@@ -131,7 +133,7 @@ def settings_change(
     ``resolve_write`` turns a tool's path argument into an absolute path (the tool context's
     ``resolve(raw, write=True)``); a path it refuses is not a change this check is about.
     """
-    if tool_name in ("write_file", "edit"):
+    if tool_name in (ToolName.WRITE_FILE, ToolName.EDIT):
         raw = args.get("file_path")
         if not isinstance(raw, str):
             return None
@@ -140,7 +142,7 @@ def settings_change(
         except Exception:  # refused for other reasons (outside the roots): not our concern
             return None
         return paths.describe(target)
-    if tool_name == "run_shell_command":
+    if tool_name == ToolName.SHELL:
         command = args.get("command")
         return paths.in_command(command, cwd) if isinstance(command, str) else None
     return None

@@ -26,6 +26,7 @@ from cairn.tools.base import (
 )
 from cairn.tools.schema import object_schema, string_property
 from cairn.values import Value
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = ["DEFAULT_LINE_LIMIT", "MAX_LINE_CHARS", "MAX_READ_CHARS", "ReadFileTool"]
 
@@ -63,7 +64,7 @@ class _Window(Value):
 
 
 class ReadFileTool(BuiltinTool):
-    name = "read_file"
+    name = ToolName.READ_FILE
     description = (
         "Read a text file from the workspace. Returns up to "
         f"{DEFAULT_LINE_LIMIT} lines by default; for larger files use offset (0-based line) "

@@ -40,6 +40,7 @@ from cairn.vocabulary.events import (
     ToolEnding,
 )
 from cairn.vocabulary.interaction import Frontend, PermissionRequest
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.hooks.outcome import HookEvent, HookOutcome
@@ -255,7 +256,7 @@ class ToolScheduler:
 
     def _match(self, call: FunctionCall, ctx: ToolContext) -> RuleMatch | None:
         scope = None
-        if call.name == "run_shell_command":
+        if call.name == ToolName.SHELL:
             from cairn.tools.shell import shell_scope
 
             scope = shell_scope(call.args, ctx)
@@ -263,7 +264,7 @@ class ToolScheduler:
 
     def _settings_change(self, call: FunctionCall, ctx: ToolContext) -> str | None:
         """What protected configuration the call would change (see cairn.tools.protected)."""
-        if call.name not in ("write_file", "edit", "run_shell_command"):
+        if call.name not in (ToolName.WRITE_FILE, ToolName.EDIT, ToolName.SHELL):
             return None
         from cairn.tools.protected import ProtectedPaths, settings_change
 
@@ -275,7 +276,7 @@ class ToolScheduler:
             paths = ProtectedPaths.of(ctx.workspace, exempt=exempt, hook_commands=commands)
             self._protected[key] = paths
         cwd = ctx.workspace
-        if call.name == "run_shell_command":
+        if call.name == ToolName.SHELL:
             from cairn.tools.shell import shell_scope
 
             if _is_read_only(call, ctx):
@@ -379,18 +380,18 @@ class ToolScheduler:
         """What "allow always" remembers: the tool, or for the shell every program it runs
         (wrappers and ``bash -c`` strings seen through); nothing for a command whose programs
         are only known when it runs."""
-        if call.name == "run_shell_command":
+        if call.name == ToolName.SHELL:
             from cairn.tools.shell_resolve import resolve  # ~6 ms to import: on use
 
             line = resolve(str(call.args.get("command", "")))
             if line.unresolved:
                 return set()
-            return {f"run_shell_command:{p}" for p in line.programs}
-        if call.name == "web_fetch":  # approved per domain
+            return {f"{ToolName.SHELL}:{p}" for p in line.programs}
+        if call.name == ToolName.WEB_FETCH:  # approved per domain
             from urllib.parse import urlsplit
 
             host = urlsplit(str(call.args.get("url", ""))).hostname
-            return {f"web_fetch:{host}"} if host else set()
+            return {f"{ToolName.WEB_FETCH}:{host}"} if host else set()
         return {call.name}
 
     async def _execute(

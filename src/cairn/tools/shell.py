@@ -36,6 +36,7 @@ from cairn.tools._common import (
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
 from cairn.values import Value
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.tools.base import CommandRunner
@@ -74,7 +75,7 @@ _T = TypeVar("_T")
 
 
 class ShellTool(BuiltinTool):
-    name = "run_shell_command"
+    name = ToolName.SHELL
     description = (
         "Run a bash command in the workspace and return its combined stdout and stderr and "
         "its exit code. Stdin is closed, so interactive commands fail; pass flags such as "

@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeAlias
 from cairn.tools._common import BuiltinTool
 from cairn.tools.base import TodoItem, ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = ["TODO_STATUSES", "TodoStatus", "TodoWriteTool", "parse_todos"]
 
@@ -36,7 +37,7 @@ _PARAMETERS = object_schema(
 
 
 class TodoWriteTool(BuiltinTool):
-    name = "todo_write"
+    name = ToolName.TODO_WRITE
     description = (
         "Create or update the todo list for the current task. Send the whole list each time. "
         "Use it for work with several steps; keep exactly one item in_progress while working "

@@ -28,6 +28,7 @@ from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
 from cairn.values import Value
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     import httpx
@@ -76,7 +77,7 @@ class _Page(Value):
 
 
 class WebFetchTool(BuiltinTool):
-    name = "web_fetch"
+    name = ToolName.WEB_FETCH
     description = (
         "Fetch a web page (http or https) and get an answer to a question about it: the page is "
         "turned into Markdown and a model answers your prompt using only its content. Use it for "

@@ -24,6 +24,7 @@ from cairn.tools._common import BuiltinTool, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
 from cairn.tools.schema import object_schema, string_property
 from cairn.tools.web_fetch import TIMEOUT_SECONDS, http_client
+from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.config.settings import WebSearchSettings
@@ -58,7 +59,7 @@ class _Provider:
 
 
 class WebSearchTool(BuiltinTool):
-    name = "web_search"
+    name = ToolName.WEB_SEARCH
     description = (
         "Search the web. Returns a numbered list of results (title, URL, snippet). Use it for "
         "facts that may be newer than your knowledge: releases, documentation, error messages. "

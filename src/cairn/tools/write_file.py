@@ -16,6 +16,7 @@ from cairn.tools.base import (
     ToolResult,
 )
 from cairn.tools.schema import object_schema, string_property
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = ["WriteFileTool", "read_existing_text", "write_text"]
 
@@ -32,7 +33,7 @@ _PARAMETERS = object_schema(
 
 
 class WriteFileTool(FileChangeTool):
-    name = "write_file"
+    name = ToolName.WRITE_FILE
     description = (
         "Write a file in the workspace, creating it (and its folders) or replacing all of its "
         "content. To change part of an existing file, prefer edit."

@@ -292,7 +292,7 @@ class CairnApp(App[int]):
         self.tracker.reset(user_turns=turns, turns_since_recap=since)
 
     def _welcome_text(self) -> Text:
-        from cairn import __version__
+        from cairn._version import __version__
 
         cwd = _home_relative(self.runtime.cwd)
         text = Text()

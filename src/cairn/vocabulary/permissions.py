@@ -11,6 +11,7 @@ from typing import Literal, TypeAlias
 
 from cairn.values import Value
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = [
     "PERMISSION_OPTION_IDS",
@@ -21,7 +22,6 @@ __all__ = [
 ]
 
 PermissionOptionKind: TypeAlias = Literal["allow_once", "allow_always", "reject_once"]
-SHELL_TOOL = "run_shell_command"  # "allow always" remembers its programs, not the tool
 
 
 class PermissionChoice(Value):
@@ -47,7 +47,7 @@ def permission_choices(request: PermissionRequest) -> tuple[PermissionChoice, ..
     """The answers to ``request``, labelled for its kind of call: allow once, allow always
     (unless it cannot be kept: a strict approval, or a session that may not widen) and reject."""
     always = "Allow always (this session)"
-    if request.tool_name == SHELL_TOOL:
+    if request.tool_name == ToolName.SHELL:
         always = "Allow always for these programs (this session)"
     once = PermissionChoice("allow_once", "Allow once", "allow_once")
     reject = PermissionChoice("reject_once", "Reject", "reject")

@@ -9,35 +9,55 @@ Code's older names (``replace``, ``search_file_content``) and display names (``S
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 
-__all__ = ["TOOL_ALIASES", "aliases_of", "canonical_tool_name"]
+__all__ = ["TOOL_ALIASES", "ToolName", "aliases_of", "canonical_tool_name"]
+
+
+class ToolName(StrEnum):
+    """The built-in tools' registered names: the one spelling every layer compares with."""
+
+    SHELL = "run_shell_command"
+    READ_FILE = "read_file"
+    WRITE_FILE = "write_file"
+    EDIT = "edit"
+    GLOB = "glob"
+    GREP = "grep_search"
+    LIST_DIRECTORY = "list_directory"
+    WEB_FETCH = "web_fetch"
+    WEB_SEARCH = "web_search"
+    TODO_WRITE = "todo_write"
+    AGENT = "agent"
+    SKILL = "skill"
+    ASK_USER_QUESTION = "ask_user_question"
+
 
 TOOL_ALIASES: Mapping[str, str] = {
     # Claude Code
-    "Bash": "run_shell_command",
-    "Read": "read_file",
-    "Write": "write_file",
-    "Edit": "edit",
-    "MultiEdit": "edit",
-    "Glob": "glob",
-    "Grep": "grep_search",
-    "LS": "list_directory",
-    "WebFetch": "web_fetch",
-    "WebSearch": "web_search",
-    "TodoWrite": "todo_write",
-    "Task": "agent",
-    "Skill": "skill",
-    "AskUserQuestion": "ask_user_question",
+    "Bash": ToolName.SHELL,
+    "Read": ToolName.READ_FILE,
+    "Write": ToolName.WRITE_FILE,
+    "Edit": ToolName.EDIT,
+    "MultiEdit": ToolName.EDIT,
+    "Glob": ToolName.GLOB,
+    "Grep": ToolName.GREP,
+    "LS": ToolName.LIST_DIRECTORY,
+    "WebFetch": ToolName.WEB_FETCH,
+    "WebSearch": ToolName.WEB_SEARCH,
+    "TodoWrite": ToolName.TODO_WRITE,
+    "Task": ToolName.AGENT,
+    "Skill": ToolName.SKILL,
+    "AskUserQuestion": ToolName.ASK_USER_QUESTION,
     # Qwen Code's display and legacy names
-    "Shell": "run_shell_command",
-    "ReadFile": "read_file",
-    "WriteFile": "write_file",
-    "ReadFolder": "list_directory",
-    "FindFiles": "glob",
-    "SearchText": "grep_search",
-    "replace": "edit",
-    "search_file_content": "grep_search",
-    "task": "agent",
+    "Shell": ToolName.SHELL,
+    "ReadFile": ToolName.READ_FILE,
+    "WriteFile": ToolName.WRITE_FILE,
+    "ReadFolder": ToolName.LIST_DIRECTORY,
+    "FindFiles": ToolName.GLOB,
+    "SearchText": ToolName.GREP,
+    "replace": ToolName.EDIT,
+    "search_file_content": ToolName.GREP,
+    "task": ToolName.AGENT,
 }
 
 _ALIASES_OF: dict[str, tuple[str, ...]] = {}

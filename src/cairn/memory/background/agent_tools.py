@@ -46,6 +46,7 @@ from cairn.tools.base import (
     ToolResult,
 )
 from cairn.tools.registry import ToolRegistry, default_registry
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = [
     "MEMORY_AGENT_TOOLS",
@@ -60,18 +61,18 @@ __all__ = [
 ]
 
 MEMORY_AGENT_TOOLS = (
-    "read_file",
-    "grep_search",
-    "glob",
-    "run_shell_command",
-    "write_file",
-    "edit",
+    ToolName.READ_FILE,
+    ToolName.GREP,
+    ToolName.GLOB,
+    ToolName.SHELL,
+    ToolName.WRITE_FILE,
+    ToolName.EDIT,
 )
 # Test hook for crash tests: seconds to pause between writing a memory's temp file and renaming
 # it into place, with the root lock held (so a test can kill -9 the process mid-write).
 WRITE_PAUSE_ENV = "CAIRN_TEST_MEMORY_WRITE_PAUSE"
 _MEMORY_SUFFIX = ".md"
-WRITE_TOOLS = frozenset({"write_file", "edit"})
+WRITE_TOOLS = frozenset({ToolName.WRITE_FILE, ToolName.EDIT})
 MEMORY_FORMAT_HINT = (
     "A memory file starts with front matter, then the memory: "
     "'---\\nname: <short title>\\ndescription: <one specific line>\\n"
@@ -169,7 +170,7 @@ class _Guarded(WrappedTool):
         self.allowed_names = allowed_names
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        if self.name == "read_file":
+        if self.name == ToolName.READ_FILE:
             reading = dataclasses.replace(ctx, fs=RecordingReads(self.files))
             return await self.inner.execute(args, reading)
         if self.name not in WRITE_TOOLS:
@@ -201,7 +202,7 @@ async def guarded_write(
         return ToolResult(error=refusal)
     exempt = path.name in allowed_names and path.parent == root
     async with hold_roots_async([root]):
-        if tool.name == "write_file":
+        if tool.name == ToolName.WRITE_FILE:
             stale = await asyncio.to_thread(_stale, path, files)
             if stale is not None:
                 return ToolResult(error=stale)
@@ -275,7 +276,7 @@ def memory_agent_registry(
 ) -> tuple[ToolRegistry, MemoryFiles]:
     """The memory agents' tools and the file system their writes go through."""
     files = MemoryFiles()
-    names = [n for n in MEMORY_AGENT_TOOLS if allow_shell or n != "run_shell_command"]
+    names = [n for n in MEMORY_AGENT_TOOLS if allow_shell or n != ToolName.SHELL]
     base = default_registry().subset(names)
     allowed = frozenset(allowed_names)
     return ToolRegistry(_Guarded(tool, files, allowed) for tool in base), files

@@ -49,6 +49,7 @@ from cairn.memory.prompt import MEMORY_AGENT_RULES
 from cairn.memory.store.history import HistoryEntry, append_history
 from cairn.memory.store.locks import hold_roots, hold_roots_async
 from cairn.tools.permissions import canonical_tool_name
+from cairn.vocabulary.tool_names import ToolName
 
 __all__ = [
     "EXTRACT_HISTORY_ENTRIES",
@@ -76,7 +77,7 @@ MAX_TOPIC_SUMMARY_CHARS = 280  # characters of each existing memory shown in its
 MAX_LISTED_MEMORIES = 200  # existing memories listed in its prompt
 MAX_TOOL_OUTPUT_CHARS = 2_000  # characters of each tool result in the history it sees
 CANCELLED_CLEANUP_LOCK_SECONDS = 1.0  # lock wait when recording writes of a cancelled run
-_MEMORY_WRITE_TOOLS = frozenset({"write_file", "edit", "replace", "create_file"})
+_MEMORY_WRITE_TOOLS = frozenset({ToolName.WRITE_FILE, ToolName.EDIT, "replace", "create_file"})
 _PATH_ARGUMENTS = ("file_path", "path", "target_file")
 _HOOK_CONTEXT = re.compile(
     r"<cairn:user-prompt-submit-context>.*?(?:</cairn:user-prompt-submit-context>|\Z)", re.DOTALL
