@@ -243,9 +243,9 @@ def reference_score(tokens: Sequence[str], doc: Any) -> int:
 def reference_rank(query: str, pool: Sequence[Any], limit: int) -> list[Any]:
     """The reference's selection (§2.3) over documents in input order (title, description,
     body, type, mtime): score > 0, then score desc, mtime desc, input order."""
-    from cairn.memory.store.tokenizer import query_tokens
+    from cairn.memory.store.tokenizer import query_tokens, surface_tokens
 
-    tokens = query_tokens(query)
+    tokens = query_tokens(query, surface_tokens)  # the reference does not stem
     kept = [
         (-score, -doc.mtime, position, doc)
         for position, doc in enumerate(pool)

@@ -34,6 +34,7 @@ def test_the_manager_loads_forget_and_the_task_records_on_first_use() -> None:
         "cairn.memory.background.tasks",
         "cairn.memory.background.extract",
         "regex",
+        "Stemmer",
     )
     code = f"import sys, cairn.memory.manager; print([m for m in {later!r} if m in sys.modules])"
     result = subprocess.run(

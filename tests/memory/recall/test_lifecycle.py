@@ -44,7 +44,9 @@ def manager(tmp_path: Path) -> MemoryManager:
     root = project_root(manager)
     write_memory(root, "release", description="How to cut a release", body="Tag, then push.")
     write_memory(root, "release-train", description="Release train schedule", mtime=NOW - DAY)
-    write_memory(root, "release-owner", description="Who signs off a release", mtime=NOW - 2 * DAY)
+    write_memory(
+        root, "release-owner", description="The person who signs off a release", mtime=NOW - 2 * DAY
+    )
     write_memory(root, "lunch", description="Team lunch on Fridays")
     return manager
 

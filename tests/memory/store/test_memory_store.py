@@ -393,11 +393,11 @@ def test_rank_respects_the_limit(store: MemoryStore, roots: MemoryRoots) -> None
 def test_equal_scores_go_to_the_newest_then_to_docs_order(
     store: MemoryStore, roots: MemoryRoots
 ) -> None:
-    write(roots.user, "user/b.md", name="same", mtime=T0 + DAY)
-    write(roots.user, "user/a.md", name="same", mtime=T0)
-    write(project(roots), "project/z.md", name="same", mtime=T0)
-    write(project(roots), "user/y.md", name="same", mtime=T0)
-    hits = store.rank("same", limit=4)
+    write(roots.user, "user/b.md", name="identical", mtime=T0 + DAY)
+    write(roots.user, "user/a.md", name="identical", mtime=T0)
+    write(project(roots), "project/z.md", name="identical", mtime=T0)
+    write(project(roots), "user/y.md", name="identical", mtime=T0)
+    hits = store.rank("identical", limit=4)
     assert len({hit.score for hit in hits}) == 1
     assert paths_of([hit.doc for hit in hits]) == [
         "user:user/b.md", "project:user/y.md", "project:project/z.md", "user:user/a.md",
@@ -570,6 +570,48 @@ def test_a_cache_written_with_other_scorer_settings_is_rebuilt(
     assert second.refresh().reparsed == 1
 
 
+def _unstemmed_cache(path: Path, root: Path, fingerprint: str) -> None:
+    """A saved index as tokenizer version 1 wrote it: surface words, no stems."""
+    from cairn.memory.store.cache import DocRecord, ShardCache, save_cache
+    from cairn.memory.store.scan import stat_key
+
+    old = ShardCache()
+    slot = old.index.add({"tabs": 200, "indentation": 200, "uses": 90})
+    info = (root / "feedback" / "tabs.md").stat()
+    record = DocRecord(
+        stat_key(info), slot, "feedback", "Tabs", "", "Indentation uses tabs", info.st_mtime,
+        info.st_size, False,
+    )  # fmt: skip
+    old.records.put("feedback/tabs.md", record)
+    assert save_cache(path, old, root=str(root), scope="project", fingerprint=fingerprint)
+
+
+def test_an_index_saved_by_the_unstemmed_tokenizer_is_rebuilt(
+    roots: MemoryRoots, tmp_path: Path
+) -> None:
+    """Issue #26: a persisted index of tokenizer version 1 holds surface words ("indentation"),
+    which a stemmed query ("indent") never matches; it is rebuilt, not read."""
+    import hashlib
+    from dataclasses import asdict
+
+    from cairn.memory.store.scorer import DEFAULT_SCORER
+
+    write(project(roots), "feedback/tabs.md", name="Tabs", body="Indentation uses tabs")
+    version_one = repr((1, sorted(asdict(DEFAULT_SCORER).items())))
+    old_fingerprint = hashlib.sha256(version_one.encode()).hexdigest()[:16]
+    cache = tmp_path / "c" / "project.bin"
+    _unstemmed_cache(cache, project(roots), DEFAULT_SCORER.fingerprint())
+    stale = MemoryStore(roots, cache_dir=tmp_path / "c")
+    assert stale.refresh().reparsed == 0  # the same fingerprint: the old postings are used ...
+    assert stale.rank("indent", limit=1) == []  # ... and miss the word form
+
+    _unstemmed_cache(cache, project(roots), old_fingerprint)
+    store = MemoryStore(roots, cache_dir=tmp_path / "c")
+
+    assert store.refresh().reparsed == 1
+    assert [hit.doc.relative_path for hit in store.rank("indent", limit=1)] == ["feedback/tabs.md"]
+
+
 def test_a_cache_of_another_root_is_not_used(roots: MemoryRoots, tmp_path: Path) -> None:
     write(project(roots), "project/m.md", body="ledger")
     first = MemoryStore(roots, cache_dir=tmp_path / "c")
@@ -665,19 +707,20 @@ base = Path(sys.argv[1])
 store = MemoryStore(MemoryRoots(base / "p" / "memory", base / "user", base / "p"))
 store.warm()
 assert store.rank("how do we deploy", limit=2) == []
-print("regex" in sys.modules)
+print("regex" in sys.modules, "Stemmer" in sys.modules)
 """
 
 
 def test_an_empty_store_never_loads_the_tokenizer(tmp_path: Path) -> None:
-    """``regex`` costs ~15 ms to import: a session whose store is empty does without it."""
+    """``regex`` costs ~15 ms to import, the stemmer ~1 ms: a session whose store is empty does
+    without both."""
     out = subprocess.run(
         [sys.executable, "-c", _EMPTY_STORE_PROBE, str(tmp_path)],
         capture_output=True,
         text=True,
         check=True,
     )
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"
 
 
 def test_warming_a_store_with_memories_loads_the_tokenizer(roots: MemoryRoots) -> None:
@@ -686,9 +729,11 @@ def test_warming_a_store_with_memories_loads_the_tokenizer(roots: MemoryRoots) -
     assert roots.project is not None
     write(roots.project, "project/deploy.md", description="how we deploy")
     tokenizer._token_run.cache_clear()
+    tokenizer._stem.cache_clear()
     store = MemoryStore(roots)
     try:
         assert store.warm().docs == 1
         assert tokenizer._token_run.cache_info().currsize == 1
+        assert tokenizer._stem.cache_info().currsize == 1
     finally:
         store.close()

@@ -1,15 +1,41 @@
-"""The Recall tokenizer: the reference system's rules, pinned case by case."""
+"""The Recall tokenizer: the reference system's rules plus English stemming and stop words
+(issue #26), pinned case by case."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cairn.memory.store.tokenizer import MAX_QUERY_TOKENS, normalize, query_tokens, tokenize
+from cairn.memory.store.tokenizer import (
+    MAX_QUERY_TOKENS,
+    STOP_WORDS,
+    normalize,
+    query_tokens,
+    surface_tokens,
+    tokenize,
+)
 
 
 def test_latin_words_of_three_or_more_characters_are_tokens() -> None:
-    assert tokenize("Run the unit tests") == ["run", "the", "unit", "tests"]
+    assert surface_tokens("Run the unit tests") == ["run", "the", "unit", "tests"]
+
+
+def test_english_words_are_stemmed_and_stop_words_dropped() -> None:
+    assert tokenize("Run the unit tests") == ["run", "unit", "test"]
+
+
+def test_word_forms_share_one_stem() -> None:
+    """The fast phase's miss in issue #26: "indent" did not find "indentation"."""
+    assert tokenize("indent indents indentation indenting") == ["indent"] * 4
+    assert tokenize("tests testing tested") == ["test"] * 3
+
+
+def test_function_words_add_no_token() -> None:
+    assert tokenize("where should they have been, and which of these would") == []
+
+
+def test_stop_words_are_tokens_the_pattern_can_produce() -> None:
+    assert all(surface_tokens(word) == [word] for word in STOP_WORDS)
 
 
 def test_two_letter_ascii_words_yield_nothing() -> None:
@@ -18,16 +44,17 @@ def test_two_letter_ascii_words_yield_nothing() -> None:
 
 def test_runs_split_at_punctuation_and_underscores() -> None:
     assert tokenize("amount_minor, Ledger-Signature: v1=abc") == [
-        "amount", "minor", "ledger", "signature", "abc",
+        "amount", "minor", "ledger", "signatur", "abc",
     ]  # fmt: skip
 
 
 def test_digits_count_as_word_characters() -> None:
-    assert tokenize("error PX-419 on port 5433, x1y") == ["error", "419", "port", "5433", "x1y"]
+    tokens = surface_tokens("error PX-419 on port 5433, x1y")
+    assert tokens == ["error", "419", "port", "5433", "x1y"]
 
 
 def test_full_width_text_is_nfkc_normalised() -> None:
-    assert tokenize("ＡＢＣ　Ｔｅｓｔ １２３") == ["abc", "test", "123"]
+    assert tokenize("ＡＢＣ　Ｔｅｓｔｓ １２３") == ["abc", "test", "123"]
 
 
 def test_normalize_lower_cases_after_nfkc() -> None:
@@ -35,11 +62,17 @@ def test_normalize_lower_cases_after_nfkc() -> None:
 
 
 def test_cyrillic_greek_and_accented_latin_are_words() -> None:
-    assert tokenize("Кириллица Ελληνικά café naïve") == ["кириллица", "ελληνικά", "café", "naïve"]
+    tokens = surface_tokens("Кириллица Ελληνικά café naïve")
+    assert tokens == ["кириллица", "ελληνικά", "café", "naïve"]
 
 
 def test_combining_marks_stay_inside_a_word() -> None:
-    assert tokenize("cafe\u0301s") == ["cafés"]  # NFKC composes é
+    assert surface_tokens("cafe\u0301s") == ["cafés"]  # NFKC composes é
+
+
+def test_cjk_runs_are_neither_stemmed_nor_filtered() -> None:
+    text = "发布流程 本番にデプロイ 배포 전 ラーメン"
+    assert tokenize(text) == surface_tokens(text)
 
 
 def test_chinese_runs_become_code_point_bigrams() -> None:
@@ -47,7 +80,7 @@ def test_chinese_runs_become_code_point_bigrams() -> None:
 
 
 def test_a_single_cjk_character_yields_nothing() -> None:
-    assert tokenize("表 and 字") == ["and"]
+    assert tokenize("表 run 字") == ["run"]
 
 
 def test_katakana_prolonged_sound_mark_stays_in_the_run() -> None:
@@ -67,15 +100,15 @@ def test_latin_directly_followed_by_cjk_splits_into_both() -> None:
 
 
 def test_mixed_query_keeps_latin_words_and_cjk_bigrams() -> None:
-    assert tokenize("CREATE INDEX 会锁表吗") == ["create", "index", "会锁", "锁表", "表吗"]
+    assert tokenize("CREATE INDEX 会锁表吗") == ["creat", "index", "会锁", "锁表", "表吗"]
 
 
 def test_repeated_tokens_are_kept_by_tokenize() -> None:
-    assert tokenize("test test") == ["test", "test"]
+    assert tokenize("test tests") == ["test", "test"]
 
 
 def test_query_tokens_are_distinct_in_first_seen_order() -> None:
-    assert query_tokens("pytest runs pytest fast") == ["pytest", "runs", "fast"]
+    assert query_tokens("pytest runs pytest fast") == ["pytest", "run", "fast"]
 
 
 def test_query_tokens_keep_the_first_32_and_the_last_32_distinct_tokens() -> None:

@@ -5,7 +5,13 @@ Text is NFKC-normalised and lower-cased. A token is then either
 - a code-point bigram of a CJK run (Han, Hiragana, Katakana including the prolonged sound mark
   ``ー`` through Script_Extensions, Hangul); a lone CJK character yields nothing, or
 - a whole run of at least three letters, marks or digits that starts with a letter or digit and
-  holds no CJK character (``abc漢字`` gives ``abc`` and the CJK run ``漢字``).
+  holds no CJK character (``abc漢字`` gives ``abc`` and the CJK run ``漢字``), unless it is an
+  English stop word (:data:`STOP_WORDS`: "the", "should", "where", ...), reduced to its English
+  Snowball stem (``indentation`` and ``indents`` both give ``indent``; PyStemmer, the Snowball
+  project's C stemmer). CJK runs are neither stemmed nor filtered.
+
+The reference system matches surface words only; stemming and stop words are cairn's (issue
+#26): "indent" finds "indentation", and function words no longer add to every score.
 
 Queries are bounded to :data:`MAX_QUERY_TOKENS` distinct tokens: the first 32 distinct ones plus
 the last 32 distinct ones (an LRU tail), so a long query keeps both of its ends.
@@ -16,6 +22,7 @@ from __future__ import annotations
 import functools
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -24,16 +31,32 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_QUERY_TOKENS",
     "QUERY_HEAD_TOKENS",
+    "STOP_WORDS",
     "TOKENIZER_VERSION",
     "load",
     "normalize",
     "query_tokens",
+    "surface_tokens",
     "tokenize",
 ]
 
 MAX_QUERY_TOKENS = 64  # distinct query tokens kept (the reference's MAX_HEURISTIC_QUERY_TOKENS)
 QUERY_HEAD_TOKENS = 32  # of which the first distinct ones; the rest is the LRU tail
-TOKENIZER_VERSION = 1  # bump when tokens change: persisted indexes are then rebuilt
+TOKENIZER_VERSION = 2  # bump when tokens change: persisted indexes are then rebuilt
+
+# Snowball's English stop word list (snowballstem.org), the words of three or more letters (the
+# shorter ones are never tokens), apostrophes dropped as the token pattern splits there.
+_STOP_WORD_TEXT = """
+    about above after again against all and any are aren because been before being below between
+    both but can cannot could couldn did didn does doesn doing don down during each few for
+    from further had hadn has hasn have haven having her here hers herself him himself his how
+    into isn its itself let more most mustn myself nor not off once only other ought our ours
+    ourselves out over own same shan she should shouldn some such than that the their theirs
+    them themselves then there these they this those through too under until very was wasn
+    were weren what when where which while who whom why will with won would wouldn you your
+    yours yourself yourselves
+"""
+STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 
 _CJK = r"\p{Script=Han}\p{Script=Hiragana}\p{Script_Extensions=Katakana}\p{Script=Hangul}"
 
@@ -50,9 +73,20 @@ def _token_run() -> regex.Pattern[str]:
     )
 
 
+@functools.cache
+def _stem() -> Callable[[str], str]:
+    """The English Snowball stemmer's ``stemWord``. Loaded on first use, like the pattern: a
+    session whose memory store is empty never needs it."""
+    import Stemmer
+
+    return Stemmer.Stemmer("english").stemWord
+
+
 def load() -> None:
-    """Compile the tokenizer now (it imports ``regex``), e.g. while the user types a prompt."""
+    """Compile the tokenizer now (it imports ``regex`` and the stemmer), e.g. while the user
+    types a prompt."""
     _token_run()
+    _stem()
 
 
 def normalize(text: str) -> str:
@@ -61,22 +95,35 @@ def normalize(text: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Every token of ``text`` in order, repeats included (term frequencies count them)."""
+    """Every token of ``text`` in order, repeats included (term frequencies count them).
+
+    The one tokenizer of the index and of queries: stop words dropped, words stemmed."""
+    return _tokens(text, _stem())
+
+
+def surface_tokens(text: str) -> list[str]:
+    """The reference system's tokens: words as written, stop words kept (benchmark baselines)."""
+    return _tokens(text, None)
+
+
+def _tokens(text: str, stem: Callable[[str], str] | None) -> list[str]:
     tokens: list[str] = []
     for cjk_run, word in _token_run().findall(normalize(text)):
-        if word:
-            tokens.append(word)
-        else:
+        if not word:
             tokens.extend(cjk_run[i : i + 2] for i in range(len(cjk_run) - 1))
+        elif stem is None:
+            tokens.append(word)
+        elif word not in STOP_WORDS:
+            tokens.append(stem(word))
     return tokens
 
 
-def query_tokens(text: str) -> list[str]:
+def query_tokens(text: str, split: Callable[[str], list[str]] = tokenize) -> list[str]:
     """The distinct tokens of a query, at most 64: the first 32 plus an LRU tail of 32."""
     head: dict[str, None] = {}
     tail: OrderedDict[str, None] = OrderedDict()
     tail_size = MAX_QUERY_TOKENS - QUERY_HEAD_TOKENS
-    for token in tokenize(text):
+    for token in split(text):
         if token in head:
             continue
         if len(head) < QUERY_HEAD_TOKENS:
