@@ -438,3 +438,17 @@ def test_a_postgres_backend_that_cannot_be_opened_fails_the_command_with_the_rea
     assert result.exit_code == 1
     assert "no database is configured" in result.output
     _no_traceback(result)
+
+
+def test_list_forgotten_shows_the_tombstones_until_restore_removes_them(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv", body="Use uv, never pip.")
+    assert "Nothing is forgotten" in cli("list", "--forgotten").output
+    assert cli("forget", "install with uv", "--yes").exit_code == 0
+
+    listed = cli("list", "--forgotten")
+
+    assert listed.exit_code == 0, listed.output
+    [row] = [line for line in listed.output.splitlines() if "Use uv" in line]
+    assert "project/uv.md" in row and "Use uv, never pip." in row and "install with uv" in row
+    assert cli("restore").exit_code == 0
+    assert "Nothing is forgotten" in cli("list", "--forgotten").output

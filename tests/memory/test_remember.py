@@ -299,3 +299,31 @@ async def test_the_memory_change_follows_the_tool_result_in_the_event_stream(
     kinds = [type(e).__name__ for e in events if isinstance(e, MemoryChanged | ToolCallUpdate)]
     assert kinds[-1] == "MemoryChanged" and "ToolCallUpdate" in kinds
     await session.close()
+
+
+async def test_remember_of_a_forgotten_fact_saves_it_and_lifts_its_tombstone(
+    new_project: ProjectFactory,
+) -> None:
+    """The user's explicit word brings a forgotten fact back: Extract may learn it again."""
+    from cairn.memory.forget.tombstones import Statement, Tombstone, add_tombstones, read_tombstones
+
+    project = new_project()
+    forgotten = Statement(
+        "Prefers uv over pip", "The user installs Python packages with uv", "Use uv pip install."
+    )
+    add_tombstones(
+        project.user_memory,
+        [Tombstone.of(forgotten, id="t", forgotten_at=0, scope="user", relative_path="x")],
+    )
+    target = project.user_memory / "feedback" / "prefer-uv.md"
+    project.server.handler = main_agent(write(target, UV), reply("Saved it."))
+    session = session_of(project, Person("reject"))
+
+    await run(session, "/remember I prefer uv over pip")
+    assert await project.runtime.memory_manager().drain(10)
+
+    assert target.read_text() == UV
+    assert read_tombstones(project.user_memory) == []
+    [entry], _ = read_history([("user", project.user_memory)])
+    assert entry.detail == "stated again after a forget: Prefers uv over pip"
+    await session.close()

@@ -45,6 +45,7 @@ __all__ = ["memory_app"]
 MAX_LOG_FILES_SHOWN = 3  # file names per audit line in `cairn memory log`
 MAX_LOG_FILE_WIDTH = 48  # columns a file name keeps before it is folded
 
+
 class MigrationTarget(StrEnum):
     postgres = "postgres"
     files = "files"
@@ -138,11 +139,22 @@ def _age(manager: MemoryManager, doc: MemoryDoc) -> str:
 
 
 @memory_app.command("list")
-def list_memories() -> None:
+def list_memories(
+    forgotten: Annotated[
+        bool,
+        typer.Option(
+            "--forgotten",
+            help="List what you asked to forget (Extract and Dream never re-learn it).",
+        ),
+    ] = False,
+) -> None:
     """List every memory: type, scope, age and title."""
 
     def command() -> None:
         manager = _manager()
+        if forgotten:
+            _list_forgotten(manager)
+            return
         docs = manager.docs()
         if not docs:
             roots = ", ".join(str(root) for root in manager.root_map().values())
@@ -154,6 +166,29 @@ def list_memories() -> None:
         _out().print(table)
 
     _run(command)
+
+
+def _list_forgotten(manager: MemoryManager) -> None:
+    tombstones = manager.forgotten()
+    if not tombstones:
+        _out().print("Nothing is forgotten: no tombstones are recorded.")
+        return
+    table = Table("Forgotten", "Scope", "Title", "Fact", "Was at", "Request")
+    for tombstone in tombstones:
+        table.add_row(
+            tombstone.date,
+            tombstone.scope,
+            tombstone.title,
+            tombstone.summary or tombstone.description,
+            tombstone.relative_path,
+            tombstone.query,
+        )
+    _out().print(table)
+    _out().print(
+        "A forgotten fact is saved again only when you state it again; "
+        "`cairn memory restore` undoes the last forget.",
+        markup=False,
+    )
 
 
 @memory_app.command("show")

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         WrittenFile,
     )
     from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan
+    from cairn.memory.forget.tombstones import Tombstone
     from cairn.memory.forget.trash import ForgetReport
     from cairn.memory.store.backend import MemoryBackend
     from cairn.memory.store.history import HistoryEntry
@@ -362,7 +363,7 @@ class MemoryManager:
     def _forget_locked(self, plan: ForgetPlan, session_id: str) -> ForgetReport:
         from cairn.memory.forget.trash import apply_forget_plan
 
-        report = apply_forget_plan(plan, self.root_map(), now=self.clock())
+        report = apply_forget_plan(plan, self.root_map(), now=self.clock(), session_id=session_id)
         if report.entries:
             self._after_change("forget", report.files, session_id, f"asked: {plan.query}")
         return report
@@ -377,6 +378,15 @@ class MemoryManager:
             action="forget", strategy=plan.strategy, entries=report.entries, files=len(report.files)
         )
         return report
+
+    def forgotten(self) -> list[Tombstone]:
+        """The tombstones of both roots (facts Extract and Dream must not learn again), newest
+        first."""
+        from cairn.memory.forget.tombstones import read_tombstones
+
+        self.refresh()  # a database backend catches its mirror up first
+        found = [t for root in self._root_paths() for t in read_tombstones(root)]
+        return sorted(found, key=lambda t: -t.forgotten_at)
 
     def restore_last_forget(self, *, session_id: str = "") -> ForgetReport:
         """Bring back the most recent forget (refusing to overwrite) and rebuild the indexes."""
@@ -669,7 +679,8 @@ class MemoryManager:
         space = self.space()
         files = written_files([path], space.writable_roots())
         async with hold_roots_async(self._root_paths()):
-            record_written(space, files, operation="remember", session_id=session_id)
+            detail = self._lift_tombstones([path])
+            record_written(space, files, operation="remember", session_id=session_id, detail=detail)
         self._remembered.setdefault(session_id, set()).add(os.path.realpath(path))
         self.generation += 1
         labels = [f.label for f in files]
@@ -686,11 +697,28 @@ class MemoryManager:
             from cairn.memory.store.locks import hold_roots_async
 
             async with hold_roots_async(self._root_paths()):
-                record_written(space, files, operation="remember", session_id=session_id)
+                detail = self._lift_tombstones(paths)
+                record_written(
+                    space, files, operation="remember", session_id=session_id, detail=detail
+                )
         except Exception as error:  # best effort: `cairn memory reindex` catches up
             _task_log.warning(f"indexing the session's memory writes failed: {error!r}")
             return
         self.generation += 1
+
+    def _lift_tombstones(self, paths: Sequence[Path]) -> str:
+        """The session's own agent saved these memories (the user's explicit word): remove the
+        tombstones of forgotten facts they state again (roots locked); the audit detail."""
+        from cairn.memory.forget.tombstones import lift_matching
+
+        lifted = []
+        for path in paths:
+            try:
+                text = read_regular_bytes(path, limit=1024 * 1024).decode("utf-8", "replace")
+            except OSError:
+                continue
+            lifted += lift_matching(self._root_paths(), text)
+        return "; ".join(f"stated again after a forget: {t.title}" for t in lifted)
 
     def schedule_dream(
         self, *, project_root: Path, session_id: str, runtime: MemoryRuntime

@@ -181,3 +181,21 @@ async def test_the_agents_read_and_write_memory_files_off_the_event_loop(root: P
 
     assert ran_while_reading > 0 and ran_while_writing > 0
     assert target.read_text() == DOC + "M\n"
+
+
+async def test_a_memory_stating_a_forgotten_fact_is_refused_and_nothing_is_written(
+    root: Path,
+) -> None:
+    from cairn.memory.forget.tombstones import ForgottenFacts, Statement, Tombstone, add_tombstones
+
+    forgotten = Statement("Tabs", "tabs", "Use tabs.")
+    add_tombstones(
+        root, [Tombstone.of(forgotten, id="t", forgotten_at=0, scope="user", relative_path="x")]
+    )
+    registry, ctx = tools(root, forgotten=ForgottenFacts.load([root]))
+
+    target = root / "feedback" / "tabs.md"
+    result = await call(registry, ctx, "write_file", file_path=str(target), content=DOC)
+
+    assert result.error is not None and "asked to forget this on 1970-01-01" in result.error
+    assert not target.exists()

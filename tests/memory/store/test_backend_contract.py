@@ -233,9 +233,7 @@ def test_an_export_edited_and_imported_on_one_machine_is_the_memory_on_the_other
     assert eventually(lambda: "Old way" in titles(bob))
 
 
-def test_an_import_of_an_unchanged_export_changes_nothing(
-    machine: Machine, tmp_path: Path
-) -> None:
+def test_an_import_of_an_unchanged_export_changes_nothing(machine: Machine, tmp_path: Path) -> None:
     alice = machine("alice")
     write(alice, "project/deploy.md", DEPLOY)
     alice.export(tmp_path / "exported")
@@ -244,3 +242,28 @@ def test_an_import_of_an_unchanged_export_changes_nothing(
 
     assert (report.written, report.removed, report.skipped) == ([], [], [])
     assert alice.history()[0] == []
+
+
+def test_a_forgotten_fact_stays_forgotten_on_the_other_machine(machine: Machine) -> None:
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    alice, bob = machine("alice"), machine("bob")
+    write(alice, "project/deploy.md", DEPLOY)
+    plan = ForgetPlan("deploy", list_forget_candidates(alice.docs()), "heuristic")
+    alice_root, bob_root = alice.roots.project, bob.roots.project
+    assert alice_root is not None and bob_root is not None
+
+    assert alice.apply_forget(plan, session_id="s1").ok
+
+    def bob_has_the_tombstone() -> bool:
+        bob.refresh()
+        return [t.title for t in read_tombstones(bob_root)] == ["Deploy with make"]
+
+    assert eventually(bob_has_the_tombstone)
+    assert bob.restore_last_forget(session_id="s2").ok  # restore removes it everywhere
+
+    def alice_has_none() -> bool:
+        alice.refresh()
+        return read_tombstones(alice_root) == []
+
+    assert eventually(alice_has_none)

@@ -16,7 +16,7 @@ from psycopg import sql
 from cairn.config.settings import Settings
 from cairn.memory.manager import MemoryManager
 from cairn.memory.store.locks import LOCK_WAIT_SECONDS, hold_roots
-from cairn.memory.store.postgres.schema import TABLES
+from cairn.memory.store.postgres.schema import SCHEMA_VERSION, TABLES
 
 from ..memory_helpers import NOW
 from ..postgres_helpers import postgres_dsn, postgres_server
@@ -222,3 +222,39 @@ def test_a_failed_section_does_not_wait_for_a_pull_queued_behind_it(machine: Mac
     assert pulled == [[]]  # the pull ran after the section, and found nothing new
     # a deadlock guard, not a speed claim: the stall lasted until a lock wait gave up
     assert rolled_back_in < LOCK_WAIT_SECONDS / 2
+
+
+def test_a_database_of_the_previous_schema_is_upgraded_with_row_level_security(
+    machine: Machine, postgres_dsn: str
+) -> None:
+    """A version-1 database (before cairn_memory_files) gets the new table, with the
+    namespace policy every table has, when a newer cairn first connects."""
+    from cairn.memory.forget.selection import ForgetPlan, list_forget_candidates
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    setup = machine("setup")
+    setup.refresh()  # its first pull creates the current schema
+    setup.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("DROP TABLE cairn_memory_files")
+        connection.execute("DELETE FROM cairn_memory_schema")
+        connection.execute("INSERT INTO cairn_memory_schema (version) VALUES (1)")
+
+    alice = machine("alice")
+    write(alice, "project/deploy.md", DEPLOY)
+    plan = ForgetPlan("deploy", list_forget_candidates(alice.docs()), "heuristic")
+    assert alice.apply_forget(plan).ok  # its tombstone is a row of the new table
+
+    with psycopg.connect(postgres_dsn) as connection:
+        connection.execute("SELECT set_config('cairn.namespace', 'team', true)")
+        assert _count(connection, "cairn_memory_files") == 1
+        connection.rollback()
+        connection.execute("SELECT set_config('cairn.namespace', 'globex', true)")
+        assert _count(connection, "cairn_memory_files") == 0
+        connection.rollback()
+        versions = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
+    assert versions == (SCHEMA_VERSION,)
+    bob = machine("bob")
+    assert bob.roots.project is not None
+    bob.refresh()
+    assert [t.title for t in read_tombstones(bob.roots.project)] == ["Deploy with make"]

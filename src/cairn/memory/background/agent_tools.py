@@ -13,7 +13,9 @@ built-in tools:
   ``old_string`` must match the current text);
 - only Markdown memory files (and names a caller allows, such as Dream's operations manifest)
   may be written, never the generated ``MEMORY.md``, and only complete memories: front matter
-  with a ``name``, a ``description`` and a known ``type`` (checked before anything is written).
+  with a ``name``, a ``description`` and a known ``type`` (checked before anything is written);
+- a memory stating a fact the user asked to forget is refused (the run's tombstones,
+  :mod:`cairn.memory.forget.tombstones`), unless the file already stated it.
 
 :func:`guarded_write` is that write path on its own: the main agent's memory writes
 (:mod:`cairn.memory.remember`) go through it too.
@@ -30,7 +32,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.abort import AbortSignal
 from cairn.fsutil import read_regular_bytes, read_regular_file
@@ -47,6 +49,9 @@ from cairn.tools.base import (
 )
 from cairn.tools.registry import ToolRegistry, default_registry
 from cairn.vocabulary.tool_names import ToolName
+
+if TYPE_CHECKING:
+    from cairn.memory.forget.tombstones import ForgottenFacts
 
 __all__ = [
     "MEMORY_AGENT_TOOLS",
@@ -92,11 +97,16 @@ def _write_pause() -> float:
 
 
 class MemoryFiles:
-    """The file system of one memory-agent run: atomic writes, and what the agent has read."""
+    """The file system of one memory-agent run: atomic writes, and what the agent has read.
 
-    def __init__(self) -> None:
+    ``forgotten`` (the tombstones the run honours) refuses a write that states a fact the user
+    asked to forget.
+    """
+
+    def __init__(self, *, forgotten: ForgottenFacts | None = None) -> None:
         self.seen: dict[Path, str] = {}  # resolved path -> digest of the content the agent saw
         self.written: list[Path] = []  # resolved paths written, first write first
+        self.forgotten = forgotten
 
     async def read_text(self, path: Path) -> str:
         # In a worker thread, as the session's file system reads: never on the event loop.
@@ -256,7 +266,21 @@ class _CheckedWrites:
         problem = None if self.exempt else memory_file_problem(content)
         if problem is not None:
             raise ToolError(f"{path} was not saved: {problem}. {MEMORY_FORMAT_HINT}")
+        forgotten = self.files.forgotten
+        if forgotten and not self.exempt:
+            previous = await asyncio.to_thread(_current_text, path)
+            refusal = forgotten.refusal(content, previous)
+            if refusal is not None:
+                raise ToolError(f"{path} was not saved: {refusal}")
         await self.files.write_text(path, content)
+
+
+def _current_text(path: Path) -> str | None:
+    """The text ``path`` holds now (None when it does not exist or cannot be read)."""
+    try:
+        return read_regular_bytes(path, limit=MAX_TEXT_FILE_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def _write_target(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path]:
@@ -272,10 +296,14 @@ def _write_target(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, Path
 
 
 def memory_agent_registry(
-    *, allow_shell: bool = True, allowed_names: Sequence[str] = ()
+    *,
+    allow_shell: bool = True,
+    allowed_names: Sequence[str] = (),
+    forgotten: ForgottenFacts | None = None,
 ) -> tuple[ToolRegistry, MemoryFiles]:
-    """The memory agents' tools and the file system their writes go through."""
-    files = MemoryFiles()
+    """The memory agents' tools and the file system their writes go through (refusing the
+    facts in ``forgotten``)."""
+    files = MemoryFiles(forgotten=forgotten)
     names = [n for n in MEMORY_AGENT_TOOLS if allow_shell or n != ToolName.SHELL]
     base = default_registry().subset(names)
     allowed = frozenset(allowed_names)

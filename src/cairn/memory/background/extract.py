@@ -10,7 +10,9 @@ coalesces requests). In order:
 3. the extraction agent (:func:`cairn.agent.subagent.run_subagent`, purpose ``extract``) on the
    session's model, over the recent conversation with every ``<system-reminder>`` block (recalled
    memory included) and hook context removed, so a recalled memory is never saved again as a new
-   fact; it may write only inside the project and user memory roots (never ``pinned/``);
+   fact; it may write only inside the project and user memory roots (never ``pinned/``), and
+   never a fact the user asked to forget (:mod:`cairn.memory.forget.tombstones`) unless a
+   message after the cursor states it again;
 4. with the root locks held: indexes rebuilt from disk, the audit trail, ``meta.json``, and the
    cursor, moved to the end only when the agent wrote a file or called a tool (a model that
    answers without tools retries the same messages next turn).
@@ -45,6 +47,7 @@ from cairn.memory.background.tasks import (
     written_files,
 )
 from cairn.memory.document import MemoryDoc, MemoryScope
+from cairn.memory.forget.tombstones import ForgottenFacts
 from cairn.memory.prompt import MEMORY_AGENT_RULES
 from cairn.memory.store.history import HistoryEntry, append_history
 from cairn.memory.store.locks import hold_roots, hold_roots_async
@@ -63,6 +66,7 @@ __all__ = [
     "extraction_history",
     "extraction_system_prompt",
     "has_new_user_messages",
+    "new_user_messages",
     "record_written",
     "run_extract",
     "strip_injected_context",
@@ -130,6 +134,15 @@ def _is_user_message(entry: Content) -> bool:
 
 def has_new_user_messages(history: Sequence[Content], start: int) -> bool:
     return any(_is_user_message(entry) for entry in history[start:])
+
+
+def new_user_messages(history: Sequence[Content], start: int) -> list[str]:
+    """What the user wrote in ``history[start:]`` (injected context removed), one per message."""
+    return [
+        " ".join(strip_injected_context(p.text) for p in entry.parts if isinstance(p, Text))
+        for entry in history[start:]
+        if _is_user_message(entry)
+    ]
 
 
 def _clean_part(part: Part) -> Part | None:
@@ -229,28 +242,32 @@ memory rather than writing a duplicate.
 
 
 def extraction_system_prompt(
-    roots: Sequence[tuple[MemoryScope, Path]], docs: Sequence[MemoryDoc], *, max_turns: int
+    roots: Sequence[tuple[MemoryScope, Path]],
+    docs: Sequence[MemoryDoc],
+    *,
+    max_turns: int,
+    forgotten: str = "",
 ) -> str:
-    """Rules, both memory folders (absolute paths) and the existing memories."""
+    """Rules, both memory folders (absolute paths), the existing memories and the facts the
+    user asked to forget (``forgotten``, a prompt block)."""
     folders = "\n".join(f"- {scope} memory: {root}{os.sep}" for scope, root in roots)
-    return "\n\n".join(
-        [
-            _EXTRACT_RULES,
-            "## Memory folders\n\n"
-            f"{folders}\n\n"
-            "Pick the folder by the memory's type (see the types below). One memory per file, "
-            "in its type's subfolder: `user/`, `feedback/`, `project/` or `reference/`. Use "
-            "absolute paths.",
-            "## Tools\n\n"
-            "read_file, grep_search, glob, run_shell_command (read-only commands only), "
-            f"write_file and edit. You have at most {max_turns} turns: issue every read you "
-            "need in one turn, then every write in the next. `edit` needs the exact current "
-            "text; `write_file` over an existing memory needs a `read_file` of it first.",
-            MEMORY_AGENT_RULES,
-            "## Existing memory files\n\n"
-            + existing_memories_block(docs, [scope for scope, _ in roots]),
-        ]
-    )
+    sections = [
+        _EXTRACT_RULES,
+        "## Memory folders\n\n"
+        f"{folders}\n\n"
+        "Pick the folder by the memory's type (see the types below). One memory per file, "
+        "in its type's subfolder: `user/`, `feedback/`, `project/` or `reference/`. Use "
+        "absolute paths.",
+        "## Tools\n\n"
+        "read_file, grep_search, glob, run_shell_command (read-only commands only), "
+        f"write_file and edit. You have at most {max_turns} turns: issue every read you "
+        "need in one turn, then every write in the next. `edit` needs the exact current "
+        "text; `write_file` over an existing memory needs a `read_file` of it first.",
+        MEMORY_AGENT_RULES,
+        "## Existing memory files\n\n"
+        + existing_memories_block(docs, [scope for scope, _ in roots]),
+    ]
+    return "\n\n".join([*sections, forgotten] if forgotten else sections)
 
 
 EXTRACT_TASK = (
@@ -352,11 +369,21 @@ async def run_extract(request: ExtractRequest, space: MemorySpace) -> ExtractOut
             write_cursor(state_dir, ExtractCursor(request.session_id, len(history)), now=now)
         return ExtractOutcome("skipped", "no_new_messages", cursor_advanced=True)
     roots[0][1].mkdir(parents=True, exist_ok=True)  # the agent's working folder
-    return await _run_agent(request, space, roots)
+    # A forgotten fact stays forgotten unless the user states it again in a message no earlier
+    # extraction saw (one after the cursor, so one written after the forget).
+    forgotten = await asyncio.to_thread(
+        ForgottenFacts.load,
+        [root for _, root in roots],
+        new_messages=new_user_messages(history, start),
+    )
+    return await _run_agent(request, space, roots, forgotten)
 
 
 async def _run_agent(
-    request: ExtractRequest, space: MemorySpace, roots: list[tuple[MemoryScope, Path]]
+    request: ExtractRequest,
+    space: MemorySpace,
+    roots: list[tuple[MemoryScope, Path]],
+    forgotten: ForgottenFacts,
 ) -> ExtractOutcome:
     from cairn.agent.subagent import run_subagent  # the agent loop: only when a run happens
 
@@ -364,7 +391,7 @@ async def _run_agent(
     max_turns, timeout = agent_limits(
         settings, default_turns=EXTRACT_MAX_TURNS, default_minutes=EXTRACT_TIMEOUT_MINUTES
     )
-    registry, files = memory_agent_registry()
+    registry, files = memory_agent_registry(forgotten=forgotten)
     ctx = memory_agent_context(
         workspace=roots[0][1],
         writable=[root for _, root in roots],
@@ -381,7 +408,9 @@ async def _run_agent(
             provider=request.runtime.provider,
             settings=settings,
             purpose=EXTRACT_PURPOSE,
-            system_prompt=extraction_system_prompt(roots, docs, max_turns=max_turns),
+            system_prompt=extraction_system_prompt(
+                roots, docs, max_turns=max_turns, forgotten=forgotten.prompt_block()
+            ),
             task=EXTRACT_TASK,
             registry=registry,
             ctx=ctx,
@@ -405,16 +434,30 @@ async def _run_agent(
         _log.warning(f"extraction failed: {outcome.error}")
     outcome.files = written_files(files.written, roots)
     outcome.created = [f.label for f in outcome.files if f.label not in existing]
-    await _finish(request, space, outcome)
+    await _finish(request, space, outcome, forgotten)
     return outcome
 
 
-async def _finish(request: ExtractRequest, space: MemorySpace, outcome: ExtractOutcome) -> None:
-    """Indexes, audit trail, meta.json and cursor, with the root locks held."""
+async def _finish(
+    request: ExtractRequest,
+    space: MemorySpace,
+    outcome: ExtractOutcome,
+    forgotten: ForgottenFacts | None = None,
+) -> None:
+    """Indexes, audit trail, meta.json and cursor, with the root locks held; the tombstones
+    of forgotten facts the user stated again and this run saved are removed."""
     progress = bool(outcome.files) or outcome.tool_calls > 0
     now = space.clock()
     async with hold_roots_async(_all_roots(space)):
-        record_written(space, outcome.files, operation="extract", session_id=request.session_id)
+        restated = forgotten.release() if forgotten is not None and outcome.files else []
+        detail = "; ".join(f"stated again after a forget: {t.title}" for t in restated)
+        record_written(
+            space,
+            outcome.files,
+            operation="extract",
+            session_id=request.session_id,
+            detail=detail,
+        )
         if outcome.status == "completed":
             record_extraction(
                 space.roots.state_dir,

@@ -75,6 +75,7 @@ class ForgetCandidate:
     entry_index: int | None  # None: the whole file
     mtime: float
     search_text: str  # lower-cased text the substring fallback matches
+    description: str = ""  # the memory's description (a whole file only)
 
     @property
     def label(self) -> str:
@@ -149,6 +150,7 @@ def _candidate(
         entry_index=index,
         mtime=doc.mtime,
         search_text=normalize_summary(search_text),
+        description=doc.description if index is None else "",
     )
 
 

@@ -3,9 +3,11 @@ such change comes back.
 
 Applying a forget plan never deletes anything: a removed file, or the original of a multi-entry
 file whose other entries are rewritten in place, moves to ``<root>/.trash/<id>/<relpath>`` beside
-a ``manifest.json``; :func:`trash_files` does the same for whole files Dream deletes.
-:func:`restore_last_forget` puts the most recent one back, refusing when a file it would restore
-exists again (or, for a rewritten file, was changed since).
+a ``manifest.json``, and each forgotten entry leaves a tombstone
+(:mod:`~cairn.memory.forget.tombstones`); :func:`trash_files` moves whole files Dream deletes
+(no tombstone: a merge is not a forget). :func:`restore_last_forget` puts the most recent one
+back and removes its tombstones, refusing when a file it would restore exists again (or, for a
+rewritten file, was changed since).
 """
 
 from __future__ import annotations
@@ -25,6 +27,14 @@ from cairn.debug_log import get_logger
 from cairn.fsutil import atomic_write_bytes, atomic_write_json
 from cairn.memory.document import MemoryScope
 from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan, normalize_summary
+from cairn.memory.forget.tombstones import (
+    TOMBSTONES_FILE_NAME,
+    Statement,
+    Tombstone,
+    add_tombstones,
+    read_tombstones,
+    remove_tombstones,
+)
 from cairn.memory.store.entries import MemoryEntry, parse_entries, render_entries
 from cairn.vocabulary.events import MemoryChanged
 
@@ -176,9 +186,10 @@ def _group_by_file(
 
 
 def apply_forget_plan(
-    plan: ForgetPlan, roots: Mapping[MemoryScope, Path], *, now: float
+    plan: ForgetPlan, roots: Mapping[MemoryScope, Path], *, now: float, session_id: str = ""
 ) -> ForgetReport:
-    """Move the plan's entries to the trash. Per-file failures are reported and skipped."""
+    """Move the plan's entries to the trash and leave a tombstone for each (so Extract and
+    Dream never learn them again). Per-file failures are reported and skipped."""
     if not plan.matches:
         return ForgetReport(False, f"No memory entries matched: {plan.query}")
     trash_id = _unique_trash_id(roots, now)
@@ -209,9 +220,39 @@ def apply_forget_plan(
             trash_dir / MANIFEST_NAME, _manifest(trash_id, scope, plan.query, now, done)
         )
         report.trash.append(trash_dir)
+        _leave_tombstones(roots[scope], scope, trash_id, plan.query, done, now, session_id)
     report.ok = report.entries > 0
     report.message = _forget_message(report, plan.query)
     return report
+
+
+def _leave_tombstones(
+    root: Path,
+    scope: MemoryScope,
+    trash_id: str,
+    query: str,
+    outcomes: Sequence[_Outcome],
+    now: float,
+    session_id: str,
+) -> None:
+    removed = [c for outcome in outcomes for c in outcome.removed]
+    tombstones = [
+        Tombstone.of(
+            Statement(c.title, c.description, c.summary),
+            id=f"{trash_id}:{n}",
+            forgotten_at=now,
+            scope=scope,
+            relative_path=c.relative_path,
+            query=query,
+            trash_id=trash_id,
+            session_id=session_id,
+        )
+        for n, c in enumerate(removed)
+    ]
+    try:
+        add_tombstones(root, tombstones)
+    except OSError as error:  # the forget itself is done; say it may not stick
+        _log.warning(f"{root / TOMBSTONES_FILE_NAME}: tombstones not written ({error})")
 
 
 def _manifest(
@@ -354,9 +395,17 @@ def _restore_conflict(source: Path, target: Path, record: Mapping[str, Any], lab
     return f"{label} exists again; restoring would overwrite it"
 
 
+def _remove_tombstones_of(root: Path, trash_id: str) -> None:
+    try:
+        ids = [t.id for t in read_tombstones(root) if t.trash_id == trash_id]
+        remove_tombstones(root, ids)
+    except OSError as error:  # restored; only the tombstone stays (the fact stays unlearnable)
+        _log.warning(f"{root / TOMBSTONES_FILE_NAME}: tombstones not removed ({error})")
+
+
 def restore_last_forget(roots: Mapping[MemoryScope, Path]) -> ForgetReport:
-    """Put the most recent forget (or Dream deletion) back, or refuse, changing nothing, when
-    that is unsafe."""
+    """Put the most recent forget (or Dream deletion) back and remove its tombstones, or
+    refuse, changing nothing, when that is unsafe."""
     recorded = _recorded_forgets(roots)
     if not recorded:
         return ForgetReport(
@@ -380,6 +429,7 @@ def restore_last_forget(roots: Mapping[MemoryScope, Path]) -> ForgetReport:
         report.entries += entries
     for forget in forgets:
         shutil.rmtree(forget.folder, ignore_errors=True)
+        _remove_tombstones_of(forget.root, forget.folder.name)
     noun = "entry" if report.entries == 1 else "entries"
     report.message = f"Restored {report.entries} memory {noun} to: {', '.join(report.files)}."
     return report

@@ -235,3 +235,28 @@ async def test_dream_deletions_go_to_the_trash_and_restore_brings_them_back(
 
     assert restored.ok and old.read_bytes() == original
     assert "old-deploy.md" in (project.memory / "MEMORY.md").read_text()
+
+
+async def test_a_dream_never_re_derives_a_fact_the_user_asked_to_forget(
+    new_project: ProjectFactory,
+) -> None:
+    from cairn.memory.forget.tombstones import Statement, Tombstone, add_tombstones
+
+    project = new_project()
+    write_memory(project.memory, "feedback/style.md", "Style", "Keep lines short.")
+    forgotten = Statement("Tabs", "Tabs", "Indent with tabs, never spaces.")
+    add_tombstones(
+        project.user_memory,
+        [Tombstone.of(forgotten, id="t", forgotten_at=0, scope="user", relative_path="x")],
+    )
+    derived = project.memory / "feedback" / "indentation.md"
+    project.server.handler = agent_script(
+        "dream", writes((str(derived), memory_file("Tabs", "Indent with tabs, never spaces.")))
+    )
+
+    report = await project.manager.run_dream_now(session_id=SESSION, runtime=project.runtime)
+
+    assert not derived.exists() and report.created == []
+    [first, follow_up] = project.requests("dream")
+    assert "## Forgotten at the user's request" in (first.system or "")
+    assert any("asked to forget this" in message for message in tool_messages(follow_up))

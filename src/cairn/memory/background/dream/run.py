@@ -10,6 +10,7 @@ rebuilds the indexes, writes the audit trail and ``meta.json`` (``lastDreamAt``,
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -40,6 +41,7 @@ from cairn.memory.background.tasks import (
     written_files,
 )
 from cairn.memory.document import MemoryDoc
+from cairn.memory.forget.tombstones import ForgottenFacts
 from cairn.memory.paths import TYPE_FOLDERS
 from cairn.memory.prompt import MEMORY_AGENT_RULES
 from cairn.memory.store.locks import hold_roots_async
@@ -125,7 +127,12 @@ Finally, answer with one line saying what you changed."""
 
 
 def dream_system_prompt(
-    root: Path, chats_dir: Path, docs: Sequence[MemoryDoc], *, max_turns: int
+    root: Path,
+    chats_dir: Path,
+    docs: Sequence[MemoryDoc],
+    *,
+    max_turns: int,
+    forgotten: str = "",
 ) -> str:
     project = [doc for doc in docs if doc.scope == "project"]
     long_ones = [doc.relative_path for doc in project if len(doc.body) > DREAM_SPLIT_CHARS]
@@ -140,6 +147,7 @@ def dream_system_prompt(
             _dream_steps(root, chats_dir, max_turns),
             MEMORY_AGENT_RULES,
             f"## Memory files\n\n{listing}",
+            *([forgotten] if forgotten else []),
         ]
     )
 
@@ -272,7 +280,11 @@ async def _dream_locked(
     max_turns, timeout = agent_limits(
         runtime.settings, default_turns=DREAM_MAX_TURNS, default_minutes=DREAM_TIMEOUT_MINUTES
     )
-    registry, files = memory_agent_registry(allowed_names=[OPERATIONS_FILE_NAME])
+    # Consolidation never re-derives a fact the user asked to forget (from either root).
+    forgotten = await asyncio.to_thread(ForgottenFacts.load, [r for _, r in space.writable_roots()])
+    registry, files = memory_agent_registry(
+        allowed_names=[OPERATIONS_FILE_NAME], forgotten=forgotten
+    )
     ctx = memory_agent_context(
         workspace=root,
         writable=[root],
@@ -295,7 +307,13 @@ async def _dream_locked(
             provider=runtime.provider,
             settings=runtime.settings,
             purpose=DREAM_PURPOSE,
-            system_prompt=dream_system_prompt(root, runtime.chats_dir, docs, max_turns=max_turns),
+            system_prompt=dream_system_prompt(
+                root,
+                runtime.chats_dir,
+                docs,
+                max_turns=max_turns,
+                forgotten=forgotten.prompt_block(),
+            ),
             task=DREAM_TASK,
             registry=registry,
             ctx=ctx,

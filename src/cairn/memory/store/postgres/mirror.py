@@ -3,8 +3,9 @@
 Recall, the prompt section and the memory agents read memory files; with the PostgreSQL backend
 they read a mirror folder that holds, file for file, what the database holds for one scope of one
 namespace (a :class:`Shard`): the memories, ``MEMORY.md``, the audit trail ``.history.jsonl``,
-the ``.trash/`` folders and, for the project scope, the state files (``meta.json``,
-``extract-cursor.json`` …). The database is the source of truth:
+the ``.trash/`` folders, the tombstones ``.forgotten.jsonl``, the version logs ``.versions/``
+and, for the project scope, the state files (``meta.json``, ``extract-cursor.json`` …). The
+database is the source of truth:
 
 - :func:`pull` brings the mirror up to date: every row changed since the last pull (a larger
   ``seq``) is written to its file, a tombstone removes its file;
@@ -40,6 +41,10 @@ __all__ = ["SYNC_FILE_NAME", "Shard", "local_changes", "path_of", "pull", "push"
 SYNC_FILE_NAME = ".sync.json"
 HISTORY_NAME = ".history.jsonl"
 TRASH_NAME = ".trash"
+# The other dot files cairn keeps in a memory root: the tombstones of forgotten facts, and the
+# version logs of memories (one file each under .versions/). Stored in cairn_memory_files.
+KEPT_FILE_NAMES = (".forgotten.jsonl",)
+KEPT_FOLDERS = (".versions",)
 _MEMORY_SUFFIX = ".md"
 _STATE_SUFFIX = ".json"
 _RACY_NS = 2_000_000_000  # a file modified this recently is compared by content, not by stat
@@ -109,8 +114,9 @@ def _trusted(signature: tuple[int, int, int]) -> bool:
 
 # --- the files of a shard ----------------------------------------------------------------------
 #
-# Keys name a file in one of four areas: "doc:<relpath>" (a memory, MEMORY.md included as
-# "index:"), "history:", "trash:<relpath under .trash>", "state:<name>".
+# Keys name a file in one of five areas: "doc:<relpath>" (a memory, MEMORY.md included as
+# "index:"), "history:", "trash:<relpath under .trash>", "state:<name>", and "file:<relpath>"
+# for the other files cairn keeps in a root (KEPT_FILE_NAMES, and what is under KEPT_FOLDERS).
 
 
 def _digest(data: bytes) -> str:
@@ -137,6 +143,22 @@ def _trash_files(root: Path) -> Iterator[str]:
                 yield path.relative_to(trash).as_posix()
 
 
+def _kept_files(root: Path) -> Iterator[str]:
+    """The tombstones and version logs of ``root`` (temp files of atomic writes skipped)."""
+    for name in KEPT_FILE_NAMES:
+        path = root / name
+        if path.is_file() and not path.is_symlink():
+            yield name
+    for kept in KEPT_FOLDERS:
+        for folder, dirs, names in os.walk(root / kept):
+            dirs.sort()
+            for name in sorted(names):
+                path = Path(folder, name)
+                temp = name.startswith(".") and name.endswith(".tmp")
+                if not temp and path.is_file() and not path.is_symlink():
+                    yield path.relative_to(root).as_posix()
+
+
 def shard_files(shard: Shard) -> dict[str, Path]:
     """Every file of ``shard`` the database holds, by key."""
     files: dict[str, Path] = {}
@@ -152,6 +174,8 @@ def shard_files(shard: Shard) -> dict[str, Path]:
             files["history:"] = history
         for relative in _trash_files(shard.root):
             files[f"trash:{relative}"] = shard.root / TRASH_NAME / relative
+        for relative in _kept_files(shard.root):
+            files[f"file:{relative}"] = shard.root / relative
     if shard.state_dir is not None and shard.state_dir.is_dir():
         for entry in sorted(shard.state_dir.iterdir()):
             if entry.is_file() and entry.suffix == _STATE_SUFFIX and not entry.name.startswith("."):
@@ -173,7 +197,15 @@ def path_of(shard: Shard, key: str) -> Path | None:
         return shard.root / TRASH_NAME / relative
     if area == "state" and shard.state_dir is not None and "/" not in relative:
         return shard.state_dir / relative
+    if area == "file" and _kept(relative):
+        return shard.root / relative
     return None
+
+
+def _kept(relative: str) -> bool:
+    """Whether a ``file:`` row names a file cairn keeps (never a memory, never elsewhere)."""
+    first = relative.split("/", 1)[0]
+    return relative in KEPT_FILE_NAMES or (first in KEPT_FOLDERS and "/" in relative)
 
 
 # --- pull: database -> mirror --------------------------------------------------------------------
@@ -218,6 +250,13 @@ def _changed_rows(
     )
     for path, content, seq in cursor.fetchall():
         yield f"trash:{path}", content, 0.0, seq
+    cursor.execute(
+        "SELECT path, content, seq FROM cairn_memory_files WHERE namespace = %s AND scope = %s "
+        "AND seq > %s",
+        args,
+    )
+    for path, content, seq in cursor.fetchall():
+        yield f"file:{path}", content, 0.0, seq
     if shard.state_dir is not None:
         cursor.execute(
             "SELECT name, content, seq FROM cairn_memory_state WHERE namespace = %s AND seq > %s",
@@ -349,6 +388,13 @@ def _upsert(
     elif area == "trash":
         cursor.execute(
             "INSERT INTO cairn_memory_trash (namespace, scope, path, content, seq) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (namespace, scope, path) DO UPDATE SET "
+            "content = EXCLUDED.content, seq = EXCLUDED.seq",
+            (ns, scope, relative, data, seq),
+        )
+    elif area == "file":
+        cursor.execute(
+            "INSERT INTO cairn_memory_files (namespace, scope, path, content, seq) "
             "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (namespace, scope, path) DO UPDATE SET "
             "content = EXCLUDED.content, seq = EXCLUDED.seq",
             (ns, scope, relative, data, seq),

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "TABLES", "ensure_schema"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: cairn_memory_files (tombstones, version logs)
 TABLES = (
     "cairn_memory_namespaces",
     "cairn_memory_docs",
@@ -37,6 +37,7 @@ TABLES = (
     "cairn_memory_history",
     "cairn_memory_trash",
     "cairn_memory_state",
+    "cairn_memory_files",
 )
 _MIGRATION_LOCK = 0x6361_6972_6E00  # pg_advisory_xact_lock key while creating the tables
 
@@ -95,6 +96,18 @@ CREATE TABLE IF NOT EXISTS cairn_memory_trash (
     PRIMARY KEY (namespace, scope, path)
 );
 
+-- The other files cairn keeps in a memory root, by path in the root: the tombstones of
+-- forgotten facts (.forgotten.jsonl) and one version log per memory (.versions/<path>.jsonl).
+CREATE TABLE IF NOT EXISTS cairn_memory_files (
+    namespace text NOT NULL,
+    scope text NOT NULL,
+    path text NOT NULL,
+    content bytea,
+    seq bigint NOT NULL,
+    PRIMARY KEY (namespace, scope, path)
+);
+CREATE INDEX IF NOT EXISTS cairn_memory_files_seq ON cairn_memory_files (namespace, seq);
+
 -- meta.json, extract-cursor.json and the other state files of the namespace.
 CREATE TABLE IF NOT EXISTS cairn_memory_state (
     namespace text NOT NULL,
@@ -121,14 +134,20 @@ def _policies() -> str:
 
 
 def ensure_schema(connection: psycopg.Connection[Any]) -> None:
-    """Create the tables and policies when missing (idempotent; concurrent callers wait)."""
+    """Create the tables and policies when missing, or bring an older schema up to this
+    version (idempotent; concurrent callers wait).
+
+    Every version so far only adds tables: the upgrade is the same ``CREATE … IF NOT EXISTS``
+    as a new database, then the policies for every table again (they are idempotent), so a
+    table a newer version added is never left without row-level security.
+    """
     if _current(connection):  # the common case: no lock, no DDL
         return
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         connection.execute(_DDL)
         found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
-        if found is None or found[0] is None:
+        if found is None or found[0] is None or found[0] < SCHEMA_VERSION:
             connection.execute(_policies())
             connection.execute(
                 "INSERT INTO cairn_memory_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
@@ -142,4 +161,4 @@ def _current(connection: psycopg.Connection[Any]) -> bool:
         if table is None or table[0] is None:
             return False
         found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
-    return found is not None and found[0] == SCHEMA_VERSION
+    return found is not None and found[0] is not None and found[0] >= SCHEMA_VERSION
