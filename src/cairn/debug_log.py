@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TextIO
 
-from cairn.config.paths import debug_dir
+from cairn.config.paths import debug_dir, log_folder_moves_to
 
 __all__ = [
     "MAX_PENDING_LINES",
@@ -169,3 +169,6 @@ class DebugLogger:
 
 def get_logger(tag: str) -> DebugLogger:
     return DebugLogger(tag)
+
+
+log_folder_moves_to(get_logger("CONFIG"))

@@ -355,3 +355,15 @@ def test_without_git_checkpoints_say_why(monkeypatch: pytest.MonkeyPatch, tmp_pa
     reason = git_unavailable_reason()
 
     assert reason is not None and "git is not installed" in reason
+
+
+def test_a_checkpoint_is_never_restored_onto_another_work_tree(repo: Path, tmp_path: Path) -> None:
+    """Regression (issue 24, data loss): two projects sharing one store (their paths differed
+    only in punctuation) restored each other's checkpoints, deleting files."""
+    store = tmp_path / "shared" / "checkpoints"
+    twin = make_repository(tmp_path / "twin", {"theirs.txt": "theirs\n"})
+    taken = ShadowRepository(repo, store).snapshot("before turn 1")
+    twin_before = tree_state(twin)
+    with pytest.raises(CheckpointError, match=r"was taken of .*work.*nothing was restored"):
+        ShadowRepository(twin, store).restore(taken.commit)
+    assert tree_state(twin) == twin_before

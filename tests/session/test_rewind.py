@@ -383,3 +383,29 @@ async def test_a_plan_mode_turn_prepares_nothing(rig: Rig) -> None:
     shadow, reason = shadow_repository(rig.repo, rig.session.settings.general.checkpointing)
     assert shadow is not None, reason
     assert not shadow.is_prepared()
+
+
+async def test_a_recording_from_another_folder_never_restores_code_here(
+    rig: Rig, tmp_path: Path
+) -> None:
+    """Regression (issue 24, data loss): with one folder shared by two projects, `cairn rewind`
+    in one took the other's newest session and restored its checkpoint here. A store of an
+    earlier cairn does not say which work tree a checkpoint is of; the recording does."""
+    from cairn.session.rewind import recorded_rewinder
+
+    await _three_turns(rig)
+    await rig.session.close()
+    recording = rig.runtime.chats_dir / f"{rig.session.id}.jsonl"
+    lines = recording.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["cwd"] = str(tmp_path / "a.b")  # the twin's folder
+    recording.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    for meta in (checkpoints_dir(rig.repo) / "meta").glob("*.json"):  # an earlier store
+        data = json.loads(meta.read_text())
+        data.pop("workTree")
+        meta.write_text(json.dumps(data))
+    before = tree_state(rig.repo)
+    rewinder = recorded_rewinder(rig.repo, rig.session.id, rig.runtime.settings)
+    with pytest.raises(RewindError, match=r"ran in .*a\.b, not in .*repo"):
+        rewinder.rewind(1, "code")
+    assert tree_state(rig.repo) == before

@@ -7,9 +7,11 @@
     <base>/projects/<key>/memory/         project memory root
     <project>/.cairn/memory/              project memory root when CAIRN_MEMORY_LOCAL=1
 
-``<base>`` is ``CAIRN_MEMORY_BASE_DIR`` when set, else ``$CAIRN_HOME``. ``<key>`` is the nearest git
-root with every non-alphanumeric character turned into ``-``; with
-``CAIRN_MEMORY_PROJECT_SCOPE=workspace`` it is the workspace folder itself.
+``<base>`` is ``CAIRN_MEMORY_BASE_DIR`` when set, else ``$CAIRN_HOME``. ``<key>`` names the nearest
+git root (with ``CAIRN_MEMORY_PROJECT_SCOPE=workspace``, the workspace folder itself): the
+project key of :func:`cairn.config.paths.project_key` in a base inside ``$CAIRN_HOME``; in a base
+elsewhere, which another tool may share, the reference's key (every non-alphanumeric character
+turned into ``-``), as Qwen Code names it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn.config.paths import cairn_home, find_git_root, project_key
+from cairn.config.paths import cairn_home, find_git_root, project_dir, reference_project_key
 from cairn.debug_log import get_logger
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "MemoryRoots",
     "memory_base",
     "memory_roots",
+    "namespace_key",
 ]
 
 BASE_DIR_ENV = "CAIRN_MEMORY_BASE_DIR"
@@ -87,13 +90,26 @@ def _key_folder(project_root: Path, environ: Mapping[str, str]) -> Path:
     return find_git_root(workspace) or workspace
 
 
+def namespace_key(project_root: Path, environ: Mapping[str, str] = os.environ) -> str:
+    """The reference's key of the project's key folder: the default PostgreSQL namespace, as
+    it has always been (a database keeps the namespaces it was filled under)."""
+    return reference_project_key(_key_folder(project_root, environ))
+
+
+def _state_dir(base: Path, folder: Path, environ: Mapping[str, str]) -> Path:
+    home = cairn_home(environ)
+    if base == home or home in base.parents:  # cairn's own: the unambiguous key
+        return project_dir(folder, base)
+    return base / "projects" / reference_project_key(folder)
+
+
 def memory_roots(project_root: Path, *, environ: Mapping[str, str] = os.environ) -> MemoryRoots:
     """The memory roots of the project at ``project_root`` (a workspace folder).
 
     ``project`` is None when ``project_root`` is not an existing folder.
     """
     base = memory_base(environ)
-    state_dir = base / "projects" / project_key(_key_folder(project_root, environ))
+    state_dir = _state_dir(base, _key_folder(project_root, environ), environ)
     project: Path | None = state_dir / "memory"
     if environ.get(LOCAL_ENV, "").strip().lower() in _TRUE_VALUES:
         project = project_root.resolve() / ".cairn" / "memory"

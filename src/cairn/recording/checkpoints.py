@@ -276,6 +276,7 @@ class ShadowRepository:
         """
         with self._locked():
             self._require_commit(target)
+            self._require_own(target)
             undo = self._snapshot(message)
             report = RestoreReport(target=target, undo=undo)
             skipped_then, folders_then = self._meta(target)
@@ -317,6 +318,7 @@ class ShadowRepository:
             head is not None
             and head_tree == staged.tree
             and self._meta(head) == (list(staged.skipped), list(staged.folders))
+            and self._meta_field(head, "workTree") in (None, str(self.work_tree))
         ):
             return Checkpoint(
                 head, staged.files, staged.bytes, staged.skipped, True, staged.folders
@@ -482,6 +484,7 @@ class ShadowRepository:
     def _write_meta(self, commit: str, staged: _Staged) -> None:
         data = {
             "commit": commit,
+            "workTree": str(self.work_tree),
             "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "files": staged.files,
             "bytes": staged.bytes,
@@ -490,14 +493,19 @@ class ShadowRepository:
         }
         atomic_write_json(self.meta_dir / f"{commit}.json", data, durable=False)
 
-    def _meta(self, commit: str) -> tuple[list[SkippedFile], list[str]]:
-        """What snapshot ``commit`` skipped and its file-less folders (empty if unreadable)."""
+    def _meta_data(self, commit: str) -> dict[str, object]:
         try:
             data = json.loads((self.meta_dir / f"{commit}.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return [], []
-        if not isinstance(data, dict):
-            return [], []
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _meta_field(self, commit: str, name: str) -> object:
+        return self._meta_data(commit).get(name)
+
+    def _meta(self, commit: str) -> tuple[list[SkippedFile], list[str]]:
+        """What snapshot ``commit`` skipped and its file-less folders (empty if unreadable)."""
+        data = self._meta_data(commit)
         entries, folders = data.get("skipped"), data.get("folders")
         skipped = [
             SkippedFile(entry[0], entry[1])
@@ -545,6 +553,16 @@ class ShadowRepository:
     def _require_commit(self, commit: str) -> None:
         if not self.exists(commit):
             raise CheckpointError(f"checkpoint {commit[:12]} is not in {self.git_dir}")
+
+    def _require_own(self, commit: str) -> None:
+        """A snapshot goes back only onto the work tree it was taken of (a snapshot of an
+        earlier cairn, which did not record it, is trusted to be this one's)."""
+        taken_of = self._meta_field(commit, "workTree")
+        if isinstance(taken_of, str) and taken_of != str(self.work_tree):
+            raise CheckpointError(
+                f"checkpoint {commit[:12]} was taken of {taken_of}, not of {self.work_tree}; "
+                "nothing was restored"
+            )
 
     def _paths(self, *args: str) -> list[str]:
         out = self._git(*args)

@@ -256,6 +256,12 @@ class Rewinder:
     def _restore(self, commit: str, message: str) -> RestoreReport:
         if self.shadow is None:
             raise RewindError(f"code cannot be restored: {self.off_reason}")
+        ran_in = _recorded_folder(self.recording)
+        root = self.shadow.work_tree
+        if ran_in is not None and ran_in != root and root not in ran_in.parents:
+            raise RewindError(
+                f"this session ran in {ran_in}, not in {root}; its code is not restored here"
+            )
         try:
             return self.shadow.restore(commit, message=message)
         except CheckpointError as exc:
@@ -290,6 +296,18 @@ class Rewinder:
             return load_session(self.recording)
         except SessionLoadError as exc:
             raise RewindError(str(exc)) from None
+
+
+def _recorded_folder(recording: Path) -> Path | None:
+    """The folder a recorded session ran in (its first record's ``cwd``), if it says."""
+    import json
+
+    try:
+        with recording.open("rb") as handle:
+            cwd = json.loads(handle.readline(1 << 20)).get("cwd")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return Path(cwd).resolve() if isinstance(cwd, str) and cwd.startswith("/") else None
 
 
 def _restore_summary(report: RestoreReport) -> str:

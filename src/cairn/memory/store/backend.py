@@ -15,6 +15,7 @@ which one holds the memory. The difference is in the writes and the locks:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cairn.config.settings import Settings
-from cairn.memory.paths import MemoryRoots, memory_roots
+from cairn.memory.paths import MemoryRoots, memory_roots, namespace_key
 
 __all__ = [
     "TENANTS_FOLDER",
@@ -119,7 +120,8 @@ def open_backend(
     from cairn.memory.store.locks import serve_from_database
     from cairn.memory.store.postgres.backend import PostgresBackend, backend_config
 
-    config = backend_config(settings, environ, default_namespace=lambda: roots.state_dir.name)
+    default = functools.partial(namespace_key, project_root, environ)
+    config = backend_config(settings, environ, default_namespace=default)
     if tenant is not None:
         config = config.for_tenant(tenant)
     backend = PostgresBackend(config, base=roots.base, user_root=roots.user)
