@@ -82,3 +82,21 @@ async def test_a_tenant_never_reaches_another_tenants_session(
             f"acme/chats/{session_id}.jsonl",
             f"globex/chats/{session_id}.jsonl",
         ]
+
+
+async def test_a_tenant_reaches_the_model_routes_of_its_own_session(
+    start_daemon: StartDaemon,
+) -> None:
+    """Regression (#24): GET and POST /session/{id}/model looked the session up without the
+    tenant, so on a daemon serving tenants they answered 404 to the session's own tenant."""
+    daemon = await start_daemon(token=TOKEN, tenant_header=HEADER)
+    async with tenant(daemon, "acme") as acme, tenant(daemon, "globex") as globex:
+        session_id = (await acme.post("/session", json={})).json()["sessionId"]
+        models = await acme.get(f"/session/{session_id}/model")
+        chosen = models.json()["currentModelId"]
+        switched = await acme.post(f"/session/{session_id}/model", json={"modelId": chosen})
+        foreign = await globex.get(f"/session/{session_id}/model")
+
+    assert models.status_code == 200, models.text
+    assert (switched.status_code, switched.json()["modelId"]) == (200, chosen)
+    assert foreign.status_code == 404

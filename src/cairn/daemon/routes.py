@@ -32,14 +32,15 @@ from cairn.daemon.config import DaemonConfig
 from cairn.daemon.errors import ApiError, error_body, token_required
 from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
+from cairn.daemon.tenancy import TENANT_SCOPE_KEY, check_client_servers, request_tenant
 from cairn.debug_log import bind_session, get_logger
-from cairn.memory.store.backend import TENANT_NAME
 from cairn.session.boundary import clean_json
 from cairn.session.gate import WideningRefused
 from cairn.session.models import ModelSwitchError
 from cairn.session.updates import commands_update, session_config_options
 
 if TYPE_CHECKING:
+    from cairn.mcp.config import ServerConfig
     from cairn.session.rewind import RewindRequest
     from cairn.session.session import Session
 
@@ -161,26 +162,39 @@ class DaemonRoutes:
         self.active_recaps = 0
 
     def routes(self) -> list[Route]:
+        """Every route but the operator's two (health, capabilities) is a tenant's: with
+        ``--tenant-header`` its tenant is read before anything else (:meth:`_tenanted`)."""
+        tenant = self._tenanted
         return [
-            Route("/health", _api(self.health), methods=["GET"]),
+            Route("/health", _api(self.health), methods=["GET"]),  # the operator's
             Route("/capabilities", _api(self.capabilities), methods=["GET"]),
-            Route("/session", _api(self.create_session), methods=["POST"]),
-            Route("/workspace/sessions", _api(self.list_sessions), methods=["GET"]),
-            Route("/session/{id}", _api(self.close_session), methods=["DELETE"]),
-            Route("/session/{id}/load", _api(self.load_session), methods=["POST"]),
-            Route("/session/{id}/status", _api(self.status), methods=["GET"]),
-            Route("/session/{id}/commands", _api(self.commands), methods=["GET"]),
-            Route("/session/{id}/prompt", _api(self.prompt), methods=["POST"]),
-            Route("/session/{id}/events", _api(self.events), methods=["GET"]),
-            Route("/session/{id}/cancel", _api(self.cancel), methods=["POST"]),
-            Route("/session/{id}/permission/{request_id}", _api(self.permission), methods=["POST"]),
-            Route("/session/{id}/approval-mode", _api(self.approval_mode), methods=["POST"]),
-            Route("/session/{id}/model", _api(self.models), methods=["GET"]),
-            Route("/session/{id}/model", _api(self.set_model), methods=["POST"]),
-            Route("/session/{id}/recap", _api(self.recap), methods=["POST"]),
-            Route("/session/{id}/rewind", _api(self.rewind_list), methods=["GET"]),
-            Route("/session/{id}/rewind", _api(self.rewind), methods=["POST"]),
+            Route("/session", tenant(self.create_session), methods=["POST"]),
+            Route("/workspace/sessions", tenant(self.list_sessions), methods=["GET"]),
+            Route("/session/{id}", tenant(self.close_session), methods=["DELETE"]),
+            Route("/session/{id}/load", tenant(self.load_session), methods=["POST"]),
+            Route("/session/{id}/status", tenant(self.status), methods=["GET"]),
+            Route("/session/{id}/commands", tenant(self.commands), methods=["GET"]),
+            Route("/session/{id}/prompt", tenant(self.prompt), methods=["POST"]),
+            Route("/session/{id}/events", tenant(self.events), methods=["GET"]),
+            Route("/session/{id}/cancel", tenant(self.cancel), methods=["POST"]),
+            Route(
+                "/session/{id}/permission/{request_id}", tenant(self.permission), methods=["POST"]
+            ),
+            Route("/session/{id}/approval-mode", tenant(self.approval_mode), methods=["POST"]),
+            Route("/session/{id}/model", tenant(self.models), methods=["GET"]),
+            Route("/session/{id}/model", tenant(self.set_model), methods=["POST"]),
+            Route("/session/{id}/recap", tenant(self.recap), methods=["POST"]),
+            Route("/session/{id}/rewind", tenant(self.rewind_list), methods=["GET"]),
+            Route("/session/{id}/rewind", tenant(self.rewind), methods=["POST"]),
         ]
+
+    def _tenanted(self, handler: Callable[[Request], Awaitable[Response]]) -> Handler:
+        @wraps(handler)
+        async def run(request: Request) -> Response:
+            request.scope[TENANT_SCOPE_KEY] = request_tenant(request.scope["headers"], self.config)
+            return await handler(request)
+
+        return _api(run)
 
     # ----- helpers -----
 
@@ -188,20 +202,10 @@ class DaemonRoutes:
         return await read_json(request, self.config.max_body_bytes)
 
     def _tenant(self, request: Request) -> str | None:
-        """The request's tenant (``--tenant-header``): required then, else always None."""
-        header = self.config.tenant_header
-        if header is None:
-            return None
-        value = request.headers.get(header)
-        if value is None:
-            raise ApiError(400, f"This daemon needs the {header} header.", "tenant_required")
-        if not TENANT_NAME.fullmatch(value):
-            raise ApiError(
-                400,
-                f"{header} must be 1-128 characters of A-Z a-z 0-9 . _ @ - (not starting with .)",
-                "invalid_tenant",
-            )
-        return value
+        """The request's tenant (``--tenant-header``), read before the route ran: None on a
+        daemon without tenants."""
+        tenant: str | None = request.scope[TENANT_SCOPE_KEY]
+        return tenant
 
     def _live(self, request: Request) -> LiveSession:
         """The session the path names, if it is the request's tenant's (404 otherwise)."""
@@ -214,6 +218,11 @@ class DaemonRoutes:
             raise token_required(
                 "This route needs a daemon started with a token (--token or CAIRN_SERVER_TOKEN)."
             )
+
+    def _client_servers(self, entries: list[Any], route: str) -> list[ServerConfig]:
+        servers = check_mcp_servers(entries, route)
+        check_client_servers(servers, self.config, route)
+        return servers
 
     def _check_cwd(self, cwd: str | None) -> None:
         if cwd is None:
@@ -292,24 +301,26 @@ class DaemonRoutes:
     # ----- sessions -----
 
     async def create_session(self, request: Request) -> Response:
+        tenant = self._tenant(request)
         body = parse_body(CreateSessionBody, await self._body(request))
         self._check_cwd(body.cwd)
         live, attached = self.registry.create(
             session_id=body.session_id,
             approval_mode=check_approval_mode(body.approval_mode),
-            mcp_servers=check_mcp_servers(body.mcp_servers, "/session"),
-            tenant=self._tenant(request),
+            mcp_servers=self._client_servers(body.mcp_servers, "/session"),
+            tenant=tenant,
         )
         return JSONResponse(await self._opened(live, attached))
 
     async def load_session(self, request: Request) -> Response:
+        tenant = self._tenant(request)
         body = parse_body(LoadSessionBody, await self._body(request))
         self._check_cwd(body.cwd)
         live, attached = self.registry.load(
             request.path_params["id"],
             approval_mode=check_approval_mode(body.approval_mode),
-            mcp_servers=check_mcp_servers(body.mcp_servers, "/session/{id}/load"),
-            tenant=self._tenant(request),
+            mcp_servers=self._client_servers(body.mcp_servers, "/session/{id}/load"),
+            tenant=tenant,
         )
         return JSONResponse(await self._opened(live, attached))
 
@@ -441,7 +452,7 @@ class DaemonRoutes:
 
     async def models(self, request: Request) -> Response:
         """``{sessionId, currentModelId, availableModels: [{modelId, name, description?}]}``."""
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         await self.registry.runtime.models.load()
         return JSONResponse(
             {
@@ -458,7 +469,7 @@ class DaemonRoutes:
     async def set_model(self, request: Request) -> Response:
         """``{modelId}`` → ``{sessionId, modelId, previous}``; announced to the event stream
         as a ``config_option_update``."""
-        live = self.registry.get(request.path_params["id"])
+        live = self._live(request)
         body = parse_body(ModelBody, await self._body(request))
         await self.registry.runtime.models.load()
         previous = live.session.model

@@ -2,6 +2,8 @@
 
 Checks run in this order on every request, before any route:
 
+0. a request repeating ``Host``, ``Authorization``, ``Origin`` or the tenant header is a 400
+   (``duplicate_header``): every check below and every route read the one copy;
 1. a browser ``Origin`` is refused (403) unless it is the daemon itself or listed with
    ``--allow-origin``; allowed origins get CORS headers and preflight answers;
 2. on a loopback bind, the ``Host`` header must name a loopback host with the bound port, so a
@@ -23,6 +25,7 @@ from urllib.parse import parse_qs
 
 from cairn.daemon.config import DaemonConfig
 from cairn.daemon.errors import error_body, json_bytes
+from cairn.daemon.tenancy import repeated_header
 
 __all__ = ["SecurityMiddleware", "bearer_matches"]
 
@@ -62,6 +65,11 @@ class SecurityMiddleware:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        repeated = repeated_header(scope["headers"], self.config.tenant_header)
+        if repeated is not None:
+            body = error_body(f"The {repeated} header appears more than once", "duplicate_header")
+            await _send_json(send, 400, body)
             return
         headers = _headers(scope["headers"])
         port = _bound_port(scope)

@@ -271,6 +271,17 @@ async def _serve(config: DaemonConfig) -> int:
         return exc.exit_code
     for warning in startup.warnings:
         sys.stderr.write(f"cairn serve: warning: {warning}\n")
+    if config.tenant_header is not None:
+        from cairn.session.tenancy import tenancy_problems
+
+        problems = tenancy_problems(startup.settings, config.workspace)
+        if problems:
+            lines = "".join(f"\n  - {p}" for p in problems)
+            sys.stderr.write(
+                "cairn serve: refusing to serve tenants that could reach each other's "
+                f"files:{lines}\n"
+            )
+            return ExitCode.BAD_INPUT
     mirror_warnings(sys.stderr, "cairn serve: ")  # the operator's log: warnings of every session
     try:
         return await _serve_until_stopped(config, startup)
@@ -308,8 +319,8 @@ def _announce(base_url: str, config: DaemonConfig) -> None:
     sys.stdout.flush()
     if config.token is None:
         sys.stderr.write(
-            "cairn serve: no token set; routes that change permissions are disabled "
-            "(set --token or CAIRN_SERVER_TOKEN to enable them)\n"
+            "cairn serve: no token set; routes that change permissions and stdio MCP servers "
+            "from clients are disabled (set --token or CAIRN_SERVER_TOKEN to enable them)\n"
         )
 
 

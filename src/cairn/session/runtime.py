@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from cairn.session.models import ModelCatalog
     from cairn.session.session import Session
     from cairn.tools.base import CommandRunner, FileSystem
+    from cairn.tools.sandbox import SandboxPolicy
 
 __all__ = ["Runtime", "SessionNotFound", "SessionOptions", "SessionUnreadable"]
 
@@ -230,6 +231,18 @@ class Runtime:
 
         key = self.endpoint.api_key if self.endpoint is not None else None
         return settings_command_environment(self.settings, key)
+
+    def sandbox_policy(self, workspace: Path) -> SandboxPolicy | None:
+        """How shell commands run in ``workspace`` are fenced (:mod:`cairn.tools.sandbox`): as
+        the settings say, and for a daemon tenant always, with every tenant's folders hidden
+        and no network (:mod:`cairn.session.tenancy`)."""
+        if self.tenant is not None:
+            from cairn.session.tenancy import tenant_sandbox_policy
+
+            return tenant_sandbox_policy(self.settings, workspace)
+        from cairn.tools.sandbox import sandbox_policy
+
+        return sandbox_policy(self.settings.tools.sandbox, workspace=workspace)
 
     # ----- commands, skills and agents from files (cairn.extensions) -----
 

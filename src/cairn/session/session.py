@@ -1046,9 +1046,7 @@ class Session:
         )
 
     def _sandbox_policy(self) -> SandboxPolicy | None:
-        from cairn.tools.sandbox import sandbox_policy
-
-        return sandbox_policy(self.settings.tools.sandbox, workspace=self.cwd)
+        return self.runtime.sandbox_policy(self.cwd)
 
     def _drain_steering(self, *, record: bool = True) -> list[Part]:
         parts: list[Part] = []

@@ -1,8 +1,9 @@
 """The environment of the commands cairn starts (shell commands, hooks): without cairn's secrets.
 
-cairn's own credentials — the provider's API key, the daemon's token — are in cairn's
-environment so that cairn can use them, not so that every command the model runs can print them
-(``env``, ``echo $OPENAI_API_KEY``) into a conversation that goes to the provider. They are left
+cairn's own credentials — the provider's API key, the daemon's token, the memory database's
+address and password — are in cairn's environment so that cairn can use them, not so that every
+command the model runs can print them (``env``, ``echo $OPENAI_API_KEY``) into a conversation
+that goes to the provider (or, from a daemon tenant, reach every tenant's memory). They are left
 out of the commands' environment: by name (:data:`SECRET_VARIABLES`), and by value (any variable
 holding a key in use, however it is named, e.g. one that ``security.auth.apiKey: "$MY_KEY"``
 reads; the web search key; each ``model.available`` entry's ``envKey``: :func:`keys_in_use`).
@@ -38,6 +39,7 @@ SECRET_VARIABLES = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
     "CAIRN_SERVER_TOKEN",
+    "CAIRN_MEMORY_DSN",  # the memory database, with its password: every tenant's memory
 )
 MIN_SECRET_CHARS = 8  # shorter values are not searched for (they would match by accident)
 

@@ -31,20 +31,30 @@ Machine = Callable[..., MemoryManager]
 
 @pytest.fixture
 def machine(postgres_dsn: str, tmp_path: Path) -> Iterator[Machine]:
-    """``machine(name, namespace="team", poll=0.2)``: a manager with its own home."""
+    """``machine(name, namespace="team", poll=0.2, tenant=None)``: a manager with its own home
+    (of a daemon ``tenant``, when given); ``refused``: the backend must refuse the namespace."""
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     made: list[MemoryManager] = []
 
-    def make(name: str, *, namespace: str = "team", poll: float = 0.2) -> MemoryManager:
+    def make(
+        name: str,
+        *,
+        namespace: str = "team",
+        poll: float = 0.2,
+        tenant: str | None = None,
+        refused: bool = False,
+    ) -> MemoryManager:
         postgres: dict[str, Any] = {"dsn": postgres_dsn, "namespace": namespace}
         postgres["pollSeconds"] = poll
         settings = Settings.model_validate(
             {"memory": {"backend": "postgres", "postgres": postgres}}
         )
         environ = {"CAIRN_HOME": str(tmp_path / f"home-{name}")}
-        manager = MemoryManager(project, settings=settings, environ=environ, clock=lambda: NOW)
-        assert manager.backend.name == "postgres", manager.backend_error
+        manager = MemoryManager(
+            project, settings=settings, environ=environ, clock=lambda: NOW, tenant=tenant
+        )
+        assert (manager.backend.name == "files") == refused, manager.backend_error
         made.append(manager)
         return manager
 
@@ -91,6 +101,20 @@ def test_namespaces_never_see_each_others_memories(machine: Machine) -> None:
     assert titles(alice) == ["Deploy with make"]
     assert titles(eve) == ["Globex secret"]
     assert "Globex" not in alice.system_prompt_section()
+
+
+def test_a_plain_namespace_with_a_slash_never_reads_a_tenants_memory(machine: Machine) -> None:
+    """#24 Medium: "tenant namespaces collide with plain PostgreSQL namespaces containing /":
+    another project configured `acme/proj` read tenant acme's memory."""
+    tenant = machine("daemon", namespace="proj", tenant="acme")
+    write(tenant, "project/deploy.md", DEPLOY)
+    plain = machine("other", namespace="acme/proj")
+    reserved = machine("forged", namespace="tenants/acme/proj", refused=True)
+
+    assert titles(tenant) == ["Deploy with make"]
+    assert titles(plain) == []  # its first read pulled every row its namespace holds
+    assert "tenants/" in reserved.backend_error and "reserved" in reserved.backend_error
+    assert titles(reserved) == []
 
 
 def test_row_level_security_hides_other_namespaces_even_from_a_query_without_a_filter(

@@ -91,12 +91,14 @@ class FileBackend:
 
 def tenant_environ(environ: Mapping[str, str], tenant: str) -> dict[str, str]:
     """``environ`` with the memory base of a daemon tenant (``<base>/tenants/<tenant>``): its
-    project memory, user memory, state and mirrors, apart from every other tenant's."""
-    from cairn.memory.paths import BASE_DIR_ENV, memory_base
+    project memory, user memory, state and mirrors, apart from every other tenant's (never the
+    workspace's ``.cairn/memory``, which every tenant shares: ``CAIRN_MEMORY_LOCAL`` is dropped)."""
+    from cairn.memory.paths import BASE_DIR_ENV, LOCAL_ENV, memory_base
 
     if not TENANT_NAME.fullmatch(tenant):
         raise MemoryBackendError(f"{tenant!r} is not a tenant name (A-Z a-z 0-9 . _ @ -)")
-    return {**environ, BASE_DIR_ENV: str(memory_base(environ) / TENANTS_FOLDER / tenant)}
+    own = {k: v for k, v in environ.items() if k != LOCAL_ENV}
+    return {**own, BASE_DIR_ENV: str(memory_base(environ) / TENANTS_FOLDER / tenant)}
 
 
 def open_backend(
@@ -107,7 +109,7 @@ def open_backend(
     tenant: str | None = None,
 ) -> MemoryBackend:
     """The backend ``memory.backend`` names for the project at ``project_root``; a daemon
-    ``tenant`` gets its own folders, and its own namespaces (``<tenant>/<namespace>``).
+    ``tenant`` gets its own folders, and its own namespaces (``tenants/<tenant>/<namespace>``).
 
     Raises :class:`MemoryBackendError` when the PostgreSQL backend is chosen but cannot be set
     up (no driver, no database configured).

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DSN_ENV",
     "NAMESPACE_ENV",
+    "TENANT_PREFIX",
     "MemoryBackendError",
     "PostgresBackend",
     "PostgresDreamLock",
@@ -50,6 +51,9 @@ __all__ = [
 
 DSN_ENV = "CAIRN_MEMORY_DSN"
 NAMESPACE_ENV = "CAIRN_MEMORY_NAMESPACE"
+# Every daemon tenant's namespace starts with this, and no configured namespace may: a project
+# configured with `acme/proj` must never read tenant acme's memory (#24).
+TENANT_PREFIX = "tenants/"
 LOCK_TIMEOUT_SECONDS = 30  # the longest a write waits for the namespace's lock
 CONNECT_TIMEOUT_SECONDS = 10
 _MIRROR_FOLDER = "postgres"  # under the memory base: one mirror per (database, namespace)
@@ -93,9 +97,11 @@ class PostgresConfig:
     poll_seconds: float
 
     def for_tenant(self, tenant: str) -> PostgresConfig:
-        """A daemon tenant's namespaces: ``<tenant>/<namespace>`` (its user memory too)."""
-        user = f"{tenant}/{self.user_namespace}" if self.user_namespace else ""
-        return replace(self, namespace=f"{tenant}/{self.namespace}", user_namespace=user)
+        """A daemon tenant's namespaces: ``tenants/<tenant>/<namespace>`` (its user memory
+        too), a prefix no configured namespace has (:func:`backend_config`)."""
+        prefix = f"{TENANT_PREFIX}{tenant}/"
+        user = f"{prefix}{self.user_namespace}" if self.user_namespace else ""
+        return replace(self, namespace=f"{prefix}{self.namespace}", user_namespace=user)
 
 
 class PostgresBackend:
@@ -445,9 +451,16 @@ def backend_config(
             f"memory.postgres.dsn in settings.json or {DSN_ENV}"
         )
     namespace = environ.get(NAMESPACE_ENV, "").strip() or postgres.namespace.strip()
+    user_namespace = postgres.user_namespace.strip()
+    for name in (namespace, user_namespace):
+        if name.startswith(TENANT_PREFIX):
+            raise MemoryBackendError(
+                f"the memory namespace {name!r} starts with {TENANT_PREFIX!r}, which is reserved "
+                "for the tenants of `cairn serve --tenant-header`: choose another name"
+            )
     return PostgresConfig(
         dsn=dsn,
         namespace=namespace or default_namespace(),
-        user_namespace=postgres.user_namespace.strip(),
+        user_namespace=user_namespace,
         poll_seconds=postgres.poll_seconds,
     )

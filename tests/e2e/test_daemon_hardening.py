@@ -1,0 +1,133 @@
+"""``cairn serve`` attacked as a local process or a hostile client would (#24): real daemons,
+real HTTP, real programs."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from cairn.sdk import DaemonClient, DaemonSessionClient
+from cairn.testing import ScriptedServer
+
+from .test_daemon import serve as serve_fixture
+
+serve = serve_fixture  # the fixture, under the name the tests ask for
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+TOKEN = "hardening-token"
+HEADER = "X-Cairn-Tenant"
+
+
+def planted_server(marker: Path) -> dict[str, object]:
+    """A client's stdio MCP server whose command proves it ran by creating ``marker``."""
+    script = f"open({str(marker)!r}, 'w').close()"
+    return {"name": "planted", "command": sys.executable, "args": ["-c", script], "env": []}
+
+
+async def ran_a_turn(
+    url: str, token: str | None = None, headers: dict[str, str] | None = None
+) -> None:
+    """A whole turn on a clean session: time for a refused server to have run, had it started."""
+    async with DaemonClient(url, token, headers=headers) as client:
+        session = await DaemonSessionClient.create(client)
+        await session.prompt_and_wait("hello")
+
+
+async def test_a_daemon_without_a_token_starts_no_program_a_client_names_in_mcp_servers(
+    serve: object, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """#24 High: "a daemon without a token starts any program": ``POST /session`` or
+    ``/session/{id}/load`` with ``mcpServers`` ran the command for any local process."""
+    served = serve()  # type: ignore[operator]
+    marker = tmp_path / "pwned"
+    servers = [planted_server(marker)]
+    async with httpx.AsyncClient(base_url=served.url, trust_env=False, timeout=30) as http:
+        created = await http.post("/session", json={"mcpServers": servers})
+        recorded = (await http.post("/session", json={})).json()["sessionId"]
+        await http.post(f"/session/{recorded}/prompt", json={"prompt": "record me"})
+        await http.delete(f"/session/{recorded}")
+        loaded = await http.post(f"/session/{recorded}/load", json={"mcpServers": servers})
+        remote = await http.post(
+            "/session", json={"mcpServers": [{"type": "http", "name": "web", "url": served.url}]}
+        )
+    await ran_a_turn(served.url)
+
+    for answer in (created, loaded):
+        assert (answer.status_code, answer.json()["code"]) == (401, "token_required")
+        assert "planted" in answer.json()["error"]
+        assert "--token" in answer.json()["error"]
+    assert remote.status_code == 200  # a URL runs nothing on this machine
+    assert not marker.exists()
+
+
+async def test_a_tenant_daemon_refuses_client_stdio_servers_even_with_the_token(
+    serve: object, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """#24 High: client-passed stdio servers are refused in tenant mode (a tenant's program
+    would run outside the sandbox, with the daemon's rights over every tenant's files)."""
+    served = serve("--token", TOKEN, "--tenant-header", HEADER)  # type: ignore[operator]
+    marker = tmp_path / "pwned"
+    headers = {"Authorization": f"Bearer {TOKEN}", HEADER: "acme"}
+    async with httpx.AsyncClient(
+        base_url=served.url, trust_env=False, timeout=30, headers=headers
+    ) as http:
+        created = await http.post("/session", json={"mcpServers": [planted_server(marker)]})
+    await ran_a_turn(served.url, TOKEN, {HEADER: "acme"})
+
+    assert (created.status_code, created.json()["code"]) == (403, "stdio_servers_refused")
+    assert "tenant" in created.json()["error"]
+    assert not marker.exists()
+
+
+def raw_request(url: str, lines: list[str], body: bytes = b"") -> tuple[int, dict[str, object]]:
+    """Send a request line and headers exactly as given (repeated ones too); the status and
+    JSON body of the answer."""
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    head = "\r\n".join([*lines, f"Content-Length: {len(body)}", "Connection: close", "", ""])
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(head.encode("latin-1") + body)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    status_line, _, rest = received.partition(b"\r\n")
+    _, _, payload = rest.partition(b"\r\n\r\n")
+    return int(status_line.split()[1]), json.loads(payload or b"{}")
+
+
+@pytest.mark.parametrize("repeated", ["X-Cairn-Tenant", "Host", "Authorization"])
+async def test_a_request_repeating_the_tenant_host_or_authorization_header_is_refused(
+    serve: object, scripted_server: ScriptedServer, repeated: str
+) -> None:
+    """#24 Medium: "duplicate X-Cairn-Tenant headers are accepted (the middleware takes the
+    last, routes the first)": a check and a route must never read different copies."""
+    served = serve("--token", TOKEN, "--tenant-header", HEADER)  # type: ignore[operator]
+    host = urlsplit(served.url).netloc
+    single = {"Host": host, "Authorization": f"Bearer {TOKEN}", HEADER: "acme"}
+    copies = {"Host": "evil.example:80", "Authorization": "Bearer wrong", HEADER: "globex"}
+    lines = ["POST /session HTTP/1.1", *(f"{k}: {v}" for k, v in single.items())]
+    lines.append(f"{repeated}: {copies[repeated]}")
+    body = b"{}"
+
+    status, answer = raw_request(served.url, [*lines, "Content-Type: application/json"], body)
+    plain, created = raw_request(
+        served.url,
+        ["POST /session HTTP/1.1", *(f"{k}: {v}" for k, v in single.items())],
+        body,
+    )
+
+    code = "bad_request" if repeated == "Host" else "duplicate_header"  # h11 refuses Host
+    assert (status, answer.get("code")) == (400, code), answer
+    assert repeated.lower() in str(answer["error"]).lower()
+    assert plain == 200 and "sessionId" in created
+    async with DaemonClient(served.url, TOKEN, headers={HEADER: "globex"}) as globex:
+        assert await globex.list_sessions() == []  # nothing was created for either copy
+    async with DaemonClient(served.url, TOKEN, headers={HEADER: "acme"}) as acme:
+        assert [s["sessionId"] for s in await acme.list_sessions()] == [created["sessionId"]]
