@@ -278,21 +278,34 @@ def test_a_section_that_is_not_an_object_is_named_with_its_line(home, project):
     assert str(err.value) == f"{path} line 3: `memory` must be an object (got 5)"
 
 
-def test_a_key_written_both_ways_keeps_the_camel_case_one(home, project):
-    """camelCase wins over the same key in snake_case, which is reported as unknown; an unknown
-    key may be any string (even one of Python's own parameter names)."""
+def test_a_key_is_read_only_in_camel_case_and_a_python_name_says_what_to_write(home, project):
+    """Regression (#24, critical): settings took a key by its Python name (``approval_mode``)
+    as well as by its camelCase one, and the trust check read only the camelCase one. A file's
+    key is now read only as Qwen Code reads it, in camelCase: the Python name is ignored with a
+    warning naming the key to write; an unknown key may be any string (even one of Python's own
+    parameter names)."""
     path = write(
         home / "settings.json",
-        {"fastModel": "camel", "fast_model": "snake", "disable_all_hooks": True, "_fields_set": 1},
+        {
+            "fastModel": "camel",
+            "fast_model": "snake",
+            "disable_all_hooks": True,
+            "tools": {"approval_mode": "plan"},
+            "_fields_set": 1,
+        },
     )
 
     loaded = load_settings(project)
 
     assert loaded.settings.fast_model == "camel"
-    assert loaded.settings.disable_all_hooks is True
+    assert loaded.settings.disable_all_hooks is False
+    assert loaded.settings.tools.approval_mode == "default"
+    hint = "is ignored: settings keys are written in camelCase; write"
     assert loaded.warnings == [
-        f"{path}: unknown setting `fast_model` is ignored",
+        f"{path}: `fast_model` {hint} `fastModel`",
+        f"{path}: `disable_all_hooks` {hint} `disableAllHooks`",
         f"{path}: unknown setting `_fields_set` is ignored",
+        f"{path}: `tools.approval_mode` {hint} `tools.approvalMode`",
     ]
 
 

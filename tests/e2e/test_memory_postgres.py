@@ -63,6 +63,12 @@ class Machines:
         return self.tmp_path / f"machine-{name}"
 
     def env(self, name: str) -> dict[str, str]:
+        """Each machine's user trusts the project (its memory namespace needs trust)."""
+        settings = self.home(name) / "settings.json"
+        if not settings.exists():
+            settings.parent.mkdir(parents=True, exist_ok=True)
+            trusted = {"security": {"trustedFolders": [str(self.project)]}}
+            settings.write_text(json.dumps(trusted))
         return {**self.base, "CAIRN_HOME": str(self.home(name)), "CAIRN_MEMORY_DSN": self.dsn}
 
     def mirror(self, name: str, namespace: str = NAMESPACE) -> Path:

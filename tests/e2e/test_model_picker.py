@@ -23,7 +23,7 @@ from cairn.sdk import DaemonClient, DaemonHTTPError
 from cairn.testing import ScriptedServer, reply
 from cairn.testing.fixtures import TEST_MODEL
 
-from .conftest import CAIRN, write_settings
+from .conftest import CAIRN, trust_in_user_settings, write_settings
 from .test_daemon import serve, until
 
 __all__ = ["serve"]  # the fixture, imported for pytest
@@ -61,6 +61,7 @@ def picker_settings(project: Path, models: Any) -> None:
     write_settings(
         project, {"memory": {"enableManagedAutoMemory": False}, "model": {"available": models}}
     )
+    trust_in_user_settings(project)  # an entry served elsewhere needs the folder trusted
 
 
 class Editor:

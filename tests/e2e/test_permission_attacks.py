@@ -18,7 +18,7 @@ import pytest
 
 from cairn.testing import ScriptedServer, reply, tool_call
 
-from .conftest import RunCairn, write_settings
+from .conftest import RunCairn, trust_in_user_settings, write_settings
 from .test_daemon import serve  # noqa: F401  (the fixture starting `cairn serve`)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -118,6 +118,7 @@ def test_a_shell_command_cannot_print_the_other_keys_cairn_uses(
             "model": {"available": [{"id": "other", "envKey": "OTHER_MODEL_KEY"}]},
         },
     )
+    trust_in_user_settings(project)  # an entry's envKey counts only in a trusted folder
     secrets = {"TAVILY_API_KEY": "tvly-e2e-secret-0123", "OTHER_MODEL_KEY": "om-e2e-secret-0123"}
     scripted_server.enqueue(tool_call("run_shell_command", {"command": "env"}))
     scripted_server.enqueue(reply("ok"))

@@ -60,6 +60,7 @@ def _web_search(project: Path) -> None:
             "tools": {"webSearch": {"provider": "tavily", "apiKey": "k"}},
         },
     )
+    trust_in_user_settings(project)  # a project's search key needs the folder trusted
 
 
 def _mcp_entry(project: Path) -> dict[str, Any]:

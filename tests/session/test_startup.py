@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cairn import telemetry
+from cairn.config.trust import trust_folder
 from cairn.exit_codes import ExitCode
 from cairn.session.startup import (
     NO_EARLIER_SESSION,
@@ -140,6 +141,7 @@ def test_a_project_startup_can_leave_the_process_telemetry_alone(
 ) -> None:
     outfile = home / "events.jsonl"
     write_json(project / ".cairn" / "settings.json", {"telemetry": {"outfile": str(outfile)}})
+    trust_folder(project)  # a project's telemetry file needs the folder trusted
 
     load_startup(project, configure_telemetry=False)
     telemetry.emit("startup.test", value=1)

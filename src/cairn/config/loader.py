@@ -41,6 +41,7 @@ __all__ = [
     "project_settings_path",
     "read_settings_file",
     "resolve_endpoint",
+    "settings_as_read",
     "validate_settings",
 ]
 
@@ -93,22 +94,27 @@ def load_settings(cwd: Path, *, user_path: Path | None = None) -> LoadedSettings
             continue  # a missing file is no settings; anything else there is read or reported
         seen.add(resolved)
         raw = read_settings_file(path)
-        _validate_file(path, raw, warnings)
+        validated = _validate_file(path, raw, warnings)
         if index == 0:
             user_raw = raw
         else:
-            raw, trust = _gate_project_file(cwd, raw, user_raw, warnings)
+            raw, trust = _gate_project_file(cwd, raw, validated, user_raw, warnings)
         merged = merge_settings_dicts(merged, raw)
         used.append(path)
     # Each file was validated on its own, so the merge of valid files is valid.
-    settings = validate_settings(_interpolate(merged), "merged settings", "")
+    settings = settings_as_read(merged, "merged settings")
     return LoadedSettings(settings, warnings, used, trust)
 
 
 def _gate_project_file(
-    cwd: Path, raw: dict[str, Any], user_raw: dict[str, Any], warnings: list[str]
+    cwd: Path,
+    raw: dict[str, Any],
+    validated: Settings,
+    user_raw: dict[str, Any],
+    warnings: list[str],
 ) -> tuple[dict[str, Any], ProjectTrust]:
-    """The project file as far as its folder's trust allows (see :mod:`cairn.config.trust`)."""
+    """The project file as far as its folder's trust allows (see :mod:`cairn.config.trust`),
+    decided on ``validated``, the file as the settings read it."""
     from cairn.config.trust import PROJECT_IGNORED_KEYS, project_trust, strip_untrusted
 
     security = raw.get("security")
@@ -117,10 +123,10 @@ def _gate_project_file(
             "project settings cannot trust their own folder: security.trustedFolders and "
             "security.folderTrust are read from your user settings only"
         )
-    trust = project_trust(cwd, user_settings=user_raw, project_settings=raw)
+    trust = project_trust(cwd, user_settings=user_raw, project_settings=raw, validated=validated)
     if not trust.trusted:
         warnings.append(trust.notice)
-    return strip_untrusted(raw, trust), trust
+    return strip_untrusted(raw, trust, validated), trust
 
 
 def merge_settings_dicts(
@@ -258,16 +264,57 @@ def _line_of_text(text: str, needle: str) -> int:
     return _line_at(text, offset) if offset >= 0 else 1
 
 
-def _validate_file(path: Path, raw: dict[str, Any], warnings: list[str]) -> None:
-    settings = validate_settings(_interpolate(raw), str(path), _text(path))
-    for key in _unknown_keys(settings, ""):
-        warnings.append(f"{path}: unknown setting `{key}` is ignored")
+def _validate_file(path: Path, raw: dict[str, Any], warnings: list[str]) -> Settings:
+    return settings_as_read(raw, str(path), _text(path), warnings)
+
+
+def settings_as_read(
+    raw: Mapping[str, Any], where: str, text: str = "", warnings: list[str] | None = None
+) -> Settings:
+    """A settings file's object as cairn uses it: ``$VAR`` references expanded, then
+    :func:`validate_settings`; every decision about a file (trust among them) reads this.
+    ``warnings`` gets a line per key the settings do not read."""
+    settings = validate_settings(_interpolate(raw), where, text)
+    for key, alias in _unknown_keys(settings, ""):
+        if warnings is None:
+            break
+        if alias:
+            warnings.append(
+                f"{where}: `{key}` is ignored: settings keys are written in camelCase; "
+                f"write `{alias}`"
+            )
+        else:
+            warnings.append(f"{where}: unknown setting `{key}` is ignored")
+    _forget_python_names(settings)
+    return settings
+
+
+def _forget_python_names(model: BaseModel) -> None:
+    """Drop the unknown keys that are a field's Python name (``approval_mode``): kept beside
+    the field, ``model_dump`` would write them over it. Only what a file set is looked at."""
+    fields = type(model).model_fields
+    extra = model.model_extra or {}
+    for name in [k for k in extra if k in fields]:
+        del extra[name]
+    for attr in model.model_fields_set & fields.keys():
+        value = getattr(model, attr)
+        if isinstance(value, dict):
+            children = list(value.values())
+        else:
+            children = value if isinstance(value, list) else [value]
+        for child in children:
+            if isinstance(child, BaseModel):
+                _forget_python_names(child)
 
 
 def validate_settings(raw: Mapping[str, Any], where: str, text: str) -> Settings:
     """``raw`` (a settings file's object) as :class:`Settings`, as ``Settings.model_validate``
-    would make it; :class:`SettingsError` says every invalid key of ``where`` (see
-    :func:`describe_validation_error`).
+    would make it with ``by_name=False``; :class:`SettingsError` says every invalid key of
+    ``where`` (see :func:`describe_validation_error`).
+
+    A key is read only in the camelCase spelling the files use (``approvalMode``), as Qwen Code
+    reads them: a field's Python name (``approval_mode``) is an unknown key, kept aside and never
+    used, so whatever inspects a file's keys sees every key that takes effect.
 
     Each top-level key is validated on its own, a section with its own model, and the sections
     ``raw`` does not name keep their defaults, made without validation: a start-up builds the
@@ -278,7 +325,7 @@ def validate_settings(raw: Mapping[str, Any], where: str, text: str) -> Settings
     fields_set: set[str] = set()
     problems: list[str] = []
     for name, info in Settings.model_fields.items():  # in schema order, as pydantic reports
-        key = info.alias if info.alias in rest else name  # the alias wins, as in pydantic
+        key = info.alias or name  # the one spelling a file may use
         if key not in rest:
             continue
         value = rest.pop(key)
@@ -290,7 +337,7 @@ def validate_settings(raw: Mapping[str, Any], where: str, text: str) -> Settings
             (section, value, key) if section else (_field_model(name), {key: value}, "")
         )
         try:
-            validated = model.model_validate(data)
+            validated = model.model_validate(data, by_name=False)
         except ValidationError as exc:
             problems.append(describe_validation_error(exc, where, text, prefix, data))
             continue
@@ -298,8 +345,8 @@ def validate_settings(raw: Mapping[str, Any], where: str, text: str) -> Settings
     if problems:
         raise SettingsError("\n".join(problems))
     settings = Settings.from_valid(values, fields_set | set(rest))
-    # What is left is unknown keys (and a key's snake_case spelling beside its alias): kept, as
-    # validation keeps them; added to the dict, since a key may be any string.
+    # What is left is unknown keys (a field's Python name among them): kept, as validation keeps
+    # them; added to the dict, since a key may be any string.
     assert settings.model_extra is not None  # extra="allow"
     settings.model_extra.update(rest)
     return settings
@@ -313,9 +360,15 @@ def _field_model(name: str) -> type[BaseModel]:
     return create_model(f"Settings_{name}", __config__=Settings.model_config, **fields)
 
 
-def _unknown_keys(model: BaseModel, prefix: str) -> list[str]:
-    found = [f"{prefix}{k}" for k in (model.model_extra or {})]
-    for attr, info in type(model).model_fields.items():
+def _unknown_keys(model: BaseModel, prefix: str) -> list[tuple[str, str]]:
+    """``(key, the camelCase key meant)`` of each key the settings do not read; the second is
+    "" unless the key is a setting's Python name (``tools.approval_mode``)."""
+    fields = type(model).model_fields
+    found = [
+        (f"{prefix}{k}", f"{prefix}{fields[k].alias}" if k in fields and fields[k].alias else "")
+        for k in (model.model_extra or {})
+    ]
+    for attr, info in fields.items():
         value = getattr(model, attr)
         alias = info.alias or attr
         if isinstance(value, BaseModel):
@@ -324,6 +377,10 @@ def _unknown_keys(model: BaseModel, prefix: str) -> list[str]:
             for i, item in enumerate(value):
                 if isinstance(item, BaseModel):
                     found += _unknown_keys(item, f"{prefix}{alias}[{i}].")
+        elif isinstance(value, dict):  # mcpServers: entries by name
+            for name, item in value.items():
+                if isinstance(item, BaseModel):
+                    found += _unknown_keys(item, f"{prefix}{alias}.{name}.")
     return found
 
 

@@ -1,5 +1,5 @@
-"""Trusted folders: a project's own settings may not run commands or widen permissions until
-its folder is trusted.
+"""Trusted folders: a project's own files may not run commands, widen permissions or send
+anything anywhere new until its folder is trusted.
 
 A repository you merely open can carry ``.cairn/settings.json`` (hooks, MCP servers, a
 ``yolo`` approval mode, allow rules, secrets passed to shell commands, a loosened sandbox, an
@@ -15,9 +15,14 @@ and a ``.mcp.json``, and its command and skill files can grant tools (``allowed-
 - it was trusted (``cairn trust``, or the terminal UI's dialog) with exactly this set of commands
   (kept in ``$CAIRN_HOME/trusted-folders.json``): a changed set asks again.
 
+What a project settings file may set without trust is an allowlist,
+:data:`UNTRUSTED_PROJECT_KEYS`; every other key it sets needs trust. The decision is made on
+the file as the settings read it (validated, ``$VAR`` expanded), never on its raw keys, and the
+settings read a key only in its camelCase spelling, so no spelling of a key escapes the list.
+
 A project file can never trust itself: its ``security`` trust keys are ignored. The settings
-loader drops an untrusted project file's keys (the hooks then never run) and shows
-:attr:`ProjectTrust.notice`; the MCP manager skips ``.mcp.json`` unless
+loader keeps only the allowed keys of an untrusted project file (the hooks then never run) and
+shows :attr:`ProjectTrust.notice`; the MCP manager skips ``.mcp.json`` unless
 ``project_trust(root).trusted``.
 """
 
@@ -30,16 +35,23 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
+from cairn.config.loader import SettingsError, read_settings_file, settings_as_read
 from cairn.config.paths import cairn_home, find_git_root, user_settings_path
+from cairn.config.settings import Settings
 from cairn.fsutil import atomic_write_json
 from cairn.values import Value
+from cairn.vocabulary.terminal import escape_for_terminal
 
 __all__ = [
+    "PROJECT_IGNORED",
     "TRUST_FILE_NAME",
+    "UNTRUSTED_PROJECT_KEYS",
     "ProjectCommand",
     "ProjectTrust",
     "TrustFileError",
@@ -59,9 +71,6 @@ __all__ = [
 TRUST_FILE_NAME = "trusted-folders.json"
 _SETTINGS = ".cairn/settings.json"
 _MCP_JSON = ".mcp.json"
-_WIDE_MODES = ("yolo", "auto-edit")  # approval modes that run tools without asking
-# What a project file may never say about trust (only the user's own settings can).
-PROJECT_IGNORED_KEYS = ("trustedFolders", "folderTrust")
 _run_trust = {"granted": False}
 MAX_SCRIPT_BYTES = 16 << 20  # of a project script read into the fingerprint
 # Programs whose first argument is the script they run.
@@ -79,7 +88,10 @@ MAX_GRANT_FILES = 500  # command/skill files looked at per project
 _GRANT_HEAD_BYTES = 16 << 10  # of each file: its front matter is at the top
 _GRANT_KEY = re.compile(r"^allowed[-_]?tools[ \t]*:(?P<value>.*)$", re.IGNORECASE)
 
-CommandKind = Literal["hook", "mcp", "permissions", "sandbox", "endpoint", "grant"]
+CommandKind = Literal[
+    "hook", "mcp", "permissions", "sandbox", "endpoint", "file", "setting", "grant", "settings"
+]
+_MAX_SHOWN = 200  # characters of a value the listing shows
 
 
 class TrustFileError(Exception):
@@ -93,10 +105,12 @@ class ProjectCommand(Value):
     source: str  # ".cairn/settings.json" or ".mcp.json"
     key: str  # "hooks.PreToolUse", "mcpServers.github", "tools.approvalMode", ...
     text: str  # the command line, the URL, the value
+    digest: str = ""  # of everything written at the key, for the fingerprint
     scripts: tuple[str, ...] = ()  # "path sha256" of each project file the command runs
 
     def describe(self) -> str:
-        return f"{self.source} {self.key}: {self.text}"
+        """One line for a terminal: control characters and bidi overrides shown, not run."""
+        return escape_for_terminal(f"{self.source} {self.key}: {self.text}", keep_newlines=False)
 
 
 class ProjectTrust(Value):
@@ -120,15 +134,16 @@ class ProjectTrust(Value):
             return ""
         what = ", ".join(_counted(self.commands))
         since = " changed since you trusted it, so" if self.changed else ""
+        folder = escape_for_terminal(str(self.folder), keep_newlines=False)
         return (
-            f"{self.folder} is not a trusted folder: its project settings{since} are not used "
+            f"{folder} is not a trusted folder: its project settings{since} are not used "
             f"({what}). Review them ({self._files()}), then trust it with `cairn trust`, "
             "run with `--trust`, or list it in security.trustedFolders of your user settings."
         )
 
     def _files(self) -> str:
         files = list(dict.fromkeys(c.source for c in self.commands))
-        shown = ", ".join(files[:MAX_FILES_NAMED])
+        shown = escape_for_terminal(", ".join(files[:MAX_FILES_NAMED]), keep_newlines=False)
         return shown + (
             f" and {len(files) - MAX_FILES_NAMED} more" if len(files) > MAX_FILES_NAMED else ""
         )
@@ -152,17 +167,39 @@ def trust_file_path() -> Path:
 
 
 def project_commands(
-    folder: Path, project_settings: Mapping[str, Any] | None = None
+    folder: Path,
+    project_settings: Mapping[str, Any] | None = None,
+    validated: Settings | None = None,
 ) -> list[ProjectCommand]:
-    """What ``folder``'s ``.cairn/settings.json`` and ``.mcp.json`` would run or allow.
+    """What ``folder``'s ``.cairn/settings.json`` and ``.mcp.json`` would run or allow: every
+    key of the settings file outside :data:`UNTRUSTED_PROJECT_KEYS`, every server of
+    ``.mcp.json``, every ``allowed-tools`` grant of its command and skill files.
 
-    ``project_settings``: the settings file already read (else it is read here, leniently).
+    ``project_settings`` / ``validated``: the settings file already read, and as the settings
+    read it (else both are done here). A file the settings refuse is one command: the loader
+    refuses it too, and trusting it must not carry over to what it is fixed to say.
     """
-    raw = dict(project_settings) if project_settings is not None else _read_json(folder / _SETTINGS)
-    found = list(_settings_commands(raw))
+    found = list(_project_settings_commands(folder, project_settings, validated))
     found += _mcp_json_commands(folder / _MCP_JSON)
     found += _grant_commands(folder)
     return [_with_scripts(command, folder) for command in found]
+
+
+def _project_settings_commands(
+    folder: Path, raw: Mapping[str, Any] | None, validated: Settings | None
+) -> list[ProjectCommand]:
+    path = folder / _SETTINGS
+    try:
+        if raw is None:
+            if not os.path.lexists(path):
+                return []
+            raw = read_settings_file(path)
+        if validated is None:
+            validated = settings_as_read(raw, str(path))
+    except SettingsError as exc:
+        problem = str(exc).splitlines()[0][:_MAX_SHOWN]
+        return [ProjectCommand("settings", _SETTINGS, "(unusable)", problem, _file_digest(path))]
+    return list(_settings_commands(raw, validated))
 
 
 def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
@@ -183,7 +220,9 @@ def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
                 scripts.append(f"{relative} {_file_digest(resolved)}")
     if not scripts:
         return command
-    return ProjectCommand(command.kind, command.source, command.key, command.text, tuple(scripts))
+    return ProjectCommand(
+        command.kind, command.source, command.key, command.text, command.digest, tuple(scripts)
+    )
 
 
 def _programs(text: str) -> list[str]:
@@ -223,28 +262,239 @@ def _segment_programs(words: list[str]) -> list[str]:
     return found
 
 
-def _settings_commands(raw: Mapping[str, Any]) -> Iterable[ProjectCommand]:
-    hooks = raw.get("hooks")
-    if isinstance(hooks, Mapping):
-        for event, groups in hooks.items():
-            for command in _hook_commands(groups):
-                yield ProjectCommand("hook", _SETTINGS, f"hooks.{event}", command)
-    yield from _servers(raw.get("mcpServers"), _SETTINGS)
-    tools = _section(raw, "tools")
-    mode = tools.get("approvalMode")
-    if mode in _WIDE_MODES:
-        yield ProjectCommand("permissions", _SETTINGS, "tools.approvalMode", str(mode))
-    permissions = raw.get("permissions")
-    if isinstance(permissions, Mapping) and permissions.get("allow"):
-        rules = permissions["allow"]
-        text = ", ".join(map(str, rules)) if isinstance(rules, list) else json.dumps(rules)
-        yield ProjectCommand("permissions", _SETTINGS, "permissions.allow", text)
-    secrets = tools.get("passSecretsToShell")
-    if secrets:
-        text = ", ".join(map(str, secrets)) if isinstance(secrets, list) else json.dumps(secrets)
-        yield ProjectCommand("permissions", _SETTINGS, "tools.passSecretsToShell", text)
-    yield from _sandbox_loosening(tools.get("sandbox"))
-    yield from _endpoint(raw)
+# ----- what a project file may set without trust -----
+
+
+def _serves_on_the_main_endpoint(available: Any) -> bool:
+    """``model.available`` names models only: no entry with its own wire, URL or key, which
+    would receive the user's key (or another variable's value) once chosen."""
+    if not isinstance(available, list):
+        return True  # "auto": the main endpoint's own list
+    return all(
+        isinstance(entry, str)
+        or (entry.auth_type is None and entry.base_url is None and entry.env_key is None)
+        for entry in available
+    )
+
+
+def _asks_before_running(mode: Any) -> bool:
+    return mode in ("plan", "default")
+
+
+# The keys a project's ``.cairn/settings.json`` may set in a folder that is not trusted (dotted,
+# as files spell them), each with the test its value must pass (None: any valid value). A key
+# names a whole section or one setting; every other key a file sets needs the folder trusted.
+# What is here can neither run anything, nor let a tool run without asking, nor send a request,
+# a key or a memory anywhere new, nor write outside the project, nor loosen the sandbox, nor
+# run more at once than the defaults.
+UNTRUSTED_PROJECT_KEYS: Mapping[str, Callable[[Any], bool] | None] = {
+    "general": None,
+    "fastModel": None,
+    "model.name": None,
+    "model.available": _serves_on_the_main_endpoint,
+    "model.structuredOutput": None,
+    "model.supportsImages": None,
+    "model.promptCaching": None,
+    "model.maxSessionTurns": None,
+    "model.sessionTokenLimit": None,
+    "model.skipLoopDetection": None,
+    "model.skipStartupContext": None,
+    "model.chatCompression": None,
+    "model.generationConfig": None,
+    "context": None,  # names of context files: inside the workspace only (context_files.py)
+    "memory.backend": None,  # the database itself (its DSN) is the user's: memory.postgres.dsn
+    "memory.postgres.pollSeconds": None,
+    "memory.enableManagedAutoMemory": None,
+    "memory.enableManagedAutoDream": None,
+    "memory.agentTimeoutMinutes": None,
+    "memory.agentMaxTurns": None,
+    "memory.headlessExtractWaitSeconds": None,
+    "memory.minAvailableMemoryMb": None,
+    "tools.approvalMode": _asks_before_running,
+    "tools.shellTimeoutSeconds": None,
+    "tools.webFetch.allowPrivateAddresses": lambda allow: allow is False,
+    "tools.webSearch.provider": None,  # the provider's own address, with the user's own key
+    "tools.webSearch.maxResults": None,
+    "tools.sandbox.enabled": lambda enabled: enabled is True,
+    "tools.sandbox.network": lambda network: network == "none",
+    "tools.sandbox.hiddenPaths": None,
+    "permissions.ask": None,
+    "permissions.deny": None,
+    "telemetry.enabled": None,
+    "mcp.discoveryTimeoutMs": None,
+    "mcp.allowed": None,
+    "mcp.excluded": None,
+    "commands": None,
+    "skills": None,
+    "agents.enabled": None,
+    "agents.importFrom": None,
+    "agents.maxTurns": None,
+    "agents.maxConcurrent": lambda most: most <= _DEFAULT_MAX_CONCURRENT_AGENTS,
+    "notifications": None,
+}
+_DEFAULT_MAX_CONCURRENT_AGENTS = 4  # AgentsSettings.max_concurrent's default
+# What a project file may never say about trust (only the user's own settings can): ignored,
+# trusted folder or not.
+PROJECT_IGNORED = frozenset({"security.trustedFolders", "security.folderTrust"})
+PROJECT_IGNORED_KEYS = tuple(key.rsplit(".", 1)[1] for key in sorted(PROJECT_IGNORED))
+
+
+class _Decision(Value):
+    """One key a project file sets, as the settings read it, and whether trust is needed."""
+
+    key: str  # dotted, as files spell it: "tools.approvalMode"
+    path: tuple[str, ...]  # the same key, one part per level
+    value: Any  # the validated value
+    allowed: bool
+
+
+def _decisions(
+    model: BaseModel, written: Any, path: tuple[str, ...] = ()
+) -> Iterator[_Decision]:
+    """Every key a project file sets, down to the keys of :data:`UNTRUSTED_PROJECT_KEYS` or to
+    single settings, each decided against that list on ``model`` (the file as the settings read
+    it). ``written`` is the same part of the file as written: a key is set when it is there in
+    the one spelling the settings read; anything else (an unknown key, a Python name like
+    ``approval_mode``) sets nothing and is not listed."""
+    for name, key in _keys_set(model, written):
+        here = (*path, key)
+        dotted = ".".join(here)
+        value = getattr(model, name)
+        inner = written.get(key) if isinstance(written, Mapping) else None
+        if dotted in PROJECT_IGNORED:
+            continue
+        if dotted in UNTRUSTED_PROJECT_KEYS:
+            yield _Decision(dotted, here, value, _passes(dotted, value))
+        elif isinstance(value, BaseModel):
+            yield from _decisions(value, inner, here)
+        else:
+            yield _Decision(dotted, here, value, False)
+
+
+def _keys_set(model: BaseModel, written: Any) -> list[tuple[str, str]]:
+    """``(field name, key)`` of each field of ``model`` that ``written`` sets: its key in the
+    file's spelling, as the settings look it up (``by_name=False``). A section written in short
+    (``"sandbox": false``) sets what its validator made of it."""
+    fields = type(model).model_fields
+    keys = [(name, info.alias or name) for name, info in fields.items()]
+    if isinstance(written, Mapping):
+        return [(name, key) for name, key in keys if key in written]
+    made = model.model_fields_set - set(model.model_extra or {})
+    return [(name, key) for name, key in keys if name in made]
+
+
+def _passes(key: str, value: Any) -> bool:
+    test = UNTRUSTED_PROJECT_KEYS[key]
+    return test is None or bool(test(value))
+
+
+def _allowed_part(
+    raw: Mapping[str, Any], model: BaseModel, path: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The part of ``raw`` (a project file) that :func:`_decisions` allows on ``model`` (the
+    same file as the settings read it): the keys the settings read by their spelling in files,
+    each kept as written or dropped."""
+    fields = type(model).model_fields
+    names = {info.alias or name: name for name, info in fields.items()}
+    kept: dict[str, Any] = {}
+    for key, written in raw.items():
+        name = names.get(key)
+        if name is None:
+            continue  # unknown to the settings: nothing reads it
+        here = (*path, key)
+        dotted = ".".join(here)
+        value = getattr(model, name)
+        if dotted in PROJECT_IGNORED:
+            continue
+        if dotted in UNTRUSTED_PROJECT_KEYS:
+            if _passes(dotted, value):
+                kept[key] = written
+        elif isinstance(value, BaseModel):
+            if isinstance(written, Mapping):
+                inner = _allowed_part(written, value, here)
+                if inner:
+                    kept[key] = inner
+            elif all(d.allowed for d in _decisions(value, written, here)):
+                kept[key] = written  # a short form (`"sandbox": true`) of allowed keys
+    return kept
+
+
+def _settings_commands(raw: Mapping[str, Any], validated: Settings) -> Iterable[ProjectCommand]:
+    """What the project file sets outside :data:`UNTRUSTED_PROJECT_KEYS`: decided on
+    ``validated`` (the file as the settings read it), shown as ``raw`` writes it."""
+    for decision in _decisions(validated, raw):
+        if decision.allowed:
+            continue
+        written = _at(raw, decision.path)
+        listed: list[ProjectCommand] = []
+        if decision.key == "mcpServers":
+            listed += _servers(written, _SETTINGS)
+        elif decision.path[0] == "hooks" and len(decision.path) == 2:
+            listed += (
+                ProjectCommand("hook", _SETTINGS, decision.key, command, _digest(written))
+                for command in _hook_commands(written)
+            )
+        # A key that needs trust is always listed, even when it names no command (yet).
+        yield from listed or [
+            ProjectCommand(
+                _kind(decision.key), _SETTINGS, decision.key, _shown(written), _digest(written)
+            )
+        ]
+
+
+# How the listing groups a key that needs trust, by the key or a section above it.
+_KINDS: Mapping[str, CommandKind] = {
+    "hooks": "hook",
+    "tools.approvalMode": "permissions",
+    "permissions": "permissions",
+    "tools.passSecretsToShell": "permissions",
+    "disableAllHooks": "permissions",
+    "agents.maxConcurrent": "permissions",
+    "tools.sandbox": "sandbox",
+    "security": "endpoint",
+    "tools.webSearch": "endpoint",
+    "tools.webFetch": "endpoint",
+    "model.available": "endpoint",
+    "memory": "endpoint",
+    "env": "endpoint",
+    "telemetry.outfile": "file",
+}
+
+
+def _kind(key: str) -> CommandKind:
+    parts = key.split(".")
+    for end in range(len(parts), 0, -1):
+        kind = _KINDS.get(".".join(parts[:end]))
+        if kind is not None:
+            return kind
+    return "setting"
+
+
+def _at(raw: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` as the file writes it; where the file writes a section in short
+    (``"sandbox": false``), that short value."""
+    for part in path:
+        if not isinstance(raw, Mapping) or part not in raw:
+            return raw
+        raw = raw[part]
+    return raw
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ", ".join(value)
+    if isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values()):
+        return ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+    return json.dumps(value, sort_keys=True)[:_MAX_SHOWN]
+
+
+def _digest(value: Any) -> str:
+    """Of everything written at a key (a hook's ``env``, a server's ``cwd`` too), so a change the
+    short text does not show still asks again."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _hook_commands(groups: Any) -> Iterable[str]:
@@ -262,10 +512,13 @@ def _hook_commands(groups: Any) -> Iterable[str]:
 def _servers(servers: Any, source: str) -> Iterable[ProjectCommand]:
     if not isinstance(servers, Mapping):
         if servers:
-            yield ProjectCommand("mcp", source, "mcpServers", json.dumps(servers)[:200])
+            text = json.dumps(servers)[:200]
+            yield ProjectCommand("mcp", source, "mcpServers", text, digest=_digest(servers))
         return
     for name, entry in servers.items():
-        yield ProjectCommand("mcp", source, f"mcpServers.{name}", _server_text(entry))
+        yield ProjectCommand(
+            "mcp", source, f"mcpServers.{name}", _server_text(entry), digest=_digest(entry)
+        )
 
 
 def _server_text(entry: Any) -> str:
@@ -280,36 +533,6 @@ def _server_text(entry: Any) -> str:
             words = [value, *(map(str, args) if isinstance(args, list) else [])]
             return " ".join(words)
     return json.dumps(entry, sort_keys=True)[:200]
-
-
-def _sandbox_loosening(sandbox: Any) -> Iterable[ProjectCommand]:
-    if sandbox is False or (isinstance(sandbox, Mapping) and sandbox.get("enabled") is False):
-        yield ProjectCommand("sandbox", _SETTINGS, "tools.sandbox.enabled", "false")
-    if not isinstance(sandbox, Mapping):
-        return
-    if sandbox.get("network") in ("loopback", "full"):
-        yield ProjectCommand("sandbox", _SETTINGS, "tools.sandbox.network", str(sandbox["network"]))
-    for key in ("writablePaths", "readOnlyPaths"):
-        if sandbox.get(key):
-            value = sandbox[key]
-            text = ", ".join(map(str, value)) if isinstance(value, list) else json.dumps(value)
-            yield ProjectCommand("sandbox", _SETTINGS, f"tools.sandbox.{key}", text)
-
-
-def _endpoint(raw: Mapping[str, Any]) -> Iterable[ProjectCommand]:
-    auth = _section(_section(raw, "security"), "auth")
-    if auth.get("baseUrl"):
-        yield ProjectCommand("endpoint", _SETTINGS, "security.auth.baseUrl", str(auth["baseUrl"]))
-    search = _section(_section(raw, "tools"), "webSearch").get("baseUrl")
-    if search:  # the user's search key would be sent there
-        yield ProjectCommand("endpoint", _SETTINGS, "tools.webSearch.baseUrl", str(search))
-    dsn = _section(_section(raw, "memory"), "postgres").get("dsn")
-    if dsn:  # the user's memories would be read from and written to that database
-        yield ProjectCommand("endpoint", _SETTINGS, "memory.postgres.dsn", str(dsn))
-    env = raw.get("env")
-    if isinstance(env, Mapping) and env:
-        text = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
-        yield ProjectCommand("endpoint", _SETTINGS, "env", text)
 
 
 def _mcp_json_commands(path: Path) -> list[ProjectCommand]:
@@ -372,7 +595,7 @@ def _allowed_tools(path: Path) -> str | None:
 
 
 def fingerprint(commands: Iterable[ProjectCommand]) -> str:
-    items = sorted((c.kind, c.source, c.key, c.text, *c.scripts) for c in commands)
+    items = sorted((c.kind, c.source, c.key, c.text, c.digest, *c.scripts) for c in commands)
     return "sha256:" + hashlib.sha256(json.dumps(items).encode("utf-8")).hexdigest()
 
 
@@ -384,13 +607,15 @@ def project_trust(
     *,
     user_settings: Mapping[str, Any] | None = None,
     project_settings: Mapping[str, Any] | None = None,
+    validated: Settings | None = None,
 ) -> ProjectTrust:
     """May ``folder``'s project commands run? (See the module docstring.)
 
-    ``user_settings`` / ``project_settings``: the raw files already read (else read here).
+    ``user_settings`` / ``project_settings``: the raw files already read (else read here);
+    ``validated``: the project file as the settings read it.
     """
     root = project_root_of(folder)
-    commands = tuple(project_commands(root, project_settings))
+    commands = tuple(project_commands(root, project_settings, validated))
     if not commands:
         return ProjectTrust(root, commands, True, "no commands")
     user = dict(user_settings) if user_settings is not None else _read_json(user_settings_path())
@@ -428,34 +653,22 @@ def _inside_any(root: Path, folders: Any) -> bool:
     return False
 
 
-def strip_untrusted(project_settings: Mapping[str, Any], trust: ProjectTrust) -> dict[str, Any]:
-    """The project file without what ``trust`` does not allow (and never its trust keys)."""
+def strip_untrusted(
+    project_settings: Mapping[str, Any], trust: ProjectTrust, validated: Settings | None = None
+) -> dict[str, Any]:
+    """The project file as far as ``trust`` allows: all of it but its trust keys in a trusted
+    folder, else only what :data:`UNTRUSTED_PROJECT_KEYS` allows, as decided on ``validated``
+    (the file as the settings read it; made here when not given)."""
     raw = json.loads(json.dumps(project_settings))  # a deep copy of plain JSON
-    security = raw.get("security")
-    if isinstance(security, dict):
-        for key in PROJECT_IGNORED_KEYS:
-            security.pop(key, None)
     if trust.trusted:
+        security = raw.get("security")
+        if isinstance(security, dict):
+            for key in PROJECT_IGNORED_KEYS:
+                security.pop(key, None)
         return raw
-    for command in trust.commands:
-        if command.source == _SETTINGS:
-            _drop(raw, command.key)
-    return raw
-
-
-def _drop(raw: dict[str, Any], key: str) -> None:
-    parts = key.split(".")
-    if parts[0] in ("hooks", "mcpServers", "env"):
-        raw.pop(parts[0], None)
-        return
-    node: Any = raw
-    for part in parts[:-1]:
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict):
-        node.pop(parts[-1], None)
-    tools = raw.get("tools")
-    if key == "tools.sandbox.enabled" and isinstance(tools, dict) and tools.get("sandbox") is False:
-        tools.pop("sandbox")
+    if validated is None:
+        validated = settings_as_read(raw, _SETTINGS)
+    return _allowed_part(raw, validated)
 
 
 # ----- the record -----
@@ -543,7 +756,10 @@ def _counted(commands: Iterable[ProjectCommand]) -> list[str]:
         "permissions": "permission setting",
         "sandbox": "sandbox setting",
         "endpoint": "endpoint setting",
+        "file": "file setting",
+        "setting": "other setting",
         "grant": "tool grant",
+        "settings": "unusable settings file",
     }
     counts: dict[str, int] = {}
     for command in commands:

@@ -156,7 +156,7 @@ def read_mcp_json(path: Path, environ: Mapping[str, str] | None = None) -> list[
             raise McpConfigError(f"{path}: `mcpServers.{name}` must be an object")
         expanded = _expand_claude(entry, env)
         try:
-            settings = McpServerSettings.model_validate(expanded)
+            settings = McpServerSettings.model_validate(expanded, by_name=False)  # as settings
         except ValidationError as exc:
             raise McpConfigError(
                 describe_validation_error(exc, str(path), path.read_text(), f"mcpServers.{name}")
@@ -184,8 +184,11 @@ def collect_servers(
     project_servers = project_entries(project_file)
     by_name: dict[str, ServerConfig] = {}
     user_file = user_path or user_settings_path()
+    # The loader kept the project file's servers only in a trusted folder: else a server of
+    # that name in the settings is the user's own.
+    project_used = bool(project_servers) and workspace_trusted(cwd, settings)
     for name, entry in settings.mcp_servers.items():
-        in_project = name in project_servers
+        in_project = project_used and name in project_servers
         by_name[name] = from_settings(
             name,
             entry,
@@ -305,7 +308,7 @@ def _dropped_server(name: str, raw: Any, path: Path) -> ServerConfig | None:
     from cairn.config.settings import McpServerSettings
 
     try:
-        entry = McpServerSettings.model_validate(raw)
+        entry = McpServerSettings.model_validate(raw, by_name=False)
     except ValidationError:
         return None
     return from_settings(name, entry, scope="project", source=str(path))

@@ -36,13 +36,16 @@ def mcp_json_path(cwd: Path) -> Path:
 
 
 def project_entries(path: Path) -> dict[str, Any]:
-    """The raw ``mcpServers`` entries of the project settings file (empty if unreadable)."""
+    """The raw ``mcpServers`` entries of the project settings file (empty if unreadable), under
+    the one key the settings read them from."""
     from cairn.config.loader import SettingsError, read_settings_file
+    from cairn.config.settings import Settings
 
     if not path.is_file():
         return {}
+    key = Settings.model_fields["mcp_servers"].alias or "mcp_servers"
     try:
-        servers = read_settings_file(path).get("mcpServers", {})
+        servers = read_settings_file(path).get(key, {})
     except SettingsError:
         return {}
     return dict(servers) if isinstance(servers, dict) else {}
