@@ -181,7 +181,10 @@ async def test_json_mode_asks_for_one_object_of_the_schema(
     await ask(provider, json_schema=SCHEMA)
 
     [request] = scripted_server.requests
-    assert request.body["response_format"] == {"type": "json_object"}
+    assert request.body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "response", "schema": SCHEMA},
+    }
     assert request.system is not None
     assert request.system.startswith("Summarise.")
     assert '"selected"' in request.system

@@ -68,17 +68,60 @@ def forced_tool(request: RecordedRequest) -> str | None:
     return choice["function"]["name"] if isinstance(choice, dict) else None
 
 
-async def test_the_selector_reads_a_json_text_answer_asked_with_response_format(
+async def test_the_selector_asks_for_its_schema_itself_with_json_schema(
     scripted_server: ScriptedServer, make_provider: MakeProvider, docs: list[MemoryDoc]
 ) -> None:
+    """llama.cpp honours ``json_object`` with JSON that does not fit the schema, so every
+    selector answer fell back (issue 33); ``json_schema`` hands the endpoint the shape."""
     scripted_server.enqueue(reply(json.dumps(selection(docs[0]))))
 
     chosen = await select_memories(make_provider(), "how do we release?", docs)
 
     assert chosen == [docs[0]]
     [request] = scripted_server.requests
-    assert request.body["response_format"] == {"type": "json_object"}
+    response_format = request.body["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["name"] == "response"
+    assert response_format["json_schema"]["schema"]["required"] == ["selected_memories"]
     assert "tools" not in request.body
+
+
+async def test_a_json_object_only_endpoint_gets_json_object_after_refusing_json_schema(
+    docs: list[MemoryDoc],
+) -> None:
+    with ScriptedServer(response_formats=["json_object"]) as server:
+        provider = OpenAIProvider(
+            base_url=server.base_url, api_key="k", model="m", sleep=no_sleep
+        )
+        server.enqueue(
+            reply(json.dumps(selection(docs[0]))), reply(json.dumps(selection(docs[1])))
+        )
+
+        first = await select_memories(provider, "releases?", docs)
+        second = await select_memories(provider, "style?", docs)
+        await provider.aclose()
+    ENDPOINTS.clear()
+
+    assert (first, second) == ([docs[0]], [docs[1]])
+    refused, retried, later = server.requests
+    assert refused.body["response_format"]["type"] == "json_schema"
+    assert retried.body["response_format"] == {"type": "json_object"}
+    assert later.body["response_format"] == {"type": "json_object"}
+
+
+async def test_the_json_object_setting_still_sends_json_object(
+    scripted_server: ScriptedServer, make_provider: MakeProvider
+) -> None:
+    scripted_server.enqueue(reply('{"answer": "x"}'))
+
+    result = await side_query(
+        make_provider("json_object"), purpose="t", system="s", messages=[Content.user("?")],
+        json_schema=SCHEMA,
+    )  # fmt: skip
+
+    assert result.data == {"answer": "x"}
+    [request] = scripted_server.requests
+    assert request.body["response_format"] == {"type": "json_object"}
 
 
 async def test_the_selector_reads_a_forced_tool_call_answer(
@@ -115,7 +158,7 @@ async def test_an_endpoint_refusing_response_format_is_retried_once_then_remembe
 
     assert (first, second) == ([docs[0]], [docs[1]])
     refused, retried, later = server.requests
-    assert "response_format" in refused.body
+    assert "response_format" in refused.body  # the field itself is refused: json_object is not
     assert "response_format" not in retried.body and forced_tool(retried) == RESPOND_TOOL
     assert "response_format" not in later.body and forced_tool(later) == RESPOND_TOOL
 
@@ -205,9 +248,14 @@ async def test_a_schema_tool_call_with_unparseable_arguments_is_read_as_text(
 
 def test_only_a_400_naming_the_feature_downgrades() -> None:
     named = ProviderError("HTTP 400: response_format is not supported", status=400)
+    type_refused = ProviderError(
+        "HTTP 400: This response_format type is unavailable now", status=400
+    )
     other = ProviderError("HTTP 400: context too long", status=400)
     server = ProviderError("HTTP 500: response_format broke us", status=500)
 
+    assert downgrade("json_schema", named) == "tool"  # the whole field, not one type
+    assert downgrade("json_schema", type_refused) == "json_object"
     assert downgrade("json_object", named) == "tool"
     assert downgrade("json_object", other) is None
     assert downgrade("json_object", server) is None

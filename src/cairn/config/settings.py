@@ -187,7 +187,7 @@ class ChatCompressionSettings(_Section):
     )
 
 
-StructuredOutput = Literal["auto", "json_object", "tool", "prompt"]
+StructuredOutput = Literal["auto", "json_schema", "json_object", "tool", "prompt"]
 PromptCaching = Literal["auto", "on", "off"]
 
 
@@ -232,9 +232,10 @@ class ModelSettings(_Section):
     )
     structured_output: StructuredOutput = Field(
         "auto",
-        description="How side queries that need JSON ask for it: `json_object` "
-        "(`response_format`), `tool` (a forced `respond_in_schema` tool call), `prompt` (the "
-        "schema in the prompt only), or `auto` (`json_object`, falling back per endpoint when "
+        description="How side queries that need JSON ask for it: `json_schema` "
+        "(`response_format` carrying the schema), `json_object` (`response_format` asking for "
+        "any JSON object), `tool` (a forced `respond_in_schema` tool call), `prompt` (the "
+        "schema in the prompt only), or `auto` (`json_schema`, falling back per endpoint when "
         "it is refused).",
     )
     supports_images: bool = Field(

@@ -81,9 +81,11 @@ class ScriptedServer(Service):
 
     ``unsupported`` names request fields (``response_format``, ``tool_choice``...) the server
     refuses as some endpoints do: a request carrying one gets HTTP 400 naming it, before the
-    script is asked. ``prompt_cache`` (``"marked"`` or ``"automatic"``) makes the default usage
-    report cache hits as an endpoint with that kind of prompt cache would
-    (:class:`~cairn.testing.cache.PromptCache`).
+    script is asked. ``response_formats`` names the ``response_format`` types the server takes
+    (``None``: any): a request asking for another type gets HTTP 400 saying so, as an endpoint
+    that knows ``json_object`` but not ``json_schema`` answers. ``prompt_cache`` (``"marked"``
+    or ``"automatic"``) makes the default usage report cache hits as an endpoint with that kind
+    of prompt cache would (:class:`~cairn.testing.cache.PromptCache`).
     """
 
     def __init__(
@@ -94,10 +96,13 @@ class ScriptedServer(Service):
         port: int = 0,
         models: Sequence[str] = (DEFAULT_MODEL,),
         unsupported: Sequence[str] = (),
+        response_formats: Sequence[str] | None = None,
         prompt_cache: CacheMode | None = None,
     ) -> None:
         self.handler: Handler | None = handler
         self.unsupported = set(unsupported)  # request fields answered with 400
+        # response_format types taken (None: any); another type is answered with 400
+        self.response_formats = None if response_formats is None else list(response_formats)
         # None: no cache hits are reported; see cairn.testing.cache for the two modes
         self.prompt_cache = PromptCache(prompt_cache) if prompt_cache else None
         self._signatures: set[str] = set()  # thinking signatures issued (Anthropic wire)
@@ -401,6 +406,8 @@ class ScriptedServer(Service):
         refused = sorted(n for n in self.unsupported if isinstance(body, dict) and n in body)
         if problem is None and refused:
             problem = f"Unsupported parameter: '{refused[0]}' is not supported by this endpoint."
+        if problem is None:
+            problem = self._response_format_problem(body)
         if problem is None and recorded.wire == "anthropic":
             with self._changed:
                 problem = request_problem(body, self._signatures)
@@ -417,6 +424,17 @@ class ScriptedServer(Service):
         except Exception as exc:  # rendering fails before anything is written, so answer 500
             failure = self._failure(f"the reply cannot be sent: {type(exc).__name__}: {exc}")
             return await self._play(failure, recorded, writer, keep_alive=False)
+
+    def _response_format_problem(self, body: Any) -> str | None:
+        """Why the request's ``response_format`` type is refused (``None``: it is taken)."""
+        wanted = body.get("response_format") if isinstance(body, dict) else None
+        if self.response_formats is None or not isinstance(wanted, dict):
+            return None
+        kind = wanted.get("type")
+        if kind in self.response_formats:
+            return None
+        taken = ", ".join(self.response_formats) or "none"
+        return f"response_format type {kind!r} is not supported by this endpoint; it takes: {taken}"
 
     async def _choose_reply(self, request: RecordedRequest) -> Reply:
         try:

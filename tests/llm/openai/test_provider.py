@@ -321,7 +321,10 @@ async def test_the_body_carries_model_sampling_tools_and_streaming_options(
     assert body["max_tokens"] == 300
     assert body["temperature"] == 0.3
     assert body["top_p"] == 0.9
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "response", "schema": {"type": "object"}},
+    }
     assert body["tools"] == [
         {
             "type": "function",

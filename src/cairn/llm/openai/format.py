@@ -12,7 +12,13 @@ from typing import Any
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Image, Text, Thought
 from cairn.images import image_note
-from cairn.llm.structured import RESPOND_TOOL, Strategy, instruction, respond_tool
+from cairn.llm.structured import (
+    RESPOND_TOOL,
+    Strategy,
+    instruction,
+    respond_tool,
+    response_format,
+)
 from cairn.llm.types import ModelRequest, ToolDeclaration
 from cairn.values import Value
 
@@ -35,7 +41,7 @@ class WireOptions(Value):
     one-line note); ``cache``: whether to mark cache breakpoints for the endpoint.
     """
 
-    structured: Strategy = "json_object"
+    structured: Strategy = "json_schema"
     images: bool = True
     cache: bool = False
 
@@ -70,8 +76,9 @@ def build_request_body(request: ModelRequest, options: WireOptions | None = None
         body["temperature"] = request.temperature
     if request.top_p is not None:
         body["top_p"] = request.top_p
-    if schema is not None and options.structured == "json_object":
-        body["response_format"] = {"type": "json_object"}
+    wanted = response_format(schema, options.structured) if schema is not None else None
+    if wanted is not None:
+        body["response_format"] = wanted
     return body
 
 
