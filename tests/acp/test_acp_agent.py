@@ -536,6 +536,20 @@ async def test_recap_extension_returns_the_recap(
     assert answer == {"sessionId": session_id, "recap": "Reading the notes; next, act on them."}
 
 
+async def test_recap_extension_says_why_there_is_no_recap(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    session_id = await _record_a_session(scripted_server, project)
+    scripted_server.enqueue(reply("## Notes\n- read them"), purpose="recap")
+    async with connect(agent_options(scripted_server, project)) as (conn, _client):
+        await conn.initialize(protocol_version=1)
+        await conn.load_session(cwd=str(project), session_id=session_id)
+        answer = await conn.ext_method("cairn/recap", {"sessionId": session_id})
+
+    assert answer["recap"] is None
+    assert answer["reason"].startswith("The model did not answer with a recap")
+
+
 async def test_retry_extension_sends_the_last_prompt_again(
     scripted_server: ScriptedServer, project: Path
 ) -> None:

@@ -6,6 +6,8 @@ the client's history afterwards.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,8 +31,9 @@ from cairn.agent.compression import SUMMARY_ACK, CompressionStatus
 from cairn.agent.reminders import system_reminder
 from cairn.config.settings import Settings
 from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text
+from cairn.llm.errors import ContextOverflowError
 from cairn.llm.types import ModelRequest, ToolDeclaration, Usage
-from cairn.testing import ScriptedProvider, ToolCallSpec, error_reply, reply, tool_calls
+from cairn.testing import Reply, ScriptedProvider, ToolCallSpec, error_reply, reply, tool_calls
 from cairn.vocabulary.events import AssistantText, MemoryRecalled, StreamReset
 from cairn.vocabulary.recall import RecallDelivery, RecallPhase
 
@@ -536,6 +539,112 @@ async def test_chanting_the_same_text_reports_a_loop_and_keeps_what_was_said() -
     assert len(streamed) < len(sentence) * 30  # the stream was cut at the loop
 
 
+async def test_two_edits_alternating_across_answers_report_a_cycle() -> None:
+    """Issue 33: A, B, A in one answer and B, A, B in the next ran on until the context
+    overflowed; the cycle is a loop once it came round three times."""
+    a = ToolCallSpec("edit", {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"})
+    b = ToolCallSpec("edit", {"file_path": "a.py", "old_string": "x = 2", "new_string": "x = 1"})
+    provider = ScriptedProvider()
+    provider.enqueue(tool_calls(a, b, a), tool_calls(b, a, b))
+    client = _client(provider)
+
+    first = await _send(client, [Text("fix it")])
+    calls = [p for p in client.history.last().parts if isinstance(p, FunctionCall)]  # type: ignore[union-attr]
+    answers: list[Part] = [FunctionResponse(c.id, c.name, {"error": "no match"}) for c in calls]
+    second = await _send(client, answers, SendKind.TOOL_RESULT)
+
+    assert isinstance(first[-1], AgentFinished)
+    loop = second[-1]
+    assert isinstance(loop, AgentLoop)
+    assert loop.info.loop_type == "repeated_tool_call_cycle"
+
+
+async def test_a_tool_failing_the_same_way_again_and_again_stops_before_the_next_request() -> None:
+    provider = ScriptedProvider()
+    for i in range(10):
+        provider.enqueue(tool_calls(ToolCallSpec("edit", {"old_string": f"try {i}"}, f"c{i}")))
+    client = _client(provider)
+    error = {"error": "old_string was not found in a.py"}
+
+    events = await _send(client, [Text("fix it")])
+    sends = 1
+    while isinstance(events[-1], AgentFinished):
+        [call] = events[-1].calls
+        events = await _send(
+            client, [FunctionResponse(call.id, call.name, error)], SendKind.TOOL_RESULT
+        )
+        sends += 1
+
+    loop = events[-1]
+    assert isinstance(loop, AgentLoop)
+    assert loop.info.loop_type == "repeated_tool_failure"
+    assert "old_string was not found" in loop.info.detail
+    assert len(provider.requests) == sends - 1  # the last failures were not sent on
+    last = client.history.last()
+    assert last is not None and last.role == "user"  # the results are kept, answered
+    assert client.history.dangling_calls() == []
+
+
+async def test_a_tool_call_loop_still_counts_the_answers_usage() -> None:
+    """Issue 33: usage was 0 after a loop stop, although the server processed the prompt."""
+    same = [ToolCallSpec("read_file", {"file_path": "a.txt"}, f"c{i}") for i in range(6)]
+    provider = ScriptedProvider(
+        Reply(tool_calls=same, usage={"prompt_tokens": 900, "completion_tokens": 60})
+    )
+    client = _client(provider)
+
+    events = await _send(client, [Text("read it")])
+
+    loop = events[-1]
+    assert isinstance(loop, AgentLoop)
+    assert (loop.usage.input_tokens, loop.usage.output_tokens) == (900, 60)
+    assert client.stats.usage.input_tokens == 900
+
+
+async def test_a_text_loop_cut_mid_stream_counts_an_estimate_of_its_usage() -> None:
+    sentence = "I will now check the file again to be really sure. "
+    provider = ScriptedProvider(reply(chunks=[sentence] * 60))
+    client = _client(provider)
+
+    events = await _send(client, [Text("check " * 200)])
+
+    loop = events[-1]
+    assert isinstance(loop, AgentLoop)
+    streamed = "".join(e.text for e in events if isinstance(e, AssistantText))
+    assert loop.usage.output_tokens == len(streamed) // 4
+    assert loop.usage.input_tokens >= len("check " * 200) // 4
+    assert client.stats.usage.output_tokens == loop.usage.output_tokens
+
+
+async def test_a_cancelled_answer_counts_an_estimate_of_its_usage() -> None:
+    gate = threading.Event()
+    provider = ScriptedProvider(reply(chunks=["Paris ", "is ", "the ", "capital."], hold=gate))
+    client = _client(provider)
+    controller = AbortController()
+
+    async def cancel_soon() -> None:
+        await provider_asked(provider)
+        controller.abort("user_cancel")
+        gate.set()
+
+    canceller = asyncio.ensure_future(cancel_soon())
+    with pytest.raises(Aborted):
+        await _send(client, [Text("capital of France? " * 50)], abort=controller.signal)
+    await canceller
+
+    usage = client.take_unfinished_usage()
+    assert usage.input_tokens >= len("capital of France? " * 50) // 4
+    assert client.take_unfinished_usage() == Usage()  # taken once
+
+
+async def provider_asked(provider: ScriptedProvider) -> None:
+    for _ in range(1000):
+        if provider.requests:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the provider was never asked")
+
+
 async def test_skip_loop_detection_lets_repetition_through() -> None:
     same = [ToolCallSpec("read_file", {"file_path": "a.txt"}, f"c{i}") for i in range(6)]
     provider = ScriptedProvider(tool_calls(*same))
@@ -583,6 +692,71 @@ async def test_compression_runs_once_the_last_prompt_passes_the_threshold() -> N
     assert main.contents[1].text == SUMMARY_ACK
     assert main.contents[-1].text == "and another"
     assert len(main.contents) < len(_conversation(6)) + 4
+
+
+OVERFLOW = "request (5000 tokens) exceeds the available context size (4096 tokens)"
+
+
+async def test_a_prompt_too_long_for_the_window_is_compressed_and_sent_again_once() -> None:
+    """Issue 33: llama.cpp's 400 exceed_context_size_error ended the turn; it names the window,
+    and compressing the conversation makes the prompt fit."""
+    provider = ScriptedProvider()
+    provider.enqueue(error_reply(400, OVERFLOW), reply("the answer"), purpose="main")
+    provider.enqueue(
+        reply(SUMMARY, usage={"prompt_tokens": 4000, "completion_tokens": 50}), purpose="compress"
+    )
+    client = _client(provider, history=_conversation(6))
+
+    events = await _send(client, [Text("and now?")])
+
+    compressed = [e for e in events if isinstance(e, AgentCompressed)]
+    assert len(compressed) == 1 and compressed[0].result.status is CompressionStatus.COMPRESSED
+    assert compressed[0].result.original_tokens == 5000
+    finished = events[-1]
+    assert isinstance(finished, AgentFinished) and finished.text == "the answer"
+    assert [r.purpose for r in provider.requests] == ["main", "compress", "main"]
+    assert _last_user_parts(provider.requests[-1]) == [Text("and now?")]
+
+
+async def test_a_prompt_compression_cannot_make_fit_is_a_clear_error() -> None:
+    provider = ScriptedProvider()
+    provider.enqueue(error_reply(400, OVERFLOW), purpose="main")
+    client = _client(provider)  # nothing to compress: the fixed prompt alone is too long
+
+    with pytest.raises(ContextOverflowError) as caught:
+        await _send(client, [Text("hello")])
+
+    message = str(caught.value)
+    assert message.startswith(
+        "The prompt (5000 tokens) does not fit the model's context window of 4096 tokens"
+    )
+    assert "cairn's fixed prompt" in message and "llama-server -c" in message
+    assert [r.purpose for r in provider.requests] == ["main"]
+
+
+async def test_an_overflow_after_compressing_is_not_retried_again() -> None:
+    provider = ScriptedProvider()
+    provider.enqueue(error_reply(400, OVERFLOW), error_reply(400, OVERFLOW), purpose="main")
+    provider.enqueue(
+        reply(SUMMARY, usage={"prompt_tokens": 4000, "completion_tokens": 50}), purpose="compress"
+    )
+    client = _client(provider, history=_conversation(6))
+
+    with pytest.raises(ContextOverflowError, match="4096 tokens"):
+        await _send(client, [Text("and now?")])
+
+    assert [r.purpose for r in provider.requests] == ["main", "compress", "main"]
+
+
+async def test_the_servers_window_counts_when_it_is_smaller_than_the_setting() -> None:
+    provider = ScriptedProvider(context_window=8192)
+    configured = _client(provider, settings=_settings(generationConfig={"contextWindowSize": 4096}))
+    larger = _client(provider, settings=_settings(generationConfig={"contextWindowSize": 65536}))
+    unset = _client(provider)
+
+    assert (configured.context_window, larger.context_window) == (4096, 8192)
+    assert unset.context_window == 8192
+    assert _client(ScriptedProvider()).context_window == 131_072
 
 
 async def test_compression_stays_off_below_the_threshold() -> None:

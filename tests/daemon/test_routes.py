@@ -571,8 +571,29 @@ async def test_a_short_session_has_a_null_recap(
     response = await daemon.http.post(f"/session/{session_id}/recap")
 
     assert response.status_code == 200
-    assert response.json() == {"sessionId": session_id, "recap": None}
+    assert response.json() == {
+        "sessionId": session_id,
+        "recap": None,
+        "reason": "Not enough conversation context for a recap yet.",
+    }
     assert scripted_server.requests_for("recap") == []
+
+
+async def test_a_recap_without_tags_that_reads_as_one_is_answered(
+    daemon: RunningDaemon, scripted_server: ScriptedServer
+) -> None:
+    """Issue 33: the recap route answered null for a recap a local model wrote untagged."""
+    session_id = await daemon.create_session()
+    await daemon.prompt(session_id, "fix the login bug")
+    await collect_until(daemon.http, session_id, "turn_complete")
+    scripted_server.enqueue(reply("Fixing the login bug. Next: run the tests."), purpose="recap")
+
+    response = await daemon.http.post(f"/session/{session_id}/recap")
+
+    assert response.json() == {
+        "sessionId": session_id,
+        "recap": "Fixing the login bug. Next: run the tests.",
+    }
 
 
 async def test_a_recap_summarises_the_conversation(
@@ -613,6 +634,7 @@ async def test_a_recap_is_bounded_by_the_recap_timeout(
     response = await asyncio.wait_for(daemon.http.post(f"/session/{session_id}/recap"), 3)
 
     assert response.json()["recap"] is None
+    assert response.json()["reason"] == "The model did not write a recap within 0.3 s."
 
 
 async def test_a_client_disconnect_cancels_the_recap_query(

@@ -68,6 +68,32 @@ def test_stream_json_prints_one_object_per_line_as_it_happens(
     assert lines[-1]["type"] == "result" and lines[-1]["subtype"] == "success"
 
 
+def test_partial_messages_stream_each_chunk_as_a_stream_event(
+    run_cairn: RunCairn, scripted_server: ScriptedServer
+) -> None:
+    """Issue 33: -o stream-json printed a 256-token answer in one burst at the end."""
+    scripted_server.enqueue(reply(chunks=["Par", "is ", "is the capital."]))
+
+    done = run_cairn("-p", "capital?", "-o", "stream-json", "--include-partial-messages")
+
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    events = [line["event"] for line in lines if line["type"] == "stream_event"]
+    deltas = [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
+    assert deltas == ["Par", "is ", "is the capital."]
+    assert events[0]["type"] == "message_start" and events[-1]["type"] == "message_stop"
+    kinds = [line["type"] for line in lines]
+    assert kinds.index("assistant") > kinds.index("stream_event")
+    assert kinds[-1] == "result"
+
+
+def test_partial_messages_without_stream_json_is_bad_input(run_cairn: RunCairn) -> None:
+    done = run_cairn("-p", "hi", "--include-partial-messages")
+
+    assert done.returncode == 42
+    assert done.stderr == "--include-partial-messages needs --output-format stream-json\n"
+
+
 def test_text_output_streams_chunks_to_stdout(
     run_cairn: RunCairn, scripted_server: ScriptedServer
 ) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply
+from cairn.testing import RecordedRequest, Reply, ScriptedServer, ToolCallSpec, reply, tool_calls
 
 from .conftest import CAIRN, RunCairn, write_settings
 
@@ -110,3 +110,40 @@ def test_ctrl_c_while_saving_leaves_at_once_and_the_next_session_extracts_it(
     ]  # fmt: skip
     assert len(retried) == 1
     assert retried[0].contains("MARKER-ORCA-7731")
+
+
+def test_an_extraction_that_loops_is_said_and_the_next_session_extracts_it_again(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Issue 33: an Extract agent that ended in a loop left `-p` at "Saving memory…" with
+    nothing more, and the session was never extracted again."""
+    memory_on(project)
+
+    def handle(request: RecordedRequest) -> Reply | None:
+        if request.purpose == "extract":  # the same read, over and over
+            same = ToolCallSpec("read_file", {"file_path": "/nowhere/MEMORY.md"})
+            return tool_calls(*[same] * 6)
+        if request.purpose == "recall-selector":
+            return reply(json.dumps({"selected_memories": []}))
+        return reply("Noted.")
+
+    scripted_server.handler = handle
+
+    first = run_cairn("-p", FIRST_PROMPT)
+
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "Noted.\n"
+    said = [line for line in first.stderr.splitlines() if "Memory was not saved" in line]
+    assert said == [
+        "Memory was not saved: the extraction agent was stopped by loop protection (the model "
+        "kept repeating itself). The next extraction in this project tries again."
+    ]
+    [failed] = scripted_server.requests_for("extract")
+
+    second = run_cairn("-p", "What is new?")
+
+    assert second.returncode == 0, second.stderr
+    retried = [
+        r for r in scripted_server.requests_for("extract")[1:] if r.session_id == failed.session_id
+    ]
+    assert len(retried) == 1 and retried[0].contains("MARKER-ORCA-7731")

@@ -67,11 +67,15 @@ def _result(**fields: Any) -> TurnResult:
 class Run:
     """An OutputWriter over string buffers."""
 
-    def __init__(self, fmt: OutputFormat) -> None:
+    def __init__(self, fmt: OutputFormat, *, partial: bool = False) -> None:
         self.stdout = io.StringIO()
         self.stderr = io.StringIO()
         self.writer = OutputWriter(
-            fmt, session_id=SESSION_ID, stdout=self.stdout, stderr=self.stderr
+            fmt,
+            session_id=SESSION_ID,
+            stdout=self.stdout,
+            stderr=self.stderr,
+            partial_messages=partial,
         )
 
     def init(self) -> None:
@@ -379,6 +383,82 @@ async def test_stream_json_ignores_events_without_a_message() -> None:
 
     assert run.stdout.getvalue() == ""
     assert run.stderr.getvalue() == ""
+
+
+async def test_partial_messages_stream_each_delta_as_claude_codes_stream_events() -> None:
+    """Issue 33: `-o stream-json` had no partial-text events; a 256-token answer arrived in one
+    burst at the end."""
+    run = Run("stream-json", partial=True)
+    run.init()
+
+    await run.play(TOOL_TURN[:2])  # the turn starts, then the first reasoning delta
+    first = run.json_lines()[1]
+    assert first["type"] == "stream_event" and first["parent_tool_use_id"] is None
+    assert first["session_id"] == SESSION_ID and first["uuid"]
+    assert first["event"]["type"] == "message_start"
+    assert first["event"]["message"]["model"] == MODEL
+
+    await run.play(TOOL_TURN[2:])
+    lines = run.json_lines()
+    events = [m["event"] for m in lines if m["type"] == "stream_event"]
+    kinds = [(e["type"], e.get("index")) for e in events]
+    assert kinds == [
+        ("message_start", None),
+        ("content_block_start", 0), ("content_block_delta", 0),  # thinking
+        ("content_block_stop", 0),
+        ("content_block_start", 1), ("content_block_delta", 1),  # text
+        ("content_block_stop", 1),
+        ("content_block_start", 2), ("content_block_delta", 2),  # the tool call
+        ("content_block_stop", 2),
+        ("message_delta", None), ("message_stop", None),
+        ("message_start", None),
+        ("content_block_start", 0), ("content_block_delta", 0), ("content_block_delta", 0),
+        ("content_block_stop", 0),
+        ("message_delta", None), ("message_stop", None),
+    ]  # fmt: skip
+    assert events[2]["delta"] == {"type": "thinking_delta", "thinking": "I should look."}
+    assert events[5]["delta"] == {"type": "text_delta", "text": "Let me look."}
+    assert events[7]["content_block"] == {
+        "type": "tool_use", "id": "call_1", "name": "list_directory", "input": {},
+    }  # fmt: skip
+    assert json.loads(events[8]["delta"]["partial_json"]) == {"path": "."}
+    assert events[10]["delta"]["stop_reason"] == "tool_use"
+    assert events[10]["usage"]["output_tokens"] == FIRST_USAGE.output_tokens
+    assert events[-2]["delta"]["stop_reason"] == "end_turn"
+    # each whole message still follows its stream events, under the same message id
+    assistants = [m for m in lines if m["type"] == "assistant"]
+    assert assistants[0]["message"]["id"] == events[0]["message"]["id"]
+    assert [m["type"] for m in lines].index("assistant") == 13  # after init and 12 events
+
+
+async def test_partial_messages_start_over_after_a_retry() -> None:
+    run = Run("stream-json", partial=True)
+
+    await run.play(
+        [
+            AssistantText("Par"),
+            StreamReset("HTTP 503", 0.5, 2, 7),
+            AssistantText("Paris."),
+            AssistantMessage("Paris.", "", (), FIRST_USAGE, MODEL),
+        ]
+    )
+
+    lines = run.json_lines()
+    kinds = [m["event"]["type"] if m["type"] == "stream_event" else m["subtype"] for m in lines
+             if m["type"] in ("stream_event", "system")]  # fmt: skip
+    assert kinds == [
+        "message_start", "content_block_start", "content_block_delta", "api_retry",
+        "message_start", "content_block_start", "content_block_delta", "content_block_stop",
+        "message_delta", "message_stop",
+    ]  # fmt: skip
+
+
+async def test_without_partial_messages_stream_json_has_no_stream_events() -> None:
+    run = Run("stream-json")
+
+    await run.play(TOOL_TURN)
+
+    assert all(m["type"] != "stream_event" for m in run.json_lines())
 
 
 async def test_stream_json_reports_a_retry_as_an_api_retry_message() -> None:

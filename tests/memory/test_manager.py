@@ -1,16 +1,21 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cairn.abort import AbortController
+from cairn.content import Content
+from cairn.memory.background.pending import read_pending
 from cairn.memory.forget.selection import ForgetPlan
 from cairn.memory.manager import MemoryManager
 from cairn.memory.recall.query import RecallResult
-from cairn.testing import reply
+from cairn.recording.recorder import ChatRecorder
+from cairn.testing import RecordedRequest, Reply, ToolCallSpec, reply, tool_calls
+from cairn.vocabulary.events import Notice
 
 from .memory_helpers import Events, make_manager, project_root, write_memory
 from .task_helpers import (
@@ -151,6 +156,15 @@ async def test_recall_renders_ages_with_the_manager_clock(manager: MemoryManager
 # --- background tasks: Extract scheduling, drain, the audit trail --------------------------
 
 SESSION = "11111111-2222-3333-4444-555555555555"
+OTHER_SESSION = "66666666-7777-8888-9999-000000000000"
+
+
+def write_recording(path: Path, workspace: Path, text: str) -> None:
+    """A session recording holding one prompt and its answer, as a session writes it."""
+    recorder = ChatRecorder(path, session_id=SESSION, cwd=workspace, version="test")
+    recorder.record_user(Content.user(text))
+    recorder.record_assistant(Content.model("ok"), model="m", usage={})
+    recorder.close()
 
 
 async def test_three_quick_requests_make_two_runs_the_last_with_the_newest_history(
@@ -175,6 +189,67 @@ async def test_three_quick_requests_make_two_runs_the_last_with_the_newest_histo
     statuses = [task.status for task in project.manager.recent_tasks()]
     assert statuses == ["completed", "superseded", "completed"]
     assert [e["status"] for e in project.named("memory.extract")] == ["completed", "completed"]
+
+
+def looping_extractor(request: RecordedRequest) -> Reply | None:
+    """An extraction agent that reads the same file over and over (loop protection stops it)."""
+    if request.purpose != "extract":
+        return None
+    same = ToolCallSpec("read_file", {"file_path": "/nowhere/MEMORY.md"})
+    return tool_calls(*[same] * 6)
+
+
+async def test_an_extraction_that_fails_is_said_once_and_queued_for_the_next_one(
+    new_project: ProjectFactory,
+) -> None:
+    """Issue 33: an Extract agent that ended in a loop left `-p` at "Saving memory…" with
+    nothing more said, and the session was not queued for a later extraction."""
+    project = new_project()
+    project.server.handler = looping_extractor
+    heard: list[tuple[str, object]] = []
+
+    async def listen(session_id: str, event: object) -> None:
+        heard.append((session_id, event))
+
+    project.manager.add_change_listener(listen)  # type: ignore[arg-type]
+    for text in ("MESSAGE-ONE", "MESSAGE-TWO"):
+        project.manager.schedule_extract(
+            project_root=project.workspace, session_id=SESSION,
+            history=conversation(text, "ok"), runtime=project.runtime,
+        )  # fmt: skip
+        assert await project.manager.drain(30)
+
+    notices = [event for _, event in heard if isinstance(event, Notice)]
+    assert len(notices) == 1  # said once for the session, not once per failure
+    assert notices[0].level == "warning" and notices[0].source == "memory"
+    assert notices[0].text.startswith("Memory was not saved: the extraction agent")
+    assert "loop" in notices[0].text
+    assert read_pending(project.state, now=time.time()) == [SESSION]
+    assert [task.status for task in project.manager.recent_tasks()] == ["failed", "failed"]
+
+
+async def test_a_failed_extraction_is_retried_by_the_next_sessions_and_given_up_after(
+    new_project: ProjectFactory,
+) -> None:
+    project = new_project()
+    project.server.handler = looping_extractor
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=conversation("MESSAGE-ONE", "ok"), runtime=project.runtime,
+    )  # fmt: skip
+    assert await project.manager.drain(30)
+    recording = project.runtime.chats_dir / f"{SESSION}.jsonl"
+    write_recording(recording, project.workspace, "MESSAGE-ONE")
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=OTHER_SESSION,
+        history=conversation("MESSAGE-TWO", "ok"), runtime=project.runtime,
+    )  # fmt: skip
+    assert await project.manager.drain(30)
+
+    retried = [r for r in project.requests("extract") if r.session_id == SESSION]
+    assert any(r.contains("MESSAGE-ONE") for r in retried[1:])
+    assert SESSION not in read_pending(project.state, now=time.time())  # failed again: given up
 
 
 async def test_scheduling_returns_before_the_extraction_finishes(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,11 @@ from cairn.recap.service import (
     RECAP_MAX_OUTPUT_TOKENS,
     RECAP_SYSTEM_PROMPT,
     RECAP_USER_PROMPT,
+    Recap,
     extract_recap,
     generate_session_recap,
+    plausible_recap,
+    session_recap,
 )
 from cairn.session.commands import NO_RECAP_MESSAGE
 from cairn.session.runtime import Runtime
@@ -216,6 +220,93 @@ async def test_a_reply_without_tags_is_no_recap(
     assert await generate_session_recap(session) is None
 
 
+async def test_a_plausible_answer_without_tags_is_taken_as_the_recap(
+    runtime: Runtime, scripted_server: ScriptedServer
+) -> None:
+    """Issue 33: a small local model answered a fine recap without the tags, and the daemon
+    answered null while /recap said "Not enough conversation context"."""
+    session = runtime.new_session()
+    await talk(session, scripted_server, ("fix the login bug", "On it."))
+    scripted_server.enqueue(
+        reply("Fixing the login bug.\nNext: run the auth tests."), purpose="recap"
+    )
+
+    recap = await session_recap(session)
+
+    assert recap == Recap("Fixing the login bug. Next: run the auth tests.")
+
+
+async def test_an_answer_that_is_not_a_recap_says_what_the_model_wrote(
+    runtime: Runtime, scripted_server: ScriptedServer
+) -> None:
+    session = runtime.new_session()
+    await talk(session, scripted_server, ("fix the login bug", "On it."))
+    scripted_server.enqueue(reply("## Summary\n- fixed\n- tested"), purpose="recap")
+
+    recap = await session_recap(session)
+
+    assert recap.text is None
+    assert recap.reason is not None
+    assert recap.reason.startswith("The model did not answer with a recap (it wrote: '## Summary")
+
+
+async def test_a_recap_cut_at_its_bound_says_so(
+    runtime: Runtime, scripted_server: ScriptedServer
+) -> None:
+    session = runtime.new_session()
+    await talk(session, scripted_server, ("fix the login bug", "On it."))
+    scripted_server.enqueue(Reply(text="We have been ", endless=True), purpose="recap")
+
+    recap = await session_recap(session)
+
+    assert recap.text is None
+    assert recap.reason is not None and "cut at its output bound" in recap.reason
+    assert scripted_server.requests_for("recap")[0].max_tokens == RECAP_MAX_OUTPUT_TOKENS
+
+
+async def test_a_recap_the_model_is_too_slow_to_write_is_bounded_and_says_so(
+    runtime: Runtime, scripted_server: ScriptedServer
+) -> None:
+    session = runtime.new_session()
+    await talk(session, scripted_server, ("fix the login bug", "On it."))
+    never = threading.Event()
+    scripted_server.enqueue(Reply(text=RECAP, hold=never), purpose="recap")
+
+    recap = await session_recap(session, timeout=0.2)
+
+    assert recap == Recap(None, "The model did not write a recap within 0.2 s.")
+    await scripted_server.async_wait_for_requests(1, purpose="recap")
+
+
+async def test_a_failed_request_gives_its_reason(
+    runtime: Runtime, scripted_server: ScriptedServer
+) -> None:
+    session = runtime.new_session()
+    await talk(session, scripted_server, ("hi", "hello"))
+    scripted_server.enqueue(error_reply(400, "bad recap request"), purpose="recap")
+
+    recap = await session_recap(session)
+
+    assert recap.reason == "The recap request failed: HTTP 400: bad recap request"
+
+
+@pytest.mark.parametrize(
+    ("answer", "taken"),
+    [
+        ("Porting the parser to Rust. Next: fuzz the tokenizer.", True),
+        ("正在修复登录错误。下一步：运行认证测试。", False),  # one word by whitespace: too short
+        ("Let me look at what we did so far.", False),
+        ("Sure! You were fixing the login bug.", False),
+        ("Fixing the login bug and then", False),  # no sentence end: cut
+        ("- fixed the bug\n- ran the tests.", False),
+        ("We were fixing " + "the bug " * 60 + "today.", False),
+        ("<recap></recap>", False),
+    ],
+)
+def test_plausible_recap(answer: str, taken: bool) -> None:
+    assert (plausible_recap(answer) is not None) is taken
+
+
 async def test_a_model_error_is_no_recap_after_one_attempt(
     runtime: Runtime, scripted_server: ScriptedServer
 ) -> None:
@@ -338,6 +429,23 @@ async def test_recap_command_shows_the_recap_as_a_recap_not_a_notice(
     assert [e for e in events.items if isinstance(e, RecapShown)] == [RecapShown(result.text)]
     assert events.notices() == []
     assert len(scripted_server.requests_for("main")) == 1  # no model turn for the command
+
+
+async def test_recap_command_says_the_real_reason_there_is_no_recap(
+    runtime: Runtime, scripted_server: ScriptedServer
+) -> None:
+    """Issue 33: /recap said "Not enough conversation context" after a model answered
+    something that was not a recap."""
+    session = runtime.new_session()
+    await talk(session, scripted_server, ("fix the login bug", "On it."))
+    scripted_server.enqueue(reply("Let me think about what we did..."), purpose="recap")
+
+    result = await session.prompt(PromptRequest("/recap"), Events())
+
+    assert result.handled_locally
+    assert result.text == (
+        "The model did not answer with a recap (it wrote: 'Let me think about what we did...')."
+    )
 
 
 async def test_recap_command_without_enough_context_says_so(

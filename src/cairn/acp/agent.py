@@ -353,8 +353,11 @@ class CairnAgent:
         if method == "cairn/recap":
             channel = self._channel(_session_id_param(params))
             with bind_session(channel.id):
-                recap = await channel.session.recap()
-            return {"sessionId": channel.id, "recap": recap}
+                recap = await channel.session.recap_outcome()
+            answer: dict[str, Any] = {"sessionId": channel.id, "recap": recap.text}
+            if recap.text is None and recap.reason:
+                answer["reason"] = recap.reason  # too little said, the model too slow, ...
+            return answer
         if method in ("cairn/retry", "cairn/continue"):
             channel = self._channel(_session_id_param(params))
             retry = method == "cairn/retry"

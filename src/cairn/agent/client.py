@@ -8,6 +8,8 @@ runtime only call :meth:`begin_recall`, :meth:`consume_recall` and :meth:`finish
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import field
@@ -35,6 +37,8 @@ from cairn.content import (
     leading_function_responses,
 )
 from cairn.debug_log import get_logger
+from cairn.llm.errors import ContextOverflowError
+from cairn.llm.estimate import estimate_tokens, estimated_usage
 from cairn.llm.types import (
     Finished,
     ModelRequest,
@@ -126,7 +130,11 @@ class AgentLimit(Value):
 
 
 class AgentLoop(Value):
+    """Loop protection stopped the model; ``usage`` is its last answer's (estimated when the
+    stream was cut before the endpoint reported it)."""
+
     info: LoopInfo
+    usage: Usage = field(default_factory=Usage)
 
 
 class AgentFinished(Value):
@@ -208,6 +216,9 @@ class AgentClient:
         self.stats = _Stats()
         self.last_prompt_tokens = 0
         self._compression_failed = False
+        self._window_asked = False
+        self._unfinished = Usage()  # answers cut by a cancel, not yet counted in a turn
+        self._background: set[asyncio.Future[int | None]] = set()
         self.model_override: str | None = None  # this turn's model (a command file's `model`)
         # PreCompact hooks: given the trigger ("manual", "auto"), a reason not to compress
         self.before_compress: Callable[[str], Awaitable[str | None]] | None = None
@@ -296,7 +307,22 @@ class AgentClient:
 
     @property
     def context_window(self) -> int:
-        return self.settings.model.generation_config.context_window_size or DEFAULT_CONTEXT_WINDOW
+        """The window the model serves: the smaller of ``contextWindowSize`` and what the
+        server said (:meth:`Provider.context_window`), else :data:`DEFAULT_CONTEXT_WINDOW`."""
+        configured = self.settings.model.generation_config.context_window_size
+        told = self.provider.context_window(self.model)
+        known = [window for window in (configured, told) if window]
+        return min(known) if known else DEFAULT_CONTEXT_WINDOW
+
+    def _learn_context_window(self) -> None:
+        """Ask the server for the model's window, in the background, once per client (the
+        provider asks once per model); after the first answer, so it never delays one."""
+        if self._window_asked:
+            return
+        self._window_asked = True
+        task = asyncio.ensure_future(self.provider.learn_context_window(self.model))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     @property
     def session_model(self) -> str:
@@ -307,7 +333,10 @@ class AgentClient:
     def session_model(self, value: str) -> None:
         self._model = value
 
-    async def compress(self, *, force: bool = False) -> CompressionResult:
+    async def compress(self, *, force: bool = False, trigger: str = "") -> CompressionResult:
+        """Compress the conversation (``force``: whatever its size, as ``/compress`` and a
+        prompt the server refused as too long ask); ``trigger`` is what PreCompact hooks are
+        told (``manual`` or ``auto``; default: ``manual`` when forced)."""
         threshold = self.settings.model.chat_compression.context_percentage_threshold
         tokens = self.last_prompt_tokens
         if not force and (
@@ -317,7 +346,7 @@ class AgentClient:
         if force and not tokens:
             tokens = sum(len(str(e.to_dict())) for e in self.history.shallow()) // 4
         if self.before_compress is not None:
-            refusal = await self.before_compress("manual" if force else "auto")
+            refusal = await self.before_compress(trigger or ("manual" if force else "auto"))
             if refusal is not None:
                 if not force:
                     self._compression_failed = True  # not asked again on every request
@@ -395,9 +424,73 @@ class AgentClient:
                 parts = insert_after_function_responses(parts, [recall_part(delivery)])
                 yield MemoryRecalled(delivery.memories, delivery.phase)
         self.history.append(Content("user", list(parts)))
+        failing = self._failure_loop(parts)
+        if failing is not None:  # the results are answered in the history; asking again won't help
+            yield AgentLoop(failing)
+            return
 
-        async for event in self._stream(abort):
-            yield event
+        try:
+            async for event in self._stream(abort):
+                yield event
+            return
+        except ContextOverflowError as overflow:
+            if overflow.prompt_tokens:
+                self.last_prompt_tokens = overflow.prompt_tokens
+            compressed = await self.compress(force=True, trigger="auto")
+            yield AgentCompressed(compressed)
+            if compressed.status is not CompressionStatus.COMPRESSED:
+                raise self._does_not_fit(overflow, compressed) from overflow
+        abort.raise_if_aborted()
+        try:  # once: a prompt that still does not fit is reported
+            async for event in self._stream(abort):
+                yield event
+        except ContextOverflowError as overflow:
+            raise self._does_not_fit(overflow, None) from overflow
+
+    def fixed_prompt_tokens(self) -> int:
+        """About how many tokens every request holds whatever is said: the system prompt, the
+        tool declarations and the startup context."""
+        startup = self.history.shallow()[: self.startup_length]
+        tools = [json.dumps(dict(t.parameters)) + t.name + t.description for t in self._tools()]
+        texts = [self.system_prompt, *tools, *(json.dumps(c.to_dict()) for c in startup)]
+        return estimate_tokens(texts)
+
+    def _does_not_fit(
+        self, overflow: ContextOverflowError, compressed: CompressionResult | None
+    ) -> ContextOverflowError:
+        """The error that says a prompt does not fit, and what to do about it."""
+        window = overflow.window or self.provider.context_window(self.model)
+        size = f" ({overflow.prompt_tokens} tokens)" if overflow.prompt_tokens else ""
+        where = f"context window of {window} tokens" if window else "context window"
+        if compressed is None:
+            tried = "even after compressing the conversation"
+        else:
+            tried = f"and compressing it did not help: {compressed.describe()}"
+        message = (
+            f"The prompt{size} does not fit the model's {where}, {tried} "
+            f"(cairn's fixed prompt, the system prompt and tool declarations, is about "
+            f"{self.fixed_prompt_tokens()} tokens). Serve the model with a larger context "
+            "(llama-server -c 32768, Ollama's num_ctx or OLLAMA_CONTEXT_LENGTH, vLLM "
+            "--max-model-len) or start a new session. The server said: "
+            f"{overflow.message.removeprefix('HTTP 400: ')}"
+        )
+        return ContextOverflowError(
+            message,
+            status=overflow.status,
+            window=overflow.window,
+            prompt_tokens=overflow.prompt_tokens,
+        )
+
+    def _failure_loop(self, parts: Sequence[Part]) -> LoopInfo | None:
+        """Loop protection over the tool results being sent: one tool failing the same way."""
+        if self.settings.model.skip_loop_detection:
+            return None
+        found: LoopInfo | None = None
+        for part in parts:
+            if isinstance(part, FunctionResponse):
+                error = part.text if part.is_error else None
+                found = found or self.loop_detector.check_tool_result(part.name, error)
+        return found
 
     async def _stream(self, abort: AbortSignal) -> AsyncIterator[AgentEvent]:
         sampling = self.settings.model.generation_config.sampling_params
@@ -418,51 +511,80 @@ class AgentClient:
         calls: list[FunctionCall] = []
         finish: Finished | None = None
         loop: LoopInfo | None = None
-        async with aclosing(self.provider.stream(request)) as stream:
-            async for event in stream:
-                if isinstance(event, StreamRetry):
-                    texts.clear()
-                    thoughts = _Thoughts()
-                    calls.clear()
-                    yield StreamReset(event.reason, event.delay, event.attempt, event.max_attempts)
-                elif isinstance(event, TextDelta):
-                    texts.append(event.text)
-                    yield AssistantText(event.text)
-                    if not self.settings.model.skip_loop_detection:
-                        loop = self.loop_detector.check_text(event.text)
-                elif isinstance(event, ThoughtDelta):
-                    thoughts.add(event)
-                    if event.text:
-                        yield AssistantThought(event.text)
-                elif isinstance(event, ToolCallDelta):
-                    calls.append(event.call)
-                    yield AgentToolCall(event.call)
-                    if not self.settings.model.skip_loop_detection:
-                        loop = loop or self.loop_detector.check_tool_call(event.call)
-                elif isinstance(event, Finished):
-                    finish = event
-                if loop is not None:
-                    break
+        detect = not self.settings.model.skip_loop_detection
+        try:
+            async with aclosing(self.provider.stream(request)) as stream:
+                async for event in stream:
+                    if isinstance(event, StreamRetry):
+                        texts.clear()
+                        thoughts = _Thoughts()
+                        calls.clear()
+                        yield StreamReset(
+                            event.reason, event.delay, event.attempt, event.max_attempts
+                        )
+                    elif isinstance(event, TextDelta):
+                        texts.append(event.text)
+                        yield AssistantText(event.text)
+                        loop = self.loop_detector.check_text(event.text) if detect else None
+                        if loop is not None:
+                            break  # a chanting model may never stop: cut the stream here
+                    elif isinstance(event, ThoughtDelta):
+                        thoughts.add(event)
+                        if event.text:
+                            yield AssistantThought(event.text)
+                    elif isinstance(event, ToolCallDelta):
+                        if loop is not None:
+                            continue  # calls after the loop's are dropped; the usage follows
+                        calls.append(event.call)
+                        yield AgentToolCall(event.call)
+                        loop = self.loop_detector.check_tool_call(event.call) if detect else None
+                    elif isinstance(event, Finished):
+                        finish = event
+        except (asyncio.CancelledError, Aborted, GeneratorExit):
+            self._unfinished.add(estimated_usage(request, _output(texts, thoughts, calls)))
+            raise
         if abort.aborted:
+            usage = (
+                finish.usage
+                if finish
+                else estimated_usage(request, _output(texts, thoughts, calls))
+            )
+            self._unfinished.add(usage)
             raise Aborted(abort.reason)
         model_parts: list[Part] = [*thoughts.parts()]
         text = "".join(texts)
         if text:
             model_parts.append(Text(text))
         model_parts.extend(calls)
-        usage = finish.usage if finish else Usage()
+        usage = (
+            finish.usage if finish else estimated_usage(request, _output(texts, thoughts, calls))
+        )
         if model_parts:
             content = Content("model", model_parts)
             self.history.append(content)
             if self._on_assistant is not None:
                 self._on_assistant(content, self.model, usage)
         self.stats.usage.add(usage)
-        if usage.input_tokens or usage.total_tokens:
+        if finish is not None and (usage.input_tokens or usage.total_tokens):
             self.last_prompt_tokens = usage.input_tokens or usage.total_tokens
+        self._learn_context_window()
         if loop is not None:
-            yield AgentLoop(loop)
+            yield AgentLoop(loop, usage)
             return
         yield AgentFinished(finish.reason if finish else "stop", usage, tuple(calls), text)
+
+    def take_unfinished_usage(self) -> Usage:
+        """The usage of answers cut by a cancel since the last call (estimated where the
+        endpoint never reported it): a turn that was cancelled still paid for them."""
+        usage, self._unfinished = self._unfinished, Usage()
+        self.stats.usage.add(usage)
+        return usage
+
+
+def _output(texts: list[str], thoughts: _Thoughts, calls: list[FunctionCall]) -> list[str]:
+    """What an answer streamed, as text (for an estimate of its tokens)."""
+    written = [*texts, *(part.text for part in thoughts.parts())]
+    return written + [call.name + json.dumps(dict(call.args), default=str) for call in calls]
 
 
 def _interrupted_error(call: FunctionCall) -> str:

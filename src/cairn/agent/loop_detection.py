@@ -1,10 +1,16 @@
-"""Loop detection: the same tool call over and over, or the same text chanted again and again."""
+"""Loop detection: the same tool call over and over, a cycle of calls coming round again, one
+tool failing the same way again and again, or the same text chanted again and again.
+
+A weak model stuck on a failing edit rarely repeats one call: it alternates two edits (A, B, A,
+B ...) or varies the arguments while the tool answers the same error. Counting only identical
+neighbours let such a model run until its context overflowed (issue 33).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict, deque
 
 from cairn.content import FunctionCall
 from cairn.values import Value
@@ -12,6 +18,10 @@ from cairn.values import Value
 __all__ = ["LoopDetector", "LoopInfo", "describe_loop"]
 
 TOOL_CALL_LOOP_THRESHOLD = 5  # identical consecutive tool calls that count as a loop
+MAX_CYCLE_LENGTH = 4  # the longest cycle of different calls that is looked for
+CYCLE_REPEATS = 3  # times a cycle must come round in a row to count as a loop
+FAILURE_LOOP_THRESHOLD = 4  # failures of one tool with the same error in a turn that count
+MAX_ERROR_KEY_CHARS = 500  # of an error's text compared between failures
 CONTENT_CHUNK_SIZE = 50  # characters per compared chunk of streamed text
 CONTENT_LOOP_THRESHOLD = 10  # repetitions of one chunk that count as a loop
 MAX_HISTORY_LENGTH = 1000  # characters of streamed text kept for comparison
@@ -20,6 +30,8 @@ MAX_HISTORY_LENGTH = 1000  # characters of streamed text kept for comparison
 # What each loop type means, in words for people (the type itself is for telemetry).
 _LOOP_WORDS = {
     "consecutive_identical_tool_calls": "the model kept making the same tool call",
+    "repeated_tool_call_cycle": "the model kept repeating the same tool calls",
+    "repeated_tool_failure": "a tool kept failing the same way",
     "chanting_identical_sentences": "the model kept repeating the same text",
 }
 
@@ -30,7 +42,7 @@ def describe_loop(loop_type: str) -> str:
 
 
 class LoopInfo(Value):
-    loop_type: str  # "consecutive_identical_tool_calls" | "chanting_identical_sentences"
+    loop_type: str  # a key of _LOOP_WORDS
     detail: str
 
 
@@ -41,6 +53,8 @@ class LoopDetector:
     def reset(self) -> None:
         self._last_call_key: str | None = None
         self._repeat_count = 0
+        self._recent: deque[tuple[str, str]] = deque(maxlen=MAX_CYCLE_LENGTH * CYCLE_REPEATS)
+        self._failures: Counter[tuple[str, str]] = Counter()
         self._text = ""
         self._chunk_positions: dict[str, list[int]] = defaultdict(list)
         self._offset = 0  # absolute position of self._text[0]
@@ -54,13 +68,51 @@ class LoopDetector:
         else:
             self._last_call_key = key
             self._repeat_count = 1
+        self._recent.append((key, call.name))
         if self._repeat_count >= TOOL_CALL_LOOP_THRESHOLD:
             return LoopInfo(
                 "consecutive_identical_tool_calls",
                 f"the model called {call.name} with the same arguments "
                 f"{self._repeat_count} times in a row",
             )
+        return self._cycle()
+
+    def _cycle(self) -> LoopInfo | None:
+        """The cycle of 2 to :data:`MAX_CYCLE_LENGTH` different calls the latest calls repeat
+        :data:`CYCLE_REPEATS` times in a row, if any."""
+        recent = list(self._recent)
+        for length in range(2, MAX_CYCLE_LENGTH + 1):
+            span = length * CYCLE_REPEATS
+            if len(recent) < span:
+                break
+            window = recent[-span:]
+            cycle = window[:length]
+            if len({key for key, _ in cycle}) < 2:
+                continue  # one call repeated: the consecutive count's case
+            if all(window[i] == cycle[i % length] for i in range(span)):
+                names = ", ".join(name for _, name in cycle)
+                return LoopInfo(
+                    "repeated_tool_call_cycle",
+                    f"the model repeated the same {length} tool calls ({names}) "
+                    f"{CYCLE_REPEATS} times over",
+                )
         return None
+
+    def check_tool_result(self, name: str, error: str | None) -> LoopInfo | None:
+        """Note a tool call's result (``error``: its error text, ``None`` when it worked)."""
+        if error is None:
+            return None
+        message = " ".join(error.split())[:MAX_ERROR_KEY_CHARS]
+        key = (name, message)
+        self._failures[key] += 1
+        count = self._failures[key]
+        if count < FAILURE_LOOP_THRESHOLD:
+            return None
+        shown = message if len(message) <= 120 else message[:119] + "…"
+        return LoopInfo(
+            "repeated_tool_failure",
+            f"{name} failed {count} times in this turn with the same error: {shown}",
+        )
 
     def check_text(self, delta: str) -> LoopInfo | None:
         # Code blocks repeat legitimately (tables, boilerplate); don't count them.

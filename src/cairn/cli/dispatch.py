@@ -47,6 +47,9 @@ def run_root(options: RootOptions) -> int:
             continue_latest=options.continue_latest,
             initial_prompt=options.initial_prompt,
         )
+    if options.include_partial_messages and options.output_format != "stream-json":
+        print("--include-partial-messages needs --output-format stream-json", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     parts = (piped, options.prompt, options.initial_prompt)
     text = "\n\n".join(t for t in parts if t and t.strip())
     from cairn.headless.runner import HeadlessOptions, run_headless
@@ -62,6 +65,7 @@ def run_root(options: RootOptions) -> int:
             continue_latest=options.continue_latest,
             model=options.model,
             wait_memory=not options.no_wait_memory,
+            partial_messages=options.include_partial_messages,
         )
     )
 

@@ -108,6 +108,12 @@ ROOT_OPTIONS = _options(
         "With -p: exit after the answer, without waiting for memory to be saved.",
         kind="flag",
     ),
+    OptionSpec(
+        "include_partial_messages",
+        ("--include-partial-messages",),
+        "With -o stream-json: also write each answer as it streams (stream_event messages).",
+        kind="flag",
+    ),
     OptionSpec("acp", ("--acp",), "Serve the Agent Client Protocol on stdio.", kind="flag"),
     OptionSpec("version", ("--version",), "Print the version and exit.", kind="flag"),
     OptionSpec("sandbox", ("--sandbox",), SANDBOX_HELP, kind="flag"),
@@ -152,6 +158,7 @@ class RootOptions(NamedTuple):
     continue_latest: bool = False
     model: str | None = None
     no_wait_memory: bool = False
+    include_partial_messages: bool = False
     acp: bool = False
     version: bool = False
     sandbox: bool = False

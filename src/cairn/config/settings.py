@@ -17,6 +17,7 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "APPROVAL_MODES",
+    "OUTPUT_KINDS",
     "WEB_SEARCH_KEY_VARIABLES",
     "AgentsSettings",
     "ApprovalMode",
@@ -49,6 +50,13 @@ __all__ = [
     "WebSearchSettings",
     "editable_fields",
 ]
+
+# The request kinds (X-Cairn-Purpose) whose output bound `maxOutputTokens` sets; cairn.llm.limits
+# holds their defaults.
+OUTPUT_KINDS: tuple[str, ...] = (
+    "main", "subagent", "extract", "dream", "compress", "recap", "title", "recall-selector",
+    "forget", "web-fetch",
+)  # fmt: skip
 
 ApprovalMode = Literal["plan", "default", "auto-edit", "yolo"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto-edit", "yolo")
@@ -145,7 +153,10 @@ class SamplingParams(_Section):
     temperature: float | None = Field(None, description="Sampling temperature.")
     top_p: float | None = Field(None, alias="top_p", description="Nucleus sampling.")
     max_tokens: int | None = Field(
-        None, alias="max_tokens", description="Output token budget of a main request."
+        None,
+        alias="max_tokens",
+        description="Output token budget of a main request (default 8192; "
+        "`maxOutputTokens.main` wins).",
     )
 
 
@@ -169,14 +180,37 @@ class GenerationConfig(_Section):
     sampling_params: SamplingParams = _section(
         SamplingParams, "Sampling parameters sent with main requests."
     )
+    max_output_tokens: dict[str, int] = Field(
+        default_factory=dict,
+        description="Output bound (`max_tokens`) per request kind, replacing its default: "
+        "`main` 8192 (the conversation; `samplingParams.max_tokens` too), `subagent` 8192, "
+        "`extract` 4096, `dream` 8192, `compress` 8192, `recap` 300, `title` 64, "
+        "`recall-selector` 1024, `forget` 2048, `web-fetch` 4096. An answer cut at its bound "
+        "is reported as cut.",
+    )
     context_window_size: int | None = Field(
-        None, description="The model's context window in tokens (default 131072)."
+        None,
+        description="The model's context window in tokens (default: what the server says, "
+        "else 131072; the smaller of this and the server's).",
     )
     thinking_budget: int | None = Field(
         None,
         description="Extended thinking for Anthropic models: the tokens the model may think "
         "before answering (at least 1024; null: off). Side queries never think.",
     )
+
+    @field_validator("max_output_tokens")
+    @classmethod
+    def _known_kinds(cls, value: dict[str, int]) -> dict[str, int]:
+        unknown = sorted(set(value) - set(OUTPUT_KINDS))
+        if unknown or any(tokens < 1 for tokens in value.values()):
+            raise PydanticCustomError(
+                "output_kinds",
+                "an object of positive token counts keyed by request kind ("
+                + ", ".join(OUTPUT_KINDS)
+                + ")",
+            )
+        return value
 
 
 class ChatCompressionSettings(_Section):

@@ -34,6 +34,7 @@ from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
 from cairn.daemon.tenancy import TENANT_SCOPE_KEY, check_client_servers, request_tenant
 from cairn.debug_log import bind_session, get_logger
+from cairn.recap.service import Recap
 from cairn.session.boundary import clean_json
 from cairn.session.gate import WideningRefused
 from cairn.session.models import ModelSwitchError
@@ -484,17 +485,21 @@ class DaemonRoutes:
         )
 
     async def recap(self, request: Request) -> Response:
-        """``{sessionId, recap}``; bounded by the recap timeout, cancelled if the client leaves."""
+        """``{sessionId, recap}``, and ``reason`` when ``recap`` is null; bounded by the recap
+        timeout, cancelled if the client leaves."""
         live = self._live(request)
         with contextlib.suppress(ApiError):
             await self._body(request)  # the body is ignored, whatever it holds
         recap = await self._recap_or_disconnect(request, live.session)
-        return JSONResponse({"sessionId": live.id, "recap": recap})
+        body: dict[str, Any] = {"sessionId": live.id, "recap": recap.text}
+        if recap.text is None and recap.reason:
+            body["reason"] = recap.reason
+        return JSONResponse(body)
 
-    async def _recap_or_disconnect(self, request: Request, session: Session) -> str | None:
-        async def generate() -> str | None:
+    async def _recap_or_disconnect(self, request: Request, session: Session) -> Recap:
+        async def generate() -> Recap:
             with bind_session(session.id):
-                return await session.recap()
+                return await session.recap_outcome()
 
         task = asyncio.ensure_future(generate())
         gone = asyncio.ensure_future(_wait_for_disconnect(request))
@@ -513,9 +518,10 @@ class DaemonRoutes:
             await asyncio.gather(task, gone, return_exceptions=True)
         if task in done and not task.cancelled():
             return task.result()
-        reason = "the client disconnected" if gone in done else "it timed out"
+        timeout = self.config.recap_timeout_seconds
+        reason = "the client disconnected" if gone in done else f"it took over {timeout:g} s"
         _log.debug(f"recap for {session.id} cancelled: {reason}")
-        return None
+        return Recap(None, f"The model did not write a recap within {timeout:g} s.")
 
 
 class _RawResponse(Response):

@@ -1,4 +1,11 @@
-"""Headless output formats: ``text`` (streamed), ``json`` (one array), ``stream-json``."""
+"""Headless output formats: ``text`` (streamed), ``json`` (one array), ``stream-json``.
+
+With ``partial_messages`` (``--include-partial-messages``), stream-json also writes each answer
+as it streams, as Claude Code does: ``stream_event`` messages carrying the Anthropic stream
+events (``message_start``, ``content_block_start``/``_delta``/``_stop`` for thinking, text and
+each tool call, ``message_delta`` with the stop reason and usage, ``message_stop``), before the
+whole ``assistant`` message.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from typing import Any, Literal, TextIO
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
+    AssistantThought,
     MemoryChanged,
     MemoryRecalled,
     Notice,
@@ -29,6 +37,15 @@ OutputFormat = Literal["text", "json", "stream-json"]
 _TERMINAL = {"completed", "failed", "cancelled"}
 
 
+class _OpenMessage:
+    """The answer being streamed as partial messages: its id, the open block and its index."""
+
+    def __init__(self, message_id: str) -> None:
+        self.id = message_id
+        self.index = 0
+        self.block: str | None = None  # "text" | "thinking" while a block is open
+
+
 class OutputWriter:
     """Turns session events into the chosen output format."""
 
@@ -39,8 +56,11 @@ class OutputWriter:
         session_id: str,
         stdout: TextIO | None = None,
         stderr: TextIO | None = None,
+        partial_messages: bool = False,
     ) -> None:
         self.fmt = fmt
+        self.partial = partial_messages and fmt == "stream-json"
+        self._open: _OpenMessage | None = None  # the answer streaming now (partial messages)
         self.session_id = session_id
         self.out = stdout or sys.stdout
         self.err = stderr or sys.stderr
@@ -51,6 +71,7 @@ class OutputWriter:
         self._ended_with_newline = True
         self._finished = False  # the result was written
         self._said: set[str] = set()  # warnings and errors already on stderr (text mode)
+        self._model = ""  # the session's model, from init
 
     def init(
         self,
@@ -62,6 +83,7 @@ class OutputWriter:
         version: str,
         commands: list[str],
     ) -> None:
+        self._model = model
         self._message(
             {
                 "type": "system",
@@ -76,6 +98,8 @@ class OutputWriter:
         )
 
     async def __call__(self, event: SessionEvent) -> None:
+        if self.partial and isinstance(event, AssistantText | AssistantThought):
+            self._partial_delta(event)
         if isinstance(event, SubagentUpdate):
             self._subagent(event)
         elif isinstance(event, AssistantText) and self.fmt == "text":
@@ -84,11 +108,15 @@ class OutputWriter:
             self._text_written = True
             self._ended_with_newline = event.text.endswith("\n")
         elif isinstance(event, StreamReset):
+            self._open = None  # what streamed is discarded; the retry starts a new message
             self._retry(event)
         elif isinstance(event, ToolCallStart):
             self._calls[event.call_id] = event
         elif isinstance(event, Notice):
-            if self.fmt == "text" and event.level != "info":
+            if self._finished and event.level != "info":  # after the result: memory not saved
+                self.err.write(f"{event.text}\n")
+                self.err.flush()
+            elif self.fmt == "text" and event.level != "info":
                 self.err.write(f"{event.text}\n")
                 self._said.add(event.text)
             elif self.fmt != "text":
@@ -203,7 +231,81 @@ class OutputWriter:
         ]
         self._message(body)
 
+    # ----- partial messages (stream-json --include-partial-messages) -----
+
+    def _stream_event(self, event: dict[str, Any]) -> None:
+        self._message({"type": "stream_event", "event": event, "parent_tool_use_id": None})
+
+    def _opened(self, model: str = "") -> _OpenMessage:
+        if self._open is None:
+            self._open = _OpenMessage(f"msg_{uuid.uuid4().hex[:24]}")
+            message: dict[str, Any] = {
+                "id": self._open.id,
+                "type": "message",
+                "role": "assistant",
+                "model": model or self._model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            }
+            self._stream_event({"type": "message_start", "message": message})
+        return self._open
+
+    def _partial_delta(self, event: AssistantText | AssistantThought) -> None:
+        kind = "text" if isinstance(event, AssistantText) else "thinking"
+        if not event.text:
+            return
+        opened = self._opened()
+        if opened.block != kind:
+            self._close_block(opened)
+            opened.block = kind
+            block = {"type": "text", "text": ""} if kind == "text" else {
+                "type": "thinking", "thinking": "", "signature": ""}  # fmt: skip
+            self._stream_event(
+                {"type": "content_block_start", "index": opened.index, "content_block": block}
+            )
+        delta = {"type": "text_delta", "text": event.text} if kind == "text" else {
+            "type": "thinking_delta", "thinking": event.text}  # fmt: skip
+        self._stream_event({"type": "content_block_delta", "index": opened.index, "delta": delta})
+
+    def _close_block(self, opened: _OpenMessage) -> None:
+        if opened.block is not None:
+            self._stream_event({"type": "content_block_stop", "index": opened.index})
+            opened.index += 1
+            opened.block = None
+
+    def _partial_end(self, event: AssistantMessage) -> str:
+        """The tool calls and the end of the streaming message; its id."""
+        opened = self._opened(event.model)
+        self._close_block(opened)
+        for call in event.calls:
+            block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+            arguments = json.dumps(dict(call.args), ensure_ascii=False, default=str)
+            index = opened.index
+            self._stream_event(
+                {"type": "content_block_start", "index": index, "content_block": block}
+            )
+            delta = {"type": "input_json_delta", "partial_json": arguments}
+            self._stream_event({"type": "content_block_delta", "index": index, "delta": delta})
+            self._stream_event({"type": "content_block_stop", "index": index})
+            opened.index += 1
+        stop = "tool_use" if event.calls else "end_turn"
+        self._stream_event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": event.usage.to_dict(),
+            }
+        )
+        self._stream_event({"type": "message_stop"})
+        self._open = None
+        return opened.id
+
     def _assistant(self, event: AssistantMessage, *, parent: str | None = None) -> None:
+        message_id = f"msg_{uuid.uuid4().hex[:24]}"
+        if self.partial and parent is None:
+            message_id = self._partial_end(event)
         content: list[dict[str, Any]] = []
         if event.thought:
             content.append({"type": "thinking", "thinking": event.thought})
@@ -218,7 +320,7 @@ class OutputWriter:
                 "type": "assistant",
                 "parent_tool_use_id": parent,
                 "message": {
-                    "id": f"msg_{uuid.uuid4().hex[:24]}",
+                    "id": message_id,
                     "type": "message",
                     "role": "assistant",
                     "model": event.model,

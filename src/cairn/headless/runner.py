@@ -39,6 +39,7 @@ class HeadlessOptions(Value, frozen=False):
     continue_latest: bool = False
     model: str | None = None
     wait_memory: bool = True  # after the answer, wait (bounded) for the turn's Extract
+    partial_messages: bool = False  # stream-json: each answer as it streams, as stream events
 
 
 def run_headless(
@@ -153,7 +154,11 @@ async def _run_turn(
     set_process_session(session.id)
 
     writer = OutputWriter(
-        options.output_format, session_id=session.id, stdout=stdout, stderr=stderr
+        options.output_format,
+        session_id=session.id,
+        stdout=stdout,
+        stderr=stderr,
+        partial_messages=options.partial_messages,
     )
     writer.init(
         cwd=str(runtime.cwd),

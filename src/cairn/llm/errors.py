@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InvalidStreamError", "ProviderError", "UnreachableError"]
+__all__ = ["ContextOverflowError", "InvalidStreamError", "ProviderError", "UnreachableError"]
 
 
 class ProviderError(Exception):
@@ -39,3 +39,24 @@ class UnreachableError(ProviderError):
 
     def __init__(self, message: str):
         super().__init__(message, retryable=True)
+
+
+class ContextOverflowError(ProviderError):
+    """The endpoint refused the prompt as too long for the model's context window.
+
+    ``window`` is the window the server named (llama.cpp's ``n_ctx``, OpenAI's "maximum context
+    length is N tokens") and ``prompt_tokens`` the prompt's size it counted, each ``None`` when
+    the refusal did not say. Not retried as it is: the conversation must be compressed first.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        window: int | None = None,
+        prompt_tokens: int | None = None,
+    ):
+        super().__init__(message, status=status)
+        self.window = window
+        self.prompt_tokens = prompt_tokens

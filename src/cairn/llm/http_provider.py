@@ -3,8 +3,11 @@
 :class:`HttpProvider` sends one request per attempt over pooled connections, bounds each attempt
 (the wait for each event, the whole attempt), retries what is worth retrying
 (:mod:`cairn.llm.retry`) and falls back to another way of asking for JSON when the endpoint
-refuses one (:mod:`cairn.llm.structured`). A subclass says what its wire looks like: the URL,
-the headers, the body, and how to read the answer.
+refuses one (:mod:`cairn.llm.structured`). Every request carries an output bound
+(:mod:`cairn.llm.limits`), sent again once with the smaller one a server names when it refuses
+it. The model's context window is learnt from the server (:mod:`cairn.llm.context_window`): asked
+once per model, and read from every refusal of a prompt too long for it. A subclass says what
+its wire looks like: the URL, the headers, the body, and how to read the answer.
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ import functools
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Protocol
 
 from cairn.debug_log import get_logger
 from cairn.llm._httpx import httpx
-from cairn.llm.errors import ProviderError
+from cairn.llm.context_window import probe_context_window
+from cairn.llm.errors import ContextOverflowError, ProviderError
+from cairn.llm.limits import output_limit, smaller_output_limit
 from cairn.llm.retry import RetryPolicy, retry_stream
 from cairn.llm.structured import ENDPOINTS, Strategy, downgrade
 from cairn.llm.transport import (
@@ -34,6 +39,7 @@ from cairn.llm.transport import (
     timed,
 )
 from cairn.llm.types import ListedModel, ModelRequest, StreamEvent
+from cairn.values import replace
 
 __all__ = [
     "DEFAULT_REQUEST_DEADLINE",
@@ -48,6 +54,7 @@ PURPOSE_HEADER = "X-Cairn-Purpose"
 SESSION_HEADER = "X-Cairn-Session-Id"
 MAX_CONNECT_TIMEOUT = 15.0  # seconds to open a connection, whatever the read timeout
 DEFAULT_REQUEST_DEADLINE = 1800.0  # seconds one attempt may take, first byte to last
+WINDOW_PROBE_TIMEOUT = 5.0  # seconds the questions about the context window may take, in all
 _log = get_logger("PROVIDER")
 
 
@@ -76,8 +83,9 @@ class HttpProvider(ABC):
     rejected (401, 403) or the model or URL is unknown (404). ``structured_output`` is
     ``model.structuredOutput``: how a side query asks
     for JSON (:mod:`cairn.llm.structured`); ``supports_images`` false sends each image as a
-    one-line note; ``prompt_caching`` is ``model.promptCaching``. ``sleep`` and ``clock``
-    (monotonic) are injectable for tests.
+    one-line note; ``prompt_caching`` is ``model.promptCaching``; ``output_limits`` is
+    ``model.generationConfig.maxOutputTokens`` (output bounds by request kind). ``sleep`` and
+    ``clock`` (monotonic) are injectable for tests.
     """
 
     default_base_url_setting = "the base URL"
@@ -102,6 +110,7 @@ class HttpProvider(ABC):
         structured_output: str = "auto",
         supports_images: bool = True,
         prompt_caching: str = "auto",
+        output_limits: Mapping[str, int] | None = None,
     ) -> None:
         self.model = model
         self.fast_model = fast_model or None
@@ -118,6 +127,9 @@ class HttpProvider(ABC):
         self._structured = structured_output
         self._images = supports_images
         self._caching = prompt_caching
+        self._output_limits = dict(output_limits or {})
+        self._windows: dict[str, int] = {}  # context windows the server told, by model
+        self._probes: dict[str, asyncio.Future[int | None]] = {}  # one question per model
         self._url: httpx.URL | None = None
         self._clients = ClientPools(
             self._base_url,
@@ -180,7 +192,70 @@ class HttpProvider(ABC):
         return parse_model_list(response.content, url)
 
     async def aclose(self) -> None:
+        probes = [probe for probe in self._probes.values() if not probe.done()]
+        for probe in probes:
+            probe.cancel()
+        await asyncio.gather(*probes, return_exceptions=True)
         await self._clients.aclose()
+
+    # ----- the context window (cairn.llm.context_window) -----
+
+    def context_window(self, model: str) -> int | None:
+        """The window the server gave ``model`` (asked, or named in a refusal); ``None``: not
+        known. Never waits."""
+        return self._windows.get(model)
+
+    async def learn_context_window(self, model: str) -> int | None:
+        """Ask the server for ``model``'s window, once per model (later calls share the answer);
+        bounded by :data:`WINDOW_PROBE_TIMEOUT`, never raises."""
+        probe = self._probes.get(model)
+        if probe is None:
+            probe = asyncio.ensure_future(self._probe_window(model))
+            self._probes[model] = probe
+        window = await asyncio.shield(probe)
+        return self._windows.get(model, window)
+
+    async def _probe_window(self, model: str) -> int | None:
+        try:
+            async with asyncio.timeout(WINDOW_PROBE_TIMEOUT):
+                window = await probe_context_window(self._fetch_json, self._base_url, model)
+        except Exception as exc:  # best effort: the window is learnt from a refusal otherwise
+            _log.info(f"{self._base_url} did not say the context window of {model}: {exc!r}")
+            return None
+        if window is not None:
+            _log.info(f"{self._base_url} serves {model} with a context window of {window}")
+            self._windows.setdefault(model, window)  # a refusal's n_ctx is the fresher truth
+        return window
+
+    async def _fetch_json(self, method: str, url: str, body: Any) -> tuple[int, Any]:
+        """One question about the server (no retries); ``(status, parsed JSON or None)``."""
+        client = await self._clients.get(None)
+        headers = {**self._headers("models", None), "Accept": "application/json"}
+        async with request_errors(url, self._base_url_setting):
+            response = await client.request(method, url, headers=headers, json=body)
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return response.status_code, None
+
+    def _learn_from(self, model: str, error: ContextOverflowError) -> None:
+        if error.window is not None:
+            self._windows[model] = error.window
+
+    # ----- the output bound (cairn.llm.limits) -----
+
+    def bounded(self, request: ModelRequest) -> ModelRequest:
+        """``request`` with its output bound resolved (the user's setting for its kind, the
+        bound it asked for, or the kind's default)."""
+        limit = output_limit(request.purpose, request.max_output_tokens, self._output_limits)
+        if limit == request.max_output_tokens:
+            return request
+        return replace(request, max_output_tokens=limit)
+
+    def rephrased(self, error: ProviderError, request: ModelRequest) -> bool:
+        """Whether the wire can ask again another way after the endpoint refused ``request``
+        with ``error`` (e.g. ``max_completion_tokens`` where ``max_tokens`` is refused)."""
+        return False
 
     def _advice(self, status: int) -> str:
         """What to check after a refusal that configuration causes, naming where it came from."""
@@ -194,9 +269,11 @@ class HttpProvider(ABC):
         return ""
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
+        request = self.bounded(request)
         headers = self._headers(request.purpose, request.session_id)
         headers.update(self.request_headers(request))
         strategy = self.first_strategy(request)
+        shrunk = False  # the output bound was lowered once to what the server takes
         while True:
             body = self.build_body(request, strategy)
             events = retry_stream(
@@ -213,11 +290,25 @@ class HttpProvider(ABC):
                         produced = True
                         yield event
                 return
+            except ContextOverflowError as exc:
+                self._learn_from(request.model, exc)
+                raise
             except ProviderError as exc:
-                fallback = self._fallback(request, strategy, exc) if not produced else None
-                if fallback is None:
+                if produced:
                     raise
-                strategy = fallback
+                fallback = self._fallback(request, strategy, exc)
+                if fallback is not None:
+                    strategy = fallback
+                    continue
+                if self.rephrased(exc, request):
+                    continue
+                asked = request.max_output_tokens or 0
+                smaller = None if shrunk else smaller_output_limit(str(exc), asked)
+                if smaller is None:
+                    raise
+                _log.info(f"{self._base_url} takes at most {smaller} output tokens; asking again")
+                request = replace(request, max_output_tokens=smaller)
+                shrunk = True
 
     def _fallback(
         self, request: ModelRequest, strategy: Strategy, error: ProviderError

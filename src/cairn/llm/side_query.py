@@ -35,10 +35,14 @@ MAX_OBJECT_STARTS = 200  # "{" positions tried when looking for an object in fre
 
 
 class SideQueryResult(Value, frozen=False):
+    """``finish_reason`` is why the model stopped (``stop``, ``length``: cut at its output
+    bound, ``filter``, ``tool_calls``)."""
+
     text: str
     model: str
     usage: Usage = field(default_factory=Usage)
     data: Any = None  # the parsed JSON object in JSON mode
+    finish_reason: str = "stop"
 
 
 async def side_query(
@@ -77,6 +81,7 @@ async def side_query(
     chunks: list[str] = []
     answer: FunctionCall | None = None  # a respond_in_schema call, when asked that way
     usage = Usage()
+    reason = "stop"
     async for event in provider.stream(request):
         if isinstance(event, StreamRetry):
             chunks.clear()
@@ -86,9 +91,9 @@ async def side_query(
         elif isinstance(event, ToolCallDelta) and event.call.name == RESPOND_TOOL:
             answer = answer or event.call
         elif isinstance(event, Finished):
-            usage = event.usage
+            usage, reason = event.usage, event.reason
     text = "".join(chunks).strip()
-    result = SideQueryResult(text=text, model=chosen, usage=usage)
+    result = SideQueryResult(text=text, model=chosen, usage=usage, finish_reason=reason)
     if json_schema is not None:
         result.data = _called_answer(answer) if answer is not None else parse_json_answer(text)
     return result

@@ -18,7 +18,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 from cairn.llm._httpx import httpx
-from cairn.llm.errors import InvalidStreamError, ProviderError, UnreachableError
+from cairn.llm.context_window import context_overflow
+from cairn.llm.errors import (
+    ContextOverflowError,
+    InvalidStreamError,
+    ProviderError,
+    UnreachableError,
+)
 from cairn.llm.retry import is_retryable_status
 
 __all__ = [
@@ -138,6 +144,7 @@ def http_error(
     Anthropic ``{"type": "error", "error": {...}}``); anything else is quoted as text.
     """
     message = raw.decode("utf-8", "replace").strip()[:MAX_ERROR_CHARS]
+    data: Any = None
     with contextlib.suppress(ValueError, RecursionError):
         data = json.loads(raw)
         err = data.get("error") if isinstance(data, dict) else None
@@ -146,6 +153,14 @@ def http_error(
         elif isinstance(err, str):
             message = err
     message = message or "no details"
+    overflow = context_overflow(status, data, message)
+    if overflow is not None:  # advice about keys and model names does not apply
+        return ContextOverflowError(
+            f"HTTP {status}: {message}",
+            status=status,
+            window=overflow.window,
+            prompt_tokens=overflow.prompt_tokens,
+        )
     if advice:
         message += (" " if message.endswith((".", "!", "?")) else ". ") + advice
     error = ProviderError(

@@ -116,7 +116,8 @@ class Provider(Protocol):
     """A chat model endpoint. Implementations own the wire format, streaming and retries.
 
     ``model`` is the model new requests go to (settable: ``/model`` switches it);
-    ``fast_model`` is the side-query model (``None``: the main one).
+    ``fast_model`` is the side-query model (``None``: the main one). Every request carries an
+    output bound (:mod:`cairn.llm.limits`).
     """
 
     model: str
@@ -132,6 +133,16 @@ class Provider(Protocol):
 
     async def list_models(self) -> list[ListedModel]:
         """The models the endpoint lists. Raises :class:`cairn.llm.errors.ProviderError`."""
+        ...
+
+    def context_window(self, model: str) -> int | None:
+        """The context window the endpoint serves ``model`` with, as far as it has said
+        (asked, or named in a refusal); ``None``: not known. Never waits."""
+        ...
+
+    async def learn_context_window(self, model: str) -> int | None:
+        """Ask the endpoint for ``model``'s context window (once; later calls share the
+        answer). Bounded, never raises; ``None`` when it does not say."""
         ...
 
     async def aclose(self) -> None: ...

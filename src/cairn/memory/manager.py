@@ -38,14 +38,14 @@ from cairn.memory.recall.query import RecallResult, recall_memories
 from cairn.memory.recall.render import render_relevant_memory
 from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
 from cairn.memory.telemetry import emit_dream, emit_extract, emit_forget
-from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef
+from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef, Notice
 
 if TYPE_CHECKING:
     # Loaded on first use: the task modules pull in the agent loop and tools, and Forget and
     # the task records (~8 ms together) are not needed before a session's first request.
     from cairn.memory.background.dream.gates import ScanClock
     from cairn.memory.background.dream.run import DreamReport
-    from cairn.memory.background.extract import ExtractRequest
+    from cairn.memory.background.extract import ExtractOutcome, ExtractRequest
     from cairn.memory.background.tasks import (
         MemoryRuntime,
         MemorySpace,
@@ -68,7 +68,8 @@ _log = get_logger("MEMORY_RECALL")
 _task_log = get_logger("MEMORY")
 
 Progress = Callable[[str], Awaitable[None]]
-ChangeListener = Callable[[str, MemoryChanged], Awaitable[None]]  # (session id, what changed)
+# (session id, what changed, or a notice about memory: an extraction that failed)
+ChangeListener = Callable[[str, MemoryChanged | Notice], Awaitable[None]]
 
 
 class MemoryManager:
@@ -105,6 +106,7 @@ class MemoryManager:
         self._scans: dict[str, ScanClock] = {}
         self._rewinds: dict[str, tuple[int, int]] = {}  # session -> (rewinds so far, length)
         self._listeners: list[ChangeListener] = []
+        self._failures_said: set[str] = set()  # sessions told their memory was not saved
         self._remembered: dict[str, set[str]] = {}  # session id -> paths /remember recorded
 
     @property
@@ -143,8 +145,8 @@ class MemoryManager:
 
         return remove
 
-    async def _announce(self, session_id: str, change: MemoryChanged | None) -> None:
-        if change is None or not change.memories:
+    async def _announce(self, session_id: str, change: MemoryChanged | Notice | None) -> None:
+        if change is None or (isinstance(change, MemoryChanged) and not change.memories):
             return
         for listener in list(self._listeners):
             try:
@@ -566,16 +568,20 @@ class MemoryManager:
                 dropped[1].finish("cancelled")
                 self._note_pending(dropped[0].session_id)
 
-    async def _extract_once(self, request: ExtractRequest, record: MemoryTask) -> None:
+    async def _extract_once(
+        self, request: ExtractRequest, record: MemoryTask, *, retry: bool = False
+    ) -> None:
         rewinds_before = self._rewinds.get(request.session_id, (0, 0))[0]
         try:
-            await self._run_extract_once(request, record)
+            await self._run_extract_once(request, record, retry=retry)
         finally:
             rewound = self._rewinds.get(request.session_id)
             if rewound is not None and rewound[0] != rewinds_before:
                 await self._clamp_cursor(request.session_id, rewound[1])  # a pre-rewind history
 
-    async def _run_extract_once(self, request: ExtractRequest, record: MemoryTask) -> None:
+    async def _run_extract_once(
+        self, request: ExtractRequest, record: MemoryTask, *, retry: bool = False
+    ) -> None:
         from cairn.memory.background.extract import ExtractOutcome, run_extract
 
         record.status = "running"
@@ -595,6 +601,8 @@ class MemoryManager:
             outcome = ExtractOutcome("failed", error=f"{type(error).__name__}: {error}")
         record.files = [f.label for f in outcome.files]
         record.finish(outcome.status, reason=outcome.skipped_reason, detail=outcome.error)
+        if outcome.status == "failed":
+            await self._extraction_failed(request.session_id, outcome, retry=retry)
         if outcome.files:
             self.generation += 1
             labels = [f.label for f in outcome.files]
@@ -637,7 +645,26 @@ class MemoryManager:
         except Exception as error:  # best effort: at worst Extract looks at a turn again
             _task_log.warning(f"moving the extract cursor back after a rewind failed: {error!r}")
 
-    # --- extractions cut short (a shutdown), run by the next session -----------------------
+    # --- extractions cut short (a shutdown) or failed, run by the next session -------------
+
+    async def _extraction_failed(
+        self, session_id: str, outcome: ExtractOutcome, *, retry: bool
+    ) -> None:
+        """Queue the session for the next extraction (a retry that failed too is given up) and
+        tell it once that its memory was not saved."""
+        if not retry:
+            self._note_pending(session_id)
+        if session_id in self._failures_said:
+            return
+        self._failures_said.add(session_id)
+        why = _EXTRACT_STOPS.get(outcome.agent_status or "") or f"failed ({outcome.error})"
+        later = (
+            "It was given up after a second try."
+            if retry
+            else "The next extraction in this project tries again."
+        )
+        text = f"Memory was not saved: the extraction agent {why}. {later}"
+        await self._announce(session_id, Notice("warning", text, "memory"))
 
     def _note_pending(self, session_id: str) -> None:
         from cairn.memory.background.pending import add_pending
@@ -665,7 +692,7 @@ class MemoryManager:
         if not history:
             return
         request = ExtractRequest(current.project_root, session_id, history, current.runtime)
-        await self._extract_once(request, self._tasks.new("extract", session_id))
+        await self._extract_once(request, self._tasks.new("extract", session_id), retry=True)
 
     async def record_remember(
         self, session_id: str, scope: MemoryScope, path: Path, *, created: bool
@@ -831,6 +858,14 @@ class MemoryManager:
             split=report.split,
         )
         return report
+
+
+# Why the extraction agent stopped (its status), in words that follow "the extraction agent".
+_EXTRACT_STOPS = {
+    "loop": "was stopped by loop protection (the model kept repeating itself)",
+    "max_turns": "ran out of turns (memory.agentMaxTurns)",
+    "timeout": "ran out of time (memory.agentTimeoutMinutes)",
+}
 
 
 def _recorded_history(chats_dir: Path, session_id: str) -> list[Content]:

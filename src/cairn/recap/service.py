@@ -1,4 +1,12 @@
-"""``generate_session_recap``: the one function behind /recap, the away recap and the daemon."""
+"""``generate_session_recap``: the one function behind /recap, the away recap and the daemon.
+
+:func:`session_recap` says why there is no recap when there is none (too little conversation,
+the model's answer was cut, empty, not a recap, too slow, or the request failed), so ``/recap``
+and the daemon say the real reason; :func:`generate_session_recap` is its text alone. A model
+that writes a plausible recap without the ``<recap>`` tags (small local models often do) is
+taken at its word; the generation is bounded by :data:`RECAP_TIMEOUT_SECONDS` as well as by its
+output bound.
+"""
 
 from __future__ import annotations
 
@@ -12,24 +20,38 @@ from cairn.content import Content
 from cairn.debug_log import get_logger
 from cairn.llm.side_query import side_query
 from cairn.recap.dialog import recent_dialog, startup_context_length
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.session.session import Session
 
 __all__ = [
+    "NOT_ENOUGH_CONTEXT",
     "RECAP_MAX_OUTPUT_TOKENS",
     "RECAP_PURPOSE",
     "RECAP_SYSTEM_PROMPT",
+    "RECAP_TIMEOUT_SECONDS",
     "RECAP_USER_PROMPT",
+    "Recap",
     "extract_recap",
     "generate_session_recap",
+    "plausible_recap",
     "recap_messages",
+    "session_recap",
 ]
 
 RECAP_MAX_OUTPUT_TOKENS = 300  # a recap is one or two sentences
 RECAP_TEMPERATURE = 0.3  # a little variety, still close to the conversation
 RECAP_PURPOSE = "recap"  # the X-Cairn-Purpose of the side query
 MIN_HISTORY_ENTRIES = 2  # below this there is nothing to recap
+RECAP_TIMEOUT_SECONDS = 60.0  # the longest a recap may take (the daemon's route waits as long)
+MAX_UNTAGGED_WORDS = 80  # an untagged answer longer than this is not a recap
+MIN_UNTAGGED_WORDS = 4  # nor one shorter than this
+NOT_ENOUGH_CONTEXT = "Not enough conversation context for a recap yet."
+# How an untagged answer that is not a recap starts: the model talking about the task.
+_PREAMBLES = ("let me", "i'll", "i will", "i can", "i cannot", "i'm", "sure", "okay", "ok,",
+              "here is", "here's", "as an ai", "sorry")  # fmt: skip
+_SENTENCE_END = (".", "!", "?", "。", "！", "？")
 _log = get_logger("SESSION_RECAP")
 _PAIR = re.compile(r"<recap>(.*?)</recap>", re.IGNORECASE | re.DOTALL)
 _OPEN = re.compile(r"<recap>", re.IGNORECASE)
@@ -68,25 +90,65 @@ def extract_recap(raw: str) -> str | None:
     return rest or None
 
 
+def plausible_recap(raw: str) -> str | None:
+    """An answer without ``<recap>`` tags that still reads as a recap: one or two plain
+    sentences (4 to 80 words, ending a sentence), no Markdown, not the model talking about the
+    task ("Let me think...", "Sure!"); ``None`` otherwise."""
+    text = raw.strip()
+    if "<" in text and ">" in text:
+        return None  # tags of some kind: extract_recap's case, or markup
+    words = text.split()
+    if not MIN_UNTAGGED_WORDS <= len(words) <= MAX_UNTAGGED_WORDS:
+        return None
+    if len(text.splitlines()) > 2 or not text.endswith(_SENTENCE_END) or text.endswith("..."):
+        return None
+    if text.startswith(("#", "-", "*", "`", "{", "[", ">", "|")) or "```" in text:
+        return None
+    if text.lower().startswith(_PREAMBLES):
+        return None
+    return " ".join(text.split())
+
+
+class Recap(Value):
+    """A recap (``text``), or why there is none (``reason``, in words for people; ``None`` when
+    it was cancelled)."""
+
+    text: str | None
+    reason: str | None = None
+
+
 async def generate_session_recap(session: Session, abort: AbortSignal | None = None) -> str | None:
     """A 1–2 sentence "task, then next step" summary of the session, or ``None``. Never raises.
 
     ``abort`` (or cancelling the awaiting task) stops the side query; an aborted recap is
     ``None``. Cancellation of the caller's task still propagates as ``CancelledError``.
     """
+    return (await session_recap(session, abort)).text
+
+
+async def session_recap(
+    session: Session, abort: AbortSignal | None = None, *, timeout: float = RECAP_TIMEOUT_SECONDS
+) -> Recap:
+    """:func:`generate_session_recap` with the reason when there is no recap; never raises
+    (but cancellation of the caller's task). ``timeout`` bounds the whole generation."""
     if abort is not None and abort.aborted:
         _log.debug("recap skipped: aborted before it started")
-        return None
+        return Recap(None)
     try:
-        return await _until_aborted(_generate(session), abort)
+        async with asyncio.timeout(timeout):
+            outcome = await _until_aborted(_generate(session), abort)
+    except TimeoutError:
+        _log.warning(f"Recap generation failed: no answer within {timeout:g} s")
+        return Recap(None, f"The model did not write a recap within {timeout:g} s.")
     except Exception as exc:  # recap is cosmetic and best-effort: never raise
         _log.warning(f"Recap generation failed: {exc}")
-        return None
+        return Recap(None, f"The recap request failed: {exc}")
+    return outcome if outcome is not None else Recap(None)
 
 
 async def _until_aborted(
-    work: Coroutine[Any, Any, str | None], abort: AbortSignal | None
-) -> str | None:
+    work: Coroutine[Any, Any, Recap], abort: AbortSignal | None
+) -> Recap | None:
     if abort is None:
         return await work
     task = asyncio.ensure_future(work)
@@ -113,15 +175,15 @@ def recap_messages(history: Sequence[Content]) -> list[Content]:
     return [*recent, Content.user(RECAP_USER_PROMPT)] if recent else []
 
 
-async def _generate(session: Session) -> str | None:
+async def _generate(session: Session) -> Recap:
     history = session.client.history.shallow()
     if len(history) < MIN_HISTORY_ENTRIES:
         _log.debug(f"recap skipped: history too short ({len(history)} entries)")
-        return None
+        return Recap(None, NOT_ENOUGH_CONTEXT)
     messages = recap_messages(history)
     if not messages:
         _log.debug("recap skipped: no dialog messages after filtering")
-        return None
+        return Recap(None, NOT_ENOUGH_CONTEXT)
     context = session.system_prompt.project_context  # context files and the memory index
     system = RECAP_SYSTEM_PROMPT + (f"\n\n# Project context\n\n{context}" if context else "")
     _log.debug(f"recap: sending side-query with {len(messages) - 1} messages")
@@ -135,12 +197,30 @@ async def _generate(session: Session) -> str | None:
         max_attempts=1,
         session_id=session.id,
     )
+    cut = result.finish_reason == "length"
     if not result.text:
         _log.debug("recap skipped: empty model response")
-        return None
+        if cut:  # all of it went into reasoning
+            return Recap(None, _cut_reason())
+        return Recap(None, "The model's answer was empty.")
     recap = extract_recap(result.text)
     if recap is None:
+        recap = plausible_recap(result.text) if not cut else None
+        if recap is not None:
+            _log.debug(f"recap accepted without <recap> tags: len={len(recap)}")
+            return Recap(recap)
         _log.debug("recap skipped: failed to extract <recap> tags from response")
-        return None
+        if cut:
+            return Recap(None, _cut_reason())
+        shown = " ".join(result.text.split())
+        shown = shown if len(shown) <= 80 else shown[:79] + "…"
+        return Recap(None, f"The model did not answer with a recap (it wrote: {shown!r}).")
     _log.debug(f"recap generated: len={len(recap)}")
-    return recap
+    return Recap(recap)
+
+
+def _cut_reason() -> str:
+    return (
+        "The model's recap was cut at its output bound before it was written "
+        "(model.generationConfig.maxOutputTokens.recap)."
+    )

@@ -134,11 +134,11 @@ async def _context_changed(session: Session, sink: EventSink) -> None:
 
 
 async def _recap(session: Session, args: str, sink: EventSink) -> CommandOutcome:
-    recap = await session.recap()
-    if recap is None:
-        return CommandOutcome(NO_RECAP_MESSAGE)
-    await session.show_recap(recap, sink)
-    return CommandOutcome(recap, shown=True)
+    recap = await session.recap_outcome()
+    if recap.text is None:  # the real reason: too little said, the model too slow, ...
+        return CommandOutcome(recap.reason or NO_RECAP_MESSAGE)
+    await session.show_recap(recap.text, sink)
+    return CommandOutcome(recap.text, shown=True)
 
 
 async def _memory(session: Session, args: str, sink: EventSink) -> CommandOutcome:

@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from cairn.llm.types import ToolDeclaration
     from cairn.mcp.config import ServerConfig
     from cairn.memory.manager import MemoryManager
+    from cairn.recap.service import Recap
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
     from cairn.recording.rewind import RewindMode
@@ -407,7 +408,8 @@ class Session:
             self._unlisten_memory()
             self._unlisten_memory = None
 
-    async def _memory_changed(self, session_id: str, change: MemoryChanged) -> None:
+    async def _memory_changed(self, session_id: str, change: MemoryChanged | Notice) -> None:
+        """What Extract saved (or that it failed) for this session, after its turn."""
         if session_id == self.id:  # after close too: `cairn -p` shows what its Extract saved
             await self.emit(change)
 
@@ -1200,9 +1202,14 @@ class Session:
 
     async def recap(self, abort: AbortSignal | None = None) -> str | None:
         """A "where were we" recap of this session (``None`` when there is too little)."""
-        from cairn.recap import generate_session_recap
+        return (await self.recap_outcome(abort)).text
 
-        return await generate_session_recap(self, abort)
+    async def recap_outcome(self, abort: AbortSignal | None = None) -> Recap:
+        """:meth:`recap`, with the reason when there is no recap (the model was too slow, its
+        answer was not a recap, there is too little conversation ...)."""
+        from cairn.recap.service import session_recap
+
+        return await session_recap(self, abort)
 
     async def show_recap(self, text: str, sink: EventSink, *, away: bool = False) -> None:
         """Put a recap into the conversation: recorded (a resume replays it), then shown."""

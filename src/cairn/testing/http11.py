@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -198,7 +198,7 @@ async def send_body(
 
 async def send_stream(
     writer: asyncio.StreamWriter,
-    frames: Sequence[bytes],
+    frames: Iterable[bytes],
     *,
     keep_alive: bool,
     extra: Sequence[tuple[str, str]] = (),
@@ -207,8 +207,9 @@ async def send_stream(
 ) -> bool:
     """Send an SSE response, one HTTP chunk per frame.
 
-    With ``drop`` the body is left unterminated and False is returned, so the caller closes the
-    connection mid-body: the client sees a cut-off stream.
+    Frames that are not a list are read as they are sent (an endless reply's generator: it
+    streams until the client hangs up). With ``drop`` the body is left unterminated and False
+    is returned, so the caller closes the connection mid-body: the client sees a cut-off stream.
     """
     headers = [
         ("Content-Type", "text/event-stream"),
@@ -218,10 +219,10 @@ async def send_stream(
         *extra,
     ]
     writer.write(_head(200, headers))
-    chunks = [b"%x\r\n%s\r\n" % (len(frame), frame) for frame in frames]
-    if frame_delay > 0:
+    chunks = (b"%x\r\n%s\r\n" % (len(frame), frame) for frame in frames)
+    if frame_delay > 0 or not isinstance(frames, list):
         for i, chunk in enumerate(chunks):
-            if i:
+            if i and frame_delay > 0:
                 await asyncio.sleep(frame_delay)
             writer.write(chunk)
             await writer.drain()

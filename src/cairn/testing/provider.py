@@ -14,11 +14,12 @@ import copy
 import itertools
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import TypeAlias
 
 from cairn.llm.errors import InvalidStreamError, ProviderError
+from cairn.llm.limits import output_limit
 from cairn.llm.openai.format import build_request_body
 from cairn.llm.openai.stream import ChunkParser, parse_completion
 from cairn.llm.retry import RetryPolicy, retry_stream
@@ -27,6 +28,7 @@ from cairn.llm.types import ListedModel, ModelRequest, StreamEvent
 from cairn.testing.request import message_text
 from cairn.testing.script import Reply, ReplyQueues, call_handler, wait_to_start
 from cairn.testing.wire import ReplyContext, completion_body, error_body, sse_frame, stream_plan
+from cairn.values import replace
 
 __all__ = ["ProviderHandler", "ScriptedProvider"]
 
@@ -41,6 +43,11 @@ class ScriptedProvider:
     Replies are chosen like :class:`~cairn.testing.ScriptedServer` chooses them: ``handler``,
     then the queues (by ``request.purpose`` and ``request.session_id``), then ``default``. With
     none, :meth:`stream` raises :class:`ProviderError` ("script exhausted", not retried).
+
+    Every request gets its output bound as the real provider resolves it (``output_limits``:
+    ``model.generationConfig.maxOutputTokens``), so an ``endless`` reply ends with ``length``
+    there. ``context_window`` is the window the endpoint says it serves (``None``: it says
+    nothing), as the real provider learns it.
     """
 
     def __init__(
@@ -52,8 +59,12 @@ class ScriptedProvider:
         fast_model: str | None = None,
         max_attempts: int = RetryPolicy().max_attempts,
         models: Sequence[str] | None = None,
+        output_limits: Mapping[str, int] | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.handler = handler
+        self.output_limits = dict(output_limits or {})
+        self.window = context_window
         self.models = list(models) if models is not None else [model]
         self.default = default
         self.max_attempts = max_attempts
@@ -93,8 +104,16 @@ class ScriptedProvider:
     async def aclose(self) -> None:
         self.closed = True
 
+    def context_window(self, model: str) -> int | None:
+        return self.window
+
+    async def learn_context_window(self, model: str) -> int | None:
+        return self.window
+
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """Play replies with the real provider's retry rules, without waiting between tries."""
+        limit = output_limit(request.purpose, request.max_output_tokens, self.output_limits)
+        request = replace(request, max_output_tokens=limit)
 
         async def attempt() -> AsyncIterator[StreamEvent]:
             snapshot = self._record(request)
@@ -177,6 +196,7 @@ class ScriptedProvider:
             model=answer.model or request.model or DEFAULT_MODEL,
             call_ids=[spec.id or f"call_{next(self._call_ids)}" for spec in answer.tool_calls],
             usage=answer.usage_for(sum(len(message_text(m)) for m in messages)),
+            room=request.max_output_tokens,
         )
 
 

@@ -66,6 +66,10 @@ class Reply:
     answer). ``stream`` overrides the request's ``stream`` flag (a proxy that ignores it, for
     instance). ``hold``, a ``threading.Event``, keeps the response from starting until the test
     sets it: a turn that is still running for as long as the test needs, however slow the machine.
+    ``endless`` is a model that never emits its end token: after the text it goes on generating
+    (text that never repeats, four characters a token) until the request's ``max_tokens`` or the
+    server's context window is reached, then finishes with ``length``; with neither it streams
+    until the client hangs up.
     """
 
     text: str | None = None
@@ -86,6 +90,7 @@ class Reply:
     model: str | None = None
     stream: bool | None = None  # None: as the request asks; False: a JSON answer regardless
     hold: threading.Event | None = field(default=None, compare=False, repr=False)
+    endless: bool = False
 
     def __post_init__(self) -> None:
         if not 100 <= self.status <= 599:
@@ -112,6 +117,8 @@ class Reply:
     def resolved_finish_reason(self) -> str:
         if self.finish_reason:
             return self.finish_reason
+        if self.endless:
+            return "length"
         return "tool_calls" if self.tool_calls else "stop"
 
     @property

@@ -47,6 +47,7 @@ from cairn.testing.http11 import (
     send_json,
     send_stream,
 )
+from cairn.testing.local_server import Flavour, LocalServer, request_tokens
 from cairn.testing.request import RecordedRequest, message_text
 from cairn.testing.script import Reply, ReplyQueues, call_handler, load_script, wait_to_start
 from cairn.testing.wire import (
@@ -86,6 +87,11 @@ class ScriptedServer(Service):
     that knows ``json_object`` but not ``json_schema`` answers. ``prompt_cache`` (``"marked"``
     or ``"automatic"``) makes the default usage report cache hits as an endpoint with that kind
     of prompt cache would (:class:`~cairn.testing.cache.PromptCache`).
+
+    ``context_window`` makes it a local server serving that many tokens of context, as
+    ``flavour`` (``llama.cpp``, ``vllm`` or ``ollama``) says and enforces it
+    (:mod:`cairn.testing.local_server`): a prompt that does not fit is refused with that server's
+    400, and an ``endless`` reply stops when the window is full.
     """
 
     def __init__(
@@ -98,6 +104,8 @@ class ScriptedServer(Service):
         unsupported: Sequence[str] = (),
         response_formats: Sequence[str] | None = None,
         prompt_cache: CacheMode | None = None,
+        context_window: int | None = None,
+        flavour: Flavour = "llama.cpp",
     ) -> None:
         self.handler: Handler | None = handler
         self.unsupported = set(unsupported)  # request fields answered with 400
@@ -105,6 +113,8 @@ class ScriptedServer(Service):
         self.response_formats = None if response_formats is None else list(response_formats)
         # None: no cache hits are reported; see cairn.testing.cache for the two modes
         self.prompt_cache = PromptCache(prompt_cache) if prompt_cache else None
+        # None: no window is said or enforced; see cairn.testing.local_server
+        self.local = LocalServer(context_window, flavour) if context_window is not None else None
         self._signatures: set[str] = set()  # thinking signatures issued (Anthropic wire)
         self.default: Reply | Handler | None = default
         self.models = list(models)  # what GET /v1/models lists
@@ -377,6 +387,13 @@ class ScriptedServer(Service):
         if incoming.too_large:
             return await _send_too_large(writer)
         keep_alive = incoming.keep_alive
+        about = None
+        if self.local is not None:
+            about = self.local.answer(
+                incoming.method, route, self.models, _parse_json(incoming.body)[0]
+            )
+        if about is not None:
+            return await send_json(writer, 200, about, keep_alive=keep_alive)
         if incoming.method in ("GET", "HEAD") and route.endswith("/models"):
             head_only = incoming.method == "HEAD"
             return await send_json(
@@ -386,7 +403,8 @@ class ScriptedServer(Service):
         return await send_json(writer, 404, error_body(404, message), keep_alive=keep_alive)
 
     def _model_list(self) -> dict[str, Any]:
-        data = [_model_entry(m) for m in self.models]
+        extra = self.local.model_fields() if self.local is not None else {}
+        data = [{**_model_entry(m), **extra} for m in self.models]
         first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
         return {
             "object": "list",
@@ -414,6 +432,10 @@ class ScriptedServer(Service):
         if problem is not None:
             error = _error_body(recorded, 400, problem)
             return await send_json(writer, 400, error, keep_alive=incoming.keep_alive)
+        if self.local is not None:
+            refusal = self.local.refusal(request_tokens(recorded), recorded.max_tokens)
+            if refusal is not None:
+                return await send_json(writer, 400, refusal, keep_alive=incoming.keep_alive)
         answer = await self._choose_reply(recorded)
         try:
             return await self._play(answer, recorded, writer, keep_alive=incoming.keep_alive)
@@ -532,12 +554,16 @@ class ScriptedServer(Service):
             blocks = anthropic_blocks if request.wire == "anthropic" else openai_blocks
             cache = self.prompt_cache.use(blocks(request.body))
             answer = dataclasses.replace(answer, usage=cached_usage(answer, cache))
+        rooms = [request.max_tokens]
+        if self.local is not None:
+            rooms.append(self.local.room(request_tokens(request)))
         ctx = ReplyContext(
             completion_id=f"chatcmpl-scripted-{request.index}",
             created=int(request.received_at),
             model=answer.model or request.model or DEFAULT_MODEL,
             call_ids=call_ids,
             usage=answer.usage_for(prompt_chars),
+            room=min((room for room in rooms if room is not None), default=None),
         )
         return ctx, cache
 
@@ -560,7 +586,9 @@ async def _send_plan(
 ) -> bool:
     return await send_stream(
         writer,
-        [sse_frame(p) for p in plan.payloads],
+        (sse_frame(p) for p in plan.payloads)
+        if not isinstance(plan.payloads, list)
+        else [sse_frame(p) for p in plan.payloads],
         keep_alive=keep_alive,
         extra=list(answer.headers.items()),
         frame_delay=answer.chunk_delay,

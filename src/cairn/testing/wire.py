@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ __all__ = [
     "argument_fragments",
     "cached_usage",
     "completion_body",
+    "endless_text",
     "error_body",
     "error_type",
     "sse_frame",
@@ -25,6 +26,8 @@ __all__ = [
 
 DONE = "[DONE]"
 MAX_ARGUMENT_FRAGMENTS = 3  # tool-call arguments arrive in up to 3 pieces, to exercise assembly
+ENDLESS_TOKENS_PER_CHUNK = 16  # tokens of an endless reply's text per stream chunk
+_ENDLESS_TOKENS = 4096  # distinct four-character tokens before an endless text starts over
 _SSE_FIELD_PREFIXES = ("data:", "event:", "id:", "retry:", ":")
 ERROR_TYPES = {  # the error "type" an HTTP status carries in an error body
     400: "invalid_request_error",
@@ -45,13 +48,15 @@ class ReplyContext:
     model: str
     call_ids: Sequence[str]  # one per tool call, already resolved
     usage: dict[str, Any]
+    room: int | None = None  # tokens the model may generate (max_tokens, the window); None: any
 
 
 @dataclass(frozen=True)
 class StreamPlan:
-    """The SSE payloads to send, and whether to cut the connection after them."""
+    """The SSE payloads to send, and whether to cut the connection after them. An endless
+    reply's payloads are an iterator (without a bound, an infinite one)."""
 
-    payloads: list[str]
+    payloads: Iterable[str]
     drop: bool
 
 
@@ -59,6 +64,8 @@ def stream_plan(reply: Reply, ctx: ReplyContext) -> StreamPlan:
     """The ``data:`` payloads of a streamed reply (reference §13 shape)."""
     if reply.raw_sse is not None:
         return _cut(list(reply.raw_sse), reply.drop_after_chunks)
+    if reply.endless:
+        return StreamPlan(_endless_payloads(reply, ctx), drop=False)
     role = _chunk(ctx, {"role": "assistant"})
     deltas = [_chunk(ctx, delta) for delta in _deltas(reply, ctx.call_ids)]
     if reply.drop_after_chunks is not None:
@@ -68,6 +75,30 @@ def stream_plan(reply: Reply, ctx: ReplyContext) -> StreamPlan:
         return StreamPlan([role, *deltas, usage_only, DONE], drop=False)
     final = _chunk(ctx, {}, finish_reason=reply.resolved_finish_reason, usage=ctx.usage)
     return StreamPlan([role, *deltas, final, DONE], drop=False)
+
+
+def endless_text(start: int, count: int) -> str:
+    """``count`` tokens of an endless reply from token ``start``: four characters each, no
+    fifty-character stretch repeated within 16 k characters (no loop to detect)."""
+    return "".join(f"{n % _ENDLESS_TOKENS:03x} " for n in range(start, start + count))
+
+
+def _endless_payloads(reply: Reply, ctx: ReplyContext) -> Iterator[str]:
+    yield _chunk(ctx, {"role": "assistant"})
+    for delta in _deltas(reply, ctx.call_ids):
+        yield _chunk(ctx, delta)
+    generated = 0
+    while ctx.room is None or generated < ctx.room:
+        count = ENDLESS_TOKENS_PER_CHUNK
+        if ctx.room is not None:
+            count = min(count, ctx.room - generated)
+        yield _chunk(ctx, {"content": endless_text(generated, count)})
+        generated += count
+    usage = dict(ctx.usage)
+    usage["completion_tokens"] = generated + len(reply.content or "") // CHARS_PER_TOKEN
+    usage["total_tokens"] = usage.get("prompt_tokens", 0) + usage["completion_tokens"]
+    yield _chunk(ctx, {}, finish_reason="length", usage=usage)
+    yield DONE
 
 
 def _cut(payloads: list[str], after: int | None) -> StreamPlan:
@@ -130,7 +161,12 @@ def sse_frame(payload: str) -> bytes:
 
 def completion_body(reply: Reply, ctx: ReplyContext) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` object."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    content = reply.content
+    if reply.endless:
+        if ctx.room is None:
+            raise ValueError("an endless reply to a non-streaming request needs max_tokens")
+        content = (content or "") + endless_text(0, ctx.room)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:

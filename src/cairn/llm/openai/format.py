@@ -38,12 +38,15 @@ class WireOptions(Value):
 
     ``structured``: how a request with a ``response_schema`` asks for JSON
     (:mod:`cairn.llm.structured`); ``images``: whether the model takes images (else each is a
-    one-line note); ``cache``: whether to mark cache breakpoints for the endpoint.
+    one-line note); ``cache``: whether to mark cache breakpoints for the endpoint;
+    ``output_field``: the field carrying the output bound (``max_completion_tokens`` for the
+    OpenAI models that refuse ``max_tokens``).
     """
 
     structured: Strategy = "json_schema"
     images: bool = True
     cache: bool = False
+    output_field: str = "max_tokens"
 
 
 def build_request_body(request: ModelRequest, options: WireOptions | None = None) -> dict[str, Any]:
@@ -71,7 +74,7 @@ def build_request_body(request: ModelRequest, options: WireOptions | None = None
     if schema is not None and options.structured == "tool":
         body["tool_choice"] = {"type": "function", "function": {"name": RESPOND_TOOL}}
     if request.max_output_tokens is not None:
-        body["max_tokens"] = request.max_output_tokens
+        body[options.output_field] = request.max_output_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.top_p is not None:

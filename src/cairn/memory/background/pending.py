@@ -1,7 +1,8 @@
-"""``extract-pending.json``: sessions whose extraction was cut short, for the next session.
+"""``extract-pending.json``: sessions whose extraction was cut short or failed, for the next one.
 
-An extraction cancelled by a shutdown (``cairn -p`` skipping its wait, Ctrl+C, a timeout)
-leaves its session here; the next extraction scheduled in the project runs the pending one
+An extraction cancelled by a shutdown (``cairn -p`` skipping its wait, Ctrl+C, a timeout), or
+one that failed (its agent stopped by loop protection, a request that failed), leaves its
+session here; the next extraction scheduled in the project runs the pending one
 first, from the session's recording, so what the user said is not lost. The file is
 ``{"sessions": ["<id>", ...], "updatedAt": ...}`` in the project state folder, newest last.
 """
