@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from cairn.config.settings import OUTPUT_KINDS
+from cairn.config.loader import SettingsError, validate_settings
+from cairn.config.settings import OutputBounds
 from cairn.content import Content
 from cairn.llm.errors import ProviderError
 from cairn.llm.limits import OUTPUT_TOKEN_LIMITS, output_limit, smaller_output_limit
@@ -65,7 +66,20 @@ def finished(events: list[StreamEvent]) -> Finished:
 
 
 def test_the_settings_name_every_request_kind_that_has_a_default() -> None:
-    assert set(OUTPUT_KINDS) == set(OUTPUT_TOKEN_LIMITS)
+    every = {name: 1 for name in OUTPUT_TOKEN_LIMITS}
+    assert set(OutputBounds.model_validate(every).by_kind()) == set(OUTPUT_TOKEN_LIMITS)
+
+
+def test_a_bound_for_an_unknown_kind_or_not_positive_is_named_in_an_error() -> None:
+    def bounds(value: object) -> object:
+        return {"model": {"generationConfig": {"maxOutputTokens": value}}}
+
+    settings = validate_settings(bounds({"recall-selector": 512}), "settings.json", "")
+    assert settings.model.generation_config.max_output_tokens.by_kind() == {
+        "recall-selector": 512
+    }
+    with pytest.raises(SettingsError, match=r"maxOutputTokens\.main"):
+        validate_settings(bounds({"main": 0}), "settings.json", "")
 
 
 async def test_a_conversation_request_carries_its_default_bound(

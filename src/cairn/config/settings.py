@@ -17,7 +17,6 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "APPROVAL_MODES",
-    "OUTPUT_KINDS",
     "WEB_SEARCH_KEY_VARIABLES",
     "AgentsSettings",
     "ApprovalMode",
@@ -39,6 +38,7 @@ __all__ = [
     "ModelChoice",
     "ModelSettings",
     "NotificationSettings",
+    "OutputBounds",
     "PermissionsSettings",
     "SandboxSettings",
     "SecuritySettings",
@@ -50,13 +50,6 @@ __all__ = [
     "WebSearchSettings",
     "editable_fields",
 ]
-
-# The request kinds (X-Cairn-Purpose) whose output bound `maxOutputTokens` sets; cairn.llm.limits
-# holds their defaults.
-OUTPUT_KINDS: tuple[str, ...] = (
-    "main", "subagent", "extract", "dream", "compress", "recap", "title", "recall-selector",
-    "forget", "web-fetch",
-)  # fmt: skip
 
 ApprovalMode = Literal["plan", "default", "auto-edit", "yolo"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto-edit", "yolo")
@@ -160,6 +153,38 @@ class SamplingParams(_Section):
     )
 
 
+def _bound(default: int, what: str) -> Any:
+    return Field(None, gt=0, description=f"{what} (default {default}).")
+
+
+class OutputBounds(_Section):
+    """The output bound of each kind of request (its ``X-Cairn-Purpose``); ``None``: the kind's
+    default (:data:`cairn.llm.limits.OUTPUT_TOKEN_LIMITS`)."""
+
+    main: int | None = _bound(8192, "The conversation (`samplingParams.max_tokens` sets it too)")
+    subagent: int | None = _bound(8192, "An `agent` tool call's own conversation")
+    extract: int | None = _bound(4096, "The memory extraction agent")
+    dream: int | None = _bound(8192, "The memory consolidation agent")
+    compress: int | None = _bound(8192, "The summary that replaces older history")
+    recap: int | None = _bound(300, "The session recap")
+    title: int | None = _bound(64, "The session title")
+    recall_selector: int | None = Field(
+        None, gt=0, alias="recall-selector", description="Recall's selector (default 1024)."
+    )
+    forget: int | None = _bound(2048, "Forget's selector")
+    web_fetch: int | None = Field(
+        None, gt=0, alias="web-fetch", description="The answer `web_fetch` writes (default 4096)."
+    )
+
+    def by_kind(self) -> dict[str, int]:
+        """The bounds set, by request kind (``recall-selector``, ``web-fetch`` ...)."""
+        return {
+            info.alias or name: value
+            for name, info in type(self).model_fields.items()
+            if (value := getattr(self, name)) is not None
+        }
+
+
 class GenerationConfig(_Section):
     timeout: float = Field(
         120,
@@ -180,13 +205,10 @@ class GenerationConfig(_Section):
     sampling_params: SamplingParams = _section(
         SamplingParams, "Sampling parameters sent with main requests."
     )
-    max_output_tokens: dict[str, int] = Field(
-        default_factory=dict,
-        description="Output bound (`max_tokens`) per request kind, replacing its default: "
-        "`main` 8192 (the conversation; `samplingParams.max_tokens` too), `subagent` 8192, "
-        "`extract` 4096, `dream` 8192, `compress` 8192, `recap` 300, `title` 64, "
-        "`recall-selector` 1024, `forget` 2048, `web-fetch` 4096. An answer cut at its bound "
-        "is reported as cut.",
+    max_output_tokens: OutputBounds = _section(
+        OutputBounds,
+        "Output bounds (`max_tokens`) by request kind; an answer cut at its bound is reported "
+        "as cut.",
     )
     context_window_size: int | None = Field(
         None,
@@ -199,18 +221,6 @@ class GenerationConfig(_Section):
         "before answering (at least 1024; null: off). Side queries never think.",
     )
 
-    @field_validator("max_output_tokens")
-    @classmethod
-    def _known_kinds(cls, value: dict[str, int]) -> dict[str, int]:
-        unknown = sorted(set(value) - set(OUTPUT_KINDS))
-        if unknown or any(tokens < 1 for tokens in value.values()):
-            raise PydanticCustomError(
-                "output_kinds",
-                "an object of positive token counts keyed by request kind ("
-                + ", ".join(OUTPUT_KINDS)
-                + ")",
-            )
-        return value
 
 
 class ChatCompressionSettings(_Section):

@@ -32,7 +32,7 @@ def create_provider(endpoint: Endpoint, settings: Settings, *, pools: int = 1) -
         "structured_output": settings.model.structured_output,
         "supports_images": settings.model.supports_images,
         "prompt_caching": settings.model.prompt_caching,
-        "output_limits": generation.max_output_tokens,
+        "output_limits": generation.max_output_tokens.by_kind(),
     }
     if endpoint.wire == "anthropic":
         from cairn.llm.anthropic import AnthropicProvider

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # The default output bound of each request kind (its X-Cairn-Purpose), in tokens; the settings
-# schema names the same kinds (config.settings.OUTPUT_KINDS).
+# schema names the same kinds (config.settings.OutputBounds).
 OUTPUT_TOKEN_LIMITS: Mapping[str, int] = {
     "main": 8192,  # the conversation (Qwen Code caps it at 8000; Anthropic's wire had 8192)
     "subagent": 8192,  # an `agent` tool call's own conversation
