@@ -41,3 +41,74 @@ def test_a_context_file_that_is_a_fifo_is_skipped_with_a_warning_not_waited_on(t
 
     assert [f.text for f in files] == ["rules"]
     assert warnings == [f"{tmp_path / 'AGENTS.md'}: context file is a FIFO, not a file; skipped"]
+
+
+def _project(tmp_path):
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def test_a_context_file_linked_outside_the_project_is_skipped_with_a_warning(tmp_path):
+    """Regression (#24, high): `AGENTS.md -> ../secret` put a file from outside the workspace
+    into every request's system prompt (and the recording)."""
+    root = _project(tmp_path)
+    (tmp_path / "secret").write_text("password=hunter2")
+    (root / "AGENTS.md").symlink_to("../secret")
+
+    files, warnings = collect_context_files(root, ["AGENTS.md"], home=tmp_path / "nohome")
+
+    assert files == []
+    assert warnings == [
+        f"{root / 'AGENTS.md'}: context file leads outside the project "
+        f"({tmp_path / 'secret'}); skipped"
+    ]
+
+
+def test_a_context_file_linked_to_the_process_environment_is_skipped(tmp_path):
+    """Regression (#24, high): `CAIRN.md -> /proc/self/environ` sent the API key and every
+    variable in every request."""
+    root = _project(tmp_path)
+    (root / "CAIRN.md").symlink_to("/proc/self/environ")
+
+    files, warnings = collect_context_files(root, ["CAIRN.md"], home=tmp_path / "nohome")
+
+    assert files == []
+    assert len(warnings) == 1 and "leads outside the project" in warnings[0]
+
+
+def test_a_context_file_name_that_is_absolute_or_climbs_is_refused(tmp_path):
+    """Regression (#24, high): a project's `context.fileName` of `/etc/hostname` or
+    `../../secret` read that file into the prompt. A name is a file (or relative path) inside
+    each folder, never absolute, never through `..`."""
+    root = _project(tmp_path)
+    home = tmp_path / "cairn-home"
+    home.mkdir()
+    (tmp_path / "secret").write_text("password=hunter2")
+    (root / "AGENTS.md").write_text("repo rules")
+    names = ["/etc/hostname", "../secret", "../../secret", "docs/../../secret", "AGENTS.md"]
+
+    files, warnings = collect_context_files(root, names, home=home)
+
+    assert [f.text for f in files] == ["repo rules"]
+    assert warnings == [
+        f"context file name {name!r} is ignored: a name is a file inside each folder "
+        "(no absolute path, no `..`)"
+        for name in names[:4]
+    ]
+
+
+def test_links_inside_the_project_and_the_users_own_files_are_read(tmp_path):
+    root = _project(tmp_path)
+    (root / "docs").mkdir()
+    (root / "docs" / "agents.md").write_text("repo rules")
+    (root / "AGENTS.md").symlink_to("docs/agents.md")
+    home = tmp_path / "cairn-home"
+    home.mkdir()
+    (tmp_path / "dotfiles.md").write_text("my rules")
+    (home / "AGENTS.md").symlink_to(tmp_path / "dotfiles.md")  # yours: read wherever it leads
+
+    files, warnings = collect_context_files(root, ["AGENTS.md"], home=home)
+
+    assert [f.text for f in files] == ["my rules", "repo rules"]
+    assert warnings == []

@@ -117,7 +117,7 @@ FEATURES: dict[str, Feature] = {
 }
 MCP_TOOL = "mcp__tools__echo"
 # The readers of the files above: a project without such files has no use for them.
-FILE_PARSERS = ("cairn.extensions.frontmatter", "cairn.extensions.files")
+FILE_PARSERS = ("cairn.config.frontmatter", "cairn.config.extension_files")
 # Needed only by /rewind (a live session takes its checkpoints without them).
 NEVER_IN_A_TURN = ("cairn.session.rewind", "cairn.recording.rewind")
 WATCHED = (*{f.module: None for f in FEATURES.values()}, *FILE_PARSERS, *NEVER_IN_A_TURN)

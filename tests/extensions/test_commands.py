@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from cairn.config.extension_folders import Folder
 from cairn.extensions.commands import load_commands
-from cairn.extensions.sources import Folder
 
 from .helpers import write
 

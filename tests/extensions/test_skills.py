@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cairn.config.extension_folders import Folder
 from cairn.extensions.skills import load_skills
-from cairn.extensions.sources import Folder
 
 from .helpers import write
 

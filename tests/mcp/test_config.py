@@ -299,3 +299,29 @@ def test_a_workspace_said_to_have_no_servers_has_none_to_list_or_warn_about(
 
     assert may_configure_servers(root, settings) is expected
     assert bool(found or warnings) is expected
+
+
+def test_a_snake_case_project_server_never_starts_and_is_not_listed(tmp_path: Path) -> None:
+    """Regression (#24, critical): `mcp_servers` in a project file started its program in a
+    folder never trusted: the scope decision read `mcpServers` only, the settings both."""
+    user = tmp_path / "user.json"
+    user.write_text("{}")
+    root = _project(
+        tmp_path, {"mcp_servers": {"x": {"command": "sh", "args": ["-c", "touch pwned"]}}}
+    )
+
+    assert _servers(root, user) == {}
+
+
+def test_the_users_server_stays_on_beside_an_untrusted_projects_server_of_its_name(
+    tmp_path: Path,
+) -> None:
+    """The loader left the project's `db` out: the `db` in the settings is the user's own, and
+    an untrusted folder does not turn it off."""
+    user = tmp_path / "user.json"
+    user.write_text(json.dumps({"mcpServers": {"db": {"command": "my-db-mcp"}}}))
+    root = _project(tmp_path, {"mcpServers": {"db": {"command": "evil-mcp"}}}, trusted=False)
+
+    [server] = _servers(root, user).values()
+
+    assert (server.command, server.scope, server.disabled) == ("my-db-mcp", "user", False)

@@ -62,3 +62,19 @@ async def test_a_changed_folder_says_so(project: Path) -> None:
     app = TrustApp(project_trust(project))
     async with app.run_test(size=SIZE):
         assert "changed since you trusted it" in _shown(app)
+
+
+async def test_the_question_shows_control_characters_and_bidi_overrides_escaped(
+    project: Path,
+) -> None:
+    """Regression (#24, low): a hook command with U+202E (and a terminal escape) was shown as
+    it would read reversed (or run) rather than as written."""
+    command = "echo \u202egnp.exe \x1b[2J"
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}
+    (project / ".cairn" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    app = TrustApp(project_trust(project))
+    async with app.run_test(size=SIZE):
+        shown = _shown(app)
+
+    assert "echo \\u202egnp.exe \\x1b[2J" in shown
+    assert "\u202e" not in shown and "\x1b" not in shown

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from cairn.exit_codes import ExitCode
+from cairn.vocabulary.terminal import escape_for_terminal
 
 __all__ = ["run_trust"]
 
@@ -29,24 +30,25 @@ def run_trust(*, path: Path | None, list_folders: bool, revoke: bool, cwd: Path)
         return _list(trusted_folders())
     folder = (path or cwd).expanduser()
     if not folder.is_dir():
-        return _fail(f"{folder} is not a folder")
+        return _fail(f"{_shown(folder)} is not a folder")
     try:
         if revoke:
             removed = forget_folder(folder)
             trust = project_trust(folder)
+            shown = _shown(trust.folder)
             print(
-                f"{trust.folder}: its trust is revoked."
+                f"{shown}: its trust is revoked."
                 if removed
-                else f"{trust.folder} was not trusted by cairn trust."
+                else f"{shown} was not trusted by cairn trust."
             )
             return ExitCode.OK
         trust = trust_folder(folder)
     except TrustFileError as exc:
         return _fail(str(exc), ExitCode.ERROR)
     if not trust.commands:
-        print(f"{trust.folder} is trusted (its project settings define no commands yet).")
+        print(f"{_shown(trust.folder)} is trusted (its project settings define no commands yet).")
     else:
-        print(f"{trust.folder} is trusted. cairn will use these project settings:")
+        print(f"{_shown(trust.folder)} is trusted. cairn will use these project settings:")
         for command in trust.commands:
             print(f"  {command.describe()}")
         print("If they change, cairn asks again.")
@@ -65,8 +67,15 @@ def _list(folders: dict[str, dict[str, object]]) -> int:
             project_commands(Path(folder))
         ):
             decision = "changed"  # its commands changed since: cairn asks again
-        print(f"{decision:>8}  {folder}  ({record.get('decidedAt', 'unknown date')})")
+        when = record.get("decidedAt", "unknown date")
+        print(f"{decision:>8}  {_shown(folder)}  ({_shown(when)})")
     return ExitCode.OK
+
+
+def _shown(text: object) -> str:
+    """A folder or value from outside cairn, with its control characters and bidi overrides
+    escaped (a repository can be cloned into a folder of any name)."""
+    return escape_for_terminal(str(text), keep_newlines=False)
 
 
 def _fail(message: str, code: ExitCode = ExitCode.BAD_INPUT) -> int:

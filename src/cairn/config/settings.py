@@ -327,7 +327,9 @@ class FileFilteringSettings(_Section):
 class ContextSettings(_Section):
     file_name: str | list[str] = Field(
         default_factory=lambda: ["AGENTS.md", "CAIRN.md"],
-        description="Context file names collected into the system prompt.",
+        description="Context file names collected into the system prompt: names (or relative "
+        "paths) inside each folder, never absolute or through `..`; a project's file is read "
+        "only if it resolves inside the project.",
     )
     file_filtering: FileFilteringSettings = _section(
         FileFilteringSettings, "What the file tools skip."

@@ -84,14 +84,13 @@ _GRANT_FOLDERS = tuple(
     for kind in ("commands", "skills")
 )
 MAX_FILES_NAMED = 4  # files a notice names before "and N more"
-MAX_GRANT_FILES = 500  # command/skill files looked at per project
-_GRANT_HEAD_BYTES = 16 << 10  # of each file: its front matter is at the top
-_GRANT_KEY = re.compile(r"^allowed[-_]?tools[ \t]*:(?P<value>.*)$", re.IGNORECASE)
 
 CommandKind = Literal[
     "hook", "mcp", "permissions", "sandbox", "endpoint", "file", "setting", "grant", "settings"
 ]
 _MAX_SHOWN = 200  # characters of a value the listing shows
+# Reasons a folder is trusted with exactly its listed commands (else: whatever it defines).
+_REVIEWED = frozenset({"no commands", "trusted"})
 
 
 class TrustFileError(Exception):
@@ -126,6 +125,23 @@ class ProjectTrust(Value):
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.commands)
+
+    def grants(self, path: Path, tools: Iterable[str]) -> bool:
+        """May the project's file ``path``, as loaded, grant ``tools``? In a folder trusted
+        whatever it defines, yes; in one trusted with its commands, only a grant among those
+        commands: one the check did not see (or saw otherwise) is never applied."""
+        if not self.trusted:
+            return False
+        if self.reason not in _REVIEWED:
+            return True
+        try:
+            source = path.absolute().relative_to(self.folder).as_posix()
+        except ValueError:
+            return False  # not a file of this project: not one the check listed
+        text = ", ".join(tools)
+        return any(
+            (c.kind, c.source, c.text) == ("grant", source, text) for c in self.commands
+        )
 
     @property
     def notice(self) -> str:
@@ -548,50 +564,47 @@ def _mcp_json_commands(path: Path) -> list[ProjectCommand]:
 
 
 def _grant_commands(folder: Path) -> list[ProjectCommand]:
-    """The ``allowed-tools`` of the project's command and skill files: each lets its command
-    run tools without asking."""
+    """The ``allowed-tools`` of the project's command and skill files, each read as its loader
+    reads it (:mod:`cairn.config.extension_files`: the same files, caps, parser and key): each
+    lets its command run tools without asking. A folder holding more files than the loader
+    reads is listed too: what cairn was not shown is not trusted silently."""
+    bases = [folder / relative for relative in _GRANT_FOLDERS]
+    bases = [base for base in bases if base.is_dir()]
+    if not bases:
+        return []
+    from cairn.config import extension_files as files  # only for a project with such folders
+
     found: list[ProjectCommand] = []
-    seen = 0
-    for relative in _GRANT_FOLDERS:
-        base = folder / relative
-        if not base.is_dir():
-            continue
-        for path in sorted(base.rglob("*.md")):
-            seen += 1
-            if seen > MAX_GRANT_FILES:
-                return found
-            grant = _allowed_tools(path)
-            if grant is not None:
+    for base in bases:
+        if base.name == "skills":
+            limit = files.MAX_SKILLS_PER_FOLDER
+            paths = files.skill_files(base, limit + 1)
+            over = _entries(base) > limit
+        else:
+            limit = files.MAX_FILES_PER_FOLDER
+            paths = list(files.walk_files(base, files.COMMAND_SUFFIXES, limit + 1))
+            over = len(paths) > limit
+        for path in paths[:limit]:
+            try:
+                tools = files.read_grant(path)
+            except (files.ExtensionFileError, files.FrontMatterError):
+                continue  # the loader skips it: it grants nothing
+            if tools:
                 source = path.relative_to(folder).as_posix()
-                found.append(ProjectCommand("grant", source, "allowed-tools", grant))
+                text = ", ".join(tools)
+                found.append(ProjectCommand("grant", source, files.GRANT_KEY, text))
+        if over:
+            source = base.relative_to(folder).as_posix()
+            text = f"more than {limit} entries: cairn reads the first {limit}"
+            found.append(ProjectCommand("grant", source, "(too many files)", text))
     return found
 
 
-def _allowed_tools(path: Path) -> str | None:
-    """The ``allowed-tools`` value of a file's front matter as written, items joined (``None``:
-    it grants nothing). Read leniently: any line of the key counts, whatever YAML makes of it."""
+def _entries(base: Path) -> int:
     try:
-        with path.open("rb") as handle:
-            head = handle.read(_GRANT_HEAD_BYTES).decode("utf-8", "replace")
+        return sum(1 for entry in os.scandir(base) if not entry.name.startswith("."))
     except OSError:
-        return None
-    lines = head.splitlines()
-    if not lines or lines[0].strip() != "---":
-        return None
-    for index, line in enumerate(lines[1:], 1):
-        if line.strip() == "---":
-            return None
-        match = _GRANT_KEY.match(line)
-        if match is None:
-            continue
-        items = [match["value"].strip().strip("[]")]
-        for item in lines[index + 1 :]:
-            if item.strip() == "---" or not (item[:1].isspace() or item.startswith("- ")):
-                break
-            items.append(item.strip().removeprefix("-").strip())
-        text = ", ".join(i.strip("'\"") for i in items if i.strip("'\""))
-        return text or None
-    return None
+        return 0
 
 
 def fingerprint(commands: Iterable[ProjectCommand]) -> str:

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 from cairn._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from cairn.config.extension_folders import Folder
     from cairn.extensions.agent_definition import GENERAL_PURPOSE, AgentDefinition
     from cairn.extensions.catalog import Catalog, CatalogState
     from cairn.extensions.commands import CommandFile
     from cairn.extensions.skills import Skill
-    from cairn.extensions.sources import Folder
     from cairn.extensions.templates import Expansion, ShellStep, expand_template
 
 __all__ = [
@@ -46,7 +46,7 @@ __getattr__, __dir__ = lazy_exports(
         "CatalogState": "catalog",
         "CommandFile": "commands",
         "Skill": "skills",
-        "Folder": "sources",
+        "Folder": "cairn.config.extension_folders",
         "Expansion": "templates",
         "ShellStep": "templates",
         "expand_template": "templates",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cairn.extensions.sources import Folder
+from cairn.config.extension_folders import Folder
 from cairn.values import Value
 
 __all__ = ["GENERAL_PURPOSE", "AgentDefinition"]

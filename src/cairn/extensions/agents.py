@@ -20,16 +20,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cairn.extensions.agent_definition import AgentDefinition
-from cairn.extensions.files import load_each, read_extension_file, walk_files
-from cairn.extensions.frontmatter import (
+from cairn.config.extension_files import load_each, read_extension_file, walk_files
+from cairn.config.extension_folders import Folder
+from cairn.config.frontmatter import (
     FrontMatter,
     FrontMatterError,
     field_list,
     field_text,
     split_front_matter,
 )
-from cairn.extensions.sources import Folder
+from cairn.extensions.agent_definition import AgentDefinition
 
 __all__ = ["load_agents"]
 

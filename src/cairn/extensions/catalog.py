@@ -4,7 +4,7 @@ One catalog per project and process (the runtime keeps it), shared by the projec
 :meth:`Catalog.refresh` reads the folders again when a file in them was added, changed or
 removed (a session checks before each prompt), so an edited command works without a restart.
 A name defined twice keeps the definition from the folder that comes first
-(:mod:`cairn.extensions.sources`); the one hidden is noted in the debug log.
+(:mod:`cairn.config.extension_folders`); the one hidden is noted in the debug log.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from cairn.config.extension_folders import MAX_DEPTH, Folder, Kind, Origin, folders
 from cairn.debug_log import get_logger
 from cairn.extensions.agent_definition import GENERAL_PURPOSE, AgentDefinition
-from cairn.extensions.sources import MAX_DEPTH, Folder, Kind, Origin, folders
 from cairn.values import Value
 
 if TYPE_CHECKING:

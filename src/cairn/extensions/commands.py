@@ -19,13 +19,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn.extensions.files import ExtensionFileError, load_each, read_extension_file, walk_files
-from cairn.extensions.frontmatter import (
-    FrontMatterError,
-    field_list,
-    split_front_matter,
+from cairn.config.extension_files import (
+    COMMAND_SUFFIXES,
+    ExtensionFileError,
+    granted_tools,
+    load_each,
+    read_extension_file,
+    walk_files,
 )
-from cairn.extensions.sources import Folder
+from cairn.config.extension_folders import Folder
+from cairn.config.frontmatter import FrontMatterError, split_front_matter
 from cairn.extensions.templates import Dialect
 
 __all__ = [
@@ -38,7 +41,6 @@ __all__ = [
 
 COMMAND_NAME = re.compile(r"[A-Za-z][\w-]*(?::[A-Za-z0-9][\w-]*)*")  # "git:commit"
 MAX_DESCRIPTION_CHARS = 200  # of a description taken from a prompt's first line
-_SUFFIXES = (".md", ".toml")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class CommandFile:
 
 def load_commands(folder: Folder) -> tuple[list[CommandFile], list[str]]:
     """The commands in ``folder`` and a warning for each file skipped."""
-    paths = walk_files(folder.path, _SUFFIXES)
+    paths = walk_files(folder.path, COMMAND_SUFFIXES)
     return load_each(folder, paths, lambda path: load_command_file(path, folder))
 
 
@@ -75,7 +77,6 @@ def load_command_file(path: Path, folder: Folder) -> CommandFile:
     if path.suffix == ".toml":
         return _toml_command(name, text, path, folder)
     front = split_front_matter(text)
-    fields = front.fields
     body = front.body.strip("\n")
     description = front.text("description") or first_line(body) or f"/{name}"
     return CommandFile(
@@ -87,7 +88,7 @@ def load_command_file(path: Path, folder: Folder) -> CommandFile:
         dialect="qwen" if folder.origin == "qwen" else "command",
         argument_hint=front.text("argument-hint"),
         model=_model(front.text("model")),
-        allowed_tools=field_list(fields, "allowed-tools") or (),
+        allowed_tools=granted_tools(front),
     )
 
 

@@ -14,22 +14,27 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn.extensions.commands import COMMAND_NAME, first_line
-from cairn.extensions.files import ExtensionFileError, load_each, read_extension_file
-from cairn.extensions.frontmatter import (
+from cairn.config.extension_files import (
+    SKILL_FILE,
+    ExtensionFileError,
+    granted_tools,
+    load_each,
+    read_extension_file,
+    skill_files,
+)
+from cairn.config.extension_folders import Folder
+from cairn.config.frontmatter import (
     FrontMatterError,
     field_bool,
     field_list,
     split_front_matter,
 )
-from cairn.extensions.sources import Folder
+from cairn.extensions.commands import COMMAND_NAME, first_line
 
 __all__ = ["MAX_LISTED_DESCRIPTION_CHARS", "SKILL_FILE", "Skill", "load_skills"]
 
-SKILL_FILE = "SKILL.md"
 MAX_LISTED_DESCRIPTION_CHARS = 1536  # of description + when_to_use in the system prompt's list
 MAX_LISTED_FILES = 100  # supporting files named when a skill is loaded
-MAX_SKILLS_PER_FOLDER = 500
 
 
 @dataclass(frozen=True)
@@ -83,16 +88,7 @@ class Skill:
 def load_skills(folder: Folder) -> tuple[list[Skill], list[str]]:
     """The skills in ``folder`` (each sub-folder holding a ``SKILL.md``) and a warning for
     each one skipped."""
-    try:
-        entries = sorted(p for p in folder.path.iterdir() if not p.name.startswith("."))
-    except OSError:
-        return [], []
-    paths = [
-        directory / SKILL_FILE
-        for directory in entries[:MAX_SKILLS_PER_FOLDER]
-        if directory.is_dir() and (directory / SKILL_FILE).exists()
-    ]
-    return load_each(folder, paths, lambda path: _load(path, folder))
+    return load_each(folder, skill_files(folder.path), lambda path: _load(path, folder))
 
 
 def _load(path: Path, folder: Folder) -> Skill:
@@ -120,7 +116,7 @@ def _load(path: Path, folder: Folder) -> Skill:
         when_to_use=front.text("when_to_use"),
         argument_hint=front.text("argument-hint"),
         arguments=field_list(fields, "arguments") or (),
-        allowed_tools=field_list(fields, "allowed-tools") or (),
+        allowed_tools=granted_tools(front),
         model_invocable=not field_bool(fields, "disable-model-invocation", False),
         user_invocable=field_bool(fields, "user-invocable", True),
     )

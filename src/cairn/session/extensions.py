@@ -404,7 +404,9 @@ class SessionExtensions(TurnHook):
         if not file.allowed_tools:
             return ()
         root = self.session.runtime.project_root
-        if file.folder.scope == "project" and not await asyncio.to_thread(_project_trusted, root):
+        if file.folder.scope == "project" and not await asyncio.to_thread(
+            _project_grants, root, file
+        ):
             if sink is not None:
                 text = (
                     f"The allowed-tools of {file.where} are not applied: a project's own files "
@@ -458,12 +460,12 @@ def _with_allowed(base: PermissionRules, grant: PermissionRules) -> PermissionRu
     )
 
 
-def _project_trusted(project_root: Path) -> bool:
-    """Whether a project's own files may widen permissions: its folder is trusted with the
-    grants its command and skill files make now (cairn.config.trust fingerprints them)."""
+def _project_grants(project_root: Path, file: CommandFile | Skill) -> bool:
+    """Whether a project's file may grant its ``allowed-tools`` as loaded: its folder is
+    trusted with exactly that grant among the ones it makes now (cairn.config.trust)."""
     from cairn.config.trust import project_trust
 
-    return project_trust(project_root).trusted
+    return project_trust(project_root).grants(file.path, file.allowed_tools)
 
 
 async def _ignore(event: object) -> None:

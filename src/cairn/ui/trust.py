@@ -18,6 +18,7 @@ from textual.widgets import OptionList, Static
 
 from cairn.config.trust import ProjectTrust, trust_folder
 from cairn.ui.choices import numbered_options
+from cairn.vocabulary.terminal import escape_for_terminal
 
 __all__ = ["TrustApp", "TrustChoice", "ask_to_trust"]
 
@@ -64,7 +65,7 @@ class TrustApp(App[TrustChoice]):
             yield Static(Text(heading, style="bold"))
             yield Static(
                 Text.assemble(
-                    (str(self.trust.folder), "bold yellow"),
+                    (_shown(str(self.trust.folder)), "bold yellow"),
                     " asks cairn to run these commands or allow these settings. A repository "
                     "you did not write can use them to run programs on your machine:",
                 )
@@ -88,9 +89,14 @@ class TrustApp(App[TrustChoice]):
     def _commands(self) -> Text:
         text = Text()
         for command in self.trust.commands:
-            text.append(f"{command.source} {command.key}\n", style="dim")
-            text.append(f"  {command.text}\n", style="bold")
+            text.append(f"{_shown(command.source)} {_shown(command.key)}\n", style="dim")
+            text.append(f"  {_shown(command.text)}\n", style="bold")
         return text
+
+
+def _shown(text: str) -> str:
+    """What a project file says, as written: control characters and bidi overrides escaped."""
+    return escape_for_terminal(text, keep_newlines=False)
 
 
 def ask_to_trust(trust: ProjectTrust) -> TrustChoice:

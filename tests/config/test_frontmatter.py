@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cairn.extensions.frontmatter import (
+from cairn.config.frontmatter import (
     FrontMatterError,
     field_bool,
     field_list,

@@ -1,8 +1,13 @@
 """Reading extension files safely: regular files only, size-capped, UTF-8, found without
-following a folder forever.
+following a folder forever; and what a command or skill file grants (``allowed-tools``).
 
 A file that cannot be read this way is skipped with a warning naming it (the caller turns the
 :class:`ExtensionFileError` into one); nothing here raises for a folder that is missing.
+
+It sits in ``config/``, below :mod:`cairn.extensions`, because the trusted-folders check
+(:mod:`cairn.config.trust`) must read a project's files exactly as the loaders do: which files
+(:func:`walk_files`, :func:`skill_files`, the same caps), their text, their front matter, their
+grant (:func:`granted_tools`).
 """
 
 from __future__ import annotations
@@ -13,20 +18,31 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from cairn.extensions.frontmatter import FrontMatterError
-from cairn.extensions.sources import MAX_DEPTH, Folder
+from cairn.config.extension_folders import MAX_DEPTH, Folder
+from cairn.config.frontmatter import FrontMatter, FrontMatterError, field_list
 
 __all__ = [
+    "COMMAND_SUFFIXES",
+    "GRANT_KEY",
     "MAX_EXTENSION_FILE_BYTES",
     "MAX_FILES_PER_FOLDER",
+    "MAX_SKILLS_PER_FOLDER",
+    "SKILL_FILE",
     "ExtensionFileError",
+    "granted_tools",
     "load_each",
     "read_extension_file",
+    "read_grant",
+    "skill_files",
     "walk_files",
 ]
 
 MAX_EXTENSION_FILE_BYTES = 1024 * 1024  # a command, skill or agent file larger than this is skipped
 MAX_FILES_PER_FOLDER = 2000  # files looked at under one commands/skills/agents folder
+MAX_SKILLS_PER_FOLDER = 500  # skill folders looked at under one skills folder
+COMMAND_SUFFIXES = (".md", ".toml")  # of command files: Markdown (Claude Code), TOML (Qwen Code)
+SKILL_FILE = "SKILL.md"
+GRANT_KEY = "allowed-tools"  # front matter key of the tools a command or skill runs unasked
 _T = TypeVar("_T")
 
 
@@ -71,10 +87,42 @@ def load_each(
     return loaded, warnings
 
 
-def walk_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
-    """Files under ``root`` ending in one of ``suffixes``, sorted, at most
-    :data:`MAX_FILES_PER_FOLDER`; hidden entries are skipped and a folder reached twice
-    through links is not searched again."""
+def granted_tools(front: FrontMatter) -> tuple[str, ...]:
+    """The tools a command or skill file's front matter lets it run without asking."""
+    return field_list(front.fields, GRANT_KEY) or ()
+
+
+def read_grant(path: Path) -> tuple[str, ...]:
+    """What the command or skill file ``path`` grants, read as its loader reads it (a TOML
+    command grants nothing); :class:`ExtensionFileError` or :class:`FrontMatterError` when the
+    loader would skip the file."""
+    from cairn.config.frontmatter import split_front_matter
+
+    text = read_extension_file(path)
+    if path.suffix == ".toml":
+        return ()
+    return granted_tools(split_front_matter(text))
+
+
+def skill_files(root: Path, limit: int = MAX_SKILLS_PER_FOLDER) -> list[Path]:
+    """The ``SKILL.md`` of each skill folder under ``root`` (links followed), in name order,
+    among its first ``limit`` entries that are not hidden."""
+    try:
+        entries = sorted(p for p in root.iterdir() if not p.name.startswith("."))
+    except OSError:
+        return []
+    return [
+        entry / SKILL_FILE
+        for entry in entries[:limit]
+        if entry.is_dir() and (entry / SKILL_FILE).exists()
+    ]
+
+
+def walk_files(
+    root: Path, suffixes: tuple[str, ...], limit: int = MAX_FILES_PER_FOLDER
+) -> Iterator[Path]:
+    """Files under ``root`` ending in one of ``suffixes``, sorted, at most ``limit``; hidden
+    entries are skipped and a folder reached twice through links is not searched again."""
     if not root.is_dir():
         return
     seen: set[tuple[int, int]] = set()
@@ -105,6 +153,6 @@ def walk_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
                 files.append(Path(entry.path))
         for path in reversed(files):
             count += 1
-            if count > MAX_FILES_PER_FOLDER:
+            if count > limit:
                 return
             yield path
