@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from cairn.session.models import ModelCatalog
     from cairn.session.session import Session
     from cairn.tools.base import CommandRunner, FileSystem
-    from cairn.tools.sandbox import SandboxPolicy
+    from cairn.tools.sandbox import RunLater, SandboxPolicy
 
 __all__ = ["Runtime", "SessionNotFound", "SessionOptions", "SessionUnreadable"]
 
@@ -232,17 +232,24 @@ class Runtime:
         key = self.endpoint.api_key if self.endpoint is not None else None
         return settings_command_environment(self.settings, key)
 
-    def sandbox_policy(self, workspace: Path) -> SandboxPolicy | None:
+    def sandbox_policy(
+        self, workspace: Path, run_later: Callable[[], Sequence[RunLater]] = tuple
+    ) -> SandboxPolicy | None:
         """How shell commands run in ``workspace`` are fenced (:mod:`cairn.tools.sandbox`): as
         the settings say, and for a daemon tenant always, with every tenant's folders hidden
-        and no network (:mod:`cairn.session.tenancy`)."""
+        and no network (:mod:`cairn.session.tenancy`). ``run_later``: what cairn runs outside
+        the sandbox (hooks, stdio MCP servers), asked only when there is a sandbox."""
         if self.tenant is not None:
             from cairn.session.tenancy import tenant_sandbox_policy
 
-            return tenant_sandbox_policy(self.settings, workspace)
-        from cairn.tools.sandbox import sandbox_policy
+            return tenant_sandbox_policy(self.settings, workspace, run_later=run_later())
+        from cairn.tools.sandbox import sandbox_policy, sandbox_requested
 
-        return sandbox_policy(self.settings.tools.sandbox, workspace=workspace)
+        if not sandbox_requested(self.settings.tools.sandbox):
+            return None
+        return sandbox_policy(
+            self.settings.tools.sandbox, workspace=workspace, run_later=run_later()
+        )
 
     # ----- commands, skills and agents from files (cairn.extensions) -----
 

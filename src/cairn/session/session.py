@@ -217,6 +217,7 @@ class Session:
         self.pending_notices: list[Notice] = []  # shown when the next turn starts
         self.pending_context: list[str] = []  # hooks' context for the model's next prompt
 
+        self._client_servers = tuple(mcp_servers)
         self.mcp = self._make_mcp(mcp_servers)
         self.recorder = self._make_recorder(loaded)
         self.command_environment = self._make_command_environment()
@@ -1048,7 +1049,19 @@ class Session:
         )
 
     def _sandbox_policy(self) -> SandboxPolicy | None:
-        return self.runtime.sandbox_policy(self.cwd)
+        return self.runtime.sandbox_policy(self.cwd, run_later=self._run_later)
+
+    def _run_later(self) -> list[tuple[str, Path]]:
+        """What cairn runs outside the sandbox, with its folder: hooks and stdio MCP servers
+        (the files they name stay read-only in the sandbox)."""
+        import shlex
+
+        found = [(command, self.cwd) for command in self.hooks.commands()]
+        for server in (*self.runtime.mcp_servers, *self._client_servers):
+            if server.transport == "stdio" and server.command:
+                folder = self.cwd / server.cwd if server.cwd else self.cwd
+                found.append((shlex.join([server.command, *server.args]), folder))
+        return found
 
     def _drain_steering(self, *, record: bool = True) -> list[Part]:
         parts: list[Part] = []

@@ -18,7 +18,7 @@ in tenant mode rather than serve tenants it cannot keep apart.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +27,7 @@ from cairn.config.paths import cairn_home
 
 if TYPE_CHECKING:
     from cairn.config.settings import Settings
-    from cairn.tools.sandbox import SandboxPolicy
+    from cairn.tools.sandbox import RunLater, SandboxPolicy
 
 __all__ = ["tenancy_problems", "tenant_sandbox_policy", "tenant_shared_folders"]
 
@@ -43,14 +43,21 @@ def tenant_shared_folders(environ: Mapping[str, str] = os.environ) -> tuple[Path
 
 
 def tenant_sandbox_policy(
-    settings: Settings, workspace: Path, environ: Mapping[str, str] = os.environ
+    settings: Settings,
+    workspace: Path,
+    environ: Mapping[str, str] = os.environ,
+    *,
+    run_later: Sequence[RunLater] = (),
 ) -> SandboxPolicy:
     """How a tenant's shell commands are fenced: the settings' sandbox, turned on, with no
-    network and every tenant's folders hidden."""
+    network and every tenant's folders hidden (``run_later``: as for any sandbox)."""
     from cairn.tools.sandbox import SANDBOX_ENV, sandbox_policy
 
     policy = sandbox_policy(
-        settings.tools.sandbox, workspace=workspace, environ={**environ, SANDBOX_ENV: "1"}
+        settings.tools.sandbox,
+        workspace=workspace,
+        environ={**environ, SANDBOX_ENV: "1"},
+        run_later=run_later,
     )
     assert policy is not None  # asked for above
     hidden = tuple(dict.fromkeys((*policy.hidden, *tenant_shared_folders(environ))))

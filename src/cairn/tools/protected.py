@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cairn.vocabulary.tool_names import ToolName
 
-__all__ = ["ProtectedPaths", "settings_change"]
+__all__ = ["PROJECT_ENTRIES", "ProtectedPaths", "command_scripts", "git_folders", "settings_change"]
 
 _PROJECT_FOLDERS = {
     ".cairn": "cairn's project configuration",
@@ -39,6 +39,9 @@ _PROJECT_FOLDERS = {
     ".agents": "agent configuration cairn reads",
 }
 _PROJECT_FILES = {".mcp.json": "the project's MCP servers"}
+# What a project root holds that runs or is trusted later: the shell sandbox keeps each read-only
+# (and a read-only stand-in where one is absent, so a command cannot create it).
+PROJECT_ENTRIES = (".git", *_PROJECT_FOLDERS, *_PROJECT_FILES)
 _MEMORY_FOLDER = "memory"  # <project>/.cairn/memory holds memories (CAIRN_MEMORY_LOCAL=1)
 _HOME_MEMORY = re.compile(r"(?:memories|projects/[^/]+/memory)(?:/|$)")
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -98,9 +101,13 @@ class ProtectedPaths:
             return f"git's configuration and hooks ({real})"
         return None
 
-    def in_command(self, command: str, cwd: Path) -> str | None:
+    def in_command(
+        self, command: str, cwd: Path, changeable: Callable[[Path], bool] | None = None
+    ) -> str | None:
         """The first protected path a shell command names (its words and redirections, those
-        of nested ``bash -c`` strings included), or ``None``."""
+        of nested ``bash -c`` strings included), or ``None``. ``changeable``: whether the
+        command can change a path at all (a sandbox keeps some read-only); those are left out.
+        """
         from cairn.tools.shell_resolve import resolve
 
         line = resolve(command)
@@ -108,8 +115,9 @@ class ProtectedPaths:
             words = [*simple.words, *simple.assignments, *(r.target for r in simple.redirections)]
             for word in words:
                 for candidate in _word_paths(word.value, cwd):
-                    found = self.describe(candidate if candidate.is_absolute() else cwd / candidate)
-                    if found is not None:
+                    path = candidate if candidate.is_absolute() else cwd / candidate
+                    found = self.describe(path)
+                    if found is not None and (changeable is None or changeable(path)):
                         return found
         if line.unresolved or not line.commands:
             return self._raw_mention(command)
@@ -126,12 +134,21 @@ class ProtectedPaths:
 
 
 def settings_change(
-    tool_name: str, args: Mapping[str, Any], paths: ProtectedPaths, resolve_write: Any, cwd: Path
+    tool_name: str,
+    args: Mapping[str, Any],
+    paths: ProtectedPaths,
+    resolve_write: Any,
+    cwd: Path,
+    *,
+    shell_can_change: Callable[[Path], bool] | None = None,
 ) -> str | None:
     """What protected configuration this call would change, or ``None``.
 
     ``resolve_write`` turns a tool's path argument into an absolute path (the tool context's
     ``resolve(raw, write=True)``); a path it refuses is not a change this check is about.
+    ``shell_can_change``: what a shell command can change at all (its sandbox's
+    :meth:`~cairn.tools.sandbox.SandboxPolicy.can_change`): a path it keeps read-only is no
+    change to confirm (nor to report as made).
     """
     if tool_name in (ToolName.WRITE_FILE, ToolName.EDIT):
         raw = args.get("file_path")
@@ -144,7 +161,9 @@ def settings_change(
         return paths.describe(target)
     if tool_name == ToolName.SHELL:
         command = args.get("command")
-        return paths.in_command(command, cwd) if isinstance(command, str) else None
+        if not isinstance(command, str):
+            return None
+        return paths.in_command(command, cwd, shell_can_change)
     return None
 
 
@@ -178,16 +197,51 @@ def _word_paths(value: str, cwd: Path) -> list[Path]:
 
 def _hook_scripts(commands: Iterable[str], workspace: Path) -> Sequence[Path]:
     """Existing files named by the words of hook commands (``.cairn/hooks/x.sh``, ``./x.py``)."""
+    return command_scripts((command, workspace) for command in commands)
+
+
+def command_scripts(commands: Iterable[tuple[str, Path]]) -> list[Path]:
+    """The existing files the words of command lines name (each line with the folder it runs
+    in: a hook's ``./ci/notify.sh``, a stdio MCP server's ``python tools/server.py``), real
+    paths: changing one changes what the command runs."""
     from cairn.tools.shell_parse import split_commands
 
     found: list[Path] = []
-    for command in commands:
+    for command, cwd in commands:
         for simple in split_commands(command) or ():
             for word in simple.words:
-                text = word.value.replace("$CAIRN_PROJECT_DIR", str(workspace))
-                text = text.replace("$CLAUDE_PROJECT_DIR", str(workspace))
+                text = word.value.replace("$CAIRN_PROJECT_DIR", str(cwd))
+                text = text.replace("$CLAUDE_PROJECT_DIR", str(cwd))
+                if not text or text.startswith("-") or "\x00" in text:
+                    continue
                 candidate = Path(os.path.expanduser(text))
-                candidate = candidate if candidate.is_absolute() else workspace / candidate
-                if "/" in text and candidate.is_file():
-                    found.append(_real(candidate))
+                candidate = candidate if candidate.is_absolute() else cwd / candidate
+                try:
+                    if candidate.is_file():
+                        found.append(_real(candidate))
+                except OSError:
+                    continue
+    return list(dict.fromkeys(found))
+
+
+def git_folders(root: Path) -> list[Path]:
+    """The git folders the work tree at ``root`` uses: ``root/.git``, or the folder a ``.git``
+    file names ("gitdir: ...", a linked worktree or submodule) and its common folder."""
+    dot_git = root / ".git"
+    if not dot_git.is_file() or dot_git.is_symlink():
+        return [dot_git] if os.path.lexists(dot_git) else []
+    try:
+        line = dot_git.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return [dot_git]
+    if not line.startswith("gitdir:"):
+        return [dot_git]
+    git_dir = Path(os.path.realpath(root / line.removeprefix("gitdir:").strip()))
+    found = [dot_git, git_dir]
+    try:
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return found
+    if common:
+        found.append(Path(os.path.realpath(git_dir / common)))
     return found

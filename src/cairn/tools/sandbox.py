@@ -2,9 +2,8 @@
 
 A sandboxed ``run_shell_command`` runs under ``bwrap``: the whole file system read-only, the
 workspace (and ``tools.sandbox.writablePaths``) writable, a private ``/tmp``, the user's secrets
-(``~/.ssh``, ``~/.aws``, ``~/.config/gh``, ``$CAIRN_HOME``, ...) replaced by empty folders, the
-repository's hooks and config and cairn's project settings read-only (so a command cannot plant
-something that runs later outside the sandbox), no capabilities (also when cairn runs as root),
+(``~/.ssh``, ``~/.aws``, ``~/.config/gh``, ``$CAIRN_HOME``, ...) replaced by empty folders, no
+capabilities (also when cairn runs as root),
 its own PID namespace (the whole process tree dies with the command) and the network as
 ``tools.sandbox.network`` says:
 
@@ -12,6 +11,18 @@ its own PID namespace (the whole process tree dies with the command) and the net
 - ``loopback``: as ``none``, plus the TCP ports listening on the host's loopback when the
   command starts, bridged in (:mod:`cairn.tools.sandbox_net`); no internet;
 - ``full``: the host's network.
+
+Nothing a command leaves may run later outside the sandbox: what runs or is trusted later stays
+read-only however the command goes about it (:func:`protected_mounts`):
+
+- the project's ``.git`` (the folder a ``.git`` file names, and its common folder, too),
+  ``.cairn``, ``.claude``, ``.qwen``, ``.agents`` and ``.mcp.json`` at the workspace and the
+  project root; one that is absent gets a read-only stand-in (an empty folder made for the
+  command and removed after it), so a command cannot create it either;
+- the files the configured hooks and stdio MCP servers run (their commands' words naming
+  files), wherever they are writable;
+- each folder on the way to one of those is a mount point of its own, so it cannot be renamed
+  or replaced (``mv .git old && git init``, ``mv scripts old && mkdir scripts``).
 
 The memory agents' read-only shell runs in :func:`read_only_policy` (nothing writable, no
 network) when bubblewrap is present. When a sandbox was asked for and bubblewrap is missing or
@@ -41,9 +52,12 @@ __all__ = [
     "NETWORK_MODES",
     "SANDBOX_ENV",
     "NetworkMode",
+    "ProtectedMount",
+    "RunLater",
     "SandboxPolicy",
     "SandboxUnavailable",
     "bwrap_problem",
+    "protected_mounts",
     "read_only_policy",
     "sandbox_argv",
     "sandbox_policy",
@@ -73,8 +87,7 @@ HIDDEN_HOME_PATHS = (
     ".pypirc",
     ".password-store",
 )
-# Inside the workspace: what runs or is trusted later, outside the sandbox, stays read-only.
-PROTECTED_WORKSPACE_PATHS = (".git/hooks", ".git/config", ".cairn", ".mcp.json")
+RunLater = tuple[str, Path]  # a command line cairn runs later, unsandboxed, and its folder
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 _probe: dict[str, str | None] = {}  # bwrap path -> why it cannot run (None: it can)
@@ -94,6 +107,39 @@ class SandboxPolicy:
     writable: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()  # bound read-only last: re-exposes or protects
     hidden: tuple[Path, ...] = ()
+    project_root: Path | None = None  # the git root, when the workspace is a folder below it
+    scripts: tuple[Path, ...] = ()  # files hooks and MCP servers run: kept read-only
+
+    def writable_roots(self) -> tuple[Path, ...]:
+        """The folders a command may write (before what is protected inside them)."""
+        found = (self.workspace,) if self.workspace_writable else ()
+        return (*found, *self.writable)
+
+    def can_change(self, path: Path) -> bool:
+        """Whether a command in this sandbox can change ``path`` on the host (not when it is
+        read-only, protected or hidden there: a hidden folder's writes stay in the sandbox)."""
+        real = Path(os.path.realpath(path))
+        if not any(_within(real, Path(os.path.realpath(r))) for r in self.writable_roots()):
+            return False
+        from cairn.tools.protected import PROJECT_ENTRIES
+
+        kept = [m.path for m in protected_mounts(self) if m.read_only]
+        stand_ins = [root / name for root in self._project_roots() for name in PROJECT_ENTRIES]
+        others = (*stand_ins, *self.read_only, *self.hidden)
+        fenced = [*kept, *(Path(os.path.realpath(p)) for p in others)]
+        return not any(_within(real, path) for path in fenced)
+
+    def _project_roots(self) -> tuple[Path, ...]:
+        """Where the project entries are (the workspace, and the git root above it)."""
+        return tuple(dict.fromkeys(r for r in (self.workspace, self.project_root) if r))
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedMount:
+    """A mount that keeps something that runs later from changing (:func:`protected_mounts`)."""
+
+    path: Path  # a real path inside a writable folder
+    read_only: bool  # False: a folder on the way, bound onto itself so it cannot be renamed
 
 
 def sandbox_requested(settings: SandboxSettings, environ: Mapping[str, str] = os.environ) -> bool:
@@ -111,16 +157,24 @@ def sandbox_policy(
     *,
     workspace: Path,
     environ: Mapping[str, str] = os.environ,
+    run_later: Sequence[RunLater] = (),
 ) -> SandboxPolicy | None:
-    """The main agent's policy, or ``None`` when the sandbox is off."""
+    """The main agent's policy, or ``None`` when the sandbox is off. ``run_later``: the
+    command lines cairn runs unsandboxed (hooks, stdio MCP servers), whose files stay
+    read-only."""
     if not sandbox_requested(settings, environ):
         return None
+    from cairn.config.paths import project_root
+    from cairn.tools.protected import command_scripts
+
     return SandboxPolicy(
         workspace=workspace.resolve(),
         network=settings.network,
         writable=tuple(_paths(settings.writable_paths, workspace)),
         read_only=tuple(_paths(settings.read_only_paths, workspace)),
         hidden=tuple(_default_hidden(environ)) + tuple(_paths(settings.hidden_paths, workspace)),
+        project_root=project_root(workspace),
+        scripts=tuple(command_scripts(run_later)),
     )
 
 
@@ -181,6 +235,15 @@ async def sandboxed(
     if policy is None:
         yield list(argv)
         return
+    with _stand_ins(policy):
+        async with _fenced(argv, policy, cwd=cwd) as command:
+            yield command
+
+
+@contextlib.asynccontextmanager
+async def _fenced(
+    argv: Sequence[str], policy: SandboxPolicy, *, cwd: Path
+) -> AsyncIterator[list[str]]:
     if policy.network != "loopback":
         yield sandbox_argv(argv, policy, cwd=cwd)
         return
@@ -263,30 +326,91 @@ def _isolation(network: NetworkMode) -> list[str]:
 
 def _mounts(policy: SandboxPolicy) -> list[str]:
     """Later mounts cover earlier ones: secrets go before the workspace is bound (it may live
-    under one, as a memory root lives under ``$CAIRN_HOME``), secrets inside it after."""
+    under one, as a memory root lives under ``$CAIRN_HOME``), what runs later after every
+    writable folder (``writablePaths`` cannot loosen it), secrets inside the workspace after."""
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", SANDBOX_TMP]
     workspace = policy.workspace
-    inside = [p for p in policy.hidden if workspace in p.parents]
+    roots = policy.writable_roots()
+    inside = [p for p in policy.hidden if any(root in p.parents for root in roots)]
     for path in policy.hidden:
-        if path not in inside and path != workspace:
+        if path not in inside and path not in roots:
             args += _hide(path)
     if workspace.exists():
         args += ["--bind" if policy.workspace_writable else "--ro-bind"] + [str(workspace)] * 2
-    for path in inside:
-        args += _hide(path)
-    if policy.workspace_writable:
-        for name in PROTECTED_WORKSPACE_PATHS:
-            protected = workspace / name
-            if protected.exists():
-                args += ["--ro-bind", str(protected), str(protected)]
     for path in policy.writable:
         if path.exists():
             args += ["--bind", str(path), str(path)]
+    for mount in protected_mounts(policy):
+        args += ["--ro-bind" if mount.read_only else "--bind", str(mount.path), str(mount.path)]
+    for path in inside:
+        args += _hide(path)
     for path in policy.read_only:
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     return args
 
+
+def protected_mounts(policy: SandboxPolicy) -> list[ProtectedMount]:
+    """What keeps the things that run later outside the sandbox from changing (the module
+    docs), as mounts in the order to make them: a folder before what is inside it."""
+    writable = [Path(os.path.realpath(r)) for r in policy.writable_roots() if r.exists()]
+    if not writable:
+        return []
+    kept: list[Path] = []
+    for target in _run_later_paths(policy):
+        real = Path(os.path.realpath(target))
+        if os.path.exists(real) and any(_within(real, root) for root in writable):
+            kept.append(real)
+    outermost = [p for p in dict.fromkeys(kept) if not any(o in p.parents for o in kept)]
+    pins: dict[Path, None] = {}
+    for path in outermost:
+        base = max((r for r in writable if _within(path, r)), key=lambda r: len(r.parts))
+        for folder in reversed(path.parents):
+            if base in folder.parents and not any(_within(folder, o) for o in outermost):
+                pins[folder] = None
+    mounts = [ProtectedMount(p, False) for p in pins]
+    mounts += [ProtectedMount(p, True) for p in outermost]
+    return sorted(mounts, key=lambda m: len(m.path.parts))
+
+
+def _run_later_paths(policy: SandboxPolicy) -> Iterator[Path]:
+    from cairn.tools.protected import PROJECT_ENTRIES, git_folders
+
+    for root in policy._project_roots():
+        yield from git_folders(root)
+        for name in PROJECT_ENTRIES:
+            if name != ".git" and os.path.lexists(root / name):
+                yield root / name
+    yield from policy.scripts
+
+
+@contextlib.contextmanager
+def _stand_ins(policy: SandboxPolicy) -> Iterator[list[Path]]:
+    """An empty folder for each project entry the workspace lacks, for the time of a command:
+    bound read-only, it keeps the command from creating the entry. Removed after (only when
+    still empty: nothing another process put there is lost)."""
+    from cairn.tools.protected import PROJECT_ENTRIES
+
+    made: list[Path] = []
+    if policy.workspace_writable:
+        for root in policy._project_roots():
+            if not any(_within(Path(os.path.realpath(root)), Path(os.path.realpath(w)))
+                       for w in policy.writable_roots()):  # fmt: skip
+                continue
+            for name in PROJECT_ENTRIES:
+                with contextlib.suppress(OSError):  # there already, or the root is gone
+                    (root / name).mkdir()
+                    made.append(root / name)
+    try:
+        yield made
+    finally:
+        for path in made:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _hide(path: Path) -> list[str]:

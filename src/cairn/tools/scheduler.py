@@ -283,7 +283,12 @@ class ToolScheduler:
                 return None  # a read-only command writes nothing
             cwd = shell_scope(call.args, ctx).cwd
         return settings_change(
-            call.name, call.args, paths, lambda raw: ctx.resolve(raw, write=True), cwd
+            call.name,
+            call.args,
+            paths,
+            lambda raw: ctx.resolve(raw, write=True),
+            cwd,
+            shell_can_change=ctx.sandbox.can_change if ctx.sandbox is not None else None,
         )
 
     def _approval(
