@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 
 CAIRN = [sys.executable, "-m", "cairn.cli.main"]
+# How long `cairn --acp` may take to exit once the editor closes its stdin. The ACP SDK's own
+# default (2 s) is too short on a loaded machine, and its escalation then fails with
+# ProcessLookupError when the agent exits between the timeout and the terminate.
+ACP_SHUTDOWN = {"shutdown_timeout": 30.0}
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from acp.stdio import spawn_agent_process
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
 from ..acp.acp_doubles import editor_read
+from .conftest import ACP_SHUTDOWN
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -132,7 +133,7 @@ async def running_agent(
             *args,
             env=env,
             cwd=project,
-            transport_kwargs={"stderr": stderr.fileno()},
+            transport_kwargs={"stderr": stderr.fileno(), **ACP_SHUTDOWN},
             observers=[client.observe],
         ) as (conn, process):
             yield Agent(conn, client, process, project)

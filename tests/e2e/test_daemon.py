@@ -26,6 +26,7 @@ from cairn.sdk import (
 )
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 
+from ..polling import eventually_async
 from .conftest import CAIRN
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -99,8 +100,11 @@ def reap(started: Sequence[Served]) -> None:
                 stream.close()
 
 
-async def until(session: DaemonSessionClient, kind: str) -> list[DaemonEvent]:
-    seen: list[DaemonEvent] = []
+async def until(
+    session: DaemonSessionClient, kind: str, seen: list[DaemonEvent] | None = None
+) -> list[DaemonEvent]:
+    """The session's events up to the first of ``kind``, also appended to ``seen`` as they come."""
+    seen = [] if seen is None else seen
     async with contextlib.aclosing(session.events()) as events:
         async for event in events:
             seen.append(event)
@@ -280,8 +284,9 @@ async def test_sigterm_cancels_turns_flushes_recordings_and_exits(
         session = await DaemonSessionClient.create(client)
         await session.prompt("interrupted work")
         await scripted_server.async_wait_for_requests(1, purpose="main")
-        reader = asyncio.ensure_future(until(session, "session_closed"))
-        await asyncio.sleep(0.2)
+        seen: list[DaemonEvent] = []
+        reader = asyncio.ensure_future(until(session, "session_closed", seen))
+        assert await eventually_async(lambda: bool(seen))  # connected: the events so far came
 
         served.process.send_signal(signal.SIGTERM)
         events = await asyncio.wait_for(reader, 10)

@@ -19,7 +19,7 @@ from PIL import Image as PilImage
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import ScriptedServer, reply
 
-from .conftest import RunCairn, write_settings
+from .conftest import ACP_SHUTDOWN, RunCairn, write_settings
 from .test_acp_process import EditorClient
 from .test_daemon import serve  # noqa: F401 - the fixture
 
@@ -76,10 +76,9 @@ async def test_an_acp_image_block_reaches_the_model_and_images_are_advertised(
     raw = png((200, 0, 0))
     scripted_server.enqueue(reply("Red."), purpose="main")
     client = EditorClient()
-    async with spawn_agent_process(client, CAIRN_BIN, "--acp", env=cairn_env, cwd=project) as (
-        conn,
-        _process,
-    ):
+    async with spawn_agent_process(
+        client, CAIRN_BIN, "--acp", env=cairn_env, cwd=project, transport_kwargs=ACP_SHUTDOWN
+    ) as (conn, _process):
         hello = await conn.initialize(
             protocol_version=1, client_capabilities=ClientCapabilities()
         )

@@ -14,7 +14,7 @@ from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import ScriptedServer, reply, tool_call
 from cairn.testing.mcp import pid_alive
 
-from ..mcp.helpers import server_log, tools_server
+from ..mcp.helpers import patient_discovery, server_log, tools_server
 from .test_acp_process import running_agent
 from .test_daemon import serve as serve_fixture
 from .test_daemon import until
@@ -26,6 +26,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 def _tool_messages(request: Any) -> list[str]:
     return [m["content"] for m in request.messages if m["role"] == "tool"]
+
+
+@pytest.fixture(autouse=True)
+def _servers_may_take_their_time(cairn_env: dict[str, str]) -> None:
+    patient_discovery(Path(cairn_env["CAIRN_HOME"]))
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from cairn.sdk import DaemonClient, DaemonHTTPError
 from cairn.testing import ScriptedServer, reply
 from cairn.testing.fixtures import TEST_MODEL
 
-from .conftest import CAIRN, trust_in_user_settings, write_settings
+from .conftest import ACP_SHUTDOWN, CAIRN, trust_in_user_settings, write_settings
 from .test_daemon import serve, until
 
 __all__ = ["serve"]  # the fixture, imported for pytest
@@ -80,7 +80,9 @@ class Editor:
 @contextlib.asynccontextmanager
 async def acp_agent(env: dict[str, str], project: Path) -> AsyncIterator[tuple[Any, Editor]]:
     editor = Editor()
-    async with spawn_agent_process(editor, *CAIRN, "--acp", env=env, cwd=project) as (conn, _):
+    async with spawn_agent_process(
+        editor, *CAIRN, "--acp", env=env, cwd=project, transport_kwargs=ACP_SHUTDOWN
+    ) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
         yield conn, editor
 

@@ -36,7 +36,7 @@ from acp.stdio import spawn_agent_process
 
 from cairn.testing import ScriptedServer, reply, tool_call
 
-from .conftest import CAIRN, write_settings
+from .conftest import ACP_SHUTDOWN, CAIRN, write_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -125,7 +125,7 @@ async def acp_agent(
             "--acp",
             env=env,
             cwd=project,
-            transport_kwargs={"stderr": stderr.fileno()},
+            transport_kwargs={"stderr": stderr.fileno(), **ACP_SHUTDOWN},
             observers=[editor.observe],
         ) as (conn, _process):
             await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
@@ -134,21 +134,23 @@ async def acp_agent(
         stderr.close()
 
 
-async def settle(editor: Editor, count: int, timeout: float = 10.0) -> None:
+async def settle(editor: Editor, count: int, timeout: float = 30.0) -> None:
     """Wait until at least ``count`` updates arrived (notifications can trail a response)."""
     async with asyncio.timeout(timeout):
         while len(editor.wire) < count:
             await asyncio.sleep(0.02)
 
 
-async def commands_announced(editor: Editor, timeout: float = 10.0) -> None:
+async def commands_announced(editor: Editor, timeout: float = 30.0) -> None:
     """Wait for the ``available_commands_update`` an agent sends after answering a load."""
     async with asyncio.timeout(timeout):
         while not any(u["sessionUpdate"] == "available_commands_update" for u in editor.wire):
             await asyncio.sleep(0.02)
 
 
-async def through_acp(env: dict[str, str], project: Path) -> Seen:
+async def through_acp(env: dict[str, str], project: Path, live: int) -> Seen:
+    """The session through ``cairn --acp``, waiting for at least ``live`` live updates (some
+    trail the last prompt's answer)."""
     seen = Seen()
     editor = Editor()
     async with acp_agent(env, project, editor) as conn:
@@ -157,7 +159,7 @@ async def through_acp(env: dict[str, str], project: Path) -> Seen:
             await conn.prompt(
                 session_id=session.session_id, prompt=[TextContentBlock(type="text", text=text)]
             )
-        await asyncio.sleep(0.2)  # the last notifications of the last turn
+        await settle(editor, live)
         seen.live = editor.take()
         seen.approvals = editor.approvals
     editor = Editor()
@@ -282,10 +284,10 @@ async def test_acp_and_the_daemon_send_identical_session_updates(
     scripted_server: ScriptedServer, cairn_env: dict[str, str], parity_project: Path
 ) -> None:
     script_turns(scripted_server)
-    by_acp = await through_acp(cairn_env, parity_project)
-    (parity_project / "greeting.txt").unlink()  # the daemon's run starts from the same files
-    script_turns(scripted_server)
     by_daemon = await through_daemon(cairn_env, parity_project)
+    (parity_project / "greeting.txt").unlink()  # the editor's run starts from the same files
+    script_turns(scripted_server)
+    by_acp = await through_acp(cairn_env, parity_project, live=len(by_daemon.live))
 
     assert renamed(by_daemon.live) == renamed(by_acp.live)
     assert renamed(by_daemon.replayed) == renamed(by_acp.replayed)

@@ -133,8 +133,9 @@ def test_an_untrusted_projects_mcp_server_starts_only_after_cairn_trust(
 ) -> None:
     """A stdio server of the project's .mcp.json: not started by `cairn -p` (its tools are not
     offered to the model) until the folder is trusted."""
-    from ..mcp.helpers import tools_server
+    from ..mcp.helpers import patient_discovery, tools_server
 
+    patient_discovery(project.parent / "cairn-home")  # cairn_env's, next to the project fixture
     server_log = tmp_path / "server.log"
     entry = tools_server(tmp_path).stdio_config()
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"tools": entry}}))

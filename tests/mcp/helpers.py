@@ -10,6 +10,10 @@ from cairn.mcp.config import ServerConfig
 from cairn.testing.mcp import FastMCPServer
 
 SERVERS = Path(__file__).parent / "servers"
+# The first model request waits for MCP servers at most `mcp.discoveryTimeoutMs` (5 s by
+# default), which a server starting on a loaded machine can miss. Tests that expect a server's
+# tools in the first request raise the bound; the wait still ends once every server is up.
+PATIENT_DISCOVERY = {"discoveryTimeoutMs": 300_000}
 TOOLS_SERVER = SERVERS / "tools_server.py"
 RAW_SERVER = SERVERS / "raw_server.py"
 
@@ -21,6 +25,16 @@ def tools_server(tmp_path: Path, **env: str) -> FastMCPServer:
         env={"MCP_TEST_LOG": str(tmp_path / "server.log"), **env},
         pid_file=tmp_path / "pids",
     )
+
+
+def patient_discovery(cairn_home: Path) -> None:
+    """User settings in ``cairn_home`` under which the first request waits for MCP servers as
+    long as they take to connect (they apply in untrusted folders too)."""
+    path = cairn_home / "settings.json"
+    settings = json.loads(path.read_text()) if path.exists() else {}
+    settings.setdefault("mcp", {}).update(PATIENT_DISCOVERY)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2))
 
 
 def stdio_config(server: FastMCPServer, name: str = "tools", **fields: object) -> ServerConfig:

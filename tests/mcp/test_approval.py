@@ -1,4 +1,8 @@
-"""Approval of MCP tool calls through the real scheduler, against a real FastMCP server."""
+"""Approval of MCP tool calls through the real scheduler, against a real FastMCP server.
+
+Tests that only call tools share one server a module (one untrusted, one trusted): starting one
+costs a Python process importing the MCP SDK. The calls that reach it carry texts no other test
+sends, so what one test finds in the server's log is its own."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from cairn.abort import AbortSignal
 from cairn.content import FunctionCall
@@ -20,6 +25,7 @@ from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest, Q
 from .helpers import server_log, stdio_config, tools_server
 
 pytestmark = pytest.mark.slow
+on_the_shared_servers = pytest.mark.asyncio(loop_scope="module")  # the loop the servers run on
 
 
 class User:
@@ -39,14 +45,24 @@ class User:
         return None
 
 
-@pytest.fixture(params=[False, True], ids=["untrusted", "trusted"])
-async def servers(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionMcp]:
-    config = stdio_config(tools_server(tmp_path), trust=request.param)
-    view = SessionMcp(None, [config], cwd=tmp_path)
+@pytest_asyncio.fixture(
+    scope="module", loop_scope="module", params=[False, True], ids=["untrusted", "trusted"]
+)
+async def servers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[SessionMcp]:
+    folder = tmp_path_factory.mktemp("mcp-server")
+    config = stdio_config(tools_server(folder), trust=request.param)
+    view = SessionMcp(None, [config], cwd=folder)
     view.start()
     assert await view.wait_for_discovery(30) == []
     yield view
     await view.aclose()
+
+
+def logged_by(servers: SessionMcp) -> list[str]:
+    """What the shared server wrote to its log."""
+    return server_log(Path(servers.connections[0].config.env["MCP_TEST_LOG"]).parent)
 
 
 async def _run(
@@ -76,6 +92,7 @@ async def _run(
     return outcome.status, outcome.response.text, user
 
 
+@on_the_shared_servers
 async def test_a_tool_that_changes_things_asks_unless_the_server_is_trusted(
     servers: SessionMcp, tmp_path: Path
 ) -> None:
@@ -102,6 +119,7 @@ async def test_a_declined_call_does_not_reach_the_server(tmp_path: Path) -> None
         await view.aclose()
 
 
+@on_the_shared_servers
 @pytest.mark.parametrize("mode", ["auto-edit", "plan", "yolo"])
 async def test_a_read_only_tool_runs_unasked_in_auto_edit_plan_and_yolo(
     servers: SessionMcp, tmp_path: Path, mode: str
@@ -110,6 +128,7 @@ async def test_a_read_only_tool_runs_unasked_in_auto_edit_plan_and_yolo(
     assert (status, text, user.asked) == ("completed", "echo: x", [])
 
 
+@on_the_shared_servers
 async def test_a_read_only_tool_asks_in_default_mode_on_an_untrusted_server(
     servers: SessionMcp, tmp_path: Path
 ) -> None:
@@ -117,6 +136,7 @@ async def test_a_read_only_tool_asks_in_default_mode_on_an_untrusted_server(
     assert len(user.asked) == (0 if servers.connections[0].config.trust else 1)
 
 
+@on_the_shared_servers
 async def test_plan_mode_never_runs_a_tool_that_may_change_things(
     servers: SessionMcp, tmp_path: Path
 ) -> None:
@@ -124,8 +144,13 @@ async def test_plan_mode_never_runs_a_tool_that_may_change_things(
     status, text, user = await _run(
         servers, tmp_path, "mcp__tools__write_note", {"text": "p"}, mode="plan", rules=allow_all
     )
+    done, _, _ = await _run(
+        servers, tmp_path, "mcp__tools__write_note", {"text": "p2"}, mode="yolo", rules=allow_all
+    )
+
     assert (status, text, user.asked) == ("failed", PLAN_MODE_MESSAGE, [])
-    assert "note p" not in server_log(tmp_path)
+    assert done == "completed" and "note p2" in logged_by(servers)  # the log shows what ran
+    assert "note p" not in logged_by(servers)
 
 
 @pytest.mark.parametrize("rule", ["mcp__tools__*", "mcp__tools", "mcp__tools__write_note"])
@@ -145,6 +170,7 @@ async def test_an_allow_rule_on_the_full_name_or_the_server_skips_the_question(
         await view.aclose()
 
 
+@on_the_shared_servers
 async def test_a_deny_rule_on_the_full_name_refuses_the_call(
     servers: SessionMcp, tmp_path: Path
 ) -> None:

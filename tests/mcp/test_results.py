@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from cairn.abort import AbortSignal
 from cairn.mcp.manager import SessionMcp
@@ -13,12 +14,14 @@ from cairn.tools.base import Tool, ToolContext
 
 from .helpers import stdio_config, tools_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 
 
-@pytest.fixture
-async def tools(tmp_path: Path) -> AsyncIterator[dict[str, Tool]]:
-    view = SessionMcp(None, [stdio_config(tools_server(tmp_path))], cwd=tmp_path)
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tools(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[dict[str, Tool]]:
+    """One server for the module: these tests only read from it."""
+    folder = tmp_path_factory.mktemp("mcp-server")
+    view = SessionMcp(None, [stdio_config(tools_server(folder))], cwd=folder)
     view.start()
     assert await view.wait_for_discovery(30) == []
     yield {t.name: t for t in view.tools(["read_file"])}

@@ -218,17 +218,19 @@ def searcher(
     return str(request.param)
 
 
-def worker_running(marker: str) -> bool:
-    """Whether a search process whose command line holds ``marker`` is still alive."""
+def worker_running(marker: str, workspace: Path) -> bool:
+    """Whether a search process in ``workspace`` whose command line holds ``marker`` is still
+    alive (the folder tells this test's search from another test's running in parallel)."""
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes()
             state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cwd = os.readlink(proc / "cwd")
         except OSError:
             continue
-        if marker.encode() in cmdline and state != "Z":
+        if marker.encode() in cmdline and state != "Z" and cwd == str(workspace):
             return True
     return False
 
@@ -284,7 +286,7 @@ async def test_a_catastrophic_pattern_is_stopped_when_its_time_is_up(
     else:
         assert result.error is not None and "stopped after 1 s" in result.error, result
         assert "(a+)+" in result.error
-    assert not worker_running('"*.uniq"')
+    assert not worker_running('"*.uniq"', workspace)
 
 
 async def test_cancelling_the_turn_kills_a_running_search(
@@ -292,14 +294,14 @@ async def test_cancelling_the_turn_kills_a_running_search(
 ) -> None:
     (workspace / "slow.cancel").write_text("a" * 40 + "b\n")
     running = asyncio.create_task(tool.execute({"pattern": "(a+)+$", "glob": "*.cancel"}, ctx))
-    while not worker_running('"*.cancel"'):
+    while not worker_running('"*.cancel"', workspace):
         await asyncio.sleep(0.02)
 
     abort.abort("user pressed Ctrl+C")
     result = await running
 
     assert result.error is not None and "cancelled" in result.error
-    assert not worker_running('"*.cancel"')
+    assert not worker_running('"*.cancel"', workspace)
 
 
 async def test_a_cancelled_task_kills_the_search_process(
@@ -307,14 +309,14 @@ async def test_a_cancelled_task_kills_the_search_process(
 ) -> None:
     (workspace / "slow.task").write_text("a" * 40 + "b\n")
     running = asyncio.create_task(tool.execute({"pattern": "(a+)+$", "glob": "*.task"}, ctx))
-    while not worker_running('"*.task"'):
+    while not worker_running('"*.task"', workspace):
         await asyncio.sleep(0.02)
 
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
 
-    assert not worker_running('"*.task"')
+    assert not worker_running('"*.task"', workspace)
 
 
 async def test_a_fifo_is_refused_as_a_target_and_skipped_in_a_folder(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from cairn.ui.dialogs import McpScreen
 
 from ..mcp.helpers import tools_server
+from ..polling import DEADLINE_SECONDS
 from .conftest import send, settle
 from .helpers import screen_text
 
@@ -17,17 +19,20 @@ SIZE = (110, 30)
 
 
 async def test_mcp_shows_a_server_connecting_then_connected(make_app, tmp_path: Path) -> None:
-    server = tools_server(tmp_path, MCP_TEST_HANG_SECONDS="1.5")
+    """The server connects only once the screen has shown it connecting. (It used to hang for
+    1.5 s, which a loaded machine spent before the screen opened.)"""
+    go = tmp_path / "go"
+    server = tools_server(tmp_path, MCP_TEST_WAIT_FOR=str(go))
     app = make_app({"mcpServers": {"tools": server.stdio_config()}})
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "/mcp")
         await settle(pilot)
         assert isinstance(app.screen, McpScreen)
         assert "- tools [stdio, user] connecting: 0 tools" in screen_text(app)
-        for _ in range(300):
+        go.touch()
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while "connected: 7 tools" not in screen_text(app) and time.monotonic() < deadline:
             await pilot.pause(0.05)
-            if "connected: 7 tools" in screen_text(app):
-                break
         assert "- tools [stdio, user] connected: 7 tools, 1 prompt, 1 resource" in screen_text(app)
         await pilot.press("escape")
         await settle(pilot)

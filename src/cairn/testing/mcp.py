@@ -8,7 +8,9 @@ with ``@app.tool()`` functions); a ``__main__`` block is not needed.
 >>> with server.serve_http() as running:                          # this helper starts it
 ...     settings = {"mcpServers": {"notes": running.config}}      # {"httpUrl": ...}
 
-From a shell: ``python -m cairn.testing.mcp server.py --transport http --port 8123``.
+From a shell: ``python -m cairn.testing.mcp server.py --transport http --port 8123``
+(``--port 0``: a free port, printed as the first line on stdout; ``serve_http`` uses that, so
+servers of tests run in parallel never race for a port).
 Every process started this way appends its PID to ``pid_file`` (when given), so a test can
 check that none outlives the cairn process that used it.
 """
@@ -21,7 +23,7 @@ import runpy
 import socket
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -88,16 +90,15 @@ class FastMCPServer:
     @contextmanager
     def serve_http(self, transport: Literal["http", "sse"] = "http") -> Iterator[RunningMcpServer]:
         """Run the script as a streamable HTTP (or SSE) server on 127.0.0.1 until the block ends."""
-        port = _free_port()
         process = subprocess.Popen(
-            self.command(transport, port),
+            self.command(transport, 0),
             env={**os.environ, **self._child_env()},
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
         try:
-            _wait_for_port(port, process)
+            port = _announced_port(process)
             path = "/mcp" if transport == "http" else "/sse"
             yield RunningMcpServer(f"http://127.0.0.1:{port}{path}", process.pid, transport)
         finally:
@@ -107,8 +108,9 @@ class FastMCPServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-            if process.stderr is not None:
-                process.stderr.close()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
 
     def _child_env(self) -> dict[str, str]:
         env = dict(self.env)
@@ -134,26 +136,28 @@ def pid_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+def _announced_port(process: subprocess.Popen[bytes]) -> int:
+    """The port a ``--port 0`` server printed once it listens; its stderr if it exits first."""
+    stdout = process.stdout
+    assert stdout is not None
+    lines: list[bytes] = []
 
+    def read_until_the_port() -> None:
+        while (line := stdout.readline()) and not line.strip().isdigit():
+            pass
+        lines.append(line)
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + HTTP_START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            err = process.stderr.read().decode(errors="replace") if process.stderr else ""
-            raise RuntimeError(f"the MCP server exited with {process.returncode}: {err[-800:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)
+    reader = threading.Thread(target=read_until_the_port, daemon=True)
+    reader.start()
+    reader.join(HTTP_START_TIMEOUT)
+    if lines and lines[0]:
+        return int(lines[0])
     process.kill()
-    raise RuntimeError(f"the MCP server did not listen on 127.0.0.1:{port} within 30 s")
+    process.wait()
+    err = process.stderr.read().decode(errors="replace")[-800:] if process.stderr else ""
+    if lines:  # end of output: it exited before listening
+        raise RuntimeError(f"the MCP server exited with {process.returncode}: {err}")
+    raise RuntimeError(f"the MCP server did not listen within {HTTP_START_TIMEOUT:.0f} s: {err}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,7 +177,26 @@ def main(argv: list[str] | None = None) -> None:
         return
     app.settings.host = "127.0.0.1"
     app.settings.port = options.port
-    app.run("streamable-http" if options.transport == "http" else "sse")
+    if options.port:
+        app.run("streamable-http" if options.transport == "http" else "sse")
+        return
+    import anyio
+
+    anyio.run(_serve_on_a_free_port, app, options.transport)
+
+
+async def _serve_on_a_free_port(app: Any, transport: str) -> None:
+    """Listen on a port the kernel picks, print it, then serve: no other process can race for
+    it between choosing and binding, as with a port probed first and bound later."""
+    import uvicorn
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    print(listener.getsockname()[1], flush=True)
+    asgi = app.streamable_http_app() if transport == "http" else app.sse_app()
+    config = uvicorn.Config(asgi, log_level=app.settings.log_level.lower())
+    await uvicorn.Server(config).serve(sockets=[listener])
 
 
 def _load_app(script: Path) -> Any:

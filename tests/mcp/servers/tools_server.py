@@ -3,6 +3,7 @@
 MCP_TEST_LOG: a file the server appends events to ("start <pid>", "cancelled slow", ...).
 MCP_TEST_GARBAGE=1: print lines that are not JSON-RPC on stdout before serving.
 MCP_TEST_HANG_SECONDS=N: sleep before serving (a server that hangs in initialize).
+MCP_TEST_WAIT_FOR=PATH: serve only once PATH exists (a server that connects when the test says).
 MCP_TEST_FAIL_START=1: exit at once with an error on stderr (a server that fails to start).
 MCP_TEST_REPORT_ENV=A,B: log "env {json}" at start, the values of these variables (null: unset).
 """
@@ -37,6 +38,9 @@ if os.environ.get("MCP_TEST_GARBAGE"):
 hang = float(os.environ.get("MCP_TEST_HANG_SECONDS", "0"))
 if hang:
     time.sleep(hang)
+if os.environ.get("MCP_TEST_WAIT_FOR"):
+    while not os.path.exists(os.environ["MCP_TEST_WAIT_FOR"]):
+        time.sleep(0.02)
 
 app = FastMCP("tools")
 log(f"start {os.getpid()}")

@@ -19,6 +19,7 @@ from cairn.memory.store.locks import MemoryBusy, hold_roots
 from cairn.tools.base import ToolContext, ToolResult
 
 from ...loop_helpers import run_counting_other_tasks
+from ...polling import eventually_async
 
 DOC = "---\nname: Tabs\ndescription: tabs\ntype: feedback\n---\n\nUse tabs.\n"
 
@@ -153,16 +154,21 @@ async def test_a_name_the_caller_allows_may_be_written_at_the_top(root: Path) ->
 async def test_a_write_holds_the_root_lock_and_renames_a_complete_temp_file(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Regression: the test slept 0.2 s and expected the write's 0.5 s pause still to run, which
+    failed on a loaded machine. It polls for the complete temp file instead; from then on it
+    awaits nothing, so the writer (a task of the same loop) cannot rename it in between."""
     monkeypatch.setenv(WRITE_PAUSE_ENV, "0.5")
     registry, ctx = tools(root)
     target = root / "t.md"
     writing = asyncio.create_task(
         call(registry, ctx, "write_file", file_path=str(target), content=DOC)
     )
-    await asyncio.sleep(0.2)
 
-    [temp] = root.glob(".t.md.*.tmp")
-    assert temp.read_text() == DOC and not target.exists()
+    def temp_written() -> bool:
+        return [t.read_text() for t in root.glob(".t.md.*.tmp")] == [DOC]
+
+    assert await eventually_async(temp_written)
+    assert not target.exists()
     with pytest.raises(MemoryBusy), hold_roots([root], timeout=0.05):
         pass
     assert (await writing).ok
