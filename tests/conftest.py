@@ -1,11 +1,86 @@
-"""The scripted-server fixtures come from the `cairn` pytest plugin (cairn.testing.fixtures),
+"""How the suite runs: in parallel, with compiled bytecode kept, and hypothesis scaled to the run.
+
+The scripted-server fixtures come from the `cairn` pytest plugin (cairn.testing.fixtures),
 registered by the package entry point, as they are for users who install cairn.
 
-Hypothesis runs without its per-example deadline: speed is measured in benchmarks, never
-asserted in tests, and a loaded machine made deadline-bound property tests fail at random.
+- **Slow tests.** Every test in ``tests/e2e/`` (real ``cairn`` processes) is marked ``slow``, as
+  is any other test that takes more than a few seconds; ``-m "not slow"`` is the quick loop.
+  Slow tests run first, so that the workers end the run together on quick ones.
+- **Parallel.** ``-n auto --dist loadgroup`` (pyproject.toml) runs the tests in pytest-xdist
+  workers, twice as many as the machine has cores: most tests wait on the processes they start.
+  ``PYTEST_XDIST_AUTO_NUM_WORKERS`` (or ``-n N``) sets the number; ``-n 0`` runs in one process.
+  Tests marked ``xdist_group(name)`` run in one worker, one after another; every test that uses
+  the PostgreSQL server is put in the group ``postgres``, so a run starts one cluster.
+- **Bytecode.** Where ``PYTHONDONTWRITEBYTECODE`` is set (as in some containers), every cairn
+  process the tests start would compile cairn again (a third of a short ``cairn -p``'s CPU) and
+  every worker would rewrite every test module; the suite writes the caches anyway
+  (``__pycache__`` folders, ignored by git).
+- **Hypothesis.** No per-example deadline (speed is measured in benchmarks, never asserted in
+  tests: a loaded machine made deadline-bound property tests fail at random). Profile ``ci``
+  runs every property test's own example count; ``dev``, the default outside CI, runs a fifth of
+  it (at least 10) for a quick local loop. ``HYPOTHESIS_PROFILE`` chooses (``.ci/run`` sets
+  ``ci``); without it, a ``CI`` variable selects ``ci``.
 """
 
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
 
-settings.register_profile("cairn", deadline=None)
-settings.load_profile("cairn")
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the processes the tests start
+sys.dont_write_bytecode = False  # for this one: pytest's rewritten test modules, cairn's own
+
+E2E = Path(__file__).parent / "e2e"  # real processes: every test there is slow
+WORKERS_PER_CORE = 2
+POSTGRES_GROUP = "postgres"
+LOCAL_EXAMPLES_DIVISOR = 5  # the dev profile runs this fraction of each test's examples
+LOCAL_EXAMPLES_MINIMUM = 10
+
+settings.register_profile("ci", deadline=None)
+settings.register_profile("dev", deadline=None)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+settings.load_profile(PROFILE)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers a core, unless ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says."""
+    chosen = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if chosen:
+        return int(chosen)
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    scaled: set[int] = set()
+    for item in items:
+        if item.path.is_relative_to(E2E):
+            item.add_marker(pytest.mark.slow)
+        if "postgres_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(POSTGRES_GROUP))
+        if PROFILE == "dev":
+            _fewer_examples(getattr(item, "obj", None), scaled)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow first
+
+
+def local_examples(count: int) -> int:
+    """How many examples a property test asking for ``count`` runs under the dev profile."""
+    return min(count, max(LOCAL_EXAMPLES_MINIMUM, count // LOCAL_EXAMPLES_DIVISOR))
+
+
+def _fewer_examples(test: object, scaled: set[int]) -> None:
+    """Give a property test the dev profile's share of its examples (once per function: the
+    parameters of a parametrized test share it). Hypothesis keeps a test's settings where its
+    own ``@seed`` decorator changes them; tests/test_suite.py checks that this works."""
+    function = getattr(test, "__func__", test)  # a test method's function
+    chosen = getattr(function, "_hypothesis_internal_use_settings", None)
+    if not isinstance(chosen, settings) or id(function) in scaled:
+        return
+    scaled.add(id(function))
+    fewer = local_examples(chosen.max_examples)
+    if fewer < chosen.max_examples:
+        function._hypothesis_internal_use_settings = settings(chosen, max_examples=fewer)
