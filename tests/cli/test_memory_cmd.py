@@ -452,3 +452,55 @@ def test_list_forgotten_shows_the_tombstones_until_restore_removes_them(cli: Cli
     assert "project/uv.md" in row and "Use uv, never pip." in row and "install with uv" in row
     assert cli("restore").exit_code == 0
     assert "Nothing is forgotten" in cli("list", "--forgotten").output
+
+
+def _learned(cli: Cli, name: str, title: str, evidence: str) -> Path:
+    """A project memory stamped as a memory agent writes it, with evidence hashed now."""
+    from cairn.memory.trust.provenance import Author, stamp
+
+    path = cli.root / "project" / f"{name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = (
+        f"---\nname: {title}\ndescription: {title}\ntype: project\nevidence: [{evidence}]\n"
+        f"verified_by: make check\n---\n\n{title}.\n"
+    )
+    author = Author("extract", "3f2a9c1e-0000", 3, cli.project, cli.root)
+    path.write_text(stamp(text, previous=None, author=author, path=path).content)
+    return path
+
+
+def test_list_stale_and_verify_show_memories_whose_evidence_changed(cli: Cli) -> None:
+    (cli.project / "Makefile").write_text("check:\n\tpytest\n")
+    (cli.project / "setup.cfg").write_text("[tool]\n")
+    _learned(cli, "tests", "Tests run with make check", "Makefile")
+    _learned(cli, "config", "Config lives in setup.cfg", "setup.cfg")
+    cli.write("plain", title="No provenance", description="written by hand")
+    assert "No memory is stale" in cli("list", "--stale").output
+
+    (cli.project / "Makefile").write_text("check:\n\ttox\n")
+    listed = cli("list", "--stale")
+    verified = cli("verify")
+
+    assert listed.exit_code == 0, listed.output
+    [row] = [line for line in listed.output.splitlines() if "project/tests.md" in line]
+    assert "possibly stale" in row and "from Makefile, which has changed since" in row
+    assert "setup.cfg" not in listed.output and "No provenance" not in listed.output
+    assert verified.exit_code == 0, verified.output
+    assert "2 memories with evidence: 1 current, 1 possibly stale, 0 cannot be verified." in (
+        verified.output
+    )
+
+
+def test_show_says_where_a_memory_came_from(cli: Cli) -> None:
+    (cli.project / "Makefile").write_text("check:\n\tpytest\n")
+    _learned(cli, "tests", "Tests run with make check", "Makefile")
+    (cli.project / "Makefile").unlink()
+
+    shown = cli("show", "project/tests.md")
+
+    assert shown.exit_code == 0, shown.output
+    assert "learned by extract in session 3f2a9c1e, turn 3 on " in shown.output
+    assert "verified by: make check" in shown.output
+    assert "evidence: Makefile (sha256 " in shown.output
+    assert "possibly stale: learned on " in shown.output
+    assert "from Makefile, which has been deleted or moved since" in shown.output

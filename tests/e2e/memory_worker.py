@@ -63,9 +63,7 @@ def handler(root: Path) -> object:
     return handle
 
 
-async def run(
-    project: Path, worker: int, rounds: int, backend: str = "files"
-) -> dict[str, object]:
+async def run(project: Path, worker: int, rounds: int, backend: str = "files") -> dict[str, object]:
     memory: dict[str, object] = {"minAvailableMemoryMb": 0, "backend": backend}
     if backend == "postgres":
         memory["postgres"] = {"namespace": "team"}
@@ -107,6 +105,7 @@ def shared_log_text() -> str:
 def audit(root: Path, workers: int, rounds: int) -> dict[str, int]:
     """What was lost or torn in ``root`` after the workers ran (every count should be 0)."""
     from cairn.memory.store.parse import ParseSkip, parse_memory_file
+    from cairn.memory.trust.provenance import without_provenance
 
     expected = [(w, r) for w in range(workers) for r in range(rounds)]
     lost = corrupt = 0
@@ -114,16 +113,16 @@ def audit(root: Path, workers: int, rounds: int) -> dict[str, int]:
         path = root / f"project/w{worker}-r{round_}.md"
         if not path.exists():
             lost += 1
-        elif path.read_text() != memory_text(worker, round_) or isinstance(
+        elif without_provenance(path.read_text()) != memory_text(worker, round_) or isinstance(
             parse_memory_file(path, root, "project"), ParseSkip
         ):
             corrupt += 1
     log = (root / SHARED_LOG).read_text()
     lines = [line for line in log.splitlines() if line.startswith("- w")]
     index = (root / "MEMORY.md").read_text()
-    missing_index = sum(
-        1 for w, r in expected if f"(project/w{w}-r{r}.md)" not in index
-    ) + (0 if f"({SHARED_LOG})" in index else 1)
+    missing_index = sum(1 for w, r in expected if f"(project/w{w}-r{r}.md)" not in index) + (
+        0 if f"({SHARED_LOG})" in index else 1
+    )
     return {
         "lost_files": lost,
         "corrupt_files": corrupt,

@@ -10,6 +10,7 @@ import pytest
 from cairn.memory.paths import memory_roots
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
+from ..memory.memory_helpers import unstamped
 from .conftest import RunCairn, write_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -59,7 +60,9 @@ def test_a_preference_is_extracted_by_one_process_and_recalled_by_the_next(
     assert extract and extract[0].received_at >= main.received_at
     assert extract[0].session_id == main.session_id
     saved = root / "feedback" / "testing-with-pytest.md"
-    assert saved.read_text() == MEMORY  # headless waited for the extraction before exiting
+    assert (
+        unstamped(saved.read_text()) == MEMORY
+    )  # headless waited for the extraction before exiting
     assert "testing-with-pytest.md" in (root / "MEMORY.md").read_text()
 
     second = run_cairn("-p", "Should the new tests use pytest or unittest?")

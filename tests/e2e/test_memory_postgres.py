@@ -25,6 +25,7 @@ from cairn.memory.store.postgres.backend import mirror_folder
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
+from ..memory.memory_helpers import unstamped
 from ..memory.postgres_helpers import postgres_dsn, postgres_server
 from ..memory.store.test_backend_contract import write
 from .conftest import CAIRN, write_settings
@@ -156,7 +157,10 @@ async def test_a_memory_extracted_on_one_machine_is_recalled_on_the_next_turn_of
         learned = machines.cairn("a", "-p", PREFERENCE)  # machine A learns
 
         assert learned.returncode == 0, learned.stderr
-        assert (machines.mirror("a") / "feedback/testing-with-pytest.md").read_text() == MEMORY
+        assert (
+            unstamped((machines.mirror("a") / "feedback/testing-with-pytest.md").read_text())
+            == MEMORY
+        )
         eventually((machines.mirror("b") / "feedback/testing-with-pytest.md").exists)
         await session.prompt_and_wait(QUESTION)
 
@@ -214,7 +218,7 @@ def test_a_kill_mid_write_leaves_the_database_as_it_was_and_no_held_lock(
 
     assert done.returncode == 0, done.stderr
     assert [doc.title for doc in reader.docs()] == ["Tests use pytest"]
-    assert reader.docs()[0].path.read_text() == MEMORY
+    assert unstamped(reader.docs()[0].path.read_text()) == MEMORY
     reader.close()
 
 

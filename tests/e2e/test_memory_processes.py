@@ -16,6 +16,7 @@ from cairn.memory.paths import memory_roots
 from cairn.memory.store.locks import hold_roots
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 
+from ..memory.memory_helpers import unstamped
 from .conftest import CAIRN, write_settings
 from .memory_worker import SHARED_LOG, audit, shared_log_text
 
@@ -107,7 +108,7 @@ def test_a_kill_mid_write_leaves_no_partial_file_and_no_blocking_lock(
                           capture_output=True, text=True, timeout=60)  # fmt: skip
 
     assert done.returncode == 0, done.stderr
-    assert target.read_text() == MEMORY
+    assert unstamped(target.read_text()) == MEMORY
     assert list(root.rglob(".*.tmp")) == []
 
 

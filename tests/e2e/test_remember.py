@@ -17,6 +17,7 @@ import pytest
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
+from ..memory.memory_helpers import unstamped
 from .conftest import RunCairn, write_settings
 from .test_acp_process import running_agent
 from .test_daemon import serve, until
@@ -62,7 +63,7 @@ def model(target: Path) -> Any:
 
 
 def assert_saved(target: Path, server: ScriptedServer, session_id: str | None = None) -> None:
-    assert target.read_text() == UV
+    assert unstamped(target.read_text()) == UV
     index = (target.parent.parent / "MEMORY.md").read_text()
     assert "- [Prefers uv over pip](feedback/prefer-uv.md)" in index
     history = (target.parent.parent / ".history.jsonl").read_text().splitlines()
@@ -177,7 +178,7 @@ async def test_a_memory_extract_saves_after_the_turn_reaches_the_daemon_client(
     kinds = [e.type for e in seen]
     assert kinds.index("turn_complete") < len(kinds) - 1  # the change came after the turn
     assert _memory_meta(seen[-1])["saved"] == ["feedback/prefer-uv.md"]
-    assert target.read_text() == UV
+    assert unstamped(target.read_text()) == UV
     assert served.stop() == 0
 
 

@@ -172,3 +172,10 @@ def pick(*names: str) -> Callable[[ModelRequest], str]:
         return json.dumps({"selected_memories": chosen})
 
     return answer
+
+
+def unstamped(text: str) -> str:
+    """A memory file's text without the ``provenance`` block cairn stamps on every write."""
+    from cairn.memory.trust.provenance import without_provenance
+
+    return without_provenance(text)

@@ -27,6 +27,7 @@ from cairn.vocabulary.events import (
 )
 from cairn.vocabulary.interaction import PermissionOutcome, PermissionRequest, Question
 
+from .memory_helpers import unstamped
 from .task_helpers import Project, ProjectFactory, memory_file, new_project, tool_messages
 
 __all__ = ["new_project"]
@@ -101,7 +102,7 @@ async def test_remember_saves_a_memory_without_asking_and_indexes_it(
 
     assert result.stop_reason == "end_turn" and result.text == "Saved it."
     assert person.asked == []
-    assert target.read_text() == UV
+    assert unstamped(target.read_text()) == UV
     [main, follow_up] = project.requests("main")
     assert str(project.user_memory) in main.last_user_text()
     assert tool_messages(follow_up) and "Created" in tool_messages(follow_up)[0]
@@ -138,7 +139,7 @@ async def test_a_saved_memory_whose_index_cannot_be_rebuilt_says_so_to_the_model
     result, _ = await run(session, "/remember I prefer uv over pip")
 
     assert result.stop_reason == "end_turn" and result.text == "Saved it."
-    assert target.read_text() == UV
+    assert unstamped(target.read_text()) == UV
     [_, follow_up] = project.requests("main")
     [message] = tool_messages(follow_up)
     assert "Created" in message and "(the memory index was not rebuilt: " in message
@@ -201,7 +202,7 @@ async def test_outside_a_remember_turn_a_memory_write_is_approved_like_any_edit(
     [request] = person.asked
     assert request.tool_name == "write_file" and request.diff is not None
     assert request.diff.new_text == content  # the dialog shows what will be saved
-    assert target.read_text() == content
+    assert unstamped(target.read_text()) == content
     [change] = [e for e in events if isinstance(e, MemoryChanged)]
     assert [r.relative_path for r in change.saved] == ["project/deploys.md"]
     await session.close()
@@ -280,7 +281,7 @@ async def test_overwriting_an_existing_memory_needs_reading_it_first(
 
     messages = tool_messages(project.requests("main")[-1])
     assert "has not been read by you" in messages[0]
-    assert target.read_text() == updated
+    assert unstamped(target.read_text()) == updated
     [change] = [e for e in events if isinstance(e, MemoryChanged)]
     assert [r.name for r in change.updated] == ["Prefers uv"] and change.saved == ()
     await session.close()
@@ -322,7 +323,7 @@ async def test_remember_of_a_forgotten_fact_saves_it_and_lifts_its_tombstone(
     await run(session, "/remember I prefer uv over pip")
     assert await project.runtime.memory_manager().drain(10)
 
-    assert target.read_text() == UV
+    assert unstamped(target.read_text()) == UV
     assert read_tombstones(project.user_memory) == []
     [entry], _ = read_history([("user", project.user_memory)])
     assert entry.detail == "stated again after a forget: Prefers uv over pip"

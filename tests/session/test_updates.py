@@ -257,6 +257,18 @@ def test_recalled_memories_are_a_message_of_their_own_naming_each_memory() -> No
     }  # fmt: skip
 
 
+def test_a_possibly_stale_recalled_memory_says_so_in_the_text_and_the_meta() -> None:
+    note = "possibly stale: learned on 2026-03-02 from Makefile, which has changed since"
+    stale = MemoryRef("Test command", "project", "project/t.md", "/m/project/t.md", note)
+
+    recalled = one(MemoryRecalled((stale, UV), "fast"))
+
+    text = recalled["content"]["text"]  # type: ignore[index]
+    assert text == "Recalled 2 memories: Test command (possibly stale); Prefers uv\n\n"
+    [first, second] = recalled["_meta"]["cairn"]["memories"]  # type: ignore[index]
+    assert first["note"] == note and "note" not in second
+
+
 def test_a_memory_change_names_each_memory_its_file_and_how_to_open_it() -> None:
     changed = one(MemoryChanged("extract", saved=(UV,), removed=(DEPLOY,)))
 

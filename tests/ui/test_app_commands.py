@@ -12,6 +12,7 @@ from cairn.testing import reply, tool_call
 from cairn.ui.dialogs import PermissionScreen, QuestionScreen
 from cairn.ui.transcript import MemoryView, NoticeView, RecapView
 
+from ..memory.memory_helpers import unstamped
 from .conftest import send, settle, user_turns
 from .helpers import screen_text
 
@@ -118,7 +119,7 @@ async def test_remember_saves_a_memory_shown_as_a_quiet_item_then_a_new_session_
         [saved] = [w for w in app.history_widgets() if isinstance(w, MemoryView)]
         assert "Saved to memory (/remember): Prefers tabs" in saved.text
         assert "cairn memory show user:feedback/prefers-tabs.md" in screen_text(app)
-    assert target.read_text() == REMEMBERED_TABS
+    assert unstamped(target.read_text()) == REMEMBERED_TABS
     [request, _] = scripted_server.requests_for("main")
     assert request.contains("I prefer tabs")
 
@@ -133,6 +134,36 @@ async def test_remember_saves_a_memory_shown_as_a_quiet_item_then_a_new_session_
         assert "◆ Recalled 1 memory: Prefers tabs" in screen_text(app)  # collapsed: names only
         assert str(target) not in screen_text(app)
     assert scripted_server.requests_for("main")[-1].contains("MARKER-TABS-4242")
+
+
+async def test_a_recalled_memory_whose_evidence_changed_is_shown_possibly_stale(
+    make_app, scripted_server, project
+):
+    from cairn.memory.paths import memory_roots
+    from cairn.memory.trust.provenance import Author, stamp
+
+    root = memory_roots(project).project
+    (project / "Makefile").write_text("check:\n\tpytest\n")
+    path = root / "project" / "tests.md"
+    path.parent.mkdir(parents=True)
+    text = (
+        "---\nname: Tests run with make check\ndescription: how to run the tests\n"
+        "type: project\nevidence: [Makefile]\n---\n\nRun make check.\n"
+    )
+    path.write_text(stamp(text, previous=None, author=Author("extract", "", None, project, root),
+                          path=path).content)  # fmt: skip
+    (project / "Makefile").write_text("check:\n\ttox\n")
+    scripted_server.default = reply('{"selected_memories": []}')
+    scripted_server.enqueue(reply("Use make check."), purpose="main")
+    app = make_app(MEMORY_ON)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "how do I run the tests with make check")
+        await settle(pilot)
+
+        [recalled] = [w for w in app.history_widgets() if isinstance(w, MemoryView)]
+        assert "◆ Recalled 1 memory: Tests run with make check (possibly stale)" in screen_text(app)
+        assert "from Makefile, which has changed since" in recalled.text
+    assert scripted_server.requests_for("main")[-1].contains("POSSIBLY STALE")
 
 
 async def test_recap_command_shows_a_recap_item_and_records_it(make_app, scripted_server):

@@ -147,6 +147,12 @@ def list_memories(
             help="List what you asked to forget (Extract and Dream never re-learn it).",
         ),
     ] = False,
+    stale: Annotated[
+        bool,
+        typer.Option(
+            "--stale", help="Only memories whose evidence changed or cannot be verified, and why."
+        ),
+    ] = False,
 ) -> None:
     """List every memory: type, scope, age and title."""
 
@@ -154,6 +160,9 @@ def list_memories(
         manager = _manager()
         if forgotten:
             _list_forgotten(manager)
+            return
+        if stale:
+            _list_stale(manager)
             return
         docs = manager.docs()
         if not docs:
@@ -164,6 +173,56 @@ def list_memories(
         for doc in docs:
             table.add_row(doc.type, doc.scope, _age(manager, doc), doc.title, doc.relative_path)
         _out().print(table)
+
+    _run(command)
+
+
+def _list_stale(manager: MemoryManager) -> None:
+    docs = [doc for doc in manager.staleness(manager.docs()) if doc.staleness is not None]
+    if not docs:
+        _out().print("No memory is stale: the evidence of every memory that has some is unchanged.")
+        return
+    table = Table("Status", "Scope", "Title", "Path", "Why")
+    for doc in docs:
+        assert doc.staleness is not None
+        table.add_row(
+            doc.staleness.label, doc.scope, doc.title, doc.relative_path, doc.staleness.note
+        )
+    _out().print(table)
+
+
+@memory_app.command("verify")
+def verify() -> None:
+    """Check every memory's evidence against the workspace files now."""
+
+    def command() -> None:
+        manager = _manager()
+        checked = [
+            (doc, provenance)
+            for doc in manager.staleness(manager.docs())
+            if (provenance := manager.provenance(doc)) is not None
+            and (provenance.evidence or provenance.problems)
+        ]
+        out = _out()
+        if not checked:
+            out.print("No memory records evidence: there is nothing to verify.")
+            return
+        table = Table("Status", "Title", "Path", "Evidence", "Why")
+        counts = {"current": 0, "possibly stale": 0, "cannot verify": 0}
+        for doc, provenance in checked:
+            status = doc.staleness.label if doc.staleness else "current"
+            counts[status] += 1
+            why = doc.staleness.note if doc.staleness else ""
+            files = "\n".join(entry.path for entry in provenance.evidence)
+            table.add_row(status, doc.title, doc.relative_path, files, why)
+        out.print(table)
+        noun = "memory" if len(checked) == 1 else "memories"
+        out.print(
+            f"{len(checked)} {noun} with evidence: {counts['current']} current, "
+            f"{counts['possibly stale']} possibly stale, {counts['cannot verify']} cannot be "
+            "verified.",
+            markup=False,
+        )
 
     _run(command)
 
@@ -211,10 +270,29 @@ def show(reference: Annotated[str, typer.Argument(help="A path or a title.")]) -
         )
         if doc.description:
             out.print(doc.description, style="italic", markup=False)
+        _print_provenance(manager, doc)
         out.print()
         out.print(doc.body or "(no body)", markup=False)
 
     _run(command)
+
+
+def _print_provenance(manager: MemoryManager, doc: MemoryDoc) -> None:
+    provenance = manager.provenance(doc)
+    if provenance is None:
+        return
+    out = _out()
+    where = f" in session {provenance.session[:8]}" if provenance.session else ""
+    turn = f", turn {provenance.turn}" if provenance.turn is not None else ""
+    learned = f"learned by {provenance.by or 'an unknown writer'}{where}{turn} on {provenance.date}"
+    out.print(learned, markup=False)
+    if provenance.verified_by:
+        out.print(f"verified by: {provenance.verified_by}", markup=False)
+    for entry in provenance.evidence:
+        out.print(f"evidence: {entry.path} ({entry.kind} {entry.digest[:12]})", markup=False)
+    [checked] = manager.staleness([doc])
+    if checked.staleness is not None:
+        out.print(f"{checked.staleness.label}: {checked.staleness.note}", markup=False)
 
 
 @memory_app.command("search")

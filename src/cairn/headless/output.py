@@ -227,6 +227,7 @@ class OutputWriter:
                          for key in ("saved", "updated", "removed")})  # fmt: skip
         body["memories"] = [
             {"name": r.name, "scope": r.scope, "relative_path": r.relative_path, "path": r.path}
+            | ({"note": r.note} if r.note else {})
             for r in event.memories
         ]
         self._message(body)

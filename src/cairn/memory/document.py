@@ -23,11 +23,25 @@ from typing import Literal, TypeAlias
 
 from cairn.vocabulary.events import MemoryRef
 
-__all__ = ["MEMORY_TYPES", "MemoryDoc", "MemoryScope", "MemoryType"]
+__all__ = ["MEMORY_TYPES", "MemoryDoc", "MemoryScope", "MemoryType", "Staleness"]
 
 MemoryType: TypeAlias = Literal["user", "feedback", "project", "reference"]
 MemoryScope: TypeAlias = Literal["project", "user"]
 MEMORY_TYPES: tuple[MemoryType, ...] = ("user", "feedback", "project", "reference")
+
+
+@dataclass(frozen=True, slots=True)
+class Staleness:
+    """Why a memory may no longer hold (its evidence changed), or cannot be checked."""
+
+    state: Literal["stale", "unverifiable"]
+    note: str  # "learned on 2026-03-02 from src/x.py, which has changed since"
+    files: tuple[str, ...] = ()  # the evidence files concerned (workspace-relative)
+
+    @property
+    def label(self) -> str:
+        """A few words for lists and front ends."""
+        return "possibly stale" if self.state == "stale" else "cannot verify"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +55,13 @@ class MemoryDoc:
     body: str  # trimmed Markdown body
     mtime: float  # seconds since the epoch
     size: int
+    staleness: Staleness | None = None  # set by Recall's evidence check on the copy it delivers
 
     @property
     def ref(self) -> MemoryRef:
-        """This memory as front ends show it (name and file)."""
-        return MemoryRef(self.title, self.scope, self.relative_path, str(self.path))
+        """This memory as front ends show it (name, file, and a stale mark)."""
+        note = f"{self.staleness.label}: {self.staleness.note}" if self.staleness else ""
+        return MemoryRef(self.title, self.scope, self.relative_path, str(self.path), note)
 
     @property
     def pinned(self) -> bool:

@@ -32,7 +32,7 @@ from cairn.fsutil import NotRegularFile, read_regular_bytes
 from cairn.llm.types import Provider
 from cairn.memory.background.pressure import AvailableMemory, available_memory_mb
 from cairn.memory.document import MemoryDoc, MemoryScope
-from cairn.memory.paths import INDEX_FILE_NAME, MemoryRoots, memory_roots
+from cairn.memory.paths import INDEX_FILE_NAME, MemoryRoots, memory_roots, workspace_folder
 from cairn.memory.prompt import MemoryTier, build_auto_memory_prompt
 from cairn.memory.recall.query import RecallResult, recall_memories
 from cairn.memory.recall.render import render_relevant_memory
@@ -60,10 +60,13 @@ if TYPE_CHECKING:
     from cairn.memory.store.backend import MemoryBackend
     from cairn.memory.store.history import HistoryEntry
     from cairn.memory.store.transfer import TransferReport
+    from cairn.memory.trust.provenance import Provenance
+    from cairn.memory.trust.staleness import EvidenceCheck
 
 __all__ = ["MemoryManager"]
 
 _MAX_INDEX_BYTES = 256 * 1024  # MEMORY.md read into the prompt (the prompt keeps 25,000 chars)
+_MAX_SESSION_CHECKS = 64  # sessions whose evidence hashes a manager keeps
 _log = get_logger("MEMORY_RECALL")
 _task_log = get_logger("MEMORY")
 
@@ -97,6 +100,8 @@ class MemoryManager:
         self.backend_error = ""  # why the configured backend could not be opened
         self.backend = self._open_backend(environ)
         self.roots: MemoryRoots = self.backend.roots
+        # Evidence paths are relative to the folder the project memory belongs to (git root).
+        self.workspace = workspace_folder(self.project_root, environ=environ)
         self.store = MemoryStore(self.roots, clock=clock, before_refresh=self.backend.ensure_pulled)
         self.generation = 0  # bumped whenever a task or Forget changed memory files
         self._task_book: TaskBook | None = None
@@ -108,6 +113,7 @@ class MemoryManager:
         self._listeners: list[ChangeListener] = []
         self._failures_said: set[str] = set()  # sessions told their memory was not saved
         self._remembered: dict[str, set[str]] = {}  # session id -> paths /remember recorded
+        self._checks: dict[str, EvidenceCheck] = {}  # session id -> its evidence check
 
     @property
     def _tasks(self) -> TaskBook:
@@ -314,10 +320,47 @@ class MemoryManager:
                 now=self.clock,
                 on_fast_result=on_fast_result,
                 session_id=session_id,
+                marks=self._marks(session_id),
             )
         except Exception as exc:  # Recall is best effort: it never fails a turn
             _log.warning(f"recall failed: {exc!r}")
             return RecallResult()
+
+    def evidence_check(self, session_id: str | None) -> EvidenceCheck:
+        """The session's evidence check (its file hashes are cached for the session)."""
+        from cairn.memory.trust.staleness import EvidenceCheck
+
+        key = session_id or ""
+        check = self._checks.pop(key, None) or EvidenceCheck(self.workspace)
+        self._checks[key] = check  # the newest last: the oldest session's goes first
+        while len(self._checks) > _MAX_SESSION_CHECKS:
+            self._checks.pop(next(iter(self._checks)))
+        return check
+
+    def _marks(self, session_id: str | None) -> Callable[[Sequence[MemoryDoc]], list[MemoryDoc]]:
+        """Recall's evidence check for a session (loaded only once there is a memory to mark)."""
+        checks: list[EvidenceCheck] = []
+
+        def mark(docs: Sequence[MemoryDoc]) -> list[MemoryDoc]:
+            if not docs:
+                return []
+            if not checks:
+                checks.append(self.evidence_check(session_id))
+            return checks[0].mark(docs)
+
+        return mark
+
+    def staleness(self, docs: Sequence[MemoryDoc]) -> list[MemoryDoc]:
+        """``docs`` checked against their evidence now (``cairn memory verify``, ``list``)."""
+        from cairn.memory.trust.staleness import EvidenceCheck
+
+        return EvidenceCheck(self.workspace).mark(docs)
+
+    def provenance(self, doc: MemoryDoc) -> Provenance | None:
+        """Where ``doc`` came from (its front matter's ``provenance``), or None."""
+        from cairn.memory.trust.provenance import read_provenance
+
+        return read_provenance(doc.path, mtime=doc.mtime, size=doc.size)
 
     # --- forget ----------------------------------------------------------------------------
 
@@ -486,6 +529,7 @@ class MemoryManager:
             rebuild_indexes=self._rebuild_indexes,
             dream_lock=self.backend.dream_lock,
             available_memory=self.available_memory,
+            workspace=self.workspace,
         )
 
     def recent_tasks(self) -> list[MemoryTask]:

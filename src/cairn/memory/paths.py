@@ -35,6 +35,7 @@ __all__ = [
     "memory_base",
     "memory_roots",
     "namespace_key",
+    "workspace_folder",
 ]
 
 BASE_DIR_ENV = "CAIRN_MEMORY_BASE_DIR"
@@ -101,6 +102,12 @@ def _state_dir(base: Path, folder: Path, environ: Mapping[str, str]) -> Path:
     if base == home or home in base.parents:  # cairn's own: the unambiguous key
         return project_dir(folder, base)
     return base / "projects" / reference_project_key(folder)
+
+
+def workspace_folder(project_root: Path, *, environ: Mapping[str, str] = os.environ) -> Path:
+    """The folder project memory belongs to (its git root, or the workspace itself with
+    ``CAIRN_MEMORY_PROJECT_SCOPE=workspace``): memories' evidence paths are relative to it."""
+    return _key_folder(project_root, environ)
 
 
 def memory_roots(project_root: Path, *, environ: Mapping[str, str] = os.environ) -> MemoryRoots:

@@ -73,7 +73,8 @@ Even when asked to, do not save:
 - tool or MCP usage notes: tool names, schemas, field mappings, transcripts of failed calls \
 (save only a durable workaround, warning or owner);
 - anything already in AGENTS.md or CAIRN.md;
-- the state of the current task: use a plan or the todo list for that.
+- the state of the current task ("tests pass", "the migration is done"): use a plan or the todo \
+list for that; cairn refuses such a project memory unless it lists `evidence:`.
 When asked to remember something on this list, say why it is not worth saving, or save only the \
 part that will still matter later."""
 
@@ -100,6 +101,12 @@ _HOW_TO_SAVE = """\
 2. cairn regenerates each root's `MEMORY.md` index from the files, one pointer line per memory \
 built from its name and description. Do not edit `MEMORY.md`; only the first 200 lines of an \
 index are shown here, so keep descriptions short and specific.
+3. When a project memory states a fact about files of this workspace (the test command is in \
+`Makefile`, payments live in `src/billing/pay.py`), add `evidence: [Makefile]` to its front \
+matter (paths relative to the workspace root), and `verified_by: <command>` when a command \
+confirmed it. cairn records each file's content hash under `provenance:` and marks the memory \
+possibly stale once a file changes. When you rewrite a memory, keep its `provenance:` block as \
+it is; list a file under `evidence:` again only after checking the fact against it now.
 
 Update an existing memory rather than writing a second one on the same subject, and remove a \
 memory that turns out to be wrong or outdated. Files under `pinned/` are curated by the user: read \

@@ -63,7 +63,8 @@ class MemoryWrites:
     """One session's memory reads and writes through its own tools (see the module docstring).
 
     ``manager`` gives the session's memory manager, or None while managed memory is off;
-    ``asked`` says whether the running turn is one the user started with ``/remember``.
+    ``asked`` says whether the running turn is one the user started with ``/remember``;
+    ``turn`` the number of the session's running turn (the memories' provenance records it).
     """
 
     def __init__(
@@ -72,10 +73,12 @@ class MemoryWrites:
         *,
         session_id: str,
         asked: Callable[[], bool],
+        turn: Callable[[], int | None] = lambda: None,
     ) -> None:
         self._manager = manager
         self._session_id = session_id
         self.asked = asked
+        self.turn = turn
         self._files: MemoryFiles | None = None
         self._changes: list[MemoryChanged] = []
 
@@ -143,7 +146,17 @@ class MemoryWrites:
         manager = self._manager()
         if manager is None:
             return ToolResult(error="Managed memory is off; nothing was saved.")
+        from cairn.memory.trust.provenance import Author
+
         existed = target.path.exists()
+        self.files.author = Author(
+            "remember" if self.asked() else "agent",
+            self._session_id,
+            self.turn(),
+            manager.workspace,
+            manager.roots.project,
+            manager.clock,
+        )
         result = await guarded_write(tool, args, ctx, self.files, target.path, target.root)
         if not result.ok:
             return result

@@ -193,7 +193,10 @@ class Session:
         self._remember_turn = False  # the running turn came from /remember
         self._unlisten_memory: Callable[[], None] | None = None
         self.memory_writes = MemoryWrites(
-            self._memory_if_on, session_id=session_id, asked=lambda: self._remember_turn
+            self._memory_if_on,
+            session_id=session_id,
+            asked=lambda: self._remember_turn,
+            turn=lambda: self.turn_count,
         )
         self.registry = self.memory_writes.wrapped(default_registry())
         self.rules = PermissionRules.from_settings(self.settings.permissions)

@@ -455,6 +455,7 @@ def _memory_meta(action: str, memories: Sequence[MemoryRef], **extra: str) -> di
     """``_meta.cairn`` of a memory item: what happened and to which memories (name and file)."""
     listed = [
         {"name": ref.name, "scope": ref.scope, "relativePath": ref.relative_path, "path": ref.path}
+        | ({"note": ref.note} if ref.note else {})  # "possibly stale: learned on …"
         for ref in memories
     ]
     return {"kind": "memory", "action": action, **extra, "memories": listed}

@@ -21,6 +21,7 @@ from cairn.vocabulary.events import (
     AssistantThought,
     MemoryChanged,
     MemoryRecalled,
+    MemoryRef,
     Notice,
     PlanUpdate,
     SessionEvent,
@@ -382,17 +383,23 @@ class MemoryView(Vertical):
         """What the item says, as plain text (its files included)."""
         if isinstance(self.event, MemoryChanged):
             return self.event.describe()
-        files = "\n".join(f"{ref.name} — {ref.path}" for ref in self.event.memories)
+        files = "\n".join(_recalled_line(ref) for ref in self.event.memories)
         return f"{self.event.describe()}\n{files}"
 
     def compose(self) -> Any:
         if isinstance(self.event, MemoryChanged):
             yield Static(Text(f"◆ {self.event.describe()}", style="dim"))
             return
-        files = "\n".join(f"  {ref.name} — {ref.path}" for ref in self.event.memories)
+        files = "\n".join(f"  {_recalled_line(ref)}" for ref in self.event.memories)
         title = f"◆ {self.event.describe()}"
         with Collapsible(title=title, collapsed=True):
             yield Static(Text(files, style="dim"))
+
+
+def _recalled_line(ref: MemoryRef) -> str:
+    """A recalled memory's name and file, and why it may be stale when it may."""
+    line = f"{ref.name} — {ref.path}"
+    return f"{line}\n    {ref.note}" if ref.note else line
 
 
 class RecapView(Static):

@@ -165,6 +165,12 @@ class MemoryRef(Value):
     scope: Literal["project", "user"]
     relative_path: str  # POSIX, in its memory folder ("feedback/uv.md")
     path: str  # the absolute file path, to open it
+    note: str = ""  # "possibly stale: learned on … from src/x.py, which has changed since"
+
+    @property
+    def shown(self) -> str:
+        """The name, marked when the memory may be stale or cannot be verified."""
+        return f"{self.name} ({self.note.split(':', 1)[0]})" if self.note else self.name
 
 
 class MemoryRecalled(Value):
@@ -177,7 +183,7 @@ class MemoryRecalled(Value):
     def describe(self) -> str:
         """One line for people: ``Recalled 2 memories: Prefers uv; Deploy checklist``."""
         count = len(self.memories)
-        names = "; ".join(ref.name for ref in self.memories)
+        names = "; ".join(ref.shown for ref in self.memories)
         return f"Recalled {count} {'memory' if count == 1 else 'memories'}: {names}"
 
 

@@ -480,3 +480,47 @@ def test_a_relative_path_is_taken_from_the_project(tmp_path: Path) -> None:
     turn = wrote_memory_turn(Path(".cairn/memory/user/me.md"))
 
     assert turn_wrote_memory(turn, [root], base=tmp_path) == [root / "user" / "me.md"]
+
+
+# --- provenance ------------------------------------------------------------------------------
+
+
+async def test_an_extracted_memory_records_who_when_and_its_evidence(
+    new_project: ProjectFactory,
+) -> None:
+    import hashlib
+
+    from cairn.memory.trust.provenance import provenance_of_text
+
+    project = new_project()
+    (project.workspace / "Makefile").write_text("check:\n\tpytest\n")
+    target = str(project.memory / "project" / "tests.md")
+    text = memory_file("Tests run with make check", "Run `make check`.", type="project").replace(
+        "type: project\n", "type: project\nevidence: [Makefile, nowhere.py]\n"
+    )
+    project.server.handler = agent_script("extract", writes((target, text)), "Saved.")
+
+    await extract(project, conversation("Run the tests with make check.", "OK.", "Thanks", "Yes."))
+
+    provenance = provenance_of_text(Path(target).read_text())
+    assert provenance is not None
+    assert (provenance.by, provenance.session, provenance.turn) == ("extract", SESSION, 2)
+    [makefile] = provenance.evidence
+    assert makefile.path == "Makefile" and makefile.kind == "sha256"  # not a git repository
+    assert makefile.digest == hashlib.sha256(b"check:\n\tpytest\n").hexdigest()
+    [_, follow_up] = project.requests("extract")
+    [said] = tool_messages(follow_up)
+    assert "nowhere.py was not recorded as evidence: no such file in the workspace" in said
+
+
+async def test_task_status_is_not_saved_as_a_durable_memory(new_project: ProjectFactory) -> None:
+    project = new_project()
+    target = project.memory / "project" / "status.md"
+    status = memory_file("Migration status", "The migration is done.", type="project")
+    project.server.handler = agent_script("extract", writes((str(target), status)), "Saved.")
+
+    await extract(project, conversation("Great, the migration is done.", "Good."))
+
+    assert not target.exists()
+    [_, follow_up] = project.requests("extract")
+    assert "is task status" in tool_messages(follow_up)[0]

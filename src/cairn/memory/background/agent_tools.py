@@ -15,7 +15,9 @@ built-in tools:
   may be written, never the generated ``MEMORY.md``, and only complete memories: front matter
   with a ``name``, a ``description`` and a known ``type`` (checked before anything is written);
 - a memory stating a fact the user asked to forget is refused (the run's tombstones,
-  :mod:`cairn.memory.forget.tombstones`), unless the file already stated it.
+  :mod:`cairn.memory.forget.tombstones`), unless the file already stated it;
+- each memory written gets its ``provenance`` stamped (:mod:`cairn.memory.trust.provenance`):
+  who wrote it, in which session and turn, when, and the evidence files it declares, hashed.
 
 :func:`guarded_write` is that write path on its own: the main agent's memory writes
 (:mod:`cairn.memory.remember`) go through it too.
@@ -52,6 +54,7 @@ from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
     from cairn.memory.forget.tombstones import ForgottenFacts
+    from cairn.memory.trust.provenance import Author
 
 __all__ = [
     "MEMORY_AGENT_TOOLS",
@@ -100,13 +103,18 @@ class MemoryFiles:
     """The file system of one memory-agent run: atomic writes, and what the agent has read.
 
     ``forgotten`` (the tombstones the run honours) refuses a write that states a fact the user
-    asked to forget.
+    asked to forget; ``author`` stamps each memory's provenance (who, session, turn, when, and
+    the evidence it declares).
     """
 
-    def __init__(self, *, forgotten: ForgottenFacts | None = None) -> None:
+    def __init__(
+        self, *, forgotten: ForgottenFacts | None = None, author: Author | None = None
+    ) -> None:
         self.seen: dict[Path, str] = {}  # resolved path -> digest of the content the agent saw
         self.written: list[Path] = []  # resolved paths written, first write first
         self.forgotten = forgotten
+        self.author = author
+        self.notes: list[str] = []  # for the writer: evidence not recorded, and why
 
     async def read_text(self, path: Path) -> str:
         # In a worker thread, as the session's file system reads: never on the event loop.
@@ -211,13 +219,16 @@ async def guarded_write(
     if refusal is not None:
         return ToolResult(error=refusal)
     exempt = path.name in allowed_names and path.parent == root
+    noted = len(files.notes)
     async with hold_roots_async([root]):
         if tool.name == ToolName.WRITE_FILE:
             stale = await asyncio.to_thread(_stale, path, files)
             if stale is not None:
                 return ToolResult(error=stale)
         checked = dataclasses.replace(ctx, fs=_CheckedWrites(files, exempt=exempt))
-        return await tool.execute(args, checked)
+        result = await tool.execute(args, checked)
+    notes = files.notes[noted:]
+    return result.noted(" (" + "; ".join(notes) + ")") if notes and result.ok else result
 
 
 def write_refusal(
@@ -266,13 +277,28 @@ class _CheckedWrites:
         problem = None if self.exempt else memory_file_problem(content)
         if problem is not None:
             raise ToolError(f"{path} was not saved: {problem}. {MEMORY_FORMAT_HINT}")
-        forgotten = self.files.forgotten
-        if forgotten and not self.exempt:
+        files = self.files
+        if not self.exempt and (files.forgotten or files.author is not None):
             previous = await asyncio.to_thread(_current_text, path)
-            refusal = forgotten.refusal(content, previous)
+            refusal = files.forgotten.refusal(content, previous) if files.forgotten else None
             if refusal is not None:
                 raise ToolError(f"{path} was not saved: {refusal}")
-        await self.files.write_text(path, content)
+            if files.author is not None:
+                content = await asyncio.to_thread(_stamped, content, previous, files, path)
+        await files.write_text(path, content)
+
+
+def _stamped(content: str, previous: str | None, files: MemoryFiles, path: Path) -> str:
+    """``content`` with its provenance (git and the evidence files are read: a worker thread)."""
+    from cairn.memory.trust.provenance import TaskStatusRefused, stamp
+
+    assert files.author is not None
+    try:
+        stamped = stamp(content, previous=previous, author=files.author, path=path)
+    except TaskStatusRefused as refused:
+        raise ToolError(f"{path} was not saved: {refused}") from None
+    files.notes.extend(stamped.notes)
+    return stamped.content
 
 
 def _current_text(path: Path) -> str | None:
@@ -300,10 +326,11 @@ def memory_agent_registry(
     allow_shell: bool = True,
     allowed_names: Sequence[str] = (),
     forgotten: ForgottenFacts | None = None,
+    author: Author | None = None,
 ) -> tuple[ToolRegistry, MemoryFiles]:
     """The memory agents' tools and the file system their writes go through (refusing the
-    facts in ``forgotten``)."""
-    files = MemoryFiles(forgotten=forgotten)
+    facts in ``forgotten``, stamping ``author``'s provenance)."""
+    files = MemoryFiles(forgotten=forgotten, author=author)
     names = [n for n in MEMORY_AGENT_TOOLS if allow_shell or n != ToolName.SHELL]
     base = default_registry().subset(names)
     allowed = frozenset(allowed_names)

@@ -391,7 +391,9 @@ async def _run_agent(
     max_turns, timeout = agent_limits(
         settings, default_turns=EXTRACT_MAX_TURNS, default_minutes=EXTRACT_TIMEOUT_MINUTES
     )
-    registry, files = memory_agent_registry(forgotten=forgotten)
+    turn = sum(1 for entry in request.history if _is_user_message(entry))
+    author = space.author("extract", request.session_id, turn)
+    registry, files = memory_agent_registry(forgotten=forgotten, author=author)
     ctx = memory_agent_context(
         workspace=roots[0][1],
         writable=[root for _, root in roots],

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from cairn.config.settings import Settings
 from cairn.llm.types import Provider
@@ -24,6 +24,9 @@ from cairn.memory.background.pressure import AvailableMemory
 from cairn.memory.document import MemoryDoc, MemoryScope
 from cairn.memory.paths import TYPE_FOLDERS, MemoryRoots
 from cairn.memory.store.backend import DreamLock
+
+if TYPE_CHECKING:
+    from cairn.memory.trust.provenance import Author, Writer
 
 __all__ = [
     "MAX_TASK_RECORDS",
@@ -75,6 +78,13 @@ class MemorySpace:
     rebuild_indexes: Callable[[], None]  # regenerate MEMORY.md files (root locks held)
     available_memory: AvailableMemory  # for the memory-pressure gate
     dream_lock: Callable[[], DreamLock]  # Dream's cross-process lock (the backend's)
+    workspace: Path | None = None  # the folder evidence paths are relative to (git root)
+
+    def author(self, by: Writer, session_id: str, turn: int | None = None) -> Author:
+        """Who writes memory in a run: what the memories' provenance records."""
+        from cairn.memory.trust.provenance import Author
+
+        return Author(by, session_id, turn, self.workspace, self.roots.project, self.clock)
 
     def writable_roots(self, *, include_user: bool = True) -> list[tuple[MemoryScope, Path]]:
         found: list[tuple[MemoryScope, Path]] = []

@@ -90,8 +90,15 @@ async def recall_memories(
     on_fast_result: Callable[[RecallResult], None] | None = None,
     session_id: str | None = None,
     limit: int = MAX_RELEVANT_DOCS,
+    marks: Callable[[Sequence[MemoryDoc]], list[MemoryDoc]] | None = None,
 ) -> RecallResult:
-    """Recall memories for ``query`` (see the module docstring). Raises only on a bug."""
+    """Recall memories for ``query`` (see the module docstring). Raises only on a bug.
+
+    ``marks`` returns documents with their staleness set (the evidence check): applied to what
+    is delivered and to the selector's candidates, so a possibly stale memory is never
+    delivered, nor offered to the selector, as plain fact.
+    """
+    mark = marks or list
     clock, timings = _Clock(), RecallTimings()
     scanned = store.refresh().docs - sum(1 for path in excluded if store.get(Path(path)))
     timings.scan_ms = clock.lap_ms()
@@ -127,7 +134,7 @@ async def recall_memories(
         timings.fast_ms = clock.lap_ms()
     else:
         # Only the top two stand between the turn and its first request: rank them alone.
-        fast_docs = ranked(MAX_FAST_RECALL_DOCS)
+        fast_docs = mark(ranked(MAX_FAST_RECALL_DOCS))
         if fast_docs:
             fast_prompt = render_relevant_memory(fast_docs, now=now())
             _publish(on_fast_result, RecallResult(fast_prompt, fast_docs, "heuristic"))
@@ -138,18 +145,25 @@ async def recall_memories(
 
     fallback = lexical[:limit]
     if provider is None:
-        return finish(_heuristic(fallback, now))
+        return finish(_heuristic(mark(fallback), now))
     taken = {doc.path for doc in lexical[:LEXICAL_CANDIDATE_LIMIT]}
     recent = store.recent(
         limit=MAX_MODEL_CANDIDATE_DOCS - len(taken),
         exclude=lambda doc: doc.path in taken or ineligible(doc),
     )
     candidates = build_candidates(lexical, recent, limit=limit)
+    offered = candidates.model
+    if marks is not None:  # up to 200 evidence checks: off the event loop
+        offered = await asyncio.to_thread(marks, offered)
+        checked = {doc.path: doc for doc in offered}
+        fallback = [checked.get(doc.path) or doc for doc in fallback]
+        if abort.aborted:
+            return RecallResult()
     try:
         chosen = await select_memories(
             provider,
             query,
-            candidates.model,
+            offered,
             recent_tools=recent_tools,
             abort=abort,
             limit=limit,

@@ -8,13 +8,16 @@
 
     ### <title> (<relative path>)
     Saved 3 days ago.
+    > POSSIBLY STALE: learned on <date> from <file>, which has changed since. ...
     <description>
 
     <body, at most 1,200 characters>
 
-    > NOTE: <staleness note, when older than one day>
+    > NOTE: <age note, when older than one day>
 
-Ages are whole days since the file's mtime, measured with the caller's clock.
+Ages are whole days since the file's mtime, measured with the caller's clock. A memory whose
+evidence changed (Recall's evidence check set its ``staleness``) is marked in its heading and
+says so before its body; one whose evidence cannot be checked says that, once, in the same place.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from cairn.memory.document import MemoryDoc
+from cairn.memory.document import MemoryDoc, Staleness
 
 __all__ = [
     "MAX_DOC_BODY_CHARS",
@@ -32,6 +35,7 @@ __all__ = [
     "freshness_text",
     "memory_age_days",
     "render_relevant_memory",
+    "stale_text",
 ]
 
 MAX_DOC_BODY_CHARS = 1_200  # body characters injected per recalled document
@@ -80,10 +84,25 @@ def render_relevant_memory(docs: Sequence[MemoryDoc], *, now: float) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
+def stale_text(staleness: Staleness) -> str:
+    """The line a possibly stale (or unverifiable) memory carries before its body."""
+    if staleness.state == "stale":
+        files = ", ".join(staleness.files) or "its evidence"
+        return (
+            f"> POSSIBLY STALE: {staleness.note}. Do not state it as fact: check {files} "
+            "first, and if the memory no longer holds, say so."
+        )
+    return f"> NOTE: {staleness.note[:1].upper()}{staleness.note[1:]}."
+
+
 def _render_doc(doc: MemoryDoc, now: float) -> str:
     days = memory_age_days(doc.mtime, now)
     label = doc.relative_path or doc.path.name
-    header = [f"### {doc.title} ({label})", f"Saved {age_text(days)}."]
+    stale = doc.staleness is not None and doc.staleness.state == "stale"
+    mark = " [possibly stale]" if stale else ""
+    header = [f"### {doc.title} ({label}){mark}", f"Saved {age_text(days)}."]
+    if doc.staleness is not None:
+        header.append(stale_text(doc.staleness))
     if doc.description.strip():
         header.append(doc.description.strip())
     parts = ["\n".join(header), _body_excerpt(doc.body)]

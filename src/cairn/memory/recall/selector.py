@@ -69,7 +69,9 @@ You decide which saved memories will help a coding assistant with the user's que
 You get the query and a list of memory files. Each line gives the memory's type, its file path, \
 when it was saved and a one-line description. Answer with the paths of at most 5 memories that \
 will clearly help with this query. Be selective: choose a memory only when you are confident it \
-is relevant. An empty list is a good answer when nothing fits. Copy each path exactly as listed.
+is relevant. An empty list is a good answer when nothing fits. Copy each path exactly as listed. \
+A memory marked [possibly stale] was learned from files that have changed since: it may no \
+longer hold, so prefer a current memory on the same subject.
 
 When recently used tools are listed, do not choose memories that are only usage reference for \
 those tools (API docs, parameter schemas, field mappings, guessed call formats, transcripts of \
@@ -115,7 +117,10 @@ def _iso(mtime: float) -> str:
 
 def manifest_line(doc: MemoryDoc) -> str:
     description = sanitize_manifest_text(doc.description)
-    return f"- [{doc.type}] {doc.path} ({_iso(doc.mtime)}): {description}"
+    staleness, mark = doc.staleness, ""
+    if staleness is not None and staleness.state == "stale":
+        mark = f" [possibly stale: {', '.join(staleness.files)} changed since]"
+    return f"- [{doc.type}] {doc.path} ({_iso(doc.mtime)}){mark}: {description}"
 
 
 def build_manifest(candidates: Sequence[MemoryDoc]) -> Manifest:

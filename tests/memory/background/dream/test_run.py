@@ -260,3 +260,39 @@ async def test_a_dream_never_re_derives_a_fact_the_user_asked_to_forget(
     [first, follow_up] = project.requests("dream")
     assert "## Forgotten at the user's request" in (first.system or "")
     assert any("asked to forget this" in message for message in tool_messages(follow_up))
+
+
+async def test_a_merge_keeps_the_evidence_of_its_sources(new_project: ProjectFactory) -> None:
+    from cairn.memory.trust.provenance import Author, provenance_of_text, stamp
+
+    project = new_project()
+    (project.workspace / "Makefile").write_text("check:\n\tpytest\n")
+    source = project.memory / "project" / "tests.md"
+    source.parent.mkdir(parents=True)
+    learned = memory_file("Tests", "Run make check.", type="project").replace(
+        "type: project\n", "type: project\nevidence: [Makefile]\n"
+    )
+    author = Author("extract", "s-0", 1, project.workspace, project.memory)
+    source.write_text(stamp(learned, previous=None, author=author, path=source).content)
+    block = source.read_text().split("---\n")[1].split("provenance:\n", 1)[1]
+    merged = project.memory / "project" / "testing.md"
+    merged_text = memory_file("Testing", "Run make check; CI runs it too.", type="project")
+    merged_text = merged_text.replace("type: project\n", f"type: project\nprovenance:\n{block}")
+    dedupe = {"type": "dedupe", "sources": ["project/tests.md"], "target": "project/testing.md"}
+    manifest = {"version": 1, "delete": ["project/tests.md"], "operations": [dedupe]}
+    project.server.handler = agent_script(
+        "dream",
+        writes(
+            (str(merged), merged_text),
+            (str(project.memory / OPERATIONS_FILE_NAME), json.dumps(manifest)),
+        ),
+    )
+
+    report = await project.manager.run_dream_now(session_id=SESSION, runtime=project.runtime)
+
+    assert report.deleted == ["project/tests.md"]
+    [trashed] = list((project.memory / TRASH_FOLDER).glob("*/project/tests.md"))
+    before = provenance_of_text(trashed.read_text())
+    after = provenance_of_text(merged.read_text())
+    assert before is not None and after is not None
+    assert after.evidence == before.evidence and after.by == "dream" and after.session == SESSION

@@ -81,6 +81,9 @@ evidence from the memories or a recent session transcript.
 - One coherent fact or rule per file. A body should stay under about 1,200 characters: \
 strongly compress a file over 2,400 characters, or split it into focused files.
 - Turn relative dates into absolute dates; keep the `Why:` and `How to apply:` lines.
+- Keep each memory's `provenance:` block. When you merge or split memories, copy the evidence \
+entries of every source into the targets' `provenance:` `evidence:` lists verbatim (cairn \
+checks them; an entry you change is no longer trusted).
 - Never edit `MEMORY.md`: cairn rebuilds it.
 - If nothing needs consolidating, change nothing."""
 
@@ -283,7 +286,9 @@ async def _dream_locked(
     # Consolidation never re-derives a fact the user asked to forget (from either root).
     forgotten = await asyncio.to_thread(ForgottenFacts.load, [r for _, r in space.writable_roots()])
     registry, files = memory_agent_registry(
-        allowed_names=[OPERATIONS_FILE_NAME], forgotten=forgotten
+        allowed_names=[OPERATIONS_FILE_NAME],
+        forgotten=forgotten,
+        author=space.author("dream", session_id),
     )
     ctx = memory_agent_context(
         workspace=root,
