@@ -439,3 +439,24 @@ def test_a_stdio_server_gets_cairns_environment_without_its_secrets(
     assert reported_environments(tmp_path) == [
         {**SECRETS_DROPPED, "CONFIGURED": "from settings", "NAMED": "daemon-token-123"}
     ]
+
+
+def test_a_server_flooding_list_changed_notifications_leaves_a_clean_exit(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    """#24 Low: 20,000 tools/list_changed notifications "took 67 s and printed RuntimeError:
+    Event loop is closed at exit"."""
+    raw = {"command": sys.executable, "args": [str(RAW_SERVER), "flood"], "trust": True}
+    raw["env"] = {"MCP_TEST_LOG": str(tmp_path / "raw.log")}
+    _settings(project, {"raw": raw})
+    scripted_server.enqueue(tool_call("mcp__raw__broken", {}), reply("Flooded."), purpose="main")
+
+    done = run_cairn("-p", "flood it", timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Flooded."
+    assert "Traceback" not in done.stderr and "Event loop is closed" not in done.stderr
+    _, second = scripted_server.requests_for("main")
+    assert _tool_messages(second) == ["flooded"]
+    lists = (tmp_path / "raw.log").read_text().splitlines().count("tools/list")
+    assert lists <= 3, lists

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cairn.abort import AbortSignal
+from cairn.debug_log import mirror_warnings
 from cairn.mcp.config import ServerConfig
 from cairn.mcp.connection import MAX_RESTARTS, McpCallError, McpConnection
 from cairn.mcp.manager import SessionMcp
@@ -133,6 +136,89 @@ async def test_an_answer_that_is_not_json_rpc_is_an_error_for_its_call_not_a_wai
         assert connection.status == "connected"  # one bad answer, not a broken server
     finally:
         await connection.aclose()
+
+
+async def test_a_fifty_megabyte_result_arrives_whole(tmp_path: Path) -> None:
+    """#24 Medium: "reading a large MCP result is quadratic (50 MB: 30 s, on the event loop)":
+    the buffer was split again at every chunk. The time is in benchmarks/mcp_read_bench.py."""
+    config = raw_config(tmp_path, "huge")
+    connection = await _connected(
+        replace(config, env={**config.env, "MCP_TEST_HUGE_MB": "50"}), tmp_path
+    )
+    try:
+        result = await connection.call_tool("broken", {}, timeout=120)
+        [content] = result.content
+        assert content.text == "x" * (50 * 1024 * 1024)
+        assert connection.status == "connected"
+    finally:
+        await connection.aclose()
+
+
+async def test_an_answer_nested_100000_deep_is_an_error_for_its_call_not_a_closed_stdout(
+    tmp_path: Path,
+) -> None:
+    """#24 Low: "a server's 100,000-deep JSON is reported as 'the server closed its stdout'":
+    the reader died of a RecursionError and the server was treated as gone."""
+    connection = await _connected(raw_config(tmp_path, "deep"), tmp_path)
+    try:
+        for _ in range(2):  # the server is still there for the next call
+            with pytest.raises(McpCallError) as error:
+                await connection.call_tool("broken", {}, timeout=60)
+            assert str(error.value) == (
+                "MCP server raw returned a malformed result for the tool broken call: "
+                "the answer is nested too deeply to read"
+            )
+        assert connection.status == "connected" and connection.restarts == 0
+    finally:
+        await connection.aclose()
+
+
+async def test_twenty_thousand_list_changed_notifications_are_one_refresh_and_one_more(
+    tmp_path: Path,
+) -> None:
+    """#24 Low: "20,000 tools/list_changed notifications took 67 s and printed RuntimeError:
+    Event loop is closed at exit": each notification started a refresh of its own."""
+    connection = await _connected(raw_config(tmp_path, "flood"), tmp_path)
+    try:
+        result = await connection.call_tool("broken", {}, timeout=120)
+        assert result.content[0].text == "flooded"
+    finally:
+        await connection.aclose()
+    requests = (tmp_path / "raw.log").read_text().splitlines()
+    # the listing at start, one refresh, and one more for the changes it may have missed
+    assert requests.count("tools/list") == 3, requests.count("tools/list")
+
+
+async def test_what_a_server_sends_that_cairn_cannot_read_is_one_line_naming_the_server(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """#30: "a misbehaving stdio MCP server dumps 56 lines of pydantic errors to stderr" (the
+    SDK logs every validation error of a notification it cannot read)."""
+    warnings = io.StringIO()
+    mirror_warnings(warnings)
+    connection = await _connected(raw_config(tmp_path, "bad-notification"), tmp_path)
+    try:
+        result = await connection.call_tool("broken", {}, timeout=30)
+    finally:
+        await connection.aclose()
+        mirror_warnings(None)
+
+    assert result.content[0].text == "noisy"
+    assert warnings.getvalue().splitlines() == [
+        "warning: [MCP] MCP server raw sent a notification cairn cannot read "
+        "(notifications/progress: params.progressToken: Field required); it was skipped",
+        "warning: [MCP] MCP server raw sent a notification cairn does not know "
+        "(notifications/whatever); it was skipped",
+        "warning: [MCP] MCP server raw sent a request cairn cannot read "
+        "(sampling/createMessage: params.messages: Field required); it was skipped",
+    ]
+    assert "validation error" not in capfd.readouterr().err
+    [answer] = [line for line in server_log_raw(tmp_path) if line.startswith("answer ")]
+    assert '"code": -32602' in answer and "sampling/createMessage" in answer
+
+
+def server_log_raw(tmp_path: Path) -> list[str]:
+    return (tmp_path / "raw.log").read_text().splitlines()
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,11 @@ side query."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -150,3 +152,125 @@ def test_a_domain_rule_covers_that_host_only(workspace: Path) -> None:
     assert allowed("https://docs.rs/tokio")
     assert not allowed("https://python.org/")
     assert not allowed("https://docs.python.org.evil.example/")
+
+
+TRICKLE_BYTES = 20  # sent one at a time, TRICKLE_GAP apart: longer than the test's deadline
+TRICKLE_GAP = 0.25
+
+
+class _Trickle(QuietHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(TRICKLE_BYTES))
+        self.end_headers()
+        for _ in range(TRICKLE_BYTES):
+            try:
+                self.wfile.write(b"x")
+                self.wfile.flush()
+            except OSError:  # the client gave up: what the test wants
+                return
+            time.sleep(TRICKLE_GAP)
+
+
+@pytest.fixture
+def trickle() -> Iterator[str]:
+    yield from serve(_Trickle)
+
+
+async def test_a_page_sent_a_byte_at_a_time_is_cut_at_the_calls_deadline(
+    trickle: str, ctx: ToolContext
+) -> None:
+    """#24 Medium: "web_fetch's 30 s limit is per read": a page sending a byte every 4 s held
+    the turn 81 s. The whole fetch now has one deadline (here 1 s; each byte comes in 0.25 s)."""
+    provider = ScriptedProvider(reply("unused"))
+    tool = WebFetchTool(provider, allow_private=True, deadline=1.0)
+
+    result = await tool.execute({"url": f"{trickle}/slow", "prompt": "?"}, ctx)
+
+    assert result.error is not None
+    assert f"{trickle}/slow was not fetched within 1 s" in result.error
+    assert provider.requests == []
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[::127.0.0.1]",  # IPv4-compatible loopback
+        "[::169.254.169.254]",  # IPv4-compatible cloud metadata address
+        "[::ffff:169.254.169.254]",  # IPv4-mapped
+        "[64:ff9b::7f00:1]",  # NAT64 of 127.0.0.1
+        "[64:ff9b::a9fe:a9fe]",  # NAT64 of 169.254.169.254
+        "[2002:7f00:1::]",  # 6to4 of 127.0.0.1
+        "[2001:0:4136:e378:8000:63bf:3fff:fdd2]",  # Teredo: a private client
+        "224.0.0.1",  # IPv4 multicast
+        "239.255.255.250",
+        "[ff02::1]",  # IPv6 multicast
+        "0.0.0.0",
+        "[::]",
+    ],
+)
+async def test_ipv6_forms_of_local_addresses_and_multicast_are_refused(
+    ctx: ToolContext, host: str
+) -> None:
+    """#24 Low: "web_fetch's address check passes [::127.0.0.1], [::169.254.169.254], NAT64
+    [64:ff9b::…], 6to4 [2002:…], multicast"."""
+    tool = fetcher(ScriptedProvider(reply("unused")), private=False)
+
+    result = await tool.execute({"url": f"http://{host}:9/", "prompt": "?"}, ctx)
+
+    assert result.error is not None and "private or local address" in result.error, host
+
+
+class _Recording(_Handler):
+    hosts: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.hosts.append(self.headers.get("Host", ""))
+        super().do_GET()
+
+
+@pytest.fixture
+def recording_site() -> Iterator[str]:
+    _Recording.hosts.clear()
+    yield from serve(_Recording)
+
+
+async def test_a_name_is_resolved_once_and_connected_to_as_checked(
+    recording_site: str, ctx: ToolContext
+) -> None:
+    """#24 Low: "the host is resolved for the check and again for the request (a
+    DNS-rebinding window)": the connection itself resolves the name once, checks what it got
+    and connects to exactly that, so a name cannot change between the check and the request."""
+    port = recording_site.rsplit(":", 1)[1]
+    lookups: list[str] = []
+
+    async def resolver(host: str, _port: int) -> list[str]:
+        lookups.append(host)
+        return ["127.0.0.1"]
+
+    refused = await WebFetchTool(ScriptedProvider(reply("unused")), resolver=resolver).execute(
+        {"url": f"http://rebind.example:{port}/notes", "prompt": "?"}, ctx
+    )
+    checked_lookups = list(lookups)
+    allowed = await WebFetchTool(
+        ScriptedProvider(reply("2.1.")), allow_private=True, resolver=resolver
+    ).execute({"url": f"http://rebind.example:{port}/moved", "prompt": "?"}, ctx)
+
+    assert refused.error is not None and "private or local address (127.0.0.1)" in refused.error
+    assert checked_lookups == ["rebind.example"]  # one resolution, and it was the one checked
+    assert allowed.error is None, allowed.error
+    assert _Recording.hosts == [f"rebind.example:{port}"] * 2  # /moved, then /notes
+    assert lookups == ["rebind.example"] * 3  # one per connection (this server closes each)
+
+
+@pytest.mark.slow
+def test_sixty_thousand_nested_divs_become_markdown_not_a_recursion_error() -> None:
+    """#24 Low: "web_fetch of 60,000 nested <div>s reports a RecursionError"."""
+    depth = 60_000
+    html = f"<html><body><h1>Deep</h1>{'<div>' * depth}<p>the end</p>{'</div>' * depth}</body>"
+
+    markdown = html_to_markdown(html)
+
+    assert markdown.startswith("# Deep")
+    assert markdown.rstrip().endswith("the end")

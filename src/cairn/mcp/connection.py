@@ -115,6 +115,7 @@ class McpConnection:
         self._crashed = False  # it was connected and went away: restartable on next use
         self._background: set[asyncio.Task[Any]] = set()
         self._refreshing: asyncio.Future[Any] | None = None
+        self._refresh_again = False  # a list changed while the running refresh was listing
         self._restart_lock = asyncio.Lock()
         if config.disabled:
             self._ready.set()
@@ -340,10 +341,21 @@ class McpConnection:
                 | types.PromptListChangedNotification()
                 | types.ResourceListChangedNotification()
             ):
-                # Listing here would wait on the loop that delivers its answer: in a task.
-                self._refreshing = self._spawn(self._refresh())
+                # Listing here would wait on the loop that delivers its answer: in a task. A
+                # burst of changes is one refresh, and one more for those it may have missed.
+                if self._refreshing is not None and not self._refreshing.done():
+                    self._refresh_again = True
+                else:
+                    self._refreshing = self._spawn(self._refresh_until_current())
             case _:
                 pass
+
+    async def _refresh_until_current(self) -> None:
+        while True:
+            self._refresh_again = False
+            await self._refresh()
+            if not self._refresh_again:
+                return
 
     async def _refresh(self) -> None:
         session = self._session

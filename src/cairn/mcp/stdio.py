@@ -5,6 +5,12 @@ it: the child's PID and exit status (shown in ``/mcp``), the tail of its stderr 
 server failed), lines that are not JSON-RPC skipped with a warning instead of ending the
 session, and a shutdown that leaves no process behind: stdin closed, then SIGTERM, then SIGKILL
 to the child's whole process group, and an exit hook for anything still running.
+
+Reading stays linear however a server writes: lines are split as chunks arrive (a 50 MB result
+is not rescanned per chunk; parsing it still holds the interpreter for a moment, in any thread),
+a line nested too deeply for the parser is an error answer for its request (not a dead reader),
+and a notification or request of the server that cairn cannot read is one warning line naming the
+server and what was wrong (not the SDK's page of validation errors).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 from collections import deque
@@ -36,6 +43,8 @@ CLOSE_GRACE_SECONDS = 2.0  # after stdin closes, then again after SIGTERM, befor
 STDERR_TAIL_LINES = 20  # stderr lines kept to explain a failure
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a longer stdout line is not a message: it is skipped
 MALFORMED_RESPONSE = -32098  # the error cairn answers itself for a malformed response line
+# The request id of a line too deep to parse, from its top level (before any nested value).
+_TOP_LEVEL_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,256}")')
 _log = get_logger("MCP")
 _live_groups: set[int] = set()  # process groups of running servers, killed at interpreter exit
 
@@ -103,7 +112,8 @@ async def open_stdio(
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](16)
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_read_stdout, process, to_session, info, name)
+            reply = write_stream.clone()  # answers to server requests cairn cannot read
+            group.start_soon(_read_stdout, process, to_session, reply, info, name)
             group.start_soon(_read_stderr, process, info, name)
             group.start_soon(_write_stdin, process, from_session)
             try:
@@ -121,24 +131,27 @@ async def open_stdio(
 async def _read_stdout(
     process: anyio.abc.Process,
     sink: MemoryObjectSendStream[SessionMessage | Exception],
+    reply: MemoryObjectSendStream[SessionMessage],
     info: StdioProcess,
     name: str,
 ) -> None:
     assert process.stdout is not None
-    buffer = b""
+    lines = _LineSplitter(info, name)
     try:
-        async with sink:
+        async with sink, reply:
             async for chunk in process.stdout:
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                if len(buffer) > MAX_LINE_BYTES:
-                    info.skipped_lines += 1
-                    _log.warning(f"MCP server {name}: a stdout line over 64 MiB was skipped")
-                    buffer = b""
-                for line in lines:
+                for line in lines.feed(chunk):
                     message = _parse(line, info, name)
-                    if message is not None:
+                    if message is None:
+                        continue
+                    problem = _unreadable(message)
+                    if problem is None:
                         await sink.send(SessionMessage(message))
+                        continue
+                    _log.warning(f"MCP server {name} {problem}; it was skipped")
+                    refusal = _refusal(message, problem)
+                    if refusal is not None:
+                        await reply.send(SessionMessage(refusal))
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass
     finally:
@@ -147,14 +160,47 @@ async def _read_stdout(
         info.exited.set()
 
 
+class _LineSplitter:
+    """Newline-delimited lines from chunks, each byte looked at once; a line longer than
+    :data:`MAX_LINE_BYTES` is dropped with a warning (the rest of it too)."""
+
+    def __init__(self, info: StdioProcess, name: str) -> None:
+        self._info, self._name = info, name
+        self._pieces: list[bytes] = []
+        self._size = 0
+        self._dropping = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        lines: list[bytes] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if self._dropping:
+                self._dropping = False
+            else:
+                self._pieces.append(chunk[start:end])
+                lines.append(b"".join(self._pieces))
+            self._pieces, self._size = [], 0
+            start = end + 1
+        rest = chunk[start:]
+        if rest and not self._dropping:
+            self._pieces.append(rest)
+            self._size += len(rest)
+            if self._size > MAX_LINE_BYTES:
+                self._info.skipped_lines += 1
+                _log.warning(f"MCP server {self._name}: a stdout line over 64 MiB was skipped")
+                self._pieces, self._size, self._dropping = [], 0, True
+        return lines
+
+
 def _parse(line: bytes, info: StdioProcess, name: str) -> types.JSONRPCMessage | None:
     text = line.strip()
     if not text:
         return None
     try:
         return types.JSONRPCMessage.model_validate_json(text)
-    except ValueError:
-        pass
+    except ValueError as exc:
+        if "recursion limit exceeded" in str(exc):
+            return _answer_to_deep(text, name)
     answer = _answer_to_malformed(text)
     if answer is not None:
         _log.warning(f"MCP server {name} sent a malformed response: {text[:200]!r}")
@@ -164,12 +210,68 @@ def _parse(line: bytes, info: StdioProcess, name: str) -> types.JSONRPCMessage |
     return None
 
 
+def _answer_to_deep(text: bytes, name: str) -> types.JSONRPCMessage | None:
+    """A line nested too deeply to parse: an error answer for the request its top level names
+    (nothing when it names none)."""
+    head = text[1:]
+    cut = min((i for i in (head.find(b"{"), head.find(b"[")) if i >= 0), default=len(head))
+    found = _TOP_LEVEL_ID.search(head[:cut])
+    _log.warning(f"MCP server {name} sent a message nested too deeply to read ({len(text)} bytes)")
+    if found is None:
+        return None
+    raw = found.group(1)
+    ident: int | str = json.loads(raw) if raw.startswith(b'"') else int(raw)
+    error = types.ErrorData(
+        code=MALFORMED_RESPONSE, message="the answer is nested too deeply to read"
+    )
+    return types.JSONRPCMessage(types.JSONRPCError(jsonrpc="2.0", id=ident, error=error))
+
+
+def _unreadable(message: types.JSONRPCMessage) -> str | None:
+    """What is wrong with a notification or request of the server that the SDK could not read
+    (it would log every validation error, many lines, and drop it); ``None`` when it can."""
+    root = message.root
+    shape: type[types.ServerNotification] | type[types.ServerRequest]
+    if isinstance(root, types.JSONRPCNotification):
+        kind, shape = "notification", types.ServerNotification
+    elif isinstance(root, types.JSONRPCRequest):
+        kind, shape = "request", types.ServerRequest
+    else:
+        return None
+    data = root.model_dump(by_alias=True, mode="json", exclude_none=True)
+    try:
+        shape.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        other_methods = {
+            e["loc"][0]
+            for e in errors
+            if e["type"] == "literal_error" and e["loc"][1:] == ("method",)
+        }
+        matching = [e for e in errors if e["loc"][0] not in other_methods]
+        if not matching:
+            return f"sent a {kind} cairn does not know ({root.method})"
+        first = matching[0]
+        where = ".".join(str(part) for part in first["loc"][1:])
+        return f"sent a {kind} cairn cannot read ({root.method}: {where}: {first['msg']})"
+    return None
+
+
+def _refusal(message: types.JSONRPCMessage, problem: str) -> types.JSONRPCMessage | None:
+    """The error answer to a server request cairn cannot read (a notification needs none)."""
+    root = message.root
+    if not isinstance(root, types.JSONRPCRequest):
+        return None
+    error = types.ErrorData(code=types.INVALID_PARAMS, message=f"The server {problem}.")
+    return types.JSONRPCMessage(types.JSONRPCError(jsonrpc="2.0", id=root.id, error=error))
+
+
 def _answer_to_malformed(text: bytes) -> types.JSONRPCMessage | None:
     """A line that names a request's id but is no valid response, as an error response for
     that request: the caller learns at once instead of waiting for its timeout."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or "method" in data:
         return None

@@ -11,15 +11,19 @@ result; when the side query fails the model gets the start of the page itself.
 
 Every call asks for approval (as information, per domain: "allow always" remembers the host)
 unless ``permissions.allow`` has ``WebFetch(domain:docs.python.org)``. A URL whose host resolves
-to a private, loopback, link-local or otherwise non-public address is refused unless
-``tools.webFetch.allowPrivateAddresses`` is set.
+to a private, loopback, link-local, multicast or otherwise non-public address is refused unless
+``tools.webFetch.allowPrivateAddresses`` is set; the check is made by the connection itself, on
+the addresses it then connects to (:mod:`cairn.tools.web_address`).
+
+A call's fetch (resolving, connecting, redirects, reading) ends within
+:data:`FETCH_DEADLINE_SECONDS` in all, however slowly a server sends; HTML nested deeper than
+:data:`MAX_HTML_DEPTH` keeps only the text of what lies deeper, rather than overflowing the
+converter.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-import socket
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -31,12 +35,17 @@ from cairn.values import Value
 from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
+    import httpcore
     import httpx
+    from bs4 import Tag
 
     from cairn.llm.types import Provider
+    from cairn.tools.web_address import Resolver
 
 __all__ = [
+    "FETCH_DEADLINE_SECONDS",
     "MAX_BYTES",
+    "MAX_HTML_DEPTH",
     "MAX_REDIRECTS",
     "WEB_FETCH_PURPOSE",
     "WebFetchTool",
@@ -47,7 +56,9 @@ __all__ = [
 WEB_FETCH_PURPOSE = "web-fetch"  # X-Cairn-Purpose of the question asked over the page
 MAX_BYTES = 10 * 1024 * 1024  # of a response body read
 MAX_REDIRECTS = 5
-TIMEOUT_SECONDS = 30.0
+TIMEOUT_SECONDS = 30.0  # of each connect, write or read of the web tools
+FETCH_DEADLINE_SECONDS = 30.0  # of a web_fetch call's whole fetch, however slowly a page comes
+MAX_HTML_DEPTH = 200  # nesting the Markdown converter gets (it recurses per level); deeper: text
 MAX_PAGE_CHARS = 100_000  # of Markdown given to the fast model
 MAX_FALLBACK_CHARS = 20_000  # of Markdown returned when the side query fails
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml")
@@ -88,11 +99,19 @@ class WebFetchTool(BuiltinTool):
     kind = ToolKind.FETCH
 
     def __init__(
-        self, provider: Provider, *, allow_private: bool = False, session_id: str = ""
+        self,
+        provider: Provider,
+        *,
+        allow_private: bool = False,
+        session_id: str = "",
+        resolver: Resolver | None = None,
+        deadline: float = FETCH_DEADLINE_SECONDS,
     ) -> None:
         self._provider = provider
         self._allow_private = allow_private
         self._session_id = session_id
+        self._resolver = resolver  # None: the system's (tests give names their addresses)
+        self._deadline = deadline
 
     def title(self, args: Mapping[str, Any]) -> str:
         return f"Fetch {args.get('url', '')}".strip()
@@ -115,13 +134,28 @@ class WebFetchTool(BuiltinTool):
         return ToolResult(output=answer, display=display)
 
     async def _fetch(self, url: str) -> _Page | str:
-        """The page, or a message for the model (a redirect to another host)."""
+        """The page, or a message for the model (a redirect to another host), within the
+        call's deadline."""
+        try:
+            async with asyncio.timeout(self._deadline):
+                return await self._follow(url)
+        except TimeoutError:
+            raise ToolError(
+                f"{url} was not fetched within {self._deadline:g} s (web_fetch's limit for a "
+                "page, however slowly it comes)"
+            ) from None
+
+    async def _follow(self, url: str) -> _Page | str:
         import httpx  # only when a page is fetched
 
+        from cairn.tools.web_address import CheckedNetworkBackend, system_resolver
+
+        backend = CheckedNetworkBackend(
+            self._resolver or system_resolver, allow_private=self._allow_private
+        )
         accept = "text/html, text/*;q=0.9, */*;q=0.5"
-        async with http_client("cairn-web-fetch", accept=accept) as client:
+        async with http_client("cairn-web-fetch", accept=accept, backend=backend) as client:
             for _ in range(MAX_REDIRECTS + 1):
-                await self._check_address(url)
                 try:
                     async with client.stream("GET", url) as response:
                         if response.is_redirect and "location" in response.headers:
@@ -141,22 +175,6 @@ class WebFetchTool(BuiltinTool):
                 except httpx.HTTPError as exc:
                     raise ToolError(f"{url} could not be fetched: {exc}") from None
         raise ToolError(f"{url}: more than {MAX_REDIRECTS} redirects")
-
-    async def _check_address(self, url: str) -> None:
-        if self._allow_private:
-            return
-        host = urlsplit(url).hostname or ""
-        try:
-            found = await asyncio.to_thread(socket.getaddrinfo, host, None)
-        except OSError as exc:
-            raise ToolError(f"{host} cannot be resolved: {exc}") from None
-        for *_, address in found:
-            ip = ipaddress.ip_address(address[0])
-            if not ip.is_global:
-                raise ToolError(
-                    f"{url} is refused: {host} is a private or local address ({ip}). "
-                    "tools.webFetch.allowPrivateAddresses allows such addresses."
-                )
 
     async def _answer(self, url: str, markdown: str, prompt: str) -> str:
         from cairn.content import Content, Text
@@ -180,14 +198,31 @@ class WebFetchTool(BuiltinTool):
         return f"From {url}:\n\n{result.text or '(no answer)'}"
 
 
-def http_client(user_agent: str, *, accept: str) -> httpx.AsyncClient:
+def http_client(
+    user_agent: str, *, accept: str, backend: httpcore.AsyncNetworkBackend | None = None
+) -> httpx.AsyncClient:
     """The client of cairn's web tools: their time limit, no proxy or netrc from the
-    environment (what a tool reaches does not depend on the shell it was started from)."""
+    environment (what a tool reaches does not depend on the shell it was started from);
+    ``backend`` opens its sockets (web_fetch's checks each address it connects to)."""
     import httpx
 
     headers = {"User-Agent": user_agent, "Accept": accept}
     timeout = httpx.Timeout(TIMEOUT_SECONDS)
-    return httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers)
+    transport = None if backend is None else _backend_transport(backend)
+    return httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers, transport=transport)
+
+
+def _backend_transport(backend: httpcore.AsyncNetworkBackend) -> httpx.AsyncHTTPTransport:
+    """httpx's transport over a pool whose sockets ``backend`` opens (httpx takes no network
+    backend itself, so its pool is replaced by one that does)."""
+    import httpcore
+    import httpx
+
+    transport = httpx.AsyncHTTPTransport(trust_env=False)
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=httpx.create_ssl_context(trust_env=False), network_backend=backend
+    )
+    return transport
 
 
 def _checked_url(url: str) -> str:
@@ -229,6 +264,10 @@ def html_to_markdown(html: str) -> str:
     for tag in soup(_DROPPED_TAGS):
         tag.decompose()
     root = soup.body or soup
+    for deepest in _nesting_below(root, MAX_HTML_DEPTH):
+        text = deepest.get_text()  # what is nested deeper stays, as plain text
+        deepest.clear()
+        deepest.append(text)
     markdown = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(root)
     lines = [line.rstrip() for line in markdown.splitlines()]
     text = "\n".join(lines)
@@ -237,3 +276,21 @@ def html_to_markdown(html: str) -> str:
     title = soup.title.get_text(strip=True) if soup.title else ""
     body = text.strip()
     return f"# {title}\n\n{body}" if title and not body.startswith("# ") else body
+
+
+def _nesting_below(root: Tag, limit: int) -> list[Tag]:
+    """The elements ``limit`` levels below ``root`` that hold more elements (found without
+    recursion: a page can nest tens of thousands of levels)."""
+    from bs4 import Tag
+
+    found: list[Tag] = []
+    stack: list[tuple[Tag, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        children = [child for child in node.contents if isinstance(child, Tag)]
+        if depth == limit:
+            if children:
+                found.append(node)
+            continue
+        stack.extend((child, depth + 1) for child in children)
+    return found
