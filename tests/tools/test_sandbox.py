@@ -398,3 +398,86 @@ def test_files_cairn_needs_inside_are_visible_even_under_the_private_tmp(
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
 
     assert done.stdout == "print('relay here')\n", done.stderr
+
+
+async def test_a_secret_folder_that_is_a_link_is_hidden_where_it_points(
+    workspace: Path, home: Path, base: Path
+) -> None:
+    """Regression (issue 24): `~/.ssh -> ~/dotfiles/ssh` was not hidden: the key was printed."""
+    dotfiles = base / "dotfiles"
+    shutil.move(home / ".ssh", dotfiles / "ssh")
+    (home / ".ssh").symlink_to(dotfiles / "ssh")
+    (dotfiles / "netrc").write_text("machine x password NETRC-SECRET\n")
+    (home / ".netrc").symlink_to(dotfiles / "netrc")
+
+    result = await _run(
+        f"cat ~/.ssh/id_ed25519 {dotfiles}/ssh/id_ed25519 ~/.netrc {dotfiles}/netrc",
+        workspace,
+        _policy(workspace),
+    )
+
+    text = _text(result)
+    assert "PRIVATE KEY" not in text and "NETRC-SECRET" not in text
+
+
+def _unix_server(path: str) -> socket.socket:
+    """A Unix socket server answering every connection with "pong" (an abstract one when
+    ``path`` starts with a NUL)."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"pong\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+def _unix_client(path: str) -> str:
+    return (
+        "python3 -c \"import socket, sys; s = socket.socket(socket.AF_UNIX); "
+        f"s.settimeout(3); s.connect({path!r}); print('GOT', s.recv(10).decode().strip())\""
+        " 2>&1 | tail -1"
+    )
+
+
+@pytest.mark.parametrize("network", ["none", "loopback"])
+async def test_network_none_reaches_no_host_unix_socket(
+    workspace: Path, base: Path, monkeypatch: pytest.MonkeyPatch, network: str
+) -> None:
+    """Regression (issue 24): `network: none` still connected to host Unix sockets (the Docker
+    daemon, ssh-agent, PostgreSQL, X11) wherever the command could see them."""
+    runtime = base / "run-user"
+    agent = base / "agent"
+    services = base / "services"
+    for folder in (runtime, agent, services):
+        folder.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(agent / "agent.sock"))
+    paths = [
+        str(runtime / "bus"),  # $XDG_RUNTIME_DIR
+        str(agent / "agent.sock"),  # the ssh agent's socket
+        str(services / ".s.PGSQL.5432"),  # a service's socket anywhere else (/var/run/...)
+        str(workspace / "dev.sock"),  # one in the workspace itself
+        f"\0cairn-test-{os.getpid()}-{network}",  # an abstract one (X11's @/tmp/.X11-unix/X0)
+    ]
+    servers = [_unix_server(path) for path in paths]
+    try:
+        for path in paths:
+            assert "GOT pong" in subprocess.run(
+                ["bash", "-c", _unix_client(path)], capture_output=True, text=True, timeout=30
+            ).stdout  # reachable outside the sandbox
+
+            result = await _run(_unix_client(path), workspace, _policy(workspace, network=network))
+
+            assert "GOT pong" not in _text(result), path
+    finally:
+        for server in servers:
+            server.close()

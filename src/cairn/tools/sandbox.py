@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -57,6 +58,7 @@ __all__ = [
     "SandboxPolicy",
     "SandboxUnavailable",
     "bwrap_problem",
+    "listening_unix_sockets",
     "protected_mounts",
     "read_only_policy",
     "sandbox_argv",
@@ -71,6 +73,12 @@ SANDBOX_ENV = "CAIRN_SANDBOX"  # 1 turns the sandbox on for one run, 0 off
 BWRAP_PACKAGE = "bubblewrap"
 SANDBOX_TMP = "/tmp"  # noqa: S108 - a fresh tmpfs of the sandbox's own, not the host's /tmp
 PROBE_TIMEOUT_SECONDS = 10.0  # the one-time check that bwrap can create its namespaces
+# Without a full network, host services' Unix sockets are out of reach: these folders (the
+# Docker daemon's, D-Bus's, PostgreSQL's, ...) are hidden, and every other socket listening on
+# the host when a command starts (/proc/net/unix) is covered by an empty file.
+SOCKET_FOLDERS = ("/run", "/var/run")
+PROC_NET_UNIX = Path("/proc/net/unix")
+MAX_COVERED_SOCKETS = 4096  # more visible sockets than this: the command is refused
 # Secrets a command never needs to read, relative to the home folder.
 HIDDEN_HOME_PATHS = (
     ".ssh",
@@ -107,6 +115,7 @@ class SandboxPolicy:
     writable: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()  # bound read-only last: re-exposes or protects
     hidden: tuple[Path, ...] = ()
+    sockets: tuple[Path, ...] = ()  # socket folders and files hidden without a full network
     project_root: Path | None = None  # the git root, when the workspace is a folder below it
     scripts: tuple[Path, ...] = ()  # files hooks and MCP servers run: kept read-only
 
@@ -173,6 +182,7 @@ def sandbox_policy(
         writable=tuple(_paths(settings.writable_paths, workspace)),
         read_only=tuple(_paths(settings.read_only_paths, workspace)),
         hidden=tuple(_default_hidden(environ)) + tuple(_paths(settings.hidden_paths, workspace)),
+        sockets=tuple(_socket_places(environ)),
         project_root=project_root(workspace),
         scripts=tuple(command_scripts(run_later)),
     )
@@ -191,6 +201,7 @@ def read_only_policy(
         workspace_writable=False,
         read_only=tuple(dict.fromkeys(p.resolve() for p in (workspace, *readable))),
         hidden=tuple(_default_hidden(environ)),
+        sockets=tuple(_socket_places(environ)),
     )
 
 
@@ -344,10 +355,60 @@ def _mounts(policy: SandboxPolicy) -> list[str]:
         args += ["--ro-bind" if mount.read_only else "--bind", str(mount.path), str(mount.path)]
     for path in inside:
         args += _hide(path)
+    if policy.network != "full":
+        args += _socket_mounts(policy)
     for path in policy.read_only:
         if path.exists():
             args += ["--ro-bind", str(path), str(path)]
     return args
+
+
+def _socket_mounts(policy: SandboxPolicy) -> list[str]:
+    """Host Unix sockets out of reach: their folders hidden, every other listening socket a
+    command could see covered by an empty file (a connect to it is refused). Abstract sockets
+    need nothing: they belong to the host's network namespace, which the command is not in."""
+    bound = [Path(os.path.realpath(p)) for p in policy.writable_roots()]
+    args: list[str] = []
+    folders: list[Path] = []
+    for place in dict.fromkeys(Path(os.path.realpath(p)) for p in policy.sockets):
+        if any(_within(root, place) for root in bound) or not os.path.lexists(place):
+            continue  # never hide the workspace (nor a folder holding it)
+        folders.append(place)
+        args += _hide(place)
+    unseen = [Path(SANDBOX_TMP), *folders, *(Path(os.path.realpath(p)) for p in policy.hidden)]
+    covered = 0
+    for path in listening_unix_sockets():
+        if any(_within(path, folder) for folder in unseen) and not any(
+            _within(path, root) for root in bound
+        ):
+            continue  # not visible inside: nothing to cover
+        covered += 1
+        if covered > MAX_COVERED_SOCKETS:
+            raise SandboxUnavailable(
+                f"more than {MAX_COVERED_SOCKETS} Unix sockets listen on this machine; the "
+                "sandbox cannot cover them all, so the command was not run"
+            )
+        args += ["--ro-bind", os.devnull, str(path)]
+    return args
+
+
+def listening_unix_sockets(proc_net_unix: Path = PROC_NET_UNIX) -> list[Path]:
+    """The paths of the Unix sockets bound on the host (not abstract ones), that are sockets
+    on disk now (a removed socket file may still be listed)."""
+    try:
+        lines = proc_net_unix.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    except OSError:
+        return []
+    found: dict[Path, None] = {}
+    for line in lines[1:]:
+        fields = line.split(maxsplit=7)
+        if len(fields) < 8 or not fields[7].startswith("/"):
+            continue
+        path = Path(fields[7])
+        with contextlib.suppress(OSError):
+            if stat.S_ISSOCK(path.lstat().st_mode):
+                found[Path(os.path.realpath(path))] = None
+    return list(found)
 
 
 def protected_mounts(policy: SandboxPolicy) -> list[ProtectedMount]:
@@ -414,8 +475,9 @@ def _within(path: Path, root: Path) -> bool:
 
 
 def _hide(path: Path) -> list[str]:
-    if path.is_symlink() or not path.exists():
-        return []  # a link's target is hidden by its own entry, if it is a secret
+    path = Path(os.path.realpath(path))  # a link (~/.ssh -> ~/dotfiles/ssh): where it points
+    if not path.exists():
+        return []
     if path.is_dir():
         return ["--tmpfs", str(path)]
     return ["--ro-bind", os.devnull, str(path)]
@@ -425,9 +487,18 @@ def _default_hidden(environ: Mapping[str, str]) -> Iterator[Path]:
     from cairn.config.paths import cairn_home
 
     home = Path(environ.get("HOME") or Path.home())
-    for name in HIDDEN_HOME_PATHS:
-        yield home / name
-    yield cairn_home()
+    for path in (*(home / name for name in HIDDEN_HOME_PATHS), cairn_home()):
+        yield Path(os.path.realpath(path))  # a secret that is a link is hidden where it points
+
+
+def _socket_places(environ: Mapping[str, str]) -> Iterator[Path]:
+    """Where host services keep the Unix sockets a command must not reach without a full
+    network: the system's and the user's runtime folders, the ssh agent's socket."""
+    yield from (Path(folder) for folder in SOCKET_FOLDERS)
+    for name in ("XDG_RUNTIME_DIR", "SSH_AUTH_SOCK"):
+        value = environ.get(name, "")
+        if value.startswith("/"):
+            yield Path(value)
 
 
 def _paths(raw: Sequence[str], workspace: Path) -> Iterator[Path]:
