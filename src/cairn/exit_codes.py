@@ -21,4 +21,5 @@ class ExitCode(IntEnum):
     BAD_INPUT = 42  # no prompt, an unknown session, an invalid or unsafe flag value
     CONFIG = 52  # a settings file cannot be used
     TURN_LIMIT = 53  # --max-session-turns (or the per-turn request cap) was reached
+    INCOMPLETE = 54  # the answer was cut at its output bound or withheld by a content filter
     CANCELLED = 130  # Ctrl+C or SIGTERM ended the turn (128 + SIGINT, as shells report it)

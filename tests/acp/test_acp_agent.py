@@ -10,7 +10,7 @@ from acp.exceptions import RequestError
 from acp.schema import ClientCapabilities, TextContentBlock
 
 from cairn import __version__
-from cairn.testing import ScriptedServer, reply, tool_call
+from cairn.testing import Reply, ScriptedServer, reply, tool_call
 
 from .acp_doubles import FS_CAPABILITIES, agent_options, connect, send_raw
 
@@ -81,6 +81,40 @@ async def test_prompt_streams_the_answer_and_ends_the_turn(
     assert response.usage is not None and response.usage.input_tokens > 0
     assert client.agent_text() == "Hello there."
     assert scripted_server.requests_for("main")[0].last_user_text() == "hi"
+
+
+async def test_a_cut_answer_ends_the_prompt_with_max_tokens(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Issue 33: an answer cut at its output bound was answered end_turn."""
+    scripted_server.enqueue(Reply(text="Par", finish_reason="length"), purpose="main")
+    async with connect(agent_options(scripted_server, project)) as (conn, client):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(project))
+        response = await conn.prompt(session_id=session.session_id, prompt=text("capital?"))
+
+    assert response.stop_reason == "max_tokens"
+    assert response.field_meta == {"cairn": {"finishReason": "length"}}
+    assert "cut at its output bound" in client.agent_text()
+
+
+async def test_a_text_loop_ends_the_prompt_with_a_stop_reason_and_a_message_not_an_error(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Issue 33: a text loop answered the prompt with JSON-RPC error -32603."""
+    sentence = "I will now check the file again to be really sure. "
+    scripted_server.enqueue(reply(chunks=[sentence] * 40), purpose="main")
+    async with connect(agent_options(scripted_server, project)) as (conn, client):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(project))
+        response = await conn.prompt(session_id=session.session_id, prompt=text("check"))
+
+    assert response.stop_reason == "end_turn"
+    assert response.field_meta is not None
+    meta = response.field_meta["cairn"]
+    assert meta["loopType"] == "chanting_identical_sentences"
+    assert meta["message"].startswith("Loop protection stopped the answer")
+    assert "Loop detected" in client.agent_text()
 
 
 async def test_unknown_method_is_method_not_found_and_the_agent_keeps_serving(

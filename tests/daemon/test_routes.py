@@ -291,6 +291,36 @@ async def test_a_prompt_is_admitted_with_202_and_completes_on_the_stream(
     assert done.data["sessionId"] == session_id
 
 
+async def test_a_cut_answer_completes_with_max_tokens_not_end_turn(
+    daemon: RunningDaemon, scripted_server: ScriptedServer
+) -> None:
+    """Issue 33: the daemon's turn_complete said end_turn for an answer cut at its bound."""
+    session_id = await daemon.create_session()
+    scripted_server.enqueue(Reply(text="Par", finish_reason="length"), purpose="main")
+
+    await daemon.prompt(session_id, "capital?")
+    frames = await collect_until(daemon.http, session_id, "turn_complete")
+
+    [done] = of_type(frames, "turn_complete")
+    assert done.data["stopReason"] == "max_tokens"
+    assert done.data["finishReason"] == "length"
+    said = [u["content"]["text"] for u in updates(frames, "agent_message_chunk")]
+    assert any("cut at its output bound" in text for text in said)
+
+
+async def test_a_loop_stop_says_its_loop_type(
+    daemon: RunningDaemon, scripted_server: ScriptedServer
+) -> None:
+    session_id = await daemon.create_session()
+    scripted_server.default = tool_call("list_directory", {"path": "."})
+
+    await daemon.prompt(session_id, "loop")
+    frames = await collect_until(daemon.http, session_id, "turn_complete")
+
+    [done] = of_type(frames, "turn_complete")
+    assert done.data["loopType"] == "consecutive_identical_tool_calls"
+
+
 async def test_prompts_of_a_session_run_in_arrival_order(
     daemon: RunningDaemon, scripted_server: ScriptedServer
 ) -> None:

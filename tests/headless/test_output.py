@@ -453,6 +453,18 @@ async def test_partial_messages_start_over_after_a_retry() -> None:
     ]  # fmt: skip
 
 
+async def test_partial_messages_say_when_an_answer_was_cut() -> None:
+    run = Run("stream-json", partial=True)
+
+    await run.play(
+        [AssistantText("Par"), AssistantMessage("Par", "", (), FIRST_USAGE, MODEL, "length")]
+    )
+
+    events = [m["event"] for m in run.json_lines() if m["type"] == "stream_event"]
+    [delta] = [e for e in events if e["type"] == "message_delta"]
+    assert delta["delta"]["stop_reason"] == "max_tokens"
+
+
 async def test_without_partial_messages_stream_json_has_no_stream_events() -> None:
     run = Run("stream-json")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from cairn.testing import reply, tool_call
+from cairn.testing import Reply, reply, tool_call
 from cairn.tools.scheduler import DECLINED_MESSAGE
 from cairn.ui.dialogs import PermissionScreen, QuestionScreen
 from cairn.ui.transcript import (
@@ -89,6 +89,20 @@ async def test_a_model_error_is_shown_and_the_app_keeps_running(make_app, script
 
 
 # ----- tools and approvals -----
+
+
+async def test_a_cut_answer_is_shown_with_a_notice_saying_so(make_app, scripted_server):
+    """Issue 33: an answer cut at its output bound looked complete in the terminal."""
+    scripted_server.enqueue(Reply(text="Par", finish_reason="length"), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "capital?")
+        await settle(pilot)
+
+        [answer] = views(app, AssistantView)
+        assert answer.source == "Par"
+        assert "The answer was cut at its output bound" in screen_text(app)
+        assert any(v.has_class("notice-warning") for v in views(app, NoticeView))
 
 
 async def test_tool_call_shows_its_title_and_result(make_app, scripted_server, project):

@@ -95,6 +95,11 @@ LOOP_STOPPED_MESSAGE = (
     "Tool-call loop protection stopped this turn: the model repeated itself. "
     "Try a different approach on the next turn."
 )
+TEXT_LOOP = "chanting_identical_sentences"  # loop protection cut an answer repeating itself
+TEXT_LOOP_MESSAGE = (
+    "Loop protection stopped the answer: the model kept repeating the same text. "
+    "Try a different approach on the next turn."
+)
 _log = get_logger("ACP")
 
 
@@ -575,14 +580,20 @@ def _warm_provider(runtime: Runtime) -> None:
 def _prompt_response(result: TurnResult) -> PromptResponse:
     if result.stop_reason == "error":
         raise _turn_error(result)
-    if result.loop_stopped:
+    meta: dict[str, Any] | None = None
+    if result.loop_type == TEXT_LOOP:  # the answer was cut, not a call refused: say so, no error
+        meta = {"cairn": {"loopType": result.loop_type, "message": TEXT_LOOP_MESSAGE}}
+    elif result.loop_stopped:
         raise RequestError(
             -32603,
             LOOP_STOPPED_MESSAGE,
             {"code": "LOOP_DETECTED", "errorKind": "loop_detected", "loopType": result.loop_type},
         )
+    elif result.finish_reason is not None:
+        meta = {"cairn": {"finishReason": result.finish_reason}}
     usage = result.usage
     return PromptResponse(
+        field_meta=meta,
         stop_reason=result.stop_reason,
         usage=Usage(
             total_tokens=max(usage.total_tokens, 0),

@@ -39,6 +39,7 @@ from cairn.content import (
 from cairn.debug_log import get_logger
 from cairn.llm.errors import ContextOverflowError
 from cairn.llm.estimate import estimate_tokens, estimated_usage
+from cairn.llm.limits import output_limit
 from cairn.llm.types import (
     Finished,
     ModelRequest,
@@ -217,6 +218,7 @@ class AgentClient:
         self.last_prompt_tokens = 0
         self._compression_failed = False
         self._window_asked = False
+        self._window_warned: int | None = None  # the window told too small for the prompt
         self._unfinished = Usage()  # answers cut by a cancel, not yet counted in a turn
         self._background: set[asyncio.Future[int | None]] = set()
         self.model_override: str | None = None  # this turn's model (a command file's `model`)
@@ -455,6 +457,41 @@ class AgentClient:
         texts = [self.system_prompt, *tools, *(json.dumps(c.to_dict()) for c in startup)]
         return estimate_tokens(texts)
 
+    def window_warning(self) -> str | None:
+        """What to tell the user when the model's known window cannot hold the fixed prompt
+        (``None`` when it can, or when this window was told already)."""
+        configured = self.settings.model.generation_config.context_window_size
+        told = self.provider.context_window(self.model)
+        known = [window for window in (configured, told) if window]
+        if not known:
+            return None
+        window = min(known)
+        fixed = self.fixed_prompt_tokens()
+        if window >= fixed or window == self._window_warned:
+            return None
+        self._window_warned = window
+        from_server = told is not None and told == window and told != configured
+        where = f"{window} tokens, as the server says" if from_server else f"{window} tokens"
+        fix = (
+            "Serve the model with a larger context (llama-server -c 32768, Ollama's num_ctx or "
+            "OLLAMA_CONTEXT_LENGTH, vLLM --max-model-len)."
+            if from_server
+            else "Raise model.generationConfig.contextWindowSize if the model has more, or serve "
+            "it with a larger context."
+        )
+        return (
+            f"The model's context window ({where}) cannot hold cairn's fixed prompt (about "
+            f"{fixed} tokens: the system prompt, the tool declarations and the environment "
+            f"summary). {fix}"
+        )
+
+    def output_bound(self) -> int:
+        """The output bound of this client's requests (the user's setting for its kind, the
+        conversation's ``samplingParams.max_tokens``, or the kind's default)."""
+        generation = self.settings.model.generation_config
+        asked = generation.sampling_params.max_tokens
+        return output_limit(self.purpose, asked, generation.max_output_tokens.by_kind())
+
     def _does_not_fit(
         self, overflow: ContextOverflowError, compressed: CompressionResult | None
     ) -> ContextOverflowError:
@@ -501,7 +538,7 @@ class AgentClient:
             tools=list(self._tools()),
             purpose=self.purpose,
             session_id=self.session_id,
-            max_output_tokens=sampling.max_tokens,
+            max_output_tokens=self.output_bound(),
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             max_attempts=self.settings.model.generation_config.max_retries,

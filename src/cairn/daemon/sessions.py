@@ -199,6 +199,10 @@ class LiveSession:
         }
         if result.limit is not None:
             data["limit"] = result.limit
+        if result.finish_reason is not None:  # "length": cut at the output bound, "filter" ...
+            data["finishReason"] = result.finish_reason
+        if result.loop_type is not None:
+            data["loopType"] = result.loop_type
         self._publish_end(item, "turn_complete", data, extra)
 
     def _publish_end(

@@ -37,6 +37,10 @@ OutputFormat = Literal["text", "json", "stream-json"]
 _TERMINAL = {"completed", "failed", "cancelled"}
 
 
+# A finish reason as Anthropic's stop reason (Claude Code's stream events use them).
+_STOP_REASONS = {"length": "max_tokens", "filter": "refusal"}
+
+
 class _OpenMessage:
     """The answer being streamed as partial messages: its id, the open block and its index."""
 
@@ -291,7 +295,7 @@ class OutputWriter:
             self._stream_event({"type": "content_block_delta", "index": index, "delta": delta})
             self._stream_event({"type": "content_block_stop", "index": index})
             opened.index += 1
-        stop = "tool_use" if event.calls else "end_turn"
+        stop = _STOP_REASONS.get(event.finish_reason) or ("tool_use" if event.calls else "end_turn")
         self._stream_event(
             {
                 "type": "message_delta",

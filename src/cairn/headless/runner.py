@@ -187,6 +187,13 @@ async def _run_turn(
     return code
 
 
+# What `-p` says last about an answer that is not complete (the session said why, in detail).
+_INCOMPLETE = {
+    "max_tokens": "The answer is incomplete: it was cut at its output bound.",
+    "refusal": "The answer is incomplete: the endpoint's content filter withheld it.",
+}
+
+
 def _classify(result: TurnResult) -> tuple[int, str, str | None]:
     if result.stop_reason == "cancelled":
         return ExitCode.CANCELLED, "error_during_execution", "Cancelled."
@@ -201,6 +208,9 @@ def _classify(result: TurnResult) -> tuple[int, str, str | None]:
         )
     if result.limit == "session_token_limit":
         return ExitCode.ERROR, "error_during_execution", "Session token limit exceeded."
+    if result.stop_reason in ("max_tokens", "refusal") and not result.loop_stopped:
+        subtype = "error_max_tokens" if result.stop_reason == "max_tokens" else "error_refusal"
+        return ExitCode.INCOMPLETE, subtype, _INCOMPLETE[result.stop_reason]
     if result.loop_stopped:
         return (
             ExitCode.ERROR,

@@ -106,6 +106,14 @@ MAX_REQUESTS_PER_TURN = 100  # model requests in one logical turn (tool loop + c
 STOP_HOOK_BLOCK_CAP = 8  # times a Stop hook may keep the agent going in one turn
 TODO_REMINDER_CAP = 3  # reminders to finish open todo items in one turn
 MAX_STEERING_QUEUE = 20  # mid-turn messages kept until the next tool-result request
+CONTINUE_CUT_PROMPT = (
+    "Your previous answer was cut at its output bound. Continue exactly where it stopped, "
+    "without repeating what you already wrote; make a tool call that was cut again, in smaller "
+    "pieces if it was large."
+)
+CUT_CALL_ERROR = (  # a call in an answer cut at its output bound: it may be incomplete
+    "Not run: your answer was cut at its output bound before this call was complete."
+)
 LOOP_STOP_NOTE = (
     "System: this turn was stopped because the model repeated itself (loop protection). "
     "Try a different approach on the next turn."
@@ -217,6 +225,7 @@ class Session:
         self._extra_commands: dict[str, tuple[SlashCommand, ...]] = {}  # by who added them
         self.turn_hooks: list[TurnHook] = [SessionTitles()]
         self._turn: _TurnState | None = None  # the turn running now
+        self._answer_cut = False  # the last turn ended with an answer cut at its output bound
         self.pending_notices: list[Notice] = []  # shown when the next turn starts
         self.pending_context: list[str] = []  # hooks' context for the model's next prompt
 
@@ -693,6 +702,9 @@ class Session:
                 await self._run_hooks(state, lambda hook: hook.turn_started(self, request))
                 while self.pending_notices:
                     await sink(self.pending_notices.pop(0))
+                small = self.client.window_warning()  # a window the fixed prompt cannot fit
+                if small is not None:
+                    await sink(Notice("warning", small, "context"))
                 task = asyncio.ensure_future(self._execute(state))
                 self._turn_task = task
                 if abort.signal.aborted:  # cancelled while TurnStarted was being delivered
@@ -706,6 +718,7 @@ class Session:
                         raise
                     result = state.result
                     result.stop_reason = "cancelled"
+                    result.usage.add(self.client.take_unfinished_usage())  # paid for all the same
                     self._record_cancelled_answer(state)
                 finally:
                     self.client.finish_recall()
@@ -876,6 +889,9 @@ class Session:
         """Continue a turn that was interrupted (a crash, a cancel, a dropped connection)."""
         history = self.client.history
         dangling = history.dangling_calls()
+        if self._answer_cut and not dangling:  # go on from where the output bound cut it
+            self._answer_cut = False
+            return [Text(CONTINUE_CUT_PROMPT)]
         if dangling:
             return [
                 FunctionResponse(c.id, c.name, {"error": "The tool call was interrupted."})
@@ -914,6 +930,11 @@ class Session:
             finished = await self._send(state, parts, kind)
             if finished is None:
                 return  # a limit or loop protection ended the turn
+            self._answer_cut = False
+            if finished.reason not in ("stop", "tool_calls") and await self._unfinished(
+                state, finished
+            ):
+                return  # cut at the output bound, or withheld: said, and the calls not run
             if finished.calls:
                 outcomes = await self._run_tools(state, list(finished.calls))
                 responses: list[Part] = [o.response for o in outcomes]
@@ -966,6 +987,7 @@ class Session:
                 await sink(Notice("error", event.message, "limit"))
                 return None
             elif isinstance(event, AgentLoop):
+                result.usage.add(event.usage)  # the cut answer was paid for all the same
                 await self._stop_for_loop(state, event.info.loop_type, event.info.detail)
                 return None
             elif isinstance(event, MemoryRecalled):
@@ -977,7 +999,12 @@ class Session:
                 state.thoughts.clear()
                 await sink(
                     AssistantMessage(
-                        event.text, thought, event.calls, event.usage, self.client.model
+                        event.text,
+                        thought,
+                        event.calls,
+                        event.usage,
+                        self.client.model,
+                        finish_reason=event.reason,
                     )
                 )
                 await sink(
@@ -989,6 +1016,35 @@ class Session:
                     result.text = event.text
                 return event
         return None
+
+    async def _unfinished(self, state: _TurnState, finished: AgentFinished) -> bool:
+        """The model did not simply finish: say why in every front end. An answer cut at its
+        output bound (``length``) or withheld by a content filter ends the turn, its calls
+        answered as not run (they may be incomplete); returns whether the turn ends."""
+        result, reason = state.result, finished.reason
+        result.finish_reason = reason
+        if reason not in ("length", "filter"):
+            text = f"The model stopped for a reason cairn does not know: {reason!r}."
+            await state.sink(Notice("warning", text, "output"))
+            return False
+        if reason == "length":
+            result.stop_reason = "max_tokens"
+            self._answer_cut = True
+            text = (
+                f"The answer was cut at its output bound of {self.client.output_bound()} tokens "
+                "(model.generationConfig.maxOutputTokens.main); send 'continue' to let the "
+                "model go on."
+            )
+        else:
+            result.stop_reason = "refusal"
+            text = "The endpoint's content filter withheld the rest of the answer."
+        await state.sink(Notice("warning", text, "output"))
+        if finished.calls:
+            cut: list[Part] = [
+                FunctionResponse(c.id, c.name, {"error": CUT_CALL_ERROR}) for c in finished.calls
+            ]
+            self.client.history.append(Content("user", cut))
+        return True
 
     async def _stop_for_loop(self, state: _TurnState, loop_type: str, detail: str) -> None:
         state.result.loop_type = loop_type

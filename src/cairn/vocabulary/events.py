@@ -71,13 +71,17 @@ class AssistantThought(Value):
 
 
 class AssistantMessage(Value):
-    """One complete model response (after its text streamed): for transcripts and JSON output."""
+    """One complete model response (after its text streamed): for transcripts and JSON output.
+
+    ``finish_reason`` is why the model stopped: ``stop``, ``tool_calls``, ``length`` (cut at its
+    output bound), ``filter`` (a content filter), or the endpoint's own word."""
 
     text: str
     thought: str
     calls: tuple[FunctionCall, ...]
     usage: Usage
     model: str
+    finish_reason: str = "stop"
 
 
 class StreamReset(Value):
@@ -264,6 +268,9 @@ class TurnResult(Value, frozen=False):
     unknown_command: bool = False  # the prompt was a command line naming no command
     blocked: bool = False  # refused before the model: a UserPromptSubmit hook, a command step
     limit: str | None = None  # "max_session_turns" | "session_token_limit" | "max_requests"
+    # Why the model stopped when it did not simply finish: "length" (cut at its output bound:
+    # stop_reason max_tokens), "filter" (a content filter: refusal), or the endpoint's own word.
+    finish_reason: str | None = None
 
     @property
     def loop_stopped(self) -> bool:
