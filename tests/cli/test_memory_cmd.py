@@ -504,3 +504,42 @@ def test_show_says_where_a_memory_came_from(cli: Cli) -> None:
     assert "evidence: Makefile (sha256 " in shown.output
     assert "possibly stale: learned on " in shown.output
     assert "from Makefile, which has been deleted or moved since" in shown.output
+
+
+def test_log_of_a_memory_shows_each_version_as_a_diff_and_restore_writes_one_back(
+    cli: Cli,
+) -> None:
+    path = cli.write("uv", title="Use uv", description="Install with uv", body="Use uv, never pip.")
+    assert cli("forget", "install with uv", "--yes").exit_code == 0
+    assert cli("restore").exit_code == 0
+    path.write_text(path.read_text().replace("never pip", "never pip or poetry"))  # by hand
+
+    shown = cli("log", "project/uv.md")
+
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0] == "project:project/uv.md: 4 versions, newest first"
+    heads = [line.split("  ")[0] for line in lines if line.startswith("v")]
+    assert heads == ["v4", "v3", "v2", "v1"]
+    assert "changed outside cairn (by hand or another tool), not yet recorded" in shown.output
+    assert "  -Use uv, never pip." in lines and "  +Use uv, never pip or poetry." in lines
+    assert "  restored from the trash" in lines and "  forgotten: install with uv" in lines
+    assert "  deleted" in lines
+
+    restored = cli("restore", "project/uv.md", "--version", "1")
+
+    assert restored.exit_code == 0, restored.output
+    assert "Restored version 1 of project:project/uv.md (recorded as version 5)." in restored.output
+    assert "never pip or poetry" not in path.read_text() and "Use uv" in path.read_text()
+    assert cli("restore", "project/uv.md", "--version", "2").exit_code == 1  # v2: the deletion
+
+
+def test_log_of_a_deleted_memory_still_shows_its_versions(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv", body="Use uv.")
+    assert cli("forget", "install with uv", "--yes").exit_code == 0
+
+    shown = cli("log", "project:project/uv.md")
+
+    assert shown.exit_code == 0, shown.output
+    assert "2 versions" in shown.output and "forgotten: install with uv" in shown.output
+    assert cli("log", "no-such-memory").exit_code == 1

@@ -25,7 +25,7 @@ from cairn.config.loader import NoAuthError, SettingsError, load_settings, resol
 from cairn.config.paths import project_root
 from cairn.config.settings import Settings
 from cairn.exit_codes import ExitCode
-from cairn.memory.document import MemoryDoc
+from cairn.memory.document import MemoryDoc, MemoryScope
 from cairn.memory.forget.selection import ForgetPlan
 from cairn.memory.forget.trash import ForgetReport
 from cairn.memory.manager import MemoryManager
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from cairn.llm.types import Provider
     from cairn.memory.background.dream.run import DreamReport
     from cairn.memory.store.history import HistoryEntry
+    from cairn.memory.trust.versions import Version
 
 __all__ = ["memory_app"]
 
@@ -428,9 +429,61 @@ async def _select(manager: MemoryManager, text: str) -> ForgetPlan:
 
 
 @memory_app.command("restore")
-def restore() -> None:
-    """Bring back the entries removed by the last forget (or the last Dream's deletions)."""
-    _run(lambda: _print_report(_manager().restore_last_forget()))
+def restore(
+    memory: Annotated[
+        str | None,
+        typer.Argument(help="A memory (path or title): restore one of its versions instead."),
+    ] = None,
+    version: Annotated[
+        int | None,
+        typer.Option(
+            "--version", min=1, help="The version to restore (default: the one before the last)."
+        ),
+    ] = None,
+) -> None:
+    """Undo the last forget (its tombstones go too), the last Dream or the last import; or
+    write an earlier version of one MEMORY back (see `cairn memory log MEMORY`)."""
+    if memory is None:
+        if version is not None:
+            _fail("--version needs a memory: cairn memory restore <memory> --version N")
+        _run(lambda: _print_report(_manager().restore_last_forget()))
+        return
+
+    def command() -> None:
+        manager = _manager()
+        scope, relative, versions = _one_log(manager, memory)
+        numbers = [v.number for v in versions if v.content is not None]
+        wanted = version if version is not None else _previous(versions)
+        if wanted is None or wanted not in numbers:
+            which = f"version {wanted}" if wanted is not None else "earlier version"
+            _fail(f"{scope}:{relative} has no {which} to restore (see `cairn memory log`)")
+        try:
+            restored = manager.restore_version(scope, relative, wanted)
+        except ValueError as error:
+            _fail(str(error))
+        _out().print(
+            f"Restored version {wanted} of {scope}:{relative} (recorded as version "
+            f"{restored.number}).",
+            markup=False,
+        )
+
+    _run(command)
+
+
+def _previous(versions: list[Version]) -> int | None:
+    """The version before the newest one that has content."""
+    kept = [v.number for v in versions[:-1] if v.content is not None]
+    return kept[-1] if kept else None
+
+
+def _one_log(manager: MemoryManager, reference: str) -> tuple[MemoryScope, str, list[Version]]:
+    found = manager.versions(reference)
+    if not found:
+        _fail(f"no memory and no version log matches {reference!r} (see `cairn memory list`)")
+    if len(found) > 1:
+        names = "; ".join(f"{scope}:{relative}" for scope, relative, _ in found[:10])
+        _fail(f"{len(found)} memories match {reference!r}: {names}. Name one by its path.")
+    return found[0]
 
 
 @memory_app.command("reindex")
@@ -508,11 +561,19 @@ def _files_cell(entry: HistoryEntry) -> str:
 
 @memory_app.command("log")
 def log(
+    memory: Annotated[
+        str | None,
+        typer.Argument(help="A memory (path or title): show its versions as diffs."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Entries shown.")] = 30,
 ) -> None:
-    """Show recent changes to memory (extract, dream, forget, restore), newest first."""
+    """Show recent changes to memory (extract, dream, forget, restore), newest first; with
+    MEMORY, each version of that memory as a diff, with who changed it and why."""
 
     def command() -> None:
+        if memory is not None:
+            _print_versions(_manager(), memory, limit)
+            return
         entries, warnings = _manager().history()
         out = _out()
         for warning in warnings:
@@ -542,6 +603,32 @@ def log(
         out.print(table)
 
     _run(command)
+
+
+def _print_versions(manager: MemoryManager, reference: str, limit: int) -> None:
+    from rich.text import Text
+
+    from cairn.memory.trust.versions import changes
+
+    scope, relative, versions = _one_log(manager, reference)
+    out = _out()
+    if not versions:
+        out.print(f"{scope}:{relative}: no versions recorded yet (cairn has not changed it).")
+        return
+    noun = "version" if len(versions) == 1 else "versions"
+    out.print(f"{scope}:{relative}: {len(versions)} {noun}, newest first", markup=False)
+    for change in reversed(changes(versions)[-limit:]):
+        version = change.version
+        when = _dt.datetime.fromtimestamp(version.time).strftime("%Y-%m-%d %H:%M:%S")
+        session = f"  session {version.session_id[:8]}" if version.session_id else ""
+        out.print()
+        out.print(Text(f"v{version.number}  {when}  {version.operation}{session}", style="bold"))
+        for line in (version.why, change.summary, change.evidence):
+            if line:
+                out.print(f"  {line}", markup=False)
+        for line in change.diff:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+            out.print(Text(f"  {line}", style=style))
 
 
 @memory_app.command("export")

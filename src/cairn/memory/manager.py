@@ -28,7 +28,7 @@ from cairn.abort import AbortSignal
 from cairn.config.settings import Settings
 from cairn.content import Content
 from cairn.debug_log import get_logger
-from cairn.fsutil import NotRegularFile, read_regular_bytes
+from cairn.fsutil import NotRegularFile, atomic_write_text, read_regular_bytes
 from cairn.llm.types import Provider
 from cairn.memory.background.pressure import AvailableMemory, available_memory_mb
 from cairn.memory.document import MemoryDoc, MemoryScope
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from cairn.memory.store.transfer import TransferReport
     from cairn.memory.trust.provenance import Provenance
     from cairn.memory.trust.staleness import EvidenceCheck
+    from cairn.memory.trust.versions import Version
 
 __all__ = ["MemoryManager"]
 
@@ -438,10 +439,16 @@ class MemoryManager:
         from cairn.memory.forget.trash import restore_last_forget
 
         with _hold_roots(self._root_paths()):
-            report = restore_last_forget(self.root_map())
+            report = restore_last_forget(self.root_map(), now=self.clock(), session_id=session_id)
             if report.ok:
                 self._after_change("restore", report.files, session_id, "")
-                report.change = self._change("restore", report.files, created=set(report.files))
+                removed = [
+                    self.memory_ref(scope, relative, Path(relative).stem)  # type: ignore[arg-type]
+                    for scope, relative in (label.split(":", 1) for label in report.removed)
+                ]
+                report.change = self._change(
+                    "restore", report.files, created=set(report.files), removed=removed
+                )
         emit_forget(
             action="restore", strategy="none", entries=report.entries, files=len(report.files)
         )
@@ -499,6 +506,62 @@ class MemoryManager:
             if changed:
                 self._after_change("import", changed, session_id, f"from {folder}")
         return report
+
+    # --- versions ------------------------------------------------------------------------
+
+    def versions(self, reference: str) -> list[tuple[MemoryScope, str, list[Version]]]:
+        """The version logs of the memories ``reference`` names (as :meth:`find` does; a path
+        also names a memory that no longer exists), each with the current file as a last
+        ``outside`` version when it was changed outside cairn since."""
+        from cairn.memory.trust.versions import Version, read_versions
+
+        self.refresh()  # a database backend catches its mirror up first
+        roots = self.root_map()
+        named = [(doc.scope, doc.relative_path) for doc in self.find(reference)]
+        if not named:
+            wanted = reference.strip()
+            scope_named, _, relative = wanted.partition(":")
+            for scope, root in roots.items():
+                path = relative if scope_named == scope and relative else wanted
+                if read_versions(root, path):
+                    named.append((scope, path))
+        found: list[tuple[MemoryScope, str, list[Version]]] = []
+        for scope, relative in named:
+            root = roots[scope]
+            versions = read_versions(root, relative)
+            current = _current_text(root / relative)
+            last = versions[-1].content if versions else None
+            if versions and current != last:
+                what = "changed outside cairn (by hand or another tool), not yet recorded"
+                number = versions[-1].number + 1
+                versions.append(Version(number, self.clock(), "outside", current, why=what))
+            found.append((scope, relative, versions))
+        return found
+
+    def restore_version(
+        self, scope: MemoryScope, relative: str, number: int, *, session_id: str = ""
+    ) -> Version:
+        """Write version ``number`` of a memory back (recorded as a new version, indexes
+        rebuilt, an audit line); :class:`ValueError` when there is no such version to restore."""
+        from cairn.memory.trust.versions import read_versions, record_version
+
+        root = self.root_map()[scope]
+        with _hold_roots(self._root_paths()):
+            wanted = [v for v in read_versions(root, relative) if v.number == number]
+            if not wanted or wanted[0].content is None:
+                raise ValueError(f"{scope}:{relative} has no version {number} to restore")
+            path = root / relative
+            previous = _current_text(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, wanted[0].content)
+            version = record_version(
+                root, relative, wanted[0].content, previous=previous, operation="restore",
+                now=self.clock(), session_id=session_id, why=f"restored version {number}",
+            )  # fmt: skip
+            self._after_change("restore", [f"{scope}:{relative}"], session_id, f"version {number}")
+        if version is None:  # it already held that version: nothing was written
+            raise ValueError(f"{scope}:{relative} already is version {number}")
+        return version
 
     # --- the audit trail -------------------------------------------------------------------
 
@@ -929,6 +992,14 @@ def _task_status(report: DreamReport) -> TaskStatus:
     if report.status in ("failed", "cancelled"):
         return "failed" if report.status == "failed" else "cancelled"
     return "completed"
+
+
+def _current_text(path: Path) -> str | None:
+    """The memory file's text now (None when it does not exist or cannot be read)."""
+    try:
+        return read_regular_bytes(path, limit=2 * 1024 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def _holds_memories(root: Path) -> bool:

@@ -149,13 +149,15 @@ class MemoryWrites:
         from cairn.memory.trust.provenance import Author
 
         existed = target.path.exists()
+        asked = self.asked()
         self.files.author = Author(
-            "remember" if self.asked() else "agent",
+            "remember" if asked else "agent",
             self._session_id,
             self.turn(),
             manager.workspace,
             manager.roots.project,
             manager.clock,
+            "asked with /remember" if asked else "saved by the session's agent",
         )
         result = await guarded_write(tool, args, ctx, self.files, target.path, target.root)
         if not result.ok:

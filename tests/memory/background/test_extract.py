@@ -22,7 +22,7 @@ from cairn.memory.background.extract import (
     turn_wrote_memory,
 )
 from cairn.memory.store.history import read_history
-from cairn.testing import reply, tool_call
+from cairn.testing import RecordedRequest, Reply, reply, tool_call
 
 from ..task_helpers import (
     Project,
@@ -524,3 +524,35 @@ async def test_task_status_is_not_saved_as_a_durable_memory(new_project: Project
     assert not target.exists()
     [_, follow_up] = project.requests("extract")
     assert "is task status" in tool_messages(follow_up)[0]
+
+
+async def test_a_contradicted_fact_is_superseded_and_its_earlier_version_kept(
+    new_project: ProjectFactory,
+) -> None:
+    from cairn.memory.trust.provenance import without_provenance
+    from cairn.memory.trust.versions import read_versions
+
+    project = new_project()
+    target = project.memory / "project" / "tests.md"
+    old = memory_file("Test command", "Run the tests with pytest.", type="project")
+    new = memory_file("Test command", "Run the tests with make check.", type="project")
+    project.server.handler = agent_script("extract", writes((str(target), old)), "Saved.")
+    await extract(project, conversation("We run the tests with pytest.", "OK."))
+
+    def supersede(request: RecordedRequest) -> Reply | None:
+        if request.purpose != "extract":
+            return None
+        done = len(tool_messages(request))
+        if done == 0:
+            return tool_call("read_file", {"file_path": str(target)})
+        return writes((str(target), new)) if done == 1 else reply("Updated.")
+
+    project.server.handler = supersede
+    said = ("We run the tests with pytest.", "OK.", "The test command is now make check.", "OK.")
+    await extract(project, conversation(*said))
+
+    versions = read_versions(project.memory, "project/tests.md")
+    assert [(v.operation, v.session_id) for v in versions] == [("extract", SESSION)] * 2
+    assert without_provenance(versions[0].content or "") == old
+    assert without_provenance(versions[1].content or "") == new
+    assert versions[1].why == "from the conversation: “The test command is now make check.”"

@@ -115,6 +115,8 @@ class MemoryFiles:
         self.forgotten = forgotten
         self.author = author
         self.notes: list[str] = []  # for the writer: evidence not recorded, and why
+        # resolved path -> its text before this run first wrote it (None: it did not exist)
+        self.originals: dict[Path, str | None] = {}
 
     async def read_text(self, path: Path) -> str:
         # In a worker thread, as the session's file system reads: never on the event loop.
@@ -225,7 +227,7 @@ async def guarded_write(
             stale = await asyncio.to_thread(_stale, path, files)
             if stale is not None:
                 return ToolResult(error=stale)
-        checked = dataclasses.replace(ctx, fs=_CheckedWrites(files, exempt=exempt))
+        checked = dataclasses.replace(ctx, fs=_CheckedWrites(files, root, exempt=exempt))
         result = await tool.execute(args, checked)
     notes = files.notes[noted:]
     return result.noted(" (" + "; ".join(notes) + ")") if notes and result.ok else result
@@ -266,8 +268,9 @@ def _stale(path: Path, files: MemoryFiles) -> str | None:
 class _CheckedWrites:
     """:class:`MemoryFiles` that write only complete memory files (``exempt``: any text)."""
 
-    def __init__(self, files: MemoryFiles, *, exempt: bool) -> None:
+    def __init__(self, files: MemoryFiles, root: Path, *, exempt: bool) -> None:
         self.files = files
+        self.root = root
         self.exempt = exempt
 
     async def read_text(self, path: Path) -> str:
@@ -285,7 +288,31 @@ class _CheckedWrites:
                 raise ToolError(f"{path} was not saved: {refusal}")
             if files.author is not None:
                 content = await asyncio.to_thread(_stamped, content, previous, files, path)
+            files.originals.setdefault(path.resolve(), previous)
+            await files.write_text(path, content)
+            if files.author is not None:
+                await asyncio.to_thread(
+                    _versioned, self.root, path, content, previous, files.author
+                )
+            return
         await files.write_text(path, content)
+
+
+def _versioned(root: Path, path: Path, content: str, previous: str | None, author: Author) -> None:
+    """Record the new version of the memory at ``path`` (the root lock is held)."""
+    from cairn.memory.trust.versions import record_version
+
+    relative = os.path.relpath(path.resolve(), root.resolve())
+    record_version(
+        root,
+        Path(relative).as_posix(),
+        content,
+        previous=previous,
+        operation=author.by,
+        now=author.clock(),
+        session_id=author.session_id,
+        why=author.why,
+    )
 
 
 def _stamped(content: str, previous: str | None, files: MemoryFiles, path: Path) -> str:

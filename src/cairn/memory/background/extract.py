@@ -80,6 +80,7 @@ EXTRACT_HISTORY_ENTRIES = 40  # conversation entries the extraction agent sees
 MAX_TOPIC_SUMMARY_CHARS = 280  # characters of each existing memory shown in its prompt
 MAX_LISTED_MEMORIES = 200  # existing memories listed in its prompt
 MAX_TOOL_OUTPUT_CHARS = 2_000  # characters of each tool result in the history it sees
+MAX_WHY_QUOTE_CHARS = 200  # characters of the user's words quoted in a memory's version log
 CANCELLED_CLEANUP_LOCK_SECONDS = 1.0  # lock wait when recording writes of a cancelled run
 _MEMORY_WRITE_TOOLS = frozenset({ToolName.WRITE_FILE, ToolName.EDIT, "replace", "create_file"})
 _PATH_ARGUMENTS = ("file_path", "path", "target_file")
@@ -392,7 +393,11 @@ async def _run_agent(
         settings, default_turns=EXTRACT_MAX_TURNS, default_minutes=EXTRACT_TIMEOUT_MINUTES
     )
     turn = sum(1 for entry in request.history if _is_user_message(entry))
-    author = space.author("extract", request.session_id, turn)
+    said = new_user_messages(request.history, 0)
+    why = (
+        f"from the conversation: “{clip_text(said[-1], MAX_WHY_QUOTE_CHARS, '…')}”" if said else ""
+    )
+    author = space.author("extract", request.session_id, turn, why=why)
     registry, files = memory_agent_registry(forgotten=forgotten, author=author)
     ctx = memory_agent_context(
         workspace=roots[0][1],

@@ -80,11 +80,14 @@ class MemorySpace:
     dream_lock: Callable[[], DreamLock]  # Dream's cross-process lock (the backend's)
     workspace: Path | None = None  # the folder evidence paths are relative to (git root)
 
-    def author(self, by: Writer, session_id: str, turn: int | None = None) -> Author:
-        """Who writes memory in a run: what the memories' provenance records."""
+    def author(
+        self, by: Writer, session_id: str, turn: int | None = None, *, why: str = ""
+    ) -> Author:
+        """Who writes memory in a run: what the memories' provenance and versions record."""
         from cairn.memory.trust.provenance import Author
 
-        return Author(by, session_id, turn, self.workspace, self.roots.project, self.clock)
+        project = self.roots.project
+        return Author(by, session_id, turn, self.workspace, project, self.clock, why)
 
     def writable_roots(self, *, include_user: bool = True) -> list[tuple[MemoryScope, Path]]:
         found: list[tuple[MemoryScope, Path]] = []

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cairn.debug_log import get_logger
-from cairn.fsutil import atomic_write_bytes, atomic_write_json
+from cairn.fsutil import atomic_write_bytes, atomic_write_json, read_regular_bytes
 from cairn.memory.document import MemoryScope
 from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan, normalize_summary
 from cairn.memory.forget.tombstones import (
@@ -36,6 +36,7 @@ from cairn.memory.forget.tombstones import (
     remove_tombstones,
 )
 from cairn.memory.store.entries import MemoryEntry, parse_entries, render_entries
+from cairn.memory.trust.versions import record_version
 from cairn.vocabulary.events import MemoryChanged
 
 __all__ = [
@@ -64,6 +65,7 @@ class ForgetReport:
     message: str
     entries: int = 0
     files: list[str] = field(default_factory=list)  # "scope:relpath" labels
+    removed: list[str] = field(default_factory=list)  # labels a restore removed (Dream's new)
     trash: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     change: MemoryChanged | None = None  # what front ends show (set by the manager)
@@ -128,9 +130,12 @@ def _match_entries(
 @dataclass(slots=True)
 class _Outcome:
     relative_path: str
-    action: Literal["deleted", "rewritten"]
+    action: Literal["deleted", "rewritten", "created"]
     removed: list[ForgetCandidate]
-    rewritten_sha256: str | None = None
+    rewritten_sha256: str | None = None  # "rewritten" and "created": the content it left
+    previous: str | None = None  # the text before (for the version log; not in the manifest)
+    current: str | None = None  # the text after ("rewritten")
+    why: str = ""  # Dream's reason for a deletion ("merged into …")
 
     def to_json(self) -> dict[str, Any]:
         record: dict[str, Any] = {
@@ -140,7 +145,20 @@ class _Outcome:
         }
         if self.rewritten_sha256 is not None:
             record["rewritten_sha256"] = self.rewritten_sha256
+        if self.why:
+            record["why"] = self.why
         return record
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return _text(read_regular_bytes(path))
+    except OSError:
+        return None
 
 
 def _move(source: Path, target: Path) -> None:
@@ -153,14 +171,14 @@ def _forget_file(
 ) -> _Outcome | None:
     """Move the file (or its chosen entries) to ``trash_dir``; None when nothing matched."""
     saved = trash_dir / relative_path
+    data = path.read_bytes()
     if any(c.entry_index is None for c in candidates):
         _move(path, saved)
-        return _Outcome(relative_path, "deleted", list(candidates))
-    data = path.read_bytes()
+        return _Outcome(relative_path, "deleted", list(candidates), previous=_text(data))
     split = _split_front_matter(data.decode("utf-8"))
     if split is None:  # no longer a memory file: forget it whole, as the reference does
         _move(path, saved)
-        return _Outcome(relative_path, "deleted", list(candidates))
+        return _Outcome(relative_path, "deleted", list(candidates), previous=_text(data))
     head, body = split
     entries = parse_entries(body)
     drop, removed = _match_entries(entries, candidates)
@@ -169,11 +187,13 @@ def _forget_file(
     kept = [entry for index, entry in enumerate(entries) if index not in drop]
     if not kept:
         _move(path, saved)
-        return _Outcome(relative_path, "deleted", removed)
+        return _Outcome(relative_path, "deleted", removed, previous=_text(data))
     rewritten = f"{head.rstrip()}\n\n{render_entries(kept)}\n".encode()
     atomic_write_bytes(saved, data)
     atomic_write_bytes(path, rewritten)
-    return _Outcome(relative_path, "rewritten", removed, _sha256(rewritten))
+    return _Outcome(
+        relative_path, "rewritten", removed, _sha256(rewritten), _text(data), _text(rewritten)
+    )
 
 
 def _group_by_file(
@@ -221,6 +241,12 @@ def apply_forget_plan(
         )
         report.trash.append(trash_dir)
         _leave_tombstones(roots[scope], scope, trash_id, plan.query, done, now, session_id)
+        for outcome in done:
+            record_version(
+                roots[scope], outcome.relative_path, outcome.current,
+                previous=outcome.previous, operation="forget", now=now, session_id=session_id,
+                why=f"forgotten: {plan.query}",
+            )  # fmt: skip
     report.ok = report.entries > 0
     report.message = _forget_message(report, plan.query)
     return report
@@ -276,26 +302,61 @@ def _manifest(
 
 
 def trash_files(
-    root: Path, scope: MemoryScope, relatives: Sequence[str], *, operation: str, now: float
+    root: Path,
+    scope: MemoryScope,
+    relatives: Sequence[str],
+    *,
+    operation: str,
+    now: float,
+    why: Mapping[str, str] | None = None,
+    session_id: str = "",
+    originals: Mapping[str, str | None] | None = None,
 ) -> Path | None:
     """Move whole memory files of ``root`` into a new trash folder with its manifest (Dream's
-    deletions), so ``cairn memory restore`` can bring them back. Call with the root lock held.
+    deletions, an import's removals), so ``cairn memory restore`` can bring them back, and
+    record each deletion in the memory's version log (``why``: per file, the reason). Call
+    with the root lock held.
 
-    Returns the trash folder, or None when none of the files existed any more.
+    ``originals`` (relative path -> the text before the operation, None for a file it created)
+    are the operation's other changes: the trash keeps them too, so the restore undoes the
+    whole operation (Dream: its merges' targets and its rewrites as well as its deletions).
+
+    Returns the trash folder, or None when nothing was recorded.
     """
     trash_id = _unique_trash_id({scope: root}, now)
     folder = root / TRASH_FOLDER / trash_id
-    moved: list[_Outcome] = []
+    reasons = why or {}
+    done: list[_Outcome] = []
     for relative in relatives:
+        previous = _read_text(root / relative)
         try:
             _move(root / relative, folder / relative)
         except FileNotFoundError:
             continue
-        moved.append(_Outcome(relative, "deleted", []))
-    if not moved:
+        done.append(
+            _Outcome(relative, "deleted", [], previous=previous, why=reasons.get(relative, ""))
+        )
+    for relative, original in (originals or {}).items():
+        current = _read_text(root / relative)
+        if current is None or current == original or relative in relatives:
+            continue
+        digest = _sha256(current.encode("utf-8"))
+        if original is None:
+            done.append(_Outcome(relative, "created", [], digest))
+            continue
+        atomic_write_bytes(folder / relative, original.encode("utf-8"))
+        done.append(_Outcome(relative, "rewritten", [], digest))
+    if not done:
         return None
-    manifest = _manifest(trash_id, scope, "", now, moved, operation=operation)
+    manifest = _manifest(trash_id, scope, "", now, done, operation=operation)
     atomic_write_json(folder / MANIFEST_NAME, manifest)
+    for outcome in done:
+        if outcome.action == "deleted":
+            record_version(
+                root, outcome.relative_path, None, previous=outcome.previous,
+                operation=operation, now=now, session_id=session_id,
+                why=outcome.why or f"deleted by {operation} (to the trash)",
+            )  # fmt: skip
     return folder
 
 
@@ -318,6 +379,7 @@ class _TrashedForget:
     root: Path
     folder: Path
     files: list[dict[str, Any]]
+    operation: str = "forget"
 
 
 def _read_manifest(folder: Path) -> dict[str, Any] | None:
@@ -342,7 +404,8 @@ def _recorded_forgets(roots: Mapping[MemoryScope, Path]) -> dict[str, list[_Tras
         for folder in folders:
             manifest = _read_manifest(folder)
             if manifest is not None:
-                record = _TrashedForget(scope, root, folder, manifest["files"])
+                operation = str(manifest.get("operation") or "forget")
+                record = _TrashedForget(scope, root, folder, manifest["files"], operation)
                 found.setdefault(folder.name, []).append(record)
     return found
 
@@ -356,11 +419,19 @@ def _safe_relative(value: Any) -> str | None:
     return path.as_posix()
 
 
-def _restore_steps(
-    forgets: Sequence[_TrashedForget],
-) -> tuple[list[tuple[Path, Path, str, int]], list[str]]:
-    """(trash copy, target, label, entries) per file, and why restoring would be unsafe."""
-    steps: list[tuple[Path, Path, str, int]] = []
+@dataclass(frozen=True, slots=True)
+class _Step:
+    source: Path | None  # the trash copy (None: a file the operation created, to remove)
+    target: Path
+    root: Path
+    relative: str
+    label: str
+    entries: int
+
+
+def _restore_steps(forgets: Sequence[_TrashedForget]) -> tuple[list[_Step], list[str]]:
+    """What restoring means per file, and why restoring would be unsafe."""
+    steps: list[_Step] = []
     problems: list[str] = []
     for forget in forgets:
         for record in forget.files:
@@ -369,30 +440,48 @@ def _restore_steps(
                 problems.append(f"{forget.folder / MANIFEST_NAME}: a file entry is invalid")
                 continue
             label = f"{forget.scope}:{relative}"
-            source, target = forget.folder / relative, forget.root / relative
-            problem = _restore_conflict(source, target, record, label)
+            created = record.get("action") == "created"
+            source = None if created else forget.folder / relative
+            target = forget.root / relative
+            problem = _restore_conflict(source, target, record, label, forget.operation)
             if problem:
                 problems.append(problem)
             entries = record.get("entries")
             count = max(len(entries), 1) if isinstance(entries, list) else 1
-            steps.append((source, target, label, count))
+            steps.append(_Step(source, target, forget.root, relative, label, count))
     return steps, problems
 
 
-def _restore_conflict(source: Path, target: Path, record: Mapping[str, Any], label: str) -> str:
-    if not source.is_file():
+def _restore_conflict(
+    source: Path | None, target: Path, record: Mapping[str, Any], label: str, operation: str
+) -> str:
+    if source is not None and not source.is_file():
         return f"{label}: its copy is missing from the trash ({source})"
     if not target.exists():
         return ""
-    if record.get("action") == "rewritten":
+    if record.get("action") in ("rewritten", "created"):
         try:
             current = _sha256(target.read_bytes())
         except OSError as exc:
             return f"{label}: cannot read the current file ({exc.strerror})"
         if current == record.get("rewritten_sha256"):
             return ""
-        return f"{label} was changed after the forget; restoring would overwrite that change"
+        return f"{label} was changed after the {operation}; restoring would overwrite that change"
     return f"{label} exists again; restoring would overwrite it"
+
+
+def _apply(step: _Step, *, now: float, session_id: str) -> None:
+    previous = _read_text(step.target)
+    if step.source is None:
+        step.target.unlink(missing_ok=True)
+        content, why = None, "removed by the restore: the undone operation had created it"
+    else:
+        _move(step.source, step.target)
+        content, why = _read_text(step.target), "restored from the trash"
+    record_version(
+        step.root, step.relative, content, previous=previous, operation="restore", now=now,
+        session_id=session_id, why=why,
+    )  # fmt: skip
 
 
 def _remove_tombstones_of(root: Path, trash_id: str) -> None:
@@ -403,9 +492,14 @@ def _remove_tombstones_of(root: Path, trash_id: str) -> None:
         _log.warning(f"{root / TOMBSTONES_FILE_NAME}: tombstones not removed ({error})")
 
 
-def restore_last_forget(roots: Mapping[MemoryScope, Path]) -> ForgetReport:
-    """Put the most recent forget (or Dream deletion) back and remove its tombstones, or
-    refuse, changing nothing, when that is unsafe."""
+def restore_last_forget(
+    roots: Mapping[MemoryScope, Path], *, now: float | None = None, session_id: str = ""
+) -> ForgetReport:
+    """Undo the most recent forget (and remove its tombstones), Dream (its deletions, rewrites
+    and new memories) or import, or refuse, changing nothing, when that is unsafe."""
+    import time
+
+    when = time.time() if now is None else now
     recorded = _recorded_forgets(roots)
     if not recorded:
         return ForgetReport(
@@ -423,13 +517,18 @@ def restore_last_forget(roots: Mapping[MemoryScope, Path]) -> ForgetReport:
             problems=problems,
         )
     report = ForgetReport(True, "")
-    for source, target, label, entries in steps:
-        _move(source, target)
-        report.files.append(label)
-        report.entries += entries
+    for step in steps:
+        _apply(step, now=when, session_id=session_id)
+        if step.source is None:
+            report.removed.append(step.label)
+            continue
+        report.files.append(step.label)
+        report.entries += step.entries
     for forget in forgets:
         shutil.rmtree(forget.folder, ignore_errors=True)
         _remove_tombstones_of(forget.root, forget.folder.name)
     noun = "entry" if report.entries == 1 else "entries"
     report.message = f"Restored {report.entries} memory {noun} to: {', '.join(report.files)}."
+    if report.removed:
+        report.message += f" Removed what it had created: {', '.join(report.removed)}."
     return report

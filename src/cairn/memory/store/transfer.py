@@ -138,6 +138,7 @@ def import_memory(roots: Mapping[MemoryScope, Path], folder: Path, *, now: float
     locks held: one write section); what was written, trashed and skipped."""
     from cairn.memory.forget.trash import trash_files
     from cairn.memory.store.parse import memory_file_problem
+    from cairn.memory.trust.versions import record_version
 
     report = TransferReport()
     present = [(s, r) for s, r in roots.items() if (folder / s).is_dir()]
@@ -157,13 +158,21 @@ def import_memory(roots: Mapping[MemoryScope, Path], folder: Path, *, now: float
                 report.skipped.append(f"{scope}:{relative}: {problem}")
                 continue
             target = root / relative
-            if target.is_file() and read_regular_bytes(target) == data:
+            previous = read_regular_bytes(target) if target.is_file() else None
+            if previous == data:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / relative, target)
             report.written.append(f"{scope}:{relative}")
+            record_version(
+                root, relative, data.decode("utf-8"), operation="import", now=now,
+                previous=None if previous is None else previous.decode("utf-8", "replace"),
+                why=f"cairn memory import {folder}",
+            )  # fmt: skip
         gone = sorted(set(memory_files(root)) - set(wanted)) if root.is_dir() else []
-        if gone and trash_files(root, scope, gone, operation="import", now=now) is not None:
+        reasons = dict.fromkeys(gone, f"missing from {folder} (cairn memory import)")
+        removed = trash_files(root, scope, gone, operation="import", now=now, why=reasons)
+        if gone and removed is not None:
             report.removed += [f"{scope}:{relative}" for relative in gone]
     return report
 

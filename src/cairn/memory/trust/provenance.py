@@ -126,6 +126,7 @@ class Author:
     workspace: Path | None = None  # evidence paths are relative to it (None: none recorded)
     project_memory: Path | None = None  # the project memory root (evidence only in there)
     clock: Callable[[], float] = field(default=lambda: _dt.datetime.now(_dt.UTC).timestamp())
+    why: str = ""  # why it writes, for the version log ("from the conversation: …")
 
 
 @dataclass(frozen=True)

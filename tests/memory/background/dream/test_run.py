@@ -210,7 +210,9 @@ async def test_a_fact_extract_adds_while_the_dreamer_thinks_is_never_deleted(
     restored = project.manager.restore_last_forget()
     assert restored.ok, restored.message
     assert tabs.read_text() == memory_file("Tabs", "Indent with tabs.")
-    assert again.exists() and merged.exists()
+    assert "FACT-4417" in again.read_text()
+    assert not merged.exists()  # the restore undoes the whole Dream, the merge it made too
+    assert restored.removed == ["project:feedback/indentation.md"]
 
 
 async def test_dream_deletions_go_to_the_trash_and_restore_brings_them_back(
@@ -296,3 +298,51 @@ async def test_a_merge_keeps_the_evidence_of_its_sources(new_project: ProjectFac
     after = provenance_of_text(merged.read_text())
     assert before is not None and after is not None
     assert after.evidence == before.evidence and after.by == "dream" and after.session == SESSION
+
+
+async def test_every_change_of_a_dream_is_restorable_and_said_in_the_version_logs(
+    new_project: ProjectFactory,
+) -> None:
+    from cairn.memory.background.dream.manifest import memory_digests
+    from cairn.memory.trust.versions import read_versions
+
+    project = new_project()
+    write_memory(project.memory, "feedback/tabs.md", "Tabs", "Indent with tabs.")
+    write_memory(project.memory, "feedback/tabs-again.md", "Tabs again", "Use tabs.")
+    style = write_memory(project.memory, "feedback/style.md", "Style", "Keep lines short.")
+    before = {p: (project.memory / p).read_bytes() for p in memory_digests(project.memory)}
+    merged = project.memory / "feedback" / "indentation.md"
+
+    def handle(request: RecordedRequest) -> Reply | None:
+        if request.purpose != "dream":
+            return None
+        done = len(tool_messages(request))
+        if done == 0:
+            return tool_call("read_file", {"file_path": str(style)})
+        if done == 1:
+            return writes(
+                (str(merged), memory_file("Indentation", "Indent with tabs, never spaces.")),
+                (str(style), memory_file("Style", "Keep lines under 100 characters.")),
+                (str(project.memory / OPERATIONS_FILE_NAME), json.dumps(MERGE_TABS)),
+            )
+        return reply("Merged the tab memories; made the style rule specific.")
+
+    project.server.handler = handle
+    report = await project.manager.run_dream_now(session_id=SESSION, runtime=project.runtime)
+    assert (report.created, report.updated) == (["feedback/indentation.md"], ["feedback/style.md"])
+    assert sorted(report.deleted) == ["feedback/tabs-again.md", "feedback/tabs.md"]
+    [deleted] = read_versions(project.memory, "feedback/tabs.md")[-1:]
+    assert deleted.deleted and deleted.operation == "dream"
+    assert deleted.why == "merged into feedback/indentation.md by Dream"
+    assert [v.operation for v in read_versions(project.memory, "feedback/style.md")] == [
+        "earlier", "dream",
+    ]  # fmt: skip
+
+    restored = project.manager.restore_last_forget(session_id=SESSION)
+
+    assert restored.ok, restored.message
+    after = {p: (project.memory / p).read_bytes() for p in memory_digests(project.memory)}
+    assert after == before  # every change of the Dream undone, byte for byte
+    assert [v.operation for v in read_versions(project.memory, "feedback/indentation.md")] == [
+        "dream", "restore",
+    ]  # fmt: skip

@@ -52,6 +52,7 @@ class DreamOperations:
     delete: list[str] = field(default_factory=list)  # relative POSIX paths
     deduped: int = 0  # dedupe sources
     split: int = 0  # split operations
+    reasons: dict[str, str] = field(default_factory=dict)  # deleted path -> "merged into …"
 
 
 def _check_path(value: Any, root: Path, what: str) -> str:
@@ -118,6 +119,7 @@ def validate_manifest(data: Any, root: Path) -> DreamOperations:
     deleted = set(deletes)
     claimed: set[str] = set()
     deduped = split = 0
+    reasons: dict[str, str] = {}
     for index, operation in enumerate(_string_list(data.get("operations"), "operations")):
         what = f"operations[{index}]"
         if not isinstance(operation, dict):
@@ -125,12 +127,15 @@ def validate_manifest(data: Any, root: Path) -> DreamOperations:
         kind = operation.get("type")
         if kind == "dedupe":
             deduped += _check_dedupe(operation, root, deleted, claimed, what)
+            for source in operation["sources"]:
+                reasons[source] = f"merged into {operation['target']} by Dream"
         elif kind == "split":
             _check_split(operation, root, deleted, claimed, what)
             split += 1
+            reasons[operation["source"]] = f"split into {', '.join(operation['targets'])} by Dream"
         else:
             raise ManifestRejected(f"{what}: unknown operation type {kind!r}")
-    return DreamOperations(deletes, deduped, split)
+    return DreamOperations(deletes, deduped, split, reasons)
 
 
 def _claim(source: str, deleted: set[str], claimed: set[str], what: str) -> None:
@@ -238,23 +243,31 @@ def _unchanged(root: Path, relative: str, expected: Mapping[str, str]) -> bool:
         return False
 
 
-def apply_manifest(root: Path, *, expected: Mapping[str, str], now: float) -> AppliedManifest:
+def apply_manifest(
+    root: Path,
+    *,
+    expected: Mapping[str, str],
+    now: float,
+    session_id: str = "",
+    originals: Mapping[str, str | None] | None = None,
+) -> AppliedManifest:
     """Validate ``.dream-operations.json`` and move its deletions to the trash (root lock held);
-    always remove the manifest.
+    always remove the manifest. ``originals`` (the dreamer's other changes: relative path ->
+    the text before, None for a new file) join the same trash folder, so ``cairn memory
+    restore`` undoes the whole Dream.
 
     ``expected`` holds, by relative path, the digest of each file as the dreamer saw it (when it
     read it, else when the Dream started). A file whose content changed since (another process
     added a fact meanwhile) is kept, never deleted: its deletion was decided on older content.
     """
     path = root / OPERATIONS_FILE_NAME
+    error: str | None = None
     try:
         data = _read_manifest(path)
-        if data is None:
-            return AppliedManifest(DreamOperations())
-        operations = validate_manifest(data, root)
-    except ManifestRejected as error:
-        _log.warning(f"{path}: rejected, nothing deleted: {error}")
-        return AppliedManifest(DreamOperations(), error=str(error))
+        operations = validate_manifest(data, root) if data is not None else DreamOperations()
+    except ManifestRejected as rejected:
+        _log.warning(f"{path}: rejected, nothing deleted: {rejected}")
+        operations, error = DreamOperations(), str(rejected)
     finally:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -262,6 +275,10 @@ def apply_manifest(root: Path, *, expected: Mapping[str, str], now: float) -> Ap
     kept = [p for p in operations.delete if p not in doomed]
     for relative in kept:
         _log.warning(f"{root / relative}: changed after the dreamer read it; not deleted")
-    folder = trash_files(root, "project", doomed, operation="dream", now=now) if doomed else None
+    folder = trash_files(
+        root, "project", doomed, operation="dream", now=now, why=operations.reasons,
+        session_id=session_id, originals=originals,
+    )  # fmt: skip
     moved = [p for p in doomed if folder is not None and (folder / p).exists()]
-    return AppliedManifest(DreamOperations(moved, operations.deduped, operations.split), kept)
+    applied = DreamOperations(moved, operations.deduped, operations.split, operations.reasons)
+    return AppliedManifest(applied, kept, error)

@@ -26,8 +26,6 @@ from cairn.memory.background.agent_tools import memory_agent_context, memory_age
 from cairn.memory.background.dream.gates import consolidation_lock
 from cairn.memory.background.dream.manifest import (
     OPERATIONS_FILE_NAME,
-    AppliedManifest,
-    DreamOperations,
     apply_manifest,
     memory_digests,
 )
@@ -206,9 +204,10 @@ class DreamReport:
             f"  kept {path}: it changed after the dreamer read it, so it was not deleted"
             for path in self.kept
         )
-        if self.deleted:
+        if self.changed:
             lines.append(
-                "Deleted memories are in the trash: `cairn memory restore` brings them back."
+                "`cairn memory restore` undoes this Dream (deleted memories are in the trash); "
+                "`cairn memory log <memory>` shows each change."
             )
         if self.manifest_error:
             lines.append(f"Deletions were not applied: {self.manifest_error}")
@@ -288,7 +287,7 @@ async def _dream_locked(
     registry, files = memory_agent_registry(
         allowed_names=[OPERATIONS_FILE_NAME],
         forgotten=forgotten,
-        author=space.author("dream", session_id),
+        author=space.author("dream", session_id, why="consolidation (Dream)"),
     )
     ctx = memory_agent_context(
         workspace=root,
@@ -336,8 +335,19 @@ async def _dream_locked(
     await _say(progress, "Applying changes and rebuilding the index…")
     written = written_files(files.written, [("project", root)])
     expected = {**before, **_seen_digests(root, files.seen)}
-    await _finish(space, root, session_id, report, (before, expected), written)
+    originals = _relative_to(root, files.originals)
+    await _finish(space, root, session_id, report, (before, expected), written, originals)
     return report
+
+
+def _relative_to(root: Path, found: Mapping[Path, str | None]) -> dict[str, str | None]:
+    """``found`` (by resolved path) by path relative to ``root``, for what lies inside it."""
+    real_root = Path(os.path.realpath(root))
+    return {
+        path.relative_to(real_root).as_posix(): value
+        for path, value in found.items()
+        if real_root in path.parents
+    }
 
 
 def _seen_digests(root: Path, seen: Mapping[Path, str]) -> dict[str, str]:
@@ -357,16 +367,17 @@ async def _finish(
     report: DreamReport,
     digests: tuple[Mapping[str, str], Mapping[str, str]],
     written: Sequence[WrittenFile],
+    originals: Mapping[str, str | None],
 ) -> None:
     before, expected = digests
     roots = [r for _, r in space.writable_roots()]
     async with hold_roots_async(roots):
-        if report.status == "failed":
+        if report.status == "failed":  # its deletions are dropped; its writes stay undoable
             with contextlib.suppress(FileNotFoundError):
                 (root / OPERATIONS_FILE_NAME).unlink()
-            applied = AppliedManifest(DreamOperations())
-        else:
-            applied = apply_manifest(root, expected=expected, now=space.clock())
+        applied = apply_manifest(
+            root, expected=expected, now=space.clock(), session_id=session_id, originals=originals
+        )
         operations, report.manifest_error, report.kept = (
             applied.operations,
             applied.error,
