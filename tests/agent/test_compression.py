@@ -32,3 +32,25 @@ def test_split_never_lands_on_a_tool_result():
 def test_a_conversation_at_rest_may_be_compressed_whole():
     history = [Content.user("a" * 10), Content.model("b" * 5000)]
     assert find_split_point(history, 0.7) == len(history)
+
+
+async def test_a_summary_cut_at_its_output_bound_says_so():
+    """Issue 33: an answer cut at its bound must be said to be cut, side queries' too."""
+    from cairn.agent.compression import CompressionStatus, compress_history
+    from cairn.testing import Reply, ScriptedProvider
+
+    provider = ScriptedProvider(
+        Reply(text="<state_snapshot>the goal is", finish_reason="length",
+              usage={"prompt_tokens": 4000, "completion_tokens": 20})
+    )  # fmt: skip
+
+    result = await compress_history(
+        _conversation(12), provider=provider, model="m", original_tokens=6000
+    )
+
+    assert result.status is CompressionStatus.COMPRESSED
+    assert result.cut
+    assert result.describe().endswith(
+        "(the summary was cut at its output bound: model.generationConfig.maxOutputTokens"
+        ".compress)."
+    )

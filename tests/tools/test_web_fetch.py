@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import pytest
 
-from cairn.testing import ScriptedProvider, reply
+from cairn.testing import Reply, ScriptedProvider, reply
 from cairn.tools.base import ToolContext
 from cairn.tools.permissions import PermissionRules
 from cairn.tools.web_fetch import MAX_BYTES, WEB_FETCH_PURPOSE, WebFetchTool, html_to_markdown
@@ -96,6 +96,17 @@ async def test_the_fast_model_answers_the_prompt_over_the_pages_markdown(
     assert asked.purpose == WEB_FETCH_PURPOSE
     question = asked.contents[-1].parts[0].text  # type: ignore[union-attr]
     assert "## Version 2.1" in question and question.rstrip().endswith("What does 2.1 add?")
+
+
+async def test_an_answer_cut_at_its_output_bound_says_so(site: str, ctx: ToolContext) -> None:
+    provider = ScriptedProvider(Reply(text="2.1 adds --fast and", finish_reason="length"))
+
+    result = await fetcher(provider).execute({"url": f"{site}/notes", "prompt": "?"}, ctx)
+
+    assert result.output == (
+        f"From {site}/notes:\n\n2.1 adds --fast and\n\n(The answer was cut at its output bound: "
+        "model.generationConfig.maxOutputTokens.web-fetch.)"
+    )
 
 
 async def test_a_redirect_to_another_host_is_told_not_followed(site: str, ctx: ToolContext) -> None:

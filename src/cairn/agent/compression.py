@@ -54,13 +54,19 @@ class CompressionResult(Value, frozen=False):
     new_tokens: int
     history: list[Content] | None = None  # the new history when compressed
     error: str | None = None
+    cut: bool = False  # the summary was cut at its output bound
+
 
     def describe(self) -> str:
         """The outcome in words for people (never the status value itself)."""
         if self.status is CompressionStatus.COMPRESSED:
-            return (
-                f"Compressed the conversation: {self.original_tokens} → {self.new_tokens} tokens."
-            )
+            done = f"Compressed the conversation: {self.original_tokens} → {self.new_tokens} tokens"
+            if self.cut:
+                return (
+                    f"{done} (the summary was cut at its output bound: "
+                    "model.generationConfig.maxOutputTokens.compress)."
+                )
+            return f"{done}."
         if self.status is CompressionStatus.NOOP:
             return "Nothing to compress yet."
         if self.status is CompressionStatus.FAILED_INFLATED:
@@ -156,5 +162,9 @@ async def compress_history(
         new_history.append(Content.user(CONTINUE_PROMPT))
     new_history.extend(to_keep)
     return CompressionResult(
-        CompressionStatus.COMPRESSED, original_tokens, max(0, new_tokens), history=new_history
+        CompressionStatus.COMPRESSED,
+        original_tokens,
+        max(0, new_tokens),
+        history=new_history,
+        cut=result.finish_reason == "length",
     )

@@ -195,7 +195,13 @@ class WebFetchTool(BuiltinTool):
         except ProviderError as exc:
             excerpt = markdown[:MAX_FALLBACK_CHARS]
             return f"(No answer over the page: {exc}. The page from {url} follows.)\n\n{excerpt}"
-        return f"From {url}:\n\n{result.text or '(no answer)'}"
+        cut = ""
+        if result.finish_reason == "length":
+            cut = (
+                "\n\n(The answer was cut at its output bound: "
+                "model.generationConfig.maxOutputTokens.web-fetch.)"
+            )
+        return f"From {url}:\n\n{result.text or '(no answer)'}{cut}"
 
 
 def http_client(

@@ -193,6 +193,20 @@ def test_content_given_as_a_list_of_text_parts_is_read_as_text() -> None:
     assert events[0] == TextDelta("ab")
 
 
+@pytest.mark.parametrize(
+    ("wire", "cairn"),
+    [("stop", "stop"), ("eos", "stop"), ("end_turn", "stop"), ("stop_sequence", "stop"),
+     ("length", "length"), ("content_filter", "filter"), ("tool_calls", "tool_calls"),
+     ("abort", "abort")],
+)  # fmt: skip
+def test_finish_reasons_read_as_cairns_and_an_unknown_one_as_it_is(wire: str, cairn: str) -> None:
+    """Servers spell a normal end their own way (eos, end_turn); one cairn does not know is
+    kept as the server said it, so the turn can report it."""
+    events = feed({"choices": [{"delta": {"content": "x"}, "finish_reason": wire}]})
+
+    assert isinstance(events[-1], Finished) and events[-1].reason == cairn
+
+
 def test_usage_counts_and_cached_tokens_are_read() -> None:
     usage = {
         "prompt_tokens": 100,

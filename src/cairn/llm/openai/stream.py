@@ -49,9 +49,13 @@ __all__ = [
 
 DONE = "[DONE]"  # the payload that ends a chat-completions stream
 MAX_INVALID_ARGUMENTS_CHARS = 2000  # how much of unparseable tool arguments the marker keeps
-# The wire's finish reasons as cairn's: stop, tool_calls, length, filter.
+# The wire's finish reasons as cairn's: stop, tool_calls, length, filter (another is kept as it
+# is, and the turn reports it). Some servers spell a normal end eos, end_turn or stop_sequence.
 FINISH_REASONS = {
     "stop": "stop",
+    "eos": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
     "length": "length",
