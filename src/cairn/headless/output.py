@@ -5,11 +5,19 @@ as it streams, as Claude Code does: ``stream_event`` messages carrying the Anthr
 events (``message_start``, ``content_block_start``/``_delta``/``_stop`` for thinking, text and
 each tool call, ``message_delta`` with the stop reason and usage, ``message_stop``), before the
 whole ``assistant`` message.
+
+What a model, a tool or a project file wrote never drives the terminal (#24): in ``text`` mode
+the answer on a terminal and every line on stderr show control characters and bidi overrides as
+visible escapes (:func:`~cairn.vocabulary.terminal.escape_for_terminal`); the answer piped to a
+program is written as the model wrote it. JSON escapes C0 controls itself, and C1 controls,
+bidi overrides and the two Unicode line separators are written as ``\\u`` escapes too, so
+``json`` and ``stream-json`` are safe on a terminal and decode to the same values.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import uuid
@@ -30,11 +38,28 @@ from cairn.vocabulary.events import (
     ToolCallUpdate,
     TurnResult,
 )
+from cairn.vocabulary.terminal import BIDI_CONTROLS, escape_for_terminal
 
-__all__ = ["OutputFormat", "OutputWriter"]
+__all__ = ["OutputFormat", "OutputWriter", "json_line"]
 
 OutputFormat = Literal["text", "json", "stream-json"]
 _TERMINAL = {"completed", "failed", "cancelled"}
+# What JSON may carry raw that a terminal acts on or reorders: C1 controls, bidi controls, and
+# the line and paragraph separators (JSON escapes C0 controls itself).
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f\u2028\u2029{''.join(sorted(BIDI_CONTROLS))}]")
+
+
+def json_line(value: Any) -> str:
+    """``value`` as compact-enough JSON with nothing a terminal would act on written raw."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 # A finish reason as Anthropic's stop reason (Claude Code's stream events use them).
@@ -68,6 +93,7 @@ class OutputWriter:
         self.session_id = session_id
         self.out = stdout or sys.stdout
         self.err = stderr or sys.stderr
+        self._escape_out = _is_terminal(self.out)  # a program reading a pipe gets the text
         self.messages: list[dict[str, Any]] = []
         self.denials: list[dict[str, Any]] = []  # Claude Code's permission_denials entries
         self._calls: dict[str, ToolCallStart] = {}
@@ -107,7 +133,7 @@ class OutputWriter:
         if isinstance(event, SubagentUpdate):
             self._subagent(event)
         elif isinstance(event, AssistantText) and self.fmt == "text":
-            self.out.write(event.text)
+            self.out.write(self._shown(event.text))
             self.out.flush()
             self._text_written = True
             self._ended_with_newline = event.text.endswith("\n")
@@ -118,10 +144,10 @@ class OutputWriter:
             self._calls[event.call_id] = event
         elif isinstance(event, Notice):
             if self._finished and event.level != "info":  # after the result: memory not saved
-                self.err.write(f"{event.text}\n")
+                self.err.write(f"{escape_for_terminal(event.text)}\n")
                 self.err.flush()
             elif self.fmt == "text" and event.level != "info":
-                self.err.write(f"{event.text}\n")
+                self.err.write(f"{escape_for_terminal(event.text)}\n")
                 self._said.add(event.text)
             elif self.fmt != "text":
                 self._message(
@@ -177,7 +203,7 @@ class OutputWriter:
     def _retry(self, event: StreamReset) -> None:
         if self.fmt == "text":
             self._end_stdout_line()
-            self.err.write(f"[{event.describe()}]\n")
+            self.err.write(f"[{escape_for_terminal(event.describe())}]\n")
             return
         # Claude Code's api_retry message counts retries, where cairn counts attempts.
         self._message(
@@ -205,7 +231,9 @@ class OutputWriter:
         if self.fmt == "text":
             title = (start.title or start.name) if start is not None else event.call_id
             self._end_stdout_line()
-            self.err.write(f"Denied {title}: {event.output or 'permission denied'}\n")
+            shown = escape_for_terminal(title, keep_newlines=False)
+            reason = escape_for_terminal(event.output or "permission denied")
+            self.err.write(f"Denied {shown}: {reason}\n")
 
     def _end_stdout_line(self) -> None:
         """Before a line on stderr: end a streamed line on stdout, so the two don't mix."""
@@ -219,7 +247,7 @@ class OutputWriter:
         an Extract that saves while ``cairn -p`` waits for it is told on stderr)."""
         if self.fmt == "text" or self._finished:
             for line in event.describe().splitlines():
-                self.err.write(f"[{line}]\n")
+                self.err.write(f"[{escape_for_terminal(line)}]\n")
             self.err.flush()
             return
         body: dict[str, Any] = {"type": "system", "subtype": "memory"}
@@ -348,11 +376,11 @@ class OutputWriter:
         self._finished = True
         if self.fmt == "text":
             if result.handled_locally and result.text and not is_error:
-                self.out.write(result.text + "\n")  # a command's answer (an error is not one)
+                self.out.write(self._shown(result.text) + "\n")  # a command's answer
             elif self._text_written and not self._ended_with_newline:
                 self.out.write("\n")
             if error and error not in self._said:
-                self.err.write(error + "\n")
+                self.err.write(escape_for_terminal(error) + "\n")
             self.out.flush()
             return
         message: dict[str, Any] = {
@@ -371,7 +399,7 @@ class OutputWriter:
             message["error"] = {"message": error, "status": result.error_status}
         self._message(message)
         if self.fmt == "json":
-            self.out.write(json.dumps(self.messages, ensure_ascii=False) + "\n")
+            self.out.write(json_line(self.messages) + "\n")
         self.out.flush()
 
     def _message(self, body: dict[str, Any]) -> None:
@@ -379,7 +407,11 @@ class OutputWriter:
         body.setdefault("session_id", self.session_id)
         body.setdefault("timestamp", time.time())
         if self.fmt == "stream-json":
-            self.out.write(json.dumps(body, ensure_ascii=False) + "\n")
+            self.out.write(json_line(body) + "\n")
             self.out.flush()
         elif self.fmt == "json":
             self.messages.append(body)
+
+    def _shown(self, text: str) -> str:
+        """Text for stdout: escaped on a terminal, as it is for a program."""
+        return escape_for_terminal(text) if self._escape_out else text

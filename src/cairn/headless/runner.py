@@ -21,6 +21,7 @@ from cairn.session.session import PromptRequest, Session
 from cairn.session.startup import StartupError, open_runtime
 from cairn.values import Value
 from cairn.vocabulary.events import TurnResult
+from cairn.vocabulary.terminal import escape_for_terminal
 
 __all__ = ["HeadlessOptions", "run_headless"]
 
@@ -62,10 +63,10 @@ async def _run(options: HeadlessOptions, stdout: TextIO, stderr: TextIO) -> int:
             continue_latest=options.continue_latest,
         )
     except StartupError as exc:
-        stderr.write(f"{exc}\n")
+        stderr.write(f"{escape_for_terminal(str(exc))}\n")
         return exc.exit_code
-    for warning in opened.warnings:
-        stderr.write(f"warning: {warning}\n")
+    for warning in opened.warnings:  # they quote settings files, which a repository wrote
+        stderr.write(f"warning: {escape_for_terminal(warning)}\n")
     runtime = opened.runtime
     # One-shot use still learns: the Extract this turn scheduled gets a bounded wait. A Dream
     # is not waited for: it can take minutes and simply runs again next time.
@@ -149,7 +150,7 @@ async def _run_turn(
             else runtime.new_session(approval_mode=options.approval_mode)
         )
     except (LookupError, ValueError) as exc:  # a recording gone meanwhile; a bad approval mode
-        stderr.write(f"{exc}\n")
+        stderr.write(f"{escape_for_terminal(str(exc))}\n")
         return ExitCode.BAD_INPUT
     set_process_session(session.id)
 

@@ -18,6 +18,7 @@ from rich.text import Text
 from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.filter import LineFilter
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import OptionList, Static
@@ -45,6 +46,7 @@ from cairn.ui.prompt import CompletionMenu, PromptInput
 from cairn.ui.rewind import RewindModeScreen, RewindScreen
 from cairn.ui.shell import run_shell
 from cairn.ui.status import StatusLine
+from cairn.ui.terminal_filter import ControlCharacterFilter
 from cairn.ui.transcript import (
     NoticeView,
     RecapView,
@@ -137,6 +139,12 @@ class CairnApp(App[int]):
         Binding("escape", "interrupt_turn", "Interrupt the turn", show=False),
         Binding("ctrl+o", "toggle_outputs", "Expand tool output", show=False),
     ]
+
+    _control_filter = ControlCharacterFilter()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then the one that keeps control characters off the terminal."""
+        return [*super().get_line_filters(), self._control_filter]
 
     def __init__(
         self,

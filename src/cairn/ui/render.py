@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.text import Text
 
 from cairn.vocabulary.interaction import PermissionRequest
+from cairn.vocabulary.terminal import escape_for_terminal as shown
 from cairn.vocabulary.tool_calls import FileDiff
 
 __all__ = [
@@ -56,9 +57,9 @@ def permission_preview(request: PermissionRequest, cwd: Path | None = None) -> T
     if isinstance(command, str):
         if command.strip() == request.title.strip():
             return None
-        return Text(command[:MAX_PREVIEW_CHARS], style="bold")
+        return Text(shown(command[:MAX_PREVIEW_CHARS]), style="bold")
     lines = [f"{key}: {value}" for key, value in request.args.items()]
-    return Text("\n".join(lines)[:MAX_PREVIEW_CHARS], style="dim")
+    return Text(shown("\n".join(lines)[:MAX_PREVIEW_CHARS]), style="dim")
 
 
 def render_diff(diff: FileDiff | None, base: Path | None = None) -> Text | None:
@@ -85,7 +86,7 @@ def render_diff(diff: FileDiff | None, base: Path | None = None) -> Text | None:
         return Text("(no changes)", style="dim")
     text = Text()
     for line in lines[:MAX_DIFF_LINES]:
-        text.append(line + "\n", style=_diff_style(line))
+        text.append(shown(line, keep_newlines=False) + "\n", style=_diff_style(line))
     if len(lines) > MAX_DIFF_LINES:
         text.append(f"… {len(lines) - MAX_DIFF_LINES} more diff lines", style="dim")
     text.rstrip()

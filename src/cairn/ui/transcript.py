@@ -1,4 +1,8 @@
-"""The conversation as widgets: one widget per history item, built from live events or a replay."""
+"""The conversation as widgets: one widget per history item, built from live events or a replay.
+
+Text that did not come from cairn (the model's, a tool's, a file's, a server's) is shown with its
+control characters and bidi overrides as visible escapes (``shown``), whether live or replayed.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from cairn.vocabulary.events import (
     ToolStatus,
     TurnEnded,
 )
+from cairn.vocabulary.terminal import escape_for_terminal as shown
 from cairn.vocabulary.tool_calls import FileDiff, TodoItem, ToolKind
 
 __all__ = [
@@ -84,7 +89,7 @@ class Transcript(VerticalScroll):
 
 class UserView(Static):
     def __init__(self, text: str) -> None:
-        super().__init__(Text.assemble(("› ", "bold"), (text, "bold")), classes="user")
+        super().__init__(Text.assemble(("› ", "bold"), (shown(text), "bold")), classes="user")
 
 
 class SteerView(Static):
@@ -92,7 +97,9 @@ class SteerView(Static):
 
     def __init__(self, text: str) -> None:
         super().__init__(
-            Text.assemble(("↳ ", "bold"), (text, ""), ("  (sent while the agent works)", "dim")),
+            Text.assemble(
+                ("↳ ", "bold"), (shown(text), ""), ("  (sent while the agent works)", "dim")
+            ),
             classes="steer",
         )
 
@@ -101,15 +108,15 @@ class AssistantView(Markdown):
     """The model's answer, rendered as Markdown while it streams."""
 
     def __init__(self, markdown: str = "") -> None:
-        super().__init__(markdown, classes="assistant")
+        super().__init__(shown(markdown), classes="assistant")
 
 
 class ThoughtView(Collapsible):
     """The model's reasoning, collapsed under one line."""
 
     def __init__(self, text: str = "", *, done: bool = True) -> None:
-        self._text = text
-        self._body = Static(Text(text, style="dim italic"), classes="thought-body")
+        self._text = shown(text)
+        self._body = Static(Text(self._text, style="dim italic"), classes="thought-body")
         super().__init__(self._body, title="Thought" if done else "Thinking…", collapsed=True)
         self.add_class("thought")
 
@@ -118,7 +125,7 @@ class ThoughtView(Collapsible):
         return self._text
 
     def append(self, fragment: str) -> None:
-        self._text += fragment
+        self._text += shown(fragment)
         self._body.update(Text(self._text, style="dim italic"))
 
     def finish(self) -> None:
@@ -143,6 +150,7 @@ class ToolOutput(Vertical):
         style: str = "",
     ) -> None:
         super().__init__(classes="tool-output")
+        output, summary, note = shown(output), _shown_or_none(summary), _shown_or_none(note)
         lines = output.rstrip("\n").splitlines()
         if summary is not None:
             head, rest = [], lines
@@ -226,12 +234,12 @@ class ToolCallView(Vertical):
         self.base = base
         self.call_id = call_id
         self.tool_name = name
-        self.tool_title = title
+        self.tool_title = shown(title, keep_newlines=False)
         self.tool_kind = kind
         self.args = dict(args)
         self.status: ToolStatus = "pending"
         self._header = Static(self._header_text(), classes="tool-header")
-        shown_args = _format_args(self.args, title)
+        shown_args = shown(_format_args(self.args, title), keep_newlines=False)
         self._args = Static(Text(shown_args, style="dim"), classes="tool-args")
         self._args.display = bool(shown_args)
         self._body: Widget | None = None
@@ -325,11 +333,12 @@ class SubagentView(Collapsible):
 
     def update_from(self, event: SessionEvent) -> None:
         if isinstance(event, ToolCallStart):
-            self.steps[event.call_id] = [event.title or event.name, "pending"]
+            title = shown(event.title or event.name, keep_newlines=False)
+            self.steps[event.call_id] = [title, "pending"]
         elif isinstance(event, ToolCallUpdate) and event.call_id in self.steps:
             self.steps[event.call_id][1] = event.status
         elif isinstance(event, AssistantMessage) and event.text.strip():
-            text = event.text.strip()
+            text = shown(event.text.strip())
             if len(text) > MAX_SUBAGENT_ANSWER_CHARS:
                 text = text[: MAX_SUBAGENT_ANSWER_CHARS - 1] + "…"
             self.answers.append(text)
@@ -360,7 +369,7 @@ class NoticeView(Static):
     def __init__(self, level: str, text: str) -> None:
         mark, style = _NOTICE_STYLES.get(level, ("•", ""))
         body_style = style if level != "info" else ""
-        super().__init__(Text.assemble((f"{mark} ", style), (text, body_style)))
+        super().__init__(Text.assemble((f"{mark} ", style), (shown(text), body_style)))
         self.add_class("notice", f"notice-{level}")
 
 
@@ -406,7 +415,7 @@ class RecapView(Static):
     """``※ recap: …``: visibly not an answer from the model (dim, bold label, italic text)."""
 
     def __init__(self, text: str) -> None:
-        super().__init__(recap_text(text), classes="recap")
+        super().__init__(recap_text(shown(text)), classes="recap")
         self.text = text
 
 
@@ -442,6 +451,10 @@ class PlanView(Static):
         self.update(_plan_text(todos))
 
 
+def _shown_or_none(text: str | None) -> str | None:
+    return None if text is None else shown(text)
+
+
 def _printed(output: str, display: str | None) -> str:
     """What a command printed, without the lines written for the model: the ``Exit code: N``
     trailer (``display`` already says ``exit N``) and the ``(no output)`` placeholder."""
@@ -470,7 +483,8 @@ def _plan_text(todos: Sequence[TodoItem]) -> Text:
     text = Text("Plan", style="bold")
     for item in todos:
         style = "dim strike" if item.status in ("completed", "cancelled") else ""
-        text.append(f"\n{_TODO_MARKS.get(item.status, '•')} {item.content}", style=style)
+        content = shown(item.content, keep_newlines=False)
+        text.append(f"\n{_TODO_MARKS.get(item.status, '•')} {content}", style=style)
     return text
 
 
@@ -534,7 +548,7 @@ class TurnRenderer:
             await self.transcript.add(self._answer)
             self._stream = Markdown.get_stream(self._answer)
         if self._stream is not None:
-            await self._stream.write(fragment)
+            await self._stream.write(shown(fragment))
 
     async def _thinking(self, fragment: str) -> None:
         if self._thought is None:
