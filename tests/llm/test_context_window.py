@@ -212,3 +212,16 @@ def test_looks_local(url: str, local: bool) -> None:
 
 def test_an_overflow_is_a_provider_error() -> None:
     assert issubclass(ContextOverflowError, ProviderError)
+
+
+async def test_the_anthropic_wire_asks_its_own_model_list() -> None:
+    from cairn.llm.anthropic import AnthropicProvider
+
+    with ScriptedServer(models=[MODEL]) as server:
+        root = server.base_url.removesuffix("/v1")  # ANTHROPIC_BASE_URL without /v1
+        provider = AnthropicProvider(base_url=root, api_key="k", model=MODEL)
+        window = await provider.learn_context_window(MODEL)
+        await provider.aclose()
+
+    assert window is None
+    assert server.other_requests[0].path == "/v1/models"

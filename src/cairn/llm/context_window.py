@@ -196,10 +196,14 @@ def window_from_ollama_show(data: Any) -> int | None:
 Fetch = Callable[[str, str, Any], Awaitable[tuple[int, Any]]]
 
 
-async def probe_context_window(fetch: Fetch, base_url: str, model: str) -> int | None:
-    """Ask the server for ``model``'s window: its model list, then (llama.cpp, or a server on
-    this machine or network) ``/props``, then Ollama's ``/api/ps`` and ``/api/show``."""
-    status, listed = await fetch("GET", base_url.rstrip("/") + "/models", None)
+async def probe_context_window(
+    fetch: Fetch, base_url: str, model: str, *, models_url: str | None = None
+) -> int | None:
+    """Ask the server for ``model``'s window: its model list (at ``models_url``, default
+    ``<base_url>/models``), then (llama.cpp, or a server on this machine or network)
+    ``/props``, then Ollama's ``/api/ps`` and ``/api/show``."""
+    listing = models_url or base_url.rstrip("/") + "/models"
+    status, listed = await fetch("GET", listing, None)
     window, owner = window_from_model_list(listed, model) if status == 200 else (None, "")
     if window is not None:
         return window

@@ -218,7 +218,9 @@ class HttpProvider(ABC):
     async def _probe_window(self, model: str) -> int | None:
         try:
             async with asyncio.timeout(WINDOW_PROBE_TIMEOUT):
-                window = await probe_context_window(self._fetch_json, self._base_url, model)
+                window = await probe_context_window(
+                    self._fetch_json, self._base_url, model, models_url=self.models_url()
+                )
         except Exception as exc:  # best effort: the window is learnt from a refusal otherwise
             _log.info(f"{self._base_url} did not say the context window of {model}: {exc!r}")
             return None
