@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
@@ -28,52 +27,17 @@ from cairn.agent.client import (
     SendKind,
 )
 from cairn.agent.compression import SUMMARY_ACK, CompressionStatus
-from cairn.agent.reminders import system_reminder
 from cairn.config.settings import Settings
 from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text
 from cairn.llm.errors import ContextOverflowError
 from cairn.llm.types import ModelRequest, ToolDeclaration, Usage
 from cairn.testing import Reply, ScriptedProvider, ToolCallSpec, error_reply, reply, tool_calls
-from cairn.vocabulary.events import AssistantText, MemoryRecalled, StreamReset
-from cairn.vocabulary.recall import RecallDelivery, RecallPhase
+from cairn.vocabulary.events import AssistantText, StreamReset
+
+from ..recall_helpers import RecordingRecall
 
 SUMMARY = "<state_snapshot>the user wants a calculator</state_snapshot>"
 TOOLS = [ToolDeclaration("read_file", "Read a file", {"type": "object", "properties": {}})]
-
-
-# ----- the test double for the memory package's Recall handle -----
-
-
-@dataclass
-class RecordingRecall:
-    """A RecallHandle that answers every ``consume`` with ``prompt`` and records each call."""
-
-    prompt: str | None = "## Relevant memory\n- deploy with `make release`"
-    fail: bool = False
-    surfaced_paths: set[str] = field(default_factory=set)
-    begun: list[tuple[str, list[str]]] = field(default_factory=list)
-    consumed: list[str] = field(default_factory=list)
-
-    def begin(self, query: str, signal: AbortSignal, recent_tools: Sequence[str]) -> None:
-        self.begun.append((query, list(recent_tools)))
-
-    async def consume(self, point: Literal["initial", "tool_result"]) -> RecallDelivery | None:
-        self.consumed.append(point)
-        if self.fail:
-            raise RuntimeError("recall broke")
-        if self.prompt is None:
-            return None
-        phase: RecallPhase = "fast" if point == "initial" else "refined"
-        return RecallDelivery(self.prompt, [], phase, "heuristic")
-
-    def finish(self) -> None:
-        pass
-
-    def cancel(self, reason: str) -> None:
-        pass
-
-    def reset(self) -> None:
-        self.surfaced_paths.clear()
 
 
 # ----- helpers -----
@@ -315,78 +279,57 @@ async def test_only_the_unanswered_calls_get_an_error_after_the_given_responses(
     ]
 
 
-# ----- Recall at the tool-result point -----
+# ----- the final send point (where the session's turn adds recalled memory) -----
 
 
-async def test_recall_is_consumed_and_inserted_right_after_the_function_responses() -> None:
+async def test_the_parts_at_the_send_point_are_the_ones_sent() -> None:
+    """Moved here from the Recall tests: Recall's tool-result delivery is the turn's
+    (tests/session/test_turn.py); the client gives it the parts at the final send point."""
     provider = ScriptedProvider(reply("ok"))
-    recall = RecordingRecall()
-    history = [
-        Content.user("deploy it"),
-        Content("model", [FunctionCall("c1", "read_file", {"file_path": "Makefile"})]),
-    ]
-    client = _client(provider, history=history, recall=recall)
-    response = FunctionResponse("c1", "read_file", {"output": "release:"})
+    client = _client(provider, history=_interrupted_history()[:1])
+    response = FunctionResponse("c1", "read_file", {"output": "A"})
+    seen: list[list[Part]] = []
 
-    events = await _send(client, [response, Text("steering")], SendKind.TOOL_RESULT)
+    async def at_send_point(parts: list[Part]) -> list[Part]:
+        seen.append(list(parts))
+        return [*parts, Text("added at the send point")]
 
-    assert recall.consumed == ["tool_result"]
-    assert MemoryRecalled((), "refined") in events  # the session shows it as it is
-    assert _last_user_parts(provider.requests[0]) == [
-        response,
-        system_reminder(recall.prompt or ""),
-        Text("steering"),
-    ]
-
-
-async def test_recall_is_not_consumed_for_a_request_without_function_responses() -> None:
-    provider = ScriptedProvider(reply("ok"))
-    recall = RecordingRecall()
-    client = _client(provider, recall=recall)
-
-    await _send(client, [Text("hi")])
-    await _send(client, [Text("a stop hook says go on")], SendKind.CONTINUATION)
-
-    assert recall.consumed == []
-    assert all(len(_last_user_parts(r)) == 1 for r in provider.requests)
-
-
-async def test_recall_is_not_consumed_when_a_gate_refuses_the_request() -> None:
-    provider = ScriptedProvider(reply("ok", usage=_usage(900)))
-    recall = RecordingRecall()
-    client = _client(provider, settings=_settings(sessionTokenLimit=500), recall=recall)
-    await _send(client, [Text("first")])
-
-    events = await _send(
-        client, [FunctionResponse("c1", "read_file", {"output": "x"})], SendKind.TOOL_RESULT
+    signal = AbortController().signal
+    send = client.send(
+        [response], kind=SendKind.TOOL_RESULT, abort=signal, at_send_point=at_send_point
     )
-
-    assert isinstance(events[0], AgentLimit)
-    assert recall.consumed == []
-
-
-async def test_an_empty_recall_leaves_the_tool_results_as_they_are() -> None:
-    provider = ScriptedProvider(reply("ok"))
-    recall = RecordingRecall(prompt=None)
-    client = _client(provider, history=_interrupted_history()[:1], recall=recall)
-    response = FunctionResponse("c1", "read_file", {"output": "A"})
-
-    await _send(client, [response], SendKind.TOOL_RESULT)
-
-    assert recall.consumed == ["tool_result"]
-    assert _last_user_parts(provider.requests[0]) == [response]
-
-
-async def test_a_failing_recall_never_stops_the_request() -> None:
-    provider = ScriptedProvider(reply("ok"))
-    recall = RecordingRecall(fail=True)
-    client = _client(provider, recall=recall)
-    response = FunctionResponse("c1", "read_file", {"output": "A"})
-
-    events = await _send(client, [response], SendKind.TOOL_RESULT)
+    events = [event async for event in send]
 
     assert isinstance(events[-1], AgentFinished)
-    assert _last_user_parts(provider.requests[0]) == [response]
+    assert seen == [[response]]
+    assert _last_user_parts(provider.requests[0]) == [response, Text("added at the send point")]
+
+
+async def test_the_send_point_is_not_reached_when_a_gate_refuses_the_request() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(900)))
+    client = _client(provider, settings=_settings(sessionTokenLimit=500))
+    await _send(client, [Text("first")])
+    reached: list[list[Part]] = []
+
+    async def at_send_point(parts: list[Part]) -> list[Part]:
+        reached.append(parts)
+        return parts
+
+    response = FunctionResponse("c1", "read_file", {"output": "x"})
+    signal = AbortController().signal
+    send = client.send(
+        [response], kind=SendKind.TOOL_RESULT, abort=signal, at_send_point=at_send_point
+    )
+    events = [event async for event in send]
+
+    assert isinstance(events[0], AgentLimit)
+    assert reached == []
+
+
+async def test_a_failing_recall_is_no_delivery() -> None:
+    client = _client(ScriptedProvider(), recall=RecordingRecall(fail=True))
+
+    assert await client.consume_recall("tool_result") is None
 
 
 async def test_begin_recall_passes_the_query_and_the_recent_tools() -> None:
@@ -415,12 +358,10 @@ async def test_attach_recall_gives_a_client_without_recall_its_handle() -> None:
 
     client.attach_recall(lambda: recall)
     client.attach_recall(lambda: RecordingRecall(prompt="another"))  # the first one stays
-    await _send(
-        client, [FunctionResponse("c1", "read_file", {"output": "A"})], SendKind.TOOL_RESULT
-    )
+    delivery = await client.consume_recall("tool_result")
 
     assert recall.consumed == ["tool_result"]
-    assert system_reminder(recall.prompt or "") in _last_user_parts(provider.requests[0])
+    assert delivery is not None and delivery.prompt == recall.prompt
 
 
 # ----- recent tools -----

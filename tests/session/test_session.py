@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cairn.content import FunctionResponse, Text, Thought
 from cairn.llm.types import ModelRequest
-from cairn.session.session import TODO_REMINDER_CAP, PromptRequest, Session
+from cairn.session.session import PromptRequest, Session
+from cairn.session.turn import TODO_REMINDER_CAP
 from cairn.testing import reply, tool_call
 from cairn.vocabulary.events import AssistantThought, SessionEvent, ToolCallStart
 

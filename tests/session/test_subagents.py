@@ -4,6 +4,7 @@ concurrency, cancellation and what front ends are told."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -352,3 +353,32 @@ async def test_the_agent_tool_lists_agent_definitions(make_world: MakeWorld, pro
     ]
     listing = await world.prompt(session, "/agents")
     assert "- reviewer — Reviews diffs for bugs (.cairn/agents/r.md; all tools)" in listing.text
+
+
+async def test_a_hook_that_stops_a_subagents_call_ends_the_subagent_not_the_turn(
+    make_world: MakeWorld, tmp_path: Path
+) -> None:
+    """Regression: the subagent had a tool loop of its own that ignored a PostToolUse
+    `continue: false` and sent the call's result back to its model; on the one tool loop a
+    hook's stop ends the subagent as it ends a turn, and the parent hears why."""
+    script = tmp_path / "stop.py"
+    script.write_text(
+        'import json\nprint(json.dumps({"continue": False, "stopReason": "the build is broken"}))\n'
+    )
+    command = {"type": "command", "command": f"{sys.executable} {script}"}
+    hooks = {"PostToolUse": [{"matcher": "list_directory", "hooks": [command]}]}
+    world = make_world(hooks=hooks)
+    world.provider.enqueue(
+        tool_calls(agent_call("List the files", id="a1")), reply("Done."), purpose="main"
+    )
+    world.provider.enqueue(
+        tool_call("list_directory", {"path": "."}), reply("never sent"), purpose="subagent"
+    )
+    session = world.session()
+
+    result = await world.prompt(session, "what is here?")
+
+    assert result.text == "Done."
+    assert len(world.provider.requests_for("subagent")) == 1  # its result went to no model
+    answer = result_of(world.main_requests()[1], "a1").response["output"]
+    assert answer.startswith("(A hook stopped the subagent: the build is broken.)")

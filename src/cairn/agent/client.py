@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import field
 from enum import StrEnum
@@ -33,7 +33,6 @@ from cairn.content import (
     Part,
     Text,
     Thought,
-    insert_after_function_responses,
     leading_function_responses,
 )
 from cairn.debug_log import get_logger
@@ -52,7 +51,7 @@ from cairn.llm.types import (
     Usage,
 )
 from cairn.values import Value
-from cairn.vocabulary.events import AssistantText, AssistantThought, MemoryRecalled, StreamReset
+from cairn.vocabulary.events import AssistantText, AssistantThought, StreamReset
 from cairn.vocabulary.recall import RecallDelivery
 from cairn.vocabulary.tool_names import ToolName
 
@@ -145,7 +144,7 @@ class AgentFinished(Value):
     text: str = ""
 
 
-# Streamed text, reasoning, retries and recalled memory are the session's own events.
+# Streamed text, reasoning and retries are the session's own events.
 AgentEvent = (
     AssistantText
     | AssistantThought
@@ -154,7 +153,6 @@ AgentEvent = (
     | AgentCompressed
     | AgentLimit
     | AgentLoop
-    | MemoryRecalled
     | AgentFinished
 )
 
@@ -222,10 +220,24 @@ class AgentClient:
         self._unfinished = Usage()  # answers cut by a cancel, not yet counted in a turn
         self._background: set[asyncio.Future[int | None]] = set()
         self.model_override: str | None = None  # this turn's model (a command file's `model`)
-        # PreCompact hooks: given the trigger ("manual", "auto"), a reason not to compress
-        self.before_compress: Callable[[str], Awaitable[str | None]] | None = None
-        self.after_compress: Callable[[], Awaitable[None]] | None = None  # it was compressed
+        self._before_compress: Callable[[str], Awaitable[str | None]] | None = None
+        self._after_compress: Callable[[], Awaitable[None]] | None = None
         self._seed_recent_tools()
+
+    def on_compress(
+        self,
+        before: Callable[[str], Awaitable[str | None]],
+        after: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Follow compression: ``before`` is given the trigger (``manual``, ``auto``) and may
+        return a reason not to compress (PreCompact hooks); ``after`` runs once it happened."""
+        self._before_compress = before
+        self._after_compress = after
+
+    def override_model(self, model: str | None) -> None:
+        """Send this turn's requests to ``model`` (a command file's ``model``); ``None``: the
+        session's model again."""
+        self.model_override = model
 
     # ----- Recall lifecycle: the only way front ends and the session touch Recall -----
 
@@ -335,6 +347,11 @@ class AgentClient:
     def session_model(self, value: str) -> None:
         self._model = value
 
+    def use_model(self, provider: Provider, model: str) -> None:
+        """Send the conversation's next requests to ``model``, served by ``provider``."""
+        self.provider = provider
+        self._model = model
+
     async def compress(self, *, force: bool = False, trigger: str = "") -> CompressionResult:
         """Compress the conversation (``force``: whatever its size, as ``/compress`` and a
         prompt the server refused as too long ask); ``trigger`` is what PreCompact hooks are
@@ -347,8 +364,8 @@ class AgentClient:
             return CompressionResult(CompressionStatus.NOOP, tokens, tokens)
         if force and not tokens:
             tokens = sum(len(str(e.to_dict())) for e in self.history.shallow()) // 4
-        if self.before_compress is not None:
-            refusal = await self.before_compress(trigger or ("manual" if force else "auto"))
+        if self._before_compress is not None:
+            refusal = await self._before_compress(trigger or ("manual" if force else "auto"))
             if refusal is not None:
                 if not force:
                     self._compression_failed = True  # not asked again on every request
@@ -365,8 +382,8 @@ class AgentClient:
             self.history.replace(result.history)
             self.last_prompt_tokens = result.new_tokens
             self._compression_failed = False
-            if self.after_compress is not None:
-                await self.after_compress()
+            if self._after_compress is not None:
+                await self._after_compress()
         elif result.status is not CompressionStatus.NOOP and not force:
             self._compression_failed = True  # don't retry on every request
         return result
@@ -386,9 +403,17 @@ class AgentClient:
         return [*parts[:cut], *fixes, *parts[cut:]]
 
     async def send(
-        self, parts: Sequence[Part], *, kind: SendKind, abort: AbortSignal
-    ) -> AsyncIterator[AgentEvent]:
-        """Send one request and stream what comes back; the model's answer joins the history."""
+        self,
+        parts: Sequence[Part],
+        *,
+        kind: SendKind,
+        abort: AbortSignal,
+        at_send_point: Callable[[list[Part]], Awaitable[list[Part]]] | None = None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Send one request and stream what comes back; the model's answer joins the history.
+
+        ``at_send_point`` sees the parts once every gate let the request through (the session's
+        turn adds the memory Recall has ready for tool results there)."""
         if kind is not SendKind.RETRY:
             self.stats.session_turn_count += 1
             limit = self.settings.model.max_session_turns
@@ -420,11 +445,8 @@ class AgentClient:
 
         parts = self.repair_dangling_calls(parts)
         # The final send point: nothing below can drop this request any more.
-        if leading_function_responses(parts):
-            delivery = await self.consume_recall("tool_result")
-            if delivery is not None:
-                parts = insert_after_function_responses(parts, [recall_part(delivery)])
-                yield MemoryRecalled(delivery.memories, delivery.phase)
+        if at_send_point is not None:
+            parts = await at_send_point(parts)
         self.history.append(Content("user", list(parts)))
         failing = self._failure_loop(parts)
         if failing is not None:  # the results are answered in the history; asking again won't help

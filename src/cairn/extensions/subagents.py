@@ -176,6 +176,10 @@ class Subagents:
             )
         elif result.status == "loop":
             text = f"(The subagent was stopped: it repeated itself.)\n\n{text}"
+        elif result.status == "cut":
+            text = f"(The subagent's answer was cut at its output bound.)\n\n{text}"
+        elif result.status == "stopped":
+            text = f"(A hook stopped the subagent: {result.stop_reason}.)\n\n{text}"
         return ToolResult(output=text)  # the answer is what people see too
 
     def _subagent_stop(

@@ -117,6 +117,12 @@ class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
             payload["outputHistoryItems"] = output_items
         return self._append(SYSTEM, subtype=SLASH_COMMAND, systemPayload=payload)
 
+    def record_recap(self, text: str) -> str:
+        """A recap shown in the conversation, as the result of ``/recap`` (only the result
+        phase: a resume must not replay a ``/recap`` the user never typed)."""
+        item = {"type": "away_recap", "text": text}
+        return self.record_slash_command(phase="result", raw_command="/recap", output_items=[item])
+
     def record_system(
         self, subtype: str, payload: Mapping[str, Any], *, content: Content | None = None
     ) -> str:

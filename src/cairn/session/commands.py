@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Literal
 
 from cairn.config.settings import APPROVAL_MODES
 from cairn.content import Part
+from cairn.debug_log import get_logger
 from cairn.session.gate import WideningRefused
 from cairn.values import Value
-from cairn.vocabulary.events import EventSink, Notice, UsageUpdate
+from cairn.vocabulary.events import CommandInfo, EventSink, Notice, UsageUpdate
 from cairn.vocabulary.usage import Usage
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMMANDS",
     "CommandLine",
+    "CommandList",
     "CommandOutcome",
     "SlashCommand",
     "busy_refusal",
@@ -67,6 +69,7 @@ STEERING_MESSAGE = "Cannot run /{name} while a turn is running; wait for it or c
 _REFUSED_WHILE_BUSY = frozenset({"recap", "rewind"})
 # "/name args"; a name may be namespaced ("/git:commit", from commands/git/commit.md)
 _COMMAND_LINE = re.compile(r"/([A-Za-z][\w-]*(?::[A-Za-z0-9][\w-]*)*)(?:\s+(.*))?", re.DOTALL)
+_log = get_logger("SESSION")
 
 
 class CommandOutcome(Value, frozen=False):
@@ -310,6 +313,36 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("mcp", "Show the MCP servers: status, tools, errors", _mcp),
 )
+
+
+class CommandList:
+    """One session's slash commands: the built-ins, then what others offered (an MCP server's
+    prompts, command and skill files), by who offered them. A name already taken is skipped
+    with a warning; a built-in name is never taken."""
+
+    def __init__(self) -> None:
+        self._offered: dict[str, tuple[SlashCommand, ...]] = {}
+
+    def all(self) -> tuple[SlashCommand, ...]:
+        return (*COMMANDS, *(c for added in self._offered.values() for c in added))
+
+    def infos(self) -> tuple[CommandInfo, ...]:
+        return tuple(CommandInfo(c.name, c.description, c.hint) for c in self.all())
+
+    def offer(self, source: str, commands: Sequence[SlashCommand]) -> None:
+        """``commands`` in place of what ``source`` offered before."""
+        taken = {c.name.lower() for c in COMMANDS}
+        for other, added in self._offered.items():
+            if other != source:
+                taken.update(c.name.lower() for c in added)
+        kept: list[SlashCommand] = []
+        for command in commands:
+            if command.name.lower() in taken:
+                _log.warning(f"/{command.name} from {source} is skipped: the name is taken")
+                continue
+            taken.add(command.name.lower())
+            kept.append(command)
+        self._offered[source] = tuple(kept)
 
 
 def parse_command_line(

@@ -22,7 +22,7 @@ import re
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from cairn.content import FunctionCall, Part, Text
 from cairn.debug_log import get_logger
@@ -33,6 +33,9 @@ from cairn.vocabulary.events import EventSink, Notice
 from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
+    from cairn.abort import AbortSignal
+    from cairn.agent.client import AgentClient
+    from cairn.agent.prompt import SystemPrompt
     from cairn.config.settings import Settings
     from cairn.extensions.agent_definition import AgentDefinition
     from cairn.extensions.catalog import Catalog, CatalogState
@@ -41,28 +44,58 @@ if TYPE_CHECKING:
     from cairn.extensions.templates import Expansion
     from cairn.hooks.runner import HookRunner
     from cairn.llm.types import Provider
+    from cairn.session.attachments import Attachments
+    from cairn.session.runtime import Runtime
     from cairn.session.session import PromptRequest, Session
+    from cairn.session.turn import Carryover
     from cairn.tools.permissions import PermissionRules
     from cairn.tools.registry import ToolRegistry
     from cairn.tools.scheduler import ToolScheduler
     from cairn.vocabulary.events import TurnResult
 
-__all__ = ["COMMANDS_SOURCE", "SessionExtensions"]
+__all__ = ["COMMANDS_SOURCE", "ExtendedSession", "SessionExtensions"]
 
 COMMANDS_SOURCE = "extensions"  # the name this module offers its commands under
 _EXIT_CODE = re.compile(r"\n\nExit code: (.+)\Z")
 _log = get_logger("EXTENSIONS")
 
 
+class ExtendedSession(Protocol):
+    """What the command, skill and agent files use of their session."""
+
+    id: str
+    cwd: Path
+    runtime: Runtime
+    settings: Settings
+    registry: ToolRegistry  # the skill, agent and web tools join it
+    scheduler: ToolScheduler  # runs a file's shell steps; grants its allowed-tools
+    client: AgentClient
+    system_prompt: SystemPrompt
+    carry: Carryover  # warnings about files, shown when the next turn starts
+    approval_mode: str
+
+    @property
+    def hooks(self) -> HookRunner: ...
+
+    def offer_commands(self, source: str, commands: Sequence[SlashCommand]) -> None: ...
+
+    async def set_commands(self, source: str, commands: Sequence[SlashCommand]) -> None: ...
+
+    def refresh_system_prompt(self) -> None: ...
+
+    def tool_context(self, abort: AbortSignal | None = None) -> ToolContext: ...
+
+    async def attach_text(self, text: str) -> Attachments: ...
+
+
 class SessionExtensions(TurnHook):
     """One session's view of its project's command, skill and agent files."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: ExtendedSession) -> None:
         self.session = session
         self.catalog: Catalog = session.runtime.extensions()
         self.readable_roots: list[Path] = []  # folders of the skills loaded in this session
         self._generation = -1
-        self._grant_active = False
 
     # ----- keeping up with the files -----
 
@@ -107,7 +140,7 @@ class SessionExtensions(TurnHook):
             tool = web_search_tool(settings)
         except ValueError as exc:
             _log.warning(f"no web_search tool: {exc}")
-            self.session.pending_notices.append(Notice("warning", str(exc), "extensions"))
+            self.session.carry.add_notice(Notice("warning", str(exc), "extensions"))
             return
         if tool is not None:
             self.session.registry.register(tool)
@@ -123,7 +156,7 @@ class SessionExtensions(TurnHook):
             session.refresh_system_prompt()
             await session.set_commands(COMMANDS_SOURCE, self.commands())
         for warning in self.catalog.take_warnings():
-            session.pending_notices.append(Notice("warning", warning, "extensions"))
+            session.carry.add_notice(Notice("warning", warning, "extensions"))
 
     async def turn_ended(self, session: Session, result: TurnResult) -> None:
         self.end_grant()
@@ -153,7 +186,7 @@ class SessionExtensions(TurnHook):
             if name.lower() in {c.name for c in COMMANDS}:
                 warning = f"{where} is not used: /{name} is a built-in command."
                 if self.catalog.first_time(warning):
-                    self.session.pending_notices.append(Notice("warning", warning, "extensions"))
+                    self.session.carry.add_notice(Notice("warning", warning, "extensions"))
             return False
         taken.add(name.lower())
         return True
@@ -421,17 +454,13 @@ class SessionExtensions(TurnHook):
         the turn ends."""
         if not rules:
             return
-        base = self.session.scheduler.rules
         grant = _parse_grant(rules)
         for warning in grant.warnings:
-            self.session.pending_notices.append(Notice("warning", warning, "permissions"))
-        self.session.scheduler.rules = _with_allowed(base, grant)
-        self._grant_active = True
+            self.session.carry.add_notice(Notice("warning", warning, "permissions"))
+        self.session.scheduler.grant(grant)
 
     def end_grant(self) -> None:
-        if self._grant_active:
-            self.session.scheduler.rules = self.session.rules
-            self._grant_active = False
+        self.session.scheduler.end_grant()
 
 
 def _step_output(output: str) -> str:
@@ -450,14 +479,6 @@ def _parse_grant(rules: Sequence[str]) -> PermissionRules:
     from cairn.tools.permissions import PermissionRules
 
     return PermissionRules.parse(allow=list(rules))
-
-
-def _with_allowed(base: PermissionRules, grant: PermissionRules) -> PermissionRules:
-    from cairn.tools.permissions import PermissionRules
-
-    return PermissionRules(
-        allow=(*base.allow, *grant.allow), ask=base.ask, deny=base.deny, warnings=base.warnings
-    )
 
 
 def _project_grants(project_root: Path, file: CommandFile | Skill) -> bool:

@@ -17,35 +17,50 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from cairn.debug_log import get_logger
 from cairn.session.turn_hooks import TurnHook
 from cairn.vocabulary.events import Notice
 
 if TYPE_CHECKING:
+    from cairn.agent.client import AgentClient
+    from cairn.config.settings import Settings
     from cairn.hooks.outcome import HookOutcome
     from cairn.hooks.runner import HookRunner
     from cairn.session.session import PromptRequest, Session
+    from cairn.session.turn import Carryover
     from cairn.vocabulary.events import TurnResult
 
-__all__ = ["IDLE_MESSAGE", "SessionHookEvents"]
+__all__ = ["IDLE_MESSAGE", "HookedSession", "SessionHookEvents"]
 
 IDLE_MESSAGE = "cairn is waiting for your input"
 _log = get_logger("HOOKS")
 
 
-class SessionHookEvents(TurnHook):
-    """Runs one session's lifecycle hooks (see the module docstring)."""
+class HookedSession(Protocol):
+    """What the lifecycle hooks use of their session."""
 
-    def __init__(self, session: Session) -> None:
+    settings: Settings
+    client: AgentClient
+    carry: Carryover  # what the hooks say goes to the next turn
+
+    @property
+    def hooks(self) -> HookRunner:
+        """Read each time: a settings change replaces the runner."""
+        ...
+
+
+class SessionHookEvents(TurnHook):
+    """Runs one session's lifecycle hooks (see the module docstring). The session registers
+    :meth:`pre_compact` and :meth:`compacted` with its agent client."""
+
+    def __init__(self, session: HookedSession) -> None:
         self.session = session
         self._starting: asyncio.Future[None] | None = None
         self._pending_source: str | None = None  # made outside an event loop: run at turn 1
         self._idle: asyncio.TimerHandle | None = None
         self._running: set[asyncio.Future[HookOutcome]] = set()
-        session.client.before_compress = self._pre_compact
-        session.client.after_compress = self._compacted
 
     @property
     def _hooks(self) -> HookRunner:
@@ -73,7 +88,7 @@ class SessionHookEvents(TurnHook):
             return
         self._keep(outcome, "SessionStart")
         if outcome.additional_context:
-            self.session.pending_context.append(outcome.additional_context)
+            self.session.carry.add_context(outcome.additional_context)
 
     async def end(self, reason: str) -> None:
         """The ``SessionEnd`` hooks, waited for (each within its own timeout)."""
@@ -95,7 +110,8 @@ class SessionHookEvents(TurnHook):
 
     # ----- PreCompact -----
 
-    async def _pre_compact(self, trigger: str) -> str | None:
+    async def pre_compact(self, trigger: str) -> str | None:
+        """A reason not to compress the conversation (a PreCompact hook blocked), or None."""
         if not self._hooks.has("PreCompact"):
             return None
         outcome = await self._hooks.pre_compact(trigger=trigger)
@@ -104,7 +120,8 @@ class SessionHookEvents(TurnHook):
             return outcome.reason or outcome.stop_reason or "No reason provided"
         return None
 
-    async def _compacted(self) -> None:
+    async def compacted(self) -> None:
+        """The conversation was compressed: SessionStart hooks run with ``compact``."""
         self.start("compact")
         await self._started()
 
@@ -154,10 +171,10 @@ class SessionHookEvents(TurnHook):
 
     def _keep(self, outcome: HookOutcome, event: str) -> None:
         """What the hooks said for the user, shown when the next turn starts."""
-        notices = self.session.pending_notices
+        carry = self.session.carry
         for warning in outcome.warnings:
-            notices.append(Notice("warning", warning, "hook"))
+            carry.add_notice(Notice("warning", warning, "hook"))
         if outcome.system_message:
-            notices.append(Notice("info", outcome.system_message, "hook"))
+            carry.add_notice(Notice("info", outcome.system_message, "hook"))
         if outcome.blocked and outcome.reason and event in ("SessionStart", "SessionEnd"):
-            notices.append(Notice("warning", f"{event} hook: {outcome.reason}", "hook"))
+            carry.add_notice(Notice("warning", f"{event} hook: {outcome.reason}", "hook"))

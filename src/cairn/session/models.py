@@ -92,6 +92,16 @@ class ModelCatalog:
         """The listed option named ``model`` (by id), if any."""
         return next((o for o in self.options() if o.id == model and o.listed), None)
 
+    def choose(self, model: str) -> tuple[ModelOption, Provider]:
+        """The option named ``model`` (listed or not) and the provider serving it;
+        :class:`ModelSwitchError` for a blank name or an endpoint that is not set up."""
+        name = model.strip()
+        if not name:
+            raise ModelSwitchError("the model name is empty")
+        option = self.find(name)
+        provider = self.provider_for(option)
+        return option or ModelOption(name, name, listed=False), provider
+
     def provider_for(self, option: ModelOption | None) -> Provider:
         """The provider serving ``option`` (the main one unless its entry names an endpoint)."""
         if option is None or option.choice is None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
@@ -45,10 +45,13 @@ from cairn.recording.rewind import (
 from cairn.session.checkpoints import name_paths
 
 if TYPE_CHECKING:
+    from cairn.agent.client import AgentClient
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
+    from cairn.session.gate import PermissionGate
     from cairn.session.runtime import Runtime
     from cairn.session.session import Session
+    from cairn.vocabulary.events import SessionEvent
 
 __all__ = [
     "RewindError",
@@ -57,6 +60,8 @@ __all__ = [
     "RewindPoint",
     "RewindRequest",
     "Rewinder",
+    "RewindingSession",
+    "SessionRewind",
     "answer_rewind_request",
     "clamp_cursor_file",
     "clamp_extract_cursor",
@@ -453,6 +458,84 @@ def parse_rewind_request(params: Mapping[str, Any]) -> RewindRequest:
     if undo:
         return RewindRequest("undo")
     return RewindRequest("rewind", turn, mode)
+
+
+class RewindingSession(Protocol):
+    """What a live session's rewinds use of it."""
+
+    id: str
+    runtime: Runtime
+    settings: Settings
+    recorder: ChatRecorder | None
+    gate: PermissionGate
+    client: AgentClient  # its history starts with the start-up context, not recorded
+
+    @property
+    def busy(self) -> bool: ...
+
+
+    async def emit(self, event: SessionEvent) -> None: ...
+
+    def restore_conversation(self, loaded: LoadedSession) -> None: ...
+
+
+class SessionRewind:
+    """Rewinds of a live session (``/rewind``, ACP ``_cairn/rewind``, the daemon's route): the
+    :class:`Rewinder` in a worker thread, then the session's conversation as it is now."""
+
+    def __init__(self, session: RewindingSession) -> None:
+        self.session = session
+
+    def rewinder(self) -> Rewinder:
+        session = self.session
+        if session.recorder is None:
+            raise RewindError("rewind needs the chat recording, which is off for this session")
+        return Rewinder(
+            recording=session.recorder.path,
+            project_root=session.runtime.project_root,
+            settings=session.settings,
+            recorder=session.recorder,
+            history_offset=session.client.startup_length,
+        )
+
+    async def listing(self) -> RewindListing:
+        return await asyncio.to_thread(self.rewinder().listing)
+
+    async def rewind(
+        self, turn: int, mode: RewindMode, *, check_busy: bool, announce: bool
+    ) -> RewindOutcome:
+        """Go back to before user turn ``turn`` (1 = the first); :class:`RewindError` if not,
+        :class:`~cairn.session.gate.WideningRefused` past a closed gate. ``announce``: tell the
+        session's listeners (an editor, the daemon's clients) what was done; a caller that shows
+        the outcome itself turns it off."""
+        self._refuse_while_busy(check_busy)
+        self.session.gate.check_unasked("Rewinding")
+        outcome = await asyncio.to_thread(self.rewinder().rewind, turn, mode)
+        await self._after(outcome, announce)
+        return outcome
+
+    async def undo(self, *, check_busy: bool, announce: bool) -> RewindOutcome:
+        self._refuse_while_busy(check_busy)
+        self.session.gate.check_unasked("Undoing a rewind")
+        outcome = await asyncio.to_thread(self.rewinder().undo)
+        await self._after(outcome, announce)
+        return outcome
+
+    def _refuse_while_busy(self, check_busy: bool) -> None:
+        if check_busy and self.session.busy:
+            raise RewindError("cannot rewind while a turn is running; cancel it first")
+
+    async def _after(self, outcome: RewindOutcome, announce: bool) -> None:
+        session = self.session
+        if announce:
+            from cairn.vocabulary.events import Notice
+
+            await session.emit(Notice("info", outcome.message, "rewind"))
+        if outcome.loaded is None:
+            return
+        session.restore_conversation(outcome.loaded)
+        if outcome.history_length is not None:
+            await clamp_extract_cursor(session.runtime, session.id, outcome.history_length)
 
 
 async def answer_rewind_request(session: Session, request: RewindRequest) -> dict[str, Any]:

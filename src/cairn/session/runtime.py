@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from cairn.memory.manager import MemoryManager
     from cairn.recording.listing import SessionInfo
     from cairn.recording.reader import LoadedSession
+    from cairn.recording.recorder import ChatRecorder
     from cairn.session.models import ModelCatalog
     from cairn.session.session import Session
     from cairn.tools.base import CommandRunner, FileSystem
@@ -295,6 +296,23 @@ class Runtime:
         if self.tenant is not None:
             return chats_dir(self.project_root).parent / "tenants" / self.tenant / "chats"
         return chats_dir(self.project_root)
+
+    def chat_recorder(
+        self, session_id: str, cwd: Path, loaded: LoadedSession | None
+    ) -> ChatRecorder | None:
+        """Where a session's conversation is recorded (``None`` when chats are not recorded);
+        ``cwd``: the session's own folder, which ``session/list`` filters by."""
+        if not self.record_chats:
+            return None
+        from cairn.recording.recorder import ChatRecorder
+
+        return ChatRecorder(
+            self.chats_dir / f"{session_id}.jsonl",
+            session_id=session_id,
+            cwd=cwd,
+            version=self.version,
+            parent_uuid=loaded.last_uuid if loaded else None,
+        )
 
     def new_session(
         self, *, session_id: str | None = None, **options: Unpack[SessionOptions]

@@ -1,9 +1,9 @@
 """Turn hooks: code that follows a session's turns without living in a front end.
 
 A part of cairn that must act at fixed points of every turn (an extension that audits changes,
-a hook of its own before the workspace changes, ...) adds a :class:`TurnHook` to
-``session.turn_hooks``; every front end's turns then pass through it. A hook that raises is
-logged and shown as a warning: it never fails the turn.
+a hook of its own before the workspace changes, ...) adds a :class:`TurnHook` with
+``session.add_turn_hook(hook)``; every front end's turns then pass through it. A hook that
+raises is logged and shown as a warning: it never fails the turn.
 """
 
 from __future__ import annotations

@@ -209,6 +209,10 @@ class PermissionRules(Value):
         }
         return cls(parsed["allow"], parsed["ask"], parsed["deny"], tuple(warnings))
 
+    def allowing(self, more: PermissionRules) -> PermissionRules:
+        """These rules with ``more``'s allow rules added (a command file's ``allowed-tools``)."""
+        return PermissionRules((*self.allow, *more.allow), self.ask, self.deny, self.warnings)
+
     def match(
         self,
         tool_name: str,

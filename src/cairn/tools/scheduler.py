@@ -114,6 +114,23 @@ class ToolScheduler:
     )
     # The Notification hooks still running.
     _notifying: set[asyncio.Future[HookOutcome]] = field(default_factory=set, init=False)
+    _ungranted: PermissionRules | None = field(default=None, init=False)  # while granting
+
+    def grant(self, allowed: PermissionRules) -> None:
+        """Let ``allowed``'s allow rules allow calls too, until :meth:`end_grant` (a command
+        file's or skill's ``allowed-tools``, for the rest of its turn)."""
+        if self._ungranted is None:
+            self._ungranted = self.rules
+        self.rules = self.rules.allowing(allowed)
+
+    def end_grant(self) -> None:
+        if self._ungranted is not None:
+            self.rules, self._ungranted = self._ungranted, None
+
+    def follow_settings(self, rules: PermissionRules, hooks: HookRunner) -> None:
+        """Use new settings' rules and hooks (a settings change the user approved); a grant
+        ends with them."""
+        self.rules, self._ungranted, self.hooks = rules, None, hooks
 
     async def run(
         self, calls: Sequence[FunctionCall], ctx: ToolContext, emit: EventSink

@@ -645,7 +645,6 @@ class CairnApp(App[int]):
             await self.transcript.add(NoticeView("error", f"Cannot rewind: {exc}."))
             return
         if outcome.loaded is not None:  # the conversation changed: show it as it is now
-            session.loaded = outcome.loaded
             await self._show_session(session, resumed=False)
             if outcome.prompt:
                 self.prompt_input.load_draft(outcome.prompt)  # to edit and send again
@@ -696,7 +695,7 @@ class CairnApp(App[int]):
         timeout = self.runtime.settings.tools.shell_timeout_seconds
         try:
             result = await run_shell(
-                command, self.session.cwd, timeout=timeout, env=self.session.command_environment
+                command, self.session.cwd, timeout=timeout, env=self.session.workspace.environment
             )
         except asyncio.CancelledError:
             view.show("", None, note="cancelled")

@@ -1,0 +1,122 @@
+"""Where a session's tool calls work, and what they run with: the session's folder and the
+extra ones an editor added (``additionalDirectories``), its file system and terminals (an
+editor's, or local ones), the environment commands and hooks get (cairn's, without its
+secrets), the shell sandbox and the ignore rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cairn.tools.base import CommandRunner, FileSystem, LocalFileSystem, ToolContext
+
+if TYPE_CHECKING:
+    from cairn.abort import AbortSignal
+    from cairn.config.settings import Settings
+    from cairn.mcp.config import ServerConfig
+    from cairn.session.runtime import Runtime
+    from cairn.tools.ignore import IgnoreRules
+    from cairn.tools.sandbox import RunLater, SandboxPolicy
+    from cairn.vocabulary.interaction import UserInteraction
+
+__all__ = ["SessionWorkspace", "run_outside"]
+
+
+class SessionWorkspace:
+    def __init__(
+        self,
+        *,
+        cwd: Path,
+        project_root: Path,
+        settings: Settings,
+        environment: dict[str, str],
+        sandbox: Callable[[], SandboxPolicy | None],
+        extra_roots: Sequence[Path] = (),
+        fs: FileSystem | None = None,
+        command_runner: CommandRunner | None = None,
+    ) -> None:
+        self.cwd = cwd.resolve()
+        self.project_root = project_root
+        self.settings = settings
+        self.environment = environment
+        self._sandbox = sandbox  # how shell commands are fenced (the runtime's policy)
+        self.extra_roots = tuple(root.resolve() for root in extra_roots)
+        self.fs: FileSystem = fs or LocalFileSystem()
+        self.command_runner = command_runner  # an editor's terminals; None: run locally
+
+    @classmethod
+    def of(
+        cls,
+        runtime: Runtime,
+        cwd: Path,
+        extra_roots: Sequence[Path],
+        fs: FileSystem | None,
+        command_runner: CommandRunner | None,
+        run_later: Callable[[], Sequence[RunLater]],
+    ) -> SessionWorkspace:
+        """A session's workspace in ``runtime``: its settings, sandbox and environment;
+        ``run_later``: what cairn runs outside the sandbox (:func:`run_outside`)."""
+        folder = cwd.resolve()
+        return cls(
+            cwd=cwd,
+            project_root=runtime.project_root,
+            settings=runtime.settings,
+            environment=runtime.command_environment(),  # without cairn's secrets
+            sandbox=lambda: runtime.sandbox_policy(folder, run_later=run_later),
+            extra_roots=extra_roots,
+            fs=fs,
+            command_runner=command_runner,
+        )
+
+    def tool_context(
+        self,
+        abort: AbortSignal,
+        *,
+        interaction: UserInteraction,
+        session_id: str,
+        readable: Sequence[Path] = (),
+    ) -> ToolContext:
+        """A call's context; ``readable``: more folders it may read (of skills loaded)."""
+        roots = [self.cwd, *self.extra_roots]
+        return ToolContext(
+            workspace=self.cwd,
+            abort=abort,
+            fs=self.fs,
+            interaction=interaction,
+            session_id=session_id,
+            shell_timeout=self.settings.tools.shell_timeout_seconds,
+            environment=self.environment,
+            readable_roots=[*roots, *readable] if readable or self.extra_roots else None,
+            writable_roots=roots if self.extra_roots else None,
+            sandbox=self._sandbox(),
+            ignore=self._ignore_rules(),
+            commands=self.command_runner,
+        )
+
+    def _ignore_rules(self) -> IgnoreRules | None:
+        filtering = self.settings.context.file_filtering
+        if not (filtering.respect_git_ignore or filtering.respect_cairn_ignore):
+            return None
+        from cairn.tools.ignore import IgnoreRules
+
+        return IgnoreRules(
+            self.project_root,
+            gitignore=filtering.respect_git_ignore,
+            cairnignore=filtering.respect_cairn_ignore,
+        )
+
+
+def run_outside(
+    cwd: Path, hook_commands: Sequence[str], servers: Sequence[ServerConfig]
+) -> list[RunLater]:
+    """What cairn runs outside the sandbox, with its folder: hooks and stdio MCP servers
+    (the files they name stay read-only in the sandbox)."""
+    import shlex
+
+    found = [(command, cwd) for command in hook_commands]
+    for server in servers:
+        if server.transport == "stdio" and server.command:
+            folder = cwd / server.cwd if server.cwd else cwd
+            found.append((shlex.join([server.command, *server.args]), folder))
+    return found
