@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -124,4 +125,41 @@ async def test_a_setsid_child_holding_the_output_does_not_hold_up_the_hook(tmp_p
         assert result.stdout == "done\n"
     finally:
         if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+async def test_a_timed_out_hooks_setsid_children_are_killed(tmp_path):
+    """Regression (issue 24): a timed-out hook's `setsid` child (and a daemon that double-forked
+    away from it) outlived cairn, although a timed-out hook's children are killed (docs)."""
+    setsid_pid, daemon_pid = tmp_path / "setsid.pid", tmp_path / "daemon.pid"
+    command = (
+        f"setsid sleep 3600 & echo $! > {setsid_pid}; "
+        f"(setsid sh -c 'sleep 3601 & echo $! > {daemon_pid}' &); sleep 30"
+    )
+    try:
+        result = await _run(command, tmp_path, timeout=2)
+
+        assert result.timed_out
+        pids = [int(path.read_text()) for path in (setsid_pid, daemon_pid)]
+        for pid in pids:
+            assert await _wait_dead(pid), f"{pid} outlived its timed-out hook"
+    finally:
+        for path in (setsid_pid, daemon_pid):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(path.read_text()), signal.SIGKILL)
+
+
+async def test_a_cancelled_hooks_setsid_child_is_killed(tmp_path):
+    """A hook cancelled with its turn is killed with everything it started."""
+    pid_file = tmp_path / "pid"
+    task = asyncio.create_task(_run(f"setsid sleep 3600 & echo $! > {pid_file}; wait", tmp_path))
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    try:
+        assert await _wait_dead(int(pid_file.read_text()))
+    finally:
+        with contextlib.suppress(OSError):
             os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -4,7 +4,9 @@ A hook is finished when its command exits. Its output is read until then (and fo
 after, for what is still in the pipes); then whatever the hook left running in its process group
 is stopped (SIGTERM, then SIGKILL), and the pipes are closed. A process that left the group
 (``setsid``, a daemon) keeps running, but cannot hold up the turn by keeping the output open. A
-hook that outlives its timeout, or whose caller is cancelled, is killed with its whole group.
+hook that outlives its timeout, whose caller is cancelled, or whose cairn goes away (even
+killed) is killed with everything it started, ``setsid`` and double-forked processes included:
+it runs under a subreaper (:mod:`cairn.hooks.reaper`) that keeps them in its process tree.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +24,11 @@ from typing import Any, TypeVar
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "MAX_OUTPUT_BYTES",
+    "REAPER_SCRIPT",
+    "SUBREAPER",
     "CommandResult",
+    "kill_everything",
+    "reaped",
     "run_command",
     "spawn_group",
     "timeout_seconds",
@@ -34,6 +41,8 @@ MILLISECONDS_THRESHOLD = 1000  # timeout values from here up are milliseconds (o
 MAX_OUTPUT_BYTES = 1024 * 1024  # stdout and stderr kept per hook; the rest is read and dropped
 POST_EXIT_DRAIN_SECONDS = 0.5  # output still read after the command exits
 LEFTOVER_GRACE_SECONDS = 1.0  # between SIGTERM and SIGKILL of what the hook left in its group
+REAPER_SCRIPT = Path(__file__).with_name("reaper.py")  # run as a plain script, stdlib only
+SUBREAPER = sys.platform.startswith("linux")  # elsewhere commands run without the reaper
 
 
 @dataclass(frozen=True)
@@ -120,7 +129,7 @@ async def run_command(
     try:
         transport, protocol = await spawn_group(
             lambda: _HookProtocol(loop),
-            ["bash", "-c", command],
+            reaped(["bash", "-c", command], "hook"),
             cwd=cwd,
             env=dict(env),
             stdin=asyncio.subprocess.PIPE,
@@ -134,7 +143,7 @@ async def run_command(
         try:
             await asyncio.wait_for(asyncio.shield(protocol.exited), timeout)
         except TimeoutError:
-            _kill_group(transport.get_pid(), signal.SIGKILL)
+            kill_everything(transport.get_pid())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(protocol.exited), LEFTOVER_GRACE_SECONDS)
             return CommandResult(timed_out=True, timeout=timeout)
@@ -149,10 +158,30 @@ async def run_command(
             truncated=protocol.truncated,
         )
     except asyncio.CancelledError:
-        _kill_group(transport.get_pid(), signal.SIGKILL)
+        kill_everything(transport.get_pid())
         raise
     finally:
         transport.close()
+
+
+def reaped(argv: list[str], mode: str, report_fd: int | None = None) -> list[str]:
+    """``argv`` run under the subreaper (:mod:`cairn.hooks.reaper`): ``hook`` or ``server``
+    mode; ``report_fd``: where it writes the command's PID (an fd passed to it). Elsewhere
+    than Linux, ``argv`` itself."""
+    if not SUBREAPER:
+        return argv
+    python = os.path.realpath(sys.executable)
+    report = [] if report_fd is None else [str(report_fd)]
+    return [python, "-I", "-S", str(REAPER_SCRIPT), mode, str(os.getpid()), *report, "--", *argv]
+
+
+def kill_everything(pid: int) -> None:
+    """SIGKILL what a command run by :func:`reaped` (as ``pid``) started, wherever it went
+    (``setsid`` ones too), then its process group."""
+    from cairn.hooks.reaper import kill_tree
+
+    kill_tree(pid)
+    _kill_group(pid, signal.SIGKILL)
 
 
 def _feed(transport: asyncio.SubprocessTransport, data: bytes) -> None:

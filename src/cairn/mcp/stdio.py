@@ -4,7 +4,9 @@ cairn runs its own instead of the SDK's ``stdio_client`` for what a coding agent
 it: the child's PID and exit status (shown in ``/mcp``), the tail of its stderr (the reason a
 server failed), lines that are not JSON-RPC skipped with a warning instead of ending the
 session, and a shutdown that leaves no process behind: stdin closed, then SIGTERM, then SIGKILL
-to the child's whole process group, and an exit hook for anything still running.
+to everything the child started (it runs under a subreaper, :mod:`cairn.hooks.reaper`, so a
+``setsid`` or double-forked process cannot slip away), an exit hook for anything still running,
+and, when cairn is killed outright, the subreaper ends it all by itself.
 
 Reading stays linear however a server writes: lines are split as chunks arrive (a 50 MB result
 is not rescanned per chunk; parsing it still holds the interpreter for a moment, in any thread),
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import json
 import os
 import re
@@ -96,17 +99,53 @@ async def open_stdio(
     The child's environment is ``environ`` (cairn's, without its secrets) plus the server's
     configured ``env``. Raises ``OSError`` when the program cannot be started.
     """
+    from cairn.hooks.process import SUBREAPER, reaped
+
     environment = {**environ, **env}
-    process = await anyio.open_process(
-        [command, *args],
-        env=environment,
-        cwd=str(cwd),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,  # its own group: Ctrl+C in the terminal is cairn's to handle
-    )
-    info = StdioProcess(process.pid)
+    # The subreaper says the server's PID on this pipe, or why it could not start it.
+    report, report_to = os.pipe() if SUBREAPER else (None, None)
+    try:
+        process = await anyio.open_process(
+            reaped([command, *args], "server", report_to),
+            env=environment,
+            cwd=str(cwd),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own group: Ctrl+C in the terminal is cairn's to handle
+            pass_fds=() if report_to is None else (report_to,),
+        )
+    except OSError:
+        if report is not None:
+            os.close(report)
+        raise
+    finally:
+        if report_to is not None:
+            os.close(report_to)
+    server_pid = process.pid
+    if report is not None:
+        try:
+            server_pid = await _started(report, command)
+        except OSError:
+            with anyio.CancelScope(shield=True):
+                await _terminate(process, StdioProcess(process.pid))
+            raise
+    async with _session(process, server_pid, name) as streams:
+        yield streams
+
+
+@asynccontextmanager
+async def _session(
+    process: anyio.abc.Process, server_pid: int, name: str
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+        StdioProcess,
+    ]
+]:
+    """The message streams over a started ``process`` (the subreaper, or the server itself)."""
+    info = StdioProcess(server_pid)
     _live_groups.add(process.pid)
     to_session, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_stream, from_session = anyio.create_memory_object_stream[SessionMessage](16)
@@ -126,6 +165,26 @@ async def open_stdio(
         _live_groups.discard(process.pid)
         for stream in (read_stream, write_stream, to_session, from_session):
             await stream.aclose()
+
+
+async def _started(report: int, command: str) -> int:
+    """The server's PID, as its subreaper reports it; ``OSError`` when it could not start."""
+    text = await anyio.to_thread.run_sync(_read_all, report)
+    word, _, value = text.strip().partition(" ")
+    if word == "pid" and value.isdigit():
+        return int(value)
+    code = int(value) if word == "error" and value.isdigit() else errno.ENOEXEC
+    raise OSError(code, os.strerror(code), command)
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    try:
+        while chunk := os.read(fd, 256):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("ascii", "replace")
 
 
 async def _read_stdout(
@@ -324,7 +383,9 @@ async def _terminate(process: anyio.abc.Process, info: StdioProcess) -> None:
         with contextlib.suppress(Exception):
             await process.stdin.aclose()
     for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        if sig is not None:
+        if sig == signal.SIGKILL:
+            _kill_everything(process.pid)
+        elif sig is not None:
             _signal_group(process.pid, sig)
         with anyio.move_on_after(CLOSE_GRACE_SECONDS):
             info.returncode = await process.wait()
@@ -337,8 +398,14 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
+def _kill_everything(pid: int) -> None:
+    from cairn.hooks.process import kill_everything
+
+    kill_everything(pid)
+
+
 @atexit.register
 def _kill_leftovers() -> None:
     """A process that exits without closing its servers (an unhandled error) still kills them."""
     for pid in list(_live_groups):
-        _signal_group(pid, signal.SIGKILL)
+        _kill_everything(pid)

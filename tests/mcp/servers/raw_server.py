@@ -10,6 +10,8 @@ deep: answers tools/call with a result nested 100,000 levels deep.
 flood: sends 20,000 tools/list_changed notifications before answering tools/call.
 bad-notification: sends notifications cairn cannot read (bad params, an unknown method), then
   a request with bad params, before answering tools/call; logs the answer to that request.
+leaves-children: starts a `setsid` child and a daemon that double-forks away before serving,
+  and writes their PIDs to MCP_TEST_CHILD_PIDS.
 
 Every request's method is logged to MCP_TEST_LOG (when set), one per line.
 """
@@ -80,6 +82,13 @@ def initialize(ident: object, request: dict) -> None:
         }
         send({"jsonrpc": "2.0", "id": ident, "result": result})
 
+
+if MODE == "leaves-children":
+    import subprocess
+
+    pids = os.environ["MCP_TEST_CHILD_PIDS"]
+    subprocess.Popen(["setsid", "sh", "-c", f"echo $$ >> {pids}; exec sleep 3600"])
+    subprocess.Popen(["sh", "-c", f"(setsid sh -c 'echo $$ >> {pids}; exec sleep 3601' &)"])
 
 for line in sys.stdin:
     request = json.loads(line)
