@@ -5,7 +5,8 @@ registered by the package entry point, as they are for users who install cairn.
 
 - **Slow tests.** Every test in ``tests/e2e/`` (real ``cairn`` processes) is marked ``slow``, as
   is any other test that takes more than a few seconds; ``-m "not slow"`` is the quick loop.
-  Slow tests run first, so that the workers end the run together on quick ones.
+  Slow tests run first (the longest, those with a ``timeout`` mark above the default, first of
+  all), so that the workers end the run together on quick ones.
 - **Parallel.** ``-n auto --dist loadgroup`` (pyproject.toml) runs the tests in pytest-xdist
   workers, twice as many as the machine has cores: most tests wait on the processes they start.
   ``PYTEST_XDIST_AUTO_NUM_WORKERS`` (or ``-n N``) sets the number; ``-n 0`` runs in one process.
@@ -55,7 +56,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     scaled: set[int] = set()
     for item in items:
         if item.path.is_relative_to(E2E):
@@ -64,7 +65,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(POSTGRES_GROUP))
         if PROFILE == "dev":
             _fewer_examples(getattr(item, "obj", None), scaled)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow first
+    default = float(config.getini("timeout") or 0)
+    items.sort(key=lambda item: _run_order(item, default))
+
+
+def _run_order(item: pytest.Item, default_timeout: float) -> tuple[bool, float]:
+    """Slow tests first, and first among them those allowed more than the default timeout (the
+    longest: the README's set-up, the PostgreSQL group), so the workers end together on quick
+    tests; otherwise the collection order (the sort is stable)."""
+    timeout = item.get_closest_marker("timeout")
+    allowed = float(timeout.args[0]) if timeout and timeout.args else default_timeout
+    return item.get_closest_marker("slow") is None, -max(allowed - default_timeout, 0)
 
 
 def local_examples(count: int) -> int:
