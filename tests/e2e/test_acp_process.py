@@ -111,6 +111,9 @@ def project(tmp_path: Path) -> Path:
         "---\nname: house code style\ndescription: formatting preferences\ntype: project\n---\n\n"
         f"{STYLE_MARKER}: tabs, never spaces.\n"
     )
+    # The selector tests time it against the main model's replies; semantic candidates would
+    # start it only once the first request left and their model loaded (docs/memory.md).
+    (folder / ".cairn" / "settings.json").write_text('{"memory": {"semanticCandidates": false}}')
     return folder
 
 

@@ -82,7 +82,9 @@ def test_the_recall_selector_side_query_is_answered_by_a_forced_tool_call(
         "---\nname: house style\ndescription: formatting preferences\ntype: project\n---\n\n"
         "MARKER-TABS: tabs, never spaces.\n"
     )
-    write_settings(project, {"memory": {"enableManagedAutoMemory": True}})
+    # Lexical candidates only: the selector must settle within the first call's 1 s.
+    lexical = {"enableManagedAutoMemory": True, "semanticCandidates": False}
+    write_settings(project, {"memory": lexical})
 
     def answer(request: RecordedRequest) -> Reply | None:
         if request.purpose == "recall-selector":

@@ -9,6 +9,7 @@ request can only carry what the fast phase published.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 from cairn.memory.recall.render import RELEVANT_MEMORY_HEADING
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
-from .conftest import RunCairn, write_settings
+from .conftest import RunCairn, run_probed, write_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -29,6 +30,9 @@ SELECTOR_DELAY = 0.5  # seconds: past the first request's 100 ms wait for Recall
 TOOL_CALL_DELAY = 1.5  # seconds: the selector has settled when the tool result is sent
 _MANIFEST_PATH = re.compile(r"^- \[\w+\] (\S+\.md) \(", re.MULTILINE)
 AUTO_MEMORY_HEADING = "# auto memory"  # the system prompt's memory section
+# The timing tests below are about the lexical lifecycle: semantic candidates would start the
+# selector only after the first request left and the model loaded (later than SELECTOR_DELAY).
+LEXICAL_MEMORY = {"memory": {"enableManagedAutoMemory": True, "semanticCandidates": False}}
 
 
 @pytest.fixture
@@ -96,7 +100,7 @@ def test_fast_memory_is_in_the_first_request_and_the_refined_one_follows_the_too
     seeded: Path,
     memory_env: dict[str, str],
 ) -> None:
-    write_settings(seeded, {"memory": {"enableManagedAutoMemory": True}})
+    write_settings(seeded, LEXICAL_MEMORY)
     scripted_server.handler = model(selector_picks="style.md")
 
     done = run_cairn("-p", PROMPT, env=memory_env)
@@ -134,7 +138,7 @@ def test_a_selector_choosing_only_the_fast_memory_sends_nothing_again(
     seeded: Path,
     memory_env: dict[str, str],
 ) -> None:
-    write_settings(seeded, {"memory": {"enableManagedAutoMemory": True}})
+    write_settings(seeded, LEXICAL_MEMORY)
     scripted_server.handler = model(selector_picks="deploy.md")
 
     done = run_cairn("-p", PROMPT, env=memory_env)
@@ -167,3 +171,112 @@ def test_with_managed_memory_off_there_is_no_recall_and_no_memory_prompt(
         assert not request.contains(DEPLOY_MARKER)
         assert not request.contains(STYLE_MARKER)
         assert RELEVANT_MEMORY_HEADING not in json.dumps(request.messages)
+
+
+PARAPHRASE_PROMPT = "where do user photos live?"  # no content word of the memory
+# The turn's first answer comes this late, so the selector is asked before the turn ends even
+# when loading the model and embedding 251 memories takes seconds on a loaded machine.
+SEMANTIC_TURN_DELAY = 10.0
+PICTURES = "image-storage.md"
+
+
+def _seed_paraphrase(project: Path) -> None:
+    """An old memory that shares no word with the prompt, behind 250 newer ones that match it
+    neither by word: only its meaning can put it in front of the selector."""
+    memory = project / ".cairn" / "memory"
+    (memory / "reference").mkdir(parents=True)
+    (memory / "project").mkdir(parents=True)
+    target = memory / "reference" / PICTURES
+    target.write_text(
+        "---\nname: Image storage on S3\ndescription: Uploaded pictures are kept in an S3 "
+        "bucket behind CloudFront\ntype: reference\n---\n\nOriginals are private.\n"
+    )
+    os.utime(target, (1_000_000_000, 1_000_000_000))
+    for i in range(250):
+        (memory / "project" / f"release-{i}.md").write_text(
+            f"---\nname: Release note {i}\ndescription: Release {i} shipped the billing fix\n"
+            "type: project\n---\n\nNothing else changed.\n"
+        )
+
+
+def _selector_sees(scripted_server: ScriptedServer) -> list[str]:
+    listed: list[str] = []
+
+    def handle(request: RecordedRequest) -> Reply | None:
+        if request.purpose == "recall-selector":
+            listed.extend(_MANIFEST_PATH.findall(request.last_user_text()))
+            return reply(json.dumps({"selected_memories": []}))
+        if request.purpose == "main":
+            if not any(message["role"] == "tool" for message in request.messages):
+                call = tool_call("read_file", {"file_path": "README.md"})
+                return Reply(tool_calls=call.tool_calls, delay=SEMANTIC_TURN_DELAY)
+            return reply("In S3.")
+        return reply("Nothing to save.")
+
+    scripted_server.handler = handle
+    return listed
+
+
+@pytest.mark.parametrize("semantic", [True, False], ids=["semantic", "semantic-off"])
+def test_a_memory_sharing_no_word_with_the_prompt_reaches_the_selector_by_meaning(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    memory_env: dict[str, str],
+    semantic: bool,
+) -> None:
+    """Issue #26: the selector is shown candidates chosen for the query, semantic ones included;
+    ``memory.semanticCandidates: false`` leaves lexical and recent ones only."""
+    _seed_paraphrase(project)
+    (project / "README.md").write_text("A web shop.\n")
+    write_settings(project, {"memory": {"semanticCandidates": semantic}})
+    listed = _selector_sees(scripted_server)
+
+    done = run_cairn("-p", PARAPHRASE_PROMPT, env=memory_env)
+
+    assert done.returncode == 0, done.stderr
+    assert len(scripted_server.requests_for("recall-selector")) == 1
+    assert len(listed) == 200  # the newest release notes fill the seats either way
+    assert (f"project:reference/{PICTURES}" in listed) is semantic
+
+
+_IMPORTS_PROBE = """
+import atexit, json, sys
+watched = ("Stemmer", "numpy", "tokenizers", "cairn.memory.store.embedding")
+atexit.register(lambda: sys.stderr.write(
+    "IMPORTED " + json.dumps([name for name in watched if name in sys.modules]) + "\\n"
+))
+from cairn.cli.main import main
+sys.argv = ["cairn", "-p", sys.argv[1]]
+main()
+"""
+
+
+def _imported(done: Any) -> list[str]:
+    line = next(x for x in done.stderr.splitlines() if x.startswith("IMPORTED "))
+    return list(json.loads(line.removeprefix("IMPORTED ")))
+
+
+def test_the_embedding_model_is_loaded_only_by_a_recall_that_refines(
+    scripted_server: ScriptedServer, project: Path, memory_env: dict[str, str]
+) -> None:
+    """Issue #26: a session with no memory never loads the stemmer, numpy, tokenizers or the
+    model; one whose recall reaches the selector loads them (on the refined path, which waits
+    for the turn's first request: tests/memory/recall/test_query.py pins that order)."""
+    write_settings(project, {"memory": {"enableManagedAutoMemory": True}})
+    scripted_server.enqueue(reply("Hello."), purpose="main")
+    empty = run_probed(_IMPORTS_PROBE, project, memory_env, "hi")
+    assert _imported(empty) == []
+
+    _seed_paraphrase(project)
+    (project / "README.md").write_text("A web shop.\n")
+    listed = _selector_sees(scripted_server)
+    seeded = run_probed(_IMPORTS_PROBE, project, memory_env, PARAPHRASE_PROMPT)
+
+    assert set(_imported(seeded)) == {
+        "Stemmer",
+        "numpy",
+        "tokenizers",
+        "cairn.memory.store.embedding",
+    }
+    assert f"project:reference/{PICTURES}" in listed

@@ -118,15 +118,23 @@ def user_text(request: ModelRequest) -> str:
 
 
 def make_manager(
-    tmp_path: Path, *, enabled: bool = True, now: float = NOW, local: bool = False
+    tmp_path: Path,
+    *,
+    enabled: bool = True,
+    now: float = NOW,
+    local: bool = False,
+    semantic: bool = False,
 ) -> MemoryManager:
     """A manager over a fresh project and cairn home under ``tmp_path``, its clock fixed.
 
-    ``local`` keeps project memory in ``<project>/.cairn/memory`` (shorter paths).
+    ``local`` keeps project memory in ``<project>/.cairn/memory`` (shorter paths); ``semantic``
+    turns on semantic candidates (off here, so lexical candidate tests see lexical ones only).
     """
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
-    settings = Settings.model_validate({"memory": {"enableManagedAutoMemory": enabled}})
+    settings = Settings.model_validate(
+        {"memory": {"enableManagedAutoMemory": enabled, "semanticCandidates": semantic}}
+    )
     environ = {"CAIRN_HOME": str(tmp_path / "home")}
     if local:
         environ["CAIRN_MEMORY_LOCAL"] = "1"
@@ -156,12 +164,18 @@ class Events:
 
 
 def manifest_paths(request: ModelRequest) -> list[str]:
-    """The absolute paths listed in a selector request's manifest, in order."""
+    """The keys (``scope:relative path``) listed in a selector request's manifest, in order."""
     paths = []
     for line in user_text(request).splitlines():
         if line.startswith("- ["):
-            paths.append(line.split("] ", 1)[1].rsplit(" (", 1)[0])
+            paths.append(line.split("] ", 1)[1].split(" (", 1)[0])
     return paths
+
+
+def key_of(path: Path) -> str:
+    """The manifest key of the memory file at ``path`` (under a root's type folder)."""
+    scope = "user" if "memories" in path.parts else "project"
+    return f"{scope}:{path.parent.name}/{path.name}"
 
 
 def pick(*names: str) -> Callable[[ModelRequest], str]:

@@ -191,6 +191,9 @@ async def make_world(
     worlds: list[World] = []
 
     def make(**settings: Any) -> World:
+        # Semantic candidates wait for the first request to leave and load their model: the
+        # selector would leave after ANSWER_DELAY; these tests are about the lexical recall.
+        settings.setdefault("memory", {}).setdefault("semanticCandidates", False)
         runtime = Runtime(
             cwd=project,
             settings=Settings.model_validate(settings),

@@ -394,6 +394,12 @@ class MemorySettings(_Section):
         256,
         description="Skip Extract and Dream when the machine has less available memory (MiB).",
     )
+    semantic_candidates: bool = Field(
+        True,
+        description="Recall's model selector also sees the memories closest in meaning to the "
+        "prompt (a local embedding model, installed with `cairn-agent[semantic]`). Off: only "
+        "lexical matches and the newest memories.",
+    )
 
 
 class PermissionsSettings(_Section):

@@ -326,6 +326,7 @@ UNTRUSTED_PROJECT_KEYS: Mapping[str, Callable[[Any], bool] | None] = {
     "memory.agentMaxTurns": None,
     "memory.headlessExtractWaitSeconds": None,
     "memory.minAvailableMemoryMb": None,
+    "memory.semanticCandidates": None,  # a local model of an installed package: nothing sent
     "tools.approvalMode": _asks_before_running,
     "tools.shellTimeoutSeconds": None,
     "tools.webFetch.allowPrivateAddresses": lambda allow: allow is False,

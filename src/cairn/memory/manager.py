@@ -104,6 +104,7 @@ class MemoryManager:
         # Evidence paths are relative to the folder the project memory belongs to (git root).
         self.workspace = workspace_folder(self.project_root, environ=environ)
         self.store = MemoryStore(self.roots, clock=clock, before_refresh=self.backend.ensure_pulled)
+        self.store.vector_sync = self.backend.vector_sync()
         self.generation = 0  # bumped whenever a task or Forget changed memory files
         self._task_book: TaskBook | None = None
         self._extracting: set[str] = set()  # projects with an extraction running
@@ -113,6 +114,7 @@ class MemoryManager:
         self._rewinds: dict[str, tuple[int, int]] = {}  # session -> (rewinds so far, length)
         self._listeners: list[ChangeListener] = []
         self._failures_said: set[str] = set()  # sessions told their memory was not saved
+        self._vector_tasks: set[asyncio.Task[int]] = set()  # embeddings after writes
         self._remembered: dict[str, set[str]] = {}  # session id -> paths /remember recorded
         self._checks: dict[str, EvidenceCheck] = {}  # session id -> its evidence check
 
@@ -268,14 +270,37 @@ class MemoryManager:
         step("Writing MEMORY.md")
         with _hold_roots(self._root_paths()):
             self.store.rebuild_index_files()
+        if self.settings.memory.semantic_candidates:
+            step("Computing the vectors of semantic candidates")
+            from cairn.memory.recall.semantic import compute_vectors
+
+            compute_vectors(self.store)
         step("Saving the search index")
         self.store.save()
         return report
+
+    def _vectors_after_write(self) -> None:
+        """After a write: embed the changed memories in the background, when this process has
+        the model loaded already (a process that has not needed it leaves the few new memories
+        to the next Recall, which embeds what is missing in milliseconds)."""
+        from cairn.memory.store.embedding import model_loaded
+
+        if not (self.settings.memory.semantic_candidates and model_loaded()):
+            return
+        from cairn.memory.recall.semantic import update_vectors
+
+        task = asyncio.get_running_loop().create_task(
+            update_vectors(self.store), name="cairn-memory-vectors"
+        )
+        self._vector_tasks.add(task)
+        task.add_done_callback(self._vector_tasks.discard)
 
     def close(self) -> None:
         """Persist the index, stop watching the roots, close the backend's connections."""
         self.store.save()
         self.store.close()
+        if self.store.vector_sync is not None:
+            self.store.vector_sync.close()
         self.backend.close()
 
     def _open_backend(self, environ: Mapping[str, str]) -> MemoryBackend:
@@ -306,6 +331,7 @@ class MemoryManager:
         abort: AbortSignal,
         on_fast_result: Callable[[RecallResult], None] | None = None,
         session_id: str | None = None,
+        before_semantic: Callable[[], Awaitable[object]] | None = None,
     ) -> RecallResult:
         """Relevant memories for ``query``; never raises (a failure is an empty result)."""
         if not self.enabled:
@@ -322,6 +348,8 @@ class MemoryManager:
                 on_fast_result=on_fast_result,
                 session_id=session_id,
                 marks=self._marks(session_id),
+                semantic=self.settings.memory.semantic_candidates,
+                before_semantic=before_semantic,
             )
         except Exception as exc:  # Recall is best effort: it never fails a turn
             _log.warning(f"recall failed: {exc!r}")
@@ -712,6 +740,7 @@ class MemoryManager:
             await self._extraction_failed(request.session_id, outcome, retry=retry)
         if outcome.files:
             self.generation += 1
+            self._vectors_after_write()
             labels = [f.label for f in outcome.files]
             change = self._change("extract", labels, created=set(outcome.created))
             await self._announce(request.session_id, change)
@@ -817,6 +846,7 @@ class MemoryManager:
             record_written(space, files, operation="remember", session_id=session_id, detail=detail)
         self._remembered.setdefault(session_id, set()).add(os.path.realpath(path))
         self.generation += 1
+        self._vectors_after_write()
         labels = [f.label for f in files]
         return self._change("remember", labels, created=set(labels) if created else set())
 
@@ -839,6 +869,7 @@ class MemoryManager:
             _task_log.warning(f"indexing the session's memory writes failed: {error!r}")
             return
         self.generation += 1
+        self._vectors_after_write()
 
     def _lift_tombstones(self, paths: Sequence[Path]) -> str:
         """The session's own agent saved these memories (the user's explicit word): remove the
@@ -949,6 +980,7 @@ class MemoryManager:
         record.finish(_task_status(report), reason=report.skipped_reason, detail=report.error)
         if report.changed:
             self.generation += 1
+            self._vectors_after_write()
             report.change = self._dream_change(report)
             if trigger == "auto":
                 await self._announce(session_id, report.change)

@@ -60,6 +60,7 @@ class RecallTimings:
 
     scan_ms: float = 0.0
     fast_ms: float = 0.0
+    semantic_ms: float = 0.0  # waiting for the first request, loading the model, searching
     selector_ms: float = 0.0
 
 
@@ -81,6 +82,7 @@ def emit_recall(
         duration_ms=round(duration_ms, 3),
         scan_duration_ms=round(timings.scan_ms, 3),
         fast_duration_ms=round(timings.fast_ms, 3),
+        semantic_duration_ms=round(timings.semantic_ms, 3),
         selector_duration_ms=round(timings.selector_ms, 3),
     )
 

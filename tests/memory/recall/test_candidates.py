@@ -59,3 +59,23 @@ def test_a_lexical_match_is_not_repeated_in_the_recent_seats() -> None:
 def test_the_fallback_is_the_lexical_top_limit() -> None:
     lexical = _docs("lex", 10)
     assert build_candidates(lexical, [], limit=5).fallback == lexical[:5]
+
+
+def test_semantic_candidates_take_turns_with_lexical_ones_without_repeats() -> None:
+    lexical = _docs("lex", 3, start=NOW - 10 * DAY)
+    semantic = [lexical[1], *_docs("sem", 3, start=NOW - 20 * DAY)]
+    candidates = build_candidates(lexical, [], limit=5, semantic=semantic)
+    names = [doc.title for doc in candidates.model]
+    assert names == ["lex0", "lex1", "sem0", "lex2", "sem1", "sem2"]
+    assert candidates.fallback == lexical
+
+
+def test_semantic_candidates_fill_the_relevant_seats_when_nothing_matches_lexically() -> None:
+    semantic = _docs("sem", 250, start=NOW - 10 * DAY)
+    recent = _docs("new", 30)
+    candidates = build_candidates([], newest_first(recent), limit=5, semantic=semantic)
+    names = [doc.title for doc in candidates.model]
+    assert len(names) == MAX_MODEL_CANDIDATE_DOCS
+    assert len([n for n in names if n.startswith("sem")]) == 180
+    assert [n for n in names if n.startswith("new")] == [f"new{i}" for i in range(20)]
+    assert candidates.fallback == []

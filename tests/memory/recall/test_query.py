@@ -19,11 +19,13 @@ from cairn.memory.recall.candidates import (
 from cairn.memory.recall.query import RecallResult, recall_memories
 from cairn.memory.telemetry import RECALL_EVENT
 
+from ...polling import eventually_async
 from ..memory_helpers import (
     DAY,
     NOW,
     Events,
     ScriptedModel,
+    key_of,
     make_manager,
     manifest_paths,
     pick,
@@ -192,7 +194,7 @@ async def test_excluded_paths_are_never_recalled(manager: MemoryManager, root: P
     model = ScriptedModel(pick())
     await _recall(manager, "release", provider=model, excluded=frozenset({surfaced}), fast=fast)
     assert surfaced not in fast[0].paths
-    assert surfaced not in manifest_paths(model.requests[0])
+    assert key_of(Path(surfaced)) not in manifest_paths(model.requests[0])
 
 
 async def test_a_user_abort_during_the_selector_returns_nothing_and_records_nothing(
@@ -219,7 +221,7 @@ async def test_tool_noise_is_kept_out_of_the_fast_result_and_the_manifest(
     fast: list[RecallResult] = []
     await _recall(manager, "release", provider=model, recent_tools=("jira_search",), fast=fast)
     assert fast[0].paths == [str(keep)]
-    assert manifest_paths(model.requests[0]) == [str(keep)]
+    assert manifest_paths(model.requests[0]) == [key_of(keep)]
     assert "Recently used tools: jira_search" in user_text(model.requests[0])
     assert str(noise) not in user_text(model.requests[0])
 
@@ -235,8 +237,8 @@ async def test_an_old_match_behind_two_hundred_newer_memories_is_a_candidate(
     await _recall(manager, "kafka", provider=model)
     paths = manifest_paths(model.requests[0])
     assert len(paths) == MAX_MODEL_CANDIDATE_DOCS
-    assert paths[0] == str(old)
-    assert paths[1] == str(root / "project" / "note0.md")
+    assert paths[0] == key_of(old)
+    assert paths[1] == key_of(root / "project" / "note0.md")
 
 
 async def test_many_matches_leave_twenty_seats_to_the_newest_memories(
@@ -253,7 +255,7 @@ async def test_many_matches_leave_twenty_seats_to_the_newest_memories(
     assert len(paths) == MAX_MODEL_CANDIDATE_DOCS
     new = [p for p in paths if "/new" in p]
     assert new == [
-        str(root / "project" / f"new{i}.md") for i in range(RECENT_MODEL_CANDIDATE_RESERVE)
+        key_of(root / "project" / f"new{i}.md") for i in range(RECENT_MODEL_CANDIDATE_RESERVE)
     ]
 
 
@@ -271,7 +273,7 @@ async def test_a_published_fast_result_leads_the_full_set_of_selector_candidates
     await _recall(manager, "kafka", provider=model, fast=fast)
     paths = manifest_paths(model.requests[0])
     assert fast[0].paths == [str(root / "project" / f"match{i}.md") for i in range(2)]
-    assert [paths[0], paths[2]] == fast[0].paths
+    assert [paths[0], paths[2]] == [key_of(Path(path)) for path in fast[0].paths]
     assert len([p for p in paths if "/match" in p]) == LEXICAL_CANDIDATE_LIMIT
     assert len(paths) == MAX_MODEL_CANDIDATE_DOCS
 
@@ -288,7 +290,7 @@ async def test_a_single_lexical_match_is_published_and_the_newest_fill_the_candi
     await _recall(manager, "kafka", provider=model, fast=fast)
     assert fast[0].paths == [str(old)]
     paths = manifest_paths(model.requests[0])
-    assert paths[:2] == [str(old), str(root / "project" / "note0.md")]
+    assert paths[:2] == [key_of(old), key_of(root / "project" / "note0.md")]
     assert len(paths) == MAX_MODEL_CANDIDATE_DOCS
 
 
@@ -317,4 +319,37 @@ async def test_user_memories_are_recalled_after_project_ones_on_equal_terms(
     fast: list[RecallResult] = []
     await _recall(manager, "release timezone", provider=model, fast=fast)
     assert fast[0].paths == [str(project), str(user)]
-    assert manifest_paths(model.requests[0]) == [str(project), str(user)]
+    assert manifest_paths(model.requests[0]) == [key_of(project), key_of(user)]
+
+
+async def test_semantic_candidates_and_the_selector_wait_for_the_first_request(
+    manager: MemoryManager, root: Path
+) -> None:
+    """Issue #26: the embedding model is loaded only once the turn's first request has taken
+    its memory (``before_semantic``), never while the turn is starting."""
+    _release_notes(root)
+    order: list[str] = []
+    opened = asyncio.Event()
+
+    async def first_request() -> None:
+        order.append("waiting for the first request")
+        await opened.wait()
+
+    def selector(_request: object) -> str:
+        order.append("selector")
+        return json.dumps({"selected_memories": []})
+
+    fast: list[RecallResult] = []
+    recall = recall_memories(
+        manager.store, "release", provider=ScriptedModel(selector), excluded=frozenset(),
+        recent_tools=(), abort=AbortController().signal, now=manager.clock,
+        on_fast_result=fast.append, semantic=True, before_semantic=first_request,
+    )  # fmt: skip
+    task = asyncio.create_task(recall)
+    assert await eventually_async(lambda: bool(order))
+    assert fast and order == ["waiting for the first request"]  # the fast result went first
+    order.append("first request sent")
+    opened.set()
+    await asyncio.wait_for(task, 60)
+
+    assert order == ["waiting for the first request", "first request sent", "selector"]

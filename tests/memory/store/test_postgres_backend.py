@@ -285,3 +285,56 @@ def test_a_database_of_the_previous_schema_is_upgraded_with_row_level_security(
     assert bob.roots.project is not None
     bob.refresh()
     assert [t.title for t in read_tombstones(bob.roots.project)] == ["Deploy with make"]
+
+
+PICTURES = (
+    "---\nname: Image storage\ndescription: Uploaded pictures are kept in an S3 bucket\n"
+    "type: reference\n---\n\nOriginals are private.\n"
+)
+
+
+def test_a_vector_computed_by_one_process_is_taken_from_the_database_by_another(
+    machine: Machine, postgres_dsn: str
+) -> None:
+    """Issue #26: with the PostgreSQL backend the vectors of semantic candidates live in the
+    database (pgvector's type when the server has it, bytea otherwise), so a memory is embedded
+    once for all processes."""
+    from cairn.memory.recall.semantic import compute_vectors
+    from cairn.memory.store.embedding import load_model
+
+    alice, bob = machine("alice", poll=0.2), machine("bob", poll=0.2)
+    write(alice, "reference/images.md", PICTURES)
+    write(alice, "project/deploy.md", DEPLOY)
+    alice.refresh()
+    assert compute_vectors(alice.store) == 2  # embedded here, stored in the database
+    assert eventually(lambda: len(titles(bob)) == 2)
+
+    assert compute_vectors(bob.store) == 0  # none embedded again: all taken from the database
+
+    model = load_model()
+    assert model is not None
+    [found] = bob.store.similar(model.embed(["where do user photos live?"])[0], limit=1)
+    assert found.relative_path == "reference/images.md"
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        kind = connection.execute(
+            "SELECT udt_name FROM information_schema.columns "
+            "WHERE table_name = 'cairn_memory_vectors' AND column_name = 'embedding'"
+        ).fetchone()
+        available = connection.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+    assert kind == (("vector",) if available else ("bytea",))
+
+
+def test_an_edited_memory_is_embedded_again_not_taken_stale_from_the_database(
+    machine: Machine,
+) -> None:
+    from cairn.memory.recall.semantic import compute_vectors
+
+    alice, bob = machine("alice", poll=0.2), machine("bob", poll=0.2)
+    write(alice, "reference/images.md", PICTURES)
+    alice.refresh()
+    compute_vectors(alice.store)
+    write(bob, "reference/images.md", PICTURES.replace("S3 bucket", "GCS bucket"))
+    bob.refresh()
+    assert compute_vectors(bob.store) == 1  # the database's row was made from the old text

@@ -1,15 +1,17 @@
-"""Candidate documents for Recall's model selector.
+"""Candidate documents for Recall's model selector, chosen for the query.
 
-The selector sees at most 200 documents: the best lexical matches interleaved with the most
-recent documents, with at least 20 seats kept for recency so a memory the user just wrote can be
-chosen even when it shares no word with the query. An old document that matches the query is a
-candidate however many documents are newer.
+The selector sees at most 200 documents: the best lexical matches and the memories closest in
+meaning to the query (semantic candidates, when the embedding model is available), taken in
+turn and de-duplicated, interleaved with the most recent documents, with at least 20 seats kept
+for recency so a memory the user just wrote can be chosen even when it matches in no way. An
+old document that matches the query is a candidate however many documents are newer. Without
+semantic candidates the list is the lexical one, as before issue #26.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from cairn.memory.document import MemoryDoc
@@ -18,6 +20,7 @@ __all__ = [
     "LEXICAL_CANDIDATE_LIMIT",
     "MAX_MODEL_CANDIDATE_DOCS",
     "RECENT_MODEL_CANDIDATE_RESERVE",
+    "SEMANTIC_CANDIDATE_LIMIT",
     "Candidates",
     "build_candidates",
 ]
@@ -25,6 +28,7 @@ __all__ = [
 MAX_MODEL_CANDIDATE_DOCS = 200  # documents offered to the selector
 RECENT_MODEL_CANDIDATE_RESERVE = 20  # seats kept for the most recent documents
 LEXICAL_CANDIDATE_LIMIT = MAX_MODEL_CANDIDATE_DOCS - RECENT_MODEL_CANDIDATE_RESERVE  # 180
+SEMANTIC_CANDIDATE_LIMIT = LEXICAL_CANDIDATE_LIMIT  # 180: all seats when nothing matches lexically
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,25 +39,40 @@ class Candidates:
     fallback: list[MemoryDoc]
 
 
+def _alternate(first: Sequence[MemoryDoc], second: Sequence[MemoryDoc]) -> Iterator[MemoryDoc]:
+    """first[0], second[0], first[1], second[1], ...; each document once."""
+    seen: set[object] = set()
+    for pair in itertools.zip_longest(first, second):
+        for doc in pair:
+            if doc is not None and doc.path not in seen:
+                seen.add(doc.path)
+                yield doc
+
+
 def build_candidates(
-    lexical: Sequence[MemoryDoc], newest_first: Iterable[MemoryDoc], *, limit: int
+    lexical: Sequence[MemoryDoc],
+    newest_first: Iterable[MemoryDoc],
+    *,
+    limit: int,
+    semantic: Sequence[MemoryDoc] = (),
 ) -> Candidates:
-    """Interleave lexical matches with recent documents, ≤200 in all.
+    """Relevant documents (lexical and semantic in turn) interleaved with recent ones, ≤200.
 
     ``lexical`` is the ranked lexical selection over the eligible pool (best first, up to
-    ``max(180, limit)`` long); ``newest_first`` yields eligible documents by mtime, newest first
-    (read lazily, only as far as the free seats need; lexical matches in it are skipped). The
-    fallback is the lexical top ``limit``.
+    ``max(180, limit)`` long); ``semantic`` the eligible documents nearest in meaning (best
+    first, up to 180); ``newest_first`` yields eligible documents by mtime, newest first (read
+    lazily, only as far as the free seats need; relevant ones in it are skipped). The fallback
+    is the lexical top ``limit``.
     """
-    model_lexical = list(lexical[:LEXICAL_CANDIDATE_LIMIT])
-    taken = {doc.path for doc in model_lexical}
-    free_seats = MAX_MODEL_CANDIDATE_DOCS - len(model_lexical)
+    relevant = list(itertools.islice(_alternate(lexical, semantic), LEXICAL_CANDIDATE_LIMIT))
+    taken = {doc.path for doc in relevant}
+    free_seats = MAX_MODEL_CANDIDATE_DOCS - len(relevant)
     fresh = (doc for doc in newest_first if doc.path not in taken)
     recent = list(itertools.islice(fresh, free_seats))
     interleaved: list[MemoryDoc] = []
-    for index, doc in enumerate(model_lexical):
+    for index, doc in enumerate(relevant):
         interleaved.append(doc)
         if index < len(recent):
             interleaved.append(recent[index])
-    interleaved.extend(recent[len(model_lexical) :])
+    interleaved.extend(recent[len(relevant) :])
     return Candidates(model=interleaved, fallback=list(lexical[: max(limit, 0)]))

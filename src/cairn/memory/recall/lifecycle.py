@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["INITIAL_RECALL_WAIT_MS", "RecallDelivery", "RecallLifecycle"]
 
 INITIAL_RECALL_WAIT_MS = 100  # the longest the first request of a turn waits for Recall
+SEMANTIC_START_WAIT_S = 1.0  # the longest semantic candidates wait for the first request ...
+SEMANTIC_SETTLE_S = 0.25  # ... and then for it to leave, before their model loads
 
 _log = get_logger("MEMORY_RECALL")
 
@@ -57,6 +59,9 @@ class _Handle:
     fast_delivered: bool = False
     fast_paths: set[str] = field(default_factory=set)
     closed: bool = False  # consumed or discarded: the terminal event was recorded
+    # Set once the turn's first request has taken its memory (or the handle closed): the
+    # semantic candidates wait for it, so loading their model never delays that request.
+    first_request: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def settled(self) -> bool:
@@ -107,13 +112,16 @@ class RecallLifecycle:
         handle = self._handle
         if handle is None:
             return None
-        if point == "initial" and not handle.settled and handle.fast is None:
-            await self._wait_for_progress(handle)
-            if self._handle is not handle:  # swapped or discarded during the wait
-                return None
-        if not handle.settled:
-            return self._deliver_fast(handle) if point == "initial" else None
-        return self._deliver_refined(handle, point)
+        try:
+            if point == "initial" and not handle.settled and handle.fast is None:
+                await self._wait_for_progress(handle)
+                if self._handle is not handle:  # swapped or discarded during the wait
+                    return None
+            if not handle.settled:
+                return self._deliver_fast(handle) if point == "initial" else None
+            return self._deliver_refined(handle, point)
+        finally:
+            handle.first_request.set()
 
     async def wait_settled(self) -> None:
         """Wait until the pending recall has its final result (demos, ``cairn memory``, tests).
@@ -122,6 +130,7 @@ class RecallLifecycle:
         """
         handle = self._handle
         if handle is not None and handle.task is not None:
+            handle.first_request.set()  # nothing to protect: the caller waits for the result
             await asyncio.shield(handle.task)
 
     def finish(self) -> None:
@@ -150,6 +159,7 @@ class RecallLifecycle:
                 abort=handle.controller.signal,
                 on_fast_result=lambda fast: self._on_fast(handle, fast),
                 session_id=self._session_id,
+                before_semantic=lambda: _first_request(handle),
             )
         except asyncio.CancelledError:
             result = RecallResult()
@@ -217,6 +227,7 @@ class RecallLifecycle:
 
     def _close(self, handle: _Handle) -> None:
         handle.closed = True
+        handle.first_request.set()
         handle.unlink_parent()
         handle.controller.abort("recall closed")
         handle.progress.set()
@@ -242,6 +253,16 @@ class RecallLifecycle:
             docs_selected=docs_selected,
             latency_ms=(self._clock() - handle.fired_at) * 1000,
         )
+
+
+async def _first_request(handle: _Handle) -> None:
+    """Until the turn's first request has taken its memory and had a moment to leave (loading
+    the embedding model then competes with nothing the turn waits for); a handle nobody
+    consumes (a caller that only waits for the result) goes on after a second."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(SEMANTIC_START_WAIT_S):
+            await handle.first_request.wait()
+            await asyncio.sleep(SEMANTIC_SETTLE_S)
 
 
 def _as_reason(reason: str) -> DiscardReason:

@@ -3,21 +3,25 @@
 1. Refresh the store (incremental) and drop the paths already surfaced in this session.
 2. Rank the pool lexically, leaving out recent-tool noise. The top two are the *fast result*,
    ranked on their own and published through ``on_fast_result`` before anything else is done.
-3. Rank the ≤180 lexical candidates (the top two lead them) and offer ≤200 candidates (lexical
-   matches interleaved with the newest documents) to the selector on the fast model. Its answer
-   wins, even when empty; if it fails, the lexical top five are used; if the caller aborts, the
-   result is empty and nothing is recorded.
+3. Rank the ≤180 lexical candidates (the top two lead them), find the ≤180 memories nearest in
+   meaning to the query (semantic candidates, :mod:`cairn.memory.recall.semantic`; skipped when
+   off or when the embedding model cannot load) and offer ≤200 candidates (lexical and semantic
+   matches in turn, interleaved with the newest documents) to the selector on the fast model.
+   Its answer wins, even when empty; if it fails, the lexical top five are used; if the caller
+   aborts, the result is empty and nothing is recorded.
 
 The fast phase never awaits, so it runs in the first step of the recall task and is published
 before a caller's bounded wait can expire, however busy the machine is; recall then yields once
 so a waiting consumer takes the fast result before the selector's candidates are ranked and built.
+The semantic candidates wait for ``before_semantic`` (the lifecycle: until the turn's first
+request has taken its memory), so loading the model never competes with a session's start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +34,13 @@ from cairn.memory.document import MemoryDoc
 from cairn.memory.recall.candidates import (
     LEXICAL_CANDIDATE_LIMIT,
     MAX_MODEL_CANDIDATE_DOCS,
+    SEMANTIC_CANDIDATE_LIMIT,
     build_candidates,
 )
 from cairn.memory.recall.noise import is_noise, tool_aliases
 from cairn.memory.recall.render import render_relevant_memory
 from cairn.memory.recall.selector import MAX_RELEVANT_DOCS, SelectorError, select_memories
+from cairn.memory.recall.semantic import semantic_candidates
 from cairn.memory.store.memory_store import MemoryStore
 from cairn.memory.telemetry import RecallTimings, emit_recall
 
@@ -91,6 +97,8 @@ async def recall_memories(
     session_id: str | None = None,
     limit: int = MAX_RELEVANT_DOCS,
     marks: Callable[[Sequence[MemoryDoc]], list[MemoryDoc]] | None = None,
+    semantic: bool = False,
+    before_semantic: Callable[[], Awaitable[object]] | None = None,
 ) -> RecallResult:
     """Recall memories for ``query`` (see the module docstring). Raises only on a bug.
 
@@ -146,12 +154,22 @@ async def recall_memories(
     fallback = lexical[:limit]
     if provider is None:
         return finish(_heuristic(mark(fallback), now))
-    taken = {doc.path for doc in lexical[:LEXICAL_CANDIDATE_LIMIT]}
+    similar: list[MemoryDoc] = []
+    if semantic:
+        if before_semantic is not None:
+            await before_semantic()
+        if abort.aborted:
+            return RecallResult()
+        similar = await semantic_candidates(
+            store, query, limit=SEMANTIC_CANDIDATE_LIMIT, exclude=ineligible
+        )
+        timings.semantic_ms = clock.lap_ms()
+    taken = {doc.path for doc in [*lexical[:LEXICAL_CANDIDATE_LIMIT], *similar]}
     recent = store.recent(
-        limit=MAX_MODEL_CANDIDATE_DOCS - len(taken),
+        limit=MAX_MODEL_CANDIDATE_DOCS,
         exclude=lambda doc: doc.path in taken or ineligible(doc),
     )
-    candidates = build_candidates(lexical, recent, limit=limit)
+    candidates = build_candidates(lexical, recent, limit=limit, semantic=similar)
     offered = candidates.model
     if marks is not None:  # up to 200 evidence checks: off the event loop
         offered = await asyncio.to_thread(marks, offered)

@@ -1,10 +1,15 @@
 """Recall's model selector: one side query that picks up to five memories from a manifest.
 
-The manifest lists each candidate as ``- [<type>] <absolute path> (<mtime ISO>): <description>``
-(absolute paths keep a project and a user memory with the same relative path apart). Lines are
-kept while the manifest stays within 25,000 UTF-8 bytes; a line that does not fit is skipped and
-the next one is tried. The model's answer is untrusted: anything but a list of at most five
-manifest paths is a :class:`SelectorError`, and the caller falls back to the lexical result.
+The manifest lists each candidate on one line,
+``- [<type>] <scope>:<relative path> (<saved on, YYYY-MM-DD>) <name>: <description>``, adding
+`` | <start of the body>`` when the description is thin (under 60 characters), so the model reads
+what a memory says and not only what its file is called. The ``scope:path`` key (as
+``cairn memory show`` takes it) keeps a project and a user memory with the same relative path
+apart in a few bytes. The manifest stays within 25,000 UTF-8 bytes with up to 200 lines: each
+line's text (name, description, body) is cut to the longest length at which all of them fit,
+so long texts give way before any candidate does; only when even 40-byte texts would not fit are
+the last candidates left out. The model's answer is untrusted: anything but a list of at most
+five manifest keys is a :class:`SelectorError`, and the caller falls back to the lexical result.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import functools
+import re
 import unicodedata
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +42,9 @@ __all__ = [
     "SelectorError",
     "bounded",
     "build_manifest",
+    "manifest_key",
     "manifest_line",
+    "manifest_text",
     "parse_selection",
     "sanitize_manifest_text",
     "select_memories",
@@ -47,6 +55,12 @@ __all__ = [
 MAX_RELEVANT_DOCS = 5  # documents per Recall delivery; the selector picks "up to 5"
 MAX_MODEL_MANIFEST_BYTES = 25_000  # UTF-8 budget of the selector manifest
 MAX_MANIFEST_DESCRIPTION_CHARS = 512  # description characters per manifest line
+MAX_MANIFEST_NAME_CHARS = 120  # name characters per manifest line
+MANIFEST_BODY_CHARS = 240  # body characters shown when the description is thin ...
+THIN_DESCRIPTION_CHARS = 60  # ... that is, shorter than this
+MIN_MANIFEST_TEXT_BYTES = 40  # a line's text is never cut shorter; candidates go first
+MAX_MANIFEST_LINES = 200  # candidates a manifest lists at most
+MAX_STALE_FILES_CHARS = 200  # characters of the changed files a possibly-stale mark names
 SELECTOR_TIMEOUT_SECONDS = 30.0  # safety ceiling; the turn never waits for the selector
 SELECTOR_PURPOSE = "recall-selector"
 
@@ -66,12 +80,14 @@ SELECTOR_SCHEMA = string_list_schema("selected_memories")
 SELECTOR_SYSTEM_PROMPT = """\
 You decide which saved memories will help a coding assistant with the user's query.
 
-You get the query and a list of memory files. Each line gives the memory's type, its file path, \
-when it was saved and a one-line description. Answer with the paths of at most 5 memories that \
-will clearly help with this query. Be selective: choose a memory only when you are confident it \
-is relevant. An empty list is a good answer when nothing fits. Copy each path exactly as listed. \
-A memory marked [possibly stale] was learned from files that have changed since: it may no \
-longer hold, so prefer a current memory on the same subject.
+You get the query and a list of memories. Each line gives the memory's type, its key \
+(scope:path), the day it was saved, its name and description, and for some the start of its \
+text. The list was gathered for this query by word and by meaning, so it holds memories that \
+do not repeat the query's words: judge by what they mean. Answer with the keys of at most 5 \
+memories that will clearly help with this query. Be selective: choose a memory only when you \
+are confident it is relevant. An empty list is a good answer when nothing fits. Copy each key \
+exactly as listed. A memory marked [possibly stale] was learned from files that have changed \
+since: it may no longer hold, so prefer a current memory on the same subject.
 
 When recently used tools are listed, do not choose memories that are only usage reference for \
 those tools (API docs, parameter schemas, field mappings, guessed call formats, transcripts of \
@@ -89,16 +105,26 @@ class SelectorError(Exception):
 @dataclass(frozen=True, slots=True)
 class Manifest:
     text: str
-    docs: Mapping[str, MemoryDoc]  # absolute path string → document, in manifest order
+    docs: Mapping[str, MemoryDoc]  # manifest key (scope:path) → document, in manifest order
 
 
 def sanitize_manifest_text(text: str, limit: int = MAX_MANIFEST_DESCRIPTION_CHARS) -> str:
-    """NFKC, control characters to spaces, format characters removed, whitespace collapsed."""
+    """NFKC, control characters to spaces, format characters removed, whitespace collapsed.
+
+    Only the start of ``text`` is read (a 1 MiB body costs what its first kilobytes cost)."""
+    text = text[: 4 * limit + 256]
+    if text.isascii():  # the usual case: no format characters, no NFKC change
+        if not text.isprintable():
+            text = _ASCII_CONTROLS.sub(" ", text)
+        return " ".join(text.split())[:limit].rstrip()
     control, format_, spaces = _manifest_patterns()
     text = unicodedata.normalize("NFKC", text)
     text = control.sub(" ", text)
     text = format_.sub("", text)
     return spaces.sub(" ", text).strip()[:limit].rstrip()
+
+
+_ASCII_CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @functools.cache
@@ -110,36 +136,86 @@ def _manifest_patterns() -> tuple[regex.Pattern[str], regex.Pattern[str], regex.
     return regex.compile(r"\p{Cc}"), regex.compile(r"\p{Cf}"), regex.compile(r"\s+")
 
 
-def _iso(mtime: float) -> str:
-    moment = _dt.datetime.fromtimestamp(mtime, _dt.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def _day(mtime: float) -> str:
+    try:
+        return _dt.datetime.fromtimestamp(mtime, _dt.UTC).date().isoformat()
+    except (OverflowError, OSError, ValueError):  # a file dated in year 30,000
+        return "unknown"
 
 
-def manifest_line(doc: MemoryDoc) -> str:
+def manifest_key(doc: MemoryDoc) -> str:
+    """How the manifest names ``doc``, and how the selector answers with it."""
+    return f"{doc.scope}:{doc.relative_path}"
+
+
+def manifest_text(doc: MemoryDoc) -> str:
+    """Name and description, plus the start of the body when the description is thin."""
+    name = sanitize_manifest_text(doc.title, MAX_MANIFEST_NAME_CHARS)
     description = sanitize_manifest_text(doc.description)
-    staleness, mark = doc.staleness, ""
-    if staleness is not None and staleness.state == "stale":
-        mark = f" [possibly stale: {', '.join(staleness.files)} changed since]"
-    return f"- [{doc.type}] {doc.path} ({_iso(doc.mtime)}){mark}: {description}"
+    text = f"{name}: {description}" if description else name
+    if len(description) < THIN_DESCRIPTION_CHARS:
+        body = sanitize_manifest_text(doc.body, MANIFEST_BODY_CHARS)
+        if body:
+            text = f"{text} | {body}"
+    return text
+
+
+def _stale_mark(doc: MemoryDoc) -> str:
+    """`` [possibly stale: <files> changed since]`` for a memory whose evidence changed."""
+    staleness = doc.staleness
+    if staleness is None or staleness.state != "stale":
+        return ""
+    files = sanitize_manifest_text(", ".join(staleness.files), MAX_STALE_FILES_CHARS)
+    return f" [possibly stale: {files} changed since]"
+
+
+def _head(doc: MemoryDoc) -> str:
+    key = sanitize_manifest_text(manifest_key(doc), 1_000)
+    return f"- [{doc.type}] {key} ({_day(doc.mtime)}){_stale_mark(doc)} "
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` UTF-8 bytes, an ellipsis marking a cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[: max(limit - 3, 0)].decode("utf-8", "ignore").rstrip() + "…"
+
+
+def _text_cap(sizes: Sequence[int], room: int) -> int:
+    """The largest per-line cap c with sum(min(size, c)) <= room (water-filling)."""
+    low, high = 0, max(sizes, default=0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(min(size, middle) for size in sizes) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def manifest_line(doc: MemoryDoc, text_bytes: int | None = None) -> str:
+    text = manifest_text(doc)
+    return _head(doc) + (text if text_bytes is None else _cut(text, text_bytes))
 
 
 def build_manifest(candidates: Sequence[MemoryDoc]) -> Manifest:
-    """Manifest lines in candidate order, skipping lines that would pass the byte budget."""
-    lines: list[str] = []
-    docs: dict[str, MemoryDoc] = {}
-    used = 0
+    """Manifest lines in candidate order within the byte budget (see the module docstring)."""
+    chosen: dict[str, MemoryDoc] = {}
     for doc in candidates:
-        key = str(doc.path)
-        if key in docs:
-            continue
-        line = manifest_line(doc)
-        cost = len(line.encode("utf-8")) + (1 if lines else 0)  # the joining newline
-        if used + cost > MAX_MODEL_MANIFEST_BYTES:
-            continue
-        lines.append(line)
-        docs[key] = doc
-        used += cost
-    return Manifest("\n".join(lines), docs)
+        chosen.setdefault(manifest_key(doc), doc)
+    docs = list(chosen.values())[:MAX_MANIFEST_LINES]
+    heads = [_head(doc) for doc in docs]
+    costs = [len(head.encode("utf-8")) + 1 for head in heads]  # + the joining newline
+    while docs and sum(costs) - 1 + MIN_MANIFEST_TEXT_BYTES * len(docs) > MAX_MODEL_MANIFEST_BYTES:
+        docs.pop()
+        heads.pop()
+        costs.pop()
+    texts = [manifest_text(doc) for doc in docs]
+    sizes = [len(text.encode("utf-8")) for text in texts]
+    cap = _text_cap(sizes, MAX_MODEL_MANIFEST_BYTES - (sum(costs) - 1))
+    lines = [head + _cut(text, cap) for head, text in zip(heads, texts, strict=True)]
+    return Manifest("\n".join(lines), {manifest_key(doc): doc for doc in docs})
 
 
 def selector_user_message(query: str, manifest: Manifest, recent_tools: Sequence[str]) -> str:

@@ -20,10 +20,13 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cairn.config.settings import Settings
 from cairn.memory.paths import MemoryRoots, memory_roots, namespace_key
+
+if TYPE_CHECKING:
+    from cairn.memory.store.memory_store import VectorSync
 
 __all__ = [
     "TENANTS_FOLDER",
@@ -66,6 +69,11 @@ class MemoryBackend(Protocol):
 
     def dream_lock(self) -> DreamLock: ...
 
+    def vector_sync(self) -> VectorSync | None:
+        """Where semantic candidates' vectors are shared between processes (the database), or
+        None (each machine keeps its own, beside its index)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -84,6 +92,9 @@ class FileBackend:
         from cairn.memory.store.locks import CONSOLIDATION_LOCK_NAME, ConsolidationLock
 
         return ConsolidationLock(self.roots.state_dir / CONSOLIDATION_LOCK_NAME)
+
+    def vector_sync(self) -> VectorSync | None:
+        return None
 
     def close(self) -> None:
         return None

@@ -16,9 +16,10 @@ from __future__ import annotations
 import heapq
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
@@ -40,7 +41,13 @@ from cairn.memory.store.tokenizer import load as load_tokenizer
 from cairn.memory.store.tokenizer import query_tokens, tokenize
 from cairn.memory.store.watch import TreeWatcher, open_watcher
 
-__all__ = ["MemoryStore", "ScanReport", "ScoredDoc"]
+if TYPE_CHECKING:
+    import numpy as np
+
+    from cairn.memory.store.embedding import EmbeddingModel
+    from cairn.memory.store.vectors import VectorTable
+
+__all__ = ["MemoryStore", "ScanReport", "ScoredDoc", "VectorJob", "VectorSync"]
 
 _CACHE_FOLDER = "recall-index"  # under the project state dir, and under the memory base (user)
 _ROOT_SYMLINK = "project memory root skipped (it is a symlink)"
@@ -73,6 +80,32 @@ class _Tally:
     removed: int = 0
     full_walks: int = 0
     reindex_seconds: float = 0.0
+
+
+class VectorSync(Protocol):
+    """Vectors shared between processes (the PostgreSQL backend's table); blocking calls."""
+
+    def fetch(
+        self, scope: str, model: str, dim: int, wanted: Mapping[str, bytes]
+    ) -> list[tuple[str, bytes, np.ndarray]]: ...
+
+    def store(
+        self, scope: str, model: str, rows: Sequence[tuple[str, bytes, np.ndarray]]
+    ) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VectorJob:
+    """A memory whose embedding is missing or stale: embed ``text``, then apply the row."""
+
+    shard: int
+    scope: MemoryScope
+    relative: str
+    stat_key: tuple[int, int, int, int]
+    digest: bytes
+    text: str
 
 
 def _terms_of(record: DocRecord) -> set[str]:
@@ -110,6 +143,11 @@ class _Shard:
         self.dirty = False  # changed since loaded or saved
         self.order: list[str] | None = None  # relative paths in docs() order
         self.skip_messages: list[str] | None = None  # warnings of skipped files (cached)
+        self.vectors: VectorTable | None = None  # loaded on the refined path only
+
+    @property
+    def vector_path(self) -> Path | None:
+        return None if self.cache_path is None else self.cache_path.with_suffix(".vec")
 
     @property
     def records(self) -> RecordTable:
@@ -133,6 +171,7 @@ class _Shard:
             self.cache = cached
 
     def save(self) -> None:
+        self.save_vectors()
         if not self.dirty or self.cache_path is None or self.root is None:
             return
         saved = save_cache(
@@ -143,6 +182,53 @@ class _Shard:
             fingerprint=self.scorer.fingerprint(),
         )
         self.dirty = not saved
+
+    def load_vectors(self, model_id: str, dim: int) -> VectorTable:
+        from cairn.memory.store.vectors import VectorTable, load_vectors
+
+        table = self.vectors
+        if table is not None and (table.model_id, table.dim) == (model_id, dim):
+            return table
+        path = self.vector_path
+        if path is None or self.root is None:
+            table = VectorTable(model_id, dim)
+        else:
+            table = load_vectors(path, model_id=model_id, dim=dim, root=self.root_text,
+                                 scope=self.scope)  # fmt: skip
+        self.vectors = table
+        return table
+
+    def save_vectors(self) -> None:
+        table, path = self.vectors, self.vector_path
+        if table is None or not table.dirty or path is None or self.root is None:
+            return  # (before the import: numpy stays unloaded in a session that never used it)
+        from cairn.memory.store.vectors import save_vectors
+
+        save_vectors(path, table, root=self.root_text, scope=self.scope)
+
+    def vector_jobs(self, index: int) -> list[VectorJob]:
+        from cairn.memory.store.vectors import embedding_text, text_digest
+
+        table = self.vectors
+        if table is None:
+            return []
+        keys = self.records.keys
+        docs = set(self.records.by_slot.values())
+        table.retain(docs.__contains__)
+        jobs: list[VectorJob] = []
+        for relative in docs:
+            key = keys[relative]
+            if table.current(relative, key):
+                continue
+            record = self.record_at(relative)
+            text = embedding_text(record.title, record.description, record.body)
+            digest = text_digest(text)
+            if table.same_text(relative, digest):
+                table.touch(relative, key)
+            else:
+                jobs.append(VectorJob(index, self.scope, relative, key, digest, text))
+        jobs.sort(key=lambda job: job.relative)
+        return jobs
 
     # --- refreshing ---------------------------------------------------------------------
 
@@ -329,6 +415,7 @@ class MemoryStore:
         )
         self._refreshed = False
         self._before_refresh = before_refresh
+        self.vector_sync: VectorSync | None = None  # vectors shared by a database backend
 
     def refresh(self) -> ScanReport:
         """Bring documents and index up to date with the disk. Never raises."""
@@ -435,6 +522,71 @@ class MemoryStore:
             ScoredDoc(shards[hit.shard].doc(shards[hit.shard].relative_of(hit.slot)), hit.score)
             for hit in hits
         ]
+
+    # --- vectors (the refined and background paths only) ----------------------------------
+
+    def load_vectors(self, model: EmbeddingModel) -> None:
+        """Load each root's saved vectors for ``model`` (file reads: call it off the event
+        loop). A damaged file or one made by another model is dropped with one warning."""
+        for shard in self._shards:
+            shard.load_vectors(model.model_id, model.dim)
+
+    def vector_jobs(self) -> list[VectorJob]:
+        """The memories whose vectors are missing or stale (after :meth:`load_vectors`); rows
+        of memories that are gone are dropped on the way."""
+        self._ensure_refreshed()
+        return [job for index, shard in enumerate(self._shards) for job in shard.vector_jobs(index)]
+
+    def apply_vectors(self, jobs: list[VectorJob], vectors: np.ndarray) -> None:
+        """Store the embeddings computed for ``jobs`` (one row each, in order)."""
+        for job, vector in zip(jobs, vectors, strict=True):
+            table = self._shards[job.shard].vectors
+            if table is not None:
+                table.put(job.relative, job.stat_key, job.digest, vector)
+
+    def save_vectors(self) -> None:
+        """Persist each root's vectors (atomically) if they changed."""
+        for shard in self._shards:
+            shard.save_vectors()
+
+    def similar(
+        self,
+        vector: np.ndarray,
+        *,
+        limit: int,
+        exclude: Callable[[MemoryDoc], bool] | None = None,
+    ) -> list[MemoryDoc]:
+        """The ``limit`` memories whose vectors are closest to ``vector`` (cosine), best first;
+        equal scores in path order. Memories without a vector yet are not considered."""
+        from cairn.memory.store.vectors import top_rows
+
+        scored = []
+        for index, shard in enumerate(self._shards):
+            if shard.vectors is not None:
+                relatives, scores = shard.vectors.scores(vector)
+                scored.append((index, relatives, scores))
+        total = sum(len(relatives) for _, relatives, _ in scored)
+        wanted = limit
+        while limit > 0:
+            pooled = sorted(
+                (-score, index, relative)
+                for index, relatives, scores in scored
+                for relative, score in top_rows(relatives, scores, wanted)
+            )
+            chosen: list[MemoryDoc] = []
+            for _, index, relative in pooled:
+                shard = self._shards[index]
+                if not isinstance(shard.records.get(relative), DocRecord):
+                    continue  # removed since its vector was computed
+                doc = shard.doc(relative)
+                if exclude is None or not exclude(doc):
+                    chosen.append(doc)
+                    if len(chosen) == limit:
+                        return chosen
+            if wanted >= total:
+                return chosen
+            wanted *= 4
+        return []
 
     def get(self, path: Path) -> MemoryDoc | None:
         """The memory stored at ``path`` (absolute), or None."""

@@ -307,6 +307,17 @@ class PostgresBackend:
 
     # --- Dream's lock --------------------------------------------------------------------------
 
+    def vector_sync(self) -> Any:
+        """The shared vectors of semantic candidates (``cairn_memory_vectors``)."""
+        from cairn.memory.store.postgres.vectors import DatabaseVectors
+
+        def connect() -> psycopg.Connection[Any]:
+            connection = self.connect(autocommit=True)
+            ensure_vector_table_quietly(connection)
+            return connection
+
+        return DatabaseVectors(connect, {shard.scope: shard.namespace for shard in self.shards})
+
     def dream_lock(self) -> PostgresDreamLock:
         return PostgresDreamLock(self)
 
@@ -322,6 +333,12 @@ class PostgresBackend:
                 with contextlib.suppress(Exception):
                     connection.close()
         self._connection = self._reader = None
+
+
+def ensure_vector_table_quietly(connection: psycopg.Connection[Any]) -> None:
+    from cairn.memory.store.postgres.vectors import ensure_vector_table
+
+    ensure_vector_table(connection)
 
 
 def _use(cursor: psycopg.Cursor[Any], namespace: str) -> None:

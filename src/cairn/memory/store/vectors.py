@@ -1,0 +1,225 @@
+"""The embedding vectors of one memory root, beside its lexical index (issue #26).
+
+A :class:`VectorTable` maps each memory (its path relative to the root) to one row of a float32
+matrix: the unit-length embedding of :func:`embedding_text`, with the file's stat key and a
+digest of that text. A memory whose stat key changed is embedded again only when its text
+did (the digest decides), so touching a file costs nothing. Rows of removed memories are reused.
+
+The table is saved as ``<root's index folder>/<scope>.vec``: a CRC-checked ``marshal`` file
+holding the model id, the paths, stat keys, digests and the rows as float16 (512 bytes a memory
+at 256 dimensions). Any problem with it (damaged, another model or format, another root) means
+one warning and a rebuild: the vectors are computed again in the background, never in a turn.
+
+Saving rewrites the file whole (5 MB at 10,000 memories, written off the turn). The layout is
+row-addressed so that an append-only journal of changed rows can replace that later (issue
+#28) without changing the table's interface: ``put`` / ``remove`` name one memory each.
+
+numpy is imported with this module, which the store imports only on the refined and
+background paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import zlib
+from array import array
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cairn.debug_log import get_logger
+from cairn.fsutil import atomic_write_bytes
+from cairn.memory.store.cache import StatKey
+from cairn.memory.store.embedding import MAX_EMBED_CHARS
+
+__all__ = [
+    "EMBED_BODY_CHARS",
+    "VECTOR_FORMAT",
+    "VectorTable",
+    "embedding_text",
+    "load_vectors",
+    "save_vectors",
+    "text_digest",
+]
+
+VECTOR_FORMAT = 1  # bump when the layout below changes
+EMBED_BODY_CHARS = 600  # body characters embedded after the name and description
+_FILE_PREFIX = b"cairn-recall-vectors\n"  # then a CRC-32 of the rest, then the marshal payload
+_MAGIC = "cairn-recall-vectors"
+_MARSHAL_VERSION = 4
+_DIGEST_BYTES = 8
+_log = get_logger("MEMORY")
+
+
+def embedding_text(title: str, description: str, body: str) -> str:
+    """What a memory's vector is made from: name, description and the start of the body."""
+    text = f"{title}\n{description}\n{body[:EMBED_BODY_CHARS]}"
+    return text[:MAX_EMBED_CHARS]
+
+
+def text_digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+class VectorTable:
+    """Relative path -> (stat key, text digest, row) for one root, over one matrix of rows."""
+
+    def __init__(self, model_id: str, dim: int) -> None:
+        self.model_id = model_id
+        self.dim = dim
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.keys: dict[str, StatKey] = {}
+        self.digests: dict[str, bytes] = {}
+        self.rows: dict[str, int] = {}
+        self._free: list[int] = []
+        self.dirty = False
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def current(self, relative: str, key: StatKey) -> bool:
+        return self.keys.get(relative) == key
+
+    def same_text(self, relative: str, digest: bytes) -> bool:
+        return self.digests.get(relative) == digest
+
+    def touch(self, relative: str, key: StatKey) -> None:
+        """The file changed but its embedded text did not: keep the row, note the new key."""
+        self.keys[relative] = key
+        self.dirty = True
+
+    def put(self, relative: str, key: StatKey, digest: bytes, vector: np.ndarray) -> None:
+        row = self.rows.get(relative)
+        if row is None:
+            row = self._free.pop() if self._free else self._grow()
+            self.rows[relative] = row
+        self.matrix[row] = vector
+        self.keys[relative] = key
+        self.digests[relative] = digest
+        self.dirty = True
+
+    def remove(self, relative: str) -> None:
+        row = self.rows.pop(relative, None)
+        if row is None:
+            return
+        self.keys.pop(relative, None)
+        self.digests.pop(relative, None)
+        self.matrix[row] = 0.0
+        self._free.append(row)
+        self.dirty = True
+
+    def _grow(self) -> int:
+        used = self.matrix.shape[0]
+        grown = np.zeros((max(16, used * 2), self.dim), dtype=np.float32)
+        grown[:used] = self.matrix
+        self._free.extend(range(grown.shape[0] - 1, used, -1))
+        self.matrix = grown
+        return used
+
+    def retain(self, alive: Callable[[str], bool]) -> None:
+        """Drop the rows of memories that are gone."""
+        for relative in [relative for relative in self.rows if not alive(relative)]:
+            self.remove(relative)
+
+    def scores(self, query: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """(relative paths, cosine similarity of each to ``query``), in row order."""
+        if not self.rows:
+            return [], np.zeros(0, dtype=np.float32)
+        relatives = list(self.rows)
+        rows = np.fromiter(self.rows.values(), dtype=np.int64, count=len(relatives))
+        return relatives, self.matrix[rows] @ query
+
+    # --- persistence --------------------------------------------------------------------
+
+    def to_state(self) -> tuple[Any, ...]:
+        relatives = list(self.rows)
+        keys = array("q")
+        for relative in relatives:
+            keys.extend(self.keys[relative])
+        rows = np.fromiter((self.rows[r] for r in relatives), dtype=np.int64, count=len(relatives))
+        vectors = self.matrix[rows].astype(np.float16).tobytes()
+        digests = b"".join(self.digests[relative] for relative in relatives)
+        return ("\0".join(relatives), keys.tobytes(), digests, vectors)
+
+    @classmethod
+    def from_state(cls, model_id: str, dim: int, state: tuple[Any, ...]) -> VectorTable:
+        joined, key_bytes, digests, vector_bytes = state
+        relatives = joined.split("\0") if joined else []
+        count = len(relatives)
+        keys = array("q")
+        keys.frombytes(key_bytes)
+        if len(keys) != 4 * count or len(digests) != _DIGEST_BYTES * count:
+            raise ValueError("vector table: columns of different lengths")
+        if len(vector_bytes) != 2 * dim * count:
+            raise ValueError("vector table: the rows do not match the model's dimensions")
+        matrix = np.frombuffer(vector_bytes, dtype=np.float16).reshape(count, dim)
+        if not np.isfinite(matrix).all():
+            raise ValueError("vector table: a row is not finite")
+        table = cls(model_id, dim)
+        table.matrix = matrix.astype(np.float32)
+        for row, relative in enumerate(relatives):
+            table.rows[relative] = row
+            table.keys[relative] = tuple(keys[4 * row : 4 * row + 4])  # type: ignore[assignment]
+            at = _DIGEST_BYTES * row
+            table.digests[relative] = bytes(digests[at : at + _DIGEST_BYTES])
+        return table
+
+
+def _header(model_id: str, dim: int, root: str, scope: str) -> tuple[Any, ...]:
+    return (_MAGIC, VECTOR_FORMAT, model_id, dim, root, scope)
+
+
+def load_vectors(path: Path, *, model_id: str, dim: int, root: str, scope: str) -> VectorTable:
+    """The saved table of ``root``, or an empty one (with one warning when a file was there but
+    could not be used: damaged, another model version, another root)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return VectorTable(model_id, dim)
+    except OSError as error:
+        _log.warning(f"recall vectors {path} unreadable ({error}); recomputing them")
+        return VectorTable(model_id, dim)
+    try:
+        start = len(_FILE_PREFIX)
+        if data[:start] != _FILE_PREFIX:
+            raise ValueError("not a recall vector file")
+        body = data[start + 4 :]
+        if zlib.crc32(body) != int.from_bytes(data[start : start + 4], "big"):
+            raise ValueError("checksum mismatch")
+        header, state = marshal.loads(body)  # noqa: S302 - our own file, checksummed
+        if header != _header(model_id, dim, root, scope):
+            raise ValueError("written for another model, format or root")
+        return VectorTable.from_state(model_id, dim, state)
+    except Exception as error:  # any damage at all means "recompute"
+        _log.warning(f"recall vectors {path} not usable ({error}); recomputing them")
+        return VectorTable(model_id, dim)
+
+
+def save_vectors(path: Path, table: VectorTable, *, root: str, scope: str) -> bool:
+    """Write the table atomically; False (logged) when the folder is not writable."""
+    payload = (_header(table.model_id, table.dim, root, scope), table.to_state())
+    body = marshal.dumps(payload, _MARSHAL_VERSION)
+    try:
+        atomic_write_bytes(path, _FILE_PREFIX + zlib.crc32(body).to_bytes(4, "big") + body,
+                           durable=False)  # fmt: skip
+    except OSError as error:
+        _log.debug(f"recall vectors {path} not saved: {error}")
+        return False
+    table.dirty = False
+    return True
+
+
+def top_rows(relatives: Iterable[str], scores: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    """The ``limit`` best (relative, score) pairs, best first, ties by path."""
+    names = list(relatives)
+    if limit <= 0 or not names:
+        return []
+    if len(names) > limit:
+        chosen = np.argpartition(-scores, limit - 1)[:limit]
+    else:
+        chosen = np.arange(len(names))
+    ranked = sorted((-float(scores[i]), names[i]) for i in chosen)
+    return [(name, -negative) for negative, name in ranked]
