@@ -96,3 +96,32 @@ def test_bad_rewind_requests_exit_42_with_a_message(
         assert done.returncode == 42, (args, done.stderr)
         assert message in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_a_turn_that_took_no_checkpoint_is_said_not_reported_as_unchanged(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Regression (issue 24): in a project over the file cap no checkpoint was taken, and
+    `cairn rewind` said "no files changed since that turn" although the turn had changed one."""
+    for index in range(4):
+        (project / f"extra{index}.txt").write_text("x\n")
+    write_settings(
+        project,
+        {"memory": {"enableManagedAutoMemory": False},
+         "general": {"checkpointing": {"maxFiles": 3}}},
+    )  # fmt: skip
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "README.md", "content": "# changed\n"}),
+        reply("Edited."),
+    )
+    _turn(run_cairn, "EDIT-IN-A-BIG-PROJECT", first=True)
+
+    code = run_cairn("rewind", "1", "--code-only")
+    assert code.returncode == 42
+    assert "took no checkpoint" in code.stderr and "maxFiles" in code.stderr
+
+    both = run_cairn("rewind", "1")
+    assert both.returncode == 0, both.stderr
+    assert "no files changed" not in both.stdout
+    assert "took no checkpoint" in both.stdout and "maxFiles" in both.stdout, both.stdout
+    assert (project / "README.md").read_text() == "# changed\n"

@@ -409,3 +409,41 @@ async def test_a_recording_from_another_folder_never_restores_code_here(
     with pytest.raises(RewindError, match=r"ran in .*a\.b, not in .*repo"):
         rewinder.rewind(1, "code")
     assert tree_state(rig.repo) == before
+
+
+async def test_a_turn_without_a_checkpoint_is_not_rewound_to_a_later_ones_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (issue 24): a turn whose checkpoint could not be taken (over the file cap) was
+    "rewound" to the next turn's checkpoint, which holds that turn's own changes."""
+    from cairn.session.rewind import recorded_rewinder
+
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "cairn-home"))
+    repo = make_repository(tmp_path / "repo", {**FILES, "extra1": "1", "extra2": "2"})
+    provider = ScriptedProvider(reply("Done."))
+    provider.enqueue(
+        tool_call("run_shell_command", {"command": "rm extra1 extra2 && echo x > README.md"}),
+        reply("Trimmed."),
+        tool_call("write_file", {"file_path": "late.txt", "content": "late\n"}),
+        reply("Written."),
+    )
+    runtime = _runtime(repo, provider, general={"checkpointing": {"maxFiles": 4}})
+    session = runtime.new_session(approval_mode="yolo")
+    try:
+        await session.prompt(PromptRequest("trim the project"), _ignore)
+        await session.prompt(PromptRequest("add a file"), _ignore)
+    finally:
+        await session.close()
+        await runtime.aclose()
+    after = tree_state(repo)
+    rewinder = recorded_rewinder(repo, session.id, runtime.settings)
+
+    with pytest.raises(RewindError, match=r"turn 1 took no checkpoint .*maxFiles"):
+        rewinder.rewind(1, "code")
+    assert tree_state(repo) == after
+    points = rewinder.listing().points  # newest first
+    assert [point.code for point in points] == [True, False]  # turn 1's code cannot come back
+
+
+async def _ignore(event: SessionEvent) -> None:
+    pass

@@ -3,7 +3,8 @@
 Two system records tie checkpoints and rewinds into the chat recording (a JSONL chain):
 
 - ``checkpoint``: ``{"commit", "turn": <uuid of the user record>, "files", "bytes", "skipped":
-  [first paths], "skippedCount"}``, written when a turn first changes the workspace;
+  [first paths], "skippedCount"}``, written when a turn first changes the workspace; when no
+  snapshot could be taken then, ``{"commit": null, "turn", "notTaken": <why>}``;
 - ``rewind``: ``{"target": <user record uuid>|null, "turn": <its number>, "mode": "both" |
   "conversation" | "code", "restored": <commit put back>|null, "undo": <commit of the state just
   before>|null, "previousTip": <the chain's tip before>, "undoes": <uuid of the rewind it
@@ -15,6 +16,7 @@ Two system records tie checkpoints and rewinds into the chat recording (a JSONL 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -56,6 +58,7 @@ class UserTurn:
     timestamp: str | None
     checkpoint: str | None = None  # commit of the workspace before this turn's first change
     skipped: tuple[str, ...] = ()  # paths that checkpoint did not capture (first few)
+    not_taken: str | None = None  # why no checkpoint was taken before its first change
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ def _scan(chain: Sequence[Mapping[str, Any]]) -> _Scan:
         if record.get("subtype") == CHECKPOINT:
             commit = _commit(payload.get("commit"))
             if commit is None:
+                _note_not_taken(scan.turns, by_uuid.get(str(payload.get("turn"))), payload)
                 continue
             scan.markers.append(StateMarker(index, commit, after))
             position = by_uuid.get(str(payload.get("turn")), after - 1)
@@ -151,6 +155,13 @@ def _with_checkpoint(turn: UserTurn, commit: str, skipped: tuple[str, ...]) -> U
     return UserTurn(
         turn.number, turn.uuid, turn.parent_uuid, turn.text, turn.timestamp, commit, skipped
     )
+
+
+def _note_not_taken(turns: list[UserTurn], position: int | None, payload: Any) -> None:
+    reason = payload.get("notTaken")
+    if position is None or not isinstance(reason, str) or turns[position].checkpoint is not None:
+        return
+    turns[position] = dataclasses.replace(turns[position], not_taken=reason[:500])
 
 
 def last_undoable_rewind(chain: Sequence[Mapping[str, Any]]) -> RewindRecord | None:

@@ -113,6 +113,7 @@ class TurnCheckpoints:
             checkpoint = await asyncio.to_thread(self._snapshot, turn)
         except CheckpointError as exc:
             _log.warning(f"checkpoint skipped: {exc}")
+            self._record_not_taken(turn, str(exc))  # a rewind says why it cannot restore
             await self._tell(emit, f"No checkpoint before this change: {exc}.")
             return
         self._record(turn, checkpoint)
@@ -149,6 +150,11 @@ class TurnCheckpoints:
                 "skippedCount": len(skipped),
             },
         )
+
+    def _record_not_taken(self, turn: str, reason: str) -> None:
+        from cairn.recording.rewind import CHECKPOINT
+
+        self.recorder.record_system(CHECKPOINT, {"commit": None, "turn": turn, "notTaken": reason})
 
     async def _tell(self, emit: EventSink, text: str) -> None:
         if text in self._told:

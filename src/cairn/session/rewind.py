@@ -174,10 +174,24 @@ class Rewinder:
 
     @staticmethod
     def _restore_commit(turn: UserTurn, turns: list[UserTurn]) -> str | None:
-        """The state before ``turn``: the first checkpoint at or after it."""
+        """The state before ``turn``: the first checkpoint at or after it (none when a turn on
+        the way took none: the state before that turn's change was never captured)."""
         for later in turns[turn.number - 1 :]:
             if later.checkpoint is not None:
                 return later.checkpoint
+            if later.not_taken is not None:
+                return None
+        return None
+
+    @staticmethod
+    def _no_checkpoint(turn: UserTurn, turns: list[UserTurn]) -> str | None:
+        """Why the code cannot go back to before ``turn``: a turn at or after it changed files
+        without a checkpoint (``None`` when none did)."""
+        for later in turns[turn.number - 1 :]:
+            if later.checkpoint is not None:
+                return None
+            if later.not_taken is not None:
+                return f"turn {later.number} took no checkpoint ({later.not_taken})"
         return None
 
     # ----- rewinding -----
@@ -201,10 +215,11 @@ class Rewinder:
         restored: str | None = None
         if mode in ("both", "code"):
             target = self._restore_commit(turn, turns)
-            if target is None and self.off_reason is not None:
+            missing = self._no_checkpoint(turn, turns) or self.off_reason
+            if target is None and missing is not None:
                 if mode == "code":
-                    raise RewindError(f"code cannot be restored: {self.off_reason}")
-                notes.append(f"no code was restored ({self.off_reason})")
+                    raise RewindError(f"code cannot be restored: {missing}")
+                notes.append(f"no code was restored: {missing}")
             elif target is None:
                 notes.append("no files changed since that turn, so no code was restored")
             else:
