@@ -565,7 +565,7 @@ class MemoryStore:
             if shard.vectors is not None:
                 relatives, scores = shard.vectors.scores(vector)
                 scored.append((index, relatives, scores))
-        total = sum(len(relatives) for _, relatives, _ in scored)
+        total = sum(len(shard.vectors) for shard in self._shards if shard.vectors is not None)
         wanted = limit
         while limit > 0:
             pooled = sorted(

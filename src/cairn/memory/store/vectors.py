@@ -24,7 +24,7 @@ import hashlib
 import marshal
 import zlib
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,7 @@ class VectorTable:
         self.keys: dict[str, StatKey] = {}
         self.digests: dict[str, bytes] = {}
         self.rows: dict[str, int] = {}
+        self._names: list[str | None] = []  # row -> relative path (None: a free row)
         self._free: list[int] = []
         self.dirty = False
 
@@ -96,6 +97,7 @@ class VectorTable:
         if row is None:
             row = self._free.pop() if self._free else self._grow()
             self.rows[relative] = row
+            self._names[row] = relative
         self.matrix[row] = vector
         self.keys[relative] = key
         self.digests[relative] = digest
@@ -108,6 +110,7 @@ class VectorTable:
         self.keys.pop(relative, None)
         self.digests.pop(relative, None)
         self.matrix[row] = 0.0
+        self._names[row] = None
         self._free.append(row)
         self.dirty = True
 
@@ -116,6 +119,7 @@ class VectorTable:
         grown = np.zeros((max(16, used * 2), self.dim), dtype=np.float32)
         grown[:used] = self.matrix
         self._free.extend(range(grown.shape[0] - 1, used, -1))
+        self._names.extend([None] * (grown.shape[0] - used))
         self.matrix = grown
         return used
 
@@ -124,13 +128,10 @@ class VectorTable:
         for relative in [relative for relative in self.rows if not alive(relative)]:
             self.remove(relative)
 
-    def scores(self, query: np.ndarray) -> tuple[list[str], np.ndarray]:
-        """(relative paths, cosine similarity of each to ``query``), in row order."""
-        if not self.rows:
-            return [], np.zeros(0, dtype=np.float32)
-        relatives = list(self.rows)
-        rows = np.fromiter(self.rows.values(), dtype=np.int64, count=len(relatives))
-        return relatives, self.matrix[rows] @ query
+    def scores(self, query: np.ndarray) -> tuple[list[str | None], np.ndarray]:
+        """(relative path of each row, None for a free one; cosine similarity of each row to
+        ``query``): one matrix-vector product over every row, no copy."""
+        return self._names, self.matrix @ query
 
     # --- persistence --------------------------------------------------------------------
 
@@ -160,6 +161,7 @@ class VectorTable:
             raise ValueError("vector table: a row is not finite")
         table = cls(model_id, dim)
         table.matrix = matrix.astype(np.float32)
+        table._names = list(relatives)
         for row, relative in enumerate(relatives):
             table.rows[relative] = row
             table.keys[relative] = tuple(keys[4 * row : 4 * row + 4])  # type: ignore[assignment]
@@ -212,14 +214,16 @@ def save_vectors(path: Path, table: VectorTable, *, root: str, scope: str) -> bo
     return True
 
 
-def top_rows(relatives: Iterable[str], scores: np.ndarray, limit: int) -> list[tuple[str, float]]:
-    """The ``limit`` best (relative, score) pairs, best first, ties by path."""
-    names = list(relatives)
-    if limit <= 0 or not names:
+def top_rows(
+    names: Sequence[str | None], scores: np.ndarray, limit: int
+) -> list[tuple[str, float]]:
+    """The ``limit`` best (relative, score) pairs of the used rows, best first, ties by path."""
+    used = np.fromiter((name is not None for name in names), dtype=bool, count=len(names))
+    candidates = np.flatnonzero(used)
+    if limit <= 0 or not candidates.size:
         return []
-    if len(names) > limit:
-        chosen = np.argpartition(-scores, limit - 1)[:limit]
-    else:
-        chosen = np.arange(len(names))
-    ranked = sorted((-float(scores[i]), names[i]) for i in chosen)
-    return [(name, -negative) for negative, name in ranked]
+    if candidates.size > limit:
+        best = np.argpartition(-scores[candidates], limit - 1)[:limit]
+        candidates = candidates[best]
+    ranked = sorted((-float(scores[i]), names[i]) for i in candidates.tolist())
+    return [(name, -negative) for negative, name in ranked if name is not None]
