@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -244,3 +245,29 @@ def test_a_digest_of_digits_only_stays_a_string(workspace: Path, memory_root: Pa
 
     provenance = provenance_of_text(again.content)
     assert provenance is not None and provenance.evidence == (entry,)
+
+
+@pytest.mark.parametrize(
+    "names", [["Makefile"], ["src/a b.py", "docs/ünï.md"], ["x: y.txt", "#hash.txt", "123"]]
+)
+def test_the_fast_reading_of_a_written_block_is_the_yaml_reading(
+    workspace: Path, memory_root: Path, names: list[str]
+) -> None:
+    from cairn.memory.trust import provenance as module
+
+    for name in names:
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(f"content of {name}\n")
+    listed = ", ".join(json.dumps(name) for name in names)
+    text = MEMORY.replace("[Makefile, notes.txt]", f"[{listed}]").replace(
+        "verified_by: make check\n", 'verified_by: "make \\"check\\" --fast: yes #1"\n'
+    )
+    path = memory_root / "project" / "m.md"
+    stamped = stamp(text, previous=None, author=author(workspace, memory_root), path=path).content
+    front = stamped.split("---\n")[1]
+
+    fast = module._written_block(front)
+
+    assert fast is not None
+    assert module.parse_provenance(fast) == module.parse_provenance(module._load(front))
+    assert [e.path for e in module.parse_provenance(fast).evidence] == names  # type: ignore[union-attr]

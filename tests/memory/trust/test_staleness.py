@@ -242,3 +242,14 @@ async def test_the_selector_sees_the_mark(manager: MemoryManager) -> None:
     assert "possibly stale" not in other
     [chosen] = result.docs
     assert chosen.staleness is not None and "[possibly stale]" in result.prompt
+
+
+def test_a_file_of_another_size_is_stale_without_being_read(manager: MemoryManager) -> None:
+    save(manager, "tests", memory("Tests run with make check", "Makefile", "make check"))
+    (manager.workspace / "Makefile").write_text("check:\n\tpytest --maxfail=1\n")
+    check = EvidenceCheck(manager.workspace)
+
+    staleness = checked(manager, check, "tests").staleness
+
+    assert staleness is not None and staleness.state == "stale"
+    assert check.hashed == 0

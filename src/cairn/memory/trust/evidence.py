@@ -35,13 +35,16 @@ __all__ = [
     "HashKind",
     "Unverifiable",
     "git_blob_hash",
+    "lstat_inside",
     "open_inside",
     "read_state",
+    "regular_size",
+    "stat_key",
     "tracked_paths",
     "workspace_relative",
 ]
 
-MAX_EVIDENCE_BYTES = 16 * 1024 * 1024  # a larger file is never hashed: "cannot verify"
+MAX_EVIDENCE_BYTES = 8 * 1024 * 1024  # a larger file is never hashed: "cannot verify"
 GIT_TIMEOUT_SECONDS = 5.0  # `git ls-files` when a memory is written
 _CHUNK = 1024 * 1024
 _log = get_logger("MEMORY")
@@ -173,37 +176,62 @@ def _is_link(folder: int, name: str) -> bool:
         return False
 
 
-def read_state(workspace: Path, relative: str, *, limit: int = MAX_EVIDENCE_BYTES) -> FileState:
-    """The file as it is now. :class:`FileNotFoundError` when it (or a folder on the way) does
-    not exist; :class:`Unverifiable` when it cannot be read safely or is over ``limit`` bytes."""
+def read_state(
+    workspace: Path,
+    relative: str,
+    *,
+    limit: int = MAX_EVIDENCE_BYTES,
+    kinds: tuple[HashKind, ...] = ("git", "sha256"),
+) -> FileState:
+    """The file as it is now, with the digests of ``kinds`` (the others ``""``).
+    :class:`FileNotFoundError` when it (or a folder on the way) does not exist;
+    :class:`Unverifiable` when it cannot be read safely or is over ``limit`` bytes."""
     with open_inside(workspace, relative) as fd:
         info = os.fstat(fd)
         if info.st_size > limit:
             raise Unverifiable(f"{relative} is {info.st_size:,} bytes, too large to check")
         git = hashlib.sha1(b"blob %d\0" % info.st_size, usedforsecurity=False)
         sha = hashlib.sha256()
+        hashers = [h for kind, h in (("git", git), ("sha256", sha)) if kind in kinds]
         size = 0
         while chunk := os.read(fd, _CHUNK):
             size += len(chunk)
             if size > info.st_size:
                 raise Unverifiable(f"{relative} changed while it was read")
-            git.update(chunk)
-            sha.update(chunk)
+            for hasher in hashers:
+                hasher.update(chunk)
         if size != info.st_size:
             raise Unverifiable(f"{relative} changed while it was read")
-        return FileState(size, git.hexdigest(), sha.hexdigest(), _stat_key(info))
+        return FileState(
+            size,
+            git.hexdigest() if "git" in kinds else "",
+            sha.hexdigest() if "sha256" in kinds else "",
+            _stat_key(info),
+        )
 
 
 def stat_key(workspace: Path, relative: str) -> tuple[int, int, int, int, int] | None:
     """The file's stat key (symlinks not followed), or None when it does not exist (or the
     path leads out of the workspace: never looked at)."""
+    info = lstat_inside(workspace, relative)
+    return None if info is None else _stat_key(info)
+
+
+def lstat_inside(workspace: Path, relative: str) -> os.stat_result | None:
+    """``lstat`` of the file (None when it does not exist, or the path leads out of the
+    workspace: never looked at)."""
     path = PurePosixPath(relative)
     if path.is_absolute() or ".." in path.parts:
         return None
     try:
-        return _stat_key(os.lstat(workspace / relative))
+        return os.lstat(workspace / relative)
     except (OSError, ValueError):
         return None
+
+
+def regular_size(info: os.stat_result) -> int | None:
+    """The size of a regular file's stat (None for anything else)."""
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 def tracked_paths(workspace: Path, relatives: Sequence[str]) -> set[str]:

@@ -218,12 +218,65 @@ def parse_provenance(fields: Mapping[Any, Any]) -> Provenance | None:
     )
 
 
+_BLOCK_LINE = re.compile(
+    r"(?P<indent> {2}| {4}- | {6})(?P<key>[a-z_0-9]+):[ \t]*(?P<value>.*?)[ \t]*"
+)
+
+
+def _value(text: str) -> Any:
+    if text.startswith('"'):
+        return json.loads(text)
+    if text.isdigit():
+        return int(text)
+    return text
+
+
+def _written_block(front_matter: str) -> dict[str, Any] | None:
+    """The ``provenance`` block as cairn writes it, read without YAML (about 20 times faster:
+    Recall reads it for every memory it checks), or None when it is written any other way."""
+    lines = front_matter.splitlines()
+    try:
+        start = lines.index(f"{PROVENANCE_KEY}:")
+    except ValueError:
+        return None
+    block: dict[str, Any] = {}
+    evidence: list[dict[str, Any]] = []
+    for line in lines[start + 1 :]:
+        if not line.startswith(" "):
+            top = _TOP_KEY.match(line)
+            if top is None or top["key"] == PROVENANCE_KEY:
+                return None  # not a plain key after the block: let YAML decide
+            break
+        match = _BLOCK_LINE.fullmatch(line)
+        if match is None:
+            return None
+        indent, key, raw = match["indent"], match["key"], match["value"]
+        if "#" in raw and not raw.startswith('"'):
+            return None  # perhaps a comment: YAML reads it as one
+        try:
+            value = _value(raw)
+        except ValueError:
+            return None
+        if indent == "  " and key == "evidence" and raw == "":
+            block["evidence"] = evidence
+        elif indent == "  " and raw:
+            block[key] = value
+        elif indent == "    - ":
+            evidence.append({key: value})
+        elif indent == "      " and evidence and raw:
+            evidence[-1][key] = value
+        else:
+            return None
+    return {PROVENANCE_KEY: block}
+
+
 def provenance_of_text(text: str) -> Provenance | None:
     """The provenance of a memory file's text (None without a block)."""
     split = _split(text)
     if split is None or PROVENANCE_KEY not in split[1]:
         return None
-    return parse_provenance(_load(split[1]))
+    fields = _written_block(split[1].replace("\r\n", "\n"))
+    return parse_provenance(fields if fields is not None else _load(split[1]))
 
 
 _cache: OrderedDict[str, tuple[float, int, Provenance | None]] = OrderedDict()
@@ -283,7 +336,17 @@ def _without_keys(front_matter: str, keys: Sequence[str]) -> list[str]:
 
 
 def _scalar(text: str) -> str:
-    return text if _PLAIN.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+    """``text`` as a YAML value: plain when YAML reads it back as this very string (never a
+    number, a date, ``true`` or ``null``), else JSON-quoted (a YAML double-quoted string)."""
+    if _PLAIN.fullmatch(text):
+        import yaml
+
+        try:
+            if yaml.safe_load(text) == text:
+                return text
+        except yaml.YAMLError:
+            pass
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _hex(digest: str) -> str:
@@ -388,6 +451,8 @@ def stamp(content: str, *, previous: str | None, author: Author, path: Path) -> 
     fields = _load(front_matter)
     newline = "\r\n" if "\r\n" in opening else "\n"
     notes: list[str] = []
+    if not fields and front_matter.strip():
+        notes.append("the front matter is not valid YAML, so no evidence could be read from it")
     current = parse_provenance(fields)
     before = provenance_of_text(previous) if previous else None
     kept = current if current is not None else before

@@ -3,17 +3,17 @@
 Recall asks :class:`EvidenceCheck` about each memory before it is delivered (and about the
 selector's candidates, so the selector sees the mark). The check is cheap: the memory's
 provenance is read once per version of its file
-(:func:`~cairn.memory.trust.provenance.read_provenance`), each evidence file is ``lstat``-ed,
-and hashed only when its stat differs from the last time
-this session looked (a file modified in the last two seconds is hashed again next time: file
-times tick coarsely). The result is one of:
+(:func:`~cairn.memory.trust.provenance.read_provenance`), each evidence file is ``lstat``-ed (a
+size other than the recorded one is a change, read no further), and hashed only when its stat
+differs from the last time this session looked (a file modified in the last two seconds is
+hashed again next time: file times tick coarsely). The result is one of:
 
 - fresh (``None``): every evidence file holds what it held when the fact was learned, or the
   memory has no evidence;
 - *stale*: a file changed, or is gone (deleted or moved): the memory is delivered marked
   "possibly stale" with the date and the file, never as plain fact;
 - *unverifiable*: the evidence cannot be checked (outside the workspace, through a symlink, not
-  a regular file, over 16 MiB, an entry edited by hand, the workspace gone): said once, in the
+  a regular file, over 8 MiB, an entry edited by hand, the workspace gone): said once, in the
   memory's delivery and in the debug log, and never an error.
 """
 
@@ -28,7 +28,16 @@ from pathlib import Path
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc, Staleness
-from cairn.memory.trust.evidence import FileState, Unverifiable, read_state, stat_key
+from cairn.memory.trust.evidence import (
+    Evidence,
+    FileState,
+    HashKind,
+    Unverifiable,
+    lstat_inside,
+    read_state,
+    regular_size,
+    stat_key,
+)
 from cairn.memory.trust.provenance import Provenance, read_provenance
 
 __all__ = ["RACY_NS", "EvidenceCheck", "stale_note"]
@@ -37,6 +46,7 @@ RACY_NS = 2_000_000_000  # a file modified this recently is hashed again at the 
 _log = get_logger("MEMORY_RECALL")
 
 _Found = FileState | str | None  # the file now, why it cannot be read, or None: gone
+_RESIZED = "<its size changed>"  # a _Found that needs no reading: the file changed
 
 
 @dataclass
@@ -70,7 +80,7 @@ class EvidenceCheck:
 
     def __init__(self, workspace: Path | None) -> None:
         self.workspace = workspace
-        self._files: dict[str, _Known] = {}
+        self._files: dict[tuple[str, HashKind], _Known] = {}
         self._said: set[str] = set()  # memories whose "cannot verify" was logged
         self._lock = threading.Lock()
         self.checked = 0  # memories checked (for the benchmark)
@@ -113,9 +123,11 @@ class EvidenceCheck:
         gone: list[str] = []
         problems = list(provenance.problems)
         for entry in provenance.evidence:
-            found = self._file(workspace, entry.path)
+            found = self._file(workspace, entry)
             if found is None:
                 gone.append(entry.path)
+            elif found is _RESIZED:
+                changed.append(entry.path)
             elif isinstance(found, str):
                 problems.append(found)
             elif not entry.matches(found):
@@ -130,25 +142,30 @@ class EvidenceCheck:
             )
         return None
 
-    def _file(self, workspace: Path, relative: str) -> _Found:
-        key = stat_key(workspace, relative)
+    def _file(self, workspace: Path, entry: Evidence) -> _Found:
+        relative, kind = entry.path, entry.kind
+        info = lstat_inside(workspace, relative)
+        size = regular_size(info) if info is not None else None
+        if size is not None and entry.size is not None and size != entry.size:
+            return _RESIZED  # changed: no need to read it (a large file above all)
+        key = stat_key(workspace, relative) if info is not None else None
         with self._lock:
-            known = self._files.get(relative)
+            known = self._files.get((relative, kind))
         if known is not None and known.trusted and known.key == key:
             return known.found
         if key is None and not workspace.is_dir():
             found: _Found = f"the workspace {workspace} is gone"
         else:
-            found = self._read(workspace, relative)
+            found = self._read(workspace, relative, kind)
         trusted = key is not None and time.time_ns() - key[3] > RACY_NS
         with self._lock:
-            self._files[relative] = _Known(key, found, trusted)
+            self._files[(relative, kind)] = _Known(key, found, trusted)
         return found
 
-    def _read(self, workspace: Path, relative: str) -> _Found:
+    def _read(self, workspace: Path, relative: str, kind: HashKind) -> _Found:
         self.hashed += 1
         try:
-            return read_state(workspace, relative)
+            return read_state(workspace, relative, kinds=(kind,))
         except FileNotFoundError:
             return None
         except Unverifiable as reason:
