@@ -20,7 +20,10 @@ the Recall selector answers after 2 s so it never hides what the first request w
   request, with 0, 1,000 and 10,000 project memory files (indexed, as a project that has used
   memory for a while is): right after ``session/new``, after 2 s idle, and warm (next prompt);
 - a turn with one tool call (``read_file``): ``session/prompt`` written → its response read;
-- peak RSS (VmHWM) and RSS of the agent idle after ``session/new`` and after 20 turns.
+- RSS and peak RSS of the agent idle after ``session/new`` and after 20 turns.
+
+CPU and memory are the whole process tree's: the agent and every process it started
+(``process_tree.py``).
 
 Medians, with min and max; the README next to this file records the figures.
 """
@@ -42,6 +45,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+
+from process_tree import TreeSampler, tree_cpu_seconds, tree_rss_kib  # noqa: E402
 
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call  # noqa: E402
 from cairn.testing.fixtures import isolated_env  # noqa: E402
@@ -117,6 +122,7 @@ class AgentProcess:
             stderr=subprocess.DEVNULL,
         )
         self.cwd = cwd
+        self.sampler: TreeSampler | None = None
         self._next_id = 0
 
     def request(self, method: str, params: dict[str, Any]) -> tuple[dict[str, Any], float]:
@@ -161,17 +167,22 @@ class AgentProcess:
         return self.request("session/prompt", {"sessionId": session_id, "prompt": blocks})
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time the agent has used so far (immune to other load)."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU time the agent and every process it started have used so far
+        (immune to other load)."""
+        return tree_cpu_seconds(self.process.pid)
+
+    def watch_memory(self) -> None:
+        """Sample the agent's process tree from now on (peak RSS of the agent and children)."""
+        self.sampler = TreeSampler(self.process.pid).start()
 
     def memory_kib(self) -> tuple[int, int]:
-        """(RSS, peak RSS) in KiB, from /proc."""
-        status = Path(f"/proc/{self.process.pid}/status").read_text()
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+        """(RSS now, peak RSS since :meth:`watch_memory`) of the agent and its children, KiB."""
+        self.sampler.sample()
+        return tree_rss_kib(self.process.pid), self.sampler.stats.peak_rss_kib
 
     def close(self, timeout: float = 30) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
         assert self.process.stdin is not None
         self.process.stdin.close()
         try:
@@ -435,6 +446,7 @@ def bench_memory(server: ScriptedServer) -> None:
         env, project = workspace(Path(tmp), server)
         (project / "notes.txt").write_text("alpha\n" * 200)
         agent = AgentProcess(env, project)
+        agent.watch_memory()
         session_id = agent.new_session()
         time.sleep(0.5)
         idle = agent.memory_kib()
@@ -446,8 +458,8 @@ def bench_memory(server: ScriptedServer) -> None:
         after = agent.memory_kib()
         agent.close()
     table(
-        "Agent memory (MiB)",
-        ["when", "RSS", "peak RSS (VmHWM)"],
+        "Agent memory, with every process it started (MiB)",
+        ["when", "RSS", "peak RSS (sampled every 10 ms)"],
         [
             ["idle after session/new", mib(idle[0]), mib(idle[1])],
             [f"after {RSS_TURNS} turns", mib(after[0]), mib(after[1])],

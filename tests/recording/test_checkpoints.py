@@ -367,3 +367,31 @@ def test_a_checkpoint_is_never_restored_onto_another_work_tree(repo: Path, tmp_p
     with pytest.raises(CheckpointError, match=r"was taken of .*work.*nothing was restored"):
         ShadowRepository(twin, store).restore(taken.commit)
     assert tree_state(twin) == twin_before
+
+
+def test_a_preparation_finding_the_lock_held_leaves_the_work_to_its_holder(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    """Across processes the checkpoint lock says a preparation or a snapshot is under way
+    (either builds the index): a second preparation returns at once instead of waiting up to
+    a minute to stage the same index."""
+    from filelock import FileLock
+
+    shadow.store.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(shadow.store / "lock")):
+        assert shadow.prepare() is False
+    assert not shadow.is_prepared()
+
+    assert shadow.prepare() is True
+    assert shadow.is_prepared()
+
+
+def test_a_stopped_preparation_leaves_a_repository_the_next_snapshot_uses(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    preparer = shadow.twin()
+    preparer.stop()
+
+    with pytest.raises(CheckpointError, match="stopped"):
+        preparer.prepare()
+    assert shadow.snapshot("after").files == len(FILES) + 2  # and run.sh, app-link

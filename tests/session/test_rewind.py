@@ -7,10 +7,8 @@ moves, and a conversation rewind truncates the model history (here and after a r
 
 from __future__ import annotations
 
-import asyncio
 import json
-import signal
-import subprocess
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +29,7 @@ from cairn.testing import ScriptedProvider, reply, tool_call
 from cairn.vocabulary import Notice, SessionEvent
 
 from ..git_helpers import make_repository, repository_state, tree_state
+from ..polling import eventually_async
 
 FILES = {
     "README.md": "# project\n",
@@ -311,6 +310,20 @@ async def test_the_first_turn_prepares_the_shadow_index_in_the_background(rig: R
     assert tree_state(rig.repo) == before
 
 
+def _git_processes_in(folder: Path) -> list[int]:
+    """The git processes running with ``folder`` as their working folder."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if (entry / "comm").read_text().strip() == "git" and (
+                Path(os.readlink(entry / "cwd")) == folder
+            ):
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 async def test_closing_the_session_stops_a_preparation_with_its_git_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -323,18 +336,12 @@ async def test_closing_the_session_stops_a_preparation_with_its_git_processes(
     assert checkpoints is not None
     try:
         checkpoints.start_turn("turn-1")  # as the first prompt does
-        while checkpoints._preparer is None and not checkpoints._preparing.done():  # type: ignore[union-attr]
-            await asyncio.sleep(0.01)
+        assert await eventually_async(lambda: bool(_git_processes_in(repo.resolve())))
     finally:
         await session.close()
         await runtime.aclose()
 
-    preparer = checkpoints._preparer
-    assert preparer is not None and preparer.returncode in (0, -signal.SIGKILL)
-    leftover = subprocess.run(
-        ["pgrep", "-s", str(preparer.pid)], capture_output=True, text=True, check=False
-    )
-    assert leftover.stdout.strip() == ""  # no git of its process session left running
+    assert _git_processes_in(repo.resolve()) == []
     after = ShadowRepository(repo, checkpoints_dir(repo)).snapshot("after")  # lock and index fine
     assert after.files == len(many)
 

@@ -1,15 +1,30 @@
-"""Settings, paths and context files."""
+"""Settings, paths and context files.
 
-from cairn.config.context_files import ContextFile, collect_context_files, render_context_files
-from cairn.config.loader import (
-    Endpoint,
-    LoadedSettings,
-    NoAuthError,
-    SettingsError,
-    load_settings,
-    resolve_endpoint,
-)
-from cairn.config.settings import APPROVAL_MODES, ApprovalMode, Settings
+The public names are loaded on first use: a module that needs only ``cairn.config.paths`` (the
+checkpoint preparer, a memory worker) does not load the settings' pydantic models.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cairn._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from cairn.config.context_files import (
+        ContextFile,
+        collect_context_files,
+        render_context_files,
+    )
+    from cairn.config.loader import (
+        Endpoint,
+        LoadedSettings,
+        NoAuthError,
+        SettingsError,
+        load_settings,
+        resolve_endpoint,
+    )
+    from cairn.config.settings import APPROVAL_MODES, ApprovalMode, Settings
 
 __all__ = [
     "APPROVAL_MODES",
@@ -25,3 +40,22 @@ __all__ = [
     "render_context_files",
     "resolve_endpoint",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "ContextFile": "context_files",
+        "collect_context_files": "context_files",
+        "render_context_files": "context_files",
+        "Endpoint": "loader",
+        "LoadedSettings": "loader",
+        "NoAuthError": "loader",
+        "SettingsError": "loader",
+        "load_settings": "loader",
+        "resolve_endpoint": "loader",
+        "APPROVAL_MODES": "settings",
+        "ApprovalMode": "settings",
+        "Settings": "settings",
+    },
+    __all__,
+)

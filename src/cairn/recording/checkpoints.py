@@ -27,9 +27,11 @@ import datetime as _dt
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
@@ -174,10 +176,25 @@ def checkpoints_dir(project_root: Path) -> Path:
 
 
 def git_unavailable_reason() -> str | None:
-    """Why checkpoints cannot use git on this machine, or ``None`` when they can."""
+    """Why checkpoints cannot use git on this machine, or ``None`` when they can (asked once
+    per git binary: a daemon's sessions do not each run ``git --version``)."""
     git = shutil.which("git")
     if git is None:
         return "git is not installed, so checkpoints are off (install git to use /rewind)"
+    try:
+        info = os.stat(git)
+    except OSError as exc:
+        return f"git cannot be run ({exc}), so checkpoints are off"
+    key = (git, info.st_ino, info.st_mtime_ns)
+    if key not in _GIT_CHECKED:
+        _GIT_CHECKED[key] = _check_git(git)
+    return _GIT_CHECKED[key]
+
+
+_GIT_CHECKED: dict[tuple[str, int, int], str | None] = {}
+
+
+def _check_git(git: str) -> str | None:
     try:
         done = subprocess.run(
             [git, "--version"], capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False
@@ -242,6 +259,25 @@ class ShadowRepository:
         self.meta_dir = store / "meta"
         self.limits = limits or CheckpointLimits()
         self._git_path: str | None = None
+        self._guard = threading.Lock()  # for the two below: stop() comes from another thread
+        self._running: subprocess.Popen[bytes] | None = None
+        self._stopped = False
+
+    def twin(self) -> ShadowRepository:
+        """The same repository with git runs of its own, so :meth:`stop` ends only its work."""
+        return ShadowRepository(self.work_tree, self.store, self.limits)
+
+    def stop(self) -> None:
+        """End the work under way from another thread: the running git is killed (with any
+        process it started) and every later git call fails with :class:`CheckpointError`; the
+        operation then ends and releases the lock. The index is left as git left it (a killed
+        ``git add`` leaves its ``index.lock``, which the next locked operation clears)."""
+        with self._guard:
+            self._stopped = True
+            running = self._running
+        if running is not None and running.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(running.pid, signal.SIGKILL)
 
     # ----- public operations -----
 
@@ -250,12 +286,18 @@ class ShadowRepository:
         with self._locked():
             return self._snapshot(message)
 
-    def prepare(self) -> None:
+    def prepare(self) -> bool:
         """Bring the shadow index up to the work tree without taking a snapshot: the next
         snapshot then only hashes what changed since (the first one of a project hashes
-        everything). :class:`SnapshotTooLarge` when the work tree is over the caps."""
-        with self._locked():
-            self._stage()
+        everything). :class:`SnapshotTooLarge` when the work tree is over the caps.
+
+        False, with nothing done, when another process holds the lock: it is preparing or
+        taking a snapshot, either of which builds the index.
+        """
+        with self._locked(wait=False) as held:
+            if held:
+                self._stage()
+            return held
 
     def is_prepared(self) -> bool:
         """Whether the shadow index exists (a snapshot or :meth:`prepare` ran before)."""
@@ -582,26 +624,41 @@ class ShadowRepository:
         command = [git, *(arg for item in _CONFIG for arg in ("-c", item)), *args]
         if bare_init:
             command = [git, "-c", "init.defaultBranch=checkpoints", *args]
+        environment = self._environment(env, bare_init=bare_init)
+        with self._guard:
+            if self._stopped:
+                raise CheckpointError("stopped")
+            try:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=self.work_tree,
+                    env=environment,
+                    start_new_session=True,  # stop() kills it with whatever it starts
+                )
+            except OSError as exc:
+                raise CheckpointError(f"git {args[0]} could not run: {exc}") from None
+            self._running = process
         try:
-            done = subprocess.run(
-                command,
-                input=input,
-                capture_output=True,
-                cwd=self.work_tree,
-                env=self._environment(env, bare_init=bare_init),
-                timeout=GIT_TIMEOUT_SECONDS,
-                check=False,
-            )
+            stdout, stderr = process.communicate(input, timeout=GIT_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
             limit = f"{GIT_TIMEOUT_SECONDS:g} s"
             raise CheckpointError(f"git {args[0]} took more than {limit}") from None
-        except OSError as exc:
-            raise CheckpointError(f"git {args[0]} could not run: {exc}") from None
-        if done.returncode != 0:
-            lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            detail = " ".join(lines[-3:]) or f"exit code {done.returncode}"
+        finally:
+            with self._guard:
+                self._running = None
+        if self._stopped:
+            raise CheckpointError("stopped")
+        if process.returncode != 0:
+            lines = stderr.decode("utf-8", "replace").strip().splitlines()
+            detail = " ".join(lines[-3:]) or f"exit code {process.returncode}"
             raise CheckpointError(f"git {args[0]} failed: {detail}")
-        return done.stdout
+        return stdout
 
     def _environment(self, extra: Mapping[str, str] | None, *, bare_init: bool) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
@@ -624,17 +681,22 @@ class ShadowRepository:
         return env
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, *, wait: bool = True) -> Iterator[bool]:
+        """The project's checkpoint lock (True), or, with ``wait=False`` and the lock held by
+        another process, False at once."""
         from filelock import FileLock, Timeout
 
         self.store.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.store / "lock"))
         try:
-            lock.acquire(timeout=GIT_TIMEOUT_SECONDS)
+            lock.acquire(timeout=GIT_TIMEOUT_SECONDS if wait else 0)
         except Timeout:
+            if not wait:
+                yield False
+                return
             raise CheckpointError("another cairn process holds the checkpoint lock") from None
         try:
-            yield
+            yield True
         finally:
             lock.release()
 
@@ -655,22 +717,3 @@ def _literal_pattern(path: str) -> str:
 
 def _mb(size: int) -> str:
     return f"{size / (1 << 20):.1f} MB" if size >= 1 << 20 else f"{size / 1024:.0f} KB"
-
-
-def main(argv: Sequence[str]) -> int:
-    """``python -m cairn.recording.checkpoints WORK_TREE STORE MAX_FILE MAX_FILES MAX_TOTAL``:
-    :meth:`ShadowRepository.prepare` in a process of its own, which a closing session can kill
-    with its git children (a thread could not be)."""
-    work_tree, store, max_file, max_files, max_total = argv
-    limits = CheckpointLimits(int(max_file), int(max_files), int(max_total))
-    try:
-        ShadowRepository(Path(work_tree), Path(store), limits).prepare()
-    except CheckpointError:
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main(sys.argv[1:]))
