@@ -267,3 +267,24 @@ def test_a_forgotten_fact_stays_forgotten_on_the_other_machine(machine: Machine)
         return read_tombstones(alice_root) == []
 
     assert eventually(alice_has_none)
+
+
+def test_a_memorys_versions_travel_with_it(machine: Machine) -> None:
+    from cairn.memory.trust.versions import read_versions
+
+    alice, bob = machine("alice"), machine("bob")
+    write(alice, "project/deploy.md", DEPLOY)
+    plan = ForgetPlan("deploy", list_forget_candidates(alice.docs()), "heuristic")
+    assert alice.apply_forget(plan, session_id="s1").ok
+    bob_root = bob.roots.project
+    assert bob_root is not None
+
+    def bob_has_the_versions() -> bool:
+        bob.refresh()
+        return [v.operation for v in read_versions(bob_root, "project/deploy.md")] == [
+            "earlier", "forget",
+        ]  # fmt: skip
+
+    assert eventually(bob_has_the_versions)
+    [(_, _, versions)] = bob.versions("project:project/deploy.md")
+    assert versions[0].content == DEPLOY  # byte for byte, its CRLF included

@@ -253,3 +253,24 @@ def test_a_file_of_another_size_is_stale_without_being_read(manager: MemoryManag
 
     assert staleness is not None and staleness.state == "stale"
     assert check.hashed == 0
+
+
+def test_a_gigabyte_evidence_file_is_unverifiable_without_being_read(
+    manager: MemoryManager,
+) -> None:
+    big = manager.workspace / "dump.bin"
+    with big.open("wb") as handle:
+        handle.truncate(1 << 30)  # sparse: a gigabyte that takes no disk
+    hand_written(manager, "dump", "dump.bin")
+    text = (project_root(manager) / "project" / "dump.md").read_text()
+    entry = Evidence("dump.bin", "git", "a" * 40, 1 << 30)
+    text = text.replace("size: 6\n", f"size: {1 << 30}\n").replace(
+        text.split("check: ", 1)[1].split("\n", 1)[0], json.dumps(entry_check(entry))
+    )
+    (project_root(manager) / "project" / "dump.md").write_text(text)
+    check = EvidenceCheck(manager.workspace)
+
+    staleness = checked(manager, check, "dump").staleness
+
+    assert staleness is not None and staleness.state == "unverifiable"
+    assert "too large to check" in staleness.note
