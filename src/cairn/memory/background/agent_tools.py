@@ -290,7 +290,7 @@ class _CheckedWrites:
                 content = await asyncio.to_thread(_stamped, content, previous, files, path)
             files.originals.setdefault(path.resolve(), previous)
             await files.write_text(path, content)
-            if files.author is not None:
+            if files.author is not None and files.author.versions_at_write:
                 await asyncio.to_thread(
                     _versioned, self.root, path, content, previous, files.author
                 )

@@ -81,13 +81,21 @@ class MemorySpace:
     workspace: Path | None = None  # the folder evidence paths are relative to (git root)
 
     def author(
-        self, by: Writer, session_id: str, turn: int | None = None, *, why: str = ""
+        self,
+        by: Writer,
+        session_id: str,
+        turn: int | None = None,
+        *,
+        why: str = "",
+        versions_at_write: bool = True,
     ) -> Author:
         """Who writes memory in a run: what the memories' provenance and versions record."""
         from cairn.memory.trust.provenance import Author
 
         project = self.roots.project
-        return Author(by, session_id, turn, self.workspace, project, self.clock, why)
+        return Author(
+            by, session_id, turn, self.workspace, project, self.clock, why, versions_at_write
+        )
 
     def writable_roots(self, *, include_user: bool = True) -> list[tuple[MemoryScope, Path]]:
         found: list[tuple[MemoryScope, Path]] = []

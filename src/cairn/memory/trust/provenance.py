@@ -127,6 +127,7 @@ class Author:
     project_memory: Path | None = None  # the project memory root (evidence only in there)
     clock: Callable[[], float] = field(default=lambda: _dt.datetime.now(_dt.UTC).timestamp())
     why: str = ""  # why it writes, for the version log ("from the conversation: …")
+    versions_at_write: bool = True  # False: the run records versions when it ends (Dream)
 
 
 @dataclass(frozen=True)

@@ -334,9 +334,15 @@ async def test_every_change_of_a_dream_is_restorable_and_said_in_the_version_log
     [deleted] = read_versions(project.memory, "feedback/tabs.md")[-1:]
     assert deleted.deleted and deleted.operation == "dream"
     assert deleted.why == "merged into feedback/indentation.md by Dream"
-    assert [v.operation for v in read_versions(project.memory, "feedback/style.md")] == [
-        "earlier", "dream",
-    ]  # fmt: skip
+    style_versions = read_versions(project.memory, "feedback/style.md")
+    assert [v.operation for v in style_versions] == ["earlier", "dream"]
+    assert style_versions[-1].why == (
+        "rewritten by Dream (Merged the tab memories; made the style rule specific.)"
+    )
+    [made] = read_versions(project.memory, "feedback/indentation.md")
+    assert made.why.startswith(
+        "feedback/tabs.md, feedback/tabs-again.md merged into this memory by Dream"
+    )
 
     restored = project.manager.restore_last_forget(session_id=SESSION)
 

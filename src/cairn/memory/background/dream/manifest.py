@@ -53,6 +53,7 @@ class DreamOperations:
     deduped: int = 0  # dedupe sources
     split: int = 0  # split operations
     reasons: dict[str, str] = field(default_factory=dict)  # deleted path -> "merged into …"
+    made: dict[str, str] = field(default_factory=dict)  # merge or split target -> what it holds
 
 
 def _check_path(value: Any, root: Path, what: str) -> str:
@@ -120,6 +121,7 @@ def validate_manifest(data: Any, root: Path) -> DreamOperations:
     claimed: set[str] = set()
     deduped = split = 0
     reasons: dict[str, str] = {}
+    made: dict[str, str] = {}
     for index, operation in enumerate(_string_list(data.get("operations"), "operations")):
         what = f"operations[{index}]"
         if not isinstance(operation, dict):
@@ -129,13 +131,17 @@ def validate_manifest(data: Any, root: Path) -> DreamOperations:
             deduped += _check_dedupe(operation, root, deleted, claimed, what)
             for source in operation["sources"]:
                 reasons[source] = f"merged into {operation['target']} by Dream"
+            sources = ", ".join(operation["sources"])
+            made[operation["target"]] = f"{sources} merged into this memory by Dream"
         elif kind == "split":
             _check_split(operation, root, deleted, claimed, what)
             split += 1
             reasons[operation["source"]] = f"split into {', '.join(operation['targets'])} by Dream"
+            for target in operation["targets"]:
+                made[target] = f"split out of {operation['source']} by Dream"
         else:
             raise ManifestRejected(f"{what}: unknown operation type {kind!r}")
-    return DreamOperations(deletes, deduped, split, reasons)
+    return DreamOperations(deletes, deduped, split, reasons, made)
 
 
 def _claim(source: str, deleted: set[str], claimed: set[str], what: str) -> None:
@@ -280,5 +286,7 @@ def apply_manifest(
         session_id=session_id, originals=originals,
     )  # fmt: skip
     moved = [p for p in doomed if folder is not None and (folder / p).exists()]
-    applied = DreamOperations(moved, operations.deduped, operations.split, operations.reasons)
+    applied = DreamOperations(
+        moved, operations.deduped, operations.split, operations.reasons, operations.made
+    )
     return AppliedManifest(applied, kept, error)

@@ -22,10 +22,12 @@ from typing import Literal
 
 from cairn.abort import AbortController
 from cairn.debug_log import get_logger
+from cairn.fsutil import read_regular_bytes
 from cairn.memory.background.agent_tools import memory_agent_context, memory_agent_registry
 from cairn.memory.background.dream.gates import consolidation_lock
 from cairn.memory.background.dream.manifest import (
     OPERATIONS_FILE_NAME,
+    DreamOperations,
     apply_manifest,
     memory_digests,
 )
@@ -287,7 +289,7 @@ async def _dream_locked(
     registry, files = memory_agent_registry(
         allowed_names=[OPERATIONS_FILE_NAME],
         forgotten=forgotten,
-        author=space.author("dream", session_id, why="consolidation (Dream)"),
+        author=space.author("dream", session_id, versions_at_write=False),
     )
     ctx = memory_agent_context(
         workspace=root,
@@ -340,6 +342,32 @@ async def _dream_locked(
     return report
 
 
+def _record_versions(
+    root: Path,
+    originals: Mapping[str, str | None],
+    operations: DreamOperations,
+    session_id: str,
+    report: DreamReport,
+    now: float,
+) -> None:
+    """The version of each memory the dreamer wrote, saying what it replaced (the root locked;
+    its deletions were recorded by the trash)."""
+    from cairn.memory.trust.versions import record_version
+
+    for relative, original in originals.items():
+        try:
+            current = read_regular_bytes(root / relative).decode("utf-8", "replace")
+        except OSError:
+            continue  # deleted after all: the trash recorded it
+        why = operations.made.get(relative) or "rewritten by Dream"
+        if report.summary:
+            why += f" ({report.summary})"
+        record_version(
+            root, relative, current, previous=original, operation="dream", now=now,
+            session_id=session_id, why=why,
+        )  # fmt: skip
+
+
 def _relative_to(root: Path, found: Mapping[Path, str | None]) -> dict[str, str | None]:
     """``found`` (by resolved path) by path relative to ``root``, for what lies inside it."""
     real_root = Path(os.path.realpath(root))
@@ -383,6 +411,7 @@ async def _finish(
             applied.error,
             applied.kept,
         )
+        _record_versions(root, originals, operations, session_id, report, space.clock())
         after = memory_digests(root)
         mine = [f.relative_path for f in written if f.relative_path != OPERATIONS_FILE_NAME]
         report.created = [p for p in mine if p not in before and p in after]
