@@ -29,8 +29,9 @@ if name == "SessionStart":
             }
         }
     )
-if name == "PreToolUse" and event["tool_input"].get("file_path") == "draft.txt":
-    updated = dict(event["tool_input"], file_path="final.txt")
+path = event.get("tool_input", {}).get("file_path", "")
+if name == "PreToolUse" and os.path.basename(path) == "draft.txt":
+    updated = dict(event["tool_input"], file_path=os.path.join(os.path.dirname(path), "final.txt"))
     answer(
         {
             "hookSpecificOutput": {

@@ -80,16 +80,19 @@ def test_session_and_tool_events_fire_with_their_input_and_are_honoured(
     assert (project / "final.txt").read_text() == "v1\n"
     assert not (project / "draft.txt").exists()
     pre = next(e for e in logged(hooked, "PreToolUse") if e["tool_use_id"] == "w")
-    assert pre["tool_name"] == "write_file" and pre["tool_input"]["file_path"] == "draft.txt"
+    assert pre["tool_name"] == "Write"
+    assert pre["tool_input"]["file_path"] == str(project / "draft.txt")  # absolute, as Claude Code
     # PostToolUse: the block's reason and the context go to the model with the result.
     (post,) = logged(hooked, "PostToolUse")
-    assert post["tool_use_id"] == "w" and post["tool_input"]["file_path"] == "final.txt"
+    assert post["tool_use_id"] == "w" and post["tool_input"]["file_path"] == str(
+        project / "final.txt"
+    )
     assert "output" in post["tool_response"]
     written = tool_results(second)["w"]
     assert "POST-REASON: run the linter next" in written and "POST-CONTEXT" in written
     # PostToolUseFailure: the failed read's error, and the hook's context for the model.
     (failure,) = logged(hooked, "PostToolUseFailure")
-    assert failure["tool_name"] == "read_file" and "missing.txt" in failure["error"]
+    assert failure["tool_name"] == "Read" and "missing.txt" in failure["error"]
     assert failure["is_interrupt"] is False
     assert "FAILURE-CONTEXT" in tool_results(third)["r"]
     # SessionEnd: when cairn -p is done.

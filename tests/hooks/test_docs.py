@@ -45,7 +45,7 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def runner(project: Path) -> HookRunner:
-    (settings_json,) = _blocks("json")
+    settings_json = next(block for block in _blocks("json") if "guard-shell" in block)
     hooks = HooksSettings.model_validate(json.loads(settings_json)["hooks"])
     environ = {"PATH": os.environ["PATH"], "HOME": str(project)}
     return HookRunner(hooks, cwd=project, session_id="docs", environ=environ)

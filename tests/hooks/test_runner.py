@@ -519,21 +519,37 @@ async def test_user_prompt_submit_stdin_payload(tmp_path, script):
     assert payload["prompt"] == "fix the bug"
 
 
-async def test_pre_tool_use_stdin_payload(tmp_path, script):
-    async def call(runner: HookRunner):
-        await runner.pre_tool_use(
-            tool_name="write_file",
-            tool_input={"file_path": "a.txt", "content": "hi"},
-            tool_use_id="call-7",
-            permission_mode="auto-edit",
-        )
+async def _write_call(runner: HookRunner) -> None:
+    await runner.pre_tool_use(
+        tool_name="write_file",
+        tool_input={"file_path": "a.txt", "content": "hi"},
+        tool_use_id="call-7",
+        permission_mode="auto-edit",
+    )
 
-    payload = await _captured_stdin(tmp_path, script, "PreToolUse", call)
+
+async def test_pre_tool_use_stdin_payload_speaks_claude_code_by_default(tmp_path, script):
+    """Issue #30: a hook sees Claude Code's names (``Write``, an absolute ``file_path``,
+    ``acceptEdits``) unless its group asks for cairn's."""
+    payload = await _captured_stdin(tmp_path, script, "PreToolUse", _write_call)
 
     _assert_common_fields(payload, tmp_path, "PreToolUse")
+    assert payload["tool_name"] == "Write"
+    assert payload["tool_input"] == {"file_path": str(tmp_path / "a.txt"), "content": "hi"}
+    assert payload["tool_use_id"] == "call-7"
+    assert payload["permission_mode"] == "acceptEdits"
+
+
+async def test_pre_tool_use_stdin_payload_in_cairn_names(tmp_path, script):
+    capture = tmp_path / "payload.json"
+    group = {"toolNames": "cairn", "hooks": [{"command": script(f"cat > {capture}")}]}
+    runner = make_runner(tmp_path, HooksSettings.model_validate({"PreToolUse": [group]}))
+
+    await _write_call(runner)
+
+    payload = json.loads(capture.read_text())
     assert payload["tool_name"] == "write_file"
     assert payload["tool_input"] == {"file_path": "a.txt", "content": "hi"}
-    assert payload["tool_use_id"] == "call-7"
     assert payload["permission_mode"] == "auto-edit"
 
 
@@ -650,3 +666,29 @@ async def test_claude_code_matchers_select_cairns_tools(tmp_path, script):
     assert not marker.exists()
     await _pre_tool_use(runner, "run_shell_command")
     assert marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("matcher", "seen"),
+    [
+        ("run_shell_command", "run_shell_command"),
+        ("edit|run_shell_command", "run_shell_command"),
+        ("Shell", "run_shell_command"),  # Qwen Code's display name: a Qwen Code hook
+        ("Bash", "Bash"),
+        ("", "Bash"),
+        ("run_.*", "Bash"),  # a regex names no tool: Claude Code's names
+    ],
+)
+async def test_a_group_naming_tools_by_cairns_names_sees_cairns_names(
+    tmp_path, script, matcher, seen
+):
+    """Issue #30: hooks written for cairn (or Qwen Code) keep working while Claude Code's are
+    the default."""
+    capture = tmp_path / "payload.json"
+    runner = make_runner(
+        tmp_path, hooks_settings("PreToolUse", (matcher, [script(f"cat > {capture}")]))
+    )
+
+    await _pre_tool_use(runner)
+
+    assert json.loads(capture.read_text())["tool_name"] == seen

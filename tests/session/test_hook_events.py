@@ -11,6 +11,7 @@ from typing import Any
 from cairn.testing import reply, tool_call
 from cairn.vocabulary.events import Notice
 
+from ..polling import eventually_async
 from .helpers import MakeWorld
 
 
@@ -65,3 +66,55 @@ async def test_clear_ends_the_conversation_and_starts_another_for_the_hooks(
         ("SessionEnd", "clear"),
         ("SessionStart", "clear"),
     ]
+
+
+async def test_an_async_hooks_context_comes_with_the_next_prompt(
+    make_world: MakeWorld, tmp_path: Path
+) -> None:
+    """Issue #30: `async` hooks run in the background; what they say reaches the model with the
+    next prompt (as in Claude Code), and nothing waits for them."""
+    answer = {
+        "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "AUDITED"}
+    }
+    hooks = hook_on(tmp_path, ["PostToolUse"], answer)
+    hooks["PostToolUse"][0]["hooks"][0]["async"] = True
+    world = make_world(hooks=hooks)
+    world.provider.enqueue(
+        tool_call("list_directory", {"path": "."}), reply("Listed."), reply("ok")
+    )
+    session = world.session()
+
+    await world.prompt(session, "look")
+    assert await eventually_async(lambda: (tmp_path / "hooks.jsonl").exists())
+    assert await eventually_async(lambda: session.hooks.background_running == 0)
+    await world.prompt(session, "next")
+
+    first_turn = [r.contents[-1].text for r in world.main_requests()[:2]]
+    assert not any("AUDITED" in text for text in first_turn)
+    assert "AUDITED" in world.last_main().contents[-1].text
+
+
+async def test_what_session_start_hooks_export_reaches_shell_commands_only(
+    make_world: MakeWorld, tmp_path: Path
+) -> None:
+    """Issue #30: CLAUDE_ENV_FILE; a /clear runs SessionStart again and its exports replace
+    the earlier ones."""
+    script = tmp_path / "env.sh"
+    script.write_text(
+        '#!/usr/bin/env bash\necho "export STAGE=$(cat '
+        + str(tmp_path / "stage")
+        + ')" >> "$CLAUDE_ENV_FILE"\n'
+    )
+    script.chmod(0o755)
+    (tmp_path / "stage").write_text("one")
+    world = make_world(hooks={"SessionStart": [{"hooks": [{"command": str(script)}]}]})
+    session = world.session()
+
+    await world.prompt(session, "hi")
+    assert session.workspace.shell_environment()["STAGE"] == "one"
+    (tmp_path / "stage").write_text("two")
+    await world.prompt(session, "/clear")
+    await world.prompt(session, "again")
+
+    assert session.workspace.shell_environment()["STAGE"] == "two"
+    assert "STAGE" not in session.workspace.environment  # hooks and MCP servers do not get it

@@ -474,10 +474,32 @@ async def test_the_hook_receives_the_call_and_the_approval_mode(
 
     data = json.loads(received.read_text())
     assert data["hook_event_name"] == "PreToolUse"
-    assert data["tool_name"] == "write_file"
-    assert data["tool_input"] == {"file_path": "a.txt", "content": "x"}
+    assert data["tool_name"] == "Write"  # Claude Code's names (issue #30)
+    assert data["tool_input"] == {"file_path": str(workspace / "a.txt"), "content": "x"}
     assert data["tool_use_id"] == "w9"
-    assert data["permission_mode"] == "yolo"
+    assert data["permission_mode"] == "bypassPermissions"
+
+
+async def test_a_pre_tool_use_hooks_context_follows_the_result_or_the_refusal(
+    ctx: ToolContext, workspace: Path, tmp_path: Path
+) -> None:
+    """Issue #30: Claude Code gives a PreToolUse hook's additionalContext to the model; cairn
+    dropped it."""
+    output = {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "prod <db>"}
+    }
+    body = f"cat > /dev/null\ncat <<'JSON'\n{json.dumps(output)}\nJSON"
+    run = Run(ctx, mode="yolo", hooks=hook_runner(tmp_path, workspace, body))
+
+    ran = await run.one(write("a.txt", "x"))
+
+    assert ran.status == "completed"
+    assert ran.response.text.endswith("<cairn:hook-context>prod &lt;db&gt;</cairn:hook-context>")
+    denied_with = {**output["hookSpecificOutput"], "permissionDecision": "deny"}
+    body = f"cat > /dev/null\ncat <<'JSON'\n{json.dumps({'hookSpecificOutput': denied_with})}\nJSON"
+    run = Run(ctx, mode="yolo", hooks=hook_runner(tmp_path, workspace, body))
+    refused = await run.one(write("b.txt", "x"))
+    assert "<cairn:hook-context>prod &lt;db&gt;</cairn:hook-context>" in error_of(refused)
 
 
 async def test_a_hook_for_other_tools_leaves_the_call_alone(

@@ -3,7 +3,8 @@
 Precedence, lowest to highest: built-in defaults, ``$CAIRN_HOME/settings.json``, the project's
 ``.cairn/settings.json``, environment variables, command-line flags (the last two are applied by
 :func:`resolve_endpoint` and the CLI). String values may reference environment variables as
-``$VAR`` or ``${VAR}``.
+``$VAR`` or ``${VAR}``. The hooks of Claude Code's settings files follow cairn's own
+(:mod:`cairn.config.claude_hooks`), as those files write them (no ``$VAR`` is replaced).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic_core import ErrorDetails
 
 from cairn.config.endpoint import Endpoint, NoAuthError, resolve_endpoint
 from cairn.config.paths import find_git_root, user_settings_path
-from cairn.config.settings import Settings
+from cairn.config.settings import HookMatcher, HooksSettings, Settings
 from cairn.fsutil import FileTooLarge, NotRegularFile, read_regular_file
 from cairn.values import Value
 
@@ -103,7 +104,53 @@ def load_settings(cwd: Path, *, user_path: Path | None = None) -> LoadedSettings
         used.append(path)
     # Each file was validated on its own, so the merge of valid files is valid.
     settings = settings_as_read(merged, "merged settings")
+    trust = _add_claude_hooks(cwd, settings, user_raw, trust, warnings, used)
     return LoadedSettings(settings, warnings, used, trust)
+
+
+def _add_claude_hooks(
+    cwd: Path,
+    settings: Settings,
+    user_raw: dict[str, Any],
+    trust: ProjectTrust | None,
+    warnings: list[str],
+    used: list[Path],
+) -> ProjectTrust | None:
+    """Claude Code's hooks after cairn's (``claudeHooks``): the user's file when asked for,
+    the project's files when the folder is trusted (the trust computed here when no
+    ``.cairn/settings.json`` made it already). Returns the project's trust."""
+    from cairn.config.claude_hooks import project_claude_hooks, user_claude_hooks
+
+    found = []
+    if settings.claude_hooks.user:
+        user = user_claude_hooks()
+        found += [user] if user is not None else []
+    if settings.claude_hooks.project:
+        root = project_settings_path(cwd).parent.parent
+        project = project_claude_hooks(root)
+        if not any(hooks.hooks for hooks in project):
+            found += project  # nothing to run: only what could not be read, said
+        else:
+            if trust is None:
+                from cairn.config.trust import project_trust
+
+                trust = project_trust(cwd, user_settings=user_raw)
+                if not trust.trusted:
+                    warnings.append(trust.notice)
+            if trust.trusted:
+                found += project
+    for hooks in found:
+        warnings.extend(hooks.warnings)
+        for event, groups in hooks.hooks.items():
+            name = _HOOK_FIELDS[event]
+            added = [HookMatcher.model_validate(group, by_name=False) for group in groups]
+            setattr(settings.hooks, name, [*getattr(settings.hooks, name), *added])
+        if hooks.hooks:
+            used.append(hooks.path)
+    return trust
+
+
+_HOOK_FIELDS = {info.alias or name: name for name, info in HooksSettings.model_fields.items()}
 
 
 def _gate_project_file(

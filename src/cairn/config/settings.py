@@ -23,6 +23,7 @@ __all__ = [
     "AuthSettings",
     "ChatCompressionSettings",
     "CheckpointingSettings",
+    "ClaudeHooksSettings",
     "CommandsSettings",
     "ContextSettings",
     "FileFilteringSettings",
@@ -31,6 +32,8 @@ __all__ = [
     "GenerationConfig",
     "HookCommand",
     "HookMatcher",
+    "HookToolNames",
+    "HookType",
     "HooksSettings",
     "McpServerSettings",
     "McpSettings",
@@ -220,7 +223,6 @@ class GenerationConfig(_Section):
         description="Extended thinking for Anthropic models: the tokens the model may think "
         "before answering (at least 1024; null: off). Side queries never think.",
     )
-
 
 
 class ChatCompressionSettings(_Section):
@@ -553,19 +555,67 @@ class SecuritySettings(_Section):
     )
 
 
+HookType = Literal["command", "prompt"]
+HookToolNames = Literal["claude", "cairn"]
+
+
 class HookCommand(_Section):
-    type: Literal["command"] = "command"
-    command: str = Field(description="Shell command; receives the event as JSON on stdin.")
-    timeout: float = Field(
-        60, description="Seconds (values of 1000 or more are read as milliseconds)."
+    type: HookType = Field(
+        "command",
+        description="`command`: a shell command; `prompt`: a question to the model.",
+    )
+    command: str = Field(
+        "", description="`command` hooks: the shell command; it gets the event as JSON on stdin."
+    )
+    prompt: str = Field(
+        "",
+        description="`prompt` hooks: what the model is asked; `$ARGUMENTS` is replaced by the "
+        "event as JSON (without it, the JSON follows the prompt).",
+    )
+    model: str | None = Field(
+        None, description="`prompt` hooks: the model that answers (default: `fastModel`)."
+    )
+    timeout: float | None = Field(
+        None,
+        description="Seconds (default 60 for a command, 30 for a prompt; values of 1000 or more "
+        "are read as milliseconds).",
+    )
+    run_async: bool = Field(
+        False,
+        alias="async",
+        description="`command` hooks: run in the background; nothing waits for it, and what it "
+        "says (`systemMessage`, `additionalContext`) comes with the next prompt.",
+    )
+    condition: str | None = Field(
+        None,
+        alias="if",
+        description="Tool events: run only for calls this permission rule covers "
+        "(`Bash(git commit *)`, `Edit(src/**)`).",
     )
     name: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    status_message: str | None = Field(
+        None, description="Accepted for Claude Code's files; cairn shows no spinner text."
+    )
+
+    @model_validator(mode="after")
+    def _has_what_it_runs(self) -> Self:
+        if self.type == "command" and not self.command.strip():
+            raise PydanticCustomError("hook", "a command hook with a `command`")
+        if self.type == "prompt" and not self.prompt.strip():
+            raise PydanticCustomError("hook", "a prompt hook with a `prompt`")
+        return self
 
 
 class HookMatcher(_Section):
     matcher: str = Field("", description="Regex on the tool name (PreToolUse); empty = all.")
     hooks: list[HookCommand] = Field(default_factory=list)
+    tool_names: HookToolNames | None = Field(
+        None,
+        description="The tool names (and argument names) the group's hooks see: `claude` "
+        "(`Bash`, `Write`, ...) or `cairn` (`run_shell_command`, `write_file`, ...; Qwen Code's). "
+        "Default: `claude`, or `cairn` when the matcher names tools only by cairn's names.",
+    )
 
 
 class HooksSettings(_Section):
@@ -600,6 +650,15 @@ class HooksSettings(_Section):
     notification: list[HookMatcher] = Field(
         default_factory=list, alias="Notification", description="When cairn needs your attention."
     )
+
+
+class ClaudeHooksSettings(_Section):
+    project: bool = Field(
+        True,
+        description="Run the hooks of the project's `.claude/settings.json` and "
+        "`.claude/settings.local.json` (they need the folder trusted, as cairn's own do).",
+    )
+    user: bool = Field(False, description="Also run the hooks of `~/.claude/settings.json`.")
 
 
 # ----- commands, skills and subagents from files (cairn.extensions; the extensions track) -----
@@ -752,6 +811,9 @@ class Settings(_Section):
     security: SecuritySettings = _section(SecuritySettings, "Security.")
     hooks: HooksSettings = _section(HooksSettings, "Command hooks.")
     disable_all_hooks: bool = Field(False, description="Ignore every configured hook.")
+    claude_hooks: ClaudeHooksSettings = _section(
+        ClaudeHooksSettings, "Hooks from Claude Code's settings files."
+    )
     env: dict[str, str] = Field(
         default_factory=dict, description="Fallback environment variables (lowest priority)."
     )

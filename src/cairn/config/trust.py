@@ -84,6 +84,12 @@ _GRANT_FOLDERS = tuple(
     for kind in ("commands", "skills")
 )
 MAX_FILES_NAMED = 4  # files a notice names before "and N more"
+# How a hook command names the project folder (the variables hooks get).
+_PROJECT_DIR_NAMES = tuple(
+    form
+    for name in ("CAIRN_PROJECT_DIR", "CLAUDE_PROJECT_DIR")
+    for form in (f"${{{name}}}", f"${name}")
+)
 
 CommandKind = Literal[
     "hook", "mcp", "permissions", "sandbox", "endpoint", "file", "setting", "grant", "settings"
@@ -188,14 +194,16 @@ def project_commands(
     validated: Settings | None = None,
 ) -> list[ProjectCommand]:
     """What ``folder``'s ``.cairn/settings.json`` and ``.mcp.json`` would run or allow: every
-    key of the settings file outside :data:`UNTRUSTED_PROJECT_KEYS`, every server of
-    ``.mcp.json``, every ``allowed-tools`` grant of its command and skill files.
+    key of the settings file outside :data:`UNTRUSTED_PROJECT_KEYS`, every hook of its Claude
+    Code settings files (``.claude/settings.json``, ``.claude/settings.local.json``), every server
+    of ``.mcp.json``, every ``allowed-tools`` grant of its command and skill files.
 
     ``project_settings`` / ``validated``: the settings file already read, and as the settings
     read it (else both are done here). A file the settings refuse is one command: the loader
     refuses it too, and trusting it must not carry over to what it is fixed to say.
     """
     found = list(_project_settings_commands(folder, project_settings, validated))
+    found += _claude_hook_commands(folder)
     found += _mcp_json_commands(folder / _MCP_JSON)
     found += _grant_commands(folder)
     return [_with_scripts(command, folder) for command in found]
@@ -218,6 +226,18 @@ def _project_settings_commands(
     return list(_settings_commands(raw, validated))
 
 
+def _claude_hook_commands(folder: Path) -> list[ProjectCommand]:
+    """Each hook of the project's Claude Code settings files, read as the loader reads them
+    (:mod:`cairn.config.claude_hooks`), whatever ``claudeHooks`` says."""
+    from cairn.config.claude_hooks import project_claude_hooks
+
+    return [
+        ProjectCommand("hook", hooks.source, f"hooks.{event}", text, _digest(group))
+        for hooks in project_claude_hooks(folder)
+        for event, text, group in hooks.commands()
+    ]
+
+
 def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
     """A command that runs a file of the project is trusted with that file's content: editing
     the script (a pull, a rebase) asks again, as editing the command does."""
@@ -226,7 +246,7 @@ def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
     root = folder.resolve()
     scripts = []
     for word in _programs(command.text):
-        for name in ("$CAIRN_PROJECT_DIR", "${CAIRN_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR"):
+        for name in _PROJECT_DIR_NAMES:
             word = word.replace(name, str(root))
         path = Path(word) if os.path.isabs(word) else root / word
         with contextlib.suppress(OSError, ValueError):

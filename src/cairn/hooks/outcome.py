@@ -83,7 +83,8 @@ class HookOutcome(Value, frozen=False):
     SubagentStop), or the conversation is not compressed (PreCompact). ``stop``: a hook said
     ``continue: false`` (``stop_reason`` says why, for the user). ``additional_context`` is
     already escaped for embedding in a prompt. ``updated_input``: PreToolUse's replacement of
-    the call's arguments.
+    the call's arguments. ``environment``: ``SessionStart``'s ``CLAUDE_ENV_FILE`` exports for
+    the session's shell commands.
     """
 
     blocked: bool = False
@@ -95,6 +96,8 @@ class HookOutcome(Value, frozen=False):
     stop: bool = False
     stop_reason: str | None = None
     updated_input: dict[str, Any] | None = None
+    # SessionStart: what the hooks exported in CLAUDE_ENV_FILE (None value: unset)
+    environment: dict[str, str | None] | None = None
 
     def notices(self) -> list[Notice]:
         """What the hooks tell the user: each warning, then their ``systemMessage``."""

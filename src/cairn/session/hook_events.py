@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from cairn.debug_log import get_logger
@@ -32,10 +33,16 @@ if TYPE_CHECKING:
     from cairn.session.turn import Carryover
     from cairn.vocabulary.events import TurnResult
 
-__all__ = ["IDLE_MESSAGE", "HookedSession", "SessionHookEvents"]
+__all__ = ["IDLE_MESSAGE", "HookedSession", "SessionHookEvents", "ShellExports"]
 
 IDLE_MESSAGE = "cairn is waiting for your input"
 _log = get_logger("HOOKS")
+
+
+class ShellExports(Protocol):
+    def export(self, change: Mapping[str, str | None]) -> None:
+        """Shell commands get ``change`` (None: unset) from now on, instead of the last one."""
+        ...
 
 
 class HookedSession(Protocol):
@@ -44,6 +51,11 @@ class HookedSession(Protocol):
     settings: Settings
     client: AgentClient
     carry: Carryover  # what the hooks say goes to the next turn
+
+    @property
+    def workspace(self) -> ShellExports:
+        """Where CLAUDE_ENV_FILE's exports go."""
+        ...
 
     @property
     def hooks(self) -> HookRunner:
@@ -89,6 +101,8 @@ class SessionHookEvents(TurnHook):
         self._keep(outcome, "SessionStart")
         if outcome.additional_context:
             self.session.carry.add_context(outcome.additional_context)
+        if outcome.environment is not None:  # CLAUDE_ENV_FILE: for the shell commands
+            self.session.workspace.export(outcome.environment)
 
     async def end(self, reason: str) -> None:
         """The ``SessionEnd`` hooks, waited for (each within its own timeout)."""
@@ -130,6 +144,11 @@ class SessionHookEvents(TurnHook):
     async def turn_started(self, session: Session, request: PromptRequest) -> None:
         self._cancel_idle()
         await self._started()
+        background = self._hooks.take_background()  # what async hooks said since
+        if background is not None:
+            self._keep(background, "async")
+            if background.additional_context:
+                self.session.carry.add_context(background.additional_context)
 
     async def turn_ended(self, session: Session, result: TurnResult) -> None:
         seconds = session.settings.notifications.idle_seconds
@@ -158,6 +177,7 @@ class SessionHookEvents(TurnHook):
             self._starting.cancel()
         if self._running:
             await asyncio.gather(*self._running, return_exceptions=True)
+        await self._hooks.close()  # async hooks still running are stopped
 
     # ----- shared -----
 

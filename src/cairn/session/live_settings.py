@@ -10,8 +10,9 @@ a trusted folder stays trusted with the commands just approved), while one nobod
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cairn.debug_log import get_logger
 from cairn.vocabulary.events import EventSink, Notice
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from cairn.config.settings import HooksSettings
     from cairn.config.trust import ProjectTrust
     from cairn.hooks.runner import HookRunner
+    from cairn.llm.types import Provider
     from cairn.session.workspace import SessionWorkspace
     from cairn.tools.scheduler import ToolScheduler
 
@@ -32,9 +34,21 @@ class LiveSettings:
     """See the module docstring; :attr:`hooks` is the session's hook runner now."""
 
     def __init__(
-        self, workspace: SessionWorkspace, session_id: str, transcript_path: Path | None
+        self,
+        workspace: SessionWorkspace,
+        session_id: str,
+        transcript_path: Path | None,
+        *,
+        provider: Provider | None = None,
+        approval_mode: Callable[[], str] | None = None,
+        env_file: Path | None = None,
     ) -> None:
-        """``transcript_path``: the recording hooks are told about (``None``: not recorded)."""
+        """``transcript_path``: the recording hooks are told about (``None``: not recorded);
+        ``provider``: the model prompt hooks ask; ``approval_mode``: the session's, for the
+        hooks' ``permission_mode``; ``env_file``: SessionStart hooks' ``CLAUDE_ENV_FILE``."""
+        self._provider = provider
+        self._approval_mode = approval_mode
+        self._env_file = env_file
         settings = workspace.settings
         self.cwd = workspace.cwd
         self.project_root = workspace.project_root
@@ -54,7 +68,17 @@ class LiveSettings:
             transcript_path=self.transcript_path,
             disabled=disabled,
             environ=self.environ,
+            provider=self._provider,
+            approval_mode=self._approval_mode,
+            rule_test=self._rule_covers,
+            env_file=self._env_file,
         )
+
+    def _rule_covers(self, rule: str, tool: str, arguments: Mapping[str, Any]) -> bool:
+        """Does the permission rule ``rule`` cover this call (a hook's ``if``)?"""
+        from cairn.tools.permissions import PermissionRule
+
+        return PermissionRule.parse(rule).matches(tool, arguments, self.cwd)
 
     async def changed(
         self, scheduler: ToolScheduler, what: str, approval: str, sink: EventSink

@@ -118,7 +118,14 @@ class Session:
         self.recorder = runtime.chat_recorder(session_id, self.cwd, loaded)
         self.checkpoints = self._make_checkpoints()
         transcript = self.recorder.path if self.recorder else None
-        self.live_settings = LiveSettings(self.workspace, session_id, transcript)
+        self.live_settings = LiveSettings(
+            self.workspace,
+            session_id,
+            transcript,
+            provider=runtime.provider,  # prompt hooks ask the fast model
+            approval_mode=lambda: self.approval_mode,
+            env_file=runtime.chats_dir.parent / "session-env" / f"{session_id}.sh",
+        )
         self.scheduler = ToolScheduler(
             registry=self.registry,
             rules=PermissionRules.from_settings(self.settings.permissions),

@@ -5,7 +5,7 @@ secrets), the shell sandbox and the ignore rules."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +39,8 @@ class SessionWorkspace:
         self.cwd = cwd.resolve()
         self.project_root = project_root
         self.settings = settings
-        self.environment = environment
+        self.environment = environment  # of commands and hooks
+        self._exports: dict[str, str | None] = {}  # SessionStart hooks' CLAUDE_ENV_FILE
         self._sandbox = sandbox  # how shell commands are fenced (the runtime's policy)
         self.extra_roots = tuple(root.resolve() for root in extra_roots)
         self.fs: FileSystem = fs or LocalFileSystem()
@@ -86,13 +87,30 @@ class SessionWorkspace:
             interaction=interaction,
             session_id=session_id,
             shell_timeout=self.settings.tools.shell_timeout_seconds,
-            environment=self.environment,
+            environment=self.shell_environment(),
             readable_roots=[*roots, *readable] if readable or self.extra_roots else None,
             writable_roots=roots if self.extra_roots else None,
             sandbox=self._sandbox(),
             ignore=self._ignore_rules(),
             commands=self.command_runner,
         )
+
+    def export(self, change: Mapping[str, str | None]) -> None:
+        """Shell commands get ``change`` on top of :attr:`environment` from now on (``None``:
+        unset), instead of what the last ``SessionStart`` hooks exported; hooks do not."""
+        self._exports = dict(change)
+
+    def shell_environment(self) -> dict[str, str]:
+        """What a shell command runs with: :attr:`environment` and the hooks' exports."""
+        if not self._exports:
+            return self.environment
+        environment = dict(self.environment)
+        for name, value in self._exports.items():
+            if value is None:
+                environment.pop(name, None)
+            else:
+                environment[name] = value
+        return environment
 
     def _ignore_rules(self) -> IgnoreRules | None:
         filtering = self.settings.context.file_filtering

@@ -209,6 +209,7 @@ class ToolScheduler:
             return await _fail(call, _check_failed(call, exc), emit)
 
         forced_confirm = False
+        hook_context: str | None = None  # a PreToolUse hook's additionalContext, for the model
         if self.hooks is not None and self.hooks.has("PreToolUse"):
             hook = await self.hooks.pre_tool_use(
                 tool_name=call.name,
@@ -218,9 +219,10 @@ class ToolScheduler:
             )
             for notice in hook.notices():
                 await emit(notice)
+            hook_context = hook.additional_context
             if hook.blocked or hook.decision == "deny":
                 reason = hook.reason or "No reason provided"
-                message = f"Blocked by a PreToolUse hook: {reason}"
+                message = f"Blocked by a PreToolUse hook: {reason}" + _hook_note(hook_context)
                 return await _fail(call, message, emit, denied=True)
             if hook.updated_input is not None:  # the call runs, and is checked, as rewritten
                 call = FunctionCall(call.id, call.name, hook.updated_input)
@@ -239,7 +241,9 @@ class ToolScheduler:
                     refused = self._refused_in_plan_mode(tool, call, ctx)
                     if refused is not None:
                         return await _fail(call, refused, emit, denied=True)
-                    return await self._execute(tool, call, _approved(ctx, "rule"), emit, settings)
+                    return await self._execute(
+                        tool, call, _approved(ctx, "rule"), emit, settings, hook_context
+                    )
             forced_confirm = hook.decision == "ask"
 
         try:
@@ -262,7 +266,7 @@ class ToolScheduler:
                 )
                 return _error(call, DECLINED_MESSAGE, "rejected")
             source = "user"
-        return await self._execute(tool, call, _approved(ctx, source), emit, settings)
+        return await self._execute(tool, call, _approved(ctx, source), emit, settings, hook_context)
 
     @staticmethod
     def _refused_in_plan_mode(tool: Tool, call: FunctionCall, ctx: ToolContext) -> str | None:
@@ -423,6 +427,7 @@ class ToolScheduler:
         ctx: ToolContext,
         emit: EventSink,
         settings: str | None = None,
+        hook_context: str | None = None,
     ) -> ToolOutcome:
         changes = self.before_change is not None and await asyncio.to_thread(
             may_change_workspace, tool, call, ctx
@@ -438,6 +443,8 @@ class ToolScheduler:
         except Exception as exc:
             _log.error(f"{call.name} raised {exc!r}")
             result = ToolResult(error=f"{call.name} failed unexpectedly: {exc}")
+        if hook_context:
+            result = result.noted(_hook_note(hook_context))
         stop_reason: str | None = None
         if self.hooks is not None:
             result, stop_reason = await self._after_call(call, result, emit)
@@ -492,14 +499,18 @@ class ToolScheduler:
             )
         for notice in outcome.notices():
             await emit(notice)
-        notes = []
+        notes = ""
         if outcome.blocked and outcome.reason:
-            notes.append(f"{event} hook: {outcome.reason}")
-        if outcome.additional_context:
-            notes.append(f"<cairn:hook-context>{outcome.additional_context}</cairn:hook-context>")
+            notes += f"\n\n{event} hook: {outcome.reason}"
+        notes += _hook_note(outcome.additional_context)
         if notes:
-            result = result.noted("\n\n" + "\n\n".join(notes))
+            result = result.noted(notes)
         return result, outcome.stop_reason if outcome.stop else None
+
+
+def _hook_note(context: str | None) -> str:
+    """A hook's ``additionalContext`` as it follows a tool's result (already escaped)."""
+    return f"\n\n<cairn:hook-context>{context}</cairn:hook-context>" if context else ""
 
 
 def may_change_workspace(tool: Tool, call: FunctionCall, ctx: ToolContext) -> bool:

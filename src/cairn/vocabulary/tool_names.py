@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 
-__all__ = ["TOOL_ALIASES", "ToolName", "aliases_of", "canonical_tool_name"]
+__all__ = [
+    "CLAUDE_ALIASES",
+    "QWEN_ALIASES",
+    "TOOL_ALIASES",
+    "ToolName",
+    "aliases_of",
+    "canonical_tool_name",
+]
 
 
 class ToolName(StrEnum):
@@ -32,8 +39,7 @@ class ToolName(StrEnum):
     ASK_USER_QUESTION = "ask_user_question"
 
 
-TOOL_ALIASES: Mapping[str, str] = {
-    # Claude Code
+CLAUDE_ALIASES: Mapping[str, str] = {
     "Bash": ToolName.SHELL,
     "Read": ToolName.READ_FILE,
     "Write": ToolName.WRITE_FILE,
@@ -46,19 +52,25 @@ TOOL_ALIASES: Mapping[str, str] = {
     "WebSearch": ToolName.WEB_SEARCH,
     "TodoWrite": ToolName.TODO_WRITE,
     "Task": ToolName.AGENT,
+    "Agent": ToolName.AGENT,  # Task's name since Claude Code 2.1
     "Skill": ToolName.SKILL,
     "AskUserQuestion": ToolName.ASK_USER_QUESTION,
-    # Qwen Code's display and legacy names
+}
+# Qwen Code's display and legacy names (its hooks see the registered names, cairn's).
+QWEN_ALIASES: Mapping[str, str] = {
     "Shell": ToolName.SHELL,
     "ReadFile": ToolName.READ_FILE,
     "WriteFile": ToolName.WRITE_FILE,
     "ReadFolder": ToolName.LIST_DIRECTORY,
+    "ListFiles": ToolName.LIST_DIRECTORY,
     "FindFiles": ToolName.GLOB,
     "SearchText": ToolName.GREP,
+    "SearchFiles": ToolName.GREP,
     "replace": ToolName.EDIT,
     "search_file_content": ToolName.GREP,
     "task": ToolName.AGENT,
 }
+TOOL_ALIASES: Mapping[str, str] = {**CLAUDE_ALIASES, **QWEN_ALIASES}
 
 _ALIASES_OF: dict[str, tuple[str, ...]] = {}
 for _alias, _canonical in TOOL_ALIASES.items():
