@@ -36,6 +36,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the processes the tests s
 sys.dont_write_bytecode = False  # for this one: pytest's rewritten test modules, cairn's own
 
 E2E = Path(__file__).parent / "e2e"  # real processes: every test there is slow
+QUICK_LOOP = "not slow"  # the mark expression of the quick loop (README)
 WORKERS_PER_CORE = 2
 POSTGRES_GROUP = "postgres"
 LOCAL_EXAMPLES_DIVISOR = 5  # the dev profile runs this fraction of each test's examples
@@ -45,6 +46,14 @@ settings.register_profile("ci", deadline=None)
 settings.register_profile("dev", deadline=None)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 settings.load_profile(PROFILE)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The quick loop (``-m "not slow"``) does not even import tests/e2e, all of it slow: every
+    worker would collect it only to deselect it."""
+    if config.option.markexpr == QUICK_LOOP and collection_path.is_relative_to(E2E):
+        return True
+    return None
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -436,6 +436,8 @@ async def test_a_delayed_reply_does_not_hold_up_other_connections(
 async def test_many_concurrent_requests_are_all_answered_and_recorded(
     scripted_server: ScriptedServer,
 ) -> None:
+    """(The client waits as long as a loaded machine needs: httpx's default 5 s to connect ran
+    out with 100 connections opening at once beside a busy test run.)"""
     scripted_server.default = lambda request: reply(f"answer for {request.session_id}")
     url = scripted_server.base_url + CHAT
 
@@ -444,7 +446,7 @@ async def test_many_concurrent_requests_are_all_answered_and_recorded(
         return answer_text(response)
 
     async with httpx.AsyncClient(
-        trust_env=False, limits=httpx.Limits(max_connections=100)
+        trust_env=False, limits=httpx.Limits(max_connections=100), timeout=60
     ) as client:
         answers = await asyncio.gather(*(one(client, n) for n in range(100)))
 
