@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from cairn.config.settings import Settings
+from cairn.llm.types import ModelRequest
 from cairn.recording.checkpoints import ShadowRepository, shadow_repository
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
-from cairn.testing import ScriptedProvider, reply, tool_call
+from cairn.testing import Reply, ScriptedProvider, reply, tool_call
 from cairn.vocabulary import SessionEvent
 
 from ..git_helpers import make_repository
@@ -147,8 +148,9 @@ async def test_closing_one_session_leaves_the_shared_preparation_to_the_others(
 ) -> None:
     first, second = (runtime.new_session(approval_mode="yolo") for _ in range(2))
     assert first.checkpoints is not None and second.checkpoints is not None
-    first.checkpoints.start_turn("turn-1")  # as each session's first prompt does
-    second.checkpoints.start_turn("turn-1")
+    for checkpoints in (first.checkpoints, second.checkpoints):
+        checkpoints.start_turn("turn-1")  # as each session's first prompt does
+        checkpoints.answering()  # and its model's first words
 
     await first.close()
     await second.checkpoints.prepared()
@@ -168,3 +170,29 @@ async def test_a_preparation_waits_until_the_session_can_change_something(
     await session.checkpoints.prepared()
 
     assert git_log.lines() == []
+
+
+async def test_the_preparation_starts_once_the_request_is_out(
+    runtime: Runtime, git_log: GitLog
+) -> None:
+    """Nothing can change before the model answers: the shadow index is built while it
+    thinks, never in the way of the turn's first request."""
+    git_runs_at_request: list[int] = []
+    session = runtime.new_session(approval_mode="yolo")
+    checkpoints = session.checkpoints
+    assert checkpoints is not None
+
+    async def answer(request: ModelRequest) -> Reply:
+        await checkpoints.prepared()  # a preparation started with the turn would end first
+        git_runs_at_request.append(len(git_log.lines()))
+        return reply("Done.")
+
+    provider = runtime.provider
+    assert isinstance(provider, ScriptedProvider)
+    provider.handler = answer
+
+    await _first_turns(runtime, [session])
+    await checkpoints.prepared()
+
+    assert git_runs_at_request == [0]
+    assert _shadow(runtime).is_prepared()

@@ -336,6 +336,7 @@ async def test_closing_the_session_stops_a_preparation_with_its_git_processes(
     assert checkpoints is not None
     try:
         checkpoints.start_turn("turn-1")  # as the first prompt does
+        checkpoints.answering()  # and its model's first words
         assert await eventually_async(lambda: bool(_git_processes_in(repo.resolve())))
     finally:
         await session.close()

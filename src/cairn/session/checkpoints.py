@@ -4,12 +4,12 @@
 :meth:`TurnCheckpoints.before_change` and records it next to the turn, so ``/rewind``
 (:mod:`cairn.session.rewind`) can go back to it. What the sessions of one process share for a
 workspace is :class:`WorkspaceCheckpoints`: the shadow repository (found once: it runs
-``git --version``), the one background preparation of its shadow index, started by the first
-turn of any session that may change the workspace, and a queue for git: the sessions' snapshots
-run one at a time per workspace and at most :data:`GIT_JOBS` at a time per process. Across
-processes, the shadow repository's lock decides (a preparer finding it held leaves the work to
-its holder). The preparation runs git from a worker thread, not a process of its own: a Python
-process per preparation cost 20-30 MB and 0.1-0.3 s of CPU (benchmarks/README.md). The shadow
+``git --version``), the one background preparation of its shadow index, started once the model
+answers the first turn of any session that may change the workspace, and a queue for git: the
+sessions' snapshots run one at a time per workspace and at most :data:`GIT_JOBS` at a time per
+process. Across processes, the shadow repository's lock decides (a preparer finding it held leaves
+the work to its holder). The preparation runs git from a worker thread, not a process of its own: a
+Python process per preparation cost 20-30 MB and 0.1-0.3 s of CPU (benchmarks/README.md). The shadow
 repository's code (:mod:`cairn.recording.checkpoints`) is imported only when a turn uses it.
 """
 
@@ -21,7 +21,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.debug_log import get_logger
 from cairn.vocabulary import EventSink, Notice
@@ -105,6 +105,7 @@ class WorkspaceCheckpoints:
                 return await asyncio.shield(job)
             except asyncio.CancelledError:
                 await asyncio.wait({job})  # its git runs on: the queue waits for it to end
+                _retrieve(job)
                 raise
 
     @contextlib.asynccontextmanager
@@ -133,9 +134,15 @@ class WorkspaceCheckpoints:
                 except asyncio.CancelledError:
                     preparer.stop()
                     await asyncio.wait({job})
+                    _retrieve(job)  # a stopped preparation ends in an error nobody needs
                     raise
         except (OSError, CheckpointError) as exc:
             _log.debug(f"checkpoint preparation skipped: {exc}")
+
+
+def _retrieve(job: asyncio.Future[Any]) -> None:
+    if not job.cancelled() and job.exception() is not None:
+        _log.debug(f"checkpoint work ended after its waiter left: {job.exception()!r}")
 
 
 class _Workspaces:
@@ -188,6 +195,7 @@ class TurnCheckpoints:
         self._turn: str | None = None  # uuid of the current turn's user record
         self._taken: str | None = None  # the turn whose checkpoint is taken (or given up)
         self._told: set[str] = set()  # messages already shown in this session
+        self._wanted = False  # the turn may change the workspace: prepare once it is answered
 
     @property
     def workspace(self) -> WorkspaceCheckpoints:
@@ -198,7 +206,14 @@ class TurnCheckpoints:
     def start_turn(self, user_uuid: str, *, prepare: bool = True) -> None:
         """A user turn starts; ``prepare=False`` when it cannot change the workspace (plan)."""
         self._turn = user_uuid
-        if prepare:
+        self._wanted = prepare
+
+    def answering(self) -> None:
+        """The model answers the turn (its request is out): a change can come now, so the
+        workspace's shadow index is prepared meanwhile if the turn may change it. Started no
+        sooner, it never delays the request."""
+        if self._wanted:
+            self._wanted = False
             self.workspace.prepare(self)
 
     async def prepared(self) -> None:

@@ -423,8 +423,9 @@ class Turn:
 
     def _may_change_unasked(self) -> bool:
         """Whether the turn's changes can run without an approval nobody could give (worth
-        the shadow index in the background): never in plan mode; with no one to ask
-        (cairn -p), only in auto-edit or yolo. A change a rule allows is checkpointed anyway."""
+        the shadow index in the background once the model answers): never in plan mode; with
+        no one to ask (cairn -p), only in auto-edit or yolo. A change a rule allows is
+        checkpointed anyway."""
         mode = self.session.approval_mode
         if mode == "plan":
             return False
@@ -531,6 +532,8 @@ class Turn:
         return insert_after_function_responses(parts, [recall_part(delivery)])
 
     async def on_event(self, event: AgentEvent) -> None:
+        if self.session.checkpoints is not None:
+            self.session.checkpoints.answering()
         sink = self.sink
         if isinstance(event, AssistantText):
             self._texts.append(event.text)
@@ -551,6 +554,8 @@ class Turn:
             await sink(Notice(level, info.describe(), "compression"))
 
     async def on_answer(self, answer: AgentFinished) -> None:
+        if self.session.checkpoints is not None:
+            self.session.checkpoints.answering()
         client, result = self.client, self.result
         self._streaming.clear()  # recorded with the response
         self.carry.take_answer_cut()  # this answer is the one a continuation goes on from
