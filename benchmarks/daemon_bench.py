@@ -10,6 +10,8 @@ than background Extract traffic; ``--memory`` leaves it on. ``--files N`` puts N
 the project, so building its checkpoints' shadow index takes as long as in a real one.
 
 - boot: wall time from spawning ``cairn serve`` to ``GET /health`` answering 200 (median);
+- first capabilities: how long a ``GET /capabilities`` sent as soon as ``/health`` answers takes
+  (median);
 - first session: wall time from spawning to the first ``POST /session`` answered: the daemon
   listens before it loads the session runtime, and that request waits for it (median);
 - idle RSS: the resident memory of the daemon and every process it started, 1 s after that
@@ -101,11 +103,15 @@ def free_port() -> int:
 
 def health_ok(port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
-            return sock.recv(64).startswith(b"HTTP/1.1 200")
+        return get_ok(port, "/health", timeout=0.5)
     except OSError:
         return False
+
+
+def get_ok(port: int, path: str, timeout: float = 30) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        return sock.recv(64).startswith(b"HTTP/1.1 200")
 
 
 def own_peak_kib(pid: int) -> int:
@@ -147,8 +153,9 @@ def create_session(port: int) -> bool:
         return sock.recv(64).startswith(b"HTTP/1.1 200")
 
 
-def boot(env: dict[str, str], project: Path) -> tuple[float, float, int]:
-    """(seconds from spawn to /health answering, to a first session created, idle RSS in KiB).
+def boot(env: dict[str, str], project: Path) -> tuple[float, float, int, float]:
+    """(seconds from spawn to /health answering, to a first session created, idle RSS in KiB,
+    seconds a GET /capabilities sent right after /health answered took).
 
     The daemon listens before it imports the session runtime; a request that needs sessions
     waits for it, so the second figure is when the daemon is fully ready.
@@ -162,11 +169,15 @@ def boot(env: dict[str, str], project: Path) -> tuple[float, float, int]:
                 raise RuntimeError(f"cairn serve exited with {process.returncode}")
             time.sleep(HEALTH_POLL_SECONDS)
         health = time.perf_counter() - started
+        asked = time.perf_counter()
+        if not get_ok(port, "/capabilities"):
+            raise RuntimeError("GET /capabilities failed")
+        capabilities = time.perf_counter() - asked
         if not create_session(port):
             raise RuntimeError("POST /session failed")
         ready = time.perf_counter() - started
         time.sleep(IDLE_SETTLE_SECONDS)
-        return health, ready, tree_rss_kib(process.pid)
+        return health, ready, tree_rss_kib(process.pid), capabilities
     finally:
         stop(process)
 
@@ -263,7 +274,7 @@ def main() -> None:
 
     model, base_url = start_model_server()
     trees = {"cairn": None, "baseline": args.baseline} if args.baseline else {"cairn": None}
-    boots: dict[str, list[tuple[float, float, int]]] = {name: [] for name in trees}
+    boots: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in trees}
     loads: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -305,6 +316,11 @@ def main() -> None:
             for n in trees
         ],
         "≤ 400 ms",
+    )
+    row(
+        "first GET /capabilities, sent when /health answered (median)",
+        [f"{statistics.median(b[3] for b in boots[n]) * 1000:.1f} ms" for n in trees],
+        "≤ 20 ms",
     )
     row(
         "spawn → first POST /session answered (median)",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from cairn.daemon.app import BootApp
+from cairn.daemon.capabilities import capabilities
+from cairn.daemon.config import DaemonConfig
 
 from .helpers import RunningDaemon
 
@@ -59,6 +62,20 @@ async def test_health_answers_before_the_routes_are_ready() -> None:
     await boot(scope("/health"), receive, sent)
 
     assert (sent.status, sent.body) == (200, {"status": "ok"})
+
+
+async def test_capabilities_answer_before_the_routes_are_ready(tmp_path: Path) -> None:
+    """Regression (issue 32): the first /capabilities after boot waited for the session
+    runtime to load (205 ms), though it needs only the daemon's configuration."""
+    config = DaemonConfig(workspace=tmp_path, max_sessions=7)
+    boot = BootApp(config)
+    sent = Recorder()
+
+    await boot(scope("/capabilities"), receive, sent)
+
+    assert sent.status == 200
+    assert sent.body == capabilities(config)
+    assert sent.body["limits"]["maxSessions"] == 7
 
 
 async def test_other_requests_wait_for_the_routes() -> None:

@@ -1,9 +1,10 @@
 """The daemon's ASGI application: the security middleware in front of the routes.
 
 The routes need the whole session runtime, which takes most of the daemon's start-up to
-import. :class:`BootApp` lets the daemon listen before that: it answers ``GET /health`` at once
-and holds every other request until :meth:`BootApp.ready` hands it the routes (or
-:meth:`BootApp.failed` says they will not come).
+import. :class:`BootApp` lets the daemon listen before that: it answers ``GET /health`` and
+``GET /capabilities`` (which need only the configuration) at once and holds every other request
+until :meth:`BootApp.ready` hands it the routes (or :meth:`BootApp.failed` says they will not
+come).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from cairn.daemon.config import DaemonConfig
+from cairn.daemon.capabilities import capabilities
+from cairn.daemon.config import CLIENT_ID_HEADER, DaemonConfig
 from cairn.daemon.errors import error_body, json_bytes
 from cairn.daemon.security import SecurityMiddleware
 
@@ -20,9 +22,12 @@ if TYPE_CHECKING:
 
 __all__ = ["BootApp", "create_app", "create_routes_app"]
 
+_CLIENT_ID = CLIENT_ID_HEADER.encode()
+
 
 class BootApp:
-    def __init__(self) -> None:
+    def __init__(self, config: DaemonConfig | None = None) -> None:
+        self._config = config  # with it, /capabilities answers before the routes are ready
         self._app: Any = None
         self._failure: str | None = None
         self._ready = asyncio.Event()
@@ -41,8 +46,11 @@ class BootApp:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if self._app is None:
-            if _is_plain_health(scope) and self._failure is None:
+            if _is_plain(scope, "/health") and self._failure is None:
                 await _answer(send, 200, {"status": "ok"})
+                return
+            if self._config is not None and self._early_capabilities(scope):
+                await _answer(send, 200, capabilities(self._config))
                 return
             await self._ready.wait()
         if self._app is None:
@@ -50,6 +58,15 @@ class BootApp:
             await _answer(send, 503, body)
             return
         await self._app(scope, receive, send)
+
+
+    def _early_capabilities(self, scope: dict[str, Any]) -> bool:
+        """A plain ``GET /capabilities`` naming no client (the routes check a client's id)."""
+        return (
+            _is_plain(scope, "/capabilities")
+            and self._failure is None
+            and not any(name == _CLIENT_ID for name, _ in scope["headers"])
+        )
 
 
 def create_routes_app(registry: SessionRegistry, config: DaemonConfig) -> Any:
@@ -68,11 +85,11 @@ def create_app(registry: SessionRegistry, config: DaemonConfig) -> Any:
     return SecurityMiddleware(create_routes_app(registry, config), config)
 
 
-def _is_plain_health(scope: dict[str, Any]) -> bool:
+def _is_plain(scope: dict[str, Any], path: str) -> bool:
     return (
         scope["type"] == "http"
         and scope["method"] == "GET"
-        and scope["path"] == "/health"
+        and scope["path"] == path
         and not scope.get("query_string")
     )
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "CLIENT_ID_HEADER",
     "DEFAULT_HOST",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_PORT",
@@ -28,6 +29,7 @@ PERMISSION_TIMEOUT_SECONDS = 300.0  # an unanswered permission request resolves 
 RECAP_TIMEOUT_SECONDS = 60.0  # backstop for POST /session/{id}/recap
 RETRY_AFTER_SECONDS = 5  # Retry-After sent with 503 session_limit_exceeded
 SHUTDOWN_GRACE_SECONDS = 5.0  # open connections get this long to finish on SIGTERM
+CLIENT_ID_HEADER = "x-cairn-client-id"  # names the client a request comes from
 
 _LOOPBACK_NAMES = frozenset({"localhost", "[::1]"})
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")

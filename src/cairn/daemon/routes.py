@@ -16,7 +16,6 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cairn._version import __version__
 from cairn.daemon.bodies import (
     ApprovalModeBody,
     CreateSessionBody,
@@ -28,7 +27,8 @@ from cairn.daemon.bodies import (
     parse_body,
     to_prompt_request,
 )
-from cairn.daemon.config import DaemonConfig
+from cairn.daemon.capabilities import FEATURES, capabilities
+from cairn.daemon.config import CLIENT_ID_HEADER, DaemonConfig
 from cairn.daemon.errors import ApiError, error_body, token_required
 from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
@@ -47,31 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CLIENT_ID_HEADER", "FEATURES", "DaemonRoutes", "http_error_handler", "read_json"]
 
-CLIENT_ID_HEADER = "x-cairn-client-id"
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 MIN_MAX_QUEUED, MAX_MAX_QUEUED = 16, 2048  # bounds of the events route's ?maxQueued=
-FEATURES = (
-    "health",
-    "capabilities",
-    "session_create",
-    "session_load",
-    "session_list",
-    "session_status",
-    "session_commands",
-    "session_prompt",
-    "non_blocking_prompt",
-    "session_cancel",
-    "session_events",
-    "slow_client_warning",
-    "session_close",
-    "session_permission_vote",
-    "session_approval_mode_control",
-    "session_model",  # GET/POST /session/{id}/model: the model picker
-    "session_recap",
-    "session_recap_cancel",  # a recap stops when its HTTP client disconnects
-    "client_identity",
-    "session_rewind",
-)
 _log = get_logger("DAEMON")
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -275,29 +252,7 @@ class DaemonRoutes:
         return JSONResponse(body)
 
     async def capabilities(self, request: Request) -> Response:
-        features = list(FEATURES)
-        if self.config.allow_origins:
-            features.append("allow_origin")
-        tenancy: dict[str, Any] = {}
-        if self.config.tenant_header is not None:
-            features.append("tenants")
-            tenancy["tenantHeader"] = self.config.tenant_header
-        return JSONResponse(
-            {
-                "v": 1,
-                "mode": "in-process",
-                "features": features,
-                "workspaceCwd": str(self.workspace),
-                "version": __version__,
-                "limits": {
-                    "maxSessions": self.config.max_sessions,
-                    "maxPendingPromptsPerSession": self.config.max_pending_prompts,
-                    "eventRingSize": self.config.event_ring_size,
-                    "maxBodyBytes": self.config.max_body_bytes,
-                },
-                **tenancy,
-            }
-        )
+        return JSONResponse(capabilities(self.config))
 
     # ----- sessions -----
 

@@ -122,10 +122,11 @@ class DaemonServer:
         self.runtime = runtime
         self.config = config
         self.registry: SessionRegistry | None = None
-        self._boot = BootApp()
+        self._boot = BootApp(config)
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
         self._port: int | None = None
+        self._warming: asyncio.Future[None] | None = None
 
     @property
     def base_url(self) -> str:
@@ -184,6 +185,15 @@ class DaemonServer:
     def _attach(self, runtime: Runtime, registry: SessionRegistry, app: Any) -> None:
         self.runtime, self.registry = runtime, registry
         self._boot.ready(app)
+        from cairn.session.warmup import warm_up
+
+        # Right after it is ready: what the first request of each kind would load on use.
+        self._warming = asyncio.ensure_future(asyncio.to_thread(warm_up, runtime))
+
+    async def warmed(self) -> None:
+        """Until the warm-up after :meth:`load` (if any) has ended."""
+        if self._warming is not None:
+            await asyncio.wait({self._warming})
 
     async def wait(self) -> None:
         """Until the HTTP server stops by itself (it normally runs until :meth:`stop`)."""
@@ -191,6 +201,7 @@ class DaemonServer:
             await asyncio.shield(self._task)
 
     async def stop(self, reason: str = "daemon_shutdown") -> None:
+        await self.warmed()  # a worker thread: it cannot be stopped, and it is short
         if self.registry is not None:
             await self.registry.close_all(reason)
         else:
