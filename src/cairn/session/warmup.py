@@ -33,6 +33,7 @@ SESSION_MODULES = (
     "cairn.session.hook_events",
     "cairn.session.rewind",
     "cairn.hooks.runner",
+    "cairn.hooks.env_file",
     "cairn.tools.agent",
     "cairn.tools.environment",
     "cairn.tools.web_fetch",
