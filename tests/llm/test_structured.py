@@ -18,7 +18,7 @@ from cairn.llm.retry import RetryPolicy
 from cairn.llm.side_query import side_query
 from cairn.llm.structured import ENDPOINTS, RESPOND_TOOL, downgrade
 from cairn.memory.document import MemoryDoc
-from cairn.memory.recall.selector import select_memories
+from cairn.memory.recall.selector import manifest_key, select_memories
 from cairn.testing import RecordedRequest, ScriptedServer, error_reply, reply, tool_call
 
 from ..memory.memory_helpers import make_doc
@@ -60,7 +60,7 @@ def docs() -> list[MemoryDoc]:
 
 
 def selection(*docs: MemoryDoc) -> dict[str, list[str]]:
-    return {"selected_memories": [str(d.path) for d in docs]}
+    return {"selected_memories": [manifest_key(d) for d in docs]}
 
 
 def forced_tool(request: RecordedRequest) -> str | None:

@@ -52,6 +52,8 @@ def test_plain_text_is_returned_as_is() -> None:
 @given(st.text(), st.booleans())
 def test_no_unsafe_character_survives(text: str, keep_newlines: bool) -> None:
     shown = escape_for_terminal(text, keep_newlines=keep_newlines)
+    if keep_newlines:  # a CRLF line end is kept on purpose; a carriage return alone is not
+        shown = shown.replace("\r\n", "\n")
 
     assert not any(unsafe(c, keep_newlines=keep_newlines) for c in shown)
 
