@@ -55,10 +55,10 @@ def run_rewind(
     except RewindError as exc:
         return _fail(f"cannot rewind: {exc}", ExitCode.BAD_INPUT)
     if outcome.history_length is not None:
-        clamp_cursor_file(rewinder.project_root, rewinder.recording.stem, outcome.history_length)
+        clamp_cursor_file(rewinder.project_root, rewinder.session_id, outcome.history_length)
     print(outcome.message)
     if outcome.loaded is not None:
-        print(f"Resume with: cairn --resume {rewinder.recording.stem}")
+        print(f"Resume with: cairn --resume {rewinder.session_id}")
     return ExitCode.OK
 
 

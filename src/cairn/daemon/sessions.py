@@ -302,7 +302,7 @@ class SessionRegistry:
                 raise ApiError(400, "sessionId must be a UUID.", "invalid_session_id")
             if (tenant, session_id) in self._live:
                 return self._live[(tenant, session_id)], True
-            if (runtime.chats_dir / f"{session_id}.jsonl").exists():
+            if runtime.session_exists(session_id):
                 raise ApiError(
                     409,
                     f"Session {session_id} is recorded: load it with POST /session/{{id}}/load.",

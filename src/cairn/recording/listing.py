@@ -47,7 +47,7 @@ _log = get_logger("CHAT_RECORDING")
 @dataclass(frozen=True)
 class SessionInfo:
     session_id: str
-    path: Path
+    path: Path | None  # its file (None: the session lives in a database)
     start_time: _dt.datetime  # the first record's time (UTC)
     mtime: _dt.datetime  # when the file last changed (UTC)
     first_prompt: str  # the first thing the person typed, at most 200 characters

@@ -36,6 +36,7 @@ __all__ = [
     "LoadedSession",
     "SessionLoadError",
     "load_session",
+    "loaded_from_records",
     "pending_question",
     "recorded_approval_mode",
 ]
@@ -79,12 +80,24 @@ def load_session(path: Path) -> LoadedSession:
     except OSError as exc:
         raise SessionLoadError(f"cannot read session recording {path}: {exc}") from exc
     records, warnings = parse_records(data)
+    return loaded_from_records(path.stem, records, warnings, source=path.name)
+
+
+def loaded_from_records(
+    session_id: str,
+    records: Sequence[dict[str, Any]],
+    warnings: list[str] | None = None,
+    *,
+    source: str | None = None,
+) -> LoadedSession:
+    """A session from its records in the order they were written (any session store's)."""
+    warnings = [] if warnings is None else warnings
     chain = _active_chain(records, warnings)
     history = _model_history(chain, warnings)
     for warning in warnings:
-        _log.warning(f"{path.name}: {warning}")
+        _log.warning(f"{source or session_id}: {warning}")
     return LoadedSession(
-        session_id=path.stem,
+        session_id=session_id,
         records=chain,
         history=history,
         last_uuid=chain[-1]["uuid"] if chain else None,

@@ -1,8 +1,11 @@
 """Writing a session's chat recording: one JSON record per line, chained by uuid/parentUuid.
 
-Each record is one ``os.write`` on an ``O_APPEND`` descriptor, so a line never interleaves with
-another writer's and a crash can tear only the last line (which the reader skips). Recording is a
-helper, not the turn: a failed write goes to the debug log and never raises into the caller.
+:class:`ChatRecorder` makes the records; a :class:`RecordSink` keeps them. The file sink (the
+default) writes each record as one ``os.write`` on an ``O_APPEND`` descriptor, so a line never
+interleaves with another writer's and a crash can tear only the last line (which the reader
+skips); the PostgreSQL session store's sink (:mod:`cairn.recording.store.postgres`) appends the
+same records to a table. Recording is a helper, not the turn: a failed write goes to the debug
+log and never raises into the caller.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import uuid as _uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from cairn.content import Content
 from cairn.debug_log import get_logger
@@ -29,23 +32,84 @@ from cairn.recording.records import (
     format_timestamp,
 )
 
-__all__ = ["ChatRecorder"]
+__all__ = ["ChatRecorder", "FileSink", "RecordSink"]
 
 FILE_MODE = 0o600  # recordings hold whatever was pasted into the chat: owner only
 
 _log = get_logger("CHAT_RECORDING")
 
 
-class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
-    """Appends records to ``path`` (created, with its folders, if missing).
+class RecordSink(Protocol):
+    """Where a recorder's records go: a JSONL file, or a session store's table."""
 
-    To resume a session, open its file again with ``parent_uuid`` set to the loaded session's
-    ``last_uuid``: new records then continue the active chain.
+    @property
+    def path(self) -> Path | None:
+        """The recording's file (hooks get it as ``transcript_path``), or None."""
+        ...
+
+    def write(self, record: Mapping[str, Any], line: bytes) -> bool:
+        """Keep ``record`` (``line``: the record as its JSONL line); False when it was lost."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class FileSink:
+    """Records appended to a JSONL file (created, with its folders, if missing)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path: Path | None = path
+        self._file = path
+        self._lock = threading.Lock()
+        self._fd: int | None = self._open(path)
+
+    def write(self, record: Mapping[str, Any], line: bytes) -> bool:
+        with self._lock:
+            fd = self._fd
+            if fd is None:
+                _log.warning(f"chat recording {self._file} is closed; record dropped")
+                return False
+            try:
+                written = os.write(fd, line)
+                while written < len(line):  # only on a nearly full disk; finish the line anyway
+                    written += os.write(fd, line[written:])
+            except OSError as exc:
+                _log.error(f"chat recording write to {self._file} failed: {exc}; record dropped")
+                return False
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+    def _open(self, path: Path) -> int | None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        except OSError as exc:
+            _log.error(f"cannot open chat recording {path}: {exc}; this session is not recorded")
+            return None
+        _end_unfinished_line(fd, path)
+        return fd
+
+
+class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
+    """Appends records to ``target``: a JSONL file's path (created, with its folders, if
+    missing) or another :class:`RecordSink`.
+
+    To resume a session, open its recording again with ``parent_uuid`` set to the loaded
+    session's ``last_uuid``: new records then continue the active chain.
     """
 
     def __init__(
         self,
-        path: Path,
+        target: Path | RecordSink,
         *,
         session_id: str,
         cwd: Path,
@@ -53,14 +117,18 @@ class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
         parent_uuid: str | None = None,
         clock: Callable[[], _dt.datetime] | None = None,
     ) -> None:
-        self.path = path
+        self.sink: RecordSink = FileSink(target) if isinstance(target, Path) else target
         self.session_id = session_id
         self.cwd = cwd
         self.version = version
         self.last_uuid = parent_uuid
         self._clock = clock or (lambda: _dt.datetime.now(_dt.UTC))
         self._lock = threading.Lock()
-        self._fd: int | None = self._open(path)
+
+    @property
+    def path(self) -> Path | None:
+        """The recording's file, or None when its records go elsewhere (a database)."""
+        return self.sink.path
 
     def record_user(
         self,
@@ -144,14 +212,7 @@ class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
             self.last_uuid = parent_uuid
 
     def close(self) -> None:
-        with self._lock:
-            fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        self.sink.close()
 
     def __exit__(
         self,
@@ -160,16 +221,6 @@ class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
         traceback: TracebackType | None,
     ) -> None:
         self.close()
-
-    def _open(self, path: Path) -> int | None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-        except OSError as exc:
-            _log.error(f"cannot open chat recording {path}: {exc}; this session is not recorded")
-            return None
-        _end_unfinished_line(fd, path)
-        return fd
 
     def _append(self, record_type: str, **fields: Any) -> str:
         record_uuid = str(_uuid.uuid4())
@@ -185,31 +236,17 @@ class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
                 "version": self.version,
                 **fields,
             }
+            kept = {k: v for k, v in record.items() if v is not None or k == "parentUuid"}
             try:
-                line = _encode(
-                    {k: v for k, v in record.items() if v is not None or k == "parentUuid"}
-                )
+                line = _encode(kept)
             except (TypeError, ValueError) as exc:
                 _log.error(f"chat record of type {record_type} cannot be written as JSON: {exc}")
                 return record_uuid
-            # The chain only advances over records that reached the file: a lost record must not
+            # The chain only advances over records that were kept: a lost record must not
             # become the parent of the next one, or a resume would drop everything before it.
-            if self._write(line):
+            if self.sink.write(kept, line):
                 self.last_uuid = record_uuid
         return record_uuid
-
-    def _write(self, line: bytes) -> bool:
-        if self._fd is None:
-            _log.warning(f"chat recording {self.path} is closed; record dropped")
-            return False
-        try:
-            written = os.write(self._fd, line)
-            while written < len(line):  # only on a nearly full disk; finish the line anyway
-                written += os.write(self._fd, line[written:])
-        except OSError as exc:
-            _log.error(f"chat recording write to {self.path} failed: {exc}; record dropped")
-            return False
-        return True
 
 
 def _encode(record: Mapping[str, Any]) -> bytes:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from cairn.agent.client import AgentClient
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
+    from cairn.recording.store import SessionStore
     from cairn.session.gate import PermissionGate
     from cairn.session.runtime import Runtime
     from cairn.session.session import Session
@@ -119,7 +120,8 @@ class RewindOutcome:
 class Rewinder:
     """Rewinds of one recorded session (blocking: run it in a worker thread)."""
 
-    recording: Path
+    store: SessionStore  # where the session is recorded
+    session_id: str
     project_root: Path
     settings: Settings
     recorder: ChatRecorder | None = None  # the live session's (else one is opened per rewind)
@@ -276,7 +278,7 @@ class Rewinder:
     def _restore(self, commit: str, message: str) -> RestoreReport:
         if self.shadow is None:
             raise RewindError(f"code cannot be restored: {self.off_reason}")
-        ran_in = _recorded_folder(self.recording)
+        ran_in = _recorded_folder(self._chain())
         root = self.shadow.work_tree
         if ran_in is not None and ran_in != root and root not in ran_in.parents:
             raise RewindError(
@@ -288,18 +290,13 @@ class Rewinder:
             raise RewindError(f"code was not restored: {exc}") from None
 
     def _write_rewind(self, payload: dict[str, Any], *, branch_from: str | None) -> LoadedSession:
-        from cairn.recording.recorder import ChatRecorder
-
         recorder = self.recorder
         owned = recorder is None
         if recorder is None:
             from cairn._version import __version__
 
-            recorder = ChatRecorder(
-                self.recording,
-                session_id=self.recording.stem,
-                cwd=self.project_root,
-                version=__version__,
+            recorder = self.store.recorder(
+                self.session_id, cwd=self.project_root, version=__version__, parent_uuid=None
             )
         try:
             recorder.branch_from(branch_from)
@@ -310,23 +307,19 @@ class Rewinder:
         return self._chain()
 
     def _chain(self) -> LoadedSession:
-        from cairn.recording.reader import SessionLoadError, load_session
+        from cairn.recording.reader import SessionLoadError
 
         try:
-            return load_session(self.recording)
+            return self.store.load(self.session_id)
         except SessionLoadError as exc:
             raise RewindError(str(exc)) from None
 
 
-def _recorded_folder(recording: Path) -> Path | None:
-    """The folder a recorded session ran in (its first record's ``cwd``), if it says."""
-    import json
-
-    try:
-        with recording.open("rb") as handle:
-            cwd = json.loads(handle.readline(1 << 20)).get("cwd")
-    except (OSError, ValueError, AttributeError):
-        return None
+def _recorded_folder(loaded: LoadedSession) -> Path | None:
+    """The folder a recorded session ran in (its first record's ``cwd``), if it says: a rewind's
+    own record is skipped (``cairn rewind`` writes it from the project's root)."""
+    first = next((r for r in loaded.records if r.get("subtype") != REWIND), None)
+    cwd = first.get("cwd") if first is not None else None
     return Path(cwd).resolve() if isinstance(cwd, str) and cwd.startswith("/") else None
 
 
@@ -424,21 +417,26 @@ def parse_rewind_args(args: str) -> tuple[int | None, RewindMode] | None:
 def recorded_rewinder(cwd: Path, session_id: str | None, settings: Settings) -> Rewinder:
     """A rewinder for a recorded session of the project at ``cwd`` (default: its latest)."""
     from cairn.agent.prompt import startup_context
-    from cairn.config.paths import chats_dir, project_root
-    from cairn.recording.listing import SESSION_FILE_PATTERN, latest_session
+    from cairn.config.paths import project_root
+    from cairn.recording.store.files import file_stores
 
     root = project_root(cwd)
-    chats = chats_dir(root)
+    store = file_stores(root, None)
     if session_id is None:
-        latest = latest_session(chats)
-        if latest is None:
+        latest = store.list(limit=1)
+        if not latest:
             raise RewindError(f"no recorded session in {root} to rewind")
-        session_id = latest.session_id
-    path = chats / f"{session_id}.jsonl"
-    if not SESSION_FILE_PATTERN.match(path.name) or not path.is_file():
+        session_id = latest[0].session_id
+    if not store.exists(session_id):
         raise RewindError(f'no session found with ID "{session_id}" in {root}')
     offset = 0 if settings.model.skip_startup_context else len(startup_context(root))
-    return Rewinder(recording=path, project_root=root, settings=settings, history_offset=offset)
+    return Rewinder(
+        store=store,
+        session_id=session_id,
+        project_root=root,
+        settings=settings,
+        history_offset=offset,
+    )
 
 
 # ----- rewind from outside: ACP `_cairn/rewind` and the daemon's `/session/{id}/rewind` -----
@@ -506,7 +504,8 @@ class SessionRewind:
         if session.recorder is None:
             raise RewindError("rewind needs the chat recording, which is off for this session")
         return Rewinder(
-            recording=session.recorder.path,
+            store=session.runtime.sessions,
+            session_id=session.id,
             project_root=session.runtime.project_root,
             settings=session.settings,
             recorder=session.recorder,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from cairn._version import __version__
 from cairn.config.loader import Endpoint
-from cairn.config.paths import chats_dir, project_root
+from cairn.config.paths import project_root
 from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
 from cairn.llm.types import Provider
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from cairn.recording.listing import SessionInfo
     from cairn.recording.reader import LoadedSession
     from cairn.recording.recorder import ChatRecorder
+    from cairn.recording.store import SessionStore, SessionStores
     from cairn.session.models import ModelCatalog
     from cairn.session.session import Session
     from cairn.tools.base import CommandRunner, FileSystem
@@ -94,6 +95,7 @@ class Runtime:
         clock: Callable[[], float] = time.time,
         tenant: str | None = None,
         owns_provider: bool = True,
+        session_stores: SessionStores | None = None,
     ) -> None:
         self.cwd = cwd.resolve()
         self.project_root = project_root(self.cwd)
@@ -116,6 +118,9 @@ class Runtime:
         self._catalogs: dict[Path, Catalog] = {}
         self._tenants: dict[str, Runtime] = {}
         self._models: ModelCatalog | None = None
+        # Where sessions live (cairn.recording.store): files unless a daemon says otherwise.
+        self._session_stores = session_stores
+        self._store: SessionStore | None = None
 
     @classmethod
     def from_endpoint(
@@ -285,6 +290,7 @@ class Runtime:
                 clock=self.clock,
                 tenant=tenant,
                 owns_provider=False,
+                session_stores=self._session_stores,
             )
             self._tenants[tenant] = runtime
         return runtime
@@ -292,10 +298,23 @@ class Runtime:
     # ----- sessions -----
 
     @property
+    def sessions(self) -> SessionStore:
+        """Where this runtime's sessions are recorded (:mod:`cairn.recording.store`)."""
+        if self._store is None:
+            if self._session_stores is None:
+                from cairn.recording.store.files import file_stores
+
+                self._store = file_stores(self.project_root, self.tenant)
+            else:
+                self._store = self._session_stores(self.project_root, self.tenant)
+        return self._store
+
+    @property
     def chats_dir(self) -> Path:
-        if self.tenant is not None:
-            return chats_dir(self.project_root).parent / "tenants" / self.tenant / "chats"
-        return chats_dir(self.project_root)
+        """The folder of this runtime's recordings on this machine (the files store's)."""
+        from cairn.recording.store.files import tenant_chats_dir
+
+        return tenant_chats_dir(self.project_root, self.tenant)
 
     def chat_recorder(
         self, session_id: str, cwd: Path, loaded: LoadedSession | None
@@ -304,11 +323,8 @@ class Runtime:
         ``cwd``: the session's own folder, which ``session/list`` filters by."""
         if not self.record_chats:
             return None
-        from cairn.recording.recorder import ChatRecorder
-
-        return ChatRecorder(
-            self.chats_dir / f"{session_id}.jsonl",
-            session_id=session_id,
+        return self.sessions.recorder(
+            session_id,
             cwd=cwd,
             version=self.version,
             parent_uuid=loaded.last_uuid if loaded else None,
@@ -322,18 +338,26 @@ class Runtime:
 
     def load_session(self, session_id: str, **options: Unpack[SessionOptions]) -> Session:
         """Resume a recorded session; its model history is rebuilt from the recording."""
-        from cairn.recording.reader import SessionLoadError, load_session
+        return self.open_loaded(self.read_session(session_id), **options)
 
-        path = self.chats_dir / f"{session_id}.jsonl"
+    def read_session(self, session_id: str) -> LoadedSession:
+        """A recorded session's conversation (blocking: the store reads it);
+        :class:`SessionNotFound` or :class:`SessionUnreadable` when it cannot be."""
+        from cairn.recording.reader import SessionLoadError
+
         if not self.session_exists(session_id):
             raise SessionNotFound(session_id)
         try:
-            loaded = load_session(path)
+            loaded = self.sessions.load(session_id)
         except SessionLoadError as exc:
             raise SessionUnreadable(session_id, str(exc)) from None
         for warning in loaded.warnings:
-            _log.warning(f"{path}: {warning}")
-        return self._open(session_id, loaded, options)
+            _log.warning(f"session {session_id}: {warning}")
+        return loaded
+
+    def open_loaded(self, loaded: LoadedSession, **options: Unpack[SessionOptions]) -> Session:
+        """Resume a session from its conversation as :meth:`read_session` returned it."""
+        return self._open(loaded.session_id, loaded, options)
 
     def _open(
         self, session_id: str, loaded: LoadedSession | None, options: SessionOptions
@@ -361,20 +385,14 @@ class Runtime:
 
     def session_exists(self, session_id: str) -> bool:
         """A recording of ``session_id`` exists in this project."""
-        from cairn.recording.listing import session_path
-
-        return session_path(self.chats_dir, session_id) is not None
+        return self.sessions.exists(session_id)
 
     def list_sessions(self, limit: int = 50) -> Sequence[SessionInfo]:
-        from cairn.recording.listing import list_sessions
-
-        return list_sessions(self.chats_dir, limit=limit)
+        return self.sessions.list(limit=limit)
 
     def latest_session_id(self) -> str | None:
-        from cairn.recording.listing import latest_session
-
-        info = latest_session(self.chats_dir)
-        return info.session_id if info else None
+        latest = self.sessions.list(limit=1)
+        return latest[0].session_id if latest else None
 
     # ----- background work -----
 

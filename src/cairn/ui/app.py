@@ -743,7 +743,7 @@ def _resume_hint(session: Session) -> str | None:
     """How to come back to ``session``, when it recorded anything."""
     recorder = session.recorder
     try:
-        if recorder is None or recorder.path.stat().st_size == 0:
+        if recorder is None or recorder.path is None or recorder.path.stat().st_size == 0:
             return None
     except OSError:
         return None
