@@ -33,7 +33,7 @@ LAYERS: tuple[frozenset[str], ...] = (
         }
     ),
     frozenset({"config"}),
-    frozenset({"debug_log", "telemetry"}),
+    frozenset({"database", "debug_log", "telemetry"}),
     frozenset({"llm", "hooks", "recording"}),
     frozenset({"tools"}),
     frozenset({"agent", "mcp"}),

@@ -291,6 +291,42 @@ async def test_a_prompt_is_admitted_with_202_and_completes_on_the_stream(
     assert done.data["sessionId"] == session_id
 
 
+async def test_a_prompt_retried_with_its_idempotency_key_runs_once(
+    daemon: RunningDaemon, scripted_server: ScriptedServer
+) -> None:
+    session_id = await daemon.create_session()
+    scripted_server.default = reply("done once")
+    headers = {"Idempotency-Key": "retry-me-1"}
+    url = f"/session/{session_id}/prompt"
+
+    first = await daemon.http.post(url, json={"prompt": "deploy"}, headers=headers)
+    await collect_until(daemon.http, session_id, "turn_complete")
+    again = await daemon.http.post(url, json={"prompt": "deploy"}, headers=headers)
+
+    assert first.status_code == again.status_code == 202
+    assert again.json()["promptId"] == first.json()["promptId"]
+    assert again.json()["lastEventId"] == first.json()["lastEventId"]
+    assert again.json()["replayed"] is True
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert [r.last_user_text() for r in scripted_server.requests_for("main")] == ["deploy"]
+
+
+async def test_an_idempotency_key_reused_for_another_prompt_is_a_422(
+    daemon: RunningDaemon,
+) -> None:
+    session_id = await daemon.create_session()
+    url = f"/session/{session_id}/prompt"
+    await daemon.http.post(url, json={"prompt": "one"}, headers={"Idempotency-Key": "k"})
+
+    other = await daemon.http.post(url, json={"prompt": "two"}, headers={"Idempotency-Key": "k"})
+    bad = await daemon.http.post(url, json={"prompt": "x"}, headers={"Idempotency-Key": "a b"})
+
+    assert other.status_code == 422
+    assert other.json()["code"] == "idempotency_key_reused"
+    assert bad.status_code == 400
+    assert bad.json()["code"] == "invalid_idempotency_key"
+
+
 async def test_a_cut_answer_completes_with_max_tokens_not_end_turn(
     daemon: RunningDaemon, scripted_server: ScriptedServer
 ) -> None:

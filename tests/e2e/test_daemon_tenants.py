@@ -199,7 +199,7 @@ def test_tenant_mode_refuses_to_start_where_tenants_could_reach_each_other(
 
 # Routes that are the operator's (load balancers, the proxy): no tenant; they never name a
 # tenant's session or content. Every other route must be a tenant's.
-OPERATOR_ROUTES = {("GET", "/health"), ("GET", "/capabilities")}
+OPERATOR_ROUTES = {("GET", "/health"), ("GET", "/ready"), ("GET", "/capabilities")}
 # Tools that touch no file, address or session: nothing of another tenant's to reach.
 NO_REACH_TOOLS = {
     "todo_write": "keeps the session's own list",
@@ -211,13 +211,14 @@ def daemon_routes(workspace: Path) -> list[tuple[str, str]]:
     """Every (method, path) the daemon's app serves, read from the app itself."""
     from cairn.daemon.app import create_routes_app
     from cairn.daemon.config import DaemonConfig
+    from cairn.daemon.routes import DaemonRoutes
     from cairn.daemon.sessions import SessionRegistry
     from cairn.session.runtime import Runtime
     from cairn.testing import ScriptedProvider
 
     config = DaemonConfig(workspace=workspace, token=TOKEN, tenant_header=HEADER)
     runtime = Runtime(cwd=workspace, settings=Settings(), provider=ScriptedProvider())
-    app = create_routes_app(SessionRegistry(runtime, config), config)
+    app = create_routes_app(DaemonRoutes(SessionRegistry(runtime, config), config))
     return sorted(
         (method, route.path) for route in app.routes for method in route.methods if method != "HEAD"
     )

@@ -106,6 +106,10 @@ def serve(
     sandbox: Annotated[bool, _opt(_S["sandbox"])] = False,
     trust: Annotated[bool, _opt(_S["trust"])] = False,
     tenant_header: Annotated[str | None, _opt(_S["tenant_header"])] = None,
+    workspace_root: Annotated[Path | None, _opt(_S["workspace_root"])] = None,
+    database: Annotated[str | None, _opt(_S["database"])] = None,
+    replica_id: Annotated[str | None, _opt(_S["replica_id"])] = None,
+    advertise_url: Annotated[str | None, _opt(_S["advertise_url"])] = None,
 ) -> None:
     """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
     from cairn.cli.dispatch import run_serve
@@ -192,6 +196,12 @@ COMMAND_GROUPS: tuple[CommandGroup, ...] = (
     ),
     CommandGroup(
         "mcp", "cairn.cli.mcp_cmd", "mcp_app", "List, inspect, add and remove MCP servers."
+    ),
+    CommandGroup(
+        "db",
+        "cairn.cli.db_cmd",
+        "db_app",
+        "Create or upgrade cairn's tables in a PostgreSQL database (sessions, memory).",
     ),
 )
 

@@ -83,6 +83,10 @@ def run_serve(options: ServeOptions) -> int:
         max_sessions=options.max_sessions,
         workspace=options.workspace or Path.cwd(),
         tenant_header=options.tenant_header,
+        database=options.database,
+        replica_id=options.replica_id,
+        advertise_url=options.advertise_url,
+        workspace_root=options.workspace_root,
     )
 
 

@@ -143,6 +143,29 @@ SERVE_OPTIONS = _options(
         ("--tenant-header",),
         "Serve many tenants: each request names its tenant in this header (needs --token).",
     ),
+    OptionSpec(
+        "workspace_root",
+        ("--workspace-root",),
+        "With --tenant-header: each tenant works in its own folder under this one.",
+        kind="path",
+    ),
+    OptionSpec(
+        "database",
+        ("--database",),
+        "Keep sessions in this PostgreSQL database (or CAIRN_DATABASE_URL): several replicas "
+        "serve them.",
+        envvar="CAIRN_DATABASE_URL",
+    ),
+    OptionSpec(
+        "replica_id",
+        ("--replica-id",),
+        "With --database: this replica's name (default: host, process id and a random part).",
+    ),
+    OptionSpec(
+        "advertise_url",
+        ("--advertise-url",),
+        "With --database: the URL the other replicas reach this one at.",
+    ),
 )
 
 
@@ -178,6 +201,10 @@ class ServeOptions(NamedTuple):
     sandbox: bool = False
     trust: bool = False
     tenant_header: str | None = None
+    workspace_root: Path | None = None
+    database: str | None = None
+    replica_id: str | None = None
+    advertise_url: str | None = None
 
 
 def parse_fast(

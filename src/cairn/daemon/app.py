@@ -18,6 +18,7 @@ from cairn.daemon.errors import error_body, json_bytes
 from cairn.daemon.security import SecurityMiddleware
 
 if TYPE_CHECKING:
+    from cairn.daemon.routes import DaemonRoutes
     from cairn.daemon.sessions import SessionRegistry
 
 __all__ = ["BootApp", "create_app", "create_routes_app"]
@@ -52,13 +53,15 @@ class BootApp:
             if self._config is not None and self._early_capabilities(scope):
                 await _answer(send, 200, capabilities(self._config))
                 return
+            if _is_plain(scope, "/ready"):  # not before the routes are: nothing to send it yet
+                await _answer(send, 503, {"status": "not_ready", "reason": "starting"})
+                return
             await self._ready.wait()
         if self._app is None:
             body = error_body(f"The daemon failed to start: {self._failure}", "startup_failed")
             await _answer(send, 503, body)
             return
         await self._app(scope, receive, send)
-
 
     def _early_capabilities(self, scope: dict[str, Any]) -> bool:
         """A plain ``GET /capabilities`` naming no client (the routes check a client's id)."""
@@ -69,20 +72,21 @@ class BootApp:
         )
 
 
-def create_routes_app(registry: SessionRegistry, config: DaemonConfig) -> Any:
+def create_routes_app(routes: DaemonRoutes) -> Any:
     """The Starlette application of the routes (no security checks: see :func:`create_app`)."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
 
-    from cairn.daemon.routes import DaemonRoutes, http_error_handler
+    from cairn.daemon.routes import http_error_handler
 
-    routes = DaemonRoutes(registry, config)
     return Starlette(routes=routes.routes(), exception_handlers={HTTPException: http_error_handler})
 
 
 def create_app(registry: SessionRegistry, config: DaemonConfig) -> Any:
     """The complete ASGI app serving the sessions of ``registry``."""
-    return SecurityMiddleware(create_routes_app(registry, config), config)
+    from cairn.daemon.routes import DaemonRoutes
+
+    return SecurityMiddleware(create_routes_app(DaemonRoutes(registry, config)), config)
 
 
 def _is_plain(scope: dict[str, Any], path: str) -> bool:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,12 +24,15 @@ __all__ = [
     "ModelBody",
     "PromptBody",
     "check_approval_mode",
+    "check_idempotency_key",
     "check_mcp_servers",
     "parse_body",
+    "prompt_digest",
     "to_prompt_request",
 ]
 
 _Model = TypeVar("_Model", bound=BaseModel)
+_IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as Stripe's keys
 
 
 class _Body(BaseModel):
@@ -112,3 +118,22 @@ async def to_prompt_request(body: PromptBody, session: Session) -> PromptRequest
     if attachments.empty:
         raise ApiError(400, "The prompt is empty.", "invalid_prompt")
     return PromptRequest.attaching(attachments)
+
+
+def check_idempotency_key(value: str | None) -> str | None:
+    """A prompt's ``Idempotency-Key`` header: 1-255 visible ASCII characters (400 otherwise)."""
+    if value is None:
+        return None
+    if not _IDEMPOTENCY_KEY.fullmatch(value):
+        raise ApiError(
+            400,
+            "Idempotency-Key must be 1-255 visible ASCII characters (a UUID is a good key).",
+            "invalid_idempotency_key",
+        )
+    return value
+
+
+def prompt_digest(raw: Any) -> str:
+    """What a prompt's body was, for telling a retry (same body) from a key used twice."""
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -15,12 +15,19 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from cairn.abort import wait_until_set
 from cairn.daemon.errors import json_bytes
 
-__all__ = ["ENVELOPE_VERSION", "Envelope", "EventBus", "Subscription", "sse_frame"]
+__all__ = [
+    "ENVELOPE_VERSION",
+    "Envelope",
+    "EventBus",
+    "Subscription",
+    "envelope_json",
+    "sse_frame",
+]
 
 ENVELOPE_VERSION = 1
 SLOW_CLIENT_RATIO = 0.75  # queue fill that triggers slow_client_warning
@@ -35,13 +42,13 @@ class Envelope:
     frame: bytes
 
 
-def sse_frame(
+def envelope_json(
     event_id: int | None,
     event_type: str,
     data: Mapping[str, Any],
     extra: Mapping[str, Any] | None = None,
-) -> Envelope:
-    """Build an envelope ``{id, v, type, data, ...}`` and its ``id:``/``event:``/``data:`` frame."""
+) -> bytes:
+    """The envelope ``{id, v, type, data, ..., _meta}`` as one line of JSON."""
     envelope: dict[str, Any] = {}
     if event_id is not None:
         envelope["id"] = event_id
@@ -49,16 +56,34 @@ def sse_frame(
     if extra:
         envelope.update(extra)
     envelope["_meta"] = {"serverTimestamp": int(time.time() * 1000)}
+    return json_bytes(envelope)
+
+
+def sse_frame(
+    event_id: int | None,
+    event_type: str,
+    data: Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+) -> Envelope:
+    """Build an envelope ``{id, v, type, data, ...}`` and its ``id:``/``event:``/``data:`` frame."""
     head = f"id: {event_id}\n" if event_id is not None else ""
-    frame = f"{head}event: {event_type}\n".encode() + b"data: " + json_bytes(envelope) + b"\n\n"
-    return Envelope(event_id, event_type, envelope["data"], frame)
+    line = envelope_json(event_id, event_type, data, extra)
+    frame = f"{head}event: {event_type}\n".encode() + b"data: " + line + b"\n\n"
+    return Envelope(event_id, event_type, data, frame)
+
+
+class Unsubscribes(Protocol):
+    """Where a subscription goes away from when it is evicted (a bus, a replica's hub)."""
+
+    def unsubscribe(self, subscription: Subscription) -> None: ...
 
 
 class Subscription:
     """One SSE reader: replayed frames, then live frames, bounded by ``max_queued``."""
 
-    def __init__(self, bus: EventBus, max_queued: int, replay: list[bytes]) -> None:
+    def __init__(self, bus: Unsubscribes, max_queued: int, replay: list[bytes]) -> None:
         self._bus = bus
+        self.bus = bus
         self._max_queued = max_queued
         self._replay: deque[bytes] = deque(replay)
         self._live: deque[tuple[int | None, bytes]] = deque()

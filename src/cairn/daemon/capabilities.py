@@ -34,6 +34,7 @@ FEATURES = (
     "session_recap_cancel",  # a recap stops when its HTTP client disconnects
     "client_identity",
     "session_rewind",
+    "idempotent_prompts",  # POST /session/{id}/prompt with an Idempotency-Key runs it once
 )
 
 
@@ -46,9 +47,13 @@ def capabilities(config: DaemonConfig) -> dict[str, Any]:
     if config.tenant_header is not None:
         features.append("tenants")
         tenancy["tenantHeader"] = config.tenant_header
+    if config.database is not None:
+        features.append("replicas")  # several replicas over one database serve any session
+        if config.replica_id is not None:
+            tenancy["replicaId"] = config.replica_id
     return {
         "v": 1,
-        "mode": "in-process",
+        "mode": "replica" if config.database is not None else "in-process",
         "features": features,
         "workspaceCwd": str(config.workspace.resolve()),
         "version": __version__,

@@ -30,9 +30,12 @@ RECAP_TIMEOUT_SECONDS = 60.0  # backstop for POST /session/{id}/recap
 RETRY_AFTER_SECONDS = 5  # Retry-After sent with 503 session_limit_exceeded
 SHUTDOWN_GRACE_SECONDS = 5.0  # open connections get this long to finish on SIGTERM
 CLIENT_ID_HEADER = "x-cairn-client-id"  # names the client a request comes from
+DRAIN_SECONDS = 30.0  # a replica's running turns get this long to end on SIGTERM
+LEASE_SECONDS = 6.0  # a replica's lease on a session lasts this long unless renewed
 
 _LOOPBACK_NAMES = frozenset({"localhost", "[::1]"})
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")
+_REPLICA_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 class DaemonConfigError(ValueError):
@@ -66,12 +69,33 @@ class DaemonConfig:
     permission_timeout_seconds: float = PERMISSION_TIMEOUT_SECONDS
     recap_timeout_seconds: float = RECAP_TIMEOUT_SECONDS
     tenant_header: str | None = None  # each request names its tenant in this header (#15)
+    # Several replicas (#31): sessions live in this PostgreSQL database, not in this process.
+    database: str | None = None
+    replica_id: str | None = None  # this replica's name (default: host, process id, random)
+    advertise_url: str | None = None  # where the other replicas reach this one
+    lease_seconds: float = LEASE_SECONDS
+    drain_seconds: float = DRAIN_SECONDS
+    workspace_root: Path | None = None  # each tenant works in <root>/<tenant>
+
+    def workspace_for(self, tenant: str | None) -> Path:
+        """Where a tenant's sessions work: its own folder under ``--workspace-root``, else the
+        daemon's workspace."""
+        if tenant is None or self.workspace_root is None:
+            return self.workspace
+        return self.workspace_root / tenant
+
+    @property
+    def replicated(self) -> bool:
+        return self.database is not None
 
     def __post_init__(self) -> None:
         token = (self.token or "").strip() or None
         object.__setattr__(self, "token", token)
         header = (self.tenant_header or "").strip() or None
         object.__setattr__(self, "tenant_header", header)
+        object.__setattr__(self, "database", (self.database or "").strip() or None)
+        object.__setattr__(self, "replica_id", (self.replica_id or "").strip() or None)
+        object.__setattr__(self, "advertise_url", (self.advertise_url or "").strip() or None)
         object.__setattr__(self, "allow_origins", tuple(o.strip() for o in self.allow_origins))
 
     @property
@@ -109,6 +133,43 @@ class DaemonConfig:
             raise DaemonConfigError(f"--max-sessions must be at least 1, not {self.max_sessions}.")
         if not self.workspace.is_dir():
             raise DaemonConfigError(f"The workspace {self.workspace} is not a folder.")
+        if self.workspace_root is not None:
+            if self.tenant_header is None:
+                raise DaemonConfigError(
+                    "--workspace-root gives each tenant its folder: it needs --tenant-header."
+                )
+            if not self.workspace_root.is_dir():
+                raise DaemonConfigError(
+                    f"The workspace root {self.workspace_root} is not a folder."
+                )
+        self._validate_replica()
+
+    def _validate_replica(self) -> None:
+        if self.database is None:
+            for flag, value in (
+                ("--replica-id", self.replica_id),
+                ("--advertise-url", self.advertise_url),
+            ):
+                if value is not None:
+                    raise DaemonConfigError(f"{flag} needs --database (or CAIRN_DATABASE_URL).")
+            return
+        if self.replica_id is not None and not _REPLICA_ID.fullmatch(self.replica_id):
+            raise DaemonConfigError(
+                f"--replica-id {self.replica_id!r} must be 1-64 characters of A-Z a-z 0-9 . _ -"
+            )
+        if self.advertise_url is not None and not self.advertise_url.startswith(
+            ("http://", "https://")
+        ):
+            raise DaemonConfigError(
+                f"--advertise-url {self.advertise_url!r} must be an http:// or https:// URL."
+            )
+        if self.advertise_url is None and self.host.strip("[]") in ("0.0.0.0", "::"):  # noqa: S104
+            raise DaemonConfigError(
+                f"--host {self.host} listens on every address: set --advertise-url to the one "
+                "the other replicas reach this one at."
+            )
+        if not 1.0 <= self.lease_seconds <= 300.0:
+            raise DaemonConfigError("--lease-seconds must be between 1 and 300.")
 
 
 def _is_ipv6(host: str) -> bool:

@@ -23,8 +23,10 @@ from cairn.daemon.bodies import (
     ModelBody,
     PromptBody,
     check_approval_mode,
+    check_idempotency_key,
     check_mcp_servers,
     parse_body,
+    prompt_digest,
     to_prompt_request,
 )
 from cairn.daemon.capabilities import FEATURES, capabilities
@@ -41,12 +43,26 @@ from cairn.session.models import ModelSwitchError
 from cairn.session.updates import commands_update, session_config_options
 
 if TYPE_CHECKING:
+    from cairn.daemon.proxy import Forwarder
+    from cairn.daemon.replicas import ReplicaRegistry
     from cairn.mcp.config import ServerConfig
     from cairn.session.rewind import RewindRequest
     from cairn.session.session import Session
 
-__all__ = ["CLIENT_ID_HEADER", "FEATURES", "DaemonRoutes", "http_error_handler", "read_json"]
+__all__ = [
+    "CLIENT_ID_HEADER",
+    "FEATURES",
+    "IDEMPOTENCY_KEY_HEADER",
+    "DaemonRoutes",
+    "http_error_handler",
+    "read_json",
+    "replayed_admission",
+]
 
+IDEMPOTENCY_KEY_HEADER = "idempotency-key"
+FORWARDED_HEADER = "x-cairn-forwarded-by"  # a request one replica forwarded to the owner
+LIVE_SCOPE_KEY = "cairn.live"  # the session a replica holds for the request
+BODY_SCOPE_KEY = "cairn.body"  # the raw body, once read (a forwarded request sends it on)
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 MIN_MAX_QUEUED, MAX_MAX_QUEUED = 16, 2048  # bounds of the events route's ?maxQueued=
 _log = get_logger("DAEMON")
@@ -77,6 +93,8 @@ def _api(handler: Callable[..., Awaitable[Response]]) -> Handler:
             return await handler(request)
         except ApiError as exc:
             return JSONResponse(exc.body(), exc.status, headers=exc.headers)
+        except _Forwarded as forwarded:
+            return forwarded.response
         except ClientDisconnect:
             return Response(status_code=400)
         except Exception as exc:
@@ -102,6 +120,7 @@ async def read_json(request: Request, limit: int) -> Any:
             )
         chunks.append(chunk)
     raw = b"".join(chunks)
+    request.scope[BODY_SCOPE_KEY] = raw
     if not raw.strip():
         return None
     try:
@@ -133,18 +152,28 @@ async def _wait_for_disconnect(request: Request) -> None:
 
 
 class DaemonRoutes:
-    def __init__(self, registry: SessionRegistry, config: DaemonConfig) -> None:
+    def __init__(self, registry: SessionRegistry | ReplicaRegistry, config: DaemonConfig) -> None:
         self.registry = registry
         self.config = config
         self.workspace = config.workspace.resolve()
         self.active_recaps = 0
+        # With --database: the sessions of every replica (None: this process's own).
+        self.replicas: ReplicaRegistry | None = None
+        self.local: SessionRegistry | None = None
+        if isinstance(registry, SessionRegistry):
+            self.local = registry
+        else:
+            self.replicas = registry
+        self._forwarder: Forwarder | None = None
 
     def routes(self) -> list[Route]:
         """Every route but the operator's two (health, capabilities) is a tenant's: with
         ``--tenant-header`` its tenant is read before anything else (:meth:`_tenanted`)."""
         tenant = self._tenanted
+        owned = self._owned
         return [
             Route("/health", _api(self.health), methods=["GET"]),  # the operator's
+            Route("/ready", _api(self.ready), methods=["GET"]),  # the operator's
             Route("/capabilities", _api(self.capabilities), methods=["GET"]),
             Route("/session", tenant(self.create_session), methods=["POST"]),
             Route("/workspace/sessions", tenant(self.list_sessions), methods=["GET"]),
@@ -154,16 +183,20 @@ class DaemonRoutes:
             Route("/session/{id}/commands", tenant(self.commands), methods=["GET"]),
             Route("/session/{id}/prompt", tenant(self.prompt), methods=["POST"]),
             Route("/session/{id}/events", tenant(self.events), methods=["GET"]),
-            Route("/session/{id}/cancel", tenant(self.cancel), methods=["POST"]),
+            Route("/session/{id}/cancel", tenant(owned(self.cancel)), methods=["POST"]),
             Route(
-                "/session/{id}/permission/{request_id}", tenant(self.permission), methods=["POST"]
+                "/session/{id}/permission/{request_id}",
+                tenant(owned(self.permission)),
+                methods=["POST"],
             ),
-            Route("/session/{id}/approval-mode", tenant(self.approval_mode), methods=["POST"]),
-            Route("/session/{id}/model", tenant(self.models), methods=["GET"]),
-            Route("/session/{id}/model", tenant(self.set_model), methods=["POST"]),
-            Route("/session/{id}/recap", tenant(self.recap), methods=["POST"]),
-            Route("/session/{id}/rewind", tenant(self.rewind_list), methods=["GET"]),
-            Route("/session/{id}/rewind", tenant(self.rewind), methods=["POST"]),
+            Route(
+                "/session/{id}/approval-mode", tenant(owned(self.approval_mode)), methods=["POST"]
+            ),
+            Route("/session/{id}/model", tenant(owned(self.models)), methods=["GET"]),
+            Route("/session/{id}/model", tenant(owned(self.set_model)), methods=["POST"]),
+            Route("/session/{id}/recap", tenant(owned(self.recap)), methods=["POST"]),
+            Route("/session/{id}/rewind", tenant(owned(self.rewind_list)), methods=["GET"]),
+            Route("/session/{id}/rewind", tenant(owned(self.rewind)), methods=["POST"]),
         ]
 
     def _tenanted(self, handler: Callable[[Request], Awaitable[Response]]) -> Handler:
@@ -173,6 +206,53 @@ class DaemonRoutes:
             return await handler(request)
 
         return _api(run)
+
+    def _owned(self, handler: Callable[[Request], Awaitable[Response]]) -> Handler:
+        """A route that changes its session: with ``--database`` it runs where the session's
+        lease is (taken here, or the request is forwarded to the replica holding it)."""
+
+        @wraps(handler)
+        async def run(request: Request) -> Response:
+            if self.replicas is None:
+                return await handler(request)
+            return await self._with_owner(request, lambda live: handler(request))
+
+        return run
+
+    async def _with_owner(
+        self, request: Request, action: Callable[[LiveSession], Awaitable[Response]]
+    ) -> Response:
+        """Run ``action`` on the session while this replica holds its lease, or forward the
+        request to the live replica holding it (waiting out a dead one's lease)."""
+        from cairn.daemon.proxy import OwnerUnreachable
+        from cairn.daemon.replicas import ServedElsewhere
+
+        replicas = self.replicas
+        assert replicas is not None
+        session_id, tenant = request.path_params["id"], self._tenant(request)
+        forwarded = FORWARDED_HEADER in request.headers
+        while True:
+            try:
+                async with replicas.hold(session_id, tenant, forwarded=forwarded) as live:
+                    request.scope[LIVE_SCOPE_KEY] = live
+                    return await action(live)
+            except ServedElsewhere as elsewhere:
+                try:
+                    return await self._forward(request, elsewhere.url)
+                except OwnerUnreachable:
+                    replicas.unreachable(elsewhere.owner)  # wait for its lease to expire
+
+    async def _forward(self, request: Request, url: str) -> Response:
+        from cairn.daemon.proxy import Forwarder
+
+        if self._forwarder is None:
+            assert self.replicas is not None
+            self._forwarder = Forwarder(self.replicas.replica.id, FORWARDED_HEADER)
+        return await self._forwarder.forward(request, url, request.scope.get(BODY_SCOPE_KEY))
+
+    async def aclose(self) -> None:
+        if self._forwarder is not None:
+            await self._forwarder.aclose()
 
     # ----- helpers -----
 
@@ -187,6 +267,9 @@ class DaemonRoutes:
 
     def _live(self, request: Request) -> LiveSession:
         """The session the path names, if it is the request's tenant's (404 otherwise)."""
+        held: LiveSession | None = request.scope.get(LIVE_SCOPE_KEY)
+        if held is not None:
+            return held
         return self.registry.get(request.path_params["id"], self._tenant(request))
 
     def _strict(self) -> None:
@@ -202,26 +285,31 @@ class DaemonRoutes:
         check_client_servers(servers, self.config, route)
         return servers
 
-    def _check_cwd(self, cwd: str | None) -> None:
+    def _workspace(self, tenant: str | None) -> Path:
+        """Where the tenant's sessions work (``--workspace-root``: its own folder)."""
+        return self.config.workspace_for(tenant).resolve()
+
+    def _check_cwd(self, cwd: str | None, tenant: str | None = None) -> None:
         if cwd is None:
             return
         try:
             requested = Path(cwd).resolve()
         except (OSError, RuntimeError, ValueError):
             requested = Path(cwd)
-        if requested != self.workspace:
+        workspace = self._workspace(tenant)
+        if requested != workspace:
             raise ApiError(
                 400,
-                f"Workspace mismatch: this daemon serves {self.workspace}",
+                f"Workspace mismatch: this daemon serves {workspace}",
                 "workspace_mismatch",
-                boundWorkspace=str(self.workspace),
+                boundWorkspace=str(workspace),
                 requestedWorkspace=cwd,
             )
 
     def _session_info(self, live: LiveSession, attached: bool) -> dict[str, Any]:
         return {
             "sessionId": live.id,
-            "workspaceCwd": str(self.workspace),
+            "workspaceCwd": str(live.session.cwd),
             "attached": attached,
             "createdAt": int(live.created_at * 1000),
             "approvalMode": live.session.approval_mode,
@@ -251,37 +339,90 @@ class DaemonRoutes:
             )
         return JSONResponse(body)
 
+    async def ready(self, request: Request) -> Response:
+        """Whether this daemon should get traffic: with ``--database``, the database answers,
+        its tables are current and the replica is not shutting down (503 and why, if not)."""
+        if self.replicas is None:
+            return JSONResponse({"status": "ready"})
+        problem = await self.replicas.replica.check()
+        body: dict[str, Any] = {"replicaId": self.replicas.replica.id}
+        if problem is not None:
+            return JSONResponse({"status": "not_ready", "reason": problem, **body}, 503)
+        return JSONResponse({"status": "ready", **body})
+
     async def capabilities(self, request: Request) -> Response:
-        return JSONResponse(capabilities(self.config))
+        body = capabilities(self.config)
+        if self.replicas is not None:
+            body["replicaId"] = self.replicas.replica.id
+        return JSONResponse(body)
 
     # ----- sessions -----
 
     async def create_session(self, request: Request) -> Response:
         tenant = self._tenant(request)
         body = parse_body(CreateSessionBody, await self._body(request))
-        self._check_cwd(body.cwd)
-        live, attached = self.registry.create(
-            session_id=body.session_id,
-            approval_mode=check_approval_mode(body.approval_mode),
-            mcp_servers=self._client_servers(body.mcp_servers, "/session"),
-            tenant=tenant,
-        )
+        self._check_cwd(body.cwd, tenant)
+        options: dict[str, Any] = {
+            "session_id": body.session_id,
+            "approval_mode": check_approval_mode(body.approval_mode),
+            "mcp_servers": self._client_servers(body.mcp_servers, "/session"),
+            "tenant": tenant,
+        }
+        if body.session_id is not None and not _is_uuid(body.session_id):
+            raise ApiError(400, "sessionId must be a UUID.", "invalid_session_id")
+        if self.replicas is not None:
+            live, attached = await self._replicated(
+                request,
+                lambda: self.replicas.create(**options),  # type: ignore[union-attr]
+            )
+        else:
+            assert self.local is not None
+            live, attached = self.local.create(**options)
         return JSONResponse(await self._opened(live, attached))
 
     async def load_session(self, request: Request) -> Response:
         tenant = self._tenant(request)
         body = parse_body(LoadSessionBody, await self._body(request))
-        self._check_cwd(body.cwd)
-        live, attached = self.registry.load(
-            request.path_params["id"],
-            approval_mode=check_approval_mode(body.approval_mode),
-            mcp_servers=self._client_servers(body.mcp_servers, "/session/{id}/load"),
-            tenant=tenant,
-        )
+        self._check_cwd(body.cwd, tenant)
+        session_id = request.path_params["id"]
+        options: dict[str, Any] = {
+            "approval_mode": check_approval_mode(body.approval_mode),
+            "mcp_servers": self._client_servers(body.mcp_servers, "/session/{id}/load"),
+            "tenant": tenant,
+        }
+        if self.replicas is not None:
+            replicas = self.replicas
+            forwarded = FORWARDED_HEADER in request.headers
+            live, attached = await self._replicated(
+                request, lambda: replicas.load(session_id, forwarded=forwarded, **options)
+            )
+        else:
+            assert self.local is not None
+            live, attached = self.local.load(session_id, **options)
         return JSONResponse(await self._opened(live, attached))
+
+    async def _replicated(
+        self, request: Request, open_: Callable[[], Awaitable[tuple[LiveSession, bool]]]
+    ) -> tuple[LiveSession, bool]:
+        """A create or load on replicas; a session held by a live replica is answered there."""
+        from cairn.daemon.proxy import OwnerUnreachable
+        from cairn.daemon.replicas import ServedElsewhere
+
+        assert self.replicas is not None
+        while True:
+            try:
+                return await open_()
+            except ServedElsewhere as elsewhere:
+                try:
+                    raise _Forwarded(await self._forward(request, elsewhere.url)) from None
+                except OwnerUnreachable:
+                    self.replicas.unreachable(elsewhere.owner)
 
     async def list_sessions(self, request: Request) -> Response:
         tenant = self._tenant(request)
+        if self.replicas is not None:
+            listed = await self.replicas.listing(tenant)
+            return JSONResponse({"sessions": listed})
         live = {s.id: s for s in self.registry.values(tenant)}
         sessions: list[dict[str, Any]] = []
         for s in live.values():
@@ -299,7 +440,7 @@ class DaemonRoutes:
             sessions.append(
                 {
                     "sessionId": info.session_id,
-                    "workspaceCwd": str(self.workspace),
+                    "workspaceCwd": str(self._workspace(tenant)),
                     "createdAt": int(info.start_time.timestamp() * 1000),
                     "updatedAt": int(info.mtime.timestamp() * 1000),
                     "displayName": info.first_prompt,
@@ -312,32 +453,104 @@ class DaemonRoutes:
         return JSONResponse({"sessions": sessions})
 
     async def status(self, request: Request) -> Response:
+        if self.replicas is not None:
+            session_id, tenant = request.path_params["id"], self._tenant(request)
+            local = self.replicas.local(session_id, tenant)
+            if local is None:
+                return JSONResponse(await self.replicas.status(session_id, tenant))
+            return JSONResponse(local.status())
         return JSONResponse(self._live(request).status())
 
     async def commands(self, request: Request) -> Response:
+        if self.replicas is not None:
+            session_id, tenant = request.path_params["id"], self._tenant(request)
+            if self.replicas.local(session_id, tenant) is None:
+                listed = await self.replicas.commands(session_id, tenant)
+                return JSONResponse({"sessionId": session_id, "commands": listed})
         live = self._live(request)
         update = commands_update(live.session.command_infos())
         return JSONResponse({"sessionId": live.id, "commands": update["availableCommands"]})
 
     async def close_session(self, request: Request) -> Response:
         tenant = self._tenant(request)
-        await self.registry.close(request.path_params["id"], "client_close", tenant)
+        session_id = request.path_params["id"]
+        if self.replicas is not None:
+            replicas = self.replicas
+
+            async def close() -> tuple[LiveSession, bool]:
+                await replicas.close(session_id, "client_close", tenant)
+                return None, False  # type: ignore[return-value]
+
+            await self._replicated(request, close)
+            return Response(status_code=204)
+        await self.registry.close(session_id, "client_close", tenant)
         return Response(status_code=204)
 
     # ----- turns -----
 
     async def prompt(self, request: Request) -> Response:
+        if self.replicas is not None:
+            return await self._replicated_prompt(request)
         live = self._live(request)
-        body = parse_body(PromptBody, await self._body(request))
+        raw = await self._body(request)
+        key = check_idempotency_key(request.headers.get(IDEMPOTENCY_KEY_HEADER))
+        if key is not None and (earlier := live.admitted(key)) is not None:
+            return replayed_admission(
+                earlier.prompt_id, earlier.last_event_id, earlier.body_hash, raw
+            )
+        body = parse_body(PromptBody, raw)
         prompt_request = await to_prompt_request(body, live.session)
-        last_event_id = live.bus.last_id
-        item = live.admit(prompt_request, _client_id(request))
-        return JSONResponse({"promptId": item.prompt_id, "lastEventId": last_event_id}, 202)
+        item = live.admit(
+            prompt_request, _client_id(request), key=key, body_hash=prompt_digest(raw)
+        )
+        return JSONResponse({"promptId": item.prompt_id, "lastEventId": item.last_event_id}, 202)
+
+    async def _replicated_prompt(self, request: Request) -> Response:
+        """A prompt on replicas: a retried ``Idempotency-Key`` is answered from the database
+        by any replica; a new prompt is admitted (kept in the database first) by the replica
+        holding the session."""
+        replicas = self.replicas
+        assert replicas is not None
+        raw = await self._body(request)
+        key = check_idempotency_key(request.headers.get(IDEMPOTENCY_KEY_HEADER))
+        session_id, tenant = request.path_params["id"], self._tenant(request)
+        if key is not None:
+            earlier = await replicas.earlier_admission(session_id, tenant, key)
+            if earlier is not None:
+                return replayed_admission(
+                    earlier.prompt_id, earlier.last_event_id, earlier.body_hash, raw, earlier.state
+                )
+
+        async def admit(live: LiveSession) -> Response:
+            item, earlier = await replicas.admit(
+                live,  # type: ignore[arg-type]
+                raw,
+                key=key,
+                digest=prompt_digest(raw),
+                client_id=_client_id(request),
+            )
+            if item is None:
+                return replayed_admission(
+                    earlier.prompt_id, earlier.last_event_id, earlier.body_hash, raw, earlier.state
+                )
+            return JSONResponse(
+                {"promptId": item.prompt_id, "lastEventId": item.last_event_id}, 202
+            )
+
+        return await self._with_owner(request, admit)
 
     async def events(self, request: Request) -> Response:
-        live = self._live(request)
         max_queued = _max_queued(request.query_params.get("maxQueued"))
         cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+        if self.replicas is not None:
+            session_id, tenant = request.path_params["id"], self._tenant(request)
+            subscription = await self.replicas.subscribe(
+                session_id, tenant, _cursor(cursor), max_queued
+            )
+            return _RawResponse(
+                EventStreamResponse(subscription.bus, subscription, self.config.heartbeat_seconds)
+            )
+        live = self._live(request)
         subscription = live.bus.subscribe(_cursor(cursor), max_queued)
         stream = EventStreamResponse(live.bus, subscription, self.config.heartbeat_seconds)
         return _RawResponse(stream)
@@ -477,6 +690,46 @@ class DaemonRoutes:
         reason = "the client disconnected" if gone in done else f"it took over {timeout:g} s"
         _log.debug(f"recap for {session.id} cancelled: {reason}")
         return Recap(None, f"The model did not write a recap within {timeout:g} s.")
+
+
+def replayed_admission(
+    prompt_id: str,
+    last_event_id: int,
+    digest: str | None,
+    raw: Any,
+    state: str | None = None,
+) -> Response:
+    """The answer to a prompt retried with its ``Idempotency-Key``: the admission it got the
+    first time (the prompt is not run again); 422 if the key was used for another prompt."""
+    if digest is not None and digest != prompt_digest(raw):
+        raise ApiError(
+            422,
+            "This Idempotency-Key was used for a different prompt; use a new key.",
+            "idempotency_key_reused",
+            promptId=prompt_id,
+        )
+    body: dict[str, Any] = {"promptId": prompt_id, "lastEventId": last_event_id, "replayed": True}
+    if state is not None:
+        body["state"] = state
+    return JSONResponse(body, 202, headers={"Idempotent-Replayed": "true"})
+
+
+class _Forwarded(Exception):
+    """The owner replica answered the request: send its answer back as it is."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__("forwarded")
+        self.response = response
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return len(value) == 36
 
 
 class _RawResponse(Response):

@@ -120,8 +120,8 @@ class SecurityMiddleware:
     def _authorized(self, scope: dict[str, Any], headers: dict[str, str]) -> bool:
         if self._token_digest is None:
             return True
-        if self._loopback and scope["path"] == "/health" and not _asks_deep(scope):
-            return True  # liveness only: the counts of ?deep=1 need the token
+        if self._loopback and scope["path"] in ("/health", "/ready") and not _asks_deep(scope):
+            return True  # liveness and readiness only: the counts of ?deep=1 need the token
         return bearer_matches(headers.get("authorization"), self._token_digest)
 
     def _body_problem(self, length: str | None) -> tuple[int, dict[str, Any]] | None:

@@ -34,6 +34,8 @@ from cairn.exit_codes import ExitCode
 from cairn.session.startup import Startup, StartupError, load_startup
 
 if TYPE_CHECKING:
+    from cairn.daemon.replicas import ReplicaRegistry
+    from cairn.daemon.routes import DaemonRoutes
     from cairn.daemon.sessions import SessionRegistry
     from cairn.session.runtime import Runtime
 
@@ -121,7 +123,8 @@ class DaemonServer:
     def __init__(self, runtime: Runtime | None, config: DaemonConfig) -> None:
         self.runtime = runtime
         self.config = config
-        self.registry: SessionRegistry | None = None
+        self.registry: SessionRegistry | ReplicaRegistry | None = None
+        self.routes: DaemonRoutes | None = None
         self._boot = BootApp(config)
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -147,10 +150,14 @@ class DaemonServer:
     async def start(self) -> str:
         """Bind, start serving and return the base URL (``OSError`` if the port is taken)."""
         runtime = self.runtime
-        if runtime is not None:
-            self._attach(*_build_routes(lambda: runtime, self.config))
         sock = _bind(self.config.host, self.config.port)
         self._port = sock.getsockname()[1]
+        if runtime is not None:
+            try:
+                await self._attach(*_build_routes(lambda: runtime, self.config))
+            except BaseException:
+                sock.close()
+                raise
         server = _Server(
             uvicorn.Config(
                 SecurityMiddleware(self._boot, self.config),
@@ -177,13 +184,21 @@ class DaemonServer:
         """Build the runtime and the routes off the event loop; requests wait until then."""
         try:
             built = await asyncio.to_thread(_build_routes, make_runtime, self.config)
+            await self._attach(*built)
         except Exception as exc:
             self._boot.failed(str(exc))
             raise
-        self._attach(*built)
 
-    def _attach(self, runtime: Runtime, registry: SessionRegistry, app: Any) -> None:
-        self.runtime, self.registry = runtime, registry
+    async def _attach(
+        self,
+        runtime: Runtime,
+        registry: SessionRegistry | ReplicaRegistry,
+        routes: DaemonRoutes,
+        app: Any,
+    ) -> None:
+        self.runtime, self.registry, self.routes = runtime, registry, routes
+        if registry.replicated:  # --database: this replica in the database, before traffic
+            await registry.start(self.base_url)  # type: ignore[union-attr]
         self._boot.ready(app)
         from cairn.session.warmup import warm_up
 
@@ -206,6 +221,8 @@ class DaemonServer:
             await self.registry.close_all(reason)
         else:
             self._boot.failed("the daemon is shutting down")
+        if self.routes is not None:
+            await self.routes.aclose()
         if self._server is not None:
             self._server.exit()
         if self._task is not None:
@@ -215,14 +232,26 @@ class DaemonServer:
 
 def _build_routes(
     make_runtime: Callable[[], Runtime], config: DaemonConfig
-) -> tuple[Runtime, SessionRegistry, Any]:
-    """Import the session runtime and build the routes (run in a worker thread at start-up)."""
+) -> tuple[Runtime, SessionRegistry | ReplicaRegistry, DaemonRoutes, Any]:
+    """Import the session runtime and build the routes (run in a worker thread at start-up);
+    with ``--database`` the sessions live in it (psycopg is imported only then)."""
     from cairn.daemon.app import create_routes_app
-    from cairn.daemon.sessions import SessionRegistry
+    from cairn.daemon.routes import DaemonRoutes
 
     runtime = make_runtime()
-    registry = SessionRegistry(runtime, config)
-    return runtime, registry, create_routes_app(registry, config)
+    registry: SessionRegistry | ReplicaRegistry
+    if config.database is not None:
+        from cairn.daemon.replicas import ReplicaRegistry
+        from cairn.database.connection import Database
+
+        registry = ReplicaRegistry(runtime, config, Database(config.database))
+        runtime.use_session_stores(registry.sessions)
+    else:
+        from cairn.daemon.sessions import SessionRegistry
+
+        registry = SessionRegistry(runtime, config)
+    routes = DaemonRoutes(registry, config)
+    return runtime, registry, routes, create_routes_app(routes)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -255,6 +284,10 @@ def run_daemon(
     max_sessions: int,
     workspace: Path,
     tenant_header: str | None = None,
+    database: str | None = None,
+    replica_id: str | None = None,
+    advertise_url: str | None = None,
+    workspace_root: Path | None = None,
 ) -> int:
     """``cairn serve``: serve until SIGINT or SIGTERM, then shut down gracefully."""
     config = DaemonConfig(
@@ -265,6 +298,10 @@ def run_daemon(
         allow_origins=tuple(allow_origins),
         max_sessions=max_sessions,
         tenant_header=tenant_header,
+        database=database,
+        replica_id=replica_id,
+        advertise_url=advertise_url,
+        workspace_root=workspace_root.resolve() if workspace_root is not None else None,
     )
     try:
         config.validate()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["SESSION_UPDATE", "LiveSession", "QueuedPrompt", "SessionRegistry"]
 
 SESSION_UPDATE = "session_update"  # the envelope type of every ACP-shaped payload
+IDEMPOTENCY_KEYS_KEPT = 256  # Idempotency-Keys a session remembers (its newest prompts')
 
 _log = get_logger("DAEMON")
 
@@ -43,6 +44,8 @@ class QueuedPrompt:
     request: PromptRequest
     client_id: str | None
     queued_at: float
+    last_event_id: int = 0  # the stream's position when it was admitted
+    body_hash: str | None = None  # with an Idempotency-Key: what the key was used for
 
     def describe(self, state: str) -> dict[str, Any]:
         return {
@@ -65,6 +68,7 @@ class LiveSession:
         self._queue: deque[QueuedPrompt] = deque()
         self._running: QueuedPrompt | None = None
         self._worker: asyncio.Task[None] | None = None
+        self._keys: OrderedDict[str, QueuedPrompt] = OrderedDict()  # Idempotency-Key -> prompt
         self.closing = False
         self.created_at = time.time()
         self._updates = UpdateMapper(
@@ -82,8 +86,13 @@ class LiveSession:
 
     # ----- prompts -----
 
-    def admit(self, request: PromptRequest, client_id: str | None) -> QueuedPrompt:
-        """Queue a prompt (FIFO); 429 when the session already holds its limit."""
+    @property
+    def idle(self) -> bool:
+        """No prompt runs or waits."""
+        return self._running is None and not self._queue
+
+    def check_admission(self) -> None:
+        """409 while closing, 429 when the session already holds its limit of prompts."""
         if self.closing:
             raise ApiError(409, "The session is closing.", "session_closing", sessionId=self.id)
         held = len(self._queue) + (1 if self._running is not None else 0)
@@ -96,11 +105,63 @@ class LiveSession:
                 sessionId=self.id,
                 limit=limit,
             )
-        item = QueuedPrompt(uuid.uuid4().hex, request, client_id, time.time())
+
+    def admitted(self, key: str) -> QueuedPrompt | None:
+        """The prompt admitted earlier with this ``Idempotency-Key``, if this session has it."""
+        return self._keys.get(key)
+
+    def admit(
+        self,
+        request: PromptRequest,
+        client_id: str | None,
+        *,
+        prompt_id: str | None = None,
+        key: str | None = None,
+        body_hash: str | None = None,
+    ) -> QueuedPrompt:
+        """Queue a prompt (FIFO); 429 when the session already holds its limit."""
+        self.check_admission()
+        item = self.requeue(
+            prompt_id or uuid.uuid4().hex,
+            request,
+            client_id,
+            self.bus.last_id,
+            body_hash=body_hash,
+        )
+        if key is not None:
+            self._keys[key] = item
+            while len(self._keys) > IDEMPOTENCY_KEYS_KEPT:
+                self._keys.popitem(last=False)
+        return item
+
+    def requeue(
+        self,
+        prompt_id: str,
+        request: PromptRequest,
+        client_id: str | None,
+        last_event_id: int,
+        *,
+        body_hash: str | None = None,
+    ) -> QueuedPrompt:
+        """Queue an admitted prompt (no limit: it was admitted already, maybe elsewhere)."""
+        item = QueuedPrompt(
+            prompt_id, request, client_id, time.time(), last_event_id, body_hash=body_hash
+        )
         self._queue.append(item)
         if self._worker is None or self._worker.done():
             self._worker = asyncio.ensure_future(self._work())
         return item
+
+    def release_queue(self) -> list[QueuedPrompt]:
+        """Take the waiting prompts out of this session's queue (another runs them)."""
+        dropped = list(self._queue)
+        self._queue.clear()
+        return dropped
+
+    async def wait_idle(self) -> None:
+        """Until the running prompt (if any) ended and the worker stopped."""
+        if self._worker is not None:
+            await asyncio.gather(self._worker, return_exceptions=True)
 
     def pending_prompts(self) -> list[dict[str, Any]]:
         running = [self._running.describe("running")] if self._running else []
@@ -114,6 +175,22 @@ class LiveSession:
                 await self._run(item)
             finally:
                 self._running = None
+        await self.drained()
+
+    # What a session over a database does around its prompts (ReplicaSession); nothing here.
+
+    def started(self, item: QueuedPrompt) -> None:
+        """``item``'s turn starts."""
+
+    def ended(self, item: QueuedPrompt, state: str) -> None:
+        """``item``'s turn ended (``done``, ``failed`` or ``interrupted``)."""
+
+    async def settled(self, item: QueuedPrompt) -> bool:
+        """Everything ``item``'s turn published is kept; False when it cannot be."""
+        return True
+
+    async def drained(self) -> None:
+        """No prompt runs or waits any more."""
 
     def publish_event(
         self,
@@ -161,6 +238,7 @@ class LiveSession:
         async def sink(event: SessionEvent) -> None:
             self.publish_event(event, extra, item.prompt_id)
 
+        self.started(item)
         try:
             result = await self.session.prompt(item.request, sink)
         except asyncio.CancelledError:
@@ -170,14 +248,18 @@ class LiveSession:
                 {"message": "The daemon is shutting down.", "code": "cancelled"},
                 extra,
             )
+            self.ended(item, "interrupted")
             raise
         except Exception as exc:
             _log.error(f"session {self.id}: prompt {item.prompt_id} failed: {exc!r}")
             self._publish_end(
                 item, "turn_error", {"message": str(exc), "code": "internal_error"}, extra
             )
-            return
-        self._publish_result(item, result, extra)
+            self.ended(item, "failed")
+        else:
+            self._publish_result(item, result, extra)
+            self.ended(item, "failed" if result.stop_reason == "error" else "done")
+        await self.settled(item)
 
     def _publish_result(
         self, item: QueuedPrompt, result: TurnResult, extra: Mapping[str, Any] | None
@@ -263,6 +345,8 @@ class SessionRegistry:
     """The live sessions of one daemon, on one shared runtime (one per tenant with
     ``--tenant-header``: a tenant sees only its own sessions, recordings and memory)."""
 
+    replicated = False  # its sessions live in this process (ReplicaRegistry's in a database)
+
     def __init__(self, runtime: Runtime, config: DaemonConfig) -> None:
         self.runtime = runtime
         self.config = config
@@ -277,7 +361,9 @@ class SessionRegistry:
         return [s for (t, _), s in self._live.items() if every_tenant or t == tenant]
 
     def runtime_for(self, tenant: str | None) -> Runtime:
-        return self.runtime if tenant is None else self.runtime.for_tenant(tenant)
+        if tenant is None:
+            return self.runtime
+        return self.runtime.for_tenant(tenant, cwd=self.config.workspace_for(tenant))
 
     def get(self, session_id: str, tenant: str | None = None) -> LiveSession:
         live = self._live.get((tenant, session_id))

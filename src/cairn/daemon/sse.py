@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from cairn.daemon.bus import HEARTBEAT_FRAME, EventBus, Subscription
+from cairn.daemon.bus import HEARTBEAT_FRAME, Subscription, Unsubscribes
 
 __all__ = ["EventStreamResponse"]
 
@@ -23,7 +23,7 @@ _HEADERS = [
 
 
 class EventStreamResponse:
-    def __init__(self, bus: EventBus, subscription: Subscription, heartbeat: float) -> None:
+    def __init__(self, bus: Unsubscribes, subscription: Subscription, heartbeat: float) -> None:
         self._bus = bus
         self._subscription = subscription
         self._heartbeat = heartbeat

@@ -28,6 +28,7 @@ __all__ = [
     "FIRST_PROMPT_MAX_CHARS",
     "SESSION_FILE_PATTERN",
     "SessionInfo",
+    "first_prompt",
     "latest_session",
     "list_sessions",
     "session_path",
@@ -143,11 +144,17 @@ def _cwd(record: dict[str, Any]) -> Path | None:
 
 def _first_prompt(records: list[dict[str, Any]]) -> str:
     for record in records:
-        if is_typed_by_user(record):
-            text = " ".join(user_display_text(record).split())
-            if text:
-                return _shorten(text)
+        text = first_prompt(record)
+        if text:
+            return text
     return ""
+
+
+def first_prompt(record: dict[str, Any]) -> str:
+    """What a listing shows of ``record`` as a session's first prompt ("" when it is none)."""
+    if not is_typed_by_user(record):
+        return ""
+    return _shorten(" ".join(user_display_text(record).split()))
 
 
 def _shorten(text: str) -> str:

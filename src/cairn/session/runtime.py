@@ -275,13 +275,16 @@ class Runtime:
 
     # ----- tenants (#15): one runtime per daemon tenant, sharing the provider -----
 
-    def for_tenant(self, tenant: str) -> Runtime:
+    def for_tenant(self, tenant: str, *, cwd: Path | None = None) -> Runtime:
         """The runtime of a daemon tenant (made on first use, closed with this one): the same
-        settings and provider (one connection pool), its own memory and recordings."""
+        settings and provider (one connection pool), its own memory and recordings; ``cwd``:
+        its own workspace (``cairn serve --workspace-root``), created if missing."""
         runtime = self._tenants.get(tenant)
         if runtime is None:
+            if cwd is not None:
+                cwd.mkdir(mode=0o700, exist_ok=True)
             runtime = Runtime(
-                cwd=self.cwd,
+                cwd=cwd or self.cwd,
                 settings=self.settings,
                 provider=self.provider,
                 endpoint=self.endpoint,
@@ -296,6 +299,13 @@ class Runtime:
         return runtime
 
     # ----- sessions -----
+
+    def use_session_stores(self, stores: SessionStores) -> None:
+        """Keep sessions in ``stores`` (a daemon's database) instead of files: before any
+        session is opened (tenants' runtimes made later get it too)."""
+        if self._store is not None or self._tenants:
+            raise RuntimeError("the session store is chosen before the first session opens")
+        self._session_stores = stores
 
     @property
     def sessions(self) -> SessionStore:

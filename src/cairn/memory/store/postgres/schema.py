@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["SCHEMA_VERSION", "TABLES", "ensure_schema"]
+    from cairn.database.migrations import Component
+
+__all__ = ["SCHEMA_VERSION", "TABLES", "ensure_schema", "memory_schema"]
 
 SCHEMA_VERSION = 2  # 2: cairn_memory_files (tombstones, version logs)
 TABLES = (
@@ -162,3 +164,16 @@ def _current(connection: psycopg.Connection[Any]) -> bool:
             return False
         found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
     return found is not None and found[0] is not None and found[0] >= SCHEMA_VERSION
+
+
+def _migrate(connection: psycopg.Connection[Any]) -> None:
+    ensure_schema(connection)
+
+
+def memory_schema() -> Component:
+    """The memory tables as a component of the shared migration runner (``cairn db migrate``):
+    step 1 is :func:`ensure_schema` (which also upgrades a database of an earlier schema)."""
+    from cairn.database.migrations import Component, Migration
+
+    step = Migration(1, f"memory tables (schema {SCHEMA_VERSION})", _migrate)
+    return Component("memory", (step,))

@@ -1,0 +1,158 @@
+"""Connections to cairn's PostgreSQL database, and the tenant every transaction speaks for.
+
+:class:`Database` holds a small pool of asynchronous connections (a daemon's turns share them)
+and opens plain synchronous ones for blocking callers (migrations, worker threads). Every table
+that holds a tenant's rows has a ``tenant`` column and a row-level security policy showing a
+transaction only the rows of the tenant it named (``set_config('cairn.tenant', …, true)``), as
+the memory tables do with their namespace: :meth:`Database.transaction` names it first, so a
+query that forgot its ``WHERE tenant = …`` still sees one tenant only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = [
+    "CONNECT_TIMEOUT_SECONDS",
+    "DATABASE_ENV",
+    "NO_TENANT",
+    "Database",
+    "DatabaseUnavailable",
+    "import_psycopg",
+    "redact",
+]
+
+DATABASE_ENV = "CAIRN_DATABASE_URL"
+CONNECT_TIMEOUT_SECONDS = 5  # a database that does not answer within this is unavailable
+POOL_SIZE = 8  # connections a process keeps at most (the daemon's turns take turns on them)
+# The tenant of a daemon that serves none: no tenant name can be this (cairn.daemon.tenancy).
+NO_TENANT = "(none)"
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached now (or the driver is missing); retry later."""
+
+
+def import_psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise DatabaseUnavailable(
+            "the PostgreSQL driver is not installed: pip install 'cairn-agent[postgres]' "
+            "(psycopg 3)"
+        ) from None
+    return psycopg
+
+
+def redact(dsn: str) -> str:
+    """``dsn`` without its password, for messages."""
+    scheme, sep, rest = dsn.partition("://")
+    if not sep or "@" not in rest:
+        return dsn if "password" not in dsn else "(a DSN with a password)"
+    credentials, _, host = rest.rpartition("@")
+    user = credentials.partition(":")[0]
+    return f"{scheme}://{user}@{host}"
+
+
+class Database:
+    """One PostgreSQL database: a pool of asynchronous connections and plain ones on demand."""
+
+    def __init__(self, dsn: str, *, pool_size: int = POOL_SIZE) -> None:
+        self.dsn = dsn
+        self._psycopg = import_psycopg()
+        self._idle: list[psycopg.AsyncConnection[Any]] = []
+        self._slots = asyncio.Semaphore(pool_size)
+        self._closed = False
+        self.round_trips = 0  # transactions and statements sent (the benchmark reports them)
+
+    @property
+    def errors(self) -> type[Exception]:
+        """psycopg's base error (connection losses, refused statements)."""
+        error: type[Exception] = self._psycopg.Error
+        return error
+
+    def connect(self, **options: Any) -> psycopg.Connection[Any]:
+        """A new blocking connection (the caller closes it)."""
+        try:
+            connection: psycopg.Connection[Any] = self._psycopg.connect(
+                self.dsn, connect_timeout=CONNECT_TIMEOUT_SECONDS, **options
+            )
+        except self._psycopg.Error as error:
+            raise DatabaseUnavailable(f"cannot reach the database: {_first_line(error)}") from None
+        return connection
+
+    async def aconnect(self, **options: Any) -> psycopg.AsyncConnection[Any]:
+        """A new asynchronous connection outside the pool (a ``LISTEN``er's)."""
+        try:
+            connection: psycopg.AsyncConnection[Any] = await self._psycopg.AsyncConnection.connect(
+                self.dsn, connect_timeout=CONNECT_TIMEOUT_SECONDS, **options
+            )
+        except self._psycopg.Error as error:
+            raise DatabaseUnavailable(f"cannot reach the database: {_first_line(error)}") from None
+        return connection
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection, idle (no transaction open) when handed out and given back."""
+        if self._closed:
+            raise DatabaseUnavailable("the database connection is closed")
+        async with self._slots:
+            connection = self._idle.pop() if self._idle else await self.aconnect()
+            try:
+                yield connection
+            except BaseException:
+                await self._discard_or_reset(connection)
+                raise
+            if connection.closed or connection.broken or self._closed:
+                await _close(connection)
+            elif connection.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+                await self._discard_or_reset(connection)
+            else:
+                self._idle.append(connection)
+
+    async def _discard_or_reset(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        if connection.closed or connection.broken or self._closed:
+            await _close(connection)
+            return
+        try:
+            await connection.rollback()
+        except Exception:
+            await _close(connection)
+        else:
+            self._idle.append(connection)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, tenant: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """One transaction that sees ``tenant``'s rows only (row-level security); committed
+        when the block ends, rolled back if it raises. A lost connection is
+        :class:`DatabaseUnavailable`."""
+        try:
+            async with self.connection() as connection, connection.transaction():
+                await connection.execute("SELECT set_config('cairn.tenant', %s, true)", (tenant,))
+                self.round_trips += 1
+                yield connection
+        except self._psycopg.OperationalError as error:
+            message = f"the database is unavailable: {_first_line(error)}"
+            raise DatabaseUnavailable(message) from None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            await _close(connection)
+
+
+async def _close(connection: psycopg.AsyncConnection[Any]) -> None:
+    with contextlib.suppress(Exception):
+        await connection.close()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
