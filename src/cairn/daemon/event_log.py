@@ -254,7 +254,10 @@ class EventHub:
     def committed(self, store: PostgresSessionStore, session_id: str, events: list[Any]) -> None:
         """Events this replica just committed (its subscribers get them without a query)."""
         feed = self._feeds.get(_key(store, session_id))
-        if feed is not None and not feed.deliver(events):
+        if feed is None:
+            return
+        # A subscriber being added replays the log up to feed.last: deliver after it, in order.
+        if feed.lock.locked() or not feed.deliver(events):
             self._spawn(self._catch_up(feed))
 
     async def _catch_up(self, feed: _Feed) -> None:

@@ -1,0 +1,268 @@
+"""``cairn serve --database``: in-process replicas sharing one real PostgreSQL (#31).
+
+Every test runs two or more daemons of this process over one database; the real-process
+failover (kill -9, HAProxy, rolling restarts) is tests/e2e/test_daemon_replicas.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from cairn.daemon.config import DaemonConfig
+from cairn.daemon.server import DaemonServer
+from cairn.testing import Reply, ScriptedServer, reply
+
+from ..memory.postgres_helpers import postgres_dsn, postgres_server
+from .helpers import RunningDaemon, collect_until, make_runtime, of_type
+
+__all__ = ["postgres_dsn", "postgres_server"]  # fixtures
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+StartReplica = Callable[..., Awaitable[RunningDaemon]]
+TOKEN = "replica-token"
+HEADER = "X-Cairn-Tenant"
+
+
+@pytest.fixture
+async def start_replica(
+    scripted_server: ScriptedServer, workspace: Path, home: Path, postgres_dsn: str
+) -> AsyncIterator[StartReplica]:
+    """``start(replica_id, **config)``: a daemon keeping its sessions in the test's database."""
+    scripted_server.default = reply("ok")
+    running: list[RunningDaemon] = []
+
+    async def start(replica_id: str, **overrides: Any) -> RunningDaemon:
+        runtime = make_runtime(scripted_server, workspace)
+        options: dict[str, Any] = {"database": postgres_dsn, "replica_id": replica_id}
+        config = DaemonConfig(workspace=workspace, port=0, **{**options, **overrides})
+        server = DaemonServer(runtime, config)
+        url = await server.start()
+        headers = {"Authorization": f"Bearer {config.token}"} if config.token else {}
+        http = httpx.AsyncClient(base_url=url, trust_env=False, headers=headers, timeout=20)
+        daemon = RunningDaemon(server, runtime, url, http)
+        running.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in running:
+        await daemon.http.aclose()
+        await daemon.server.stop()
+        await daemon.runtime.aclose()
+
+
+async def test_a_session_created_on_one_replica_runs_its_turn_on_another(
+    start_replica: StartReplica, scripted_server: ScriptedServer
+) -> None:
+    a, b = await start_replica("a"), await start_replica("b")
+    session_id = await a.create_session()
+    scripted_server.enqueue(reply(chunks=["Hel", "lo"]), purpose="main")
+
+    admitted = await b.prompt(session_id, "hi")
+    frames = await collect_until(a.http, session_id, "turn_complete")
+
+    [done] = of_type(frames, "turn_complete")
+    assert done.data["promptId"] == admitted["promptId"]
+    assert done.data["text"] == "Hello"
+    ids = [f.id for f in frames if f.id is not None]
+    assert ids == list(range(1, len(ids) + 1))  # one sequence across replicas, no gap
+    listed = (await a.http.get("/workspace/sessions")).json()["sessions"]
+    assert [(s["sessionId"], s["displayName"], s["messageCount"]) for s in listed] == [
+        (session_id, "hi", 2)
+    ]
+
+
+async def test_a_stream_on_one_replica_sees_the_turn_another_runs_as_it_runs(
+    start_replica: StartReplica, scripted_server: ScriptedServer
+) -> None:
+    a, b = await start_replica("a"), await start_replica("b")
+    session_id = await a.create_session()
+    scripted_server.enqueue(Reply(text="slow answer", delay=0.5), purpose="main")
+
+    watching = asyncio.ensure_future(collect_until(a.http, session_id, "turn_complete"))
+    await asyncio.sleep(0)  # the stream is open before the turn starts
+    await b.prompt(session_id, "think")
+    frames = await watching
+
+    assert [f.data["text"] for f in of_type(frames, "turn_complete")] == ["slow answer"]
+    status = (await a.http.get(f"/session/{session_id}/status")).json()
+    assert status["turns"] == 1 and status["hasActivePrompt"] is False
+
+
+async def test_last_event_id_resumes_on_another_replica_without_loss_or_duplicates(
+    start_replica: StartReplica,
+) -> None:
+    a, b = await start_replica("a"), await start_replica("b")
+    session_id = await a.create_session()
+    await a.prompt(session_id, "one")
+    first = await collect_until(a.http, session_id, "turn_complete")
+    cursor = max(f.id for f in first if f.id is not None)
+    await a.prompt(session_id, "two")
+
+    rest = await collect_until(b.http, session_id, "turn_complete", last_event_id=cursor)
+
+    ids = [f.id for f in rest if f.id is not None]
+    assert ids == list(range(cursor + 1, cursor + 1 + len(ids)))
+    assert len(of_type(rest, "turn_complete")) == 1
+
+
+async def test_a_prompt_retried_on_another_replica_with_its_key_runs_once(
+    start_replica: StartReplica, scripted_server: ScriptedServer
+) -> None:
+    a, b = await start_replica("a"), await start_replica("b")
+    session_id = await a.create_session()
+    headers = {"Idempotency-Key": "deploy-42"}
+    url = f"/session/{session_id}/prompt"
+
+    first = await a.http.post(url, json={"prompt": "deploy"}, headers=headers)
+    await collect_until(a.http, session_id, "turn_complete")
+    again = await b.http.post(url, json={"prompt": "deploy"}, headers=headers)
+    reused = await b.http.post(url, json={"prompt": "other"}, headers=headers)
+
+    assert first.status_code == again.status_code == 202
+    assert again.json()["promptId"] == first.json()["promptId"]
+    assert again.json()["state"] == "done"
+    assert reused.status_code == 422
+    assert [r.last_user_text() for r in scripted_server.requests_for("main")] == ["deploy"]
+
+
+async def test_a_request_reaching_a_replica_while_another_runs_the_turn_is_forwarded(
+    start_replica: StartReplica, scripted_server: ScriptedServer
+) -> None:
+    a, b = await start_replica("a"), await start_replica("b")
+    session_id = await a.create_session()
+    scripted_server.enqueue(Reply(text="first", delay=1.0), purpose="main")
+    scripted_server.enqueue(reply("second"), purpose="main")
+
+    first = await a.prompt(session_id, "one")
+    second = await b.prompt(session_id, "two")  # a holds the lease: b forwards it there
+    status = (await b.http.get(f"/session/{session_id}/status")).json()
+    frames = await collect_until(b.http, session_id, "turn_complete", count=2)
+
+    assert [p["promptId"] for p in status["pendingPrompts"]] == [
+        first["promptId"],
+        second["promptId"],
+    ]
+    assert status["replicaId"] == "a"
+    ends = of_type(frames, "turn_complete")
+    assert [e.data["text"] for e in ends] == ["first", "second"]
+
+
+async def test_two_replicas_hammering_one_session_never_run_two_turns_at_once(
+    start_replica: StartReplica, scripted_server: ScriptedServer
+) -> None:
+    a, b = await start_replica("a"), await start_replica("b")
+    session_id = await a.create_session()
+    turn_seconds = 0.15
+    scripted_server.default = Reply(text="ok", delay=turn_seconds)
+    url = f"/session/{session_id}/prompt"
+
+    async def send(http: httpx.AsyncClient, text: str) -> int:
+        for _ in range(100):  # a full queue (5) is a 429: wait and send again
+            response = await http.post(url, json={"prompt": text})
+            if response.status_code == 202:
+                return 202
+            assert response.status_code == 429, response.text
+            await asyncio.sleep(0.05)
+        return 429
+
+    answers = await asyncio.gather(*(send(a.http if i % 2 else b.http, f"p{i}") for i in range(12)))
+    await collect_until(a.http, session_id, "turn_complete", count=12, timeout=60)
+
+    assert answers == [202] * 12
+    times = sorted(r.received_at for r in scripted_server.requests_for("main"))
+    assert len(times) == 12
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert min(gaps) >= turn_seconds * 0.9  # each turn began after the one before ended
+
+
+async def test_a_dead_replicas_lease_blocks_the_session_only_until_it_expires(
+    start_replica: StartReplica, postgres_dsn: str
+) -> None:
+    """The interrupted turn is reported (never run again) and the next prompt runs."""
+    a = await start_replica("a", lease_seconds=2.0)
+    session_id = await a.create_session()
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("SELECT set_config('cairn.tenant', '(none)', false)")
+        connection.execute(
+            "INSERT INTO cairn_replicas (replica_id, url) VALUES ('ghost', 'http://127.0.0.1:9')"
+        )
+        connection.execute(
+            "UPDATE cairn_sessions SET owner = 'ghost', epoch = epoch + 1, "
+            "running_prompt = 'lost-turn', lease_until = now() + interval '1.5 seconds'"
+        )
+    started = time.monotonic()
+
+    admitted = await a.prompt(session_id, "again")  # the ghost does not answer: wait, take over
+    frames = await collect_until(a.http, session_id, "turn_complete")
+
+    waited = time.monotonic() - started
+    lost = [f for f in of_type(frames, "turn_error") if f.data["promptId"] == "lost-turn"]
+    assert len(lost) == 1, [(f.type, f.data) for f in frames]
+    assert lost[0].data["code"] == "interrupted"
+    assert of_type(frames, "turn_complete")[-1].data["promptId"] == admitted["promptId"]
+    assert waited < 2.0 + 3.0  # the lease's expiry, and the turn
+
+
+async def test_one_tenant_never_reaches_another_tenants_session(
+    start_replica: StartReplica, postgres_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CAIRN_SANDBOX", "1")
+    root = tmp_path / "tenants"
+    root.mkdir()
+    options = {"token": TOKEN, "tenant_header": HEADER, "workspace_root": root}
+    a = await start_replica("a", **options)
+    b = await start_replica("b", **options)
+    acme, globex = {HEADER: "acme"}, {HEADER: "globex"}
+    created = await a.http.post("/session", json={}, headers=acme)
+    session_id = created.json()["sessionId"]
+    await a.http.post(f"/session/{session_id}/prompt", json={"prompt": "secret"}, headers=acme)
+    await collect_until(
+        httpx.AsyncClient(base_url=a.url, headers={**a.http.headers, **acme}, trust_env=False),
+        session_id,
+        "turn_complete",
+    )
+
+    for path, method, body in (
+        (f"/session/{session_id}/status", "GET", None),
+        (f"/session/{session_id}/events", "GET", None),
+        (f"/session/{session_id}/prompt", "POST", {"prompt": "x"}),
+        (f"/session/{session_id}/cancel", "POST", {}),
+        (f"/session/{session_id}/load", "POST", {}),
+    ):
+        answer = await b.http.request(method, path, json=body, headers=globex)
+        assert answer.status_code == 404, (path, answer.text)
+    assert (await b.http.get("/workspace/sessions", headers=globex)).json()["sessions"] == []
+    assert created.json()["workspaceCwd"] == str(root / "acme")
+    with psycopg.connect(postgres_dsn) as connection:
+        connection.execute("SELECT set_config('cairn.tenant', 'globex', true)")
+        for table in ("cairn_sessions", "cairn_session_records", "cairn_session_events"):
+            assert connection.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)  # noqa: S608
+        connection.rollback()
+        connection.execute("SELECT set_config('cairn.tenant', 'globex', true)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the policy's WITH CHECK
+            connection.execute(
+                "INSERT INTO cairn_sessions (tenant, project, session_id, cwd) "
+                "VALUES ('acme', 'p', 'x', '/')"
+            )
+
+
+async def test_ready_says_the_replica_and_a_plain_daemon_is_always_ready(
+    start_replica: StartReplica, start_daemon: Callable[..., Awaitable[RunningDaemon]]
+) -> None:
+    replica = await start_replica("ready-1")
+    plain = await start_daemon()
+
+    assert (await replica.http.get("/ready")).json() == {"status": "ready", "replicaId": "ready-1"}
+    assert (await plain.http.get("/ready")).json() == {"status": "ready"}
+    capabilities = (await replica.http.get("/capabilities")).json()
+    assert capabilities["mode"] == "replica" and "replicas" in capabilities["features"]
