@@ -56,6 +56,7 @@ def warm_up(runtime: Runtime) -> None:
     try:
         default_registry()  # every built-in tool's module
         runtime.extensions()  # the project's commands, skills and agents, read once
+        _ = runtime.sessions  # where its sessions are recorded (the store's backend)
         for name in SESSION_MODULES:
             importlib.import_module(name)
     except Exception as exc:  # a warm-up must never stop a daemon that answers already
