@@ -222,6 +222,7 @@ class AgentClient:
         self.model_override: str | None = None  # this turn's model (a command file's `model`)
         self._before_compress: Callable[[str], Awaitable[str | None]] | None = None
         self._after_compress: Callable[[], Awaitable[None]] | None = None
+        self._compacted: list[Callable[[CompressionResult], None]] = []
         self._seed_recent_tools()
 
     def on_compress(
@@ -233,6 +234,11 @@ class AgentClient:
         return a reason not to compress (PreCompact hooks); ``after`` runs once it happened."""
         self._before_compress = before
         self._after_compress = after
+
+    def on_compacted(self, observer: Callable[[CompressionResult], None]) -> None:
+        """Call ``observer`` with every compression that replaced the history (the session
+        records it, so a resume starts from it)."""
+        self._compacted.append(observer)
 
     def override_model(self, model: str | None) -> None:
         """Send this turn's requests to ``model`` (a command file's ``model``); ``None``: the
@@ -382,6 +388,8 @@ class AgentClient:
             self.history.replace(result.history)
             self.last_prompt_tokens = result.new_tokens
             self._compression_failed = False
+            for observer in self._compacted:
+                observer(result)
             if self._after_compress is not None:
                 await self._after_compress()
         elif result.status is not CompressionStatus.NOOP and not force:

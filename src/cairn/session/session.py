@@ -20,7 +20,7 @@ from cairn.config.context_files import collect_context_files, render_context_fil
 from cairn.content import Content, FunctionCall
 from cairn.debug_log import bind_session, get_logger
 from cairn.llm.types import Usage
-from cairn.recording.records import APPROVAL_MODE
+from cairn.recording.records import APPROVAL_MODE, CHAT_COMPRESSION
 from cairn.session.attachments import Attachments, build_attachments
 from cairn.session.commands import CommandList, SlashCommand, busy_refusal
 from cairn.session.gate import OPEN_GATE, GatedFrontend, PermissionGate
@@ -50,6 +50,7 @@ from cairn.vocabulary.interaction import Frontend
 from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
+    from cairn.agent.compression import CompressionResult
     from cairn.hooks.runner import HookRunner
     from cairn.llm.types import ToolDeclaration
     from cairn.mcp.config import ServerConfig
@@ -152,6 +153,7 @@ class Session:
             on_assistant=self._record_assistant,
             startup_length=len(startup),
         )
+        self.client.on_compacted(self._record_compression)
         self.carry.remember_prompt(newest_prompt(self.client))
         self.hook_events = self._make_hook_events("resume" if loaded else "startup")
 
@@ -214,6 +216,21 @@ class Session:
     def _record_assistant(self, content: Content, model: str, usage: Usage) -> None:
         if self.recorder is not None:
             self.recorder.record_assistant(content, model=model, usage=usage.to_dict())
+
+    def _record_compression(self, result: CompressionResult) -> None:
+        """A compression joins the recording with the history it left (after the startup
+        context, which a resume builds afresh): a resume starts from it."""
+        if self.recorder is None:
+            return
+        kept = self.client.history.shallow()[self.client.startup_length :]
+        info = {
+            "originalTokenCount": result.original_tokens,
+            "newTokenCount": result.new_tokens,
+            "compressionStatus": str(result.status),
+        }
+        self.recorder.record_system(
+            CHAT_COMPRESSION, {"info": info, "compressedHistory": [e.to_dict() for e in kept]}
+        )
 
     def add_turn_hook(self, hook: TurnHook) -> None:
         """Let ``hook`` follow every turn of this session (see :class:`TurnHook`)."""
