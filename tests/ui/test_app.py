@@ -166,6 +166,9 @@ async def test_deny_leaves_the_file_and_hands_control_back(make_app, scripted_se
         assert (project / "notes.txt").read_text() == "alpha\nbeta\n"
         [tool] = views(app, ToolCallView)
         assert tool.status == "cancelled"
+        # Issue #30: people read "Rejected" (as ACP shows), not what the model is told.
+        screen = screen_text(app)
+        assert "Rejected" in screen and DECLINED_MESSAGE not in screen
         await send(pilot, "leave it")
         await settle(pilot)
     second = scripted_server.requests_for("main")[1]

@@ -223,3 +223,21 @@ async def test_the_spinner_turns_on_its_own_while_a_turn_runs(make_app, scripted
         await settle(pilot)
 
     assert len(frames) > 2
+
+
+async def test_two_commands_in_one_burst_run_one_after_the_other(make_app, scripted_server):
+    """Issue #30: the second of two commands typed in one burst was refused ("Cannot run ...
+    while a turn is running"), and the refusal showed above the first command."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await burst(pilot, *"/help", "enter", *"/approval-mode plan", "enter")
+        await settle(pilot)
+
+        shown = [str(w.render()) for w in app.history_widgets()[1:]]
+        assert not any("Cannot run" in line for line in shown)
+        first = next(i for i, line in enumerate(shown) if line.endswith("/help"))
+        second = next(i for i, line in enumerate(shown) if line.endswith("/approval-mode plan"))
+        assert first < second
+        assert any("/recap" in line for line in shown[first + 1 : second])  # the help text
+        assert app.session.approval_mode == "plan"
+    assert scripted_server.requests == []

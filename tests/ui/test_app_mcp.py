@@ -61,3 +61,19 @@ async def test_an_mcp_prompt_completes_and_runs_as_a_slash_command(
         await settle(pilot)
     [request] = scripted_server.requests
     assert "Please review app.py, looking for bugs." in str(request.messages)
+
+
+async def test_mcp_and_enter_opens_mcp_even_when_a_server_has_prompts(
+    make_app, tmp_path: Path
+) -> None:
+    """Issue #30: with a server offering prompts, completion put `/mcp__<server>__<prompt>`
+    first and Enter took it instead of running `/mcp`: an exact command wins."""
+    app = make_app({"mcpServers": {"tools": tools_server(tmp_path).stdio_config()}})
+    async with app.run_test(size=SIZE) as pilot:
+        assert await app.session.mcp.servers.wait_for_discovery(30) == []
+        await pilot.pause()
+        await pilot.press("/", "m", "c", "p")
+        assert app.menu.completions[0].label == "/mcp"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, McpScreen)

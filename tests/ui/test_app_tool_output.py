@@ -3,6 +3,8 @@ reads as a summary, each expandable (click the line or press Ctrl+O)."""
 
 from __future__ import annotations
 
+from textual.widgets import Static
+
 from cairn.testing import ToolCallSpec, reply, tool_call, tool_calls
 from cairn.ui.transcript import ToolCallView, ToolOutput
 
@@ -205,3 +207,19 @@ async def test_a_resumed_search_shows_the_summary_it_showed_live(
         screen = screen_text(app)
         assert "Found 2 files (ctrl+o to expand)" in screen
         assert "beta.py" not in screen
+
+
+async def test_a_calls_arguments_read_as_indented_json(make_app, scripted_server):
+    """Issue #30: a pending call's arguments showed as raw JSON collapsed on one line."""
+    todos = [{"id": "1", "content": "Write the parser", "status": "in_progress"}]
+    scripted_server.enqueue(tool_call("todo_write", {"todos": todos}), purpose="main")
+    scripted_server.enqueue(reply("Planned."), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "plan it")
+        await settle(pilot)
+
+        [tool] = app.query(ToolCallView)
+        shown = str(tool.query_one(".tool-args", Static).render())
+        assert shown.splitlines()[:3] == ['{', '  "todos": [', "    {"]
+        assert '      "content": "Write the parser",' in shown.splitlines()

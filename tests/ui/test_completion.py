@@ -10,12 +10,14 @@ from hypothesis import strategies as st
 
 from cairn.session.commands import COMMANDS
 from cairn.ui.completion import (
+    BUILTIN_COMMANDS,
     UI_COMMANDS,
     all_commands,
     complete,
     complete_command,
     complete_mention,
 )
+from cairn.vocabulary.events import CommandInfo
 
 
 @pytest.fixture
@@ -51,6 +53,21 @@ def test_slash_prefix_offers_matching_commands_with_their_argument_hint():
     ]
     assert found[1].insert == "/remember "  # a command with an argument gets a space
     assert found[0].insert == "/recap"
+
+
+def test_an_exact_command_comes_before_longer_ones_it_begins():
+    """Issue #30: `/mcp` + Enter ran an MCP prompt (`/mcp__srv__review`), listed first."""
+    commands = [CommandInfo("mcp__srv__review", "an MCP prompt", "path"), *BUILTIN_COMMANDS]
+
+    assert labels(complete_command("/mcp", 4, commands))[:2] == ["/mcp", "/mcp__srv__review <path>"]
+
+
+def test_a_hint_in_its_own_brackets_is_shown_as_written():
+    """Issue #30: Claude Code's `argument-hint: [pr-number] [priority]` showed as
+    `<[pr-number] [priority]>`."""
+    commands = [CommandInfo("review-pr", "Review a PR", "[pr-number] [priority]")]
+
+    assert labels(complete_command("/review", 7, commands)) == ["/review-pr [pr-number] [priority]"]
 
 
 def test_commands_are_not_offered_after_the_first_space():

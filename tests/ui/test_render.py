@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from cairn.ui.render import (
@@ -98,3 +99,14 @@ def test_an_edit_is_previewed_as_its_diff():
     preview = permission_preview(request, Path("/ws"))
 
     assert preview is not None and "+x = 2" in preview.plain
+
+
+def test_other_arguments_are_previewed_as_indented_json():
+    """Issue #30: a pending call's arguments read as formatted JSON, not collapsed."""
+    args = {"query": "open bugs", "filters": {"label": ["bug", "p1"], "state": "open"}}
+    request = PermissionRequest("c1", "mcp__gh__search", "search", ToolKind.OTHER, "mcp", args)
+
+    preview = permission_preview(request)
+
+    assert preview is not None
+    assert preview.plain == json.dumps(args, indent=2)

@@ -42,6 +42,7 @@ __all__ = [
     "SlashCommand",
     "busy_refusal",
     "find_command",
+    "hint_text",
     "parse_command_line",
     "run_slash_command",
     "steering_refusal",
@@ -103,9 +104,15 @@ class CommandLine(Value):
     command: SlashCommand | None  # None: no command has this name
 
 
+def hint_text(hint: str) -> str:
+    """A command's argument hint as shown: ``<session id>``; one that brackets itself already
+    (Claude Code's ``argument-hint: [pr-number] [priority]``) as written."""
+    return hint if hint.startswith(("<", "[", "(", "{")) else f"<{hint}>"
+
+
 async def _help(session: Session, args: str, sink: EventSink) -> CommandOutcome:
     lines = [
-        f"/{c.name}{' <' + c.hint + '>' if c.hint else ''} — {c.description}"
+        f"/{c.name}{' ' + hint_text(c.hint) if c.hint else ''} — {c.description}"
         for c in session.commands()
     ]
     return CommandOutcome("\n".join(lines))

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,7 +35,7 @@ from cairn.recap.away import AwayRecapTracker, RecapTicket
 from cairn.recording.records import MID_TURN_USER_MESSAGE
 from cairn.recording.replay import ReplayItem
 from cairn.recording.rewind import RewindMode
-from cairn.session.commands import parse_command_line
+from cairn.session.commands import busy_refusal, parse_command_line
 from cairn.session.rewind import RewindListing
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
@@ -122,6 +124,10 @@ Screen { layers: base; }
 """
 
 
+# Signals that end cairn as /quit does (the terminal closed; a service manager stops it).
+TERMINATION_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+
+
 class WelcomeView(Static):
     def __init__(self, text: Text) -> None:
         super().__init__(text, classes="welcome")
@@ -183,6 +189,8 @@ class CairnApp(App[int]):
         self._initial_prompt = initial_prompt
         self._last_interrupt: float | None = None
         self._quitting = False
+        self._queued: deque[str] = deque()  # commands typed while a turn ran, run after it
+        self._pending_quit: asyncio.Future[None] | None = None  # a signal's /quit
         self.resume_hint: str | None = None  # printed once the UI is gone (launch.py)
         self.menu = CompletionMenu()
         self.prompt_input = PromptInput(
@@ -214,6 +222,7 @@ class CairnApp(App[int]):
         return running or (self._session is not None and self._session.busy)
 
     async def on_mount(self) -> None:
+        self._handle_termination()
         self.transcript.anchor()
         session = self._open_first_session()
         if session is None:
@@ -227,7 +236,25 @@ class CairnApp(App[int]):
             self.history.add(self._initial_prompt)
             await self.submit(self._initial_prompt)
 
+    def _handle_termination(self) -> None:
+        """SIGHUP (the terminal went away) and SIGTERM end cairn as ``/quit`` does: the session
+        closes (SessionEnd hooks, checkpoint work stopped) instead of the process just dying."""
+        loop = asyncio.get_running_loop()
+        for signum in TERMINATION_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(signum, self._terminated)
+
+    def _terminated(self) -> None:
+        if self._quitting:  # asked twice: leave now (on_unmount still closes the session)
+            self.exit(0)
+            return
+        self._pending_quit = asyncio.ensure_future(self.quit_app())
+
     async def on_unmount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in TERMINATION_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
         tasks = [t for t in (self.turn_task, self.recap_task, *self.shell_tasks) if t]
         for task in tasks:
             task.cancel()
@@ -344,25 +371,40 @@ class CairnApp(App[int]):
         if name == "rewind":  # a picker here; the shared command answers in text elsewhere
             await self._rewind_command(args)
             return
-        if self.busy:
-            await self._while_busy(text)
-            return
         line = parse_command_line(stripped, self.session.commands())
+        if self.busy:
+            commands = self.session.commands()
+            waits = line is not None and line.command is not None
+            await self._while_busy(text, queue=waits and busy_refusal(text, commands) is None)
+            return
         command = line.name if line else None
+        await self.transcript.add(UserView(text))  # now: what is typed next shows below it
         self.turn_task = asyncio.create_task(self._run_turn(text, command, images))
+        self.turn_task.add_done_callback(self._turn_done)
 
-    async def _while_busy(self, text: str) -> None:
+    async def _while_busy(self, text: str, *, queue: bool) -> None:
+        """Text steers the running turn; a command waits for it to end, in the order typed."""
+        if queue:
+            self._queued.append(text)
+            return
         refusal = self.session.steering_refusal(text)  # the session's command policy
         if refusal is not None:
             await self.transcript.add(NoticeView("error", refusal))
         elif self.session.steer(text):
             await self.transcript.add(SteerView(text))
 
+    def _turn_done(self, task: asyncio.Task[TurnResult | None]) -> None:
+        if self._queued and not self._quitting:
+            self.call_later(self._next_queued)
+
+    async def _next_queued(self) -> None:
+        if self._queued and not self.busy:
+            await self.submit(self._queued.popleft())
+
     async def _run_turn(
         self, text: str, command: str | None, images: Sequence[Image] = ()
     ) -> TurnResult | None:
         session = self.session
-        await self.transcript.add(UserView(text))
         if command is not None:
             request = PromptRequest(text=text, display_text=text)
         else:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn.session.commands import COMMANDS
+from cairn.session.commands import COMMANDS, hint_text
 from cairn.vocabulary.events import CommandInfo
 
 __all__ = [
@@ -70,7 +70,9 @@ def complete(
 def complete_command(
     text: str, cursor: int, commands: Sequence[CommandInfo] = BUILTIN_COMMANDS
 ) -> list[Completion]:
-    """``/na`` at the start of the prompt (before any space) → the commands starting with it."""
+    """``/na`` at the start of the prompt (before any space) → the commands starting with it;
+    a command named exactly so comes first, so Enter runs it (``/mcp``, not an MCP prompt's
+    ``/mcp__server__prompt``)."""
     if not text.startswith("/") or cursor == 0:
         return []
     head = text[:cursor]
@@ -78,17 +80,19 @@ def complete_command(
         return []
     typed = head[1:].lower()
     end = len(text.split(None, 1)[0]) if text.strip() else len(text)
+    matching = [spec for spec in all_commands(commands) if spec.name.lower().startswith(typed)]
+    matching.sort(key=lambda spec: spec.name.lower() != typed)  # stable: the exact one first
     return [
         Completion(
             0,
             end,
             f"/{spec.name}" + (" " if spec.hint else ""),
-            f"/{spec.name}" + (f" <{spec.hint}>" if spec.hint else ""),
+            f"/{spec.name}" + (f" {hint_text(spec.hint)}" if spec.hint else ""),
             spec.description,
         )
-        for spec in all_commands(commands)
-        if spec.name.lower().startswith(typed)
+        for spec in matching
     ][:MAX_COMPLETIONS]
+
 
 
 def complete_mention(text: str, cursor: int, cwd: Path) -> list[Completion]:

@@ -7,6 +7,7 @@ loading the UI.
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
 
 from rich.text import Text
@@ -46,7 +47,7 @@ def permission_title(request: PermissionRequest) -> Text:
 
 
 def permission_preview(request: PermissionRequest, cwd: Path | None = None) -> Text | None:
-    """What the call would do: an edit's diff, a command, or the arguments.
+    """What the call would do: an edit's diff, a command, or the arguments (indented JSON).
 
     ``None`` when that would only repeat the call's title (a short shell command).
     """
@@ -58,8 +59,13 @@ def permission_preview(request: PermissionRequest, cwd: Path | None = None) -> T
         if command.strip() == request.title.strip():
             return None
         return Text(shown(command[:MAX_PREVIEW_CHARS]), style="bold")
-    lines = [f"{key}: {value}" for key, value in request.args.items()]
-    return Text(shown("\n".join(lines)[:MAX_PREVIEW_CHARS]), style="dim")
+    try:
+        text = json.dumps(request.args, ensure_ascii=False, indent=2, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = str(request.args)
+    if len(text) > MAX_PREVIEW_CHARS:
+        text = text[: MAX_PREVIEW_CHARS - 1] + "…"
+    return Text(shown(text), style="dim")
 
 
 def render_diff(diff: FileDiff | None, base: Path | None = None) -> Text | None:

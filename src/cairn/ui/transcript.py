@@ -18,6 +18,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from cairn.recording.replay import ReplayItem
+from cairn.session.updates import ENDING_TEXT
 from cairn.ui.render import display_path, recap_text, render_diff
 from cairn.vocabulary.events import (
     AssistantMessage,
@@ -60,7 +61,9 @@ __all__ = [
     "replay_widgets",
 ]
 
-MAX_ARGS_CHARS = 160  # a tool call's arguments, shown on about one line
+MAX_ARGS_CHARS = 160  # a tool call's arguments shown on one line, when they fit
+MAX_ARGS_LINES = 12  # lines of a tool call's arguments shown as indented JSON
+MAX_ARG_STRING_CHARS = 200  # of one string argument shown
 TOOL_PREVIEW_LINES = 5  # lines of a tool's output shown before "… +N lines"
 SHELL_PREVIEW_LINES = 20  # lines of a `!cmd`'s output shown before "… +N lines"
 MAX_EXPANDED_LINES = 500  # lines an expanded output shows (the model got all of it)
@@ -239,7 +242,7 @@ class ToolCallView(Vertical):
         self.args = dict(args)
         self.status: ToolStatus = "pending"
         self._header = Static(self._header_text(), classes="tool-header")
-        shown_args = shown(_format_args(self.args, title), keep_newlines=False)
+        shown_args = shown(_format_args(self.args, title))
         self._args = Static(Text(shown_args, style="dim"), classes="tool-args")
         self._args.display = bool(shown_args)
         self._body: Widget | None = None
@@ -307,13 +310,25 @@ class ToolCallView(Vertical):
 
     def update_from(self, event: ToolCallUpdate) -> None:
         self.set_status(event.status)
-        if event.status in ("completed", "failed", "cancelled"):
+        if event.status == "cancelled":  # what people read, not what the model was told
+            self.show_ending(event.ending or "cancelled")
+        elif event.status in ("completed", "failed"):
             self.show_result(
                 event.output,
                 display=event.display,
                 diff=event.diff,
                 error=event.status == "failed",
             )
+
+    def show_ending(self, ending: str) -> None:
+        """A call that did not run to its end: ``Rejected``, ``Skipped: ...``, ``Cancelled``."""
+        text = ENDING_TEXT.get(ending, ENDING_TEXT["cancelled"])
+        body = Static(Text(text, style="dim"), classes="tool-body")
+        if self._body is not None and self._body.is_mounted:
+            self._body.remove()
+        self._body = body
+        if self.is_mounted:
+            self.mount(body)
 
     def _header_text(self) -> Text:
         mark, style = _STATUS_MARKS.get(self.status, ("•", ""))
@@ -465,18 +480,33 @@ def _printed(output: str, display: str | None) -> str:
 
 
 def _format_args(args: Mapping[str, Any], title: str = "") -> str:
-    """The arguments as one dim line, without the string values the title already shows."""
+    """The arguments without the string values the title already shows: one line when that
+    fits, else indented JSON (at most :data:`MAX_ARGS_LINES` lines, long strings cut)."""
     args = {k: v for k, v in args.items() if not (isinstance(v, str) and v and v in title)}
     if not args:
         return ""
     try:
-        text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "), default=str)
-    except (TypeError, ValueError):
-        text = str(args)
-    text = " ".join(text.split())
-    if len(text) > MAX_ARGS_CHARS:
-        text = text[: MAX_ARGS_CHARS - 1] + "…"
-    return text
+        line = json.dumps(args, ensure_ascii=False, separators=(", ", ": "), default=str)
+        nested = any(isinstance(v, dict | list) for v in args.values())
+        if len(line) <= MAX_ARGS_CHARS and not nested:
+            return line
+        lines = json.dumps(_cut(args), ensure_ascii=False, indent=2, default=str).splitlines()
+    except (TypeError, ValueError, RecursionError):
+        return str(args)[: MAX_ARGS_CHARS - 1] + "…"
+    if len(lines) > MAX_ARGS_LINES:
+        lines = [*lines[: MAX_ARGS_LINES - 1], f"  … {len(lines) - MAX_ARGS_LINES + 1} more lines"]
+    return "\n".join(lines)
+
+
+def _cut(value: Any) -> Any:
+    """``value`` with every string over :data:`MAX_ARG_STRING_CHARS` cut (shown, not sent)."""
+    if isinstance(value, str) and len(value) > MAX_ARG_STRING_CHARS:
+        return value[: MAX_ARG_STRING_CHARS - 1] + "…"
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v) for v in value]
+    return value
 
 
 def _plan_text(todos: Sequence[TodoItem]) -> Text:
@@ -644,12 +674,13 @@ def _replayed_tool(
             title = name
     kind = kind_of(name) if kind_of is not None else None
     view = ToolCallView(item.tool_call_id or "", name, title, item.args, kind=kind, base=base)
-    if item.error is not None:
+    if item.status in ENDING_TEXT or (item.error is None and item.result is None):
+        view.set_status("cancelled")
+        view.show_ending(item.status or "cancelled")
+    elif item.error is not None:
         view.set_status("failed")
         view.show_result(item.error, error=True)
-    elif item.result is not None:
-        view.set_status("completed")
-        view.show_result(item.result, display=item.display)
     else:
-        view.set_status("cancelled")
+        view.set_status("completed")
+        view.show_result(item.result, display=item.display, diff=item.diff)
     return view
