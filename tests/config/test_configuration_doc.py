@@ -3,20 +3,19 @@
 import re
 from pathlib import Path
 
-from pydantic import BaseModel
-
+from cairn.config.sections import Section
 from cairn.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "configuration.md").read_text()
 
 
-def _setting_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+def _setting_keys(model: type[Section], prefix: str = "") -> list[str]:
     keys: list[str] = []
     for attr, info in model.model_fields.items():
         key = f"{prefix}{info.alias or attr}"
         annotation = info.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if isinstance(annotation, type) and issubclass(annotation, Section):
             keys += _setting_keys(annotation, key + ".")
         else:
             keys.append(key)

@@ -120,7 +120,14 @@ MCP_TOOL = "mcp__tools__echo"
 FILE_PARSERS = ("cairn.config.frontmatter", "cairn.config.extension_files")
 # Needed only by /rewind (a live session takes its checkpoints without them).
 NEVER_IN_A_TURN = ("cairn.session.rewind", "cairn.recording.rewind")
-WATCHED = (*{f.module: None for f in FEATURES.values()}, *FILE_PARSERS, *NEVER_IN_A_TURN)
+# Settings are read without it (cairn.config.sections): a third of a start-up's instructions.
+PYDANTIC = "pydantic"
+WATCHED = (
+    *{f.module: None for f in FEATURES.values()},
+    *FILE_PARSERS,
+    *NEVER_IN_A_TURN,
+    PYDANTIC,
+)
 
 PROBE = (
     "import atexit, json, sys\n"
@@ -147,6 +154,30 @@ def test_a_plain_run_imports_none_of_the_features_it_does_not_use(
     scripted_server.enqueue(reply("plain"))
 
     assert imported(project, cairn_env) == []
+
+
+def test_settings_files_and_memory_are_read_without_pydantic(
+    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+) -> None:
+    """Regression (issue 32): the settings' pydantic models cost every start-up about a third
+    of its instructions; a run with a user and a project settings file naming many sections
+    (memory on) now imports no pydantic at all."""
+    write_settings(
+        project,
+        {
+            "model": {"generationConfig": {"timeout": 60, "maxOutputTokens": {"main": 4096}}},
+            "tools": {"sandbox": False, "approvalMode": "default"},
+            "context": {"fileName": ["AGENTS.md"]},
+            "permissions": {"allow": ["Bash(ls)"]},
+        },
+    )
+    user = Path(cairn_env["CAIRN_HOME"]) / "settings.json"
+    user.write_text(json.dumps({"general": {"showSessionRecap": True}, "fastModel": "small"}))
+    scripted_server.enqueue(reply("plain"))
+
+    loaded = imported(project, cairn_env)
+
+    assert PYDANTIC not in loaded
 
 
 @pytest.mark.parametrize("name", list(FEATURES))

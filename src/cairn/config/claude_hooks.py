@@ -153,9 +153,8 @@ def _groups(source: str, event: str, groups: Any, warnings: list[str]) -> list[d
 
 
 def _handler(at: str, handler: Any, warnings: list[str]) -> dict[str, Any] | None:
-    from pydantic import ValidationError
-
     from cairn.config.loader import describe_validation_error
+    from cairn.config.sections import ValidationError
     from cairn.config.settings import HookCommand
 
     if not isinstance(handler, Mapping):

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
-
 from cairn.config.loader import SettingsError, project_settings_path, read_settings_file
 from cairn.config.paths import user_settings_path
+from cairn.config.sections import Section, ValidationError
 from cairn.config.settings import Settings, editable_fields
 from cairn.fsutil import atomic_write_json
 
@@ -112,8 +111,8 @@ class EditableSetting:
             return int(number)
         return number
 
-    def _section(self, settings: Settings) -> BaseModel:
-        section: BaseModel = settings
+    def _section(self, settings: Settings) -> Section:
+        section: Section = settings
         for attr in self.path[:-1]:
             section = getattr(section, attr)
         return section
@@ -201,13 +200,13 @@ def save_setting(
 
 
 def _attribute_path(key: str) -> tuple[str, ...]:
-    model: type[BaseModel] = Settings
+    model: type[Section] = Settings
     attrs: list[str] = []
     for part in key.split("."):
         attr = next(a for a, info in model.model_fields.items() if (info.alias or a) == part)
         attrs.append(attr)
         annotation = model.model_fields[attr].annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if isinstance(annotation, type) and issubclass(annotation, Section):
             model = annotation
     return tuple(attrs)
 

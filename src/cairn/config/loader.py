@@ -9,7 +9,6 @@ Precedence, lowest to highest: built-in defaults, ``$CAIRN_HOME/settings.json``,
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -19,11 +18,9 @@ from dataclasses import MISSING, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError, create_model
-from pydantic_core import ErrorDetails
-
 from cairn.config.endpoint import Endpoint, NoAuthError, resolve_endpoint
 from cairn.config.paths import find_git_root, user_settings_path
+from cairn.config.sections import ErrorDetails, Section, ValidationError
 from cairn.config.settings import HookMatcher, HooksSettings, Settings
 from cairn.fsutil import FileTooLarge, NotRegularFile, read_regular_file
 from cairn.values import Value
@@ -336,7 +333,7 @@ def settings_as_read(
     return settings
 
 
-def _forget_python_names(model: BaseModel) -> None:
+def _forget_python_names(model: Section) -> None:
     """Drop the unknown keys that are a field's Python name (``approval_mode``): kept beside
     the field, ``model_dump`` would write them over it. Only what a file set is looked at."""
     fields = type(model).model_fields
@@ -350,64 +347,28 @@ def _forget_python_names(model: BaseModel) -> None:
         else:
             children = value if isinstance(value, list) else [value]
         for child in children:
-            if isinstance(child, BaseModel):
+            if isinstance(child, Section):
                 _forget_python_names(child)
 
 
 def validate_settings(raw: Mapping[str, Any], where: str, text: str) -> Settings:
-    """``raw`` (a settings file's object) as :class:`Settings`, as ``Settings.model_validate``
-    would make it with ``by_name=False``; :class:`SettingsError` says every invalid key of
-    ``where`` (see :func:`describe_validation_error`).
+    """``raw`` (a settings file's object) as :class:`Settings`, read with ``by_name=False``;
+    :class:`SettingsError` says every invalid key of ``where`` (see
+    :func:`describe_validation_error`).
 
     A key is read only in the camelCase spelling the files use (``approvalMode``), as Qwen Code
     reads them: a field's Python name (``approval_mode``) is an unknown key, kept aside and never
-    used, so whatever inspects a file's keys sees every key that takes effect.
-
-    Each top-level key is validated on its own, a section with its own model, and the sections
-    ``raw`` does not name keep their defaults, made without validation: a start-up builds the
-    validators of the sections its files name, not of all of them.
+    used, so whatever inspects a file's keys sees every key that takes effect. The sections
+    ``raw`` does not name keep their defaults.
     """
-    rest = dict(raw)
-    values: dict[str, Any] = {}
-    fields_set: set[str] = set()
-    problems: list[str] = []
-    for name, info in Settings.model_fields.items():  # in schema order, as pydantic reports
-        key = info.alias or name  # the one spelling a file may use
-        if key not in rest:
-            continue
-        value = rest.pop(key)
-        fields_set.add(name)
-        kind = info.annotation
-        section = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
-        # A section's error locations start inside it; a one-field model's start at the key.
-        model, data, prefix = (
-            (section, value, key) if section else (_field_model(name), {key: value}, "")
-        )
-        try:
-            validated = model.model_validate(data, by_name=False)
-        except ValidationError as exc:
-            problems.append(describe_validation_error(exc, where, text, prefix, data))
-            continue
-        values[key] = validated if section else getattr(validated, name)
-    if problems:
-        raise SettingsError("\n".join(problems))
-    settings = Settings.from_valid(values, fields_set | set(rest))
-    # What is left is unknown keys (a field's Python name among them): kept, as validation keeps
-    # them; added to the dict, since a key may be any string.
-    assert settings.model_extra is not None  # extra="allow"
-    settings.model_extra.update(rest)
-    return settings
+    data = dict(raw)
+    try:
+        return Settings.model_validate(data, by_name=False)
+    except ValidationError as exc:
+        raise SettingsError(describe_validation_error(exc, where, text, "", data)) from None
 
 
-@functools.cache
-def _field_model(name: str) -> type[BaseModel]:
-    """A model of :class:`Settings`' field ``name`` alone, to validate that one key."""
-    info = Settings.model_fields[name]
-    fields: dict[str, Any] = {name: (info.annotation, info)}
-    return create_model(f"Settings_{name}", __config__=Settings.model_config, **fields)
-
-
-def _unknown_keys(model: BaseModel, prefix: str) -> list[tuple[str, str]]:
+def _unknown_keys(model: Section, prefix: str) -> list[tuple[str, str]]:
     """``(key, the camelCase key meant)`` of each key the settings do not read; the second is
     "" unless the key is a setting's Python name (``tools.approval_mode``)."""
     fields = type(model).model_fields
@@ -418,15 +379,15 @@ def _unknown_keys(model: BaseModel, prefix: str) -> list[tuple[str, str]]:
     for attr, info in fields.items():
         value = getattr(model, attr)
         alias = info.alias or attr
-        if isinstance(value, BaseModel):
+        if isinstance(value, Section):
             found += _unknown_keys(value, f"{prefix}{alias}.")
         elif isinstance(value, list):
             for i, item in enumerate(value):
-                if isinstance(item, BaseModel):
+                if isinstance(item, Section):
                     found += _unknown_keys(item, f"{prefix}{alias}[{i}].")
         elif isinstance(value, dict):  # mcpServers: entries by name
             for name, item in value.items():
-                if isinstance(item, BaseModel):
+                if isinstance(item, Section):
                     found += _unknown_keys(item, f"{prefix}{alias}.{name}.")
     return found
 

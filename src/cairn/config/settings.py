@@ -6,14 +6,11 @@ and a test keeps the two in step. Fields marked ``editable`` can be changed from
 without a restart.
 """
 
-# Annotations are evaluated here, not postponed: pydantic would compile each field's string (~10 M
-# instructions at every start).
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, Self, cast
+# Annotations are evaluated here, not postponed: a section reads its fields' types from them.
+from collections.abc import Mapping
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from cairn.config.sections import Field, InvalidSetting, Section, field_validator, model_validator
 
 __all__ = [
     "APPROVAL_MODES",
@@ -62,48 +59,13 @@ def _editable(**kwargs: Any) -> Any:
     return Field(json_schema_extra={"editable": True}, **kwargs)
 
 
-class _Section(BaseModel):
-    """A group of settings.
-
-    A section's validator is built on first use (``defer_build``): the loader validates only the
-    sections a file names (:func:`cairn.config.loader.validate_settings`), and a section's
-    default is made without one (:meth:`defaults`), so start-up builds few of them.
-    """
-
-    # Unknown keys are kept (and reported as warnings by the loader), never fatal.
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="allow",
-        validate_assignment=True,
-        strict=True,
-        defer_build=True,
-    )
-
-    @classmethod
-    def from_valid(cls, values: Mapping[str, Any], fields_set: set[str]) -> Self:
-        """``cls`` holding ``values`` (valid already; by field name or alias) and the other
-        fields' defaults, without validation, so the validator is not built. Unlike
-        ``model_construct``, it reads no default factory's signature (pydantic reads each on
-        every call: ~0.3 M instructions apiece)."""
-        given = dict(values)
-        for name, info in cls.model_fields.items():
-            if name in given or info.alias in given:
-                continue
-            if info.default_factory is not None:
-                given[name] = cast("Callable[[], Any]", info.default_factory)()  # none takes data
-            elif not info.is_required():
-                given[name] = info.get_default()
-        return cast(Self, cls.model_construct(fields_set, **given))  # the mypy plugin says _Section
-
-    @classmethod
-    def defaults(cls) -> Self:
-        """The defaults, as ``cls()`` makes them, without building the validator."""
-        return cls.from_valid({}, set())
+class _Section(Section):
+    """A group of settings (:class:`cairn.config.sections.Section`: strict, unknown keys kept,
+    camelCase keys in files)."""
 
 
 def _section(model: type[_Section], description: str | None = None) -> Any:
-    """A field holding a section, whose default is made without building its validator."""
+    """A field holding a section, whose default is made without validation."""
     return Field(default_factory=model.defaults, description=description)
 
 
@@ -263,7 +225,7 @@ class ModelChoice(_Section):
     @model_validator(mode="after")
     def _id_not_blank(self) -> Self:
         if not self.id.strip():
-            raise PydanticCustomError("blank_model", "an entry with a non-blank `id`")
+            raise InvalidSetting("blank_model", "an entry with a non-blank `id`")
         return self
 
 
@@ -601,9 +563,9 @@ class HookCommand(_Section):
     @model_validator(mode="after")
     def _has_what_it_runs(self) -> Self:
         if self.type == "command" and not self.command.strip():
-            raise PydanticCustomError("hook", "a command hook with a `command`")
+            raise InvalidSetting("hook", "a command hook with a `command`")
         if self.type == "prompt" and not self.prompt.strip():
-            raise PydanticCustomError("hook", "a prompt hook with a `prompt`")
+            raise InvalidSetting("hook", "a prompt hook with a `prompt`")
         return self
 
 
@@ -764,11 +726,11 @@ class McpServerSettings(_Section):
     @model_validator(mode="after")
     def _one_transport(self) -> Self:
         if self.type == "stdio" and not self.command:
-            raise PydanticCustomError("mcp_server", "a stdio server with a `command`")
+            raise InvalidSetting("mcp_server", "a stdio server with a `command`")
         if self.type in ("sse", "http") and not (self.url or self.http_url):
-            raise PydanticCustomError("mcp_server", f"an {self.type} server with a `url`")
+            raise InvalidSetting("mcp_server", f"an {self.type} server with a `url`")
         if not (self.command or self.url or self.http_url):
-            raise PydanticCustomError(
+            raise InvalidSetting(
                 "mcp_server",
                 "a server with `command` (stdio), `url` (SSE) or `httpUrl` (streamable HTTP)",
             )
@@ -830,18 +792,18 @@ class Settings(_Section):
     )
 
 
-def editable_fields() -> list[tuple[str, type[BaseModel], str]]:
+def editable_fields() -> list[tuple[str, type[Section], str]]:
     """``(dotted camelCase key, section model, attribute)`` of each setting marked editable."""
-    found: list[tuple[str, type[BaseModel], str]] = []
+    found: list[tuple[str, type[Section], str]] = []
 
-    def walk(model: type[BaseModel], prefix: str) -> None:
+    def walk(model: type[Section], prefix: str) -> None:
         for attr, info in model.model_fields.items():
             key = f"{prefix}{info.alias or attr}"
             extra = info.json_schema_extra
             if isinstance(extra, dict) and extra.get("editable"):
                 found.append((key, model, attr))
             annotation = info.annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if isinstance(annotation, type) and issubclass(annotation, Section):
                 walk(annotation, key + ".")
 
     walk(Settings, "")

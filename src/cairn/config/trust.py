@@ -39,10 +39,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from cairn.config.loader import SettingsError, read_settings_file, settings_as_read
 from cairn.config.paths import cairn_home, find_git_root, user_settings_path
+from cairn.config.sections import Section
 from cairn.config.settings import Settings
 from cairn.fsutil import atomic_write_json
 from cairn.values import Value
@@ -386,7 +385,7 @@ class _Decision(Value):
 
 
 def _decisions(
-    model: BaseModel, written: Any, path: tuple[str, ...] = ()
+    model: Section, written: Any, path: tuple[str, ...] = ()
 ) -> Iterator[_Decision]:
     """Every key a project file sets, down to the keys of :data:`UNTRUSTED_PROJECT_KEYS` or to
     single settings, each decided against that list on ``model`` (the file as the settings read
@@ -402,13 +401,13 @@ def _decisions(
             continue
         if dotted in UNTRUSTED_PROJECT_KEYS:
             yield _Decision(dotted, here, value, _passes(dotted, value))
-        elif isinstance(value, BaseModel):
+        elif isinstance(value, Section):
             yield from _decisions(value, inner, here)
         else:
             yield _Decision(dotted, here, value, False)
 
 
-def _keys_set(model: BaseModel, written: Any) -> list[tuple[str, str]]:
+def _keys_set(model: Section, written: Any) -> list[tuple[str, str]]:
     """``(field name, key)`` of each field of ``model`` that ``written`` sets: its key in the
     file's spelling, as the settings look it up (``by_name=False``). A section written in short
     (``"sandbox": false``) sets what its validator made of it."""
@@ -426,7 +425,7 @@ def _passes(key: str, value: Any) -> bool:
 
 
 def _allowed_part(
-    raw: Mapping[str, Any], model: BaseModel, path: tuple[str, ...] = ()
+    raw: Mapping[str, Any], model: Section, path: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """The part of ``raw`` (a project file) that :func:`_decisions` allows on ``model`` (the
     same file as the settings read it): the keys the settings read by their spelling in files,
@@ -446,7 +445,7 @@ def _allowed_part(
         if dotted in UNTRUSTED_PROJECT_KEYS:
             if _passes(dotted, value):
                 kept[key] = written
-        elif isinstance(value, BaseModel):
+        elif isinstance(value, Section):
             if isinstance(written, Mapping):
                 inner = _allowed_part(written, value, here)
                 if inner:

@@ -137,9 +137,8 @@ def from_settings(
 
 def read_mcp_json(path: Path, environ: Mapping[str, str] | None = None) -> list[ServerConfig]:
     """The servers of a Claude Code ``.mcp.json``; :class:`McpConfigError` names the problem."""
-    from pydantic import ValidationError
-
     from cairn.config.loader import SettingsError, describe_validation_error, read_settings_file
+    from cairn.config.sections import ValidationError
     from cairn.config.settings import McpServerSettings
 
     try:
@@ -303,8 +302,7 @@ def _gate(server: ServerConfig, cwd: Path, settings: Settings) -> ServerConfig:
 
 def _dropped_server(name: str, raw: Any, path: Path) -> ServerConfig | None:
     """A project server the loader left out (an untrusted folder), for the listing only."""
-    from pydantic import ValidationError
-
+    from cairn.config.sections import ValidationError
     from cairn.config.settings import McpServerSettings
 
     try:
