@@ -16,6 +16,8 @@ from cairn.session.runtime import Runtime
 from cairn.testing import Reply, ScriptedServer
 from cairn.ui.app import CairnApp
 
+from ..polling import DEADLINE_SECONDS
+
 SESSION_ID = "0a1b2c3d-0000-4000-8000-000000000001"  # fixed: snapshots must not change per run
 MODEL = "scripted-model"
 
@@ -115,6 +117,16 @@ async def send(pilot: Any, text: str) -> None:
     pilot.app.prompt_input.text = text
     await pilot.pause()
     await pilot.press("enter")
+
+
+async def until(pilot: Any, condition: Callable[[], bool]) -> None:
+    """Let the app run until ``condition()`` holds (a dialog open, a turn running, a line drawn),
+    then one more round so the screen catches up; never longer than a loaded machine needs
+    (the assertions after it say what did not happen)."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while not condition() and time.monotonic() < deadline:
+        await pilot.pause(0.02)
+    await pilot.pause()
 
 
 async def settle(pilot: Any) -> None:

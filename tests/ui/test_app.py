@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import threading
 
 from cairn.testing import Reply, reply, tool_call
 from cairn.tools.scheduler import DECLINED_MESSAGE
@@ -18,7 +20,7 @@ from cairn.ui.transcript import (
     UserView,
 )
 
-from .conftest import MODEL, send, settle, slow
+from .conftest import MODEL, send, settle, until
 from .helpers import screen_text
 
 SIZE = (100, 36)
@@ -138,7 +140,7 @@ async def test_an_edit_asks_first_and_allow_once_applies_it_with_a_diff(
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "change notes")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "+gamma" in screen_text(app))
         assert isinstance(app.screen, PermissionScreen)
         assert "+gamma" in screen_text(app)
         assert (project / "notes.txt").read_text() == "alpha\nbeta\n"
@@ -159,7 +161,7 @@ async def test_deny_leaves_the_file_and_hands_control_back(make_app, scripted_se
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "change notes")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, PermissionScreen))
         await pilot.press("n")
         await settle(pilot)
 
@@ -189,7 +191,7 @@ async def test_a_dialog_without_allow_always_rejects_on_its_second_key(
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "change the settings")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "2. Reject" in screen_text(app))
         assert isinstance(app.screen, PermissionScreen)
         assert "2. Reject" in screen_text(app)
 
@@ -220,7 +222,7 @@ async def test_allow_always_does_not_ask_again_for_the_same_tool(
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "change notes")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, PermissionScreen))
         await pilot.press("a")
         await settle(pilot)
 
@@ -275,7 +277,7 @@ async def test_ask_user_question_is_a_choice_list_and_the_choice_reaches_the_mod
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "set up storage")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "Which database?" in screen_text(app))
         assert isinstance(app.screen, QuestionScreen)
         screen = screen_text(app)
         assert "Which database?" in screen and "SQLite" in screen and "server" in screen
@@ -295,7 +297,7 @@ async def test_a_question_can_be_answered_in_free_text(make_app, scripted_server
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "ask me")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
         await pilot.press("down", "down", "enter")  # "Type another answer…"
         await pilot.press(*"zed", "enter")
         await settle(pilot)
@@ -311,7 +313,7 @@ async def test_ctrl_c_closes_an_open_approval_dialog(make_app, scripted_server, 
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "change notes")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, PermissionScreen))
         assert isinstance(app.screen, PermissionScreen)
 
         await pilot.press("ctrl+c")
@@ -348,15 +350,18 @@ async def test_ctrl_c_clears_typed_text_when_idle(make_app):
 
 async def test_text_typed_during_a_turn_steers_it(make_app, scripted_server, project):
     (project / "a.txt").write_text("a")
-    first = slow(tool_call("read_file", {"file_path": "a.txt"}), 1.0)
-    scripted_server.enqueue(first, purpose="main")
+    steered = threading.Event()  # the first answer comes once the steering text is sent
+    first = tool_call("read_file", {"file_path": "a.txt"})
+    scripted_server.enqueue(dataclasses.replace(first, hold=steered), purpose="main")
     scripted_server.enqueue(reply("Also checked the tests."), purpose="main")
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "read a")
-        await pilot.pause(0.2)
-        app.prompt_input.text = "also check the tests"  # typed at once: the tool call is slow
+        await until(pilot, lambda: app.busy)
+        app.prompt_input.text = "also check the tests"  # typed while the turn runs
         await pilot.press("enter")
+        await until(pilot, lambda: bool(views(app, SteerView)))
+        steered.set()
         await settle(pilot)
 
         [steer] = views(app, SteerView)
@@ -582,7 +587,7 @@ async def test_a_shell_command_asks_and_shows_the_command(make_app, scripted_ser
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "make a file")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "touch made-by-model.txt" in screen_text(app))
         assert isinstance(app.screen, PermissionScreen)
         assert "touch made-by-model.txt" in screen_text(app)
         assert not (project / "made-by-model.txt").exists()
@@ -610,7 +615,7 @@ async def test_a_multiple_choice_question_sends_every_chosen_option(make_app, sc
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "check it")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
         await pilot.press("enter", "down", "down", "enter")  # lint, tests
         assert "[x] lint" in screen_text(app) and "[ ] types" in screen_text(app)
         await pilot.press("down", "down", "enter")  # past "Type another answer…" to Done
@@ -625,7 +630,7 @@ async def test_escape_skips_a_question(make_app, scripted_server):
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "ask me")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
         await pilot.press("escape")
         await settle(pilot)
     assert scripted_server.requests_for("main")[1].contains("No user is available")

@@ -10,9 +10,9 @@ from textual import events
 
 from cairn.testing import reply, tool_call
 from cairn.ui.dialogs import SettingsScreen
-from cairn.ui.transcript import RecapView
+from cairn.ui.transcript import RecapView, SteerView
 
-from .conftest import away_for, send, settle, user_turns
+from .conftest import away_for, send, settle, until, user_turns
 from .helpers import screen_text
 
 SIZE = (100, 36)
@@ -99,15 +99,18 @@ async def test_steering_messages_do_not_count_toward_the_gate(
 ):
     (project / "a.txt").write_text("a")
     scripted_server.enqueue(reply("ok"), purpose="main")
-    slow_call = dataclasses.replace(tool_call("read_file", {"file_path": "a.txt"}), delay=1.0)
-    scripted_server.enqueue(slow_call, purpose="main")
+    steered = threading.Event()  # the tool call comes once the steering text is sent
+    held_call = dataclasses.replace(tool_call("read_file", {"file_path": "a.txt"}), hold=steered)
+    scripted_server.enqueue(held_call, purpose="main")
     scripted_server.default = reply("ok")
     app = make_app(ON)
     async with app.run_test(size=SIZE) as pilot:
         await user_turns(pilot, 1)
         await send(pilot, "read a")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.busy)
         await send(pilot, "and b too")  # steering: 2 real turns + 1 steer
+        await until(pilot, lambda: any(isinstance(w, SteerView) for w in app.history_widgets()))
+        steered.set()
         await settle(pilot)
         await away_for(pilot, clock, 30)
 
@@ -136,7 +139,8 @@ async def test_a_recap_arriving_after_a_new_turn_started_is_dropped(
     make_app, scripted_server, clock
 ):
     scripted_server.default = reply("ok")
-    scripted_server.enqueue(reply(f"<recap>{RECAP}</recap>", delay=0.8), purpose="recap")
+    recap_may_come = threading.Event()  # the recap answer comes once the new turn has started
+    scripted_server.enqueue(reply(f"<recap>{RECAP}</recap>", hold=recap_may_come), purpose="recap")
     app = make_app(ON)
     async with app.run_test(size=SIZE) as pilot:
         await user_turns(pilot, 3)
@@ -148,6 +152,8 @@ async def test_a_recap_arriving_after_a_new_turn_started_is_dropped(
         assert app.recap_task is not None and not app.recap_task.done()
 
         await send(pilot, "a new prompt while the recap is generated")
+        await until(pilot, lambda: app.busy)
+        recap_may_come.set()
         await settle(pilot)
 
         assert len(scripted_server.requests_for("recap")) == 1
@@ -164,7 +170,7 @@ async def test_focus_returning_mid_turn_fires_when_the_turn_ends(make_app, scrip
         answer_may_start = threading.Event()
         scripted_server.enqueue(reply("slow answer", hold=answer_may_start), purpose="main")
         await send(pilot, "fourth")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.busy)
         app.post_message(events.AppBlur())
         await pilot.pause()
         clock.advance(6)
@@ -203,7 +209,7 @@ async def test_turning_the_setting_on_in_settings_applies_without_restart(
         await pilot.pause()
         assert isinstance(app.screen, SettingsScreen)
         await pilot.press("enter")  # the first setting: general.showSessionRecap
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.runtime.settings.general.show_session_recap is True)
         await pilot.press("escape")
         await pilot.pause()
         assert app.runtime.settings.general.show_session_recap is True

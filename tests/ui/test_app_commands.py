@@ -13,7 +13,7 @@ from cairn.ui.dialogs import PermissionScreen, QuestionScreen
 from cairn.ui.transcript import MemoryView, NoticeView, RecapView
 
 from ..memory.memory_helpers import unstamped
-from .conftest import send, settle, user_turns
+from .conftest import send, settle, until, user_turns
 from .helpers import screen_text
 
 SIZE = (100, 40)
@@ -201,7 +201,7 @@ async def test_recap_while_a_turn_runs_is_refused(make_app, scripted_server):
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "long job")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.busy)
         await send(pilot, "/recap")
         await pilot.pause()
 
@@ -326,7 +326,7 @@ async def test_forget_asks_in_a_choice_list_before_removing(make_app, scripted_s
     async with app.run_test(size=SIZE) as pilot:
         path = write_memory(app)
         await send(pilot, "/forget the tabs preference")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "Forget these memories?" in screen_text(app))
         assert isinstance(app.screen, QuestionScreen)
         assert "Forget these memories?" in screen_text(app)
 

@@ -10,7 +10,7 @@ import pytest
 from cairn.testing import reply
 from cairn.ui.transcript import NoticeView
 
-from .conftest import send, settle, slow
+from .conftest import send, settle, slow, until
 from .helpers import burst, screen_text
 
 SIZE = (100, 36)
@@ -141,7 +141,7 @@ async def test_escape_and_ctrl_c_interrupt_the_running_turn(make_app, scripted_s
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "long task")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: app.busy)
         assert app.busy
 
         await pilot.press(key)
@@ -159,7 +159,7 @@ async def test_escape_with_completions_open_only_closes_them(make_app, scripted_
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "long task")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.busy)
         await pilot.press(*"/re")
         assert app.menu.display
 
@@ -190,7 +190,7 @@ async def test_working_shows_a_spinner_and_the_elapsed_time(make_app, scripted_s
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "long task")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "working" in str(app.status.render_state()))
         assert "working… 0s" in str(app.status.render_state())
 
         clock.advance(65.3 / 60)
@@ -212,13 +212,14 @@ async def test_the_spinner_turns_on_its_own_while_a_turn_runs(make_app, scripted
     app = make_app(clock=time.monotonic)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, "long task")
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.busy)
         frames = {str(app.status.render_state())[0]}
-        for _ in range(50):
-            await pilot.pause(0.05)
+
+        def turned_twice() -> bool:
             frames.add(str(app.status.render_state())[0])
-            if len(frames) > 2:
-                break
+            return len(frames) > 2
+
+        await until(pilot, turned_twice)
         app.session.cancel()
         await settle(pilot)
 

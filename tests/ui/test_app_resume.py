@@ -8,7 +8,7 @@ from cairn.testing import reply, tool_call
 from cairn.ui.dialogs import ResumeScreen
 from cairn.ui.transcript import AssistantView, NoticeView, RecapView, ToolCallView, UserView
 
-from .conftest import record_session, send, settle
+from .conftest import record_session, send, settle, until
 from .helpers import screen_text
 
 SIZE = (100, 40)
@@ -177,7 +177,7 @@ async def test_resume_asks_a_question_left_open_again_and_continues_with_the_ans
 
     app = make_app(resume=OLD)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
         assert isinstance(app.screen, QuestionScreen)
         await pilot.press("enter")
         await settle(pilot)

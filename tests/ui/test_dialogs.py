@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cairn.ui.dialogs import SettingsScreen
 
-from .conftest import send
+from .conftest import send, until
 from .helpers import screen_text
 
 SIZE = (110, 40)
@@ -43,7 +43,7 @@ async def test_enter_toggles_a_boolean_saves_it_and_applies_it(make_app):
     async with app.run_test(size=SIZE) as pilot:
         await open_settings(pilot)
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "Saved general.showSessionRecap" in screen_text(app))
 
         assert app.runtime.settings.general.show_session_recap is True
         assert "general.showSessionRecap  true" in screen_text(app)
@@ -58,7 +58,9 @@ async def test_a_number_is_typed_and_saved(make_app):
         await pilot.press("down", "enter")
         await pilot.pause()
         await pilot.press(*"2.5", "enter")  # the current value is selected: typing replaces it
-        await pilot.pause(0.2)
+        await until(
+            pilot, lambda: app.runtime.settings.general.session_recap_away_threshold_minutes == 2.5
+        )
 
         assert app.runtime.settings.general.session_recap_away_threshold_minutes == 2.5
     assert user_settings() == {"general": {"sessionRecapAwayThresholdMinutes": 2.5}}
@@ -83,7 +85,7 @@ async def test_choosing_an_approval_mode_changes_the_running_session(make_app):
     async with app.run_test(size=SIZE) as pilot:
         await open_settings(pilot)
         await pilot.press("end", "enter")  # tools.approvalMode is the last setting
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.session.approval_mode == "auto-edit")
         await pilot.press("escape")
         await pilot.pause()
 
@@ -100,7 +102,7 @@ async def test_a_broken_settings_file_is_reported_and_left_alone(make_app):
     async with app.run_test(size=SIZE) as pilot:
         await open_settings(pilot)
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "Could not change general.showSessionRecap" in screen_text(app))
 
         assert "Could not change general.showSessionRecap" in screen_text(app)
         assert app.runtime.settings.general.show_session_recap is False

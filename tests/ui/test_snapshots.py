@@ -16,7 +16,8 @@ from cairn.content import Content
 from cairn.recording.recorder import ChatRecorder
 from cairn.testing import reply, tool_call
 
-from .conftest import away_for, send, settle
+from .conftest import away_for, send, settle, until
+from .helpers import screen_text
 
 SIZE = (100, 32)
 USAGE = {"prompt_tokens": 5200, "completion_tokens": 40, "total_tokens": 5240}
@@ -85,7 +86,7 @@ def test_approval_dialog(snap_compare, make_app, scripted_server, project):
     async def run(pilot) -> None:
         await steady(pilot)
         await send(pilot, "make load() parse JSON")
-        await pilot.pause(0.4)
+        await until(pilot, lambda: "read_json()" in screen_text(pilot.app))
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run)
 
@@ -109,7 +110,7 @@ def test_question_dialog(snap_compare, make_app, scripted_server):
     async def run(pilot) -> None:
         await steady(pilot)
         await send(pilot, "pick a config format with me")
-        await pilot.pause(0.4)
+        await until(pilot, lambda: "comments allowed" in screen_text(pilot.app))
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=run)
 
