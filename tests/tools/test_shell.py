@@ -241,6 +241,19 @@ async def test_a_variable_holding_the_key_in_use_is_removed_whatever_its_name(
     assert "sk-from-settings-123" not in result.output and "OTHER=x" in result.output
 
 
+async def test_the_session_database_url_is_not_in_the_commands_environment(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: ``cairn serve --database`` read ``CAIRN_DATABASE_URL`` (every tenant's
+    sessions, with the database password), and every shell command and hook saw it."""
+    monkeypatch.setenv("CAIRN_DATABASE_URL", "postgresql://cairn:pw-0123456789@db/sessions")
+
+    result = await tool.execute({"command": "env"}, ctx)
+
+    assert result.output is not None
+    assert "pw-0123456789" not in result.output
+
+
 def test_named_secrets_can_be_passed_on_purpose() -> None:
     from cairn.tools.environment import command_environment
 

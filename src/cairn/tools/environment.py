@@ -40,6 +40,7 @@ SECRET_VARIABLES = (
     "ANTHROPIC_AUTH_TOKEN",
     "CAIRN_SERVER_TOKEN",
     "CAIRN_MEMORY_DSN",  # the memory database, with its password: every tenant's memory
+    "CAIRN_DATABASE_URL",  # the sessions database of `cairn serve --database`: every tenant's
 )
 MIN_SECRET_CHARS = 8  # shorter values are not searched for (they would match by accident)
 
