@@ -455,9 +455,9 @@ class ToolsSettings(_Section):
     pass_secrets_to_shell: list[str] = Field(
         default_factory=list,
         description="cairn's secret variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, "
-        "`CAIRN_SERVER_TOKEN`, `CAIRN_MEMORY_DSN`, `CAIRN_DATABASE_URL`, or one holding a key cairn uses: the "
-        "endpoint's, the web search provider's, a `model.available` entry's `envKey`) that "
-        "shell commands and hooks may still see; by default they see none.",
+        "`CAIRN_SERVER_TOKEN`, `CAIRN_MEMORY_DSN`, `CAIRN_DATABASE_URL`, or one holding a key "
+        "cairn uses: the endpoint's, the web search provider's, a `model.available` entry's "
+        "`envKey`) that shell commands and hooks may still see; by default they see none.",
     )
     web_fetch: WebFetchSettings = _section(WebFetchSettings, "The `web_fetch` tool.")
     web_search: WebSearchSettings = _section(WebSearchSettings, "The `web_search` tool.")
