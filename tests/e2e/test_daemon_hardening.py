@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from cairn.sdk import DaemonClient, DaemonSessionClient
-from cairn.testing import ScriptedServer
+from cairn.testing import ScriptedServer, reply, tool_call
 
 from .test_daemon import serve as serve_fixture
 
@@ -131,3 +131,25 @@ async def test_a_request_repeating_the_tenant_host_or_authorization_header_is_re
         assert await globex.list_sessions() == []  # nothing was created for either copy
     async with DaemonClient(served.url, TOKEN, headers={HEADER: "acme"}) as acme:
         assert [s["sessionId"] for s in await acme.list_sessions()] == [created["sessionId"]]
+
+
+async def test_a_token_passed_by_flag_is_not_in_a_commands_environment_under_another_name(
+    serve: object, scripted_server: ScriptedServer, cairn_env: dict[str, str]
+) -> None:
+    """#24 follow-up: ``cairn serve --token "$X"`` left the token visible to shell commands in
+    the variable ``X`` when the sandbox is off: it was removed by name (``CAIRN_SERVER_TOKEN``),
+    not by value."""
+    token = "flag-token-5f3a9c1e"
+    env = {**cairn_env, "DEPLOY_TOKEN": token, "WRAPPED": f"Bearer {token}", "HARMLESS": "kept"}
+    served = serve("--token", token, env=env)  # type: ignore[operator]
+    scripted_server.enqueue(tool_call("run_shell_command", {"command": "env"}), purpose="main")
+    scripted_server.enqueue(reply("listed"), purpose="main")
+
+    async with DaemonClient(served.url, token) as client:
+        session = await DaemonSessionClient.create(client, approval_mode="yolo")
+        assert await session.prompt_and_wait("list the environment") == "listed"
+
+    listed = scripted_server.requests[-1].messages[-1]
+    assert listed["role"] == "tool" and "HARMLESS=kept" in listed["content"]
+    assert token not in listed["content"]
+    assert "DEPLOY_TOKEN" not in listed["content"] and "WRAPPED" not in listed["content"]

@@ -354,3 +354,23 @@ async def test_an_unreadable_recording_raises_session_unreadable(make_world: Mak
 
     assert str(caught.value).startswith(f'Session "{session_id}" cannot be resumed:')
     assert "Input/output error" in str(caught.value)
+
+
+async def test_values_hidden_from_commands_are_left_out_of_a_tenants_commands_too(
+    make_world: MakeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#24 follow-up: a daemon's token and database address given by flag (``--token "$X"``,
+    ``--database "$DSN"``) were removed from commands' environments only under the names
+    ``CAIRN_SERVER_TOKEN`` and ``CAIRN_DATABASE_URL``, not from the variables holding them."""
+    dsn = "postgresql://cairn:pw-81f2@db.internal/sessions"
+    monkeypatch.setenv("DEPLOY_TOKEN", "daemon-token-4e1d")
+    monkeypatch.setenv("SESSIONS_DSN", dsn)
+    monkeypatch.setenv("HARMLESS", "kept")
+    world = make_world()
+
+    world.runtime.hide_from_commands("daemon-token-4e1d", dsn, None)
+
+    for runtime in (world.runtime, world.runtime.for_tenant("acme")):
+        environment = runtime.command_environment()
+        assert "DEPLOY_TOKEN" not in environment and "SESSIONS_DSN" not in environment
+        assert environment["HARMLESS"] == "kept"

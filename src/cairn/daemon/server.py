@@ -239,6 +239,8 @@ def _build_routes(
     from cairn.daemon.routes import DaemonRoutes
 
     runtime = make_runtime()
+    # Given by flag, they are in no variable cairn removes by name: `--token "$X"` leaves X.
+    runtime.hide_from_commands(config.token, config.database)
     registry: SessionRegistry | ReplicaRegistry
     if config.database is not None:
         from cairn.daemon.replicas import ReplicaRegistry

@@ -96,7 +96,10 @@ class Runtime:
         tenant: str | None = None,
         owns_provider: bool = True,
         session_stores: SessionStores | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
+        """``secrets``: values the commands cairn starts must not see, whatever variable
+        holds them (see :meth:`hide_from_commands`)."""
         self.cwd = cwd.resolve()
         self.project_root = project_root(self.cwd)
         self.settings = settings
@@ -121,6 +124,7 @@ class Runtime:
         # Where sessions live (cairn.recording.store): files unless a daemon says otherwise.
         self._session_stores = session_stores
         self._store: SessionStore | None = None
+        self._secrets = tuple(secrets)
 
     @classmethod
     def from_endpoint(
@@ -236,7 +240,13 @@ class Runtime:
         from cairn.tools.environment import settings_command_environment
 
         key = self.endpoint.api_key if self.endpoint is not None else None
-        return settings_command_environment(self.settings, key)
+        return settings_command_environment(self.settings, key, secrets=self._secrets)
+
+    def hide_from_commands(self, *values: str | None) -> None:
+        """Leave ``values`` (a daemon's token or database address, given by flag) out of the
+        environment of the commands this runtime and its tenants start, whatever variable
+        holds them: before the first session."""
+        self._secrets += tuple(value for value in values if value)
 
     def sandbox_policy(
         self, workspace: Path, run_later: Callable[[], Sequence[RunLater]] = tuple
@@ -294,6 +304,7 @@ class Runtime:
                 tenant=tenant,
                 owns_provider=False,
                 session_stores=self._session_stores,
+                secrets=self._secrets,
             )
             self._tenants[tenant] = runtime
         return runtime

@@ -6,7 +6,8 @@ command the model runs can print them (``env``, ``echo $OPENAI_API_KEY``) into a
 that goes to the provider (or, from a daemon tenant, reach every tenant's memory). They are left
 out of the commands' environment: by name (:data:`SECRET_VARIABLES`), and by value (any variable
 holding a key in use, however it is named, e.g. one that ``security.auth.apiKey: "$MY_KEY"``
-reads; the web search key; each ``model.available`` entry's ``envKey``: :func:`keys_in_use`).
+reads; the web search key; each ``model.available`` entry's ``envKey``: :func:`keys_in_use`;
+a daemon's token and database address given by flag, ``cairn serve --token "$X"``).
 ``tools.passSecretsToShell`` names the variables a user wants passed anyway.
 
 A command that runs without anyone approving it must also run the programs it names from the
@@ -85,11 +86,15 @@ def keys_in_use(
     return [key for key in keys if key]
 
 
-def settings_command_environment(settings: Settings, main_key: str | None) -> dict[str, str]:
-    """cairn's environment without the secrets of :func:`keys_in_use` and
-    :data:`SECRET_VARIABLES`, but with those ``tools.passSecretsToShell`` names."""
+def settings_command_environment(
+    settings: Settings, main_key: str | None, *, secrets: Iterable[str] = ()
+) -> dict[str, str]:
+    """cairn's environment without the secrets of :func:`keys_in_use`, ``secrets`` (values
+    cairn was given otherwise: a daemon's token) and :data:`SECRET_VARIABLES`, but with those
+    ``tools.passSecretsToShell`` names."""
     return command_environment(
-        secrets=keys_in_use(settings, main_key), keep=settings.tools.pass_secrets_to_shell
+        secrets=[*keys_in_use(settings, main_key), *secrets],
+        keep=settings.tools.pass_secrets_to_shell,
     )
 
 
