@@ -26,6 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "abort",
             "content",
             "fsutil",
+            "ids",
             "images",
             "values",
             "vocabulary",

@@ -7,9 +7,7 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ __all__ = [
     "read_regular_file",
 ]
 
+TEMP_NAME_TRIES = 10_000  # random names tried for a temp file (tempfile.TMP_MAX)
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
     (stat.S_ISFIFO, "a FIFO"),
@@ -103,8 +102,8 @@ def _create_temp(path: Path) -> tuple[int, str]:
 
     ``tempfile.mkstemp`` would create it 0600, and a new file would keep that mode.
     """
-    for _ in range(tempfile.TMP_MAX):
-        name = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    for _ in range(TEMP_NAME_TRIES):
+        name = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
         try:
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), str(name)
         except FileExistsError:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from cairn.abort import AbortController
 from cairn.tools.base import ToolContext
+from cairn.values import replace
 
 
 @pytest.fixture
@@ -38,4 +38,4 @@ def with_deny_rules(ctx: ToolContext, tool: str, *rules: str) -> ToolContext:
     """``ctx`` as the scheduler hands it to ``tool`` when settings hold these deny rules."""
     from cairn.tools.permissions import PermissionRules
 
-    return dataclasses.replace(ctx, path_rules=PermissionRules.parse(deny=rules), tool_name=tool)
+    return replace(ctx, path_rules=PermissionRules.parse(deny=rules), tool_name=tool)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -12,6 +11,7 @@ from cairn.abort import AbortController
 from cairn.tools._grep_worker import MAX_WHOLE_FILE_BYTES
 from cairn.tools.base import ToolContext
 from cairn.tools.grep import MAX_GREP_MATCHES, MAX_MATCH_LINE_CHARS, GrepTool
+from cairn.values import replace
 
 from .conftest import with_deny_rules
 
@@ -277,7 +277,7 @@ async def test_a_catastrophic_pattern_is_stopped_when_its_time_is_up(
     stopped at the time budget, its process killed."""
     (workspace / "slow.uniq").write_text("a" * 40 + "b\n")
     # ripgrep gets time to spare on a busy machine; the Python search gets one second
-    quick = dataclasses.replace(ctx, search_timeout=30.0 if searcher == "rg" else 1.0)
+    quick = replace(ctx, search_timeout=30.0 if searcher == "rg" else 1.0)
 
     result = await tool.execute({"pattern": "(a+)+$", "glob": "*.uniq"}, quick)
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import signal
 import time
@@ -12,6 +11,7 @@ import pytest
 from cairn.abort import AbortController
 from cairn.tools.base import ToolContext
 from cairn.tools.shell import MAX_SHELL_OUTPUT_CHARS, ShellTool
+from cairn.values import replace
 
 from ..process_helpers import DEATH_DEADLINE_SECONDS, pid_alive, wait_until_dead
 
@@ -234,7 +234,7 @@ async def test_a_variable_holding_the_key_in_use_is_removed_whatever_its_name(
         secrets=["sk-from-settings-123"],
     )
     result = await tool.execute(
-        {"command": "env"}, dataclasses.replace(ctx, environment=environment)
+        {"command": "env"}, replace(ctx, environment=environment)
     )
 
     assert result.output is not None
@@ -279,7 +279,7 @@ async def test_a_command_run_unasked_cannot_be_hijacked_through_path(
     monkeypatch.setenv("PATH", f"bin::{fake}:{os.environ['PATH']}")
     assert tool.confirmation({"command": "ls"}, ctx) is None
 
-    result = await tool.execute({"command": "ls"}, dataclasses.replace(ctx, approval="unasked"))
+    result = await tool.execute({"command": "ls"}, replace(ctx, approval="unasked"))
 
     assert result.error is None
     assert not (workspace / "hijacked").exists()

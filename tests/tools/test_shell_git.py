@@ -6,7 +6,6 @@ when the marker never appears.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import subprocess
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 from cairn.tools.base import ToolContext
 from cairn.tools.shell import ShellTool
 from cairn.tools.shell_git import neutral_git_env
+from cairn.values import replace
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -66,7 +66,7 @@ async def test_read_only_git_runs_unasked_without_the_repository_programs(
     pager, gpg for log.showSignature, the post-index-change hook)."""
     assert tool.confirmation({"command": command}, ctx) is None
 
-    result = await tool.execute({"command": command}, dataclasses.replace(ctx, approval="unasked"))
+    result = await tool.execute({"command": command}, replace(ctx, approval="unasked"))
 
     assert result.error is None, result.error
     assert ran(hostile) == []
@@ -76,7 +76,7 @@ async def test_the_same_git_command_approved_by_the_user_runs_the_config(
     hostile: Path, ctx: ToolContext
 ) -> None:
     """The neutral config is for commands nobody approved; an approved one is git as usual."""
-    await tool.execute({"command": "git status"}, dataclasses.replace(ctx, approval="user"))
+    await tool.execute({"command": "git status"}, replace(ctx, approval="user"))
 
     assert "fsmonitor" in ran(hostile)
 
@@ -87,7 +87,7 @@ async def test_git_run_unasked_cannot_reach_a_remote(hostile: Path, ctx: ToolCon
     assert tool.confirmation({"command": "git remote show origin"}, ctx) == "exec"
 
     result = await tool.execute(
-        {"command": "git ls-remote origin"}, dataclasses.replace(ctx, approval="unasked")
+        {"command": "git ls-remote origin"}, replace(ctx, approval="unasked")
     )
 
     assert result.output is not None and "Exit code: 0" not in result.output

@@ -23,6 +23,7 @@ from cairn.cli.options import (
     RootOptions,
     ServeOptions,
 )
+from cairn.values import replace
 
 __all__ = [
     "COMMAND_GROUPS",
@@ -80,7 +81,7 @@ def root(
 
     options = root_options(ctx.params)
     if isinstance(ctx.obj, str):  # `cairn fix the bug`: main() passes the words
-        options = options._replace(initial_prompt=ctx.obj)
+        options = replace(options, initial_prompt=ctx.obj)
     raise typer.Exit(run_root(options))
 
 

@@ -20,6 +20,7 @@ from cairn.cli.options import (
     with_bare_prompt,
 )
 from cairn.exit_codes import ExitCode
+from cairn.values import replace
 
 __all__ = ["main"]
 
@@ -47,7 +48,7 @@ def main() -> None:
             )
             sys.exit(ExitCode.BAD_INPUT)
         if words is not None and isinstance(first := parse_fast(rest), RootOptions):
-            sys.exit(run_root(first._replace(initial_prompt=words)))
+            sys.exit(run_root(replace(first, initial_prompt=words)))
         mount_command_groups(rest)
         app(args=rest, obj=words)  # the root command gets the words as its first prompt
     except SystemExit as exc:

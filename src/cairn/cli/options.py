@@ -16,7 +16,9 @@ import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
+
+from cairn.values import Value, replace
 
 __all__ = [
     "ROOT_OPTIONS",
@@ -49,10 +51,11 @@ class Mode(StrEnum):
 Kind = Literal["flag", "text", "int", "path", "choice", "multi"]
 
 
-# NamedTuples rather than dataclasses: a sixth of the cost to define, on every start-up.
+# Values rather than NamedTuples or dataclasses: nothing compiled when their classes are made
+# (a NamedTuple of this module compiled each field's postponed annotation, ~10 M in all).
 
 
-class OptionSpec(NamedTuple):
+class OptionSpec(Value):
     """One command-line option: its parameter name, flags, help and how its value is read."""
 
     dest: str
@@ -169,7 +172,7 @@ SERVE_OPTIONS = _options(
 )
 
 
-class RootOptions(NamedTuple):
+class RootOptions(Value):
     """``cairn [options]``: what the root command was asked to do."""
 
     prompt: str | None = None
@@ -189,7 +192,7 @@ class RootOptions(NamedTuple):
     initial_prompt: str | None = None  # `cairn "fix the bug"`: the UI's first prompt
 
 
-class ServeOptions(NamedTuple):
+class ServeOptions(Value):
     """``cairn serve [options]``."""
 
     host: str = "127.0.0.1"
@@ -222,11 +225,11 @@ def parse_fast(
         for spec in SERVE_OPTIONS.values():
             if spec.envvar and spec.dest not in values:
                 values[spec.dest] = environ.get(spec.envvar) or None  # typer ignores ""
-        return ServeOptions()._replace(**values)
+        return replace(ServeOptions(), **values)
     values = _parse(argv, ROOT_OPTIONS)
     if values is None or values.get("version"):
         return None
-    return RootOptions()._replace(**values)
+    return replace(RootOptions(), **values)
 
 
 def with_bare_prompt(argv: Sequence[str]) -> list[str]:

@@ -17,11 +17,11 @@ the parent call's id, which every front end shows under that call.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from cairn.debug_log import get_logger
+from cairn.ids import random_hex
 from cairn.tools.agent import AgentType, SubagentRequest
 from cairn.tools.base import ToolContext, ToolResult
 from cairn.vocabulary.events import Notice, SessionEvent, SubagentUpdate
@@ -128,7 +128,7 @@ class Subagents:
         from cairn.llm.errors import ProviderError
 
         host = self.host
-        agent_id = f"agent-{uuid.uuid4().hex[:12]}"
+        agent_id = f"agent-{random_hex(12)}"
         registry = host.parent_tools().subset(names)
         scheduler = host.parent_scheduler().derived(
             registry=registry, hooks=host.parent_hooks(), label=definition.name

@@ -20,9 +20,9 @@ import json
 import re
 import sys
 import time
-import uuid
 from typing import Any, Literal, TextIO
 
+from cairn.ids import new_uuid, random_hex
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
@@ -271,7 +271,7 @@ class OutputWriter:
 
     def _opened(self, model: str = "") -> _OpenMessage:
         if self._open is None:
-            self._open = _OpenMessage(f"msg_{uuid.uuid4().hex[:24]}")
+            self._open = _OpenMessage(f"msg_{random_hex(24)}")
             message: dict[str, Any] = {
                 "id": self._open.id,
                 "type": "message",
@@ -336,7 +336,7 @@ class OutputWriter:
         return opened.id
 
     def _assistant(self, event: AssistantMessage, *, parent: str | None = None) -> None:
-        message_id = f"msg_{uuid.uuid4().hex[:24]}"
+        message_id = f"msg_{random_hex(24)}"
         if self.partial and parent is None:
             message_id = self._partial_end(event)
         content: list[dict[str, Any]] = []
@@ -403,7 +403,7 @@ class OutputWriter:
         self.out.flush()
 
     def _message(self, body: dict[str, Any]) -> None:
-        body.setdefault("uuid", str(uuid.uuid4()))
+        body.setdefault("uuid", new_uuid())
         body.setdefault("session_id", self.session_id)
         body.setdefault("timestamp", time.time())
         if self.fmt == "stream-json":

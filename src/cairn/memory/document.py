@@ -17,10 +17,10 @@ as is::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from cairn.values import Value
 from cairn.vocabulary.events import MemoryRef
 
 __all__ = ["MEMORY_TYPES", "MemoryDoc", "MemoryScope", "MemoryType", "Staleness"]
@@ -30,8 +30,7 @@ MemoryScope: TypeAlias = Literal["project", "user"]
 MEMORY_TYPES: tuple[MemoryType, ...] = ("user", "feedback", "project", "reference")
 
 
-@dataclass(frozen=True, slots=True)
-class Staleness:
+class Staleness(Value):
     """Why a memory may no longer hold (its evidence changed), or cannot be checked."""
 
     state: Literal["stale", "unverifiable"]
@@ -44,8 +43,7 @@ class Staleness:
         return "possibly stale" if self.state == "stale" else "cannot verify"
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryDoc:
+class MemoryDoc(Value):
     path: Path  # absolute
     relative_path: str  # POSIX, relative to its root ("feedback/uv.md")
     scope: MemoryScope

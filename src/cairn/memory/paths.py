@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.config.paths import cairn_home, find_git_root, project_dir, reference_project_key
 from cairn.debug_log import get_logger
+from cairn.values import Value
 
 __all__ = [
     "BASE_DIR_ENV",
@@ -52,8 +52,7 @@ _log = get_logger("MEMORY")
 _warned_scopes: set[str] = set()
 
 
-@dataclass(frozen=True)
-class MemoryRoots:
+class MemoryRoots(Value):
     project: Path | None  # project memory root (None when unavailable)
     user: Path  # user memory root <base>/memories
     state_dir: Path  # per-project state dir: meta.json, extract-cursor.json, consolidation.lock

@@ -8,10 +8,10 @@ loaded with at most 200 lines and 25,000 characters; a cut index ends with a war
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.memory.document import MemoryScope
+from cairn.values import Value
 
 __all__ = [
     "MAX_PROMPT_INDEX_CHARS",
@@ -27,8 +27,7 @@ MAX_PROMPT_INDEX_CHARS = 25_000  # index characters loaded into the system promp
 INDEX_FILE_NAME = "MEMORY.md"
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryTier:
+class MemoryTier(Value):
     """One memory root as the prompt presents it."""
 
     scope: MemoryScope

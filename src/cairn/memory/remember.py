@@ -20,7 +20,6 @@ The turn's Extract is then skipped (``memory_tool``): the turn already saved wha
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -36,7 +35,7 @@ from cairn.tools.base import (
     ToolError,
     ToolResult,
 )
-from cairn.values import Value
+from cairn.values import Value, replace
 from cairn.vocabulary.events import MemoryChanged
 from cairn.vocabulary.tool_names import ToolName
 
@@ -125,7 +124,7 @@ class MemoryWrites:
         """``ctx`` allowed into ``target``'s memory folder only, ``pinned/`` protected."""
         from cairn.memory.paths import PINNED_FOLDER
 
-        return dataclasses.replace(
+        return replace(
             ctx,
             writable_roots=[target.root],
             readable_roots=[target.root],
@@ -135,7 +134,7 @@ class MemoryWrites:
     async def read(self, tool: Tool, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         from cairn.memory.background.agent_tools import RecordingReads
 
-        return await tool.execute(args, dataclasses.replace(ctx, fs=RecordingReads(self.files)))
+        return await tool.execute(args, replace(ctx, fs=RecordingReads(self.files)))
 
     async def write(
         self, tool: Tool, args: Mapping[str, Any], ctx: ToolContext, target: _Target

@@ -11,10 +11,10 @@ memory bodies or paths.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
 from cairn import telemetry
+from cairn.values import Value
 
 __all__ = [
     "DISCARD_REASONS",
@@ -54,8 +54,7 @@ DiscardReason: TypeAlias = Literal[
 DISCARD_REASONS: tuple[DiscardReason, ...] = get_args(DiscardReason)
 
 
-@dataclass(slots=True)
-class RecallTimings:
+class RecallTimings(Value, frozen=False):
     """Milliseconds spent in each step of one recall."""
 
     scan_ms: float = 0.0

@@ -15,7 +15,6 @@ import datetime as _dt
 import json
 import os
 import threading
-import uuid as _uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -23,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 from cairn.content import Content
 from cairn.debug_log import get_logger
+from cairn.ids import new_uuid
 from cairn.recording.records import (
     ASSISTANT,
     SLASH_COMMAND,
@@ -223,7 +223,7 @@ class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
         self.close()
 
     def _append(self, record_type: str, **fields: Any) -> str:
-        record_uuid = str(_uuid.uuid4())
+        record_uuid = new_uuid()
         with self._lock:
             record = {
                 "uuid": record_uuid,

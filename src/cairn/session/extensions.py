@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from cairn.content import FunctionCall, Part, Text
 from cairn.debug_log import get_logger
+from cairn.ids import random_hex
 from cairn.session.commands import COMMANDS, CommandOutcome, SlashCommand
 from cairn.session.turn_hooks import TurnHook
 from cairn.tools.base import ToolContext, ToolResult
@@ -391,7 +391,7 @@ class SessionExtensions(TurnHook):
         emit = sink or _ignore
         for step in expansion.steps:
             call = FunctionCall(
-                f"command-{uuid.uuid4().hex[:12]}",
+                f"command-{random_hex(12)}",
                 ToolName.SHELL,
                 {"command": step.command, "description": f"{label}, before its prompt"},
             )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from cairn.config.loader import Endpoint
 from cairn.config.paths import project_root
 from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
+from cairn.ids import new_uuid
 from cairn.llm.types import Provider
 from cairn.mcp.sources import may_configure_servers
 from cairn.session.gate import OPEN_GATE, PermissionGate
@@ -355,7 +355,7 @@ class Runtime:
         self, *, session_id: str | None = None, **options: Unpack[SessionOptions]
     ) -> Session:
         """A new session (:class:`SessionOptions` says how it opens)."""
-        return self._open(session_id or str(uuid.uuid4()), None, options)
+        return self._open(session_id or new_uuid(), None, options)
 
     def load_session(self, session_id: str, **options: Unpack[SessionOptions]) -> Session:
         """Resume a recorded session; its model history is rebuilt from the recording."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from cairn.config.loader import (
     Endpoint,
@@ -29,6 +29,7 @@ from cairn.config.loader import (
 )
 from cairn.config.settings import Settings
 from cairn.exit_codes import ExitCode
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.session.runtime import Runtime
@@ -54,10 +55,10 @@ class StartupError(Exception):
         self.exit_code = exit_code
 
 
-# NamedTuples rather than dataclasses: a sixth of the cost to define, on every start-up.
+# Values rather than NamedTuples or dataclasses: nothing compiled when their classes are made.
 
 
-class Startup(NamedTuple):
+class Startup(Value):
     """What a front end starts from: the merged settings, their warnings and the model endpoint."""
 
     cwd: Path
@@ -133,7 +134,7 @@ def _sandbox_warnings(settings: Settings) -> list[str]:
     return [f"the shell sandbox is on but {problem}: shell commands will be refused"]
 
 
-class OpenedRuntime(NamedTuple):
+class OpenedRuntime(Value):
     """A runtime ready for its first session, and what the user should be told first."""
 
     runtime: Runtime

@@ -38,12 +38,12 @@ whole list again as a ``config_option_update`` whenever either changes.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from cairn.content import clip_text
+from cairn.ids import new_uuid
 from cairn.recording.reader import ASK_USER_TOOL
 from cairn.vocabulary.events import (
     AssistantMessage,
@@ -153,7 +153,7 @@ class UpdateMapper:
         self,
         registry: ToolRegistry | None = None,
         *,
-        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_id: Callable[[], str] = new_uuid,
         config: Callable[[], list[Payload]] | None = None,
     ) -> None:
         self._registry = registry

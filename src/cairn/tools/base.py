@@ -6,7 +6,7 @@ import asyncio
 import copy
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
@@ -173,9 +173,8 @@ class CommandRunner(Protocol):
         ...
 
 
-@dataclass
-class ToolContext:
-    """What a running tool may use."""
+class ToolContext(Value, frozen=False):
+    """What a running tool may use (copied with :func:`cairn.values.replace`)."""
 
     workspace: Path
     abort: AbortSignal

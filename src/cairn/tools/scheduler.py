@@ -13,9 +13,7 @@ so they run in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -30,7 +28,7 @@ from cairn.tools.permissions import (
     Strictness,
     decide_approval,
 )
-from cairn.values import Value
+from cairn.values import Value, replace
 from cairn.vocabulary.events import (
     EventSink,
     Notice,
@@ -97,24 +95,35 @@ class ToolOutcome(Value, frozen=False):
         return self.status in ("completed", "failed")
 
 
-@dataclass(eq=False, kw_only=True)
 class ToolScheduler:
-    registry: ToolRegistry
-    rules: PermissionRules
-    frontend: Frontend
-    approval_mode: Callable[[], str]
-    hooks: HookRunner | None = None
-    before_change: BeforeChange | None = None
-    settings_changed: SettingsChanged | None = None
-    # Named in what it asks the user ("general-purpose: ..."): a subagent's.
-    label: str = field(default="", init=False)
-    _always_allowed: set[str] = field(default_factory=set, init=False)
-    _protected: dict[tuple[Path, tuple[Path, ...]], ProtectedPaths] = field(
-        default_factory=dict, init=False
-    )
-    # The Notification hooks still running.
-    _notifying: set[asyncio.Future[HookOutcome]] = field(default_factory=set, init=False)
-    _ungranted: PermissionRules | None = field(default=None, init=False)  # while granting
+    """Runs a turn's tool calls (see the module docstring). A plain class, not a dataclass:
+    nothing is compiled when it is defined, on every start-up."""
+
+    def __init__(
+        self,
+        *,
+        registry: ToolRegistry,
+        rules: PermissionRules,
+        frontend: Frontend,
+        approval_mode: Callable[[], str],
+        hooks: HookRunner | None = None,
+        before_change: BeforeChange | None = None,
+        settings_changed: SettingsChanged | None = None,
+    ) -> None:
+        self.registry = registry
+        self.rules = rules
+        self.frontend = frontend
+        self.approval_mode = approval_mode
+        self.hooks = hooks
+        self.before_change = before_change
+        self.settings_changed = settings_changed
+        # Named in what it asks the user ("general-purpose: ..."): a subagent's.
+        self.label = ""
+        self._always_allowed: set[str] = set()
+        self._protected: dict[tuple[Path, tuple[Path, ...]], ProtectedPaths] = {}
+        # The Notification hooks still running.
+        self._notifying: set[asyncio.Future[HookOutcome]] = set()
+        self._ungranted: PermissionRules | None = None  # while granting
 
     def grant(self, allowed: PermissionRules) -> None:
         """Let ``allowed``'s allow rules allow calls too, until :meth:`end_grant` (a command
@@ -174,7 +183,15 @@ class ToolScheduler:
         """A scheduler for a subagent: this one's rules, front end, approval mode, checkpoints
         and "allow always" answers, over the subagent's own tools; ``label`` prefixes the title
         of what it asks the user."""
-        child = dataclasses.replace(self, registry=registry, hooks=hooks)
+        child = ToolScheduler(
+            registry=registry,
+            rules=self.rules,
+            frontend=self.frontend,
+            approval_mode=self.approval_mode,
+            hooks=hooks,
+            before_change=self.before_change,
+            settings_changed=self.settings_changed,
+        )
         child._always_allowed = self._always_allowed
         child._protected = self._protected
         child.label = label
@@ -185,7 +202,7 @@ class ToolScheduler:
         if tool is None:
             await emit(ToolCallStart(call.id, call.name, call.name, ToolKind.OTHER, call.args))
             return await _fail(call, self.registry.unknown_tool_message(call.name), emit)
-        ctx = dataclasses.replace(
+        ctx = replace(
             ctx,
             approval_mode=self.approval_mode(),
             path_rules=ctx.path_rules or self.rules,
@@ -535,7 +552,7 @@ def _check_failed(call: FunctionCall, exc: Exception) -> str:
 
 
 def _approved(ctx: ToolContext, source: ApprovalSource) -> ToolContext:
-    return dataclasses.replace(ctx, approval=source)
+    return replace(ctx, approval=source)
 
 
 def _is_read_only(call: FunctionCall, ctx: ToolContext) -> bool:

@@ -592,12 +592,11 @@ def test_an_index_saved_by_the_unstemmed_tokenizer_is_rebuilt(
     """Issue #26: a persisted index of tokenizer version 1 holds surface words ("indentation"),
     which a stemmed query ("indent") never matches; it is rebuilt, not read."""
     import hashlib
-    from dataclasses import asdict
 
     from cairn.memory.store.scorer import DEFAULT_SCORER
 
     write(project(roots), "feedback/tabs.md", name="Tabs", body="Indentation uses tabs")
-    version_one = repr((1, sorted(asdict(DEFAULT_SCORER).items())))
+    version_one = repr((1, DEFAULT_SCORER.parameters()))
     old_fingerprint = hashlib.sha256(version_one.encode()).hexdigest()[:16]
     cache = tmp_path / "c" / "project.bin"
     _unstemmed_cache(cache, project(roots), DEFAULT_SCORER.fingerprint())

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import os
 import tempfile
@@ -50,6 +49,7 @@ from cairn.tools.base import (
     ToolResult,
 )
 from cairn.tools.registry import ToolRegistry, default_registry
+from cairn.values import replace
 from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ class _Guarded(WrappedTool):
 
     async def execute(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         if self.name == ToolName.READ_FILE:
-            reading = dataclasses.replace(ctx, fs=RecordingReads(self.files))
+            reading = replace(ctx, fs=RecordingReads(self.files))
             return await self.inner.execute(args, reading)
         if self.name not in WRITE_TOOLS:
             return await self.inner.execute(args, ctx)
@@ -227,7 +227,7 @@ async def guarded_write(
             stale = await asyncio.to_thread(_stale, path, files)
             if stale is not None:
                 return ToolResult(error=stale)
-        checked = dataclasses.replace(ctx, fs=_CheckedWrites(files, root, exempt=exempt))
+        checked = replace(ctx, fs=_CheckedWrites(files, root, exempt=exempt))
         result = await tool.execute(args, checked)
     notes = files.notes[noted:]
     return result.noted(" (" + "; ".join(notes) + ")") if notes and result.ok else result

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 from cairn.memory.document import MemoryDoc
+from cairn.values import Value
 
 __all__ = [
     "LEXICAL_CANDIDATE_LIMIT",
@@ -31,8 +31,7 @@ LEXICAL_CANDIDATE_LIMIT = MAX_MODEL_CANDIDATE_DOCS - RECENT_MODEL_CANDIDATE_RESE
 SEMANTIC_CANDIDATE_LIMIT = LEXICAL_CANDIDATE_LIMIT  # 180: all seats when nothing matches lexically
 
 
-@dataclass(frozen=True, slots=True)
-class Candidates:
+class Candidates(Value):
     """What the selector sees (``model``) and what Recall falls back to (``fallback``)."""
 
     model: list[MemoryDoc]

@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from cairn.abort import AbortController, AbortSignal
@@ -47,21 +46,23 @@ SEMANTIC_SETTLE_S = 0.25  # ... and then for it to leave, before their model loa
 _log = get_logger("MEMORY_RECALL")
 
 
-@dataclass(eq=False)
 class _Handle:
-    controller: AbortController
-    fired_at: float
-    progress: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-    unlink_parent: Callable[[], None] = lambda: None
-    fast: RecallResult | None = None
-    result: RecallResult | None = None
-    fast_delivered: bool = False
-    fast_paths: set[str] = field(default_factory=set)
-    closed: bool = False  # consumed or discarded: the terminal event was recorded
-    # Set once the turn's first request has taken its memory (or the handle closed): the
-    # semantic candidates wait for it, so loading their model never delays that request.
-    first_request: asyncio.Event = field(default_factory=asyncio.Event)
+    """One prompt's Recall (a plain class: compared by identity, nothing compiled to define)."""
+
+    def __init__(self, controller: AbortController, fired_at: float) -> None:
+        self.controller = controller
+        self.fired_at = fired_at
+        self.progress = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.unlink_parent: Callable[[], None] = lambda: None
+        self.fast: RecallResult | None = None
+        self.result: RecallResult | None = None
+        self.fast_delivered = False
+        self.fast_paths: set[str] = set()
+        self.closed = False  # consumed or discarded: the terminal event was recorded
+        # Set once the turn's first request has taken its memory (or the handle closed): the
+        # semantic candidates wait for it, so loading their model never delays that request.
+        self.first_request = asyncio.Event()
 
     @property
     def settled(self) -> bool:

@@ -23,7 +23,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
@@ -43,6 +43,7 @@ from cairn.memory.recall.selector import MAX_RELEVANT_DOCS, SelectorError, selec
 from cairn.memory.recall.semantic import semantic_candidates
 from cairn.memory.store.memory_store import MemoryStore
 from cairn.memory.telemetry import RecallTimings, emit_recall
+from cairn.values import Value
 
 __all__ = [
     "MAX_FAST_RECALL_DOCS",
@@ -57,8 +58,7 @@ RecallStrategy: TypeAlias = Literal["none", "heuristic", "model"]
 _log = get_logger("MEMORY_RECALL")
 
 
-@dataclass(frozen=True, slots=True)
-class RecallResult:
+class RecallResult(Value):
     """What Recall found: the rendered prompt, the documents and how they were chosen."""
 
     prompt: str = ""
@@ -70,8 +70,7 @@ class RecallResult:
         return [str(doc.path) for doc in self.docs]
 
 
-@dataclass(slots=True)
-class _Clock:
+class _Clock(Value, frozen=False):
     started: float = field(default_factory=time.perf_counter)
     mark: float = field(default_factory=time.perf_counter)
 

@@ -20,7 +20,6 @@ import functools
 import re
 import unicodedata
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.abort import Aborted, AbortSignal
@@ -28,6 +27,7 @@ from cairn.content import Content
 from cairn.llm.side_query import side_query
 from cairn.llm.types import Provider
 from cairn.memory.document import MemoryDoc
+from cairn.values import Value
 
 if TYPE_CHECKING:
     import regex
@@ -102,8 +102,7 @@ class SelectorError(Exception):
     """The selector's answer cannot be used (invalid, too long, unknown paths, timeout)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Manifest:
+class Manifest(Value):
     text: str
     docs: Mapping[str, MemoryDoc]  # manifest key (scope:path) → document, in manifest order
 

@@ -22,13 +22,14 @@ import sys
 import zlib
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from cairn.debug_log import get_logger
 from cairn.fsutil import atomic_write_bytes
 from cairn.memory.store.lexical_index import LexicalIndex
+from cairn.values import Value
 
 __all__ = [
     "CACHE_FORMAT",
@@ -81,8 +82,7 @@ class SkipRecord(NamedTuple):
 Record = DocRecord | SkipRecord
 
 
-@dataclass
-class _Columns:
+class _Columns(Value, frozen=False):
     """A loaded table, column by column; row i belongs to relatives[i]."""
 
     relatives: list[str]
@@ -271,8 +271,7 @@ def _array(typecode: str, data: bytes) -> array:
     return values
 
 
-@dataclass
-class ShardCache:
+class ShardCache(Value, frozen=False):
     records: RecordTable = field(default_factory=RecordTable)
     index: LexicalIndex = field(default_factory=LexicalIndex)
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+
+from cairn.values import Value, replace
 
 __all__ = [
     "EMPTY_BODY_PLACEHOLDER",
@@ -37,8 +38,7 @@ _BULLET = re.compile(r"^[-*][ \t]+(?P<value>.*)$")
 _SPACES = re.compile(r"\s+")
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryEntry:
+class MemoryEntry(Value):
     summary: str
     why: str = ""
     how_to_apply: str = ""

@@ -29,12 +29,12 @@ from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
 from cairn.memory.store.scorer import MAX_TERM_WEIGHT, idf_weight, score_value
+from cairn.values import Value
 
 __all__ = ["Hit", "IndexState", "LexicalIndex", "Scores", "search"]
 
@@ -123,8 +123,7 @@ class _PackedPostings:
         return [term for term in self._terms if term not in self._taken]
 
 
-@dataclass(frozen=True, slots=True)
-class Scores:
+class Scores(Value):
     """A query's scores over one index: packed, one 32-bit field per slot."""
 
     packed: int
@@ -369,8 +368,7 @@ class LexicalIndex:
         return index
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(Value):
     shard: int  # position of the document's index in the ``indexes`` given to search()
     slot: int
     score: float
@@ -387,8 +385,7 @@ def _constants(size: int) -> tuple[int, int]:
     return ones, ones << _GUARD_BIT
 
 
-@dataclass
-class _Shard:
+class _Shard(Value, frozen=False):
     """The packed scores of one index during a search, with their comparison constants."""
 
     number: int

@@ -17,7 +17,7 @@ import heapq
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -40,6 +40,7 @@ from cairn.memory.store.scorer import DEFAULT_SCORER, ScorerConfig, term_weights
 from cairn.memory.store.tokenizer import load as load_tokenizer
 from cairn.memory.store.tokenizer import query_tokens, tokenize
 from cairn.memory.store.watch import TreeWatcher, open_watcher
+from cairn.values import Value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,14 +55,12 @@ _ROOT_SYMLINK = "project memory root skipped (it is a symlink)"
 _log = get_logger("MEMORY")
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredDoc:
+class ScoredDoc(Value):
     doc: MemoryDoc
     score: float  # > 0; comparable within one ranking only
 
 
-@dataclass(frozen=True)
-class ScanReport:
+class ScanReport(Value):
     """What one :meth:`MemoryStore.refresh` did."""
 
     docs: int  # memories after the refresh
@@ -74,8 +73,7 @@ class ScanReport:
     scanned_at: float = 0.0  # the store's clock when the refresh finished
 
 
-@dataclass
-class _Tally:
+class _Tally(Value, frozen=False):
     reparsed: int = 0
     removed: int = 0
     full_walks: int = 0
@@ -96,8 +94,7 @@ class VectorSync(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class VectorJob:
+class VectorJob(Value):
     """A memory whose embedding is missing or stale: embed ``text``, then apply the row."""
 
     shard: int

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
@@ -24,6 +23,7 @@ from cairn.memory.store.entries import (
     parse_entries,
     render_entries,
 )
+from cairn.values import Value
 
 __all__ = [
     "EMPTY_BODY_PLACEHOLDER",
@@ -68,8 +68,7 @@ _YAML_INDICATORS = tuple("\"'|>[{&*!%@`")
 _SPACES = re.compile(r"\s+")
 
 
-@dataclass(frozen=True, slots=True)
-class ParseSkip:
+class ParseSkip(Value):
     """A file under a memory root that is not read as a memory, and why."""
 
     path: Path

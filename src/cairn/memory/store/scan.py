@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import attrgetter
 
 from cairn.memory.paths import INDEX_FILE_NAME
 from cairn.memory.store.cache import StatKey
 from cairn.memory.store.watch import TreeWatcher
+from cairn.values import Value
 
 __all__ = ["Walk", "is_memory_name", "stat_file", "stat_key", "walk_root"]
 
@@ -35,8 +36,7 @@ stat_key: Callable[[os.stat_result], StatKey] = attrgetter(
 )
 
 
-@dataclass
-class Walk:
+class Walk(Value, frozen=False):
     keys: dict[str, StatKey] = field(default_factory=dict)  # relative path -> stat key
     infos: dict[str, os.stat_result] = field(default_factory=dict)  # symlinks followed
     symlinks: set[str] = field(default_factory=set)  # symlinked files inside the root

@@ -24,9 +24,9 @@ import hashlib
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 
 from cairn.memory.store.tokenizer import TOKENIZER_VERSION, tokenize
+from cairn.values import Value
 
 __all__ = [
     "DEFAULT_SCORER",
@@ -43,8 +43,7 @@ MAX_TERM_WEIGHT = 255  # a saturated term weight in (0, 1) is stored as 1..255
 IDF_SCALE = 16  # an idf is stored as round(idf * 16), at least 1
 
 
-@dataclass(frozen=True)
-class ScorerConfig:
+class ScorerConfig(Value):
     """BM25F parameters. Defaults were chosen on the dev half of the evaluation set."""
 
     title_weight: float = 4.0  # the reference's 4 / 3 / 1 field weights also won on dev
@@ -58,9 +57,13 @@ class ScorerConfig:
     description_length: float = 14.0
     body_length: float = 80.0
 
+    def parameters(self) -> list[tuple[str, float]]:
+        """``(name, value)`` of every parameter, by name."""
+        return sorted((name, getattr(self, name)) for name in type(self).__value_fields__)
+
     def fingerprint(self) -> str:
         """Changes whenever stored weights would: a persisted index with another one is rebuilt."""
-        text = repr((TOKENIZER_VERSION, sorted(asdict(self).items())))
+        text = repr((TOKENIZER_VERSION, self.parameters()))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

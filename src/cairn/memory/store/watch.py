@@ -20,8 +20,10 @@ import os
 import struct
 import sys
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
+
+from cairn.values import Value
 
 if TYPE_CHECKING:
     import ctypes
@@ -52,8 +54,7 @@ _EVENT_HEADER = struct.Struct("iIII")  # wd, mask, cookie, name length
 _READ_SIZE = 64 * 1024  # bytes read from the event queue per call
 
 
-@dataclass
-class Changes:
+class Changes(Value, frozen=False):
     """What happened under a root since the last drain."""
 
     files: set[str] = field(default_factory=set)  # relative paths of files that changed

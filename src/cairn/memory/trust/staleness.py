@@ -19,7 +19,6 @@ hashed again next time: file times tick coarsely). The result is one of:
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from cairn.memory.trust.evidence import (
     stat_key,
 )
 from cairn.memory.trust.provenance import Provenance, read_provenance
+from cairn.values import replace
 
 __all__ = ["RACY_NS", "EvidenceCheck", "stale_note"]
 
@@ -108,7 +108,7 @@ class EvidenceCheck:
         for doc in docs:
             found = self.staleness(doc)
             marked.append(
-                doc if found == doc.staleness else dataclasses.replace(doc, staleness=found)
+                doc if found == doc.staleness else replace(doc, staleness=found)
             )
         return marked
 
