@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -15,6 +16,7 @@ import pytest
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import ScriptedServer, reply, tool_call
 
+from .conftest import CAIRN
 from .test_daemon import serve as serve_fixture
 
 serve = serve_fixture  # the fixture, under the name the tests ask for
@@ -153,3 +155,84 @@ async def test_a_token_passed_by_flag_is_not_in_a_commands_environment_under_ano
     assert listed["role"] == "tool" and "HARMLESS=kept" in listed["content"]
     assert token not in listed["content"]
     assert "DEPLOY_TOKEN" not in listed["content"] and "WRAPPED" not in listed["content"]
+
+
+def stderr_after_stop(served: object) -> str:
+    """What a daemon wrote to stderr, once it is stopped."""
+    process = served.process  # type: ignore[attr-defined]
+    process.terminate()
+    process.wait(30)
+    return str(process.stderr.read())
+
+
+async def test_a_token_given_by_value_on_the_command_line_is_warned_about(
+    serve: object, cairn_env: dict[str, str]
+) -> None:
+    """#24 follow-up: ``cairn serve --token "$X"`` shows the token to every local user in the
+    process list (``ps``, ``/proc/<pid>/cmdline``), and nothing said so."""
+    for flags in (("--token", TOKEN), (f"--token={TOKEN}",)):
+        served = serve(*flags)  # type: ignore[operator]
+        async with DaemonClient(served.url, TOKEN) as client:
+            assert await client.list_sessions() == []
+        said = stderr_after_stop(served)
+        assert "--token shows the token" in said and "--token-file" in said
+        assert TOKEN not in said  # the warning does not print it once more
+
+    served = serve(env={**cairn_env, "CAIRN_SERVER_TOKEN": TOKEN})  # type: ignore[operator]
+    async with DaemonClient(served.url, TOKEN) as client:
+        assert await client.list_sessions() == []
+    assert "--token shows" not in stderr_after_stop(served)
+
+
+async def test_the_token_is_read_from_a_file_given_by_token_file_or_its_variable(
+    serve: object, cairn_env: dict[str, str], tmp_path: Path
+) -> None:
+    """#24 follow-up: ``--token-file`` (or ``CAIRN_SERVER_TOKEN_FILE``) keeps the token out of
+    the process list; the file's final newline is not part of it."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    by_flag = serve("--token-file", str(token_file))  # type: ignore[operator]
+    by_variable = serve(env={**cairn_env, "CAIRN_SERVER_TOKEN_FILE": str(token_file)})  # type: ignore[operator]
+    for served in (by_flag, by_variable):
+        async with httpx.AsyncClient(base_url=served.url, trust_env=False, timeout=30) as http:
+            assert (await http.get("/sessions")).status_code == 401
+        async with DaemonClient(served.url, TOKEN) as client:
+            assert await client.list_sessions() == []
+        said = stderr_after_stop(served)
+        assert "--token shows" not in said and TOKEN not in said
+
+
+@pytest.mark.parametrize(
+    ("content", "flags", "message"),
+    [
+        (None, (), "cannot read the token file"),
+        ("\n  \n", (), "is empty"),
+        (TOKEN, ("--token", TOKEN), "not both"),
+    ],
+)
+def test_an_unusable_token_file_is_a_clear_error(
+    cairn_env: dict[str, str],
+    project: Path,
+    tmp_path: Path,
+    content: str | None,
+    flags: tuple[str, ...],
+    message: str,
+) -> None:
+    """#24 follow-up: a token file that is missing, empty or given with ``--token`` stops the
+    daemon before it listens, with exit code 42 and the reason."""
+    token_file = tmp_path / "token"
+    if content is not None:
+        token_file.write_text(content)
+    finished = subprocess.run(
+        [*CAIRN, "serve", "--port", "0", "--token-file", str(token_file), *flags],
+        cwd=project,
+        env=cairn_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 42, finished
+    assert message in finished.stderr and "listening" not in finished.stdout
+    assert "Traceback" not in finished.stderr

@@ -101,6 +101,7 @@ def serve(
     host: Annotated[str, _opt(_S["host"])] = _SERVE_DEFAULTS.host,
     port: Annotated[int, _opt(_S["port"])] = _SERVE_DEFAULTS.port,
     token: Annotated[str | None, _opt(_S["token"])] = None,
+    token_file: Annotated[Path | None, _opt(_S["token_file"])] = None,
     allow_origin: Annotated[list[str] | None, _opt(_S["allow_origin"])] = None,
     max_sessions: Annotated[int, _opt(_S["max_sessions"])] = _SERVE_DEFAULTS.max_sessions,
     workspace: Annotated[Path | None, _opt(_S["workspace"])] = None,

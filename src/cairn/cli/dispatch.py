@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -72,13 +73,18 @@ def run_root(options: RootOptions) -> int:
 
 def run_serve(options: ServeOptions) -> int:
     """``cairn serve``: the HTTP daemon."""
+    try:
+        token = serve_token(options, sys.argv[1:])
+    except ValueError as exc:
+        print(f"cairn serve: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     _safety_this_run(options.sandbox, options.trust)
     from cairn.daemon import run_daemon
 
     return run_daemon(
         host=options.host,
         port=options.port,
-        token=options.token,
+        token=token,
         allow_origins=list(options.allow_origin),
         max_sessions=options.max_sessions,
         workspace=options.workspace or Path.cwd(),
@@ -88,6 +94,47 @@ def run_serve(options: ServeOptions) -> int:
         advertise_url=options.advertise_url,
         workspace_root=options.workspace_root,
     )
+
+
+TOKEN_FILE_MAX_BYTES = 64 * 1024
+BY_VALUE_WARNING = (
+    "cairn serve: warning: --token shows the token to every user of this machine (ps, "
+    "/proc/<pid>/cmdline); pass it with --token-file or CAIRN_SERVER_TOKEN instead."
+)
+
+
+def serve_token(options: ServeOptions, argv: Sequence[str]) -> str | None:
+    """The daemon's token: ``--token`` (or ``CAIRN_SERVER_TOKEN``), or the content of
+    ``--token-file`` (or ``CAIRN_SERVER_TOKEN_FILE``) without its surrounding whitespace.
+
+    A token written on the command line (``argv``, as the parsers read it: ``--token X`` or
+    ``--token=X``) is in the process list for every local user to read: that is warned about.
+    Raises :class:`ValueError` for both at once, or a token file that is unreadable or empty.
+    """
+    if any(arg == "--token" or arg.startswith("--token=") for arg in argv):
+        print(BY_VALUE_WARNING, file=sys.stderr)
+    if options.token_file is None:
+        return options.token
+    path = Path(options.token_file)
+    if options.token:
+        raise ValueError(
+            "give the token by --token (or CAIRN_SERVER_TOKEN) or by --token-file "
+            "(or CAIRN_SERVER_TOKEN_FILE), not both."
+        )
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(TOKEN_FILE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read the token file {path}: {exc.strerror or exc}.") from None
+    if len(data) > TOKEN_FILE_MAX_BYTES:
+        raise ValueError(f"the token file {path} is over {TOKEN_FILE_MAX_BYTES} bytes.")
+    try:
+        token = data.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ValueError(f"the token file {path} is not UTF-8 text.") from None
+    if not token:
+        raise ValueError(f"the token file {path} is empty.")
+    return token
 
 
 def _safety_this_run(sandbox: bool, trust: bool) -> None:

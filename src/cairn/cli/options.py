@@ -127,7 +127,18 @@ SERVE_OPTIONS = _options(
     OptionSpec("host", ("--host", "--hostname"), "Address to bind."),
     OptionSpec("port", ("--port",), "Port (0 picks a free one).", kind="int"),
     OptionSpec(
-        "token", ("--token",), "Bearer token (or CAIRN_SERVER_TOKEN).", envvar="CAIRN_SERVER_TOKEN"
+        "token",
+        ("--token",),
+        "Bearer token (or CAIRN_SERVER_TOKEN). Given here, every local user sees it in the "
+        "process list: prefer --token-file.",
+        envvar="CAIRN_SERVER_TOKEN",
+    ),
+    OptionSpec(
+        "token_file",
+        ("--token-file",),
+        "Read the bearer token from this file (or CAIRN_SERVER_TOKEN_FILE).",
+        kind="path",
+        envvar="CAIRN_SERVER_TOKEN_FILE",
     ),
     OptionSpec(
         "allow_origin",
@@ -198,6 +209,7 @@ class ServeOptions(Value):
     host: str = "127.0.0.1"
     port: int = 4170
     token: str | None = None
+    token_file: Path | None = None
     allow_origin: tuple[str, ...] = ()
     max_sessions: int = 64
     workspace: Path | None = None
@@ -224,7 +236,8 @@ def parse_fast(
             return None
         for spec in SERVE_OPTIONS.values():
             if spec.envvar and spec.dest not in values:
-                values[spec.dest] = environ.get(spec.envvar) or None  # typer ignores ""
+                raw = environ.get(spec.envvar) or None  # typer ignores ""
+                values[spec.dest] = Path(raw) if raw and spec.kind == "path" else raw
         return replace(ServeOptions(), **values)
     values = _parse(argv, ROOT_OPTIONS)
     if values is None or values.get("version"):
