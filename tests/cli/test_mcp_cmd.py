@@ -193,3 +193,34 @@ def test_list_shows_an_untrusted_folders_servers_as_disabled_with_why_until_trus
     assert "- local [stdio, project] connected: 7 tools" in trusted.stdout
     assert "- shared [stdio, mcp.json] connected: 7 tools" in trusted.stdout
     assert len(server.pids()) == 2 and not any(pid_alive(pid) for pid in server.pids())
+
+
+def test_list_starts_every_server_at_once(
+    project: Path, cairn_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue #30: `cairn mcp list` must not start the servers one after another (three npx
+    servers took 11 s). Each server here connects only once all three processes have started
+    (each records its PID when it starts), so a list that waited for one before starting the
+    next would never see the others connected."""
+    go = tmp_path / "go"
+    pids = tmp_path / "pids"
+    starter = (
+        "import pathlib, time\n"
+        f"pids, go = pathlib.Path({str(pids)!r}), pathlib.Path({str(go)!r})\n"
+        "while not pids.exists() or len(pids.read_text().split()) < 3:\n"
+        "    time.sleep(0.02)\n"
+        "go.touch()\n"
+    )
+    server = tools_server(tmp_path, MCP_TEST_WAIT_FOR=str(go))
+    home = Path(cairn_env["CAIRN_HOME"])
+    servers = {f"s{n}": server.stdio_config() for n in range(3)}
+    (home / "settings.json").write_text(json.dumps({"mcpServers": servers}))
+    opener = subprocess.Popen([sys.executable, "-c", starter])
+    try:
+        listed = _cairn(project, cairn_env, "mcp", "list")
+    finally:
+        opener.kill()
+        opener.wait()
+
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count("connected: 7 tools") == 3, listed.stdout

@@ -347,6 +347,88 @@ def test_a_server_still_connecting_past_the_bound_joins_a_later_request(
     assert "mcp__slow__echo" in _tool_names(last)
 
 
+def _starting_server(project: Path, tmp_path: Path, go: Path) -> None:
+    """A server that connects only once ``go`` exists; the grace is cairn's own (300 ms)."""
+    slow = tools_server(tmp_path, MCP_TEST_WAIT_FOR=str(go))
+    write_settings(
+        project,
+        {"memory": {"enableManagedAutoMemory": False}, "mcpServers": {"slow": slow.stdio_config()}},
+    )
+    trust_in_user_settings(project)
+
+
+def test_a_server_still_starting_does_not_hold_the_first_request(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    """Issue #30: `cairn -p` waited the whole 5 s discovery bound for a slow server (npx). The
+    server here connects only once the first request has arrived: that request cannot have
+    waited for it. Its tools join the first request after it is ready, which is said once."""
+    go = tmp_path / "go"
+    _starting_server(project, tmp_path, go)
+    deadline = time.monotonic() + 120
+
+    def until_the_server_joins(request: Any) -> Reply:
+        go.touch()  # the server may connect now that a request went out without it
+        if "mcp__slow__echo" in _tool_names(request) or time.monotonic() > deadline:
+            return reply("Now I see it.")
+        look = ToolCallSpec("glob", {"pattern": f"*.{request.index}"})
+        return Reply(tool_calls=[look], delay=0.2)
+
+    scripted_server.handler = until_the_server_joins
+
+    done = run_cairn("-p", "hi", "-o", "stream-json", timeout=180)
+
+    assert done.returncode == 0, done.stderr
+    first, *_, last = scripted_server.requests
+    assert "mcp__slow__echo" not in _tool_names(first)
+    assert "mcp__slow__echo" in _tool_names(last)
+    notices = [
+        m["text"]
+        for m in map(json.loads, done.stdout.splitlines())
+        if m.get("subtype") == "notice" and m.get("source") == "mcp"
+    ]
+    assert notices == [
+        "MCP server(s) still connecting: slow; their tools join the first request after they "
+        "are ready.",
+        "MCP server slow is ready: its 7 tools are offered from now on.",
+    ]
+
+
+def test_a_servers_tools_from_its_last_start_are_offered_while_it_starts(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    """Issue #30: a server whose tools are known from its last start is in the first request
+    even while it is still starting; a call to one of its tools waits for it."""
+    go = tmp_path / "go"
+    _starting_server(project, tmp_path, go)
+    go.touch()
+    scripted_server.handler = lambda request: (
+        reply("Known.")
+        if "mcp__slow__echo" in _tool_names(request)
+        else Reply(tool_calls=[ToolCallSpec("glob", {"pattern": f"*.{request.index}"})], delay=0.2)
+    )
+    assert run_cairn("-p", "first start", timeout=180).returncode == 0
+    scripted_server.requests.clear()
+    go.unlink()  # the second start waits until the model has called the server's tool
+
+    def call_it(request: Any) -> Reply:
+        if request.index == 0:
+            assert "mcp__slow__echo" in _tool_names(request)  # offered before it connected
+            go.touch()
+            return tool_call("mcp__slow__echo", {"text": "early"}, id="e")
+        return reply("Done.")
+
+    scripted_server.handler = call_it
+
+    done = run_cairn("-p", "second start", "--approval-mode", "yolo", timeout=180)
+
+    assert done.returncode == 0, done.stderr
+    first, second = scripted_server.requests
+    assert "mcp__slow__echo" in _tool_names(first)
+    assert _tool_messages(second) == ["echo: early"]
+    assert "still connecting" not in done.stderr  # its tools were there all along
+
+
 def test_cancelling_the_turn_cancels_the_call_and_leaves_no_process(
     scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path, tmp_path: Path
 ) -> None:

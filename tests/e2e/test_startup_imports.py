@@ -14,7 +14,7 @@ import pytest
 
 from cairn.testing import RecordedRequest, ScriptedServer, reply
 
-from ..mcp.helpers import tools_server
+from ..mcp.helpers import patient_discovery, tools_server
 from .conftest import run_probed, trust_in_user_settings, write_settings
 
 pytestmark = pytest.mark.slow
@@ -77,12 +77,14 @@ def _mcp_in_settings(project: Path) -> None:
         },
     )
     trust_in_user_settings(project)
+    patient_discovery(project.parent / "cairn-home")  # the server's tools in the first request
 
 
 def _mcp_json(project: Path) -> None:
     entry = {"type": "stdio", **_mcp_entry(project)}
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"tools": entry}}))
     trust_in_user_settings(project)
+    patient_discovery(project.parent / "cairn-home")
 
 
 def _subagent_types(request: RecordedRequest) -> list[str]:

@@ -10,7 +10,7 @@ from cairn.mcp.config import ServerConfig
 from cairn.testing.mcp import FastMCPServer
 
 SERVERS = Path(__file__).parent / "servers"
-# The first model request waits for MCP servers at most `mcp.discoveryTimeoutMs` (5 s by
+# The first model request waits for MCP servers at most `mcp.discoveryTimeoutMs` (300 ms by
 # default), which a server starting on a loaded machine can miss. Tests that expect a server's
 # tools in the first request raise the bound; the wait still ends once every server is up.
 PATIENT_DISCOVERY = {"discoveryTimeoutMs": 300_000}

@@ -739,9 +739,10 @@ class McpServerSettings(_Section):
 
 class McpSettings(_Section):
     discovery_timeout_ms: int = Field(
-        5000,
-        description="How long the first model request of a session waits for MCP servers to "
-        "connect; servers still connecting join a later request.",
+        300,
+        description="How long the first model request of a session waits for MCP servers "
+        "still starting: one still connecting then is offered with the tools it had at its last "
+        "start (a call waits for it), or joins the first request after it is ready.",
     )
     allowed: list[str] | None = Field(
         None, description="Only these configured MCP servers start (default: all)."

@@ -8,31 +8,39 @@ from any task and go through the session's streams.
 Nothing here raises into a turn for a server's misbehaviour: a failed start or a crash is a
 status with a reason, and a call on a broken server is an :class:`McpCallError` the tool turns
 into an error result for the model.
+
+The MCP SDK costs 0.4-0.9 s to import (its package imports its servers too). A connection is made
+without it; its owner task loads it in a worker thread (:func:`load_sdk`) before it starts the
+server, so a session's first model request, which waits only a short grace for its servers,
+never waits for the import.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
-
-import anyio
-import httpx
-import mcp.types as types
-from mcp.client.session import ClientSession
-from mcp.shared.exceptions import McpError
-from pydantic import AnyUrl, ValidationError
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from cairn._version import __version__
 from cairn.abort import wait_until_set
 from cairn.debug_log import get_logger
 from cairn.mcp.config import ServerConfig
-from cairn.mcp.stdio import CLOSE_GRACE_SECONDS, MALFORMED_RESPONSE, StdioProcess, open_stdio
+
+if TYPE_CHECKING:
+    import anyio
+    import httpx
+    import mcp.types as types
+    from mcp.client.session import ClientSession
+    from mcp.shared.exceptions import McpError
+    from pydantic import AnyUrl, ValidationError
+
+    from cairn.mcp.stdio import CLOSE_GRACE_SECONDS, MALFORMED_RESPONSE, StdioProcess, open_stdio
 
 __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
@@ -41,14 +49,44 @@ __all__ = [
     "McpCallError",
     "McpConnection",
     "ServerStatus",
+    "load_sdk",
 ]
 
 CONNECT_TIMEOUT_SECONDS = 30.0  # start + initialize + first listings; longer is a failed start
 REFRESH_WAIT_SECONDS = 5.0  # a call whose server announced new lists waits this long for them
 MAX_RESTARTS = 3  # restarts of a crashed server in one connection's life (a session)
-HTTP_TIMEOUT = httpx.Timeout(30.0, read=300.0)  # SSE streams stay open between events
+HTTP_TIMEOUT_SECONDS = 30.0  # connect and send; an SSE stream's read may wait 300 s
+HTTP_READ_TIMEOUT_SECONDS = 300.0  # SSE streams stay open between events
 ConnectionStatus: TypeAlias = Literal["connecting", "connected", "failed", "disabled", "closed"]
 _log = get_logger("MCP")
+_sdk_lock = threading.Lock()
+_sdk_loaded = False
+
+
+def load_sdk() -> None:
+    """Import the MCP SDK (and the stdio transport) into this module, once; safe from any
+    thread. Every use of the SDK below runs after it: a connection's owner task calls it first,
+    and a call waits for that task's start."""
+    global anyio, httpx, types, ClientSession, McpError, AnyUrl, ValidationError
+    global CLOSE_GRACE_SECONDS, MALFORMED_RESPONSE, StdioProcess, open_stdio, _sdk_loaded
+    with _sdk_lock:
+        if _sdk_loaded:
+            return
+        import anyio
+        import httpx
+        import mcp.types as types
+        from mcp.client.session import ClientSession
+        from mcp.shared.exceptions import McpError
+        from pydantic import AnyUrl, ValidationError
+
+        from cairn.mcp.stdio import (
+            CLOSE_GRACE_SECONDS,
+            MALFORMED_RESPONSE,
+            StdioProcess,
+            open_stdio,
+        )
+
+        _sdk_loaded = True
 
 
 class McpCallError(Exception):
@@ -172,6 +210,13 @@ class McpConnection:
 
     async def _run(self) -> None:
         try:
+            await asyncio.to_thread(load_sdk)  # off the event loop: turns go on meanwhile
+        except Exception as exc:  # an SDK that cannot be imported: a failed start, said so
+            self.status, self.error = "failed", f"the MCP SDK could not be loaded: {exc}"
+            self._ready.set()
+            self._changed()
+            return
+        try:
             async with AsyncExitStack() as stack:
                 session = await self._open(stack)
                 with anyio.fail_after(self._connect_timeout):
@@ -227,7 +272,10 @@ class McpConnection:
 
             assert config.url is not None
             client = await stack.enter_async_context(
-                httpx.AsyncClient(headers=dict(config.headers), timeout=HTTP_TIMEOUT)
+                httpx.AsyncClient(
+                    headers=dict(config.headers),
+                    timeout=httpx.Timeout(HTTP_TIMEOUT_SECONDS, read=HTTP_READ_TIMEOUT_SECONDS),
+                )
             )
             read, write, _ = await stack.enter_async_context(
                 streamable_http_client(config.url, http_client=client)

@@ -25,6 +25,7 @@ from cairn.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool
 if TYPE_CHECKING:
     import mcp.types as types
 
+    from cairn.mcp.tool_cache import CachedTool
     from cairn.tools.base import Tool
 
 __all__ = ["McpManager", "McpPrompt", "SessionMcp"]
@@ -50,6 +51,8 @@ class McpManager:
             for server in servers
         ]
         self._started = False
+        self._kept: dict[str, int] = {}  # server -> the generation whose tools were kept
+        self._cached: dict[str, list[CachedTool] | None] = {}  # server -> its last start's tools
 
     def start(self) -> None:
         """Connect every enabled server in the background (once)."""
@@ -65,8 +68,27 @@ class McpManager:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def _notify(self) -> None:
+        self._keep_tool_lists()
         for listener in list(self._listeners):
             listener()
+
+    def _keep_tool_lists(self) -> None:
+        """A server that connected (or whose list changed) keeps its tools for the next start."""
+        from cairn.mcp.tool_cache import keep_tools
+
+        for connection in self.connections:
+            generation = connection.generation
+            if connection.status == "connected" and self._kept.get(connection.name) != generation:
+                self._kept[connection.name] = generation
+                keep_tools(connection.config, self._cwd, connection.tools)
+
+    def cached_tools(self, connection: McpConnection) -> list[CachedTool]:
+        """The tools ``connection``'s server offered when it last connected (read once)."""
+        if connection.name not in self._cached:
+            from cairn.mcp.tool_cache import cached_tools
+
+            self._cached[connection.name] = cached_tools(connection.config, self._cwd)
+        return self._cached[connection.name] or []
 
     async def aclose(self) -> None:
         await asyncio.gather(*(c.aclose() for c in self.connections), return_exceptions=True)
@@ -174,7 +196,8 @@ class SessionMcp:
 
     def tools(self, taken: Iterable[str]) -> list[Tool]:
         """The tools of every usable server, named ``mcp__<server>__<tool>``, plus the resource
-        tools when a server has resources. ``taken``: names of built-in tools."""
+        tools when a server has resources. ``taken``: names of built-in tools. A server still
+        connecting offers the tools it offered when it last connected (a call waits for it)."""
         generation = self.generation
         if self._cache is not None and self._cache[0] == generation:
             return self._cache[1]
@@ -182,18 +205,37 @@ class SessionMcp:
         tools: list[Tool] = []
         with_resources: list[McpConnection] = []
         for connection in self.connections:
-            if not _offers_tools(connection):
-                continue
-            for tool in connection.tools:
+            for tool in self._offered(connection):
                 if connection.config.offers(tool.name):
                     name = allocator.allocate(connection.name, tool.name)
                     tools.append(McpTool(connection, tool, name))
-            if connection.resources or connection.resource_templates:
+            usable = _offers_tools(connection)
+            if usable and (connection.resources or connection.resource_templates):
                 with_resources.append(connection)
         if with_resources:
             tools += [ListMcpResourcesTool(with_resources), ReadMcpResourceTool(with_resources)]
         self._cache = (generation, tools)
         return tools
+
+    def _offered(self, connection: McpConnection) -> Sequence[types.Tool | CachedTool]:
+        if _offers_tools(connection):
+            return connection.tools
+        if connection.status == "connecting":
+            return self._manager_of(connection).cached_tools(connection)
+        return []
+
+    def _manager_of(self, connection: McpConnection) -> McpManager:
+        if connection in self.own.connections or self._shared is None:
+            return self.own
+        return self._shared
+
+    def waiting_with_tools(self) -> list[str]:
+        """Servers still connecting whose tools from their last start are offered."""
+        return [
+            c.name
+            for c in self.connections
+            if c.status == "connecting" and self._manager_of(c).cached_tools(c)
+        ]
 
     def prompts(self) -> list[McpPrompt]:
         found: list[McpPrompt] = []

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cairn.mcp.connection import McpCallError
-from cairn.mcp.results import resource_text, tool_result
 from cairn.tools._common import BuiltinTool
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolKind, ToolResult
 
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
     import mcp.types as types
 
     from cairn.mcp.connection import McpConnection
+    from cairn.mcp.tool_cache import CachedTool
 
 __all__ = [
     "LIST_RESOURCES_TOOL",
@@ -43,7 +43,9 @@ _DROPPED_SCHEMA_KEYS = ("$schema", "$id")
 class McpTool(BuiltinTool):
     """One server tool, offered to the model as ``mcp__<server>__<tool>``."""
 
-    def __init__(self, connection: McpConnection, tool: types.Tool, name: str) -> None:
+    def __init__(
+        self, connection: McpConnection, tool: types.Tool | CachedTool, name: str
+    ) -> None:
         self.connection = connection
         self.server_tool = tool.name
         self.name = name
@@ -77,6 +79,8 @@ class McpTool(BuiltinTool):
             result = await self.connection.call_tool(self.server_tool, dict(args), timeout=timeout)
         except McpCallError as exc:
             return ToolResult(error=str(exc))
+        from cairn.mcp.results import tool_result  # with the SDK, loaded by now
+
         return tool_result(result, server=self.connection.name, tool=self.server_tool)
 
 
@@ -169,6 +173,8 @@ async def read_resource(connections: Sequence[McpConnection], server: str, uri: 
         return f"Error: {exc}"
     except ValueError as exc:  # not a URI
         return f"Error: {uri!r} is not a valid resource URI ({exc})."
+    from cairn.mcp.results import resource_text  # with the SDK, loaded by now
+
     text = "\n".join(resource_text(item) for item in result.contents)
     return text[:MAX_RESULT_CHARS]
 

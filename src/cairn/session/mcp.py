@@ -1,7 +1,10 @@
 """What a session does with its MCP servers, the same in every front end.
 
-- the first model request waits (at most ``mcp.discoveryTimeoutMs``) for servers to connect,
-  and the user is told which are still connecting or failed;
+- servers start in the background when the session is made; the first model request waits
+  for them only a short grace (``mcp.discoveryTimeoutMs``, 300 ms): a server still connecting
+  then is offered with the tools it had at its last start (a call waits for it), or, without
+  such a list, joins the first request after it is ready; the user is told once which are
+  still connecting, once when they are ready, and which failed;
 - tools are synced into the session's registry before every request (lists change);
 - prompts are slash commands ``/mcp__<server>__<prompt> ARGS``; ``/mcp`` shows the servers;
 - ``@server:uri`` in a prompt attaches that resource.
@@ -48,8 +51,11 @@ class McpSessionState:
         servers: SessionMcp,
         warnings: list[str],
         publish: Callable[[Sequence[SlashCommand]], Awaitable[None]],
+        tell: EventSink | None = None,
     ) -> None:
+        """``tell``: where a notice outside a turn goes (a server that became ready)."""
         self.servers = servers
+        self._tell = tell
         self._warnings = list(warnings)
         self._publish = publish
         self._published: tuple[str, ...] = ()
@@ -57,6 +63,7 @@ class McpSessionState:
         self._waited = False
         self._synced: tuple[int, ...] | None = None
         self._tool_names: list[str] = []
+        self._joining: set[str] = set()  # said to be still connecting, not yet said ready
 
     def start(self) -> None:
         """Connect in the background; without a running loop yet, the first turn does it."""
@@ -69,6 +76,8 @@ class McpSessionState:
         while True:
             await self.servers.changed()
             await self.publish_prompts()
+            if self._tell is not None:
+                await self._now_ready(self._tell)
 
     async def publish_prompts(self) -> None:
         """Offer the servers' prompts as commands, if the list changed."""
@@ -97,20 +106,45 @@ class McpSessionState:
                 await self.publish_prompts()  # a first prompt may be one of them
                 for warning in self._warnings:
                     await sink(Notice("warning", warning, "mcp"))
-                if pending:
-                    names = ", ".join(pending)
-                    await sink(
-                        Notice(
-                            "warning",
-                            f"MCP server(s) still connecting: {names}; their tools join a later "
-                            "request when ready.",
-                            "mcp",
-                        )
-                    )
+                await self._still_connecting(pending, sink)
+            await self._now_ready(sink)
             for status in self.servers.unreported_failures():
                 await sink(Notice("warning", f"MCP server {status.name}: {status.error}", "mcp"))
         except Exception as exc:  # discovery is best-effort: the turn goes on without it
             _log.warning(f"MCP discovery failed: {exc!r}")
+
+    async def _still_connecting(self, pending: list[str], sink: EventSink) -> None:
+        """Said once: the servers the first request goes without (those offered with their
+        last start's tools work already: a call waits for them)."""
+        offered = set(self.servers.waiting_with_tools())
+        joining = [name for name in pending if name not in offered]
+        if not joining:
+            return
+        self._joining.update(joining)
+        names = ", ".join(joining)
+        await sink(
+            Notice(
+                "warning",
+                f"MCP server(s) still connecting: {names}; their tools join the first request "
+                "after they are ready.",
+                "mcp",
+            )
+        )
+
+    async def _now_ready(self, sink: EventSink) -> None:
+        """Said once: a server the first request went without is ready now."""
+        for connection in self.servers.connections:
+            if connection.name in self._joining and connection.status == "connected":
+                self._joining.discard(connection.name)
+                count = len(connection.tools)
+                await sink(
+                    Notice(
+                        "info",
+                        f"MCP server {connection.name} is ready: its {count} "
+                        f"tool{' is' if count == 1 else 's are'} offered from now on.",
+                        "mcp",
+                    )
+                )
 
     def sync_tools(self, registry: ToolRegistry) -> None:
         """Put the servers' current tools in ``registry`` (cheap when nothing changed)."""

@@ -170,6 +170,7 @@ class Session:
             servers,
             self.runtime.mcp_warnings,
             publish=lambda commands: self.set_commands("mcp", commands),  # its prompts
+            tell=self.emit,  # a server the first request went without is ready
         )
         state.start()
         return state
