@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 from acp.exceptions import RequestError
-from acp.schema import TextContentBlock
+from acp.schema import ClientCapabilities, TextContentBlock
 
 from cairn.testing import ScriptedServer, reply, tool_call
 
-from .acp_doubles import agent_options, connect
+from .acp_doubles import FS_CAPABILITIES, agent_options, connect
 
 
 def text(value: str) -> list[TextContentBlock]:
@@ -78,3 +78,35 @@ async def test_bad_rewind_requests_are_errors_that_say_why(
             await conn.ext_method("cairn/rewind", {"sessionId": session.session_id, **params})
 
     assert caught.value.code == code
+
+
+async def test_restored_files_reach_the_editors_buffers(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Issue #30: `_cairn/rewind` restored files on disk only, so an editor keeping its own
+    buffers showed the rewound text. A client offering fs/write_text_file gets each restored
+    file through it (the answer names the removed ones)."""
+    (project / "notes.txt").write_text("v1\n")
+    scripted_server.enqueue(
+        tool_call("run_shell_command", {"command": "echo v2 > notes.txt; echo new > extra.txt"}),
+        reply("Changed them."),
+        purpose="main",
+    )
+    options = agent_options(scripted_server, project, approval_mode="yolo")
+    async with connect(options) as (conn, client):
+        caps = ClientCapabilities.model_validate(FS_CAPABILITIES)
+        await conn.initialize(protocol_version=1, client_capabilities=caps)
+        session = await conn.new_session(cwd=str(project))
+        sid = session.session_id
+        await conn.prompt(session_id=sid, prompt=text("change the notes"))
+        rewound = await conn.ext_method(
+            "cairn/rewind", {"sessionId": sid, "turn": 1, "mode": "code"}
+        )
+        restored_writes = dict(client.writes)
+        await conn.ext_method("cairn/rewind", {"sessionId": sid, "undo": True})
+
+    assert (project / "notes.txt").read_text() == "v2\n"  # the undo
+    assert rewound["code"] == {"restored": ["notes.txt"], "removed": ["extra.txt"], "kept": []}
+    assert restored_writes == {str(project / "notes.txt"): "v1\n"}
+    assert client.writes[str(project / "notes.txt")] == "v2\n"
+    assert client.writes[str(project / "extra.txt")] == "new\n"

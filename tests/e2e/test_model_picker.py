@@ -191,6 +191,34 @@ async def test_acp_a_model_served_by_another_endpoint_gets_its_requests(
     assert "".join(texts) == "From the other endpoint."
 
 
+async def test_acp_marks_a_model_whose_key_is_not_set_and_says_why(
+    scripted_server: ScriptedServer,
+    other_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    project: Path,
+) -> None:
+    """Issue #30: the menu listed an entry whose key was not set as any other, and choosing it
+    answered -32602. Its name now says it cannot be chosen and its description why."""
+    picker_settings(project, available(other_server))
+    env = {k: v for k, v in cairn_env.items() if k != "OTHER_ENDPOINT_KEY"}
+    async with acp_agent(env, project) as (conn, _editor):
+        session = await conn.new_session(cwd=str(project))
+        with pytest.raises(RequestError) as refused:
+            await conn.set_config_option(
+                config_id="model", session_id=session.session_id, value="claude-elsewhere"
+            )
+
+    options = {o.value: o for o in menu(session.config_options, "model").options}
+    unset = options["claude-elsewhere"]
+    assert unset.name == "Claude (Messages API) (not available)"
+    assert unset.description == (
+        "Cannot be chosen: model.available entry 'claude-elsewhere' needs its key in the "
+        "environment variable OTHER_ENDPOINT_KEY"
+    )
+    assert options["big-model"].name == "Big model"  # the others as they were
+    assert "OTHER_ENDPOINT_KEY" in str(refused.value.data)
+
+
 async def test_acp_auto_reads_the_endpoint_model_list_once(
     scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
 ) -> None:

@@ -344,7 +344,7 @@ def test_a_permission_request_shows_the_call_its_diff_and_the_three_choices() ->
         {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
         {
             "optionId": "allow_always",
-            "name": "Allow always for these programs (this session)",
+            "name": "Allow always (this session)",
             "kind": "allow_always",
         },
         {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},

@@ -338,6 +338,8 @@ async def test_allow_always_for_a_shell_command_remembers_each_of_its_programs(
         "rejected",
     )
     assert [r.call_id for r in user.permission_requests] == ["s1", "s3"]
+    # Issue #30: the approval names what "allow always" would allow.
+    assert [r.programs for r in user.permission_requests] == [("touch", "mkdir"), ("touch", "rm")]
     assert (workspace / "made").is_dir()
     assert (workspace / "b.txt").exists()
     assert (workspace / "a.txt").exists()  # the rm was declined

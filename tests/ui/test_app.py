@@ -230,6 +230,25 @@ async def test_allow_always_does_not_ask_again_for_the_same_tool(
         assert (project / "notes.txt").read_text() == "A\ngamma\n"
 
 
+async def test_a_shell_approval_names_the_programs_allow_always_would_allow(
+    make_app, scripted_server, project
+):
+    """Issue #30: the dialog offered "Allow always for these programs" without naming them."""
+    scripted_server.enqueue(
+        tool_call("run_shell_command", {"command": "mkdir made && touch made/x"}), purpose="main"
+    )
+    scripted_server.enqueue(reply("Made."), purpose="main")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "make it")
+        await until(pilot, lambda: "Allow always for" in screen_text(app))
+
+        assert "Allow always for mkdir, touch (this session)" in screen_text(app)
+        await pilot.press("a")
+        await settle(pilot)
+    assert (project / "made" / "x").exists()
+
+
 async def test_yolo_mode_runs_edits_without_asking(make_app, scripted_server, project):
     (project / "notes.txt").write_text("alpha\nbeta\n")
     scripted_server.enqueue(await edit_call(project), purpose="main")

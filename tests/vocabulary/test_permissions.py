@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cairn.values import replace
 from cairn.vocabulary import (
     PERMISSION_OPTION_IDS,
     PermissionRequest,
@@ -25,10 +26,12 @@ def test_every_approval_offers_allow_once_allow_always_and_reject() -> None:
     ]
 
 
-def test_a_shell_approval_offers_to_always_allow_the_programs() -> None:
-    [_, always, _] = permission_choices(request("run_shell_command"))
+def test_a_shell_approval_names_the_programs_always_allowing_it_would_allow() -> None:
+    """Issue #30: "Allow always for these programs" did not say which."""
+    shell = replace(request("run_shell_command"), programs=("make", "npm"))
+    [_, always, _] = permission_choices(shell)
 
-    assert always.label == "Allow always for these programs (this session)"
+    assert always.label == "Allow always for make, npm (this session)"
 
 
 def test_an_option_id_names_its_outcome_and_anything_else_names_none() -> None:

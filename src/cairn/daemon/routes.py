@@ -628,8 +628,8 @@ class DaemonRoutes:
                 "sessionId": live.id,
                 "currentModelId": live.session.model,
                 "availableModels": [
-                    {"modelId": o.id, "name": o.name}
-                    | ({"description": o.description} if o.description else {})
+                    {"modelId": o.id, "name": o.shown_name}
+                    | ({"description": o.shown_description} if o.shown_description else {})
                     for o in live.session.model_options()
                 ],
             }

@@ -256,7 +256,7 @@ def _describe_models(current: str, options: Sequence[ModelOption]) -> str:
     for number, option in enumerate(options, 1):
         label = option.id if option.name == option.id else f"{option.name} ({option.id})"
         mark = "*" if option.id == current else " "
-        about = f" — {option.description}" if option.description else ""
+        about = f" — {option.shown_description}" if option.shown_description else ""
         lines.append(f"{mark} {number}. {label}{about}")
     return "\n".join(lines)
 

@@ -11,7 +11,7 @@ sessions of a runtime keep their model.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cairn.config.endpoint import Endpoint, NoAuthError, choice_endpoint
 from cairn.config.settings import ModelChoice, Settings
@@ -38,6 +38,19 @@ class ModelOption:
     description: str = ""
     choice: ModelChoice | None = None
     listed: bool = True  # False: named by hand (``/model x``), not in the configured list
+    unavailable: str | None = None  # why it cannot be chosen (its endpoint's key is not set)
+
+    @property
+    def shown_name(self) -> str:
+        """The name a menu shows: marked when it cannot be chosen."""
+        return f"{self.name} (not available)" if self.unavailable else self.name
+
+    @property
+    def shown_description(self) -> str:
+        """The description a menu shows: why it cannot be chosen, when it cannot."""
+        if self.unavailable:
+            return f"Cannot be chosen: {self.unavailable}"
+        return self.description
 
 
 class ModelCatalog:
@@ -80,13 +93,27 @@ class ModelCatalog:
         if available == "auto":
             options = list(self._listed or [])
         else:
-            options = [_option(e) for e in available if not isinstance(e, str) or e.strip()]
+            options = [
+                self._checked(_option(e)) for e in available if not isinstance(e, str) or e.strip()
+            ]
         seen = {option.id for option in options}
         for extra in (self._provider.model, current):
             if extra and extra not in seen:
                 options.append(ModelOption(extra, extra, listed=False))
                 seen.add(extra)
         return options
+
+    def _checked(self, option: ModelOption) -> ModelOption:
+        """``option`` with why it cannot be chosen, when its endpoint is not set up (its key's
+        variable is empty): menus mark it instead of offering what a switch refuses."""
+        if option.choice is None:
+            return option
+        main = self._endpoint or Endpoint("", "", self._provider.model)
+        try:
+            choice_endpoint(main, option.choice, self._settings)
+        except NoAuthError as exc:
+            return replace(option, unavailable=str(exc))
+        return option
 
     def find(self, model: str) -> ModelOption | None:
         """The listed option named ``model`` (by id), if any."""

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from cairn.session.gate import PermissionGate
     from cairn.session.runtime import Runtime
     from cairn.session.session import Session
+    from cairn.tools.base import FileSystem
     from cairn.vocabulary.events import SessionEvent
 
 __all__ = [
@@ -491,6 +492,15 @@ class RewindingSession(Protocol):
 
     def restore_conversation(self, loaded: LoadedSession) -> None: ...
 
+    @property
+    def workspace(self) -> EditorFiles:
+        """Where the session's file tools read and write (an editor's buffers, or the disk)."""
+        ...
+
+
+class EditorFiles(Protocol):
+    fs: FileSystem
+
 
 class SessionRewind:
     """Rewinds of a live session (``/rewind``, ACP ``_cairn/rewind``, the daemon's route): the
@@ -541,6 +551,8 @@ class SessionRewind:
 
     async def _after(self, outcome: RewindOutcome, announce: bool) -> None:
         session = self.session
+        if outcome.restore is not None:
+            await self._to_the_editor(outcome.restore)
         if announce:
             from cairn.vocabulary.events import Notice
 
@@ -550,6 +562,36 @@ class SessionRewind:
         session.restore_conversation(outcome.loaded)
         if outcome.history_length is not None:
             await clamp_extract_cursor(session.runtime, session.id, outcome.history_length)
+
+
+    async def _to_the_editor(self, report: RestoreReport) -> None:
+        """An editor keeping its own buffers (ACP ``fs/write_text_file``) gets every restored
+        text file written through it, so it shows what is on disk now; its refusal is said."""
+        from cairn.tools.base import LocalFileSystem
+
+        fs = self.session.workspace.fs
+        if isinstance(fs, LocalFileSystem) or not report.restored:
+            return
+        root = self.session.runtime.project_root
+        local = LocalFileSystem()
+        refused: list[str] = []
+        for relative in report.restored:
+            path = root / relative
+            try:
+                text = await local.read_text(path)
+            except (OSError, UnicodeDecodeError):
+                continue  # binary or gone: nothing an editor buffer holds
+            try:
+                await fs.write_text(path, text)
+            except OSError as exc:
+                _log.warning(f"rewind: {exc}")
+                refused.append(relative)
+        if refused:
+            from cairn.vocabulary.events import Notice
+
+            names = ", ".join(refused)
+            text = f"The editor did not take the restored {names}: reload it from disk."
+            await self.session.emit(Notice("warning", text, "rewind"))
 
 
 async def answer_rewind_request(session: Session, request: RewindRequest) -> dict[str, Any]:

@@ -696,9 +696,9 @@ def config_options(
     """ACP ``configOptions``: a ``model`` select and a ``mode`` select (the approval modes)."""
     model_values: list[Payload] = []
     for option in models:
-        entry: Payload = {"value": option.id, "name": option.name}
-        if option.description:
-            entry["description"] = option.description
+        entry: Payload = {"value": option.id, "name": option.shown_name}
+        if option.shown_description:
+            entry["description"] = option.shown_description
         model_values.append(entry)
     mode_values = [
         {"value": item["id"], "name": item["name"], "description": item["description"]}

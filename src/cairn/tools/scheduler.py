@@ -398,6 +398,7 @@ class ToolScheduler:
             args=call.args,
             diff=diff,
             strict=approval.strict,
+            programs=self._programs(call),
         )
         self._notify(f"cairn needs your permission to use {call.name}", "permission_prompt")
         outcome = await self.frontend.request_permission(request)
@@ -417,6 +418,16 @@ class ToolScheduler:
     def _always_allowed_for(self, call: FunctionCall) -> bool:
         keys = self._always_keys(call)
         return bool(keys) and keys <= self._always_allowed
+
+    @staticmethod
+    def _programs(call: FunctionCall) -> tuple[str, ...]:
+        """A shell command's programs, in order, as "allow always" would remember them."""
+        if call.name != ToolName.SHELL:
+            return ()
+        from cairn.tools.shell_resolve import resolve
+
+        line = resolve(str(call.args.get("command", "")))
+        return () if line.unresolved else tuple(dict.fromkeys(line.programs))
 
     @staticmethod
     def _always_keys(call: FunctionCall) -> set[str]:

@@ -44,6 +44,7 @@ class PermissionRequest(Value):
     diff: FileDiff | None = None
     strict: Literal["settings", "unresolved"] | None = None  # "always" cannot apply to it
     allow_always: bool = True  # False: the session may not remember an "always" answer
+    programs: tuple[str, ...] = ()  # a shell command's programs: what "always" would allow
 
 
 class UserInteraction(Protocol):

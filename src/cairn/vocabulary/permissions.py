@@ -47,8 +47,8 @@ def permission_choices(request: PermissionRequest) -> tuple[PermissionChoice, ..
     """The answers to ``request``, labelled for its kind of call: allow once, allow always
     (unless it cannot be kept: a strict approval, or a session that may not widen) and reject."""
     always = "Allow always (this session)"
-    if request.tool_name == ToolName.SHELL:
-        always = "Allow always for these programs (this session)"
+    if request.tool_name == ToolName.SHELL and request.programs:
+        always = f"Allow always for {', '.join(request.programs)} (this session)"
     once = PermissionChoice("allow_once", "Allow once", "allow_once")
     reject = PermissionChoice("reject_once", "Reject", "reject")
     if request.strict is not None or not request.allow_always:
