@@ -45,6 +45,7 @@ RUN_ELSEWHERE = {
     ("commands.md", "command-sent"): "tests/extensions/test_docs.py",
     ("daemon.md", "run"): "tests/e2e/test_daemon_docs.py",
     ("daemon.md", "stream"): "tests/e2e/test_daemon_docs.py",
+    ("daemon.md", "haproxy"): "tests/daemon/test_replica_docs.py",
     ("hooks.md", "json"): "tests/hooks/test_docs.py",
     ("mcp.md", "mcp-json"): "tests/mcp/test_docs.py",
     ("mcp.md", "zed-mcp"): "tests/mcp/test_docs.py",

@@ -45,6 +45,16 @@ def test_ci_installs_every_postgresql_program_the_test_server_runs() -> None:
     assert tuple(listed.group(1).split()) == PROGRAMS
 
 
+def test_ci_installs_the_load_balancer_the_replica_tests_run() -> None:
+    """The several-replica tests run Debian's haproxy where cairn.testing.haproxy finds it."""
+    script = (ROOT / ".ci" / "system-packages").read_text()
+    checked = re.search(r"^has_haproxy\(\) \{\n(.*?)\n\}", script, re.MULTILINE | re.DOTALL)
+
+    assert checked is not None
+    assert "/usr/sbin/haproxy" in checked.group(1)
+    assert "has_haproxy || missing+=(haproxy)" in script
+
+
 def test_the_readme_runs_the_demo_with_one_command() -> None:
     install = "python3 -m venv .venv && .venv/bin/pip install -q -e ."
     assert _demo_command() == f"{install} && . .venv/bin/activate && cairn demo"

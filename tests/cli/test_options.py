@@ -56,6 +56,7 @@ SERVE_TOKENS = [
     *(name for spec in SERVE_OPTIONS.values() for name in spec.names),
     *("--port=0", "--host=::1", "--allow-origin=http://a", "--help", "--token=", "serve"),
     *("0", "4170", "127.0.0.1", "http://x", "/tmp/w", "."),
+    *("2.5", "1e3", "inf", ".5", "3.", "--lease-seconds=0.5", "--drain-seconds=nan"),
     *VALUES,
 ]
 
@@ -77,6 +78,7 @@ SERVE_TOKENS = [
         ["serve", "--port", "0", "--host", "127.0.0.1"],
         ["serve", "--allow-origin", "http://a", "--allow-origin", "http://b", "--token", "t"],
         ["serve", "--max-sessions", "8", "--workspace", "/tmp/w", "--hostname=::1"],
+        ["serve", "--database", "postgresql://h/d", "--lease-seconds", "2.5", "--drain-seconds=10"],
     ],
 )
 def test_common_command_lines_take_the_fast_path_with_typers_reading(argv: list[str]) -> None:

@@ -69,3 +69,30 @@ def test_max_sessions_must_be_positive(tmp_path: Path) -> None:
 def test_the_port_must_be_in_range(tmp_path: Path) -> None:
     with pytest.raises(DaemonConfigError, match="--port"):
         DaemonConfig(workspace=tmp_path, port=70000).validate()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"lease_seconds": 0.5}, "--lease-seconds must be between 1 and 300, not 0.5"),
+        ({"lease_seconds": 301.0}, "--lease-seconds must be between 1 and 300"),
+        ({"drain_seconds": 3601.0}, "--drain-seconds must be between 0 and 3600"),
+    ],
+)
+def test_a_lease_or_drain_out_of_bounds_is_refused(
+    tmp_path: Path, options: dict[str, float], message: str
+) -> None:
+    config = DaemonConfig(workspace=tmp_path, database="postgresql://db/cairn", **options)
+
+    with pytest.raises(DaemonConfigError, match=message):
+        config.validate()
+
+
+def test_the_replicas_flags_need_a_database(tmp_path: Path) -> None:
+    config = DaemonConfig(workspace=tmp_path, lease_seconds=3.0)
+
+    with pytest.raises(DaemonConfigError, match="--lease-seconds needs --database"):
+        config.validate(replica_flags=("--lease-seconds",))
+    DaemonConfig(workspace=tmp_path, database="postgresql://db/cairn", drain_seconds=0).validate(
+        replica_flags=("--drain-seconds",)
+    )

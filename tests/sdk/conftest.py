@@ -49,7 +49,8 @@ async def start_daemon(
         settings.memory.enable_managed_auto_memory = False
         endpoint = Endpoint(scripted_server.base_url, TEST_API_KEY, TEST_MODEL)
         runtime = Runtime.from_endpoint(cwd=workspace, settings=settings, endpoint=endpoint)
-        server = DaemonServer(runtime, DaemonConfig(workspace=workspace, port=0, **overrides))
+        config = DaemonConfig(workspace=workspace, **{"port": 0, **overrides})
+        server = DaemonServer(runtime, config)
         daemon = Daemon(server, runtime, await server.start())
         running.append(daemon)
         return daemon

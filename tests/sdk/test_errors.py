@@ -12,6 +12,7 @@ from cairn.sdk import (
     PromptQueueFullError,
     SessionLimitError,
     UnauthorizedError,
+    UnavailableError,
 )
 from cairn.sdk.errors import http_error
 
@@ -24,7 +25,7 @@ from cairn.sdk.errors import http_error
         (404, NotFoundError),
         (413, PayloadTooLargeError),
         (429, PromptQueueFullError),
-        (503, SessionLimitError),
+        (503, UnavailableError),
         (500, DaemonHTTPError),
         (418, DaemonHTTPError),
     ],
@@ -35,6 +36,13 @@ def test_each_status_has_its_error_type(status: int, cls: type[DaemonHTTPError])
     assert type(error) is cls
     assert (error.status, error.code, error.message) == (status, "some_code", "nope")
     assert str(error) == f"HTTP {status}: nope (some_code)"
+
+
+def test_a_503_for_the_session_limit_is_a_session_limit_error() -> None:
+    error = http_error(503, {"error": "Session limit reached", "code": "session_limit_exceeded"})
+
+    assert type(error) is SessionLimitError
+    assert isinstance(error, UnavailableError)
 
 
 def test_a_body_that_is_not_an_envelope_still_gives_a_message() -> None:

@@ -29,6 +29,7 @@ PUBLIC = {
     "SyncDaemonSessionClient",
     "TurnError",
     "UnauthorizedError",
+    "UnavailableError",
 }
 
 

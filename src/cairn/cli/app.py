@@ -112,6 +112,8 @@ def serve(
     database: Annotated[str | None, _opt(_S["database"])] = None,
     replica_id: Annotated[str | None, _opt(_S["replica_id"])] = None,
     advertise_url: Annotated[str | None, _opt(_S["advertise_url"])] = None,
+    lease_seconds: Annotated[float | None, _opt(_S["lease_seconds"])] = None,
+    drain_seconds: Annotated[float | None, _opt(_S["drain_seconds"])] = None,
 ) -> None:
     """Serve cairn sessions over HTTP for editors, scripts and the Python SDK."""
     from cairn.cli.dispatch import run_serve

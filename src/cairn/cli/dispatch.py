@@ -93,6 +93,8 @@ def run_serve(options: ServeOptions) -> int:
         replica_id=options.replica_id,
         advertise_url=options.advertise_url,
         workspace_root=options.workspace_root,
+        lease_seconds=options.lease_seconds,
+        drain_seconds=options.drain_seconds,
     )
 
 

@@ -48,7 +48,7 @@ class Mode(StrEnum):
     yolo = "yolo"
 
 
-Kind = Literal["flag", "text", "int", "path", "choice", "multi"]
+Kind = Literal["flag", "text", "int", "float", "path", "choice", "multi"]
 
 
 # Values rather than NamedTuples or dataclasses: nothing compiled when their classes are made
@@ -180,6 +180,19 @@ SERVE_OPTIONS = _options(
         ("--advertise-url",),
         "With --database: the URL the other replicas reach this one at.",
     ),
+    OptionSpec(
+        "lease_seconds",
+        ("--lease-seconds",),
+        "With --database: how long a replica's hold on a session lasts unless renewed (default "
+        "6; a dead replica's sessions move after it).",
+        kind="float",
+    ),
+    OptionSpec(
+        "drain_seconds",
+        ("--drain-seconds",),
+        "With --database: on SIGTERM, how long running turns get to end (default 30).",
+        kind="float",
+    ),
 )
 
 
@@ -220,6 +233,8 @@ class ServeOptions(Value):
     database: str | None = None
     replica_id: str | None = None
     advertise_url: str | None = None
+    lease_seconds: float | None = None
+    drain_seconds: float | None = None
 
 
 def parse_fast(
@@ -352,6 +367,10 @@ def _convert(spec: OptionSpec, raw: str) -> object | None:
         return None  # a value or a forgotten value? typer decides
     if spec.kind == "int":
         return int(raw) if raw.isascii() and raw.isdigit() else None
+    if spec.kind == "float":  # plain decimals only: typer judges "1e3", "inf", " 2"
+        whole, _, part = raw.partition(".")
+        plain = raw.isascii() and whole.isdigit() and (part.isdigit() or "." not in raw)
+        return float(raw) if plain else None
     if spec.kind == "choice":
         return raw if raw in spec.choices else None
     if spec.kind == "path":

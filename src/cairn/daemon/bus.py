@@ -81,8 +81,12 @@ class Unsubscribes(Protocol):
 class Subscription:
     """One SSE reader: replayed frames, then live frames, bounded by ``max_queued``."""
 
-    def __init__(self, bus: Unsubscribes, max_queued: int, replay: list[bytes]) -> None:
+    def __init__(
+        self, bus: Unsubscribes, max_queued: int, replay: list[bytes], *, floor: int = 0
+    ) -> None:
+        """``floor``: events with ids up to it are not pushed (the reader had them)."""
         self._bus = bus
+        self._floor = floor
         self.bus = bus
         self._max_queued = max_queued
         self._replay: deque[bytes] = deque(replay)
@@ -104,7 +108,7 @@ class Subscription:
         return len(self._live)
 
     def push(self, envelope: Envelope) -> None:
-        if self._closing:
+        if self._closing or (envelope.id is not None and envelope.id <= self._floor):
             return
         if len(self._live) >= self._max_queued:
             self._evict()

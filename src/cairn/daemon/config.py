@@ -32,6 +32,8 @@ SHUTDOWN_GRACE_SECONDS = 5.0  # open connections get this long to finish on SIGT
 CLIENT_ID_HEADER = "x-cairn-client-id"  # names the client a request comes from
 DRAIN_SECONDS = 30.0  # a replica's running turns get this long to end on SIGTERM
 LEASE_SECONDS = 6.0  # a replica's lease on a session lasts this long unless renewed
+MIN_LEASE_SECONDS, MAX_LEASE_SECONDS = 1.0, 300.0  # --lease-seconds' bounds
+MAX_DRAIN_SECONDS = 3600.0  # --drain-seconds' bound
 
 _LOOPBACK_NAMES = frozenset({"localhost", "[::1]"})
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")
@@ -102,8 +104,9 @@ class DaemonConfig:
     def loopback(self) -> bool:
         return is_loopback_host(self.host)
 
-    def validate(self) -> None:
-        """Raise :class:`DaemonConfigError` for a configuration that would be unsafe or broken."""
+    def validate(self, *, replica_flags: tuple[str, ...] = ()) -> None:
+        """Raise :class:`DaemonConfigError` for a configuration that would be unsafe or broken
+        (``replica_flags``: the replicas' flags given, which need ``--database``)."""
         if ":" in self.host and not _is_ipv6(self.host):
             raise DaemonConfigError(
                 f"--host {self.host!r} looks like host:port; pass the port with --port."
@@ -142,16 +145,17 @@ class DaemonConfig:
                 raise DaemonConfigError(
                     f"The workspace root {self.workspace_root} is not a folder."
                 )
-        self._validate_replica()
+        self._validate_replica(replica_flags)
 
-    def _validate_replica(self) -> None:
+    def _validate_replica(self, flags: tuple[str, ...]) -> None:
         if self.database is None:
-            for flag, value in (
+            given = [*flags]
+            given += [flag for flag, value in (
                 ("--replica-id", self.replica_id),
                 ("--advertise-url", self.advertise_url),
-            ):
-                if value is not None:
-                    raise DaemonConfigError(f"{flag} needs --database (or CAIRN_DATABASE_URL).")
+            ) if value is not None]  # fmt: skip
+            if given:
+                raise DaemonConfigError(f"{given[0]} needs --database (or CAIRN_DATABASE_URL).")
             return
         if self.replica_id is not None and not _REPLICA_ID.fullmatch(self.replica_id):
             raise DaemonConfigError(
@@ -168,8 +172,16 @@ class DaemonConfig:
                 f"--host {self.host} listens on every address: set --advertise-url to the one "
                 "the other replicas reach this one at."
             )
-        if not 1.0 <= self.lease_seconds <= 300.0:
-            raise DaemonConfigError("--lease-seconds must be between 1 and 300.")
+        if not MIN_LEASE_SECONDS <= self.lease_seconds <= MAX_LEASE_SECONDS:
+            raise DaemonConfigError(
+                f"--lease-seconds must be between {MIN_LEASE_SECONDS:g} and "
+                f"{MAX_LEASE_SECONDS:g}, not {self.lease_seconds:g}."
+            )
+        if not 0.0 <= self.drain_seconds <= MAX_DRAIN_SECONDS:
+            raise DaemonConfigError(
+                f"--drain-seconds must be between 0 and {MAX_DRAIN_SECONDS:g}, not "
+                f"{self.drain_seconds:g}."
+            )
 
 
 def _is_ipv6(host: str) -> bool:

@@ -113,6 +113,7 @@ class _Feed:
         self.store = store
         self.session_id = session_id
         self.subscribers: set[Subscription] = set()
+        self.joining = 0  # subscribers being added (the feed stays while they are)
         self.last = -1  # -1: nothing read yet
         self.lock = asyncio.Lock()
         self.checked_orphan = 0.0
@@ -159,6 +160,7 @@ class EventHub:
         self._tasks: list[asyncio.Task[None]] = []
         self._pending: set[asyncio.Task[None]] = set()  # catch-ups under way
         self._listener: psycopg.AsyncConnection[Any] | None = None
+        self._ended = 0  # how many times every stream was ended (end_streams)
         self.listening = asyncio.Event()
 
     # ----- lifecycle -----
@@ -179,6 +181,7 @@ class EventHub:
     def end_streams(self) -> None:
         """End every stream this replica serves (its clients reconnect, to another replica,
         with ``Last-Event-ID``: nothing is lost)."""
+        self._ended += 1  # a stream joining now ends as soon as it joined
         for feed in self._feeds.values():
             for subscriber in list(feed.subscribers):
                 subscriber.close()
@@ -201,22 +204,34 @@ class EventHub:
         """A reader of the session's events; with ``last_event_id`` the logged events after it
         come first (``replay_complete`` ends them, as on one daemon)."""
         key = _key(store, session_id)
+        ended = self._ended
         feed = self._feeds.get(key)
         if feed is None:
             feed = self._feeds[key] = _Feed(store, session_id)
-        async with feed.lock:
-            if feed.last < 0:
-                _, head, _ = await store.events_after(session_id, 0, limit=0)
-                feed.last = head
-            replay = (
-                await self._replay(store, session_id, last_event_id, feed.last)
-                if last_event_id is not None
-                else []
-            )
-            subscription = Subscription(
-                _Unsubscriber(self, key), max_queued or self.max_queued, replay
-            )
-            feed.subscribers.add(subscription)
+        feed.joining += 1  # until it is added, the last subscriber leaving keeps the feed
+        try:
+            async with feed.lock:
+                if feed.last < 0:
+                    _, head, _ = await store.events_after(session_id, 0, limit=0)
+                    feed.last = head
+                replay = (
+                    await self._replay(store, session_id, last_event_id, feed.last)
+                    if last_event_id is not None
+                    else []
+                )
+                subscription = Subscription(
+                    _Unsubscriber(self, key),
+                    max_queued or self.max_queued,
+                    replay,
+                    floor=last_event_id or 0,  # this feed may be behind the client: no repeats
+                )
+                feed.subscribers.add(subscription)
+        finally:
+            feed.joining -= 1
+            self._drop_if_unwatched(key, feed)
+        if self._ended != ended:  # every stream was ended while this one joined
+            subscription.close()
+            self.unsubscribe(key, subscription)
         return subscription
 
     async def _replay(
@@ -240,7 +255,10 @@ class EventHub:
         if feed is None:
             return
         feed.subscribers.discard(subscription)
-        if not feed.subscribers:
+        self._drop_if_unwatched(key, feed)
+
+    def _drop_if_unwatched(self, key: FeedKey, feed: _Feed) -> None:
+        if not feed.subscribers and not feed.joining and self._feeds.get(key) is feed:
             del self._feeds[key]
 
     def broadcast(self, store: PostgresSessionStore, session_id: str, envelope: Envelope) -> None:

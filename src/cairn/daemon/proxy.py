@@ -4,7 +4,9 @@ The request goes as it came (method, path, query, body, the client's headers but
 ``Origin`` and hop-by-hop ones), marked with ``X-Cairn-Forwarded-By`` so the owner never
 forwards it again (if it lost the lease meanwhile, it waits for it or answers 503). The
 owner's answer comes back as is. A replica that cannot be reached is reported to the caller
-(:class:`OwnerUnreachable`), which then waits for the dead owner's lease to expire.
+(:class:`OwnerUnreachable`), which then waits for the dead owner's lease to expire; one that
+stopped answering after it got the request is a ``502 replica_unreachable`` (it may have acted:
+the client retries what may run twice, as the SDK does).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.responses import Response
+
+from cairn.daemon.errors import ApiError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -55,6 +59,13 @@ class Forwarder:
             answer = await self._http.request(request.method, url, content=body, headers=headers)
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
             raise OwnerUnreachable(str(error)) from error
+        except httpx.TransportError as error:  # it may have acted: only the client may retry
+            raise ApiError(
+                502,
+                f"The replica running this session stopped answering ({error!r}); retry the "
+                "request if it may run twice (a prompt with its Idempotency-Key).",
+                "replica_unreachable",
+            ) from None
         back: list[tuple[str, str]] = [
             (k, v) for k, v in answer.headers.items() if k.lower() not in _DROPPED_BACK
         ]

@@ -254,7 +254,7 @@ class ReplicaSession(LiveSession):
 
     def attach(self, writer: SessionWriter) -> None:
         self.writer = writer
-        writer.on_failed = self._writer_failed
+        writer.on_failed = lambda error: self._writer_failed(writer, error)
         self.bus.attach(writer)
 
     # ----- prompts (LiveSession's hooks) -----
@@ -293,9 +293,11 @@ class ReplicaSession(LiveSession):
             with contextlib.suppress(DatabaseUnavailable):
                 await writer.renew()
 
-    def _writer_failed(self, error: Exception) -> None:
+    def _writer_failed(self, writer: SessionWriter, error: Exception) -> None:
         """Nothing more can be kept: stop the turn here; the lease expires, the session resumes
-        on whichever replica is asked next."""
+        on whichever replica is asked next. (A writer this session no longer uses is ignored.)"""
+        if writer is not self.writer:
+            return
         code = "lease_lost" if isinstance(error, LeaseLost) else "database_unavailable"
         message = (
             "This replica lost its lease on the session; the turn stopped here."
@@ -589,9 +591,22 @@ class ReplicaRegistry:
 
     async def idle(self, live: ReplicaSession) -> None:
         """Give the lease up once nothing runs, waits or uses the session."""
-        writer = live.writer
-        if writer is None or live.holds or not live.idle or not live.leased:
+        if live.writer is None or live.holds or not live.idle or not live.leased:
             return
+        # Under the session's lock: a request taking the session meanwhile waits for the
+        # release (taking our own lease again would fence the writer releasing it).
+        async with self._locks.setdefault((live.tenant, live.id), asyncio.Lock()):
+            if live.holds or not live.idle or not live.leased:
+                return
+            released = await self._let_go(live)
+        if released and self.replica.draining:  # prompts admitted meanwhile: another replica's
+            await self._hand_over([(live.store.tenant, live.store.project, live.id)])
+
+    async def _let_go(self, live: ReplicaSession) -> bool:
+        """Write what the session's row shows and give its lease up; False if that failed."""
+        writer = live.writer
+        if writer is None:
+            return False
         live.writer = None
         live.bus.detach()
         writer.change(
@@ -603,8 +618,9 @@ class ReplicaRegistry:
             await writer.release()
         except DatabaseUnavailable:
             self._discard(live)
-            return
+            return False
         live.record_count = writer.record_count
+        return True
 
     # ----- create, load, close -----
 
@@ -778,6 +794,8 @@ class ReplicaRegistry:
             raise unavailable() from error
         if stored.prompt_id != prompt_id:
             return None, stored
+        if self.replica.draining:  # kept queued: the replica taking the session over runs it
+            return QueuedPrompt(prompt_id, request, client_id, time.time(), last_event_id), None
         return live.requeue(prompt_id, request, client_id, last_event_id, body_hash=digest), None
 
     async def earlier_admission(self, session_id: str, tenant: str | None, key: str) -> Any:
@@ -859,6 +877,8 @@ class ReplicaRegistry:
     async def subscribe(
         self, session_id: str, tenant: str | None, cursor: int | None, max_queued: int | None
     ) -> Subscription:
+        if self.replica.draining:  # the load balancer sends the reconnect elsewhere
+            raise draining()
         await self.summary(session_id, tenant)  # 404 for another tenant's or an unknown id
         try:
             return await self.hub.subscribe(self.store_for(tenant), session_id, cursor, max_queued)
@@ -925,12 +945,8 @@ class ReplicaRegistry:
         await asyncio.gather(*(live.wait_idle() for live in held), return_exceptions=True)
         handed: list[tuple[str, str, str]] = []
         for live in held:
-            writer = live.writer
-            if writer is not None:
-                live.writer = None
-                live.bus.detach()
-                with contextlib.suppress(DatabaseUnavailable):
-                    await writer.release()
+            async with self._locks.setdefault((live.tenant, live.id), asyncio.Lock()):
+                if await self._let_go(live):
                     handed.append((live.store.tenant, live.store.project, live.id))
         await self._hand_over(handed)
         self.hub.end_streams()

@@ -533,9 +533,12 @@ class DaemonRoutes:
                 return replayed_admission(
                     earlier.prompt_id, earlier.last_event_id, earlier.body_hash, raw, earlier.state
                 )
-            return JSONResponse(
-                {"promptId": item.prompt_id, "lastEventId": item.last_event_id}, 202
-            )
+            admitted = {
+                "promptId": item.prompt_id,
+                "lastEventId": item.last_event_id,
+                "replicaId": replicas.replica.id,  # the replica that runs it
+            }
+            return JSONResponse(admitted, 202)
 
         return await self._with_owner(request, admit)
 

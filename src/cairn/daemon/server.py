@@ -290,8 +290,15 @@ def run_daemon(
     replica_id: str | None = None,
     advertise_url: str | None = None,
     workspace_root: Path | None = None,
+    lease_seconds: float | None = None,
+    drain_seconds: float | None = None,
 ) -> int:
     """``cairn serve``: serve until SIGINT or SIGTERM, then shut down gracefully."""
+    replica: dict[str, Any] = {}
+    if lease_seconds is not None:
+        replica["lease_seconds"] = lease_seconds
+    if drain_seconds is not None:
+        replica["drain_seconds"] = drain_seconds
     config = DaemonConfig(
         workspace=workspace.resolve(),
         host=host,
@@ -304,9 +311,10 @@ def run_daemon(
         replica_id=replica_id,
         advertise_url=advertise_url,
         workspace_root=workspace_root.resolve() if workspace_root is not None else None,
+        **replica,
     )
     try:
-        config.validate()
+        config.validate(replica_flags=tuple(f"--{k.replace('_', '-')}" for k in replica))
     except DaemonConfigError as exc:
         sys.stderr.write(f"cairn serve: {exc}\n")
         return ExitCode.BAD_INPUT

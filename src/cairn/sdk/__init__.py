@@ -25,6 +25,7 @@ from cairn.sdk.errors import (
     SessionLimitError,
     TurnError,
     UnauthorizedError,
+    UnavailableError,
 )
 from cairn.sdk.session import DaemonSessionClient
 from cairn.sdk.sync import SyncDaemonClient, SyncDaemonSessionClient
@@ -60,4 +61,5 @@ __all__ = [
     "SyncDaemonSessionClient",
     "TurnError",
     "UnauthorizedError",
+    "UnavailableError",
 ]

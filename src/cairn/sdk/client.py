@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -12,11 +13,13 @@ import httpx
 from cairn.sdk._sse import parse_events
 from cairn.sdk.errors import (
     DaemonConnectionError,
+    DaemonHTTPError,
     FeatureNotSupported,
     NotFoundError,
     TurnError,
     http_error,
 )
+from cairn.sdk.retries import RETRIES, resend_after_error, resend_after_status, retry_delay
 from cairn.sdk.types import (
     Capabilities,
     DaemonEvent,
@@ -32,8 +35,8 @@ __all__ = ["DEFAULT_TIMEOUT", "DaemonClient", "Prompt"]
 
 DEFAULT_TIMEOUT = 30.0  # seconds for short calls; not applied to recaps or open event streams
 RECONNECT_ATTEMPTS = 5  # consecutive failed reconnects before events() gives up
-RECONNECT_DELAY = 0.2  # seconds before the first reconnect; doubles each attempt
 CLIENT_ID_HEADER = "X-Cairn-Client-Id"
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 _END_OF_TURN = ("turn_complete", "turn_error")
 
 Prompt = str | Sequence[Mapping[str, Any]]  # text, or ACP content blocks
@@ -44,6 +47,8 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
 
     ``timeout`` (seconds, ``None`` for none) bounds the short calls and the connect phase of
     event streams; :meth:`recap_session` is not bound by it (a recap waits on the model).
+    ``retries``: how many times a request goes again when the daemon (or a replica behind a
+    load balancer) is briefly unavailable, with backoff (:mod:`cairn.sdk.retries`); 0 for never.
     """
 
     def __init__(
@@ -55,10 +60,12 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
         client_id: str | None = None,
         http_client: httpx.AsyncClient | None = None,
         headers: Mapping[str, str] | None = None,
+        retries: int = RETRIES,
     ) -> None:
         """``headers`` go with every request (a tenant: ``{"X-Cairn-Tenant": "acme"}``)."""
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.retries = max(0, retries)
         headers = dict(headers or {})
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -112,20 +119,24 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
         cwd: str | None = None,
         mcp_servers: Sequence[Mapping[str, Any]] | None = None,
     ) -> SessionInfo:
-        """``mcp_servers``: the session's own MCP servers, in ACP's ``session/new`` shape."""
+        """``mcp_servers``: the session's own MCP servers, in ACP's ``session/new`` shape.
+        Without ``session_id`` the client chooses one, so a retried create makes one session."""
         body = _without_none(
-            sessionId=session_id,
+            sessionId=session_id or str(uuid.uuid4()),
             approvalMode=approval_mode,
             cwd=cwd,
             mcpServers=list(mcp_servers) if mcp_servers is not None else None,
         )
-        return SessionInfo.from_json(await self._json("POST", "/session", json=body))
+        data = await self._json("POST", "/session", json=body, idempotent=True)
+        return SessionInfo.from_json(data)
 
     async def load_session(
         self, session_id: str, *, approval_mode: str | None = None
     ) -> SessionInfo:
         body = _without_none(approvalMode=approval_mode)
-        data = await self._json("POST", f"/session/{session_id}/load", json=body)
+        data = await self._json(
+            "POST", f"/session/{session_id}/load", json=body, idempotent=True
+        )
         return SessionInfo.from_json(data)
 
     async def list_sessions(self) -> list[dict[str, Any]]:
@@ -143,7 +154,9 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
 
     async def set_approval_mode(self, session_id: str, mode: str) -> dict[str, Any]:
         """Needs a daemon started with a token (a strict route)."""
-        return await self._json("POST", f"/session/{session_id}/approval-mode", json={"mode": mode})
+        return await self._json(
+            "POST", f"/session/{session_id}/approval-mode", json={"mode": mode}, idempotent=True
+        )
 
     async def list_models(self, session_id: str) -> ModelList:
         """The session's model and the models it may switch to (``model.available``)."""
@@ -152,16 +165,29 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
     async def set_model(self, session_id: str, model_id: str) -> dict[str, Any]:
         """Send the session's next requests to ``model_id``: ``{sessionId, modelId, previous}``."""
         return await self._json(
-            "POST", f"/session/{session_id}/model", json={"modelId": model_id}
+            "POST", f"/session/{session_id}/model", json={"modelId": model_id}, idempotent=True
         )
 
     # ----- turns -----
 
-    async def prompt(self, session_id: str, prompt: Prompt) -> PromptAdmission:
-        """Queue a prompt; its events follow on :meth:`events` after ``last_event_id``."""
+    async def prompt(
+        self, session_id: str, prompt: Prompt, *, idempotency_key: str | None = None
+    ) -> PromptAdmission:
+        """Queue a prompt; its events follow on :meth:`events` after ``last_event_id``.
+
+        It goes with an ``Idempotency-Key`` (``idempotency_key``, or a new one), so a retry,
+        here or yours with the same key, is answered with the first admission and never runs
+        the prompt twice."""
         body = {"prompt": prompt if isinstance(prompt, str) else [dict(b) for b in prompt]}
-        data = await self._json("POST", f"/session/{session_id}/prompt", json=body)
-        return PromptAdmission(str(data["promptId"]), int(data.get("lastEventId", 0)))
+        key = idempotency_key or uuid.uuid4().hex
+        data = await self._json(
+            "POST",
+            f"/session/{session_id}/prompt",
+            json=body,
+            headers={IDEMPOTENCY_KEY_HEADER: key},
+            idempotent=True,
+        )
+        return PromptAdmission.from_json(data)
 
     async def prompt_and_wait(self, session_id: str, prompt: Prompt) -> str:
         """Run a prompt and return the turn's final text; :class:`TurnError` if it failed."""
@@ -210,6 +236,7 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
         failures = 0
         while True:
             received = False
+            retry_after: str | None = None
             try:
                 async for event in self._stream_once(session_id, cursor, max_queued):
                     received, failures = True, 0
@@ -222,6 +249,12 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
                 failures += 1
                 if not reconnect or failures > RECONNECT_ATTEMPTS:
                     raise
+            except DaemonHTTPError as error:  # a replica shutting down, a load balancer's 503
+                failures += 1
+                unavailable = resend_after_status(error.status, error.body, idempotent=True)
+                if not (reconnect and unavailable) or failures > RECONNECT_ATTEMPTS:
+                    raise
+                retry_after = error.retry_after
             else:
                 if not reconnect:
                     return
@@ -230,7 +263,7 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
                 failures += 1
                 if failures > RECONNECT_ATTEMPTS:
                     raise DaemonConnectionError(f"the event stream of {session_id} keeps ending")
-            await asyncio.sleep(RECONNECT_DELAY * 2 ** (failures - 1))
+            await asyncio.sleep(retry_delay(failures, retry_after))
 
     async def _stream_once(
         self, session_id: str, cursor: int | None, max_queued: int | None
@@ -247,7 +280,7 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
             ) as response:
                 if response.status_code != 200:
                     await response.aread()
-                    raise http_error(response.status_code, _json_or_none(response))
+                    raise _error_of(response)
                 async for event in parse_events(response.aiter_lines()):
                     yield event
         except httpx.TransportError as exc:
@@ -300,21 +333,50 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
         return data if isinstance(data, dict) else {}
 
     async def _request(
-        self, method: str, path: str, *, json: Any = None, timeout: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        timeout: Any = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
     ) -> httpx.Response:
-        try:
-            response = await self._http.request(
-                method,
-                self.base_url + path,
-                json=json,
-                headers=self._headers,
-                timeout=timeout if timeout is not None else httpx.Timeout(self.timeout),
-            )
-        except httpx.TransportError as exc:
-            raise DaemonConnectionError(f"{method} {path}: {exc}") from exc
-        if response.status_code >= 400:
-            raise http_error(response.status_code, _json_or_none(response))
-        return response
+        """Send a request, again while the daemon is briefly unavailable (:mod:`.retries`);
+        ``idempotent`` (default: GET and DELETE are) allows it after a broken connection too."""
+        if idempotent is None:
+            idempotent = method in ("GET", "DELETE")
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    method,
+                    self.base_url + path,
+                    json=json,
+                    headers={**self._headers, **headers} if headers else self._headers,
+                    timeout=timeout if timeout is not None else httpx.Timeout(self.timeout),
+                )
+            except httpx.TransportError as exc:
+                if attempt >= self.retries or not resend_after_error(exc, idempotent=idempotent):
+                    raise DaemonConnectionError(f"{method} {path}: {exc}") from exc
+                retry_after = None
+            else:
+                if response.status_code < 400:
+                    return response
+                error = _error_of(response)
+                if attempt >= self.retries or not resend_after_status(
+                    error.status, error.body, idempotent=idempotent
+                ):
+                    raise error
+                retry_after = error.retry_after
+            attempt += 1
+            await asyncio.sleep(retry_delay(attempt, retry_after))
+
+
+def _error_of(response: httpx.Response) -> DaemonHTTPError:
+    error = http_error(response.status_code, _json_or_none(response))
+    error.retry_after = response.headers.get("retry-after")
+    return error
 
 
 def _json_or_none(response: httpx.Response) -> Any:

@@ -17,6 +17,7 @@ __all__ = [
     "SessionLimitError",
     "TurnError",
     "UnauthorizedError",
+    "UnavailableError",
     "http_error",
 ]
 
@@ -55,6 +56,7 @@ class DaemonHTTPError(DaemonError):
         self.message = message
         self.code = code
         self.body = dict(body)
+        self.retry_after: str | None = None  # the answer's Retry-After header, if any
 
 
 class UnauthorizedError(DaemonHTTPError):
@@ -77,7 +79,13 @@ class PromptQueueFullError(DaemonHTTPError):
     """429: the session already holds as many prompts as it admits."""
 
 
-class SessionLimitError(DaemonHTTPError):
+class UnavailableError(DaemonHTTPError):
+    """503: the daemon cannot serve the request now (a replica shutting down, its database
+    unreachable, a load balancer without a replica); ``code`` says which. Raised once the
+    client's retries are spent."""
+
+
+class SessionLimitError(UnavailableError):
     """503 ``session_limit_exceeded``: the daemon runs as many sessions as it may."""
 
 
@@ -87,7 +95,7 @@ _BY_STATUS: dict[int, type[DaemonHTTPError]] = {
     404: NotFoundError,
     413: PayloadTooLargeError,
     429: PromptQueueFullError,
-    503: SessionLimitError,
+    503: UnavailableError,
 }
 
 
@@ -97,6 +105,8 @@ def http_error(status: int, body: Any) -> DaemonHTTPError:
     message = mapping.get("error")
     code = mapping.get("code")
     cls = _BY_STATUS.get(status, DaemonHTTPError)
+    if code == "session_limit_exceeded":
+        cls = SessionLimitError
     return cls(
         status,
         message if isinstance(message, str) else f"the daemon answered {status}",

@@ -49,8 +49,10 @@ class DaemonSessionClient:
         info = await client.load_session(session_id, approval_mode=approval_mode)
         return cls(client, info.session_id, last_event_id=0)
 
-    async def prompt(self, prompt: Prompt) -> PromptAdmission:
-        return await self.client.prompt(self.session_id, prompt)
+    async def prompt(
+        self, prompt: Prompt, *, idempotency_key: str | None = None
+    ) -> PromptAdmission:
+        return await self.client.prompt(self.session_id, prompt, idempotency_key=idempotency_key)
 
     async def prompt_and_wait(self, prompt: Prompt) -> str:
         """Run a prompt; the turn's final text (raises :class:`~cairn.sdk.TurnError`)."""

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequenc
 from typing import Any, TypeVar
 
 from cairn.sdk.client import DEFAULT_TIMEOUT, DaemonClient, Prompt
+from cairn.sdk.retries import RETRIES
 from cairn.sdk.session import DaemonSessionClient
 from cairn.sdk.types import (
     Capabilities,
@@ -71,10 +72,11 @@ class SyncDaemonClient(contextlib.AbstractContextManager["SyncDaemonClient"]):
         *,
         client_id: str | None = None,
         headers: Mapping[str, str] | None = None,
+        retries: int = RETRIES,
     ) -> None:
         self._loop = _LoopThread()
         self._client = self._loop.run(
-            _make_client(base_url, token, timeout, client_id, dict(headers or {}))
+            _make_client(base_url, token, timeout, client_id, dict(headers or {}), retries)
         )
 
     def __exit__(self, *exc: object) -> None:
@@ -111,8 +113,12 @@ class SyncDaemonClient(contextlib.AbstractContextManager["SyncDaemonClient"]):
     def session_status(self, session_id: str) -> dict[str, Any]:
         return self._loop.run(self._client.session_status(session_id))
 
-    def prompt(self, session_id: str, prompt: Prompt) -> PromptAdmission:
-        return self._loop.run(self._client.prompt(session_id, prompt))
+    def prompt(
+        self, session_id: str, prompt: Prompt, *, idempotency_key: str | None = None
+    ) -> PromptAdmission:
+        return self._loop.run(
+            self._client.prompt(session_id, prompt, idempotency_key=idempotency_key)
+        )
 
     def prompt_and_wait(self, session_id: str, prompt: Prompt) -> str:
         return self._loop.run(self._client.prompt_and_wait(session_id, prompt))
@@ -219,6 +225,9 @@ async def _make_client(
     timeout: float | None,
     client_id: str | None,
     headers: dict[str, str],
+    retries: int,
 ) -> DaemonClient:
     """Built on the loop thread, so the HTTP connection pool belongs to that loop."""
-    return DaemonClient(base_url, token, timeout, client_id=client_id, headers=headers)
+    return DaemonClient(
+        base_url, token, timeout, client_id=client_id, headers=headers, retries=retries
+    )

@@ -88,10 +88,27 @@ class ModelList:
 
 @dataclass(frozen=True)
 class PromptAdmission:
-    """The daemon accepted a prompt: its id, and the event id to stream its turn from."""
+    """The daemon accepted a prompt: its id, and the event id to stream its turn from.
+    ``replayed``: it had been admitted already under the same ``Idempotency-Key`` (a retry);
+    ``state`` says how far it got, where the daemon knows (``queued``, ``running``, ``done``,
+    ``interrupted`` ...). ``replica_id``: which replica admitted it (``--database``)."""
 
     prompt_id: str
     last_event_id: int
+    replayed: bool = False
+    state: str | None = None
+    replica_id: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PromptAdmission:
+        state, replica = data.get("state"), data.get("replicaId")
+        return cls(
+            prompt_id=str(data["promptId"]),
+            last_event_id=int(data.get("lastEventId", 0)),
+            replayed=data.get("replayed") is True,
+            state=state if isinstance(state, str) else None,
+            replica_id=replica if isinstance(replica, str) else None,
+        )
 
 
 @dataclass(frozen=True)
