@@ -7,6 +7,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,6 +17,7 @@ import pytest
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import ScriptedServer, reply, tool_call
 
+from ..mcp.helpers import patient_discovery, tools_server
 from .conftest import CAIRN
 from .test_daemon import serve as serve_fixture
 
@@ -236,3 +238,78 @@ def test_an_unusable_token_file_is_a_clear_error(
     assert finished.returncode == 42, finished
     assert message in finished.stderr and "listening" not in finished.stdout
     assert "Traceback" not in finished.stderr
+
+
+class CountingListener:
+    """A loopback TCP port that counts the connections made to it and closes each at once."""
+
+    def __init__(self) -> None:
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket.settimeout(0.2)
+        self.port = self._socket.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            self.accepted += 1
+            connection.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._socket.close()
+
+
+async def test_a_tenants_http_mcp_servers_do_not_reach_loopback_or_private_addresses(
+    serve: object, scripted_server: ScriptedServer, cairn_env: dict[str, str]
+) -> None:
+    """#24 follow-up: a tenant passing ``mcpServers`` with an HTTP or SSE URL on loopback (or a
+    private, link-local or metadata address) had the daemon connect there for it: a request
+    forgery reaching the services of the daemon's machine that no tenant may reach. The URL's
+    host is checked as it is connected to (web_fetch's address policy, every IPv6 form)."""
+    patient_discovery(Path(cairn_env["CAIRN_HOME"]))
+    served = serve("--token", TOKEN, "--tenant-header", HEADER)  # type: ignore[operator]
+    listener = CountingListener()
+    port = listener.port
+    urls = {
+        "ip": ("http", f"http://127.0.0.1:{port}/mcp"),
+        "name": ("http", f"http://localhost:{port}/mcp"),
+        "mapped": ("http", f"http://[::ffff:127.0.0.1]:{port}/mcp"),
+        "events": ("sse", f"http://127.0.0.1:{port}/sse"),
+    }
+    servers = [
+        {"type": kind, "name": name, "url": url, "headers": []}
+        for name, (kind, url) in urls.items()
+    ]
+    try:
+        async with DaemonClient(served.url, TOKEN, headers={HEADER: "acme"}) as client:
+            session = await DaemonSessionClient.create(client, mcp_servers=servers)
+            assert await session.prompt_and_wait("hello") == "ok"
+    finally:
+        listener.close()
+
+    assert listener.accepted == 0
+    assert not [n for n in scripted_server.requests[-1].tool_names if n.startswith("mcp__")]
+
+
+async def test_the_operator_lets_tenants_reach_private_mcp_servers_with_a_flag(
+    serve: object, scripted_server: ScriptedServer, cairn_env: dict[str, str], tmp_path: Path
+) -> None:
+    """#24 follow-up: ``cairn serve --allow-private-mcp`` keeps a tenant's loopback MCP server
+    reachable (a deployment whose MCP services are on its own network)."""
+    patient_discovery(Path(cairn_env["CAIRN_HOME"]))
+    served = serve("--token", TOKEN, "--tenant-header", HEADER, "--allow-private-mcp")  # type: ignore[operator]
+    with tools_server(tmp_path).serve_http() as running:
+        servers = [{"name": "web", **running.acp_config}]
+        async with DaemonClient(served.url, TOKEN, headers={HEADER: "acme"}) as client:
+            session = await DaemonSessionClient.create(client, mcp_servers=servers)
+            assert await session.prompt_and_wait("hello") == "ok"
+
+    assert "mcp__web__echo" in scripted_server.requests[-1].tool_names

@@ -360,3 +360,24 @@ async def test_an_http_server_that_is_not_there_fails_with_the_reason(tmp_path: 
     assert (
         connection.error is not None and "cannot reach http://127.0.0.1:9/mcp" in connection.error
     )
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_a_public_only_server_on_a_loopback_address_is_not_connected_to(
+    tmp_path: Path, transport: str
+) -> None:
+    """#24 follow-up: a daemon tenant's HTTP or SSE server (``public_only``) on loopback is
+    refused as it is connected to, with the reason and what allows it, and never reached."""
+    server = tools_server(tmp_path)
+    with server.serve_http(transport) as running:  # type: ignore[arg-type]
+        reachable = ServerConfig("web", transport, url=running.url)  # type: ignore[arg-type]
+        config = replace(reachable, public_only=True)
+        connection = await _connected(config, tmp_path)
+        await connection.aclose()
+        connected = await _connected(reachable, tmp_path)  # the same server, not public_only
+        await connected.aclose()
+
+    assert connection.status in ("failed", "closed") and connection.error is not None
+    assert "127.0.0.1 is refused" in connection.error and "a loopback address" in connection.error
+    assert "--allow-private-mcp" in connection.error
+    assert connected.error is None and connected.tools

@@ -108,6 +108,7 @@ def serve(
     sandbox: Annotated[bool, _opt(_S["sandbox"])] = False,
     trust: Annotated[bool, _opt(_S["trust"])] = False,
     tenant_header: Annotated[str | None, _opt(_S["tenant_header"])] = None,
+    allow_private_mcp: Annotated[bool, _opt(_S["allow_private_mcp"])] = False,
     workspace_root: Annotated[Path | None, _opt(_S["workspace_root"])] = None,
     database: Annotated[str | None, _opt(_S["database"])] = None,
     replica_id: Annotated[str | None, _opt(_S["replica_id"])] = None,

@@ -89,6 +89,7 @@ def run_serve(options: ServeOptions) -> int:
         max_sessions=options.max_sessions,
         workspace=options.workspace or Path.cwd(),
         tenant_header=options.tenant_header,
+        allow_private_mcp=options.allow_private_mcp,
         database=options.database,
         replica_id=options.replica_id,
         advertise_url=options.advertise_url,

@@ -158,6 +158,13 @@ SERVE_OPTIONS = _options(
         "Serve many tenants: each request names its tenant in this header (needs --token).",
     ),
     OptionSpec(
+        "allow_private_mcp",
+        ("--allow-private-mcp",),
+        "With --tenant-header: let the HTTP MCP servers tenants pass reach loopback and "
+        "private addresses.",
+        kind="flag",
+    ),
+    OptionSpec(
         "workspace_root",
         ("--workspace-root",),
         "With --tenant-header: each tenant works in its own folder under this one.",
@@ -229,6 +236,7 @@ class ServeOptions(Value):
     sandbox: bool = False
     trust: bool = False
     tenant_header: str | None = None
+    allow_private_mcp: bool = False
     workspace_root: Path | None = None
     database: str | None = None
     replica_id: str | None = None

@@ -71,6 +71,8 @@ class DaemonConfig:
     permission_timeout_seconds: float = PERMISSION_TIMEOUT_SECONDS
     recap_timeout_seconds: float = RECAP_TIMEOUT_SECONDS
     tenant_header: str | None = None  # each request names its tenant in this header (#15)
+    # A tenant's HTTP MCP servers may reach loopback and private addresses (#24).
+    allow_private_mcp: bool = False
     # Several replicas (#31): sessions live in this PostgreSQL database, not in this process.
     database: str | None = None
     replica_id: str | None = None  # this replica's name (default: host, process id, random)
@@ -136,6 +138,11 @@ class DaemonConfig:
             raise DaemonConfigError(f"--max-sessions must be at least 1, not {self.max_sessions}.")
         if not self.workspace.is_dir():
             raise DaemonConfigError(f"The workspace {self.workspace} is not a folder.")
+        if self.allow_private_mcp and self.tenant_header is None:
+            raise DaemonConfigError(
+                "--allow-private-mcp is about the MCP servers tenants pass: it needs "
+                "--tenant-header."
+            )
         if self.workspace_root is not None:
             if self.tenant_header is None:
                 raise DaemonConfigError(

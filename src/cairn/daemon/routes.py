@@ -34,7 +34,7 @@ from cairn.daemon.config import CLIENT_ID_HEADER, DaemonConfig
 from cairn.daemon.errors import ApiError, error_body, token_required
 from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
-from cairn.daemon.tenancy import TENANT_SCOPE_KEY, check_client_servers, request_tenant
+from cairn.daemon.tenancy import TENANT_SCOPE_KEY, client_servers, request_tenant
 from cairn.debug_log import bind_session, get_logger
 from cairn.recap.service import Recap
 from cairn.session.boundary import clean_json
@@ -281,9 +281,7 @@ class DaemonRoutes:
             )
 
     def _client_servers(self, entries: list[Any], route: str) -> list[ServerConfig]:
-        servers = check_mcp_servers(entries, route)
-        check_client_servers(servers, self.config, route)
-        return servers
+        return client_servers(check_mcp_servers(entries, route), self.config, route)
 
     def _workspace(self, tenant: str | None) -> Path:
         """Where the tenant's sessions work (``--workspace-root``: its own folder)."""

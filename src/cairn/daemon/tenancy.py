@@ -8,8 +8,10 @@ place (#15, #24), for the routes of one daemon and for replicas serving the same
 - A session belongs to the tenant that created or loaded it: every session route looks it up
   by ``(tenant, id)``; another tenant's id is a 404, as an unknown one is.
 - A stdio MCP server a client passes is a program the daemon would start outside the sandbox
-  with the daemon's rights: it needs the token, and a tenant may never pass one
-  (:func:`check_client_servers`).
+  with the daemon's rights: it needs the token, and a tenant may never pass one; a tenant's
+  HTTP and SSE servers are reached only at public addresses, checked as each connection is
+  made (as web_fetch's; ``--allow-private-mcp`` lifts it), or a tenant could have the daemon
+  call this machine's and its network's services (:func:`client_servers`).
 
 What keeps a tenant's shell commands away from the others' files is in
 :mod:`cairn.session.tenancy`.
@@ -18,6 +20,7 @@ What keeps a tenant's shell commands away from the others' files is in
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cairn.daemon.errors import ApiError, token_required
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SINGLE_HEADERS",
     "TENANT_SCOPE_KEY",
-    "check_client_servers",
+    "client_servers",
     "repeated_header",
     "request_tenant",
 ]
@@ -77,9 +80,21 @@ def request_tenant(raw: RawHeaders, config: DaemonConfig) -> str | None:
     return values[0]
 
 
-def check_client_servers(servers: Sequence[ServerConfig], config: DaemonConfig, route: str) -> None:
-    """Refuse the stdio servers of a client that may not start programs: any client of a
-    daemon without a token (401 ``token_required``), and every tenant (403)."""
+def client_servers(
+    servers: Sequence[ServerConfig], config: DaemonConfig, route: str
+) -> list[ServerConfig]:
+    """The MCP servers a client passed, as the daemon will run them: a tenant's HTTP and SSE
+    servers reach only public addresses (unless ``--allow-private-mcp``).
+
+    Refuses the stdio servers of a client that may not start programs: any client of a daemon
+    without a token (401 ``token_required``), and every tenant (403)."""
+    _refuse_programs(servers, config, route)
+    if config.tenant_header is None or config.allow_private_mcp:
+        return list(servers)
+    return [replace(server, public_only=True) for server in servers]
+
+
+def _refuse_programs(servers: Sequence[ServerConfig], config: DaemonConfig, route: str) -> None:
     programs = [s.name for s in servers if s.transport == "stdio"]
     if not programs:
         return

@@ -76,6 +76,9 @@ class ServerConfig:
     scope: Scope = "user"
     source: str = ""  # the file (or "ACP session/new") it was read from
     disabled_reason: str | None = None
+    # Connect only to public addresses, checked as each connection is made (web_fetch's
+    # policy): the HTTP and SSE servers a daemon's tenant passes (#24).
+    public_only: bool = False
 
     @property
     def target(self) -> str:
@@ -100,6 +103,7 @@ class ServerConfig:
             self.cwd,
             self.url,
             tuple(sorted(self.headers.items())),
+            self.public_only,
         )
 
 

@@ -89,6 +89,35 @@ def load_sdk() -> None:
         _sdk_loaded = True
 
 
+def _http_client(
+    config: ServerConfig,
+    headers: dict[str, str] | None,
+    timeout: httpx.Timeout | None,
+    auth: httpx.Auth | None = None,
+) -> httpx.AsyncClient:
+    """The HTTP client of an HTTP or SSE server (redirects are the MCP transports' to follow,
+    within the server's origin). A ``public_only`` server's (a daemon tenant's) opens every
+    connection only to a public address, checked as it is resolved
+    (:mod:`cairn.tools.web_address`), with no proxy from the environment in between."""
+    timeout = timeout or httpx.Timeout(HTTP_TIMEOUT_SECONDS, read=HTTP_READ_TIMEOUT_SECONDS)
+    if not config.public_only:
+        return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth)
+    from cairn.tools.web_address import CheckedNetworkBackend, checked_transport, system_resolver
+
+    backend = CheckedNetworkBackend(
+        system_resolver,
+        user=f"MCP server {config.name}",
+        allowed_by="cairn serve --allow-private-mcp",
+    )
+    return httpx.AsyncClient(
+        headers=headers,
+        timeout=timeout,
+        auth=auth,
+        trust_env=False,
+        transport=checked_transport(backend),
+    )
+
+
 class McpCallError(Exception):
     """A request to a server failed; the message is what the model (and the user) is told."""
 
@@ -272,10 +301,7 @@ class McpConnection:
 
             assert config.url is not None
             client = await stack.enter_async_context(
-                httpx.AsyncClient(
-                    headers=dict(config.headers),
-                    timeout=httpx.Timeout(HTTP_TIMEOUT_SECONDS, read=HTTP_READ_TIMEOUT_SECONDS),
-                )
+                _http_client(config, dict(config.headers), None)
             )
             read, write, _ = await stack.enter_async_context(
                 streamable_http_client(config.url, http_client=client)
@@ -284,8 +310,21 @@ class McpConnection:
             from mcp.client.sse import sse_client
 
             assert config.url is not None
+
+            def sse_http_client(
+                headers: dict[str, str] | None = None,
+                timeout: httpx.Timeout | None = None,
+                auth: httpx.Auth | None = None,
+            ) -> httpx.AsyncClient:
+                return _http_client(config, headers, timeout, auth)
+
             read, write = await stack.enter_async_context(
-                sse_client(config.url, headers=dict(config.headers), timeout=30.0)
+                sse_client(
+                    config.url,
+                    headers=dict(config.headers),
+                    timeout=HTTP_TIMEOUT_SECONDS,
+                    httpx_client_factory=sse_http_client,
+                )
             )
         return await stack.enter_async_context(
             ClientSession(
@@ -314,9 +353,7 @@ class McpConnection:
         self, session: ClientSession, capabilities: types.ServerCapabilities
     ) -> None:
         self.tools = (
-            await _list_all(session.list_tools, "tools", "tools/list")
-            if capabilities.tools
-            else []
+            await _list_all(session.list_tools, "tools", "tools/list") if capabilities.tools else []
         )
         self.prompts = (
             await _list_all(session.list_prompts, "prompts", "prompts/list")
@@ -324,9 +361,7 @@ class McpConnection:
             else []
         )
         if capabilities.resources:
-            self.resources = await _list_all(
-                session.list_resources, "resources", "resources/list"
-            )
+            self.resources = await _list_all(session.list_resources, "resources", "resources/list")
             self.resource_templates = await _list_all(
                 session.list_resource_templates, "resourceTemplates", "resources/templates/list"
             )

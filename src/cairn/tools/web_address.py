@@ -23,7 +23,13 @@ import httpcore
 
 from cairn.tools.base import ToolError
 
-__all__ = ["CheckedNetworkBackend", "Resolver", "address_problem", "system_resolver"]
+__all__ = [
+    "CheckedNetworkBackend",
+    "Resolver",
+    "address_problem",
+    "checked_transport",
+    "system_resolver",
+]
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]  # host, port -> the addresses, in order
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -79,12 +85,22 @@ class CheckedNetworkBackend(httpcore.AsyncNetworkBackend):
     """httpcore's sockets, opened only to addresses checked the moment they were resolved.
 
     ``allow_private`` skips the check (``tools.webFetch.allowPrivateAddresses``), not the single
-    resolution.
+    resolution. ``user`` names who connects and ``allowed_by`` what allows private addresses,
+    for the messages (web_fetch's by default; a daemon tenant's MCP servers use it too).
     """
 
-    def __init__(self, resolver: Resolver, *, allow_private: bool = False) -> None:
+    def __init__(
+        self,
+        resolver: Resolver,
+        *,
+        allow_private: bool = False,
+        user: str = "web_fetch",
+        allowed_by: str = "tools.webFetch.allowPrivateAddresses",
+    ) -> None:
         self._resolve = resolver
         self._allow_private = allow_private
+        self._user = user
+        self._allowed_by = allowed_by
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
@@ -104,7 +120,7 @@ class CheckedNetworkBackend(httpcore.AsyncNetworkBackend):
                 if problem is not None:
                     raise ToolError(
                         f"{host} is refused: it is a private or local address ({address}): "
-                        f"{problem}. tools.webFetch.allowPrivateAddresses allows such addresses."
+                        f"{problem}. {self._allowed_by} allows such addresses."
                     )
         failure: Exception | None = None
         for address in addresses:
@@ -120,7 +136,20 @@ class CheckedNetworkBackend(httpcore.AsyncNetworkBackend):
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.AsyncNetworkStream:
-        raise ToolError("web_fetch does not connect to Unix sockets")
+        raise ToolError(f"{self._user} does not connect to Unix sockets")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+def checked_transport(backend: httpcore.AsyncNetworkBackend) -> Any:
+    """httpx's transport (an ``httpx.AsyncHTTPTransport``) over a pool whose sockets
+    ``backend`` opens: httpx takes no network backend itself, so its pool is replaced by one
+    that does. No proxy from the environment: a proxy would connect in the checks' place."""
+    import httpx
+
+    transport = httpx.AsyncHTTPTransport(trust_env=False)
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=httpx.create_ssl_context(trust_env=False), network_backend=backend
+    )
+    return transport

@@ -214,21 +214,12 @@ def http_client(
 
     headers = {"User-Agent": user_agent, "Accept": accept}
     timeout = httpx.Timeout(TIMEOUT_SECONDS)
-    transport = None if backend is None else _backend_transport(backend)
+    transport = None
+    if backend is not None:
+        from cairn.tools.web_address import checked_transport
+
+        transport = checked_transport(backend)
     return httpx.AsyncClient(timeout=timeout, trust_env=False, headers=headers, transport=transport)
-
-
-def _backend_transport(backend: httpcore.AsyncNetworkBackend) -> httpx.AsyncHTTPTransport:
-    """httpx's transport over a pool whose sockets ``backend`` opens (httpx takes no network
-    backend itself, so its pool is replaced by one that does)."""
-    import httpcore
-    import httpx
-
-    transport = httpx.AsyncHTTPTransport(trust_env=False)
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False), network_backend=backend
-    )
-    return transport
 
 
 def _checked_url(url: str) -> str:
