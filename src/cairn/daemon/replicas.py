@@ -259,11 +259,21 @@ class ReplicaSession(LiveSession):
 
     # ----- prompts (LiveSession's hooks) -----
 
-    def started(self, item: QueuedPrompt) -> None:
-        if self.writer is not None:
-            self.writer.set_prompt_state(item.prompt_id, "running", running=True)
+    async def started(self, item: QueuedPrompt) -> bool:
+        """The prompt is kept as running before its turn starts, so a replica resuming the
+        session reports it interrupted and never runs it again; if that cannot be written,
+        the turn does not start (the writer's failure reported it)."""
+        writer = self.writer
+        if writer is None:
+            return False
+        writer.set_prompt_state(item.prompt_id, "running", running=True)
+        try:
+            await writer.drain()
+        except DatabaseUnavailable:
+            return False
         if self._renewing is None or self._renewing.done():
             self._renewing = asyncio.ensure_future(self._renew())
+        return True
 
     def ended(self, item: QueuedPrompt, state: str) -> None:
         if self.writer is not None and self.writer.failed is None:

@@ -179,8 +179,10 @@ class LiveSession:
 
     # What a session over a database does around its prompts (ReplicaSession); nothing here.
 
-    def started(self, item: QueuedPrompt) -> None:
-        """``item``'s turn starts."""
+    async def started(self, item: QueuedPrompt) -> bool:
+        """``item``'s turn is about to start; False when it must not (its start cannot be
+        kept: it would run unrecorded, and run again wherever the session resumes)."""
+        return True
 
     def ended(self, item: QueuedPrompt, state: str) -> None:
         """``item``'s turn ended (``done``, ``failed`` or ``interrupted``)."""
@@ -238,7 +240,8 @@ class LiveSession:
         async def sink(event: SessionEvent) -> None:
             self.publish_event(event, extra, item.prompt_id)
 
-        self.started(item)
+        if not await self.started(item):
+            return
         try:
             result = await self.session.prompt(item.request, sink)
         except asyncio.CancelledError:
