@@ -196,3 +196,42 @@ def test_an_mcp_server_script_rewritten_in_the_sandbox_is_not_run_later(
     _next_start(project, cairn_env, scripted_server)
     assert not marker.exists(), output
     assert server.read_text() == "import sys\nsys.exit(0)\n"
+
+
+@pytest.mark.parametrize("tool", ["write_file", "edit"])
+def test_an_mcp_server_script_is_not_rewritten_unasked_by_the_file_tools(
+    project: Path,
+    cairn_env: dict[str, str],
+    scripted_server: ScriptedServer,
+    marker: Path,
+    tool: str,
+) -> None:
+    """#24 follow-up: the file tools run outside the sandbox, and their approval gate protected
+    the scripts hooks run but not those of MCP servers: in auto-edit, `write_file` or `edit`
+    rewrote a trusted project's MCP server script unasked, and the next start of cairn ran it
+    outside the sandbox."""
+    marker.parent.mkdir()
+    server = project / "tools" / "server.py"
+    server.parent.mkdir()
+    original = "import sys\nsys.exit(0)\n"
+    server.write_text(original)
+    servers = {"mcpServers": {"tool": {"command": "python3", "args": ["tools/server.py"]}}}
+    (project / ".mcp.json").write_text(json.dumps(servers))
+    trust_in_user_settings(project)
+    planted = f"open({str(marker)!r}, 'w').close()\n"
+    args = (
+        {"file_path": str(server), "content": planted}
+        if tool == "write_file"
+        else {"file_path": str(server), "old_string": "sys.exit(0)", "new_string": planted}
+    )
+    scripted_server.enqueue(tool_call(tool, args), reply("Changed it."))
+
+    mode = ("--approval-mode", "auto-edit")
+    done = _cairn(project, cairn_env, "-p", "change it", *mode, "--sandbox")
+    assert done.returncode == 0, done.stderr
+    _next_start(project, cairn_env, scripted_server)
+
+    tool_output = [m for m in scripted_server.requests[-2].messages if m["role"] == "tool"]
+    assert "MCP server" in str(tool_output[-1]["content"]), tool_output
+    assert server.read_text() == original
+    assert not marker.exists()

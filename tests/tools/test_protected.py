@@ -113,6 +113,20 @@ def test_the_scripts_hooks_run_are_protected(workspace: Path) -> None:
     assert paths.describe(workspace / "scripts" / "check.sh") is not None
 
 
+def test_the_scripts_stdio_mcp_servers_run_are_protected(workspace: Path) -> None:
+    """#24 follow-up: the scripts of MCP servers (which cairn runs outside the sandbox) were
+    not protected from the file tools, while the scripts of hooks were."""
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "server.py").write_text("print()\n")
+    (workspace / "tools" / "other.py").write_text("print()\n")
+
+    paths = ProtectedPaths.of(workspace, run_later=[("python3 server.py --x", workspace / "tools")])
+
+    found = paths.describe(workspace / "tools" / "server.py")
+    assert found is not None and "MCP server" in found
+    assert paths.describe(workspace / "tools" / "other.py") is None
+
+
 @pytest.mark.parametrize(
     "command",
     [

@@ -35,6 +35,7 @@ class SessionWorkspace:
         extra_roots: Sequence[Path] = (),
         fs: FileSystem | None = None,
         command_runner: CommandRunner | None = None,
+        run_later: Callable[[], Sequence[RunLater]] = tuple,
     ) -> None:
         self.cwd = cwd.resolve()
         self.project_root = project_root
@@ -45,6 +46,7 @@ class SessionWorkspace:
         self.extra_roots = tuple(root.resolve() for root in extra_roots)
         self.fs: FileSystem = fs or LocalFileSystem()
         self.command_runner = command_runner  # an editor's terminals; None: run locally
+        self._run_later = run_later  # what cairn runs outside the sandbox (run_outside)
 
     @classmethod
     def of(
@@ -68,6 +70,7 @@ class SessionWorkspace:
             extra_roots=extra_roots,
             fs=fs,
             command_runner=command_runner,
+            run_later=run_later,
         )
 
     def tool_context(
@@ -93,6 +96,7 @@ class SessionWorkspace:
             sandbox=self._sandbox(),
             ignore=self._ignore_rules(),
             commands=self.command_runner,
+            run_later=tuple(self._run_later()),
         )
 
     def export(self, change: Mapping[str, str | None]) -> None:

@@ -200,6 +200,9 @@ class ToolContext(Value, frozen=False):
     ignore: IgnoreRules | None = None  # what the file tools skip (tools/ignore.py)
     # Where commands run; None: a local process group (an editor may offer its terminals).
     commands: CommandRunner | None = None
+    # What cairn runs later outside any sandbox (hooks, stdio MCP servers): command lines with
+    # their folders, whose scripts a call changes only with the user's approval (protected.py).
+    run_later: Sequence[tuple[str, Path]] = ()
 
     def roots(self, *, write: bool = False) -> list[Path]:
         """The folders a tool may read (or write) in."""

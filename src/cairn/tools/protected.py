@@ -11,7 +11,7 @@ runs. What counts (:meth:`ProtectedPaths.describe`):
 - the folders of other agents whose files cairn reads (``.claude/``, ``.qwen/``, ``.agents/``);
 - everything under ``$CAIRN_HOME``, except the memory folders;
 - every ``.git`` folder (its config and hooks run programs);
-- the scripts the configured hooks run.
+- the scripts the configured hooks and stdio MCP servers run (outside any sandbox).
 
 Such a call is confirmed in every approval mode but ``yolo`` (``auto-edit``, ``allow`` rules,
 hooks and "allow always" do not cover it) and refused where nobody can answer. A shell command
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ class ProtectedPaths:
     roots: tuple[Path, ...]  # the project root and the workspace, resolved
     cairn_home: Path
     exempt: tuple[Path, ...] = ()  # memory roots a tool context may write
-    hook_scripts: tuple[Path, ...] = ()
+    scripts: tuple[Path, ...] = ()  # what hooks and stdio MCP servers run
 
     @classmethod
     def of(
@@ -64,11 +64,16 @@ class ProtectedPaths:
         *,
         exempt: Iterable[Path] = (),
         hook_commands: Iterable[str] = (),
+        run_later: Iterable[tuple[str, Path]] = (),
     ) -> ProtectedPaths:
+        """``hook_commands`` run in ``workspace``; ``run_later``: more command lines cairn runs
+        outside the sandbox, each with its folder (the session's hooks and stdio MCP servers,
+        as the sandbox reads them: :func:`cairn.session.workspace.run_outside`)."""
         from cairn.config.paths import cairn_home, project_root
 
         roots = tuple(dict.fromkeys((_real(project_root(workspace)), _real(workspace))))
-        scripts = tuple(_hook_scripts(hook_commands, roots[-1]))
+        commands = [*((command, roots[-1]) for command in hook_commands), *run_later]
+        scripts = tuple(command_scripts(commands))
         return cls(roots, _real(cairn_home()), tuple(_real(p) for p in exempt), scripts)
 
     def describe(self, path: Path) -> str | None:
@@ -78,8 +83,8 @@ class ProtectedPaths:
         real = _real(path)
         if any(real == e or e in real.parents for e in self.exempt):
             return None
-        if real in self.hook_scripts:
-            return f"a script a configured hook runs ({real})"
+        if real in self.scripts:
+            return f"a script a configured hook or MCP server runs outside the sandbox ({real})"
         home = _relative(real, self.cairn_home)
         if home is not None:
             if _HOME_MEMORY.match(home):
@@ -193,11 +198,6 @@ def _word_paths(value: str, cwd: Path) -> list[Path]:
         text = _VARIABLE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), text)
         paths.append(Path(os.path.expanduser(text)))
     return paths
-
-
-def _hook_scripts(commands: Iterable[str], workspace: Path) -> Sequence[Path]:
-    """Existing files named by the words of hook commands (``.cairn/hooks/x.sh``, ``./x.py``)."""
-    return command_scripts((command, workspace) for command in commands)
 
 
 def command_scripts(commands: Iterable[tuple[str, Path]]) -> list[Path]:

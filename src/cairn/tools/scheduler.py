@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cairn.content import FunctionCall, FunctionResponse
@@ -120,7 +119,7 @@ class ToolScheduler:
         # Named in what it asks the user ("general-purpose: ..."): a subagent's.
         self.label = ""
         self._always_allowed: set[str] = set()
-        self._protected: dict[tuple[Path, tuple[Path, ...]], ProtectedPaths] = {}
+        self._protected: dict[tuple[object, ...], ProtectedPaths] = {}
         # The Notification hooks still running.
         self._notifying: set[asyncio.Future[HookOutcome]] = set()
         self._ungranted: PermissionRules | None = None  # while granting
@@ -307,11 +306,14 @@ class ToolScheduler:
         from cairn.tools.protected import ProtectedPaths, settings_change
 
         exempt = tuple(ctx.writable_roots or ())
-        key = (ctx.workspace, exempt)
+        run_later = tuple(ctx.run_later)
+        key = (ctx.workspace, exempt, run_later)
         paths = self._protected.get(key)
         if paths is None:
             commands = self.hooks.commands() if self.hooks is not None else []
-            paths = ProtectedPaths.of(ctx.workspace, exempt=exempt, hook_commands=commands)
+            paths = ProtectedPaths.of(
+                ctx.workspace, exempt=exempt, hook_commands=commands, run_later=run_later
+            )
             self._protected[key] = paths
         cwd = ctx.workspace
         if call.name == ToolName.SHELL:
