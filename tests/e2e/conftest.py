@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from ..polling import eventually
 
 CAIRN = [sys.executable, "-m", "cairn.cli.main"]
 # How long `cairn --acp` may take to exit once the editor closes its stdin. The ACP SDK's own
@@ -48,8 +53,31 @@ def trust_in_user_settings(project: Path) -> None:
 RunCairn = Callable[..., subprocess.CompletedProcess[str]]
 
 
+def extract_workers(project: Path) -> list[int]:
+    """The live extract workers (``cairn -p`` hands them its turn's Extract) working in
+    ``project``: found by their command line and working folder in ``/proc``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            folder = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if b"cairn.session.extract_worker" in command and Path(folder) == project.resolve():
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for_extract_workers(project: Path) -> None:
+    """Wait (with a deadline) until no extract worker works in ``project``: its memory is
+    saved, or given up and left pending."""
+    assert eventually(lambda: not extract_workers(project)), extract_workers(project)
+
+
 @pytest.fixture
-def run_cairn(cairn_env: dict[str, str], project: Path) -> RunCairn:
+def run_cairn(cairn_env: dict[str, str], project: Path) -> Iterator[RunCairn]:
     def run(
         *args: str,
         input: str | None = None,
@@ -66,7 +94,10 @@ def run_cairn(cairn_env: dict[str, str], project: Path) -> RunCairn:
             timeout=timeout,
         )
 
-    return run
+    yield run
+    for pid in extract_workers(project):  # a test that did not wait: no process outlives it
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def run_probed(

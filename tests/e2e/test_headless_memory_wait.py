@@ -1,6 +1,7 @@
-"""``cairn -p`` and the memory it saves after answering: said on stderr when it takes a while,
-skipped with ``--no-wait-memory`` (or the setting), cut short by Ctrl+C, and then extracted by
-the next session."""
+"""``cairn -p --wait-memory`` and the memory it saves after answering in its own process: said on
+stderr when it takes a while, cut short by Ctrl+C, and then extracted by the next session; and
+``--no-wait-memory`` (or the setting), which saves none now. Without either, a worker saves it
+(test_headless_memory_worker.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from cairn.memory.paths import memory_roots
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, ToolCallSpec, reply, tool_calls
 
-from .conftest import CAIRN, RunCairn, write_settings
+from .conftest import (
+    CAIRN,
+    RunCairn,
+    extract_workers,
+    wait_for_extract_workers,
+    write_settings,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -48,7 +56,7 @@ def test_a_slow_memory_save_is_announced_on_stderr(
     memory_on(project)
     scripted_server.handler = model(extract_delay=3)  # type: ignore[assignment]
 
-    done = run_cairn("-p", FIRST_PROMPT)
+    done = run_cairn("-p", FIRST_PROMPT, "--wait-memory")
 
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Noted.\n"
@@ -57,7 +65,7 @@ def test_a_slow_memory_save_is_announced_on_stderr(
 
 
 def test_no_wait_memory_leaves_without_waiting(
-    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, cairn_env: dict[str, str]
 ) -> None:
     memory_on(project, headlessExtractWaitSeconds=HOURS)
     scripted_server.handler = model(extract_delay=HOURS)  # type: ignore[assignment]
@@ -67,6 +75,13 @@ def test_no_wait_memory_leaves_without_waiting(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Noted.\n"
     assert "Saving memory" not in done.stderr
+    assert not extract_workers(project)
+    assert scripted_server.requests_for("extract") == []  # none started: the next session's
+    [main] = scripted_server.requests_for("main")
+    state = memory_roots(project, environ=cairn_env).state_dir
+    assert json.loads((state / "extract-pending.json").read_text())["sessions"] == [
+        main.session_id
+    ]
 
 
 def test_a_wait_of_zero_in_settings_leaves_without_waiting(
@@ -87,7 +102,7 @@ def test_ctrl_c_while_saving_leaves_at_once_and_the_next_session_extracts_it(
     memory_on(project, headlessExtractWaitSeconds=HOURS)
     scripted_server.handler = model(extract_delay=HOURS)  # type: ignore[assignment]
     process = subprocess.Popen(
-        [*CAIRN, "-p", FIRST_PROMPT],
+        [*CAIRN, "-p", FIRST_PROMPT, "--wait-memory"],
         cwd=project, env=cairn_env, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -104,6 +119,7 @@ def test_ctrl_c_while_saving_leaves_at_once_and_the_next_session_extracts_it(
     second = run_cairn("-p", "What is new?")
 
     assert second.returncode == 0, second.stderr
+    wait_for_extract_workers(project)  # the second's worker extracts the first session too
     retried = [
         r for r in scripted_server.requests_for("extract")[1:]
         if r.session_id == first_extract.session_id
@@ -129,7 +145,7 @@ def test_an_extraction_that_loops_is_said_and_the_next_session_extracts_it_again
 
     scripted_server.handler = handle
 
-    first = run_cairn("-p", FIRST_PROMPT)
+    first = run_cairn("-p", FIRST_PROMPT, "--wait-memory")
 
     assert first.returncode == 0, first.stderr
     assert first.stdout == "Noted.\n"
@@ -143,6 +159,7 @@ def test_an_extraction_that_loops_is_said_and_the_next_session_extracts_it_again
     second = run_cairn("-p", "What is new?")
 
     assert second.returncode == 0, second.stderr
+    wait_for_extract_workers(project)
     retried = [
         r for r in scripted_server.requests_for("extract")[1:] if r.session_id == failed.session_id
     ]

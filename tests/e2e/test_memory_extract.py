@@ -11,7 +11,7 @@ from cairn.memory.paths import memory_roots
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
 from ..memory.memory_helpers import unstamped
-from .conftest import RunCairn, write_settings
+from .conftest import RunCairn, wait_for_extract_workers, write_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -55,14 +55,13 @@ def test_a_preference_is_extracted_by_one_process_and_recalled_by_the_next(
     first = run_cairn("-p", PREFERENCE)
 
     assert first.returncode == 0, first.stderr
+    wait_for_extract_workers(project)  # -p handed its extraction to a worker
     [main] = scripted_server.requests_for("main")
     extract = scripted_server.requests_for("extract")
     assert extract and extract[0].received_at >= main.received_at
     assert extract[0].session_id == main.session_id
     saved = root / "feedback" / "testing-with-pytest.md"
-    assert (
-        unstamped(saved.read_text()) == MEMORY
-    )  # headless waited for the extraction before exiting
+    assert unstamped(saved.read_text()) == MEMORY
     assert "testing-with-pytest.md" in (root / "MEMORY.md").read_text()
 
     second = run_cairn("-p", "Should the new tests use pytest or unittest?")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import subprocess
@@ -28,7 +29,7 @@ from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_ca
 from ..memory.memory_helpers import unstamped
 from ..memory.postgres_helpers import postgres_dsn, postgres_server
 from ..memory.store.test_backend_contract import write
-from .conftest import CAIRN, write_settings
+from .conftest import CAIRN, extract_workers, wait_for_extract_workers, write_settings
 from .memory_worker import SHARED_LOG, audit, shared_log_text
 from .test_daemon import Served, launch, reap
 
@@ -157,6 +158,7 @@ async def test_a_memory_extracted_on_one_machine_is_recalled_on_the_next_turn_of
         learned = machines.cairn("a", "-p", PREFERENCE)  # machine A learns
 
         assert learned.returncode == 0, learned.stderr
+        wait_for_extract_workers(machines.project)  # -p hands its extraction to a worker
         assert (
             unstamped((machines.mirror("a") / "feedback/testing-with-pytest.md").read_text())
             == MEMORY
@@ -203,20 +205,22 @@ def test_a_kill_mid_write_leaves_the_database_as_it_was_and_no_held_lock(
     scripted_server.handler = model  # type: ignore[assignment]
     scripted_server.default = reply("Noted.")
     paused = {**machines.env("a"), "CAIRN_TEST_MEMORY_WRITE_PAUSE": "60"}
-    child = subprocess.Popen([*CAIRN, "-p", PREFERENCE], cwd=machines.project, env=paused,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    first = subprocess.run([*CAIRN, "-p", PREFERENCE], cwd=machines.project, env=paused,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert first.returncode == 0, first.stderr  # its extract worker writes the memory
     try:
         eventually(lambda: bool(list(machines.mirror("a").glob("feedback/.*.tmp"))))
-        child.send_signal(signal.SIGKILL)  # inside the write transaction, holding its lock
-        child.wait(10)
-    finally:
-        child.kill()
+    finally:  # the worker, inside the write transaction, holding its lock
+        for worker in extract_workers(machines.project):
+            os.kill(worker, signal.SIGKILL)
+    wait_for_extract_workers(machines.project)
     reader = machines.reader("reader")
     assert reader.docs() == []  # nothing of the half-done write reached the database
 
     done = machines.cairn("b", "-p", PREFERENCE)  # would wait for a held lock, then fail
 
     assert done.returncode == 0, done.stderr
+    wait_for_extract_workers(machines.project)
     assert [doc.title for doc in reader.docs()] == ["Tests use pytest"]
     assert unstamped(reader.docs()[0].path.read_text()) == MEMORY
     reader.close()

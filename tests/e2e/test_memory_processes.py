@@ -17,7 +17,7 @@ from cairn.memory.store.locks import hold_roots
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 
 from ..memory.memory_helpers import unstamped
-from .conftest import CAIRN, write_settings
+from .conftest import CAIRN, extract_workers, wait_for_extract_workers, write_settings
 from .memory_worker import SHARED_LOG, audit, shared_log_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -90,15 +90,16 @@ def test_a_kill_mid_write_leaves_no_partial_file_and_no_blocking_lock(
     scripted_server.handler = extractor(root)  # type: ignore[assignment]
     scripted_server.default = reply("Noted.")
     paused = {**cairn_env, "CAIRN_TEST_MEMORY_WRITE_PAUSE": "60"}
-    child = subprocess.Popen([*CAIRN, "-p", PREFERENCE], cwd=project, env=paused,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    first = subprocess.run([*CAIRN, "-p", PREFERENCE], cwd=project, env=paused,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert first.returncode == 0, first.stderr  # its extract worker writes the memory
     try:
         wait_for(lambda: list(root.glob("feedback/.pytest.md.*.tmp")))
         time.sleep(2.5)  # the crashed write is a little while old when the next run comes
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
     finally:
-        child.kill()
+        for worker in extract_workers(project):
+            os.kill(worker, signal.SIGKILL)
+    wait_for(lambda: not extract_workers(project))
 
     assert not target.exists()  # never a partial memory: the temp file was not renamed
     with hold_roots([root], timeout=1):  # the kernel released the dead writer's lock
@@ -108,6 +109,7 @@ def test_a_kill_mid_write_leaves_no_partial_file_and_no_blocking_lock(
                           capture_output=True, text=True, timeout=60)  # fmt: skip
 
     assert done.returncode == 0, done.stderr
+    wait_for_extract_workers(project)
     assert unstamped(target.read_text()) == MEMORY
     assert list(root.rglob(".*.tmp")) == []
 

@@ -69,6 +69,7 @@ def root(
     continue_latest: Annotated[bool, _opt(_R["continue_latest"])] = False,
     model: Annotated[str | None, _opt(_R["model"])] = None,
     no_wait_memory: Annotated[bool, _opt(_R["no_wait_memory"])] = False,
+    wait_memory: Annotated[bool, _opt(_R["wait_memory"])] = False,
     include_partial_messages: Annotated[bool, _opt(_R["include_partial_messages"])] = False,
     acp: Annotated[bool, _opt(_R["acp"])] = False,
     version: Annotated[bool, _opt(_R["version"])] = False,

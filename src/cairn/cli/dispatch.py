@@ -19,6 +19,7 @@ from cairn.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from cairn.headless.output import OutputFormat
+    from cairn.headless.runner import HeadlessMemory
 
 __all__ = ["run_root", "run_serve"]
 
@@ -51,6 +52,9 @@ def run_root(options: RootOptions) -> int:
     if options.include_partial_messages and options.output_format != "stream-json":
         print("--include-partial-messages needs --output-format stream-json", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    if options.wait_memory and options.no_wait_memory:
+        print("--wait-memory and --no-wait-memory cannot be given together", file=sys.stderr)
+        return ExitCode.BAD_INPUT
     parts = (piped, options.prompt, options.initial_prompt)
     text = "\n\n".join(t for t in parts if t and t.strip())
     from cairn.headless.runner import HeadlessOptions, run_headless
@@ -65,10 +69,16 @@ def run_root(options: RootOptions) -> int:
             resume=options.resume,
             continue_latest=options.continue_latest,
             model=options.model,
-            wait_memory=not options.no_wait_memory,
+            memory=_headless_memory(options),
             partial_messages=options.include_partial_messages,
         )
     )
+
+
+def _headless_memory(options: RootOptions) -> HeadlessMemory:
+    if options.no_wait_memory:
+        return "later"
+    return "wait" if options.wait_memory else "worker"
 
 
 def run_serve(options: ServeOptions) -> int:

@@ -108,7 +108,14 @@ ROOT_OPTIONS = _options(
     OptionSpec(
         "no_wait_memory",
         ("--no-wait-memory",),
-        "With -p: exit after the answer, without waiting for memory to be saved.",
+        "With -p: save no memory now; the project's next session extracts this one.",
+        kind="flag",
+    ),
+    OptionSpec(
+        "wait_memory",
+        ("--wait-memory",),
+        "With -p: save memory in this process before exiting instead of in a background"
+        " worker (for a container that ends with the command).",
         kind="flag",
     ),
     OptionSpec(
@@ -215,6 +222,7 @@ class RootOptions(Value):
     continue_latest: bool = False
     model: str | None = None
     no_wait_memory: bool = False
+    wait_memory: bool = False
     include_partial_messages: bool = False
     acp: bool = False
     version: bool = False

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import field
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO, TypeAlias
 
 from cairn.agent.loop_detection import describe_loop
 from cairn.debug_log import set_process_session
@@ -23,11 +23,18 @@ from cairn.values import Value
 from cairn.vocabulary.events import TurnResult
 from cairn.vocabulary.terminal import escape_for_terminal
 
-__all__ = ["HeadlessOptions", "run_headless"]
+__all__ = ["HeadlessMemory", "HeadlessOptions", "run_headless"]
 
 SAVING_NOTICE_AFTER_SECONDS = 1.0  # a memory save this slow is announced on stderr
 SAVING_NOTICE = "Saving memory… (Ctrl+C skips)"
 SKIPPED_NOTICE = "Memory not saved: the next session in this project extracts it."
+
+
+# What becomes of the turn's Extract: "worker" (the default) hands it to a worker process and
+# returns with the answer (cairn.session.extract_worker); "wait" runs it here, waited for
+# (bounded) before exiting (--wait-memory); "later" leaves it pending for the project's next
+# session (--no-wait-memory).
+HeadlessMemory: TypeAlias = Literal["worker", "wait", "later"]
 
 
 class HeadlessOptions(Value, frozen=False):
@@ -39,7 +46,7 @@ class HeadlessOptions(Value, frozen=False):
     resume: str | None = None
     continue_latest: bool = False
     model: str | None = None
-    wait_memory: bool = True  # after the answer, wait (bounded) for the turn's Extract
+    memory: HeadlessMemory = "worker"  # the turn's Extract (see HeadlessMemory)
     partial_messages: bool = False  # stream-json: each answer as it streams, as stream events
 
 
@@ -68,18 +75,38 @@ async def _run(options: HeadlessOptions, stdout: TextIO, stderr: TextIO) -> int:
     for warning in opened.warnings:  # they quote settings files, which a repository wrote
         stderr.write(f"warning: {escape_for_terminal(warning)}\n")
     runtime = opened.runtime
-    # One-shot use still learns: the Extract this turn scheduled gets a bounded wait. A Dream
-    # is not waited for: it can take minutes and simply runs again next time.
+    # One-shot use still learns: the turn's Extract runs in a worker process once the answer
+    # is out, or here with a bounded wait (--wait-memory). A Dream is not waited for: it can
+    # take minutes and simply runs again next time.
     memory_wait = runtime.settings.memory.headless_extract_wait_seconds
+    memory = options.memory if memory_wait > 0 else "later"
+    runtime.extract_in_worker = memory != "wait"
     interrupt = _Interrupt()
     _on_interrupt(asyncio.get_running_loop(), interrupt)
     try:
         code = await _run_turn(runtime, options, opened.resume, stdout, stderr, started, interrupt)
-        if options.wait_memory and memory_wait > 0:
+        if memory == "worker":
+            await _hand_off_memory(runtime, options.model, memory_wait, stderr, interrupt)
+        elif memory == "wait":
             await _save_memory(runtime, memory_wait, stderr, interrupt.skip_memory)
         return code
     finally:
         await runtime.aclose()
+
+
+async def _hand_off_memory(
+    runtime: Runtime, model: str | None, wait: float, stderr: TextIO, interrupt: _Interrupt
+) -> None:
+    """Start the worker that extracts the turn (the session stays pending until it has). One
+    that cannot start leaves the extraction to this process, waited for as with --wait-memory,
+    as is the indexing of memory the turn's agent saved itself."""
+    from cairn.session.extract_worker import start_workers
+
+    if runtime.memory_enabled:
+        manager = runtime.memory_manager()
+        for session_id in start_workers(runtime, model=model):
+            manager.extract_here(session_id, runtime)
+    await _save_memory(runtime, wait, stderr, interrupt.skip_memory)
 
 
 class _Interrupt:

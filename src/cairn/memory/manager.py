@@ -114,6 +114,7 @@ class MemoryManager:
         self._rewinds: dict[str, tuple[int, int]] = {}  # session -> (rewinds so far, length)
         self._listeners: list[ChangeListener] = []
         self._failures_said: set[str] = set()  # sessions told their memory was not saved
+        self._handed_off: list[str] = []  # sessions whose extraction a worker is to run
         self._vector_tasks: set[asyncio.Task[int]] = set()  # embeddings after writes
         self._remembered: dict[str, set[str]] = {}  # session id -> paths /remember recorded
         self._checks: dict[str, EvidenceCheck] = {}  # session id -> its evidence check
@@ -645,11 +646,14 @@ class MemoryManager:
         session_id: str,
         history: Sequence[Content],
         runtime: MemoryRuntime,
+        hand_off: bool = False,
     ) -> None:
         """Extract from a finished turn in the background; returns at once.
 
         One extraction runs per project at a time; a request arriving meanwhile waits in one
         slot, replacing any request already waiting there (the newest history wins).
+        ``hand_off`` (``cairn -p``): not here; the session is noted pending and listed for a
+        worker process (:meth:`take_handed_off`, :meth:`extract_handed_off`).
         """
         if not self.enabled:
             return
@@ -672,6 +676,11 @@ class MemoryManager:
                 coro = self._record_session_writes(unrecorded, session_id)
                 self._tasks.start(runtime, coro, name="memory-remember")
             return
+        if hand_off:
+            record.finish("skipped", reason="handed_off")
+            self._note_pending(session_id)  # until the worker has extracted it
+            self._handed_off.append(session_id)
+            return
         request = ExtractRequest(Path(project_root), session_id, entries, runtime)
         if key in self._extracting:
             replaced = self._queued.get(key)
@@ -683,6 +692,39 @@ class MemoryManager:
         retry = self._take_pending(session_id)
         loop = self._extract_loop(key, request, record, retry=retry)
         self._tasks.start(runtime, loop, name="memory-extract")
+
+    def take_handed_off(self) -> list[str]:
+        """The sessions whose extraction :meth:`schedule_extract` handed off since last asked."""
+        handed, self._handed_off = self._handed_off, []
+        return handed
+
+    def extract_here(self, session_id: str, runtime: MemoryRuntime) -> None:
+        """Extract a handed-off session in this process after all (no worker could start)."""
+        coro = self.extract_handed_off(session_id, runtime)
+        self._tasks.start(runtime, coro, name="memory-extract")
+
+    async def extract_handed_off(self, session_id: str, runtime: MemoryRuntime) -> None:
+        """Extract a handed-off session from its recording, as a turn's extraction runs; it
+        leaves the pending list once extracted, and stays on it when cut short or failed."""
+        from cairn.memory.background.extract import ExtractRequest
+        from cairn.memory.background.pending import drop_pending
+
+        record = self._tasks.new("extract", session_id)
+        history = await asyncio.to_thread(_recorded_history, runtime.chats_dir, session_id)
+        request = ExtractRequest(runtime.project_root, session_id, history, runtime)
+        retry = self._take_pending(session_id)  # an earlier one cut short, as a turn's does
+        if retry is not None:
+            await self._retry_pending(retry, request)
+        if not history:
+            record.finish("skipped", reason="no_recording")
+        else:
+            await self._extract_once(request, record)
+        if record.status == "failed":
+            return  # still pending: the next extraction in the project tries again
+        try:
+            drop_pending(self.roots.state_dir, session_id, now=self.clock())
+        except OSError as error:  # at worst the next extraction finds nothing new in it
+            _task_log.warning(f"could not note the extraction done: {error!r}")
 
     async def _extract_loop(
         self, key: str, request: ExtractRequest, record: MemoryTask, *, retry: str | None = None

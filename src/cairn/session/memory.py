@@ -8,7 +8,8 @@
   running when it was built, or Extract, Dream or Forget changed the files since);
 - memory saved outside a turn (Extract or Dream after the answer), told to the session's
   listeners;
-- Extract and Dream, scheduled once a fresh turn ended normally (never awaited).
+- Extract and Dream, scheduled once a fresh turn ended normally (never awaited; ``cairn -p``
+  hands Extract to a worker process, :mod:`cairn.session.extract_worker`).
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ class SessionMemory:
                 session_id=self.session_id,
                 history=list(history),
                 runtime=runtime,
+                hand_off=runtime.extract_in_worker,
             )
             manager.schedule_dream(
                 project_root=runtime.project_root, session_id=self.session_id, runtime=runtime

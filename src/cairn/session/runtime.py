@@ -111,6 +111,8 @@ class Runtime:
         # A daemon tenant (`cairn serve --tenant-header`): its own memory and recordings.
         self.tenant = tenant
         self.mcp_warnings: list[str] = []
+        # `cairn -p`: a turn's extraction is left to a worker process (session/extract_worker.py)
+        self.extract_in_worker = False
         self._owns_provider = owns_provider  # a tenant's runtime shares its parent's
         self._memory: dict[Path, MemoryManager] = {}
         self._background: set[asyncio.Task[object]] = set()
