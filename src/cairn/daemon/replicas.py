@@ -1,4 +1,6 @@
-"""``cairn serve --database``: this daemon as one of several stateless replicas.
+"""``cairn serve --database``: this daemon as one of several stateless replicas; the sessions
+of every replica as this one serves them (:class:`ReplicaRegistry`). This process's row and
+readiness are :mod:`cairn.daemon.replica`, a session it holds :mod:`cairn.daemon.replica_session`.
 
 Sessions live in PostgreSQL (:mod:`cairn.recording.store.postgres`), so any replica behind a
 plain round-robin load balancer serves any session of its tenant:
@@ -30,9 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import secrets
-import socket
 import time
 import uuid
 from collections import OrderedDict
@@ -40,31 +39,40 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.daemon.config import RETRY_AFTER_SECONDS, DaemonConfig
+from cairn.daemon.config import DaemonConfig
 from cairn.daemon.errors import STRICT_REASON, ApiError, token_required
 from cairn.daemon.event_log import EventHub, LogBus
 from cairn.daemon.frontend import DaemonFrontend
+from cairn.daemon.replica import (
+    Replica,
+    ServedElsewhere,
+    draining,
+    hand_over,
+    listen_for_handovers,
+    not_found,
+    replica_schema,
+    tenant_name,
+    tenant_of,
+    unavailable,
+)
+from cairn.daemon.replica_session import ReplicaSession
+from cairn.daemon.replica_views import listed_commands, listing_row, status_view
 from cairn.daemon.sessions import LiveSession, QueuedPrompt
 from cairn.database.connection import Database, DatabaseUnavailable
 from cairn.debug_log import get_logger
 from cairn.recording.store.postgres import (
     Lease,
-    LeaseLost,
     OwnedElsewhere,
     PostgresSessions,
     PostgresSessionStore,
-    SessionWriter,
 )
-from cairn.recording.store.schema import CHANNEL
 from cairn.session.gate import PermissionGate, WideningRefused
 from cairn.session.updates import commands_update
 
 if TYPE_CHECKING:
     from cairn.daemon.bus import Subscription
-    from cairn.database.migrations import Component
     from cairn.mcp.config import ServerConfig
     from cairn.session.runtime import Runtime
-    from cairn.session.session import Session
 
 __all__ = [
     "FORWARDED_HEADER",
@@ -78,266 +86,7 @@ __all__ = [
 FORWARDED_HEADER = "x-cairn-forwarded-by"  # a request one replica forwarded to another
 WAIT_POLL_SECONDS = 0.2  # how often a request waiting for a lease asks again
 CACHED_SESSIONS = 64  # sessions kept built after their lease is given up (reused if current)
-HANDOVER = "handover"  # NOTIFY payload kind: queued prompts wait for a replica
 _log = get_logger("DAEMON")
-
-
-def replica_schema() -> list[Component]:
-    """The tables a replica needs, in migration order (``cairn db migrate`` adds memory's)."""
-    from cairn.recording.store.schema import sessions_schema
-
-    return [sessions_schema()]
-
-
-def default_replica_id() -> str:
-    return f"{socket.gethostname()[:40]}-{os.getpid()}-{secrets.token_hex(3)}"
-
-
-class ServedElsewhere(Exception):
-    """Another live replica holds the session: forward the request to ``url``."""
-
-    def __init__(self, owner: str, url: str) -> None:
-        super().__init__(f"session served by replica {owner} at {url}")
-        self.owner = owner
-        self.url = url
-
-
-def unavailable(message: str = "The session database is unavailable; retry shortly.") -> ApiError:
-    return ApiError(
-        503,
-        message,
-        "database_unavailable",
-        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-    )
-
-
-def draining() -> ApiError:
-    return ApiError(
-        503,
-        "This replica is shutting down; retry (another replica takes the request).",
-        "replica_draining",
-        headers={"Retry-After": "1"},
-    )
-
-
-class Replica:
-    """This process in the database: its id, where it listens, whether it is ready."""
-
-    def __init__(self, config: DaemonConfig, database: Database, *, url: str) -> None:
-        self.config = config
-        self.database = database
-        self.id = config.replica_id or default_replica_id()
-        self.url = config.advertise_url or url
-        self.draining = False
-        self.schema_problem: str | None = "not checked yet"
-        self.database_problem: str | None = None
-        self._heartbeat: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        """Bring the tables up to date (or say why not), then register this replica."""
-        await asyncio.to_thread(self._migrate)
-        await self._register()
-        self._heartbeat = asyncio.ensure_future(self._beat())
-
-    def _migrate(self) -> None:
-        from cairn.database.migrations import migrate, schema_status
-
-        with self.database.connect() as connection:
-            try:
-                for step in migrate(connection, replica_schema()):
-                    _log.info(f"migrated: {step}")
-            except Exception as error:  # e.g. a role without CREATE: `cairn db migrate` does it
-                _log.warning(f"migrating the session tables failed: {error}")
-            self.schema_problem = _schema_problem(schema_status(connection, replica_schema()))
-
-    async def _register(self) -> None:
-        async with self.database.connection() as connection, connection.transaction():
-            cursor = await connection.execute(
-                "SELECT now() - seen_at < %s * interval '1 second' FROM cairn_replicas "
-                "WHERE replica_id = %s",
-                (self.config.lease_seconds * 2, self.id),
-            )
-            found = await cursor.fetchone()
-            if found is not None and found[0]:
-                raise DatabaseUnavailable(
-                    f"another replica named {self.id!r} is running: each replica needs its own "
-                    "--replica-id"
-                )
-            await connection.execute(
-                "INSERT INTO cairn_replicas (replica_id, url) VALUES (%s, %s) "
-                "ON CONFLICT (replica_id) DO UPDATE SET url = EXCLUDED.url, "
-                "started_at = now(), seen_at = now()",
-                (self.id, self.url),
-            )
-
-    async def _beat(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.lease_seconds / 3)
-            try:
-                async with self.database.connection() as connection, connection.transaction():
-                    await connection.execute(
-                        "UPDATE cairn_replicas SET seen_at = now(), url = %s WHERE replica_id = %s",
-                        (self.url, self.id),
-                    )
-                if self.schema_problem is not None:
-                    await asyncio.to_thread(self._migrate)
-            except Exception as error:
-                self.database_problem = f"the database does not answer: {error}"
-            else:
-                self.database_problem = None
-
-    def readiness(self) -> str | None:
-        """Why this replica should not get traffic now, or None."""
-        if self.draining:
-            return "shutting down"
-        return self.database_problem or self.schema_problem
-
-    async def check(self) -> str | None:
-        """:meth:`readiness`, asking the database now (``GET /ready``)."""
-        if self.draining:
-            return "shutting down"
-        try:
-            async with self.database.connection() as connection:
-                await connection.execute("SELECT 1")
-        except Exception as error:
-            self.database_problem = f"the database does not answer: {error}"
-        else:
-            self.database_problem = None
-        return self.readiness()
-
-    async def aclose(self) -> None:
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            await asyncio.gather(self._heartbeat, return_exceptions=True)
-        with contextlib.suppress(Exception):
-            async with self.database.connection() as connection, connection.transaction():
-                await connection.execute(
-                    "DELETE FROM cairn_replicas WHERE replica_id = %s", (self.id,)
-                )
-
-
-def _schema_problem(statuses: Sequence[Any]) -> str | None:
-    behind = [f"{s.name} {s.current} < {s.expected}" for s in statuses if not s.up_to_date]
-    if not behind:
-        return None
-    return f"the database schema is behind ({', '.join(behind)}): run cairn db migrate"
-
-
-class ReplicaSession(LiveSession):
-    """A live session of this replica: its prompts and events go through its lease's writer."""
-
-    bus: LogBus  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        session: Session,
-        bus: LogBus,
-        frontend: DaemonFrontend,
-        config: DaemonConfig,
-        registry: ReplicaRegistry,
-        tenant: str | None,
-    ) -> None:
-        super().__init__(session, bus, frontend, config)  # type: ignore[arg-type]
-        self.registry = registry
-        self.tenant = tenant
-        self.store: PostgresSessionStore = bus.store
-        self.writer: SessionWriter | None = None
-        self.record_count = 0  # the records this copy of the session was built from
-        self.holds = 0  # requests using it now
-        self.lock = asyncio.Lock()  # one lease taking at a time
-        self._renewing: asyncio.Task[None] | None = None
-
-    @property
-    def leased(self) -> bool:
-        writer = self.writer
-        return writer is not None and writer.failed is None and not writer.released
-
-    def attach(self, writer: SessionWriter) -> None:
-        self.writer = writer
-        writer.on_failed = lambda error: self._writer_failed(writer, error)
-        self.bus.attach(writer)
-
-    # ----- prompts (LiveSession's hooks) -----
-
-    async def started(self, item: QueuedPrompt) -> bool:
-        """The prompt is kept as running before its turn starts, so a replica resuming the
-        session reports it interrupted and never runs it again; if that cannot be written,
-        the turn does not start (the writer's failure reported it)."""
-        writer = self.writer
-        if writer is None:
-            return False
-        writer.set_prompt_state(item.prompt_id, "running", running=True)
-        try:
-            await writer.drain()
-        except DatabaseUnavailable:
-            return False
-        if self._renewing is None or self._renewing.done():
-            self._renewing = asyncio.ensure_future(self._renew())
-        return True
-
-    def ended(self, item: QueuedPrompt, state: str) -> None:
-        if self.writer is not None and self.writer.failed is None:
-            self.writer.set_prompt_state(item.prompt_id, state, running=False)
-
-    async def settled(self, item: QueuedPrompt) -> bool:
-        writer = self.writer
-        if writer is None:
-            return False
-        try:
-            await writer.drain()
-        except DatabaseUnavailable:
-            return False
-        return True
-
-    async def drained(self) -> None:
-        await self.registry.idle(self)
-
-    async def _renew(self) -> None:
-        """Keep the lease while a turn runs (every write renews it too)."""
-        interval = self._config.lease_seconds / 3
-        while self.has_active_prompt and self.leased:
-            await asyncio.sleep(interval)
-            writer = self.writer
-            if writer is None or not self.has_active_prompt:
-                return
-            with contextlib.suppress(DatabaseUnavailable):
-                await writer.renew()
-
-    def _writer_failed(self, writer: SessionWriter, error: Exception) -> None:
-        """Nothing more can be kept: stop the turn here; the lease expires, the session resumes
-        on whichever replica is asked next. (A writer this session no longer uses is ignored.)"""
-        if writer is not self.writer:
-            return
-        code = "lease_lost" if isinstance(error, LeaseLost) else "database_unavailable"
-        message = (
-            "This replica lost its lease on the session; the turn stopped here."
-            if code == "lease_lost"
-            else "The session database is unavailable; the turn stopped. Retry shortly."
-        )
-        running = self._running
-        self.bus.publish_local(
-            "turn_error",
-            {
-                "sessionId": self.id,
-                "promptId": running.prompt_id if running else None,
-                "message": message,
-                "code": code,
-                "retryable": True,
-            },
-        )
-        self.bus.detach()
-        self.writer = None
-        self._queue.clear()
-        self.session.cancel("database_unavailable")
-        self.frontend.cancel_all("database_unavailable")
-        self.registry.forget(self)
-
-    # ----- status -----
-
-    def status(self) -> dict[str, Any]:
-        status = super().status()
-        status["replicaId"] = self.registry.replica.id
-        return status
 
 
 class ReplicaRegistry:
@@ -373,7 +122,8 @@ class ReplicaRegistry:
         self.replica = Replica(self.config, self.database, url=url)
         await self.replica.start()
         self.hub.start()
-        self._handover = asyncio.ensure_future(self._listen_for_handovers())
+        listening = listen_for_handovers(self.database, self._handed_over)
+        self._handover = asyncio.ensure_future(listening)
 
     def __len__(self) -> int:
         return sum(1 for live in self._live.values() if live.leased)
@@ -432,7 +182,7 @@ class ReplicaRegistry:
             if lease.state == "closed":
                 with contextlib.suppress(DatabaseUnavailable):
                     await store.writer(lease).release()
-                raise _not_found(session_id, closed=True)
+                raise not_found(session_id, closed=True)
             return await self._materialize(store, lease, tenant)
 
     async def _acquire(
@@ -458,7 +208,7 @@ class ReplicaRegistry:
             except DatabaseUnavailable as error:
                 raise unavailable() from error
             if lease is None:
-                raise _not_found(session_id)
+                raise not_found(session_id)
             return lease
 
     def unreachable(self, owner: str) -> None:
@@ -610,7 +360,7 @@ class ReplicaRegistry:
                 return
             released = await self._let_go(live)
         if released and self.replica.draining:  # prompts admitted meanwhile: another replica's
-            await self._hand_over([(live.store.tenant, live.store.project, live.id)])
+            await hand_over(self.database, [(live.store.tenant, live.store.project, live.id)])
 
     async def _let_go(self, live: ReplicaSession) -> bool:
         """Write what the session's row shows and give its lease up; False if that failed."""
@@ -764,7 +514,7 @@ class ReplicaRegistry:
         """A session this replica holds now (the routes' view inside :meth:`hold`)."""
         live = self.local(session_id, tenant)
         if live is None:
-            raise _not_found(session_id)
+            raise not_found(session_id)
         return live
 
     # ----- prompts -----
@@ -823,66 +573,30 @@ class ReplicaRegistry:
         except DatabaseUnavailable as error:
             raise unavailable() from error
         if summary is None or summary["state"] == "closed":
-            raise _not_found(session_id, closed=summary is not None)
+            raise not_found(session_id, closed=summary is not None)
         return summary
 
     async def status(self, session_id: str, tenant: str | None) -> dict[str, Any]:
         """A session's status as the database has it (no replica of this process holds it)."""
         summary = await self.summary(session_id, tenant)
-        running = summary["runningPrompt"] if summary["leaseLive"] else None
-        pending = [
-            {
-                "promptId": p["promptId"],
-                "text": _prompt_text(p["body"]),
-                "state": "running" if p["promptId"] == running else "queued",
-                "queuedAt": int(p["queuedAt"].timestamp() * 1000),
-                "originatorClientId": p["clientId"],
-            }
-            for p in summary["prompts"]
-        ]
-        return {
-            "sessionId": session_id,
-            "workspaceCwd": summary["cwd"],
-            "createdAt": int(summary["createdAt"].timestamp() * 1000),
-            "hasActivePrompt": running is not None,
-            "pendingPrompts": pending,
-            "isWaitingForPermission": bool(summary["pending"]) and summary["leaseLive"],
-            "pendingPermissions": summary["pending"] if summary["leaseLive"] else [],
-            "approvalMode": summary["approvalMode"] or self.runtime.settings.tools.approval_mode,
-            "model": summary["model"] or self.runtime.provider.model,
-            "lastEventId": summary["eventSeq"],
-            "subscribers": self.hub.subscriber_count(self.store_for(tenant), session_id),
-            "turns": summary["turns"],
-            "replicaId": summary["owner"] if summary["leaseLive"] else None,
-        }
+        return status_view(
+            session_id,
+            summary,
+            subscribers=self.hub.subscriber_count(self.store_for(tenant), session_id),
+            approval_mode=self.runtime.settings.tools.approval_mode,
+            model=self.runtime.provider.model,
+        )
 
     async def commands(self, session_id: str, tenant: str | None) -> list[Any]:
         """The session's slash commands as last announced."""
-        summary = await self.summary(session_id, tenant)
-        commands = summary["commands"] or {}
-        listed = commands.get("availableCommands") if isinstance(commands, dict) else None
-        return listed if isinstance(listed, list) else []
+        return listed_commands(await self.summary(session_id, tenant))
 
     async def listing(self, tenant: str | None) -> list[dict[str, Any]]:
         try:
             rows = await self.store_for(tenant).alisting()
         except DatabaseUnavailable as error:
             raise unavailable() from error
-        return [
-            {
-                "sessionId": row["sessionId"],
-                "workspaceCwd": row["cwd"],
-                "createdAt": int(row["createdAt"].timestamp() * 1000),
-                "updatedAt": int(row["updatedAt"].timestamp() * 1000),
-                "displayName": row["title"] or row["firstPrompt"],
-                "lastRecap": row["lastRecap"],
-                "messageCount": row["messageCount"],
-                "live": row["state"] == "open",
-                "hasActivePrompt": bool(row["leaseLive"] and row["runningPrompt"]),
-                "replicaId": row["owner"] if row["leaseLive"] else None,
-            }
-            for row in rows
-        ]
+        return [listing_row(row) for row in rows]
 
     async def subscribe(
         self, session_id: str, tenant: str | None, cursor: int | None, max_queued: int | None
@@ -899,7 +613,7 @@ class ReplicaRegistry:
 
     async def _watch_orphan(self, store: PostgresSessionStore, session_id: str) -> None:
         """A session this replica's clients watch: take over a dead owner's work."""
-        if self.replica.draining or self.local(session_id, _tenant_of(store)) is not None:
+        if self.replica.draining or self.local(session_id, tenant_of(store)) is not None:
             return
         summary = await store.summary(session_id)
         if summary is None or summary["leaseLive"] or summary["state"] == "closed":
@@ -910,7 +624,7 @@ class ReplicaRegistry:
 
     async def adopt(self, store: PostgresSessionStore, session_id: str) -> None:
         """Take the session over if nobody holds it (its queued prompts then run here)."""
-        tenant = _tenant_of(store)
+        tenant = tenant_of(store)
         if self.store_for(tenant) is not store:
             return  # another workspace's session
         try:
@@ -919,23 +633,12 @@ class ReplicaRegistry:
         except (ApiError, ServedElsewhere, DatabaseUnavailable) as error:
             _log.debug(f"taking over session {session_id} skipped: {error}")
 
-    async def _listen_for_handovers(self) -> None:
+    def _handed_over(self, tenant: str, project: str, session_id: str) -> None:
         """Queued prompts a draining replica handed over: the first replica to see them takes
         them (the others find the lease taken)."""
-        while True:
-            try:
-                async with await self.database.aconnect(autocommit=True) as connection:
-                    await connection.execute(f"LISTEN {CHANNEL}_{HANDOVER}")
-                    async for notice in connection.notifies():
-                        parts = notice.payload.split("\t")
-                        if len(parts) == 3 and not self.replica.draining:
-                            store = self.sessions.store(parts[1], _tenant_name(parts[0]))
-                            self._spawn(self.adopt(store, parts[2]))
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                _log.debug(f"handover listener: {error!r}")
-            await asyncio.sleep(1.0)
+        if not self.replica.draining:
+            store = self.sessions.store(project, tenant_name(tenant))
+            self._spawn(self.adopt(store, session_id))
 
     # ----- shutdown -----
 
@@ -958,18 +661,8 @@ class ReplicaRegistry:
             async with self._locks.setdefault((live.tenant, live.id), asyncio.Lock()):
                 if await self._let_go(live):
                     handed.append((live.store.tenant, live.store.project, live.id))
-        await self._hand_over(handed)
+        await hand_over(self.database, handed)
         self.hub.end_streams()
-
-    async def _hand_over(self, sessions: list[tuple[str, str, str]]) -> None:
-        if not sessions:
-            return
-        with contextlib.suppress(Exception):
-            async with self.database.connection() as connection, connection.transaction():
-                for key in sessions:
-                    await connection.execute(
-                        "SELECT pg_notify(%s, %s)", (f"{CHANNEL}_{HANDOVER}", "\t".join(key))
-                    )
 
     async def close_all(self, reason: str) -> None:
         """The daemon stops: drain, then close every copy kept here (nothing is closed in the
@@ -990,32 +683,3 @@ class ReplicaRegistry:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-def _prompt_text(body: Any) -> str:
-    prompt = body.get("prompt") if isinstance(body, dict) else None
-    if isinstance(prompt, str):
-        return prompt
-    if isinstance(prompt, list):
-        texts = [
-            b.get("text", "") for b in prompt if isinstance(b, dict) and b.get("type") == "text"
-        ]
-        return "".join(t for t in texts if isinstance(t, str))
-    return ""
-
-
-def _not_found(session_id: str, *, closed: bool = False) -> ApiError:
-    message = f'No session with id "{session_id}"'
-    if closed:
-        message += " open: it was closed (load it with POST /session/{id}/load)"
-    return ApiError(404, message, "session_not_found", sessionId=session_id)
-
-
-def _tenant_of(store: PostgresSessionStore) -> str | None:
-    return _tenant_name(store.tenant)
-
-
-def _tenant_name(value: str) -> str | None:
-    from cairn.database.connection import NO_TENANT
-
-    return None if value == NO_TENANT else value

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import re
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -31,13 +28,27 @@ from cairn.daemon.bodies import (
 )
 from cairn.daemon.capabilities import FEATURES, capabilities
 from cairn.daemon.config import CLIENT_ID_HEADER, DaemonConfig
-from cairn.daemon.errors import ApiError, error_body, token_required
+from cairn.daemon.errors import ApiError, token_required
+from cairn.daemon.requests import (
+    BODY_SCOPE_KEY,
+    Forwarded,
+    Handler,
+    RawResponse,
+    api,
+    client_id,
+    cursor_of,
+    http_error_handler,
+    is_uuid,
+    max_queued_of,
+    read_json,
+    replayed_admission,
+    wait_for_disconnect,
+)
 from cairn.daemon.sessions import LiveSession, SessionRegistry
 from cairn.daemon.sse import EventStreamResponse
 from cairn.daemon.tenancy import TENANT_SCOPE_KEY, client_servers, request_tenant
 from cairn.debug_log import bind_session, get_logger
 from cairn.recap.service import Recap
-from cairn.session.boundary import clean_json
 from cairn.session.gate import WideningRefused
 from cairn.session.models import ModelSwitchError
 from cairn.session.updates import commands_update, session_config_options
@@ -62,94 +73,7 @@ __all__ = [
 IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 FORWARDED_HEADER = "x-cairn-forwarded-by"  # a request one replica forwarded to the owner
 LIVE_SCOPE_KEY = "cairn.live"  # the session a replica holds for the request
-BODY_SCOPE_KEY = "cairn.body"  # the raw body, once read (a forwarded request sends it on)
-_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-MIN_MAX_QUEUED, MAX_MAX_QUEUED = 16, 2048  # bounds of the events route's ?maxQueued=
 _log = get_logger("DAEMON")
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-async def http_error_handler(request: Request, exc: Exception) -> Response:
-    """Starlette's own 404 and 405 answers, in the daemon's error envelope."""
-    assert isinstance(exc, HTTPException)
-    if exc.status_code == 404:
-        body = error_body(f"No route for {request.method} {request.url.path}", "not_found")
-    elif exc.status_code == 405:
-        message = f"{request.method} is not allowed on {request.url.path}"
-        body = error_body(message, "method_not_allowed")
-    else:
-        body = error_body(str(exc.detail))
-    return JSONResponse(body, exc.status_code, headers=exc.headers)
-
-
-def _api(handler: Callable[..., Awaitable[Response]]) -> Handler:
-    """Answer :class:`ApiError` with its envelope and any other failure with a 500 envelope."""
-
-    @wraps(handler)
-    async def run(request: Request) -> Response:
-        try:
-            _client_id(request)
-            return await handler(request)
-        except ApiError as exc:
-            return JSONResponse(exc.body(), exc.status, headers=exc.headers)
-        except _Forwarded as forwarded:
-            return forwarded.response
-        except ClientDisconnect:
-            return Response(status_code=400)
-        except Exception as exc:
-            _log.error(f"{request.method} {request.url.path} failed: {exc!r}")
-            return JSONResponse({"error": "Internal error", "code": "internal_error"}, 500)
-
-    return run
-
-
-async def read_json(request: Request, limit: int) -> Any:
-    """The parsed JSON body (``None`` when empty), made safe (:func:`clean_json`: lone surrogates
-    replaced); 413 past ``limit`` bytes, 400 if malformed or nested absurdly deep."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(
-                413,
-                f"Request body too large (the limit is {limit} bytes)",
-                "payload_too_large",
-                limit=limit,
-            )
-        chunks.append(chunk)
-    raw = b"".join(chunks)
-    request.scope[BODY_SCOPE_KEY] = raw
-    if not raw.strip():
-        return None
-    try:
-        return clean_json(json.loads(raw))
-    except RecursionError:  # the parser's own depth limit
-        problem = "nested too deeply"
-    except (ValueError, UnicodeDecodeError) as exc:  # TooDeep included
-        problem = str(exc)
-    raise ApiError(400, f"Invalid JSON in request body: {problem}", "invalid_json")
-
-
-def _client_id(request: Request) -> str | None:
-    value = request.headers.get(CLIENT_ID_HEADER)
-    if value is not None and not _CLIENT_ID.match(value):
-        raise ApiError(
-            400,
-            "X-Cairn-Client-Id must be 1-128 characters of A-Z a-z 0-9 . _ : -",
-            "invalid_client_id",
-        )
-    return value
-
-
-async def _wait_for_disconnect(request: Request) -> None:
-    """Return once the client has gone (the request body must have been read already)."""
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
-
 
 class DaemonRoutes:
     def __init__(self, registry: SessionRegistry | ReplicaRegistry, config: DaemonConfig) -> None:
@@ -172,9 +96,9 @@ class DaemonRoutes:
         tenant = self._tenanted
         owned = self._owned
         return [
-            Route("/health", _api(self.health), methods=["GET"]),  # the operator's
-            Route("/ready", _api(self.ready), methods=["GET"]),  # the operator's
-            Route("/capabilities", _api(self.capabilities), methods=["GET"]),
+            Route("/health", api(self.health), methods=["GET"]),  # the operator's
+            Route("/ready", api(self.ready), methods=["GET"]),  # the operator's
+            Route("/capabilities", api(self.capabilities), methods=["GET"]),
             Route("/session", tenant(self.create_session), methods=["POST"]),
             Route("/workspace/sessions", tenant(self.list_sessions), methods=["GET"]),
             Route("/session/{id}", tenant(self.close_session), methods=["DELETE"]),
@@ -205,7 +129,7 @@ class DaemonRoutes:
             request.scope[TENANT_SCOPE_KEY] = request_tenant(request.scope["headers"], self.config)
             return await handler(request)
 
-        return _api(run)
+        return api(run)
 
     def _owned(self, handler: Callable[[Request], Awaitable[Response]]) -> Handler:
         """A route that changes its session: with ``--database`` it runs where the session's
@@ -366,7 +290,7 @@ class DaemonRoutes:
             "mcp_servers": self._client_servers(body.mcp_servers, "/session"),
             "tenant": tenant,
         }
-        if body.session_id is not None and not _is_uuid(body.session_id):
+        if body.session_id is not None and not is_uuid(body.session_id):
             raise ApiError(400, "sessionId must be a UUID.", "invalid_session_id")
         if self.replicas is not None:
             live, attached = await self._replicated(
@@ -412,7 +336,7 @@ class DaemonRoutes:
                 return await open_()
             except ServedElsewhere as elsewhere:
                 try:
-                    raise _Forwarded(await self._forward(request, elsewhere.url)) from None
+                    raise Forwarded(await self._forward(request, elsewhere.url)) from None
                 except OwnerUnreachable:
                     self.replicas.unreachable(elsewhere.owner)
 
@@ -499,7 +423,7 @@ class DaemonRoutes:
         body = parse_body(PromptBody, raw)
         prompt_request = await to_prompt_request(body, live.session)
         item = live.admit(
-            prompt_request, _client_id(request), key=key, body_hash=prompt_digest(raw)
+            prompt_request, client_id(request), key=key, body_hash=prompt_digest(raw)
         )
         return JSONResponse({"promptId": item.prompt_id, "lastEventId": item.last_event_id}, 202)
 
@@ -525,7 +449,7 @@ class DaemonRoutes:
                 raw,
                 key=key,
                 digest=prompt_digest(raw),
-                client_id=_client_id(request),
+                client_id=client_id(request),
             )
             if item is None:
                 return replayed_admission(
@@ -541,20 +465,20 @@ class DaemonRoutes:
         return await self._with_owner(request, admit)
 
     async def events(self, request: Request) -> Response:
-        max_queued = _max_queued(request.query_params.get("maxQueued"))
+        max_queued = max_queued_of(request.query_params.get("maxQueued"))
         cursor = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
         if self.replicas is not None:
             session_id, tenant = request.path_params["id"], self._tenant(request)
             subscription = await self.replicas.subscribe(
-                session_id, tenant, _cursor(cursor), max_queued
+                session_id, tenant, cursor_of(cursor), max_queued
             )
-            return _RawResponse(
+            return RawResponse(
                 EventStreamResponse(subscription.bus, subscription, self.config.heartbeat_seconds)
             )
         live = self._live(request)
-        subscription = live.bus.subscribe(_cursor(cursor), max_queued)
+        subscription = live.bus.subscribe(cursor_of(cursor), max_queued)
         stream = EventStreamResponse(live.bus, subscription, self.config.heartbeat_seconds)
-        return _RawResponse(stream)
+        return RawResponse(stream)
 
     async def cancel(self, request: Request) -> Response:
         live = self._live(request)
@@ -671,7 +595,7 @@ class DaemonRoutes:
                 return await session.recap_outcome()
 
         task = asyncio.ensure_future(generate())
-        gone = asyncio.ensure_future(_wait_for_disconnect(request))
+        gone = asyncio.ensure_future(wait_for_disconnect(request))
         self.active_recaps += 1
         try:
             done, _ = await asyncio.wait(
@@ -691,81 +615,3 @@ class DaemonRoutes:
         reason = "the client disconnected" if gone in done else f"it took over {timeout:g} s"
         _log.debug(f"recap for {session.id} cancelled: {reason}")
         return Recap(None, f"The model did not write a recap within {timeout:g} s.")
-
-
-def replayed_admission(
-    prompt_id: str,
-    last_event_id: int,
-    digest: str | None,
-    raw: Any,
-    state: str | None = None,
-) -> Response:
-    """The answer to a prompt retried with its ``Idempotency-Key``: the admission it got the
-    first time (the prompt is not run again); 422 if the key was used for another prompt."""
-    if digest is not None and digest != prompt_digest(raw):
-        raise ApiError(
-            422,
-            "This Idempotency-Key was used for a different prompt; use a new key.",
-            "idempotency_key_reused",
-            promptId=prompt_id,
-        )
-    body: dict[str, Any] = {"promptId": prompt_id, "lastEventId": last_event_id, "replayed": True}
-    if state is not None:
-        body["state"] = state
-    return JSONResponse(body, 202, headers={"Idempotent-Replayed": "true"})
-
-
-class _Forwarded(Exception):
-    """The owner replica answered the request: send its answer back as it is."""
-
-    def __init__(self, response: Response) -> None:
-        super().__init__("forwarded")
-        self.response = response
-
-
-def _is_uuid(value: str) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return len(value) == 36
-
-
-class _RawResponse(Response):
-    """Lets a route return a plain ASGI app (the event stream) where Starlette wants a Response."""
-
-    def __init__(self, app: Any) -> None:
-        super().__init__()
-        self._app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self._app(scope, receive, send)
-
-
-def _cursor(value: str | None) -> int | None:
-    """A ``Last-Event-ID``; malformed → ``None`` (live events only)."""
-    if value is None:
-        return None
-    try:
-        cursor = int(value.strip())
-    except ValueError:
-        return None
-    return cursor if cursor >= 0 else None
-
-
-def _max_queued(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        size = int(value)
-    except ValueError:
-        size = -1
-    if not MIN_MAX_QUEUED <= size <= MAX_MAX_QUEUED:
-        raise ApiError(
-            400,
-            f"maxQueued must be an integer from {MIN_MAX_QUEUED} to {MAX_MAX_QUEUED}.",
-            "invalid_max_queued",
-        )
-    return size

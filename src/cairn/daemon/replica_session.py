@@ -1,0 +1,141 @@
+"""A session a replica of ``cairn serve --database`` holds the lease on
+(:mod:`cairn.daemon.replicas`): its prompts and events go through the lease's writer, the
+prompt's state is kept in the database before its turn starts, and a writer that fails
+(the database gone, the lease taken) stops the turn here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from cairn.daemon.config import DaemonConfig
+from cairn.daemon.event_log import LogBus
+from cairn.daemon.frontend import DaemonFrontend
+from cairn.daemon.sessions import LiveSession, QueuedPrompt
+from cairn.database.connection import DatabaseUnavailable
+from cairn.recording.store.postgres import LeaseLost, PostgresSessionStore, SessionWriter
+
+if TYPE_CHECKING:
+    from cairn.daemon.replicas import ReplicaRegistry
+    from cairn.session.session import Session
+
+__all__ = ["ReplicaSession"]
+
+
+class ReplicaSession(LiveSession):
+    """A live session of this replica: its prompts and events go through its lease's writer."""
+
+    bus: LogBus  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        session: Session,
+        bus: LogBus,
+        frontend: DaemonFrontend,
+        config: DaemonConfig,
+        registry: ReplicaRegistry,
+        tenant: str | None,
+    ) -> None:
+        super().__init__(session, bus, frontend, config)  # type: ignore[arg-type]
+        self.registry = registry
+        self.tenant = tenant
+        self.store: PostgresSessionStore = bus.store
+        self.writer: SessionWriter | None = None
+        self.record_count = 0  # the records this copy of the session was built from
+        self.holds = 0  # requests using it now
+        self.lock = asyncio.Lock()  # one lease taking at a time
+        self._renewing: asyncio.Task[None] | None = None
+
+    @property
+    def leased(self) -> bool:
+        writer = self.writer
+        return writer is not None and writer.failed is None and not writer.released
+
+    def attach(self, writer: SessionWriter) -> None:
+        self.writer = writer
+        writer.on_failed = lambda error: self._writer_failed(writer, error)
+        self.bus.attach(writer)
+
+    # ----- prompts (LiveSession's hooks) -----
+
+    async def started(self, item: QueuedPrompt) -> bool:
+        """The prompt is kept as running before its turn starts, so a replica resuming the
+        session reports it interrupted and never runs it again; if that cannot be written,
+        the turn does not start (the writer's failure reported it)."""
+        writer = self.writer
+        if writer is None:
+            return False
+        writer.set_prompt_state(item.prompt_id, "running", running=True)
+        try:
+            await writer.drain()
+        except DatabaseUnavailable:
+            return False
+        if self._renewing is None or self._renewing.done():
+            self._renewing = asyncio.ensure_future(self._renew())
+        return True
+
+    def ended(self, item: QueuedPrompt, state: str) -> None:
+        if self.writer is not None and self.writer.failed is None:
+            self.writer.set_prompt_state(item.prompt_id, state, running=False)
+
+    async def settled(self, item: QueuedPrompt) -> bool:
+        writer = self.writer
+        if writer is None:
+            return False
+        try:
+            await writer.drain()
+        except DatabaseUnavailable:
+            return False
+        return True
+
+    async def drained(self) -> None:
+        await self.registry.idle(self)
+
+    async def _renew(self) -> None:
+        """Keep the lease while a turn runs (every write renews it too)."""
+        interval = self._config.lease_seconds / 3
+        while self.has_active_prompt and self.leased:
+            await asyncio.sleep(interval)
+            writer = self.writer
+            if writer is None or not self.has_active_prompt:
+                return
+            with contextlib.suppress(DatabaseUnavailable):
+                await writer.renew()
+
+    def _writer_failed(self, writer: SessionWriter, error: Exception) -> None:
+        """Nothing more can be kept: stop the turn here; the lease expires, the session resumes
+        on whichever replica is asked next. (A writer this session no longer uses is ignored.)"""
+        if writer is not self.writer:
+            return
+        code = "lease_lost" if isinstance(error, LeaseLost) else "database_unavailable"
+        message = (
+            "This replica lost its lease on the session; the turn stopped here."
+            if code == "lease_lost"
+            else "The session database is unavailable; the turn stopped. Retry shortly."
+        )
+        running = self._running
+        self.bus.publish_local(
+            "turn_error",
+            {
+                "sessionId": self.id,
+                "promptId": running.prompt_id if running else None,
+                "message": message,
+                "code": code,
+                "retryable": True,
+            },
+        )
+        self.bus.detach()
+        self.writer = None
+        self._queue.clear()
+        self.session.cancel("database_unavailable")
+        self.frontend.cancel_all("database_unavailable")
+        self.registry.forget(self)
+
+    # ----- status -----
+
+    def status(self) -> dict[str, Any]:
+        status = super().status()
+        status["replicaId"] = self.registry.replica.id
+        return status
