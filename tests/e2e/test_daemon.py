@@ -316,3 +316,35 @@ def test_a_public_bind_without_a_token_refuses_to_start(
     assert done.returncode == 42
     assert "without a token" in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--lease-seconds", "3"], "--lease-seconds needs --database"),
+        (["--drain-seconds", "5"], "--drain-seconds needs --database"),
+        (
+            ["--database", "postgresql://127.0.0.1:1/none", "--lease-seconds", "0.5"],
+            "--lease-seconds must be between 1 and 300, not 0.5",
+        ),
+        (
+            ["--database", "postgresql://127.0.0.1:1/none", "--drain-seconds", "7200"],
+            "--drain-seconds must be between 0 and 3600, not 7200",
+        ),
+    ],
+)
+def test_a_lease_or_drain_flag_out_of_place_or_bounds_stops_serve_with_the_reason(
+    cairn_env: dict[str, str], project: Path, flags: list[str], message: str
+) -> None:
+    done = subprocess.run(
+        [*CAIRN, "serve", "--port", "0", *flags],
+        cwd=project,
+        env=cairn_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 42, done.stderr
+    assert message in done.stderr
+    assert done.stdout == ""

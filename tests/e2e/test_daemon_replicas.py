@@ -25,7 +25,7 @@ import httpx
 import psycopg
 import pytest
 
-from cairn.sdk import DaemonClient, DaemonEvent
+from cairn.sdk import DaemonClient, DaemonEvent, UnavailableError
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply
 from cairn.testing.haproxy import HAProxy, find_haproxy
 
@@ -407,3 +407,50 @@ async def test_a_rolling_restart_under_load_fails_no_request_and_loses_no_event(
         assert [e.type for e in follower.events if e.id is not None] == [
             kind for _, kind in logged[session_id]
         ]
+
+
+async def test_sigterm_drains_a_replica_its_turn_ends_there_and_its_queue_moves_on(
+    cluster: Cluster, scripted_server: ScriptedServer
+) -> None:
+    """SIGTERM to the replica running a turn: it stops being ready and refuses new work with
+    ``replica_draining`` at once, lets the running turn end (within ``--drain-seconds``), hands
+    the prompt queued behind it to another replica, and exits 0; nothing runs twice."""
+    draining, other = cluster.replicas[0], cluster.replicas[1]
+    async with (
+        DaemonClient(draining.url, TOKEN, retries=0) as on_draining,
+        DaemonClient(other.url, TOKEN) as on_other,
+    ):
+        session_id = (await on_draining.create_session()).session_id
+        follower = Follower(on_other, session_id)
+        running = await on_draining.prompt(session_id, f"{HELD}running at SIGTERM")
+        queued = await on_draining.prompt(session_id, "queued behind it")
+        await scripted_server.async_wait_for_requests(1, purpose="main")
+        assert draining.process is not None
+        draining.process.send_signal(signal.SIGTERM)
+
+        async def not_ready() -> bool:
+            with contextlib.suppress(httpx.HTTPError):
+                async with httpx.AsyncClient(trust_env=False, timeout=5) as http:
+                    answer = await http.get(f"{draining.url}/ready")
+                    return answer.status_code == 503 and answer.json()["reason"] == "shutting down"
+            return False
+
+        assert await poll(not_ready)
+        with pytest.raises(UnavailableError) as refused:
+            await on_draining.create_session()
+        cluster.released.set()
+        exit_code = await asyncio.to_thread(draining.process.wait, 60)
+        assert await eventually_async(lambda: follower.ended(queued.prompt_id) is not None)
+        await follower.stop()
+
+    assert refused.value.code == "replica_draining"
+    assert exit_code == 0
+    ended = [follower.ended(p.prompt_id) for p in (running, queued)]
+    assert [e.type if e else None for e in ended] == ["turn_complete", "turn_complete"]
+    assert [e.final_text if e else None for e in ended] == [
+        f"echo: {HELD}running at SIGTERM",
+        "echo: queued behind it",
+    ]
+    asked = [r.last_user_text() for r in scripted_server.requests_for("main")]
+    assert asked == [f"{HELD}running at SIGTERM", "queued behind it"]
+    assert follower.ids == list(range(1, len(follower.ids) + 1))
