@@ -160,3 +160,46 @@ def test_wait_memory_and_no_wait_memory_together_are_refused(run_cairn: RunCairn
     assert done.returncode != 0
     assert "--wait-memory and --no-wait-memory cannot be given together" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_worker_of_a_trusted_run_is_trusted_too(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, cairn_env: dict[str, str]
+) -> None:
+    """`cairn -p --trust` reads the project's settings as trusted: its worker must read the
+    same settings (endpoint, memory backend), so it is started with --trust too."""
+    root = memory_root(project, cairn_env)
+    release = threading.Event()
+    scripted_server.handler = model(root, hold=release)  # type: ignore[assignment]
+
+    done = run_cairn("-p", PROMPT, "--trust")
+
+    assert done.returncode == 0, done.stderr
+    scripted_server.wait_for_requests(1, purpose="extract", timeout=60)
+    [worker] = extract_workers(project)
+    command = Path(f"/proc/{worker}/cmdline").read_bytes().split(b"\0")
+    assert b"--trust" in command
+    release.set()
+    wait_for_extract_workers(project)
+    assert unstamped((root / "project" / "staging-cluster.md").read_text()) == MEMORY
+
+
+def test_a_project_used_only_through_p_is_consolidated_by_a_worker(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, cairn_env: dict[str, str]
+) -> None:
+    """`cairn -p` scheduled Dream and cancelled it at exit: a project used only through it never
+    consolidated. Its worker now runs Dream once Dream's gates pass (here: the sixth session,
+    five recorded before it)."""
+    write_settings(project, {"memory": {"minAvailableMemoryMb": 0}})
+    root = memory_roots(project, environ=cairn_env).project
+    assert root is not None
+    scripted_server.handler = model(root)  # type: ignore[assignment]  # Dream: "Noted."
+
+    for number in range(6):
+        done = run_cairn("-p", f"{PROMPT} (session {number})")
+        assert done.returncode == 0, done.stderr
+        wait_for_extract_workers(project)
+        assert len(scripted_server.requests_for("dream")) == (1 if number == 5 else 0)
+
+    state = memory_roots(project, environ=cairn_env).state_dir
+    meta = json.loads((state / "meta.json").read_text())  # written once a Dream has finished
+    assert meta["lastDreamSessionId"] == scripted_server.requests_for("main")[-1].session_id

@@ -65,6 +65,7 @@ __all__ = [
     "trust_folder",
     "trust_this_run",
     "trusted_folders",
+    "trusted_this_run",
 ]
 
 TRUST_FILE_NAME = "trusted-folders.json"
@@ -178,6 +179,11 @@ def project_root_of(path: Path) -> Path:
 def trust_this_run(granted: bool = True) -> None:
     """``--trust``: every folder's project commands may run in this process (not recorded)."""
     _run_trust["granted"] = granted
+
+
+def trusted_this_run() -> bool:
+    """Whether ``--trust`` was given to this process (its extract worker is given it too)."""
+    return bool(_run_trust.get("granted"))
 
 
 def trust_file_path() -> Path:

@@ -8,9 +8,11 @@ and :func:`start_workers`, called once the answer is written, claims the session
 (:func:`cairn.memory.background.pending.claim_session`) and starts
 ``python -m cairn.session.extract_worker`` detached: a session of its own, stdin, stdout and
 stderr on ``/dev/null`` (a pipe reading the command's output ends with the command), the claim's
-lock inherited. The worker reads the same settings and model, extracts the session from its
-recording under the memory roots' locks as an in-process extraction does, within
-``memory.headlessExtractWaitSeconds``, drops it from the pending list and exits.
+lock inherited. The worker reads the same settings (``--trust`` passed on) and model, extracts
+the session from its recording under the memory roots' locks as an in-process extraction does,
+within ``memory.headlessExtractWaitSeconds``, and drops it from the pending list; then it runs
+Dream when Dream's gates pass (``cairn -p`` itself schedules none: it would be cancelled at exit,
+so a project used only through ``-p`` never consolidated), and exits.
 
 Nothing is lost when the worker cannot run: a worker that fails to start, dies or times out
 releases the claim with its process, and the session is still pending, so the project's next
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["main", "start_workers"]
 
 _log = get_logger("MEMORY")
+DREAM_WAIT_SECONDS = 15 * 60.0  # beyond the Dream agent's own time limit (5 min by default)
 
 
 def start_workers(runtime: Runtime, *, model: str | None = None) -> list[str]:
@@ -76,6 +79,10 @@ def _spawn(cwd: Path, session_id: str, claim_fd: int, model: str | None) -> None
     ]  # fmt: skip
     if model:
         command += ["--model", model]
+    from cairn.config.trust import trusted_this_run
+
+    if trusted_this_run():  # `cairn -p --trust`: the same settings, read the same way
+        command.append("--trust")
     process = subprocess.Popen(
         command,
         cwd=cwd,
@@ -93,8 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--session", required=True)
     parser.add_argument("--claim-fd", type=int, required=True)
     parser.add_argument("--model")
+    parser.add_argument("--trust", action="store_true")
     args = parser.parse_args(argv)
     set_process_session(args.session)
+    if args.trust:
+        from cairn.config.trust import trust_this_run
+
+        trust_this_run()
     try:
         return asyncio.run(_extract(Path.cwd(), args.session, args.claim_fd, args.model))
     except KeyboardInterrupt:
@@ -122,6 +134,12 @@ async def _extract(cwd: Path, session_id: str, claim_fd: int, model: str | None)
         except TimeoutError:  # cut short: still pending, for the next extraction
             _log.warning(f"the handed-off extraction took over {bound} s and was stopped")
             return 1
+        # Then Dream, when its gates pass: `cairn -p` stops at its answer, so a project used
+        # only through it would never consolidate otherwise. Its agent's time limit bounds it.
+        manager.schedule_dream(
+            project_root=runtime.project_root, session_id=session_id, runtime=runtime
+        )
+        await manager.drain(DREAM_WAIT_SECONDS)
         return 0
     finally:
         with contextlib.suppress(Exception):

@@ -129,8 +129,9 @@ class SessionMemory:
                 runtime=runtime,
                 hand_off=runtime.extract_in_worker,
             )
-            manager.schedule_dream(
-                project_root=runtime.project_root, session_id=self.session_id, runtime=runtime
-            )
+            if not runtime.extract_in_worker:  # cairn -p: its worker checks Dream's gates
+                manager.schedule_dream(
+                    project_root=runtime.project_root, session_id=self.session_id, runtime=runtime
+                )
         except Exception as exc:
             _log.warning(f"scheduling memory tasks failed: {exc!r}")
