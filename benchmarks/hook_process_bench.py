@@ -1,10 +1,13 @@
-"""What running a hook under the subreaper costs (issue 24): ``true`` as a hook, both ways.
+"""What running a hook under the subreaper costs (issue 24): ``true`` as a hook, both ways, and
+as an unsandboxed ``run_shell_command`` (which runs under it too since a timed-out command's
+``setsid`` children were found running on).
 
 Usage: python benchmarks/hook_process_bench.py [--runs 40]
 
 - reaped: :func:`cairn.hooks.process.run_command` as hooks run now, ``bash -c true`` under
   ``python -I -S reaper.py`` (which keeps ``setsid`` children in reach);
-- direct: ``bash -c true`` started the way hooks were before, as the leader of its own group.
+- direct: ``bash -c true`` started the way hooks were before, as the leader of its own group;
+- shell: :class:`cairn.tools.shell.ShellTool` running ``true`` outside the sandbox, as now.
 
 Interleaved, ``--runs`` of each; medians of the wall time and of the CPU time of the children
 (user + system of the processes waited for).
@@ -41,6 +44,16 @@ async def _direct() -> None:
     assert process.returncode == 0
 
 
+async def _shell() -> None:
+    from cairn.abort import AbortController
+    from cairn.tools.base import ToolContext
+    from cairn.tools.shell import ShellTool
+
+    ctx = ToolContext(workspace=Path.cwd(), abort=AbortController().signal, environment=ENV)
+    result = await ShellTool().execute({"command": "true"}, ctx)
+    assert result.error is None, result
+
+
 async def _measure(run: Callable[[], Awaitable[None]]) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -52,10 +65,11 @@ async def _measure(run: Callable[[], Awaitable[None]]) -> tuple[float, float]:
 
 
 async def main(runs: int) -> None:
-    timings: dict[str, list[tuple[float, float]]] = {"direct": [], "reaped": []}
+    timings: dict[str, list[tuple[float, float]]] = {"direct": [], "reaped": [], "shell": []}
     for _ in range(runs):
         timings["direct"].append(await _measure(_direct))
         timings["reaped"].append(await _measure(_reaped))
+        timings["shell"].append(await _measure(_shell))
     print(f"hook `true`, {runs} runs each, interleaved (medians); load {os.getloadavg()[0]:.1f}")
     print("| how | wall time | CPU time |")
     print("|---|---|---|")

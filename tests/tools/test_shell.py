@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -135,6 +136,49 @@ async def test_cancelling_the_task_kills_the_process_group(
         await running
 
     assert wait_until_dead(child)
+
+
+# A child in a session of its own (setsid, its parent gone: outside the command's process group),
+# deaf to SIGTERM, and one that stays in the group; each records its pid.
+ESCAPE_CHILDREN = (
+    "setsid sh -c 'trap \"\" TERM; echo $$ > escaped.pid; exec sleep 300' & "
+    "sleep 60 & echo $! > child.pid; sleep 60"
+)
+
+
+async def escaped_and_grouped(workspace: Path) -> tuple[int, int]:
+    return int(await wait_for_file(workspace / "escaped.pid")), int(
+        await wait_for_file(workspace / "child.pid")
+    )
+
+
+@pytest.mark.parametrize(
+    "ending", [pytest.param("timeout", marks=pytest.mark.slow), "abort", "cancel"]
+)
+async def test_a_setsid_child_of_a_command_that_ends_early_is_killed_too(
+    workspace: Path, ctx: ToolContext, abort: AbortController, ending: str
+) -> None:
+    """#24 follow-up: a command stopped by its timeout, an abort or a cancel had its process
+    group killed, but what it started with ``setsid`` (another session and group) ran on,
+    outside the sandbox, after the call and after cairn."""
+    timeout = 5.0 if ending == "timeout" else 120.0  # time for both to start under load
+    running = asyncio.create_task(
+        tool.execute({"command": ESCAPE_CHILDREN, "timeout": timeout}, ctx)
+    )
+    escaped, grouped = await escaped_and_grouped(workspace)
+    try:
+        if ending == "abort":
+            abort.abort("user pressed Escape")
+        elif ending == "cancel":
+            running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        assert wait_until_dead(grouped)
+        assert wait_until_dead(escaped)
+    finally:
+        for pid in (escaped, grouped):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 async def test_background_process_does_not_hold_the_result(

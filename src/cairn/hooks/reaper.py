@@ -1,7 +1,8 @@
 """Runs one command so that nothing it starts can slip away from cairn (Linux; stdlib only).
 
 Run as a plain script, ``python -I -S reaper.py MODE PARENT [REPORT_FD] -- command...``, by
-:mod:`cairn.hooks.process` (hooks) and :mod:`cairn.mcp.stdio` (stdio MCP servers). It makes
+:mod:`cairn.hooks.process` (hooks), :mod:`cairn.mcp.stdio` (stdio MCP servers) and
+:mod:`cairn.tools.shell` (shell commands outside the sandbox). It makes
 itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): a process the command starts and
 orphans (a ``setsid`` child whose parent exited, a daemon that double-forked) is re-parented to
 it instead of to init, so every process the command started stays below it in the process tree,
@@ -11,10 +12,13 @@ cannot be started) to ``REPORT_FD`` when given, and waits:
 
 - the command exits: the reaper exits with its status (killed by a signal: by the same signal);
   in ``server`` mode it first kills everything the command started (no server outlives its
-  session); in ``hook`` mode what the hook left running on purpose stays;
+  session); in ``hook`` mode what the hook left running on purpose stays; in ``shell`` mode
+  too, unless the command was being stopped (a SIGTERM came first: cairn stops a timed-out,
+  aborted or cancelled command so), when everything it started is killed with it;
 - cairn goes away, even killed with SIGKILL (``PR_SET_PDEATHSIG`` sends the reaper SIGHUP), or
   sends SIGHUP itself: it kills everything the command started, then exits;
-- SIGTERM and SIGINT are the command's business (cairn signals the whole process group).
+- SIGTERM and SIGINT are the command's business (cairn signals the whole process group); in
+  ``shell`` mode a SIGTERM also marks the command as being stopped.
 
 cairn kills a hook or server that must end now with :func:`kill_tree` on the reaper's PID, then
 SIGKILL to the reaper's process group. A machine without ``prctl`` runs the command all the same.
@@ -35,6 +39,9 @@ PR_SET_CHILD_SUBREAPER = 36
 KILL_ROUNDS = 50  # of scanning and killing, for commands that fork while being killed
 ROUND_PAUSE_SECONDS = 0.005  # between rounds: the killed processes go
 NOT_FOUND = 127  # exit code when the command cannot be started (the shell's)
+
+
+MODES = ("hook", "server", "shell")
 
 
 class _Orphaned(Exception):
@@ -85,8 +92,10 @@ def kill_tree(root: int) -> None:
 
 
 def main(args: list[str]) -> int:
-    if "--" not in args or len(args) < 4 or args[0] not in ("hook", "server"):
-        sys.stderr.write("usage: python -I -S reaper.py hook|server PARENT [FD] -- command...\n")
+    if "--" not in args or len(args) < 4 or args[0] not in MODES:
+        sys.stderr.write(
+            "usage: python -I -S reaper.py hook|server|shell PARENT [FD] -- command...\n"
+        )
         return 2
     split = args.index("--")
     mode, parent, argv = args[0], int(args[1]), args[split + 1 :]
@@ -96,6 +105,9 @@ def main(args: list[str]) -> int:
     signal.signal(signal.SIGHUP, _orphaned)
     for passed_on in (signal.SIGTERM, signal.SIGINT):
         signal.signal(passed_on, _leave_to_the_command)  # a handler, not SIG_IGN: not inherited
+    stopping: list[int] = []
+    if mode == "shell":
+        signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))
     _become_subreaper()
     try:
         if os.getppid() != parent:
@@ -109,14 +121,15 @@ def main(args: list[str]) -> int:
         _report(report, f"pid {child}")
         _let_go_of_the_output()
         status = _wait_for(child)
-        if mode == "server":
+        if mode == "server" or stopping:
             kill_tree(os.getpid())
     except _Orphaned:
         kill_tree(os.getpid())
         return 128 + signal.SIGHUP
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
-        signal.signal(signum, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return 128 + signum
     return os.waitstatus_to_exitcode(status)

@@ -2,8 +2,11 @@
 
 The command runs in the workspace (or a folder inside it) with stdin closed and stdout and
 stderr interleaved in one pipe. A timeout, an abort or a cancelled task kills the whole process
-group (SIGTERM, then SIGKILL), so children die with the shell. Background processes that
-outlive the shell (``server &``) are left running; their output is no longer read.
+group (SIGTERM, then SIGKILL), so children die with the shell, and what it started in a session
+of its own (``setsid``, a double fork) too: outside the sandbox (whose process namespace ends
+with the command) the command runs under a subreaper (:mod:`cairn.hooks.reaper`, ``shell``
+mode) that keeps them in its process tree. Background processes that outlive a shell that
+ends by itself (``server &``) are left running; their output is no longer read.
 
 When the session has a :class:`~cairn.tools.base.CommandRunner` (an editor's terminals, over
 ACP), the command runs there instead, so people watch it live; the model gets its output
@@ -248,8 +251,10 @@ async def _bounded(awaitable: Awaitable[_T]) -> _T | None:
 
 
 async def _run_argv(argv: list[str], cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
-    from cairn.hooks.process import spawn_group
+    from cairn.hooks.process import reaped, spawn_group
 
+    if ctx.sandbox is None:
+        argv = reaped(argv, "shell")
     loop = asyncio.get_running_loop()
     output = _HeadTail(MAX_SHELL_OUTPUT_CHARS)
     try:
@@ -299,10 +304,16 @@ async def _wait(exited: asyncio.Future[Any], timeout: float, ctx: ToolContext) -
 
 
 async def _kill_group(pid: int, protocol: _ShellProtocol) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left of it."""
+    """SIGTERM the process group, then SIGKILL whatever is left of it: of the group and,
+    under the subreaper, every process below it (which it kills itself when the command ends
+    after the SIGTERM)."""
+    from cairn.hooks.reaper import kill_tree
+
     _signal_group(pid, signal.SIGTERM)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(protocol.exited), KILL_GRACE_SECONDS)
+    if not protocol.exited.done():
+        kill_tree(pid)
     _signal_group(pid, signal.SIGKILL)
     await protocol.exited
 
