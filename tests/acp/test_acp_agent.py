@@ -783,3 +783,46 @@ async def test_an_unknown_command_is_answered_in_the_editor_without_the_model(
     assert response.stop_reason == "end_turn"
     assert "Unknown command /frobnicate. /help lists the commands." in client.agent_text()
     assert scripted_server.requests_for("main") == []
+
+
+async def test_a_loaded_session_shows_subagent_steps_commands_and_context_as_live(
+    scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Issue #30: a replay lacked an agent call's subagent steps and the commands answered
+    without the model, and said nothing of how full the context is."""
+    task = {"description": "look", "prompt": "List the folder", "subagent_type": "general-purpose"}
+    scripted_server.enqueue(
+        tool_call("agent", task, id="p1"), reply("It holds notes."), purpose="main"
+    )
+    scripted_server.enqueue(
+        tool_call("list_directory", {"path": "."}), reply("Notes."), purpose="subagent"
+    )
+    async with connect(agent_options(scripted_server, project)) as (conn, live):
+        await conn.initialize(protocol_version=1)
+        session = await conn.new_session(cwd=str(project))
+        await conn.prompt(session_id=session.session_id, prompt=text("what is here?"))
+        await conn.prompt(session_id=session.session_id, prompt=text("/approval-mode plan"))
+    async with connect(agent_options(scripted_server, project)) as (conn, loaded):
+        await conn.initialize(protocol_version=1)
+        await conn.load_session(cwd=str(project), session_id=session.session_id)
+        await _wait_for(lambda: loaded.of_kind("usage_update"))
+
+    def agent_call_end(client: object) -> list[str]:
+        [end] = [
+            u
+            for u in client.of_kind("tool_call_update")  # type: ignore[attr-defined]
+            if u.tool_call_id == "p1" and u.status == "completed"
+        ]
+        return [block.content.text for block in end.content]
+
+    def said(client: object, kind: str) -> list[str]:
+        return [u.content.text for u in client.of_kind(kind)]  # type: ignore[attr-defined]
+
+    assert agent_call_end(loaded) == agent_call_end(live)
+    assert agent_call_end(live)[0].startswith("general-purpose subagent: 1 tool call\n")
+    assert said(loaded, "user_message_chunk")[-1] == "/approval-mode plan"
+    assert said(loaded, "agent_message_chunk")[-1] == said(live, "agent_message_chunk")[-1]
+    assert "Approval mode set to plan." in said(live, "agent_message_chunk")[-1]
+    used = [u.used for u in live.of_kind("usage_update")]
+    assert [u.used for u in loaded.of_kind("usage_update")] == [used[-1]]
+    assert used[-1] > 0

@@ -196,3 +196,29 @@ def test_continue_without_an_earlier_session_opens_a_new_one_and_says_so(
     tmux.keys("Enter")
     wait_until(lambda: "A fresh session answers." in tmux.screen(), "the answer", tmux.screen)
     assert quit_cairn(tmux, status) == "0"
+
+
+def test_declining_trust_says_what_the_session_goes_without(
+    tmux: Tmux, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+):
+    """Issue #30: after "Don't trust" the session must say what it goes without and how to
+    trust the folder later (pinned in a real terminal: the question, then the session)."""
+    commands = project / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "deploy.md").write_text("---\nallowed-tools: Bash(./deploy.sh)\n---\nDeploy.\n")
+    status = tmp_path / "exit-status"
+    command = f'"{CAIRN}"; echo $? > "{status}"'
+    tmux.start(["sh", "-c", command], project)
+    wait_until(lambda: "Do you trust this folder?" in tmux.screen(), "the question", tmux.screen)
+
+    tmux.keys("2")
+
+    def unwrapped() -> str:  # the notice wraps where the folder's path ends
+        return " ".join(tmux.screen().split())
+
+    notice = "is not a trusted folder: its project settings are not used (1 tool grant)"
+    wait_until(lambda: notice in unwrapped(), "the notice", tmux.screen)
+    assert "Review them (.claude/commands/deploy.md), then trust it with `cairn trust`" in (
+        unwrapped()
+    )
+    assert quit_cairn(tmux, status) == "0"

@@ -334,6 +334,8 @@ async def test_forget_asks_in_a_choice_list_before_removing(make_app, scripted_s
         await settle(pilot)
 
         assert not path.exists()
-        assert "cairn memory restore" in notices(app)[-1]
         [removed] = [w for w in app.history_widgets() if isinstance(w, MemoryView)]
         assert removed.text.startswith("Removed from memory (/forget): Prefers tabs")
+        # Issue #30: the restore hint was printed twice (the removal's line, then the answer).
+        assert screen_text(app).count("cairn memory restore") == 1
+        assert "cairn memory restore" in removed.text

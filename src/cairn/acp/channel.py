@@ -96,6 +96,7 @@ class SessionChannel:
         """A loaded session's conversation, as the person saw it."""
         for payload in self._updates.replay(items):
             await self.send(payload)
+        await self.sink(self.session.client.context_used())  # how full it is, as live
 
     async def send(self, payload: Mapping[str, Any]) -> None:
         try:

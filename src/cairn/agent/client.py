@@ -51,7 +51,7 @@ from cairn.llm.types import (
     Usage,
 )
 from cairn.values import Value
-from cairn.vocabulary.events import AssistantText, AssistantThought, StreamReset
+from cairn.vocabulary.events import AssistantText, AssistantThought, StreamReset, UsageUpdate
 from cairn.vocabulary.recall import RecallDelivery
 from cairn.vocabulary.tool_names import ToolName
 
@@ -333,6 +333,10 @@ class AgentClient:
         told = self.provider.context_window(self.model)
         known = [window for window in (configured, told) if window]
         return min(known) if known else DEFAULT_CONTEXT_WINDOW
+
+    def context_used(self) -> UsageUpdate:
+        """How full the context is now, for front ends that show it (no request was made)."""
+        return UsageUpdate(Usage(), self.last_prompt_tokens, self.context_window)
 
     def _learn_context_window(self) -> None:
         """Ask the server for the model's window, in the background, once per client (the

@@ -229,6 +229,7 @@ class LiveSession:
         if self.session.loaded is not None:
             for payload in self._updates.replay(self.session.loaded.items):
                 self.bus.publish(SESSION_UPDATE, payload)
+            self.publish_event(self.session.client.context_used())  # how full, as live
         self.bus.publish(SESSION_UPDATE, commands_update(self.session.command_infos()))
         resume = self.session.resume_request()
         if resume is not None:

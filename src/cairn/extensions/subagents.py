@@ -24,7 +24,15 @@ from cairn.debug_log import get_logger
 from cairn.ids import random_hex
 from cairn.tools.agent import AgentType, SubagentRequest
 from cairn.tools.base import ToolContext, ToolResult
-from cairn.vocabulary.events import Notice, SessionEvent, SubagentUpdate
+from cairn.vocabulary.events import (
+    AssistantMessage,
+    Notice,
+    SessionEvent,
+    SubagentUpdate,
+    ToolCallStart,
+    ToolCallUpdate,
+)
+from cairn.vocabulary.tool_calls import SubagentReport
 from cairn.vocabulary.tool_names import ToolName, canonical_tool_name
 
 if TYPE_CHECKING:
@@ -134,8 +142,10 @@ class Subagents:
             registry=registry, hooks=host.parent_hooks(), label=definition.name
         )
         parent_events = ctx.events
+        seen = _SubagentSteps()
 
         async def report(event: SessionEvent) -> None:
+            seen.note(event)
             if parent_events is not None:
                 await parent_events(SubagentUpdate(ctx.call_id, agent_id, definition.name, event))
 
@@ -180,7 +190,8 @@ class Subagents:
             text = f"(The subagent's answer was cut at its output bound.)\n\n{text}"
         elif result.status == "stopped":
             text = f"(A hook stopped the subagent: {result.stop_reason}.)\n\n{text}"
-        return ToolResult(output=text)  # the answer is what people see too
+        # the answer is what people see too, under the subagent's steps
+        return ToolResult(output=text, subagent=seen.report(definition.name))
 
     def _subagent_stop(
         self, agent_id: str, agent_type: str, report: Callable[[SessionEvent], Awaitable[None]]
@@ -250,3 +261,23 @@ def _names(pattern: str, name: str) -> bool:
             return name.startswith(pattern[:-1])
         return name == pattern or name.startswith(pattern + "__")
     return canonical_tool_name(pattern) == name
+
+
+class _SubagentSteps:
+    """What a subagent did, as front ends show it under its call (kept with the result)."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, list[str]] = {}  # call id -> [title, status]
+        self.answers: list[str] = []
+
+    def note(self, event: SessionEvent) -> None:
+        if isinstance(event, ToolCallStart):
+            self.steps[event.call_id] = [event.title or event.name, "pending"]
+        elif isinstance(event, ToolCallUpdate) and event.call_id in self.steps:
+            self.steps[event.call_id][1] = event.status
+        elif isinstance(event, AssistantMessage) and event.text.strip():
+            self.answers.append(event.text.strip())
+
+    def report(self, agent_type: str) -> SubagentReport:
+        steps = tuple((title, status) for title, status in self.steps.values())
+        return SubagentReport(agent_type, steps, tuple(self.answers))

@@ -60,6 +60,22 @@ class LoadedSession:
     items: list[ReplayItem] = field(default_factory=list)  # what a front end shows
     warnings: list[str] = field(default_factory=list)
 
+    def context_tokens(self) -> int:
+        """How full the context was where the chain ends, as the live status line said: the
+        prompt tokens of its last answer, or what its last compression left (0: not known)."""
+        for record in reversed(self.records):
+            if record.get("type") == ASSISTANT:
+                usage = record.get("usageMetadata")
+                if isinstance(usage, Mapping):
+                    tokens = usage.get("input_tokens") or usage.get("total_tokens")
+                    if isinstance(tokens, int) and tokens > 0:
+                        return tokens
+            elif record.get("type") == SYSTEM and record.get("subtype") == CHAT_COMPRESSION:
+                info = payload_of(record).get("info")
+                tokens = info.get("newTokenCount") if isinstance(info, Mapping) else None
+                return tokens if isinstance(tokens, int) and tokens > 0 else 0
+        return 0
+
 
 def recorded_approval_mode(loaded: LoadedSession) -> str | None:
     """The approval mode the session was last set to (``None``: never changed)."""

@@ -26,6 +26,7 @@ __all__ = [
     "AWAY_RECAP_ITEM",
     "CANCELLED_ANSWER",
     "CHAT_COMPRESSION",
+    "COMMAND_NOTICE_LEVELS",
     "MID_TURN_USER_MESSAGE",
     "REAL_USER",
     "SLASH_COMMAND",
@@ -33,6 +34,7 @@ __all__ = [
     "TITLE_SUBTYPE",
     "TOOL_RESULT",
     "USER",
+    "command_notices",
     "diff_from_record",
     "diff_record",
     "format_timestamp",
@@ -55,6 +57,7 @@ SYSTEM: Final = "system"
 
 CHAT_COMPRESSION: Final = "chat_compression"
 SLASH_COMMAND: Final = "slash_command"
+COMMAND_NOTICE_LEVELS: Final = ("info", "warning", "error")  # a command's shown answer
 MID_TURN_USER_MESSAGE: Final = "mid_turn_user_message"
 CANCELLED_ANSWER: Final = "cancelled_answer"  # {"text"}: what a cancelled response had shown
 APPROVAL_MODE: Final = "approval_mode"  # {"mode"}: the session's approval mode changed
@@ -184,6 +187,28 @@ def recap_texts(record: Mapping[str, Any]) -> list[str]:
         and item.get("type") == AWAY_RECAP_ITEM
         and isinstance(item.get("text"), str)
     ]
+
+
+def command_notices(record: Mapping[str, Any]) -> tuple[str, list[tuple[str, str]]] | None:
+    """A command typed and answered without the model (a slash-command ``result`` record that
+    is no recap): its line and the notices it showed, as ``(level, text)``; else ``None``."""
+    if record.get("type") != SYSTEM or record.get("subtype") != SLASH_COMMAND:
+        return None
+    payload = payload_of(record)
+    raw = payload.get("rawCommand")
+    items = payload.get("outputHistoryItems", payload.get("outputItems"))
+    if payload.get("phase") != "result" or not isinstance(raw, str) or not isinstance(items, list):
+        return None
+    if any(isinstance(item, Mapping) and item.get("type") == AWAY_RECAP_ITEM for item in items):
+        return None
+    notices = [
+        (item["type"], item["text"])
+        for item in items
+        if isinstance(item, Mapping)
+        and item.get("type") in COMMAND_NOTICE_LEVELS
+        and isinstance(item.get("text"), str)
+    ]
+    return raw, notices
 
 
 # ----- what a tool call showed (its toolCallResult entry), so a replay shows the same -----

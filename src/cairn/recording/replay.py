@@ -17,6 +17,7 @@ from cairn.recording.records import (
     MID_TURN_USER_MESSAGE,
     SYSTEM,
     TOOL_RESULT,
+    command_notices,
     diff_from_record,
     is_typed_by_user,
     locations_from_record,
@@ -25,16 +26,19 @@ from cairn.recording.records import (
     recap_texts,
     user_display_text,
 )
-from cairn.vocabulary.tool_calls import FileDiff, Location
+from cairn.vocabulary.tool_calls import FileDiff, Location, SubagentReport
 
 __all__ = ["ReplayItem", "ReplayKind", "replay_items"]
 
-ReplayKind: TypeAlias = Literal["user_text", "assistant_text", "thought", "tool_call", "recap"]
+ReplayKind: TypeAlias = Literal[
+    "user_text", "assistant_text", "thought", "tool_call", "recap", "command"
+]
 
 
 @dataclass
 class ReplayItem:
-    """One thing to show. ``tool_call`` items carry the call and, once recorded, its result."""
+    """One thing to show. ``tool_call`` items carry the call and, once recorded, its result;
+    ``command`` items a command line answered without the model (``text``) and its notices."""
 
     kind: ReplayKind
     text: str = ""
@@ -47,6 +51,8 @@ class ReplayItem:
     status: str | None = None  # as recorded: completed, failed, rejected, skipped, cancelled
     diff: FileDiff | None = None  # the change an edit showed live
     locations: tuple[Location, ...] = ()  # the places the call reported (search results)
+    subagent: SubagentReport | None = None  # an agent call's subagent at work
+    notices: list[tuple[str, str]] = field(default_factory=list)  # a command's (level, text)
     uuid: str | None = None
     timestamp: str | None = None
 
@@ -74,6 +80,9 @@ class _ReplayBuilder:
         elif kind == SYSTEM:
             for text in recap_texts(record):
                 self._text("recap", text, record)
+            command = command_notices(record)
+            if command is not None:
+                self._new("command", record, text=command[0], notices=command[1])
             if record.get("subtype") == CANCELLED_ANSWER:  # shown live before the cancel
                 shown = payload_of(record).get("text")
                 if isinstance(shown, str) and shown:
@@ -122,6 +131,7 @@ class _ReplayBuilder:
         item.status = status if isinstance(status, str) else None
         item.diff = diff_from_record(shown.get("diff"))
         item.locations = locations_from_record(shown.get("locations"))
+        item.subagent = SubagentReport.from_record(shown.get("subagent"))
 
     def _text(
         self, kind: ReplayKind, text: str, record: Mapping[str, Any], *, merge: bool = False

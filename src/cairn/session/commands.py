@@ -27,8 +27,7 @@ from cairn.content import Part
 from cairn.debug_log import get_logger
 from cairn.session.gate import WideningRefused
 from cairn.values import Value
-from cairn.vocabulary.events import CommandInfo, EventSink, Notice, UsageUpdate
-from cairn.vocabulary.usage import Usage
+from cairn.vocabulary.events import CommandInfo, EventSink, Notice
 
 if TYPE_CHECKING:
     from cairn.session.models import ModelOption
@@ -68,6 +67,9 @@ UNKNOWN_MESSAGE = "Unknown command /{name}. /help lists the commands."
 STEERING_MESSAGE = "Cannot run /{name} while a turn is running; wait for it or cancel it."
 # Commands that must not wait behind a running turn.
 _REFUSED_WHILE_BUSY = frozenset({"recap", "rewind"})
+# Commands a replay does not show: they replace what is shown (/clear, /rewind) or record
+# what they showed themselves (/recap).
+_NOT_REPLAYED = frozenset({"clear", "recap", "rewind"})
 # "/name args"; a name may be namespaced ("/git:commit", from commands/git/commit.md)
 _COMMAND_LINE = re.compile(r"/([A-Za-z][\w-]*(?::[A-Za-z0-9][\w-]*)*)(?:\s+(.*))?", re.DOTALL)
 _log = get_logger("SESSION")
@@ -139,8 +141,7 @@ async def _compress(session: Session, args: str, sink: EventSink) -> CommandOutc
 
 async def _context_changed(session: Session, sink: EventSink) -> None:
     """Front ends showing how full the context is learn its new size (no request was made)."""
-    client = session.client
-    await sink(UsageUpdate(Usage(), client.last_prompt_tokens, client.context_window))
+    await sink(session.client.context_used())
 
 
 async def _recap(session: Session, args: str, sink: EventSink) -> CommandOutcome:
@@ -206,11 +207,12 @@ async def _forget(session: Session, args: str, sink: EventSink) -> CommandOutcom
             return CommandOutcome("Nothing was forgotten.")
     report = await manager.forget(plan, session_id=session.id)  # never blocks the loop
     session.refresh_system_prompt()
-    if report.change is not None and report.change.memories:
-        await sink(report.change)
-    return CommandOutcome(
-        f"{report.message}\n{listing}\n(`cairn memory restore` brings them back.)"
-    )
+    if report.change is None or not report.change.memories:
+        return CommandOutcome(report.message)
+    await sink(report.change)  # each removed memory, and how to bring it back (said once)
+    noun = "entry" if report.entries == 1 else "entries"
+    files = ", ".join(report.files)
+    return CommandOutcome(f"Forgot {report.entries} memory {noun} from: {files}.")
 
 
 async def _dream(session: Session, args: str, sink: EventSink) -> CommandOutcome:
@@ -407,7 +409,14 @@ async def run_slash_command(session: Session, text: str, sink: EventSink) -> Com
         outcome = await command.handler(session, line.args, sink)
     except Exception as exc:
         outcome = CommandOutcome(f"/{command.name} failed: {exc}")
+    shown: list[dict[str, str]] = []
     if outcome.message and outcome.prompt is None and not outcome.shown:
         level: Literal["info", "error"] = "error" if outcome.refused else "info"
         await sink(Notice(level, outcome.message, f"command:{command.name}"))
+        shown.append({"type": level, "text": outcome.message})
+    recorder = session.recorder
+    if outcome.prompt is None and command.name not in _NOT_REPLAYED and recorder is not None:
+        recorder.record_slash_command(
+            phase="result", raw_command=text.strip(), output_items=shown
+        )  # a replay shows the command and its answer as they were shown
     return outcome

@@ -562,7 +562,11 @@ class SessionRewind:
         session.restore_conversation(outcome.loaded)
         if outcome.history_length is not None:
             await clamp_extract_cursor(session.runtime, session.id, outcome.history_length)
+        await self._context_changed()
 
+    async def _context_changed(self) -> None:
+        """Front ends showing how full the context is learn its size after the rewind."""
+        await self.session.emit(self.session.client.context_used())
 
     async def _to_the_editor(self, report: RestoreReport) -> None:
         """An editor keeping its own buffers (ACP ``fs/write_text_file``) gets every restored

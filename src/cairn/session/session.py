@@ -154,6 +154,7 @@ class Session:
             startup_length=len(startup),
         )
         self.client.on_compacted(self._record_compression)
+        self.client.last_prompt_tokens = loaded.context_tokens() if loaded else 0
         self.carry.remember_prompt(newest_prompt(self.client))
         self.hook_events = self._make_hook_events("resume" if loaded else "startup")
 
@@ -497,6 +498,7 @@ class Session:
         startup = self.client.history.shallow()[: self.client.startup_length]
         self.client.reset(startup)
         self.client.history.replace([*startup, *loaded.history])
+        self.client.last_prompt_tokens = loaded.context_tokens()  # the status line's
         self.loaded = loaded
         self.carry.clear()
         self.carry.remember_prompt(newest_prompt(self.client))

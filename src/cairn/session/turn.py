@@ -694,5 +694,7 @@ def _tool_call_result(outcome: ToolOutcome) -> dict[str, Any]:
         entry["diff"] = diff
     if result.locations:
         entry["locations"] = locations_record(result.locations)
+    if result.subagent is not None:
+        entry["subagent"] = result.subagent.to_record()
     return entry
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from cairn.content import clip_text
 from cairn.ids import new_uuid
@@ -322,6 +322,13 @@ class UpdateMapper:
             return [_chunk("agent_thought_chunk", item.text, self._new_id())]
         if item.kind == "recap":
             return [self._recap(item.text, replayed=True)]
+        if item.kind == "command":  # typed, answered without the model: as live
+            payloads = [_chunk("user_message_chunk", item.text, self._new_id())]
+            name = item.text.removeprefix("/").split(maxsplit=1)[0] if item.text else ""
+            for level, text in item.notices:
+                notice = Notice(_notice_level(level), text, f"command:{name}")
+                payloads.append(self._own_message(notice_text(notice), _notice_meta(notice)))
+            return payloads
         if item.kind == "tool_call" and item.tool_call_id:
             return self._replayed_tool_call(item)
         return []
@@ -344,7 +351,11 @@ class UpdateMapper:
             # never answered (an interrupted turn): ended as the live turn's end ended it
             end = ToolEnd("cancelled", acp_kind(kind), ending="cancelled")
             return [start, tool_call_end(call_id, end)]
-        done = [start, tool_call_end(call_id, _replayed_end(item, acp_kind(kind)))]
+        ended = tool_call_end(call_id, _replayed_end(item, acp_kind(kind)))
+        if item.subagent is not None:  # as live: the subagent's steps above its answer
+            steps = _steps_text(item.subagent.agent_type, item.subagent.steps)
+            ended["content"] = [_text_content(steps), *ended.get("content", [])]
+        done = [start, ended]
         todos = _replayed_todos(item)
         if todos is not None:  # as live: the plan follows its todo_write
             done.append(plan_update(todos))
@@ -431,15 +442,22 @@ class _Subagent:
         return self.mapper.event(event)
 
     def steps_text(self) -> str:
-        lines = [
-            f"{_STEP_MARKS.get(status, '…')} {title}" for title, status in self.steps.values()
-        ]
-        hidden = len(lines) - MAX_SUBAGENT_STEPS_SHOWN
-        if hidden > 0:
-            lines = [f"… {hidden} earlier steps", *lines[hidden:]]
-        count = len(self.steps)
-        heading = f"{self.agent_type} subagent: {count} tool call{'' if count == 1 else 's'}"
-        return "\n".join([heading, *lines])
+        return _steps_text(self.agent_type, [(t, s) for t, s in self.steps.values()])
+
+
+def _steps_text(agent_type: str, steps: Sequence[tuple[str, str]]) -> str:
+    """A subagent's tool calls under its agent call: the newest few, with their status."""
+    lines = [f"{_STEP_MARKS.get(status, '…')} {title}" for title, status in steps]
+    hidden = len(lines) - MAX_SUBAGENT_STEPS_SHOWN
+    if hidden > 0:
+        lines = [f"… {hidden} earlier steps", *lines[hidden:]]
+    count = len(steps)
+    heading = f"{agent_type} subagent: {count} tool call{'' if count == 1 else 's'}"
+    return "\n".join([heading, *lines])
+
+
+def _notice_level(level: str) -> Literal["info", "warning", "error"]:
+    return "error" if level == "error" else "warning" if level == "warning" else "info"
 
 
 def notice_text(notice: Notice) -> str:

@@ -15,7 +15,14 @@ from cairn.content import FunctionCall, FunctionResponse, Image
 from cairn.values import Value
 from cairn.vocabulary.events import EventSink
 from cairn.vocabulary.interaction import Question, UserInteraction
-from cairn.vocabulary.tool_calls import ConfirmationKind, FileDiff, Location, TodoItem, ToolKind
+from cairn.vocabulary.tool_calls import (
+    ConfirmationKind,
+    FileDiff,
+    Location,
+    SubagentReport,
+    TodoItem,
+    ToolKind,
+)
 
 if TYPE_CHECKING:
     from cairn.tools.ignore import IgnoreRules
@@ -86,6 +93,7 @@ class ToolResult(Value, frozen=False):
     locations: list[Location] = field(default_factory=list)
     todos: list[TodoItem] | None = None
     media: tuple[Image, ...] = ()  # images for the model (an MCP tool's image content)
+    subagent: SubagentReport | None = None  # an agent call's subagent at work, as shown
 
     @property
     def ok(self) -> bool:

@@ -300,9 +300,12 @@ class CairnApp(App[int]):
                 title_of=_title_of(session),
                 kind_of=_kind_of(session),
                 base=session.cwd,
+                command_notes={"help": KEYS_HELP},  # as _after_command adds it live
             )
             await self.transcript.add(*widgets)
             self._seed_from_replay(loaded.items, steering)
+            used = session.client.context_used()  # how full the context is, as it was live
+            self.status.set(context_tokens=used.context_tokens, context_window=used.context_window)
             if resumed:
                 await self.transcript.add(NoticeView("info", f"Resumed session {session.id}."))
         else:

@@ -20,6 +20,7 @@ from textual.widgets.markdown import MarkdownStream
 from cairn.recording.replay import ReplayItem
 from cairn.session.updates import ENDING_TEXT
 from cairn.ui.render import display_path, recap_text, render_diff
+from cairn.ui.subagent_view import STATUS_MARKS, SubagentView
 from cairn.vocabulary.events import (
     AssistantMessage,
     AssistantText,
@@ -67,16 +68,8 @@ MAX_ARG_STRING_CHARS = 200  # of one string argument shown
 TOOL_PREVIEW_LINES = 5  # lines of a tool's output shown before "… +N lines"
 SHELL_PREVIEW_LINES = 20  # lines of a `!cmd`'s output shown before "… +N lines"
 MAX_EXPANDED_LINES = 500  # lines an expanded output shows (the model got all of it)
-MAX_SUBAGENT_ANSWER_CHARS = 400  # of each answer a subagent gave, shown under its call
 EXPAND_HINT = "(ctrl+o to expand)"
 COLLAPSE_HINT = "(ctrl+o to collapse)"
-_STATUS_MARKS: Mapping[str, tuple[str, str]] = {
-    "pending": ("○", "yellow"),
-    "in_progress": ("◐", "yellow"),
-    "completed": ("✓", "green"),
-    "failed": ("✗", "red"),
-    "cancelled": ("⊘", "bright_black"),
-}
 _TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "⊘"}
 _NOTICE_STYLES = {"info": ("ℹ", "cyan"), "warning": ("⚠", "yellow"), "error": ("✗", "red")}
 
@@ -331,53 +324,8 @@ class ToolCallView(Vertical):
             self.mount(body)
 
     def _header_text(self) -> Text:
-        mark, style = _STATUS_MARKS.get(self.status, ("•", ""))
+        mark, style = STATUS_MARKS.get(self.status, ("•", ""))
         return Text.assemble((f"{mark} ", style), (self.tool_title or self.tool_name, "bold"))
-
-
-class SubagentView(Collapsible):
-    """A subagent's steps and answers under the agent call running it; collapsed, the title
-    says how far it got."""
-
-    def __init__(self, agent_type: str) -> None:
-        self.agent_type = agent_type
-        self.steps: dict[str, list[str]] = {}  # call id -> [title, status]
-        self.answers: list[str] = []
-        self._lines = Static("", classes="subagent-steps")
-        super().__init__(self._lines, title=self._heading(), collapsed=True, classes="subagent")
-
-    def update_from(self, event: SessionEvent) -> None:
-        if isinstance(event, ToolCallStart):
-            title = shown(event.title or event.name, keep_newlines=False)
-            self.steps[event.call_id] = [title, "pending"]
-        elif isinstance(event, ToolCallUpdate) and event.call_id in self.steps:
-            self.steps[event.call_id][1] = event.status
-        elif isinstance(event, AssistantMessage) and event.text.strip():
-            text = shown(event.text.strip())
-            if len(text) > MAX_SUBAGENT_ANSWER_CHARS:
-                text = text[: MAX_SUBAGENT_ANSWER_CHARS - 1] + "…"
-            self.answers.append(text)
-        else:
-            return
-        self.title = self._heading()
-        self._lines.update(self.text())
-
-    def text(self) -> Text:
-        shown = Text()
-        for title, status in self.steps.values():
-            mark, style = _STATUS_MARKS.get(status, ("•", ""))
-            shown.append(f"{mark} ", style=style)
-            shown.append(f"{title}\n")
-        for answer in self.answers:
-            shown.append(f"{answer}\n", style="italic")
-        shown.rstrip()
-        return shown
-
-    def _heading(self) -> str:
-        count = len(self.steps)
-        latest = next(reversed(self.steps.values()), None)
-        now = f" · {latest[0]}" if latest is not None else ""
-        return f"{self.agent_type}: {count} tool call{'' if count == 1 else 's'}{now}"
 
 
 class NoticeView(Static):
@@ -639,15 +587,23 @@ def replay_widgets(
     title_of: TitleOf | None = None,
     kind_of: KindOf | None = None,
     base: Path | None = None,
+    command_notes: Mapping[str, str] | None = None,
 ) -> list[Widget]:
-    """Widgets for a resumed session's history.
+    """Widgets for a resumed session's history, the same as the live ones.
 
     ``steering`` holds the uuids of mid-turn messages; ``title_of`` names a tool call as the
     live view did (``Edit src/a.py``) and ``kind_of`` says what a tool does, so its output is
-    shown as it was live.
+    shown as it was live; ``command_notes``: what the front end itself added after a command
+    (by name), as it did live.
     """
     widgets: list[Widget] = []
     for item in items:
+        if item.kind == "command":
+            widgets.append(UserView(item.text))
+            widgets += [NoticeView(level, text) for level, text in item.notices]
+            name = item.text.removeprefix("/").split(maxsplit=1)[0].lower() if item.text else ""
+            if command_notes is not None and name in command_notes:
+                widgets.append(NoticeView("info", command_notes[name]))
         if item.kind == "user_text":
             is_steer = steering is not None and item.uuid in steering
             widgets.append(SteerView(item.text) if is_steer else UserView(item.text))
@@ -674,6 +630,8 @@ def _replayed_tool(
             title = name
     kind = kind_of(name) if kind_of is not None else None
     view = ToolCallView(item.tool_call_id or "", name, title, item.args, kind=kind, base=base)
+    if item.subagent is not None:
+        view.subagent = SubagentView.of(item.subagent)
     if item.status in ENDING_TEXT or (item.error is None and item.result is None):
         view.set_status("cancelled")
         view.show_ending(item.status or "cancelled")

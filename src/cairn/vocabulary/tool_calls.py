@@ -11,7 +11,7 @@ from typing import Literal, TypeAlias
 
 from cairn.values import Value
 
-__all__ = ["ConfirmationKind", "FileDiff", "Location", "TodoItem", "ToolKind"]
+__all__ = ["ConfirmationKind", "FileDiff", "Location", "SubagentReport", "TodoItem", "ToolKind"]
 
 
 class ToolKind(StrEnum):
@@ -42,6 +42,41 @@ class FileDiff(Value):
     path: Path
     old_text: str | None  # None: the file is new
     new_text: str
+
+
+class SubagentReport(Value):
+    """What the subagent of an ``agent`` call did, as people saw it under the call: its tool
+    calls (title and final status, in order) and its answers. Recorded, so a replay shows it."""
+
+    agent_type: str
+    steps: tuple[tuple[str, str], ...] = ()  # (title, status)
+    answers: tuple[str, ...] = ()
+
+    def to_record(self) -> dict[str, object]:
+        return {
+            "agentType": self.agent_type,
+            "steps": [list(step) for step in self.steps],
+            "answers": list(self.answers),
+        }
+
+    @classmethod
+    def from_record(cls, raw: object) -> SubagentReport | None:
+        """The report a recording holds, or ``None`` when it is not one."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("agentType"), str):
+            return None
+        steps = raw.get("steps")
+        answers = raw.get("answers")
+        return cls(
+            raw["agentType"],
+            tuple(
+                (step[0], step[1])
+                for step in (steps if isinstance(steps, list) else [])
+                if isinstance(step, list)
+                and len(step) == 2
+                and all(isinstance(part, str) for part in step)
+            ),
+            tuple(a for a in (answers if isinstance(answers, list) else []) if isinstance(a, str)),
+        )
 
 
 class TodoItem(Value):
