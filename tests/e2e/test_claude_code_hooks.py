@@ -10,9 +10,7 @@ The bug: hooks in `.claude/settings.json` were ignored without a word, and moved
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,6 @@ pytestmark = [
 ]
 
 SCRIPTS = Path(__file__).parents[1] / "hooks" / "claude_code"
-PUBLISHED_EXAMPLE = "examples/hooks/bash_command_validator_example.py"
 
 
 def _hook(script: str, **fields: Any) -> dict[str, Any]:
@@ -161,46 +158,3 @@ def test_a_prompt_hook_is_answered_by_the_fast_model(
     assert '"tool_name": "Bash"' in asked.last_user_text()
     assert not (project / "x.txt").exists()
     assert "It writes a file." in _results(scripted_server.requests_for("main")[-1])["t"]
-
-
-@pytest.mark.skipif(
-    not os.environ.get("CLAUDE_CODE_REPO"),
-    reason="set CLAUDE_CODE_REPO to a checkout of anthropics/claude-code (its licence does not "
-    "allow copying the example here)",
-)
-def test_claude_codes_published_bash_validator_blocks(
-    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
-) -> None:
-    example = tmp_path / "bash_command_validator_example.py"
-    repo = Path(os.environ["CLAUDE_CODE_REPO"])
-    if (repo / PUBLISHED_EXAMPLE).is_file():
-        shutil.copy(repo / PUBLISHED_EXAMPLE, example)
-    else:  # a bare clone, as `git clone --bare` makes it
-        text = subprocess.run(
-            ["git", "--git-dir", str(repo), "show", f"HEAD:{PUBLISHED_EXAMPLE}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        example.write_text(text)
-    hooks = {
-        "PreToolUse": [
-            {"matcher": "Bash", "hooks": [{"type": "command", "command": f"python3 {example}"}]}
-        ]
-    }
-    (project / ".claude").mkdir()
-    (project / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
-    trust_in_user_settings(project)
-    scripted_server.enqueue(
-        tool_call("run_shell_command", {"command": "grep -r TODO ."}, id="g"),
-        tool_call("run_shell_command", {"command": "find . -name '*.py'"}, id="f"),
-        reply("Done."),
-        purpose="main",
-    )
-
-    done = run_cairn("-p", "look", "--approval-mode", "default")
-
-    assert done.returncode == 0, done.stderr
-    results = _results(scripted_server.requests_for("main")[-1])
-    assert "Use 'rg' (ripgrep) instead of 'grep'" in results["g"]
-    assert "rg --files" in results["f"]
