@@ -543,3 +543,22 @@ def test_log_of_a_deleted_memory_still_shows_its_versions(cli: Cli) -> None:
     assert shown.exit_code == 0, shown.output
     assert "2 versions" in shown.output and "forgotten: install with uv" in shown.output
     assert cli("log", "no-such-memory").exit_code == 1
+
+
+def test_a_tenant_named_with_capitals_is_refused_not_read_as_another(cli: Cli) -> None:
+    """#24 follow-up: ``cairn memory --tenant Acme`` read the folder ``tenants/Acme``, which
+    on a case-insensitive file system is tenant ``acme``'s; tenant names are lower-case, as
+    the daemon reads them, and a name with capitals is an error naming the lower-case one."""
+    acme = cli.home / "tenants" / "acme"
+    roots = memory_roots(cli.project, environ={"CAIRN_MEMORY_BASE_DIR": str(acme)})
+    assert roots.project is not None
+    cli.write("billing", title="Billing", description="monthly", root=roots.project)
+
+    own = cli("--tenant", "acme", "list")
+    refused = cli("--tenant", "Acme", "list")
+
+    assert own.exit_code == 0 and "Billing" in own.output
+    assert refused.exit_code != 0
+    assert "a tenant name is lower-case ('acme')" in refused.output
+    assert "Billing" not in refused.output
+    assert not (cli.home / "tenants" / "Acme").exists()

@@ -100,3 +100,28 @@ async def test_a_tenant_reaches_the_model_routes_of_its_own_session(
     assert models.status_code == 200, models.text
     assert (switched.status_code, switched.json()["modelId"]) == (200, chosen)
     assert foreign.status_code == 404
+
+
+@pytest.mark.parametrize("name", ["Acme", "ACME", "acMe", "a\u212a"])
+async def test_a_tenant_name_differing_only_in_case_is_refused(
+    start_daemon: StartDaemon, home: Path, name: str
+) -> None:
+    """#24 follow-up: `Acme` and `acme` were two tenants to the daemon but one folder on a
+    case-insensitive file system (macOS, a casefolded ext4), so each read and wrote the other's
+    recordings and memory. Tenant names are lower-case; one with a capital is refused before
+    anything is stored (the Kelvin sign, which casefolds to k, is no letter it accepts)."""
+    daemon = await start_daemon(token=TOKEN, tenant_header=HEADER)
+    async with tenant(daemon, "acme") as acme:
+        assert (await acme.post("/session", json={})).status_code == 200
+    headers = {"Authorization": f"Bearer {TOKEN}", HEADER: name}
+    async with httpx.AsyncClient(
+        base_url=daemon.url, trust_env=False, headers={}, timeout=10
+    ) as http:
+        answer = await http.post(
+            "/session", json={}, headers={k: v.encode() for k, v in headers.items()}
+        )
+
+    assert (answer.status_code, answer.json()["code"]) == (400, "invalid_tenant")
+    assert "lower-case" in answer.json()["error"]
+    stored = [p.name for p in home.rglob("*") if p.parent.name == "tenants"]
+    assert set(stored) <= {"acme"}, stored

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from cairn.daemon.errors import ApiError, token_required
-from cairn.memory.store.backend import TENANT_NAME
+from cairn.memory.store.backend import TENANT_RULE, tenant_problem
 
 if TYPE_CHECKING:
     from cairn.daemon.config import DaemonConfig
@@ -71,12 +71,9 @@ def request_tenant(raw: RawHeaders, config: DaemonConfig) -> str | None:
         raise ApiError(400, f"This daemon needs the {header} header.", "tenant_required")
     if len(values) > 1:  # the security middleware refuses these first
         raise ApiError(400, f"The {header} header appears more than once.", "duplicate_header")
-    if not TENANT_NAME.fullmatch(values[0]):
-        raise ApiError(
-            400,
-            f"{header} must be 1-128 characters of A-Z a-z 0-9 . _ @ - (not starting with .)",
-            "invalid_tenant",
-        )
+    problem = tenant_problem(values[0])
+    if problem is not None:
+        raise ApiError(400, f"{header}: {problem}; it must be {TENANT_RULE}.", "invalid_tenant")
     return values[0]
 
 

@@ -290,9 +290,16 @@ class Runtime:
     def for_tenant(self, tenant: str, *, cwd: Path | None = None) -> Runtime:
         """The runtime of a daemon tenant (made on first use, closed with this one): the same
         settings and provider (one connection pool), its own memory and recordings; ``cwd``:
-        its own workspace (``cairn serve --workspace-root``), created if missing."""
+        its own workspace (``cairn serve --workspace-root``), created if missing. A name that
+        is not a tenant's (:func:`cairn.memory.store.backend.tenant_problem`: lower-case, one
+        folder name) is a :class:`ValueError`."""
         runtime = self._tenants.get(tenant)
         if runtime is None:
+            from cairn.memory.store.backend import tenant_problem
+
+            problem = tenant_problem(tenant)
+            if problem is not None:
+                raise ValueError(problem)
             if cwd is not None:
                 cwd.mkdir(mode=0o700, exist_ok=True)
             runtime = Runtime(

@@ -31,16 +31,32 @@ if TYPE_CHECKING:
 __all__ = [
     "TENANTS_FOLDER",
     "TENANT_NAME",
+    "TENANT_RULE",
     "DreamLock",
     "FileBackend",
     "MemoryBackend",
     "MemoryBackendError",
     "open_backend",
     "tenant_environ",
+    "tenant_problem",
 ]
 
 TENANTS_FOLDER = "tenants"  # under the memory base: one memory base per daemon tenant
-TENANT_NAME = re.compile(r"[A-Za-z0-9_@-][A-Za-z0-9._@-]{0,127}")  # a folder name, never . or ..
+# A folder name (never . or ..) in lower case: on a case-insensitive file system `Acme` and
+# `acme` would be one folder for two tenants, so no name may differ from another in case only.
+TENANT_NAME = re.compile(r"[a-z0-9_@-][a-z0-9._@-]{0,127}")
+TENANT_RULE = "1-128 characters of lower-case a-z, 0-9 and . _ @ - (not starting with .)"
+
+
+def tenant_problem(name: str) -> str | None:
+    """Why ``name`` is not a daemon tenant's name (see :data:`TENANT_NAME`), or ``None``. Every
+    place that reads a tenant name (the daemon's header, ``cairn memory --tenant``, the memory
+    base, the recordings' folder, a tenant's runtime) decides with this."""
+    if TENANT_NAME.fullmatch(name):
+        return None
+    if TENANT_NAME.fullmatch(name.lower()):
+        return f"{name!r} has capitals: a tenant name is lower-case ({name.lower()!r})"
+    return f"{name!r} is not a tenant name: {TENANT_RULE}"
 
 
 class MemoryBackendError(RuntimeError):
@@ -106,8 +122,9 @@ def tenant_environ(environ: Mapping[str, str], tenant: str) -> dict[str, str]:
     workspace's ``.cairn/memory``, which every tenant shares: ``CAIRN_MEMORY_LOCAL`` is dropped)."""
     from cairn.memory.paths import BASE_DIR_ENV, LOCAL_ENV, memory_base
 
-    if not TENANT_NAME.fullmatch(tenant):
-        raise MemoryBackendError(f"{tenant!r} is not a tenant name (A-Z a-z 0-9 . _ @ -)")
+    problem = tenant_problem(tenant)
+    if problem is not None:
+        raise MemoryBackendError(problem)
     own = {k: v for k, v in environ.items() if k != LOCAL_ENV}
     return {**own, BASE_DIR_ENV: str(memory_base(environ) / TENANTS_FOLDER / tenant)}
 
