@@ -10,6 +10,7 @@ from pathlib import Path
 from cairn.session.commands import NO_RECAP_MESSAGE
 from cairn.testing import reply, tool_call
 from cairn.ui.dialogs import PermissionScreen, QuestionScreen
+from cairn.ui.model_picker import ModelScreen
 from cairn.ui.transcript import MemoryView, NoticeView, RecapView
 
 from ..memory.memory_helpers import unstamped
@@ -71,6 +72,38 @@ async def test_model_switches_the_model_for_the_next_request(make_app, scripted_
         await send(pilot, "hi")
         await settle(pilot)
     assert scripted_server.requests_for("main")[-1].model == "other-model"
+
+
+async def test_model_without_a_name_opens_a_picker_of_the_configured_models(
+    make_app, scripted_server
+):
+    """Issue #30: /model answered with a text list; it is a picker now (the current model
+    marked, one whose key is not set marked too), and the pick switches as /model <id> does."""
+    scripted_server.default = reply("ok")
+    available = [
+        {"id": "big-model", "name": "Big model", "description": "For hard tasks"},
+        {"id": "keyless", "name": "Keyless", "baseUrl": "http://127.0.0.1:9/v1",
+         "envKey": "NO_SUCH_KEY_FOR_THE_PICKER"},
+    ]  # fmt: skip
+    app = make_app({"model": {"available": available}})
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/model")
+        await until(pilot, lambda: isinstance(app.screen, ModelScreen))
+        shown = screen_text(app)
+        assert "Choose the model" in shown
+        assert "Big model (big-model) — For hard tasks" in shown
+        assert "Keyless (keyless) (not available)" in shown
+        assert "NO_SUCH_KEY_FOR_THE_PICKER" in shown  # why
+        assert "(current)" in shown
+
+        await pilot.press("1")
+        await settle(pilot)
+        assert not isinstance(app.screen, ModelScreen)
+        assert "big-model" in str(app.status.render_state())
+        assert "Model set to Big model." in screen_text(app)
+        await send(pilot, "hi")
+        await settle(pilot)
+    assert scripted_server.requests_for("main")[-1].model == "big-model"
 
 
 async def test_approval_mode_command_updates_session_and_status(make_app):

@@ -374,6 +374,8 @@ class CairnApp(App[int]):
         if name == "rewind":  # a picker here; the shared command answers in text elsewhere
             await self._rewind_command(args)
             return
+        if name == "model" and not args.strip() and not self.busy and self._pick_model():
+            return
         line = parse_command_line(stripped, self.session.commands())
         if self.busy:
             commands = self.session.commands()
@@ -384,6 +386,22 @@ class CairnApp(App[int]):
         await self.transcript.add(UserView(text))  # now: what is typed next shows below it
         self.turn_task = asyncio.create_task(self._run_turn(text, command, images))
         self.turn_task.add_done_callback(self._turn_done)
+
+    def _pick_model(self) -> bool:
+        """``/model`` alone: a picker of the session's models (when there is a choice); the
+        pick runs ``/model <id>``, the shared command."""
+        from cairn.ui.model_picker import ModelScreen
+
+        options = self.session.model_options()
+        if len(options) < 2:
+            return False
+
+        def picked(model: str | None) -> None:
+            if model is not None:
+                self.call_next(self.submit, f"/model {model}")
+
+        self.push_screen(ModelScreen(options, self.session.model), callback=picked)
+        return True
 
     async def _while_busy(self, text: str, *, queue: bool) -> None:
         """Text steers the running turn; a command waits for it to end, in the order typed."""
