@@ -251,6 +251,29 @@ async def test_a_failed_extraction_is_retried_by_the_next_sessions_and_given_up_
     assert any(r.contains("MESSAGE-ONE") for r in retried[1:])
     assert SESSION not in read_pending(project.state, now=time.time())  # failed again: given up
 
+async def test_requests_from_two_folders_of_one_memory_share_its_one_extraction(
+    new_project: ProjectFactory,
+) -> None:
+    """Regression: the extraction slot was keyed by the project root a session gave, so a
+    session started in a sub-folder ran a second extraction of the same memory alongside the
+    first; the scheduler's state is the memory space's now."""
+    project = new_project()
+    project.server.handler = agent_script("extract", reply("Nothing to save.", delay=0.3))
+    subfolder = project.workspace / "src"
+    subfolder.mkdir()
+    for root, said, session in ((project.workspace, "FROM-THE-ROOT", SESSION),
+                                (subfolder, "FROM-SRC", OTHER_SESSION)):  # fmt: skip
+        project.manager.schedule_extract(
+            project_root=root, session_id=session, history=conversation(said, "ok"),
+            runtime=project.runtime,
+        )  # fmt: skip
+    assert await project.manager.drain(10)
+
+    first, second = project.requests("extract")
+    assert first.contains("FROM-THE-ROOT") and second.contains("FROM-SRC")
+    # One after the other: the second was sent only once the first, answered 0.3 s after it
+    # arrived, was over (side by side, both arrive at once).
+    assert second.received_at - first.received_at >= 0.3
 
 async def test_scheduling_returns_before_the_extraction_finishes(
     new_project: ProjectFactory,

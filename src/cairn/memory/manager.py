@@ -5,12 +5,12 @@ point the session runtime, the agent client and ``cairn memory`` use for the sys
 section, Recall, Forget and the background tasks. Every session's Recall handle
 (:class:`~cairn.memory.recall.lifecycle.RecallLifecycle`) calls :meth:`MemoryManager.recall`.
 
-Background tasks (never awaited by a turn): :meth:`MemoryManager.schedule_extract` runs one
-extraction per project at a time, a request arriving meanwhile waits in a single slot where the
-newest replaces older ones; :meth:`MemoryManager.schedule_dream` checks Dream's gates and runs it;
-:meth:`MemoryManager.drain` waits for both (headless). Every write into a memory root, here and in
-the tasks, holds that root's cross-process lock (:mod:`cairn.memory.store.locks`) and is recorded
-in the root's audit trail (:mod:`cairn.memory.store.history`).
+Background tasks (never awaited by a turn) are its scheduler's
+(:class:`~cairn.memory.background.scheduler.BackgroundScheduler`, one per memory space), which
+the manager fronts: :meth:`MemoryManager.schedule_extract`, :meth:`MemoryManager.schedule_dream`,
+:meth:`MemoryManager.drain`. Every write into a memory root, here and in the tasks, holds that
+root's cross-process lock (:mod:`cairn.memory.store.locks`) and is recorded in the root's audit
+trail (:mod:`cairn.memory.store.history`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from cairn.abort import AbortSignal
 from cairn.config.settings import Settings
@@ -31,28 +31,24 @@ from cairn.debug_log import get_logger
 from cairn.fsutil import NotRegularFile, atomic_write_text, read_regular_bytes
 from cairn.llm.types import Provider
 from cairn.memory.background.pressure import AvailableMemory, available_memory_mb
+from cairn.memory.background.scheduler import BackgroundScheduler, Progress
 from cairn.memory.document import MemoryDoc, MemoryScope
 from cairn.memory.paths import INDEX_FILE_NAME, MemoryRoots, memory_roots, workspace_folder
 from cairn.memory.prompt import MemoryTier, build_auto_memory_prompt
 from cairn.memory.recall.query import RecallResult, recall_memories
 from cairn.memory.recall.render import render_relevant_memory
 from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
-from cairn.memory.telemetry import emit_dream, emit_extract, emit_forget
+from cairn.memory.telemetry import emit_forget
 from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef, Notice
 
 if TYPE_CHECKING:
     # Loaded on first use: the task modules pull in the agent loop and tools, and Forget and
     # the task records (~8 ms together) are not needed before a session's first request.
-    from cairn.memory.background.dream.gates import ScanClock
     from cairn.memory.background.dream.run import DreamReport
-    from cairn.memory.background.extract import ExtractOutcome, ExtractRequest
     from cairn.memory.background.tasks import (
         MemoryRuntime,
         MemorySpace,
         MemoryTask,
-        TaskBook,
-        TaskStatus,
-        WrittenFile,
     )
     from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan
     from cairn.memory.forget.tombstones import Tombstone
@@ -71,7 +67,6 @@ _MAX_SESSION_CHECKS = 64  # sessions whose evidence hashes a manager keeps
 _log = get_logger("MEMORY_RECALL")
 _task_log = get_logger("MEMORY")
 
-Progress = Callable[[str], Awaitable[None]]
 # (session id, what changed, or a notice about memory: an extraction that failed)
 ChangeListener = Callable[[str, MemoryChanged | Notice], Awaitable[None]]
 
@@ -94,7 +89,6 @@ class MemoryManager:
         a memory of its own (folders and database namespaces), apart from every other's."""
         self.project_root = Path(project_root)
         self.tenant = tenant
-        self._keys: dict[Path, str] = {}  # project root -> its resolved path (task dedupe key)
         self.settings = settings
         self.clock = clock
         self.available_memory = available_memory
@@ -106,27 +100,10 @@ class MemoryManager:
         self.store = MemoryStore(self.roots, clock=clock, before_refresh=self.backend.ensure_pulled)
         self.store.vector_sync = self.backend.vector_sync()
         self.generation = 0  # bumped whenever a task or Forget changed memory files
-        self._task_book: TaskBook | None = None
-        self._extracting: set[str] = set()  # projects with an extraction running
-        self._queued: dict[str, tuple[ExtractRequest, MemoryTask]] = {}  # the one trailing slot
-        self._dreaming: set[str] = set()
-        self._scans: dict[str, ScanClock] = {}
-        self._rewinds: dict[str, tuple[int, int]] = {}  # session -> (rewinds so far, length)
         self._listeners: list[ChangeListener] = []
-        self._failures_said: set[str] = set()  # sessions told their memory was not saved
-        self._handed_off: list[str] = []  # sessions whose extraction a worker is to run
         self._vector_tasks: set[asyncio.Task[int]] = set()  # embeddings after writes
-        self._remembered: dict[str, set[str]] = {}  # session id -> paths /remember recorded
+        self.background = BackgroundScheduler(self)  # Extract and Dream of this memory
         self._checks: dict[str, EvidenceCheck] = {}  # session id -> its evidence check
-
-    @property
-    def _tasks(self) -> TaskBook:
-        """The task records, created when the first task is scheduled."""
-        if self._task_book is None:
-            from cairn.memory.background.tasks import TaskBook
-
-            self._task_book = TaskBook()
-        return self._task_book
 
     @property
     def enabled(self) -> bool:
@@ -155,7 +132,7 @@ class MemoryManager:
 
         return remove
 
-    async def _announce(self, session_id: str, change: MemoryChanged | Notice | None) -> None:
+    async def announce(self, session_id: str, change: MemoryChanged | Notice | None) -> None:
         if change is None or (isinstance(change, MemoryChanged) and not change.memories):
             return
         for listener in list(self._listeners):
@@ -174,7 +151,7 @@ class MemoryManager:
             name = doc.title if doc is not None else Path(relative).stem
         return MemoryRef(name, scope, relative, str(path))
 
-    def _change(
+    def describe_change(
         self,
         operation: MemoryOperation,
         labels: Sequence[str],
@@ -269,7 +246,7 @@ class MemoryManager:
         step("Reading memory files")
         report = self.store.refresh()
         step("Writing MEMORY.md")
-        with _hold_roots(self._root_paths()):
+        with _hold_roots(self.root_paths()):
             self.store.rebuild_index_files()
         if self.settings.memory.semantic_candidates:
             step("Computing the vectors of semantic candidates")
@@ -422,7 +399,7 @@ class MemoryManager:
     def apply_forget(self, plan: ForgetPlan, *, session_id: str = "") -> ForgetReport:
         """Move the plan's entries to the trash and rebuild the indexes (roots locked); for
         synchronous callers (the CLI). On an event loop use :meth:`forget`."""
-        with _hold_roots(self._root_paths()):
+        with _hold_roots(self.root_paths()):
             report = self._forget_locked(plan, session_id)
         return self._forgotten(plan, report)
 
@@ -431,7 +408,7 @@ class MemoryManager:
         (a memory agent may hold them across an await: its write, a database transaction)."""
         from cairn.memory.store.locks import hold_roots_async
 
-        async with hold_roots_async(self._root_paths()):
+        async with hold_roots_async(self.root_paths()):
             report = self._forget_locked(plan, session_id)
         return self._forgotten(plan, report)
 
@@ -460,14 +437,14 @@ class MemoryManager:
         from cairn.memory.forget.tombstones import read_tombstones
 
         self.refresh()  # a database backend catches its mirror up first
-        found = [t for root in self._root_paths() for t in read_tombstones(root)]
+        found = [t for root in self.root_paths() for t in read_tombstones(root)]
         return sorted(found, key=lambda t: -t.forgotten_at)
 
     def restore_last_forget(self, *, session_id: str = "") -> ForgetReport:
         """Bring back the most recent forget (refusing to overwrite) and rebuild the indexes."""
         from cairn.memory.forget.trash import restore_last_forget
 
-        with _hold_roots(self._root_paths()):
+        with _hold_roots(self.root_paths()):
             report = restore_last_forget(self.root_map(), now=self.clock(), session_id=session_id)
             if report.ok:
                 self._after_change("restore", report.files, session_id, "")
@@ -475,7 +452,7 @@ class MemoryManager:
                     self.memory_ref(scope, relative, Path(relative).stem)  # type: ignore[arg-type]
                     for scope, relative in (label.split(":", 1) for label in report.removed)
                 ]
-                report.change = self._change(
+                report.change = self.describe_change(
                     "restore", report.files, created=set(report.files), removed=removed
                 )
         emit_forget(
@@ -498,20 +475,20 @@ class MemoryManager:
                 history.append_history(root, line)
         self.generation += 1
 
-    def _dream_change(self, report: DreamReport) -> MemoryChanged:
+    def dream_change(self, report: DreamReport) -> MemoryChanged:
         labels = [f"project:{p}" for p in (*report.created, *report.updated)]
         created = {f"project:{p}" for p in report.created}
         removed = [
             self.memory_ref("project", p, report.titles.get(p) or Path(p).stem)
             for p in report.deleted
         ]
-        return self._change("dream", labels, created=created, removed=removed)
+        return self.describe_change("dream", labels, created=created, removed=removed)
 
     def _rebuild_indexes(self) -> None:
         self.store.rebuild_index_files()
         self.store.save()
 
-    def _root_paths(self) -> list[Path]:
+    def root_paths(self) -> list[Path]:
         return list(self.root_map().values())
 
     # --- export and import -----------------------------------------------------------------
@@ -529,7 +506,7 @@ class MemoryManager:
         from cairn.memory.store.transfer import import_memory
 
         self.refresh()
-        with _hold_roots(self._root_paths()):
+        with _hold_roots(self.root_paths()):
             report = import_memory(self.root_map(), folder, now=self.clock())
             changed = [*report.written, *report.removed]
             if changed:
@@ -575,7 +552,7 @@ class MemoryManager:
         from cairn.memory.trust.versions import read_versions, record_version
 
         root = self.root_map()[scope]
-        with _hold_roots(self._root_paths()):
+        with _hold_roots(self.root_paths()):
             wanted = [v for v in read_versions(root, relative) if v.number == number]
             if not wanted or wanted[0].content is None:
                 raise ValueError(f"{scope}:{relative} has no version {number} to restore")
@@ -602,14 +579,6 @@ class MemoryManager:
 
     # --- background tasks: Extract and Dream -----------------------------------------------
 
-    def _task_key(self, project_root: Path) -> str:
-        """``project_root`` resolved, remembered: every turn schedules tasks with the same root,
-        and resolving it takes a system call per path component."""
-        key = self._keys.get(project_root)
-        if key is None:
-            key = self._keys[project_root] = str(Path(project_root).resolve())
-        return key
-
     def space(self) -> MemorySpace:
         """What the Extract and Dream runs work on."""
         from cairn.memory.background.tasks import MemorySpace
@@ -626,18 +595,12 @@ class MemoryManager:
 
     def recent_tasks(self) -> list[MemoryTask]:
         """Records of recent Extract and Dream tasks, oldest first."""
-        return self._task_book.records() if self._task_book is not None else []
+        return self.background.recent_tasks()
 
     async def drain(self, timeout: float, *, extract_only: bool = False) -> bool:
-        """Wait up to ``timeout`` seconds for running and queued memory tasks; True when done.
-
-        ``extract_only`` waits for extractions (and the index rebuild of a turn that wrote
-        memory itself) but not for a Dream, which may run for minutes and is safe to interrupt.
-        """
-        if self._task_book is None:
-            return True  # nothing was ever scheduled
-        names = ("memory-extract", "memory-remember") if extract_only else None
-        return await self._task_book.drain(timeout, names=names)
+        """Wait up to ``timeout`` seconds for running and queued memory tasks; True when done
+        (``extract_only``: not for a Dream, which may run for minutes and is safe to stop)."""
+        return await self.background.drain(timeout, extract_only=extract_only)
 
     def schedule_extract(
         self,
@@ -648,272 +611,67 @@ class MemoryManager:
         runtime: MemoryRuntime,
         hand_off: bool = False,
     ) -> None:
-        """Extract from a finished turn in the background; returns at once.
-
-        One extraction runs per project at a time; a request arriving meanwhile waits in one
-        slot, replacing any request already waiting there (the newest history wins).
-        ``hand_off`` (``cairn -p``): not here; the session is noted pending and listed for a
-        worker process (:meth:`take_handed_off`, :meth:`extract_handed_off`).
-        """
-        if not self.enabled:
-            return
-        from cairn.memory.background.extract import ExtractRequest, turn_wrote_memory
-
-        key = self._task_key(project_root)
-        entries = [entry.shallow_copy() for entry in history]
-        record = self._tasks.new("extract", session_id)
-        roots = self._root_paths()
-        wrote = turn_wrote_memory(entries, roots, base=Path(project_root))
-        recorded = self._remembered.pop(session_id, set())
-        if wrote:
-            record.finish("skipped", reason="memory_tool")
-            emit_extract(
-                trigger="auto", status="skipped", skipped_reason="memory_tool",
-                touched_topics=[], duration_ms=0.0,
-            )  # fmt: skip
-            unrecorded = [path for path in wrote if os.path.realpath(path) not in recorded]
-            if unrecorded:  # written around the memory guard: index them now
-                coro = self._record_session_writes(unrecorded, session_id)
-                self._tasks.start(runtime, coro, name="memory-remember")
-            return
-        if hand_off:
-            record.finish("skipped", reason="handed_off")
-            self._note_pending(session_id)  # until the worker has extracted it
-            self._handed_off.append(session_id)
-            return
-        request = ExtractRequest(Path(project_root), session_id, entries, runtime)
-        if key in self._extracting:
-            replaced = self._queued.get(key)
-            if replaced is not None:
-                replaced[1].finish("superseded")
-            self._queued[key] = (request, record)
-            return
-        self._extracting.add(key)
-        retry = self._take_pending(session_id)
-        loop = self._extract_loop(key, request, record, retry=retry)
-        self._tasks.start(runtime, loop, name="memory-extract")
+        """Extract from a finished turn in the background; returns at once (one extraction
+        of this memory at a time, the newest request waiting in one slot). ``hand_off``
+        (``cairn -p``): not here; the session is noted pending and listed for a worker process
+        (:meth:`take_handed_off`, :meth:`extract_handed_off`)."""
+        self.background.schedule_extract(
+            project_root=project_root,
+            session_id=session_id,
+            history=history,
+            runtime=runtime,
+            hand_off=hand_off,
+        )
 
     def take_handed_off(self) -> list[str]:
         """The sessions whose extraction :meth:`schedule_extract` handed off since last asked."""
-        handed, self._handed_off = self._handed_off, []
-        return handed
+        return self.background.take_handed_off()
 
     def extract_here(self, session_id: str, runtime: MemoryRuntime) -> None:
         """Extract a handed-off session in this process after all (no worker could start)."""
-        coro = self.extract_handed_off(session_id, runtime)
-        self._tasks.start(runtime, coro, name="memory-extract")
+        self.background.extract_here(session_id, runtime)
 
     async def extract_handed_off(self, session_id: str, runtime: MemoryRuntime) -> None:
         """Extract a handed-off session from its recording, as a turn's extraction runs; it
         leaves the pending list once extracted, and stays on it when cut short or failed."""
-        from cairn.memory.background.extract import ExtractRequest
-        from cairn.memory.background.pending import drop_pending
+        await self.background.extract_handed_off(session_id, runtime)
 
-        record = self._tasks.new("extract", session_id)
-        history = await asyncio.to_thread(_recorded_history, runtime.chats_dir, session_id)
-        request = ExtractRequest(runtime.project_root, session_id, history, runtime)
-        retry = self._take_pending(session_id)  # an earlier one cut short, as a turn's does
-        if retry is not None:
-            await self._retry_pending(retry, request)
-        if not history:
-            record.finish("skipped", reason="no_recording")
-        else:
-            await self._extract_once(request, record)
-        if record.status == "failed":
-            return  # still pending: the next extraction in the project tries again
-        try:
-            drop_pending(self.roots.state_dir, session_id, now=self.clock())
-        except OSError as error:  # at worst the next extraction finds nothing new in it
-            _task_log.warning(f"could not note the extraction done: {error!r}")
-
-    async def _extract_loop(
-        self, key: str, request: ExtractRequest, record: MemoryTask, *, retry: str | None = None
+    def schedule_dream(
+        self, *, project_root: Path, session_id: str, runtime: MemoryRuntime
     ) -> None:
-        try:
-            if retry is not None:
-                await self._retry_pending(retry, request)
-            while True:
-                await self._extract_once(request, record)
-                queued = self._queued.pop(key, None)
-                if queued is None:
-                    return
-                request, record = queued
-        finally:
-            self._extracting.discard(key)
-            dropped = self._queued.pop(key, None)
-            if dropped is not None:
-                dropped[1].finish("cancelled")
-                self._note_pending(dropped[0].session_id)
+        """Check Dream's gates and, when they all pass, consolidate in the background."""
+        self.background.schedule_dream(session_id=session_id, runtime=runtime)
 
-    async def _extract_once(
-        self, request: ExtractRequest, record: MemoryTask, *, retry: bool = False
-    ) -> None:
-        rewinds_before = self._rewinds.get(request.session_id, (0, 0))[0]
-        try:
-            await self._run_extract_once(request, record, retry=retry)
-        finally:
-            rewound = self._rewinds.get(request.session_id)
-            if rewound is not None and rewound[0] != rewinds_before:
-                await self._clamp_cursor(request.session_id, rewound[1])  # a pre-rewind history
+    async def run_dream_now(
+        self, *, session_id: str, runtime: MemoryRuntime, progress: Progress | None = None
+    ) -> DreamReport:
+        """Consolidate now (``cairn memory dream``, ``/dream``): every gate but the lock skipped.
 
-    async def _run_extract_once(
-        self, request: ExtractRequest, record: MemoryTask, *, retry: bool = False
-    ) -> None:
-        from cairn.memory.background.extract import ExtractOutcome, run_extract
-
-        record.status = "running"
-        started = time.monotonic()
-        try:
-            outcome = await run_extract(request, self.space())
-        except asyncio.CancelledError:
-            record.finish("cancelled")
-            self._note_pending(request.session_id)
-            emit_extract(
-                trigger="auto", status="cancelled", skipped_reason=None, touched_topics=[],
-                duration_ms=(time.monotonic() - started) * 1000,
-            )  # fmt: skip
-            raise
-        except Exception as error:  # a lock timeout, a full disk: reported, never raised
-            _task_log.warning(f"extraction failed: {error!r}")
-            outcome = ExtractOutcome("failed", error=f"{type(error).__name__}: {error}")
-        record.files = [f.label for f in outcome.files]
-        record.finish(outcome.status, reason=outcome.skipped_reason, detail=outcome.error)
-        if outcome.status == "failed":
-            await self._extraction_failed(request.session_id, outcome, retry=retry)
-        if outcome.files:
-            self.generation += 1
-            self._vectors_after_write()
-            labels = [f.label for f in outcome.files]
-            change = self._change("extract", labels, created=set(outcome.created))
-            await self._announce(request.session_id, change)
-        emit_extract(
-            trigger="auto",
-            status=outcome.status,
-            skipped_reason=outcome.skipped_reason,
-            touched_topics=outcome.touched_topics,
-            duration_ms=(time.monotonic() - started) * 1000,
-            agent_status=outcome.agent_status,
-            files=len(outcome.files),
+        ``progress`` is told each step as it starts. The report's ``str()`` is a summary.
+        """
+        return await self.background.run_dream_now(
+            session_id=session_id, runtime=runtime, progress=progress
         )
-
-    # --- a conversation rewind (cairn.session.rewind) --------------------------------------
 
     async def conversation_rewound(self, session_id: str, history_length: int) -> None:
-        """The session's conversation now has ``history_length`` entries (a rewind cut it).
-
-        Extract must neither skip the turns typed from here nor repeat the ones kept: the
-        cursor moves back to the rewind point, a waiting request holding the rewound turns is
-        dropped, and an extraction running now has its cursor clamped again when it ends.
-        """
-        for key, (request, record) in list(self._queued.items()):
-            if request.session_id == session_id:
-                del self._queued[key]
-                record.finish("superseded")
-        count = self._rewinds.get(session_id, (0, 0))[0] + 1
-        self._rewinds[session_id] = (count, history_length)
-        await self._clamp_cursor(session_id, history_length)
-
-    async def _clamp_cursor(self, session_id: str, history_length: int) -> None:
-        from cairn.memory.background.cursor import clamp_cursor
-        from cairn.memory.store.locks import hold_roots_async
-
-        try:
-            async with hold_roots_async(self._root_paths()):
-                clamp_cursor(self.roots.state_dir, session_id, history_length, now=self.clock())
-        except Exception as error:  # best effort: at worst Extract looks at a turn again
-            _task_log.warning(f"moving the extract cursor back after a rewind failed: {error!r}")
-
-    # --- extractions cut short (a shutdown) or failed, run by the next session -------------
-
-    async def _extraction_failed(
-        self, session_id: str, outcome: ExtractOutcome, *, retry: bool
-    ) -> None:
-        """Queue the session for the next extraction (a retry that failed too is given up) and
-        tell it once that its memory was not saved."""
-        if not retry:
-            self._note_pending(session_id)
-        if session_id in self._failures_said:
-            return
-        self._failures_said.add(session_id)
-        why = _EXTRACT_STOPS.get(outcome.agent_status or "") or f"failed ({outcome.error})"
-        later = (
-            "It was given up after a second try."
-            if retry
-            else "The next extraction in this project tries again."
-        )
-        text = f"Memory was not saved: the extraction agent {why}. {later}"
-        await self._announce(session_id, Notice("warning", text, "memory"))
-
-    def _note_pending(self, session_id: str) -> None:
-        from cairn.memory.background.pending import add_pending
-
-        try:
-            add_pending(self.roots.state_dir, session_id, now=self.clock())
-        except OSError as error:  # best effort: the user's words stay in the recording
-            _task_log.warning(f"could not note the unfinished extraction: {error!r}")
-
-    def _take_pending(self, session_id: str) -> str | None:
-        from cairn.memory.background.pending import take_pending
-
-        try:
-            return take_pending(self.roots.state_dir, besides=session_id, now=self.clock())
-        except OSError as error:
-            _task_log.warning(f"could not read the unfinished extractions: {error!r}")
-            return None
-
-    async def _retry_pending(self, session_id: str, current: ExtractRequest) -> None:
-        """Extract a session whose extraction was cut short, from its recording."""
-        from cairn.memory.background.extract import ExtractRequest
-
-        chats = current.runtime.chats_dir  # a daemon tenant's recordings are its own
-        history = await asyncio.to_thread(_recorded_history, chats, session_id)
-        if not history:
-            return
-        request = ExtractRequest(current.project_root, session_id, history, current.runtime)
-        await self._extract_once(request, self._tasks.new("extract", session_id), retry=True)
+        """The session's conversation now has ``history_length`` entries (a rewind cut it):
+        Extract neither skips the turns typed from here nor repeats the ones kept."""
+        await self.background.conversation_rewound(session_id, history_length)
 
     async def record_remember(
         self, session_id: str, scope: MemoryScope, path: Path, *, created: bool
     ) -> MemoryChanged:
         """The session's own agent wrote the memory at ``path``: rebuild the indexes and note
         it in the audit trail (roots locked), and say what changed."""
-        from cairn.memory.background.extract import record_written
-        from cairn.memory.background.tasks import written_files
-        from cairn.memory.store.locks import hold_roots_async
+        return await self.background.record_remember(session_id, path, created=created)
 
-        space = self.space()
-        files = written_files([path], space.writable_roots())
-        async with hold_roots_async(self._root_paths()):
-            detail = self._lift_tombstones([path])
-            record_written(space, files, operation="remember", session_id=session_id, detail=detail)
-        self._remembered.setdefault(session_id, set()).add(os.path.realpath(path))
-        self.generation += 1
-        self._vectors_after_write()
-        labels = [f.label for f in files]
-        return self._change("remember", labels, created=set(labels) if created else set())
+    # --- what the scheduler uses (cairn.memory.background.scheduler.SchedulerHost) -------
 
-    async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
-        """The turn's own agent wrote memory: index it and note it in the audit trail."""
-        from cairn.memory.background.extract import record_written
-        from cairn.memory.background.tasks import written_files
-
-        space = self.space()
-        files: list[WrittenFile] = written_files(paths, space.writable_roots())
-        try:
-            from cairn.memory.store.locks import hold_roots_async
-
-            async with hold_roots_async(self._root_paths()):
-                detail = self._lift_tombstones(paths)
-                record_written(
-                    space, files, operation="remember", session_id=session_id, detail=detail
-                )
-        except Exception as error:  # best effort: `cairn memory reindex` catches up
-            _task_log.warning(f"indexing the session's memory writes failed: {error!r}")
-            return
+    def memory_changed(self) -> None:
         self.generation += 1
         self._vectors_after_write()
 
-    def _lift_tombstones(self, paths: Sequence[Path]) -> str:
+    def lift_tombstones(self, paths: Sequence[Path]) -> str:
         """The session's own agent saved these memories (the user's explicit word): remove the
         tombstones of forgotten facts they state again (roots locked); the audit detail."""
         from cairn.memory.forget.tombstones import lift_matching
@@ -924,150 +682,8 @@ class MemoryManager:
                 text = read_regular_bytes(path, limit=1024 * 1024).decode("utf-8", "replace")
             except OSError:
                 continue
-            lifted += lift_matching(self._root_paths(), text)
+            lifted += lift_matching(self.root_paths(), text)
         return "; ".join(f"stated again after a forget: {t.title}" for t in lifted)
-
-    def schedule_dream(
-        self, *, project_root: Path, session_id: str, runtime: MemoryRuntime
-    ) -> None:
-        """Check Dream's gates and, when they all pass, consolidate in the background.
-
-        Returns at once: the gates (which read meta.json and may scan the recordings) run in
-        the background task too.
-        """
-        if not self.enabled:
-            return
-        key = self._task_key(project_root)
-        record = self._tasks.new("dream", session_id)
-        coro = self._auto_dream(key, session_id, runtime, record)
-        self._tasks.start(runtime, coro, name="memory-dream")
-
-    async def _auto_dream(
-        self, key: str, session_id: str, runtime: MemoryRuntime, record: MemoryTask
-    ) -> None:
-        from cairn.memory.background.dream.gates import ScanClock, auto_dream_gate
-
-        space = self.space()
-        scans = self._scans.setdefault(key, ScanClock())
-        reason = auto_dream_gate(runtime=runtime, space=space, session_id=session_id, scans=scans)
-        if reason is None and self._consolidation_held():
-            reason = "locked"
-        if reason is None and key in self._dreaming:
-            reason = "running"
-        if reason is not None:
-            record.finish("skipped", reason=reason)
-            emit_dream(
-                trigger="auto", status="skipped", skipped_reason=reason, touched_topics=[],
-                duration_ms=0.0,
-            )  # fmt: skip
-            return
-        await self._dream(key, session_id, runtime, record, trigger="auto", progress=None)
-
-    def _consolidation_held(self) -> bool:
-        from cairn.memory.background.dream.gates import consolidation_lock
-
-        lock = consolidation_lock(self.space())
-        return lock.holder(time.time(), clean=False, ours_is_stale=not self._dreaming) is not None
-
-    async def run_dream_now(
-        self, *, session_id: str, runtime: MemoryRuntime, progress: Progress | None = None
-    ) -> DreamReport:
-        """Consolidate now (``cairn memory dream``, ``/dream``): every gate but the lock skipped.
-
-        ``progress`` is told each step as it starts. The report's ``str()`` is a summary.
-        """
-        from cairn.memory.background.dream.run import DreamReport
-
-        key = self._task_key(runtime.project_root)
-        record = self._tasks.new("dream", session_id, trigger="manual")
-        if key in self._dreaming:
-            record.finish("skipped", reason="locked")
-            return DreamReport("skipped", "locked")
-        return await self._dream(
-            key, session_id, runtime, record, trigger="manual", progress=progress
-        )
-
-    async def _dream(
-        self,
-        key: str,
-        session_id: str,
-        runtime: MemoryRuntime,
-        record: MemoryTask,
-        *,
-        trigger: Literal["auto", "manual"],
-        progress: Progress | None,
-    ) -> DreamReport:
-        from cairn.memory.background.dream.run import DreamReport, run_dream
-
-        self._dreaming.add(key)
-        record.status = "running"
-        started = time.monotonic()
-        try:
-            report = await run_dream(
-                runtime=runtime, space=self.space(), session_id=session_id, progress=progress
-            )
-        except asyncio.CancelledError:
-            record.finish("cancelled")
-            emit_dream(
-                trigger=trigger, status="cancelled", skipped_reason=None, touched_topics=[],
-                duration_ms=(time.monotonic() - started) * 1000,
-            )  # fmt: skip
-            raise
-        except Exception as error:  # a lock timeout, a full disk: reported
-            _task_log.warning(f"dream failed: {error!r}")
-            report = DreamReport("failed", error=f"{type(error).__name__}: {error}")
-        finally:
-            self._dreaming.discard(key)
-        record.files = [f"project:{p}" for p in (*report.created, *report.updated, *report.deleted)]
-        record.finish(_task_status(report), reason=report.skipped_reason, detail=report.error)
-        if report.changed:
-            self.generation += 1
-            self._vectors_after_write()
-            report.change = self._dream_change(report)
-            if trigger == "auto":
-                await self._announce(session_id, report.change)
-        emit_dream(
-            trigger=trigger,
-            status=report.status,
-            skipped_reason=report.skipped_reason,
-            touched_topics=report.touched_topics,
-            duration_ms=(time.monotonic() - started) * 1000,
-            created=len(report.created),
-            updated=len(report.updated),
-            deleted=len(report.deleted),
-            deduped=report.deduped,
-            split=report.split,
-        )
-        return report
-
-
-# Why the extraction agent stopped (its status), in words that follow "the extraction agent".
-_EXTRACT_STOPS = {
-    "loop": "was stopped by loop protection (the model kept repeating itself)",
-    "max_turns": "ran out of turns (memory.agentMaxTurns)",
-    "timeout": "ran out of time (memory.agentTimeoutMinutes)",
-    "cut": "had an answer cut at its output bound (model.generationConfig.maxOutputTokens)",
-    "stopped": "was stopped by a hook",
-}
-
-
-def _recorded_history(chats_dir: Path, session_id: str) -> list[Content]:
-    """The model history recorded for ``session_id`` (empty when it is gone or unreadable)."""
-    from cairn.recording.reader import SessionLoadError, load_session
-
-    try:
-        return load_session(chats_dir / f"{session_id}.jsonl").history
-    except SessionLoadError as error:
-        _task_log.warning(f"unfinished extraction of {session_id} given up: {error}")
-        return []
-
-
-def _task_status(report: DreamReport) -> TaskStatus:
-    if report.status == "skipped":
-        return "skipped"
-    if report.status in ("failed", "cancelled"):
-        return "failed" if report.status == "failed" else "cancelled"
-    return "completed"
 
 
 def _current_text(path: Path) -> str | None:

@@ -1,5 +1,6 @@
 """The background work on memory: Extract and Dream, their agents, gates and state files.
 
+- :mod:`~cairn.memory.background.scheduler`: when Extract and Dream run on one memory space;
 - :mod:`~cairn.memory.background.tasks`: task records and what the tasks work on;
 - :mod:`~cairn.memory.background.agent_tools`: the memory agents' guarded tool set;
 - :mod:`~cairn.memory.background.extract`: one extraction after a turn;
