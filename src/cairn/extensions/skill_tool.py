@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cairn.tools._common import BuiltinTool, optional_str, require_str
+from cairn.tools.arguments import optional_str, require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
 from cairn.tools.schema import object_schema, string_property
 from cairn.vocabulary.tool_names import ToolName
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cairn.mcp.connection import McpCallError
-from cairn.tools._common import BuiltinTool
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
 
 if TYPE_CHECKING:
     import mcp.types as types

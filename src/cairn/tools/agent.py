@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from cairn.tools._common import BuiltinTool, require_str
+from cairn.tools.arguments import require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
 from cairn.values import Value
 from cairn.vocabulary.tool_names import ToolName
 

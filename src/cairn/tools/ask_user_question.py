@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cairn.tools._common import BuiltinTool
 from cairn.tools.base import Question, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
 from cairn.tools.schema import object_schema, string_property
 from cairn.vocabulary.tool_names import ToolName
 

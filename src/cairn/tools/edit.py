@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cairn.tools._common import FileChangeTool, display_path, optional_bool, require_str
+from cairn.tools.arguments import optional_bool, require_str
 from cairn.tools.base import (
     FileDiff,
     Location,
@@ -14,6 +14,8 @@ from cairn.tools.base import (
     ToolError,
     ToolResult,
 )
+from cairn.tools.builtin import FileChangeTool
+from cairn.tools.files import display_path
 from cairn.tools.schema import object_schema, string_property
 from cairn.tools.write_file import read_existing_text, write_text
 from cairn.values import Value

@@ -7,15 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cairn.tools._common import (
-    PatternSearchTool,
-    display_path,
-    folder_phrase,
-    optional_str,
-    require_str,
-)
 from cairn.tools._walk import SKIPPED_DIRS, GlobPattern, iter_files
+from cairn.tools.arguments import optional_str, require_str
 from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
+from cairn.tools.builtin import PatternSearchTool
+from cairn.tools.files import display_path, folder_phrase
 from cairn.tools.schema import object_schema, string_property
 from cairn.vocabulary.tool_names import ToolName
 

@@ -27,16 +27,11 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cairn.tools._common import (
-    PatternSearchTool,
-    check_regular_file,
-    display_path,
-    folder_phrase,
-    optional_str,
-    require_str,
-)
 from cairn.tools._walk import SKIPPED_DIRS
+from cairn.tools.arguments import optional_str, require_str
 from cairn.tools.base import Location, ToolContext, ToolError, ToolResult
+from cairn.tools.builtin import PatternSearchTool
+from cairn.tools.files import check_regular_file, display_path, folder_phrase
 from cairn.tools.schema import object_schema, string_property
 from cairn.values import Value
 from cairn.vocabulary.tool_names import ToolName

@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cairn.tools._common import BuiltinTool, display_path, optional_str_list, require_str
+from cairn.tools.arguments import optional_str_list, require_str
 from cairn.tools.base import Location, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
+from cairn.tools.files import display_path
 from cairn.tools.schema import object_schema, string_property
 from cairn.vocabulary.tool_names import ToolName
 

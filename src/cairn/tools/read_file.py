@@ -8,14 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.images import ImageError, describe_image, is_image_path, load_image
-from cairn.tools._common import (
-    BuiltinTool,
-    check_regular_file,
-    display_path,
-    looks_binary,
-    optional_int,
-    require_str,
-)
+from cairn.tools.arguments import optional_int, require_str
 from cairn.tools.base import (
     MAX_TEXT_FILE_BYTES,
     Location,
@@ -24,6 +17,8 @@ from cairn.tools.base import (
     ToolKind,
     ToolResult,
 )
+from cairn.tools.builtin import BuiltinTool
+from cairn.tools.files import check_regular_file, display_path, looks_binary
 from cairn.tools.schema import object_schema, string_property
 from cairn.values import Value
 from cairn.vocabulary.tool_names import ToolName

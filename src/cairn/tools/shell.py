@@ -29,14 +29,10 @@ from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from cairn.tools._common import (
-    BuiltinTool,
-    display_path,
-    optional_number,
-    optional_str,
-    require_str,
-)
+from cairn.tools.arguments import optional_number, optional_str, require_str
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
+from cairn.tools.files import display_path
 from cairn.tools.schema import object_schema, string_property
 from cairn.values import Value
 from cairn.vocabulary.tool_names import ToolName

@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
-from cairn.tools._common import BuiltinTool
 from cairn.tools.base import TodoItem, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
 from cairn.tools.schema import object_schema, string_property
 from cairn.vocabulary.tool_names import ToolName
 

@@ -28,8 +28,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from cairn.tools._common import BuiltinTool, require_str
+from cairn.tools.arguments import require_str
 from cairn.tools.base import ConfirmationKind, ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
 from cairn.tools.schema import object_schema, string_property
 from cairn.values import Value
 from cairn.vocabulary.tool_names import ToolName

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cairn.config.settings import WEB_SEARCH_KEY_VARIABLES
-from cairn.tools._common import BuiltinTool, require_str
+from cairn.tools.arguments import require_str
 from cairn.tools.base import ToolContext, ToolError, ToolKind, ToolResult
+from cairn.tools.builtin import BuiltinTool
 from cairn.tools.schema import object_schema, string_property
 from cairn.tools.web_fetch import TIMEOUT_SECONDS, http_client
 from cairn.vocabulary.tool_names import ToolName

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from cairn.tools._common import FileChangeTool, check_regular_file, display_path, require_str
+from cairn.tools.arguments import require_str
 from cairn.tools.base import (
     FileDiff,
     Location,
@@ -15,6 +15,8 @@ from cairn.tools.base import (
     ToolError,
     ToolResult,
 )
+from cairn.tools.builtin import FileChangeTool
+from cairn.tools.files import check_regular_file, display_path
 from cairn.tools.schema import object_schema, string_property
 from cairn.vocabulary.tool_names import ToolName
 
