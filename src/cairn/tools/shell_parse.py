@@ -18,6 +18,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cairn.tools.shell_scan import (
+    ShellParseError,
+    decode_ansi_c,
+    scan_ansi_c,
+    scan_backtick,
+    scan_braced,
+    scan_parenthesised,
+    substitutions_in,
+)
+
 __all__ = [
     "MAX_SUBSTITUTION_DEPTH",
     "ParsedCommand",
@@ -49,14 +59,6 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _RESERVED_LEADERS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{"})
 _RESERVED_CLOSERS = frozenset({"fi", "done", "}", "esac"})
 _MODIFIERS = frozenset({"time", "coproc"})  # run the command after them
-_ANSI_C_ESCAPES = {
-    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
-    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
-}  # fmt: skip
-
-
-class ShellParseError(ValueError):
-    """The command is not shell this parser can read (unbalanced quotes, a dangling ``&&`` ...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,17 +278,17 @@ class _Lexer:
         text = self.text
         following = text[start + 1 : start + 2]
         if following == "(":
-            end = _scan_parenthesised(text, start + 1)
+            end = scan_parenthesised(text, start + 1)
             self.substitutions.append(text[start + 2 : end])
             return self._expansion(start, end + 1)
         if following == "{":
-            end = _scan_braced(text, start + 1)
-            self.substitutions.extend(_substitutions_in(text[start + 2 : end]))
+            end = scan_braced(text, start + 1)
+            self.substitutions.extend(substitutions_in(text[start + 2 : end]))
             return self._expansion(start, end + 1)
         if following == "'" and not quoted:  # $'...': ANSI-C escapes, decoded as bash does
-            end = _scan_ansi_c(text, start + 2)
+            end = scan_ansi_c(text, start + 2)
             self._quoted = True
-            self._chars.append(_decode_ansi_c(text[start + 2 : end]))
+            self._chars.append(decode_ansi_c(text[start + 2 : end]))
             return end + 1
         if following == '"' and not quoted:  # $"..." (locale translation)
             return self._double_quoted(start + 1)
@@ -301,13 +303,13 @@ class _Lexer:
         return end
 
     def _backtick(self, start: int) -> int:
-        end = _scan_backtick(self.text, start)
+        end = scan_backtick(self.text, start)
         self.substitutions.append(self.text[start + 1 : end].replace("\\`", "`"))
         return self._expansion(start, end + 1)
 
     def _process_substitution(self) -> None:
         self._begin(self.pos)
-        end = _scan_parenthesised(self.text, self.pos + 1)
+        end = scan_parenthesised(self.text, self.pos + 1)
         self.substitutions.append(self.text[self.pos + 2 : end])
         self.pos = self._expansion(self.pos, end + 1)
 
@@ -350,153 +352,7 @@ class _Lexer:
                 body.append(line)
             self.heredoc_bodies.append("\n".join(body))
             if not doc.quoted:  # an unquoted delimiter expands $(...) in the body
-                self.substitutions.extend(_substitutions_in("\n".join(body)))
-
-
-def _scan_parenthesised(text: str, open_index: int) -> int:
-    """The index of the ``)`` closing the ``(`` at ``open_index``."""
-    return _scan_nested(text, open_index, "()", "unbalanced parentheses", quoted=True)
-
-
-def _scan_nested(text: str, index: int, pair: str, problem: str, *, quoted: bool) -> int:
-    """The index of the ``pair[1]`` closing the ``pair[0]`` at ``index``; with ``quoted``,
-    quotes and backquotes inside are skipped whole."""
-    opener, closer = pair[0], pair[1]
-    depth = 0
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if quoted and char in "'\"`":
-            index = _scan_quoted(text, index)
-        elif char == opener:
-            depth += 1
-        elif char == closer:
-            depth -= 1
-            if depth == 0:
-                return index
-        index += 1
-    raise ShellParseError(problem)
-
-
-def _scan_quoted(text: str, start: int) -> int:
-    """The index of the quote closing the ``'``, ``"`` or ``` ` ``` at ``start``."""
-    if text[start] == "'":
-        end = text.find("'", start + 1)
-        if end == -1:
-            raise ShellParseError("unterminated single quote")
-        return end
-    if text[start] == '"':
-        return _scan_double_quoted(text, start)
-    return _scan_backtick(text, start)
-
-
-def _scan_double_quoted(text: str, start: int) -> int:
-    """The index of the ``"`` closing the one at ``start``."""
-    index = start + 1
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == '"':
-            return index
-        if text.startswith("$(", index):
-            index = _scan_parenthesised(text, index + 1)
-        elif char == "`":
-            index = _scan_backtick(text, index)
-        index += 1
-    raise ShellParseError("unterminated double quote")
-
-
-def _scan_backtick(text: str, start: int) -> int:
-    """The index of the ``` ` ``` closing the one at ``start``."""
-    return _scan_to(text, start + 1, "`", "unterminated backquote")
-
-
-def _scan_to(text: str, index: int, closer: str, problem: str) -> int:
-    """The index of the first unescaped ``closer`` from ``index`` on (backslash escapes)."""
-    while index < len(text):
-        if text[index] == "\\":
-            index += 2
-            continue
-        if text[index] == closer:
-            return index
-        index += 1
-    raise ShellParseError(problem)
-
-
-def _scan_braced(text: str, open_index: int) -> int:
-    return _scan_nested(text, open_index, "{}", "unterminated ${", quoted=False)
-
-
-def _scan_ansi_c(text: str, start: int) -> int:
-    return _scan_to(text, start, "'", "unterminated $'...' quote")
-
-
-def _decode_ansi_c(body: str) -> str:
-    """The value of ``$'body'``: ``\\n``, ``\\xHH``, ``\\uHHHH``, octal and ``\\cX`` decoded."""
-    out: list[str] = []
-    index = 0
-    while index < len(body):
-        char = body[index]
-        if char != "\\" or index + 1 >= len(body):
-            out.append(char)
-            index += 1
-            continue
-        code = body[index + 1]
-        index += 2
-        if code in _ANSI_C_ESCAPES:
-            out.append(_ANSI_C_ESCAPES[code])
-        elif code in "xuU":
-            width = {"x": 2, "u": 4, "U": 8}[code]
-            digits = _leading(body, index, width, "0123456789abcdefABCDEF")
-            out.append(_code_point(int(digits, 16)) if digits else "\\" + code)
-            index += len(digits)
-        elif code in "01234567":
-            digits = code + _leading(body, index, 2, "01234567")
-            out.append(chr(int(digits, 8) & 0xFF))
-            index += len(digits) - 1
-        elif code == "c" and index < len(body):
-            out.append(chr(ord(body[index]) & 0x1F))
-            index += 1
-        else:
-            out.append("\\" + code)
-    return "".join(out)
-
-
-def _leading(text: str, start: int, limit: int, allowed: str) -> str:
-    end = start
-    while end < len(text) and end - start < limit and text[end] in allowed:
-        end += 1
-    return text[start:end]
-
-
-def _code_point(value: int) -> str:
-    if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:  # not a character bash could print
-        return "\ufffd"
-    return chr(value)
-
-
-def _substitutions_in(segment: str) -> list[str]:
-    """``$(...)`` and backtick bodies inside text where quotes do not protect them."""
-    found: list[str] = []
-    index = 0
-    while index < len(segment):
-        if segment[index] == "\\":
-            index += 2
-            continue
-        if segment.startswith("$(", index):
-            end = _scan_parenthesised(segment, index + 1)
-            found.append(segment[index + 2 : end])
-            index = end
-        elif segment[index] == "`":
-            end = _scan_backtick(segment, index)
-            found.append(segment[index + 1 : end])
-            index = end
-        index += 1
-    return found
+                self.substitutions.extend(substitutions_in("\n".join(body)))
 
 
 @dataclass
