@@ -60,17 +60,17 @@ from cairn.exit_codes import ExitCode
 from cairn.recording.listing import list_sessions
 from cairn.recording.reader import LoadedSession, SessionLoadError, recorded_approval_mode
 from cairn.session.attachments import AttachmentError
-from cairn.session.models import ModelSwitchError
-from cairn.session.runtime import Runtime, SessionNotFound
-from cairn.session.session import PromptRequest
-from cairn.session.startup import Startup, StartupError, load_startup
-from cairn.session.updates import (
+from cairn.session.menus import (
     MODE_OPTION_ID,
     MODEL_OPTION_ID,
     commands_update,
     mode_state,
     session_config_options,
 )
+from cairn.session.models import ModelSwitchError
+from cairn.session.runtime import Runtime, SessionNotFound
+from cairn.session.session import PromptRequest
+from cairn.session.startup import Startup, StartupError, load_startup
 from cairn.tools.shell import TERMINAL_OUTPUT_BYTES
 from cairn.vocabulary.events import TurnResult
 
