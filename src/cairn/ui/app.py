@@ -34,9 +34,7 @@ from cairn.exit_codes import ExitCode
 from cairn.recap.away import AwayRecapTracker, RecapTicket
 from cairn.recording.records import MID_TURN_USER_MESSAGE
 from cairn.recording.replay import ReplayItem
-from cairn.recording.rewind import RewindMode
 from cairn.session.commands import busy_refusal, parse_command_line
-from cairn.session.rewind import RewindListing
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
 from cairn.session.updates import describe_call
@@ -45,8 +43,8 @@ from cairn.ui.dialogs import McpScreen, ResumeScreen, SettingsScreen
 from cairn.ui.frontend import TuiFrontend
 from cairn.ui.input_history import InputHistory
 from cairn.ui.prompt import CompletionMenu, PromptInput
-from cairn.ui.rewind import RewindModeScreen, RewindScreen
-from cairn.ui.shell import run_shell
+from cairn.ui.rewind import RewindCommand
+from cairn.ui.shell import show_shell
 from cairn.ui.status import StatusLine
 from cairn.ui.terminal_filter import ControlCharacterFilter
 from cairn.ui.transcript import (
@@ -227,7 +225,7 @@ class CairnApp(App[int]):
         session = self._open_first_session()
         if session is None:
             return
-        await self._show_session(session)
+        await self.show_session(session)
         for warning in self._warnings:
             await self.transcript.add(NoticeView("warning", warning))
         self.watch(self, "app_focus", self._focus_changed, init=False)
@@ -280,7 +278,7 @@ class CairnApp(App[int]):
     def _commands(self) -> Sequence[CommandInfo]:
         return self._session.command_infos() if self._session is not None else BUILTIN_COMMANDS
 
-    async def _show_session(self, session: Session, *, resumed: bool = True) -> None:
+    async def show_session(self, session: Session, *, resumed: bool = True) -> None:
         """Make ``session`` the current one: replay its history, seed the recap gates, and ask
         again a question it was asking when it stopped."""
         self._unlisten()
@@ -372,7 +370,7 @@ class CairnApp(App[int]):
             await self._ui_command(name, args)
             return
         if name == "rewind":  # a picker here; the shared command answers in text elsewhere
-            await self._rewind_command(args)
+            await RewindCommand(self).run(args)
             return
         if name == "model" and not args.strip() and not self.busy and self._pick_model():
             return
@@ -646,73 +644,6 @@ class CairnApp(App[int]):
 
         await self.push_screen(ResumeScreen(sessions, current=self.session.id), callback=picked)
 
-    # ----- /rewind (cairn.session.rewind does the work; ui/rewind.py holds the picker) -----
-
-    async def _rewind_command(self, args: str) -> None:
-        from cairn.session.rewind import REWIND_USAGE, RewindError, parse_rewind_args
-
-        if self.busy:
-            await self.transcript.add(
-                NoticeView("error", "Cannot rewind while a turn is running; wait or press Esc.")
-            )
-            return
-        if args.lower() == "undo":
-            await self._apply_rewind(None)
-            return
-        parsed = parse_rewind_args(args)
-        if parsed is None:
-            await self.transcript.add(NoticeView("error", f"Usage: {REWIND_USAGE}"))
-            return
-        number, mode = parsed
-        if number is not None:
-            await self._apply_rewind((number, mode))
-            return
-        try:
-            listing = await self.session.rewind_listing()
-        except RewindError as exc:
-            await self.transcript.add(NoticeView("error", f"Cannot rewind: {exc}."))
-            return
-        if not listing.points and listing.undoable is None:
-            await self.transcript.add(NoticeView("info", "No turns to rewind to yet."))
-            return
-        await self.push_screen(RewindScreen(listing), callback=self._rewind_picked(listing))
-
-    def _rewind_picked(self, listing: RewindListing) -> Callable[[int | str | None], None]:
-        def picked(choice: int | str | None) -> None:
-            if choice == "undo":
-                self.call_next(self._apply_rewind, None)
-                return
-            point = next((p for p in listing.points if p.number == choice), None)
-            if point is None:
-                return
-
-            def chosen(mode: RewindMode | None) -> None:
-                if mode is not None:
-                    self.call_next(self._apply_rewind, (point.number, mode))
-
-            self.push_screen(RewindModeScreen(point, listing.checkpoints_off), callback=chosen)
-
-        return picked
-
-    async def _apply_rewind(self, target: tuple[int, RewindMode] | None) -> None:
-        from cairn.session.rewind import RewindError
-
-        session = self.session
-        try:
-            outcome = await (
-                session.undo_rewind(announce=False)
-                if target is None
-                else session.rewind(*target, announce=False)
-            )
-        except RewindError as exc:
-            await self.transcript.add(NoticeView("error", f"Cannot rewind: {exc}."))
-            return
-        if outcome.loaded is not None:  # the conversation changed: show it as it is now
-            await self._show_session(session, resumed=False)
-            if outcome.prompt:
-                self.prompt_input.load_draft(outcome.prompt)  # to edit and send again
-        await self.transcript.add(NoticeView("info", outcome.message))
-
     async def switch_session(self, session_id: str) -> None:
         """``/resume``: close the current session and show a recorded one."""
         if session_id == self.session.id:
@@ -726,7 +657,7 @@ class CairnApp(App[int]):
             await self.transcript.add(NoticeView("error", str(exc)))
             return
         await self.session.close()
-        await self._show_session(session)
+        await self.show_session(session)
 
     async def _save_setting(self, setting: EditableSetting, value: Any) -> str:
         try:
@@ -750,28 +681,13 @@ class CairnApp(App[int]):
             return
         view = ShellView(command)
         await self.transcript.add(view)
-        task = asyncio.create_task(self._run_shell(view, command))
+        timeout = self.runtime.settings.tools.shell_timeout_seconds
+        environment = self.session.workspace.environment
+        shown = show_shell(view, command, self.session.cwd, timeout=timeout, env=environment)
+        task = asyncio.create_task(shown)
         self.shell_tasks.add(task)
         task.add_done_callback(self.shell_tasks.discard)
 
-    async def _run_shell(self, view: ShellView, command: str) -> None:
-        timeout = self.runtime.settings.tools.shell_timeout_seconds
-        try:
-            result = await run_shell(
-                command, self.session.cwd, timeout=timeout, env=self.session.workspace.environment
-            )
-        except asyncio.CancelledError:
-            view.show("", None, note="cancelled")
-            return
-        except OSError as exc:
-            view.show(str(exc), None, note="could not start")
-            return
-        notes = []
-        if result.timed_out:
-            notes.append(f"stopped after {timeout:.0f} s")
-        if result.truncated:
-            notes.append("only the end of the output is shown")
-        view.show(result.output, result.exit_code, note="; ".join(notes))
 
     # ----- helpers for tests and the status line -----
 

@@ -3,7 +3,8 @@ then what to restore. The rewind itself is the session's (:mod:`cairn.session.re
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeAlias
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -13,10 +14,20 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from cairn.recording.rewind import RewindMode
-from cairn.session.rewind import RewindListing, RewindPoint
+from cairn.session.rewind import (
+    REWIND_USAGE,
+    RewindError,
+    RewindListing,
+    RewindPoint,
+    parse_rewind_args,
+)
 from cairn.ui.choices import ChoiceScreen, focus_first_option, numbered_options
+from cairn.ui.transcript import NoticeView
 
-__all__ = ["RewindChoice", "RewindModeScreen", "RewindScreen"]
+if TYPE_CHECKING:
+    from cairn.ui.app import CairnApp
+
+__all__ = ["RewindChoice", "RewindCommand", "RewindModeScreen", "RewindScreen"]
 
 RewindChoice: TypeAlias = tuple[int, RewindMode] | str  # (turn, mode), or "undo"
 MAX_PROMPT_CHARS = 70  # of a turn's prompt shown in the list
@@ -92,6 +103,80 @@ class RewindModeScreen(ChoiceScreen[RewindMode | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class RewindCommand:
+    """``/rewind`` in the terminal UI: the picker, then the session's rewind, then the
+    conversation shown as it is now (the rewound prompt in the input, to edit and send again)."""
+
+    def __init__(self, app: CairnApp) -> None:
+        self.app = app
+
+    async def run(self, args: str) -> None:
+        """``/rewind`` (a listing to pick from), ``/rewind N [mode]`` or ``/rewind undo``."""
+        app = self.app
+        if app.busy:
+            await app.transcript.add(
+                NoticeView("error", "Cannot rewind while a turn is running; wait or press Esc.")
+            )
+            return
+        if args.lower() == "undo":
+            await self.apply(None)
+            return
+        parsed = parse_rewind_args(args)
+        if parsed is None:
+            await app.transcript.add(NoticeView("error", f"Usage: {REWIND_USAGE}"))
+            return
+        number, mode = parsed
+        if number is not None:
+            await self.apply((number, mode))
+            return
+        try:
+            listing = await app.session.rewind_listing()
+        except RewindError as exc:
+            await app.transcript.add(NoticeView("error", f"Cannot rewind: {exc}."))
+            return
+        if not listing.points and listing.undoable is None:
+            await app.transcript.add(NoticeView("info", "No turns to rewind to yet."))
+            return
+        await app.push_screen(RewindScreen(listing), callback=self._picked(listing))
+
+    def _picked(self, listing: RewindListing) -> Callable[[int | str | None], None]:
+        app = self.app
+
+        def picked(choice: int | str | None) -> None:
+            if choice == "undo":
+                app.call_next(self.apply, None)
+                return
+            point = next((p for p in listing.points if p.number == choice), None)
+            if point is None:
+                return
+
+            def chosen(mode: RewindMode | None) -> None:
+                if mode is not None:
+                    app.call_next(self.apply, (point.number, mode))
+
+            app.push_screen(RewindModeScreen(point, listing.checkpoints_off), callback=chosen)
+
+        return picked
+
+    async def apply(self, target: tuple[int, RewindMode] | None) -> None:
+        app = self.app
+        session = app.session
+        try:
+            outcome = await (
+                session.undo_rewind(announce=False)
+                if target is None
+                else session.rewind(*target, announce=False)
+            )
+        except RewindError as exc:
+            await app.transcript.add(NoticeView("error", f"Cannot rewind: {exc}."))
+            return
+        if outcome.loaded is not None:  # the conversation changed: show it as it is now
+            await app.show_session(session, resumed=False)
+            if outcome.prompt:
+                app.prompt_input.load_draft(outcome.prompt)  # to edit and send again
+        await app.transcript.add(NoticeView("info", outcome.message))
 
 
 def _turn_label(point: RewindPoint) -> Text:

@@ -9,8 +9,12 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["MAX_SHELL_OUTPUT_CHARS", "ShellResult", "run_shell"]
+if TYPE_CHECKING:
+    from cairn.ui.transcript import ShellView
+
+__all__ = ["MAX_SHELL_OUTPUT_CHARS", "ShellResult", "run_shell", "show_shell"]
 
 MAX_SHELL_OUTPUT_CHARS = 64_000  # output kept from one command (the end is kept)
 _KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
@@ -60,6 +64,27 @@ async def run_shell(
         timed_out=timed_out,
         truncated=truncated,
     )
+
+
+async def show_shell(
+    view: ShellView, command: str, cwd: Path, *, timeout: float, env: Mapping[str, str]
+) -> None:
+    """Run ``command`` (:func:`run_shell`) and show its output, exit code and why it stopped
+    in ``view``."""
+    try:
+        result = await run_shell(command, cwd, timeout=timeout, env=env)
+    except asyncio.CancelledError:
+        view.show("", None, note="cancelled")
+        return
+    except OSError as exc:
+        view.show(str(exc), None, note="could not start")
+        return
+    notes = []
+    if result.timed_out:
+        notes.append(f"stopped after {timeout:.0f} s")
+    if result.truncated:
+        notes.append("only the end of the output is shown")
+    view.show(result.output, result.exit_code, note="; ".join(notes))
 
 
 async def _collect(process: asyncio.subprocess.Process, timeout: float) -> tuple[bytes, bool]:
