@@ -196,6 +196,112 @@ def test_no_module_imports_the_package_root() -> None:
     assert found == []
 
 
+# ----- imports inside functions: only where they keep a module off a start path -----
+
+DEFERRED_ALLOWLIST = Path(__file__).with_name("deferred_imports.txt")
+DOOR_ALLOWLIST = Path(__file__).with_name("package_doors.txt")
+
+
+def _listed(path: Path) -> set[str]:
+    """The module names of an allowlist file (one a line, ``#`` comments)."""
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return {line for line in lines if line}
+
+
+def _function_level_imports(src: Path = SRC) -> dict[str, set[str]]:
+    """``imported module -> the modules importing it inside a function`` (type-only excluded)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((src / "cairn").rglob("*.py")):
+        source = _module_name(path, src)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        type_only = _type_checking_blocks(tree)
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                names: list[str] = []
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                for name in names:
+                    if id(node) not in type_only:
+                        found.setdefault(name, set()).add(source)
+    return found
+
+
+def test_modules_are_imported_inside_functions_only_where_that_pays() -> None:
+    """An import inside a function hides a dependency from a reader of the module's head; it
+    is worth it only when it keeps the module off a start path. tests/deferred_imports.txt
+    lists the modules that may be imported so, each measured by benchmarks/import_bench.py
+    (regenerate it with ``--write``); every other import goes at the top of its module."""
+    unlisted = sorted(set(_function_level_imports()) - _listed(DEFERRED_ALLOWLIST))
+    assert unlisted == []
+
+
+def test_the_deferred_import_allowlist_only_shrinks() -> None:
+    """A module no function imports any more leaves the list (so the list keeps telling the
+    truth, and what was hoisted stays hoisted)."""
+    assert sorted(_listed(DEFERRED_ALLOWLIST) - set(_function_level_imports())) == []
+
+
+# ----- package doors: another package's modules are reached through its __init__ ----------
+
+
+def _past_the_door(imports: list[Import]) -> dict[str, set[str]]:
+    """``cairn.<package>.<module> -> importing modules of other packages`` (runtime imports)."""
+    found: dict[str, set[str]] = {}
+    for i in imports:
+        if i.type_only or i.source_package == i.target_package or i.target.count(".") < 2:
+            continue
+        found.setdefault(i.target, set()).add(i.source)
+    return found
+
+
+def test_other_packages_are_entered_through_their_doors() -> None:
+    """A package's ``__init__`` is its door (what it offers others, loaded lazily where it is
+    costly). tests/package_doors.txt lists the modules still reached past the door from
+    another package; a new one fails here: import it from the package, or export it there."""
+    unlisted = sorted(set(_past_the_door(IMPORTS)) - _listed(DOOR_ALLOWLIST))
+    assert unlisted == []
+
+
+def test_the_door_allowlist_only_shrinks() -> None:
+    assert sorted(_listed(DOOR_ALLOWLIST) - set(_past_the_door(IMPORTS))) == []
+
+
+def test_the_import_rules_see_deferred_imports_and_doors(tmp_path: Path) -> None:
+    """The two allowlist checks read the tree as intended: an import inside a function (not a
+    type-only one), and a module of another package reached past its door."""
+    package = tmp_path / "cairn"
+    for name, text in {
+        "session/turn.py": (
+            "from typing import TYPE_CHECKING\n"
+            "from cairn.agent import ToolLoop\n"  # through the door: fine
+            "from cairn.agent.client import AgentClient\n"  # past the door
+            "def run():\n"
+            "    from cairn.memory.manager import MemoryManager\n"  # deferred
+            "    if TYPE_CHECKING:\n"
+            "        from cairn.tools.base import Tool\n"  # type-only: neither
+        ),
+        "session/__init__.py": "",
+        "agent/__init__.py": "",
+        "agent/client.py": "",
+        "memory/manager.py": "",
+        "tools/base.py": "",
+    }.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    assert _function_level_imports(tmp_path) == {"cairn.memory.manager": {"cairn.session.turn"}}
+    doors = _past_the_door(_package_imports(tmp_path))
+    assert doors == {  # a deferred import passes a door as much as one at the top
+        "cairn.agent.client": {"cairn.session.turn"},
+        "cairn.memory.manager": {"cairn.session.turn"},
+    }
+
+
 def test_the_checks_flag_a_broken_tree(tmp_path: Path) -> None:
     """The checker itself works: a small tree with one violation of each kind is flagged."""
     package = tmp_path / "cairn"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from cairn._version import __version__
 from cairn.cli.options import RootOptions, ServeOptions
 from cairn.exit_codes import ExitCode
 
@@ -27,8 +28,6 @@ __all__ = ["run_root", "run_serve"]
 def run_root(options: RootOptions) -> int:
     """``cairn [options]``: the version, the ACP agent, the terminal UI or one headless turn."""
     if options.version:
-        from cairn._version import __version__
-
         print(__version__)
         return ExitCode.OK
     mode = "yolo" if options.yolo else options.approval_mode

@@ -14,13 +14,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cairn.config.loader import SettingsError, load_settings
+from cairn.config.trust import TrustFileError, keep_trust_after_approved_change, project_trust
 from cairn.debug_log import get_logger
+from cairn.hooks.runner import HookRunner
+from cairn.tools.permissions import PermissionRules
+from cairn.tools.scheduler import SETTINGS_APPLIED_NOTICE, SETTINGS_KEPT_NOTICE
 from cairn.vocabulary.events import EventSink, Notice
 
 if TYPE_CHECKING:
     from cairn.config.settings import HooksSettings
     from cairn.config.trust import ProjectTrust
-    from cairn.hooks.runner import HookRunner
     from cairn.llm.types import Provider
     from cairn.session.workspace import SessionWorkspace
     from cairn.tools.scheduler import ToolScheduler
@@ -59,8 +63,6 @@ class LiveSettings:
         self._trust_at_start = self._project_trust()
 
     def _hook_runner(self, hooks: HooksSettings, *, disabled: bool) -> HookRunner:
-        from cairn.hooks.runner import HookRunner
-
         return HookRunner(
             hooks,
             cwd=self.cwd,
@@ -84,10 +86,6 @@ class LiveSettings:
         self, scheduler: ToolScheduler, what: str, approval: str, sink: EventSink
     ) -> None:
         """A tool call run by ``scheduler`` changed ``what`` (approved by ``approval``)."""
-        from cairn.config.loader import SettingsError, load_settings
-        from cairn.tools.permissions import PermissionRules
-        from cairn.tools.scheduler import SETTINGS_APPLIED_NOTICE, SETTINGS_KEPT_NOTICE
-
         if approval != "user":
             await sink(Notice("warning", _sentence(SETTINGS_KEPT_NOTICE, what), "permissions"))
             return
@@ -106,8 +104,6 @@ class LiveSettings:
         await sink(Notice("info", _sentence(SETTINGS_APPLIED_NOTICE, what), "permissions"))
 
     def _project_trust(self) -> ProjectTrust | None:
-        from cairn.config.trust import project_trust
-
         try:
             return project_trust(self.project_root)
         except OSError as exc:
@@ -117,8 +113,6 @@ class LiveSettings:
     def _keep_trust(self) -> ProjectTrust | None:
         """A trusted folder stays trusted with the commands the user just approved (trusted
         folders: config/trust.py); None when trust cannot be recorded."""
-        from cairn.config.trust import TrustFileError, keep_trust_after_approved_change
-
         if self._trust_at_start is None:
             return None
         try:

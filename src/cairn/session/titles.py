@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from cairn.content import Content
 from cairn.debug_log import get_logger
+from cairn.llm.side_query import side_query
 from cairn.recording.records import TITLE_SUBTYPE
 from cairn.session.turn_hooks import TurnHook
 from cairn.vocabulary.events import SessionTitled
@@ -74,8 +75,6 @@ class SessionTitles(TurnHook):
             session.runtime.spawn(self._ask_model(session, result.text), name="session-title")
 
     async def _ask_model(self, session: Session, answer: str) -> None:
-        from cairn.llm.side_query import side_query
-
         question = (
             f"First request:\n{self._first_prompt}\n\n"
             f"Answer:\n{answer[:MAX_EXCERPT_CHARS]}\n\nTitle:"

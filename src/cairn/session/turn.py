@@ -39,7 +39,7 @@ from cairn.content import (
 )
 from cairn.debug_log import get_logger
 from cairn.llm.errors import ProviderError
-from cairn.recording.records import CANCELLED_ANSWER
+from cairn.recording.records import CANCELLED_ANSWER, diff_record, locations_record
 from cairn.session.commands import run_slash_command
 from cairn.values import Value
 from cairn.vocabulary.events import (
@@ -681,8 +681,6 @@ def newest_prompt(client: AgentClient) -> tuple[int, list[Part]] | None:
 def _tool_call_result(outcome: ToolOutcome) -> dict[str, Any]:
     """A call's ``toolCallResult`` entry: its status and what people saw (summary, diff,
     places), so a replay shows what the live call showed."""
-    from cairn.recording.records import diff_record, locations_record
-
     entry: dict[str, Any] = {"callId": outcome.call.id, "status": outcome.status}
     result = outcome.result
     if result is None:

@@ -5,6 +5,7 @@ secrets), the shell sandbox and the ignore rules."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -134,8 +135,6 @@ def run_outside(
 ) -> list[RunLater]:
     """What cairn runs outside the sandbox, with its folder: hooks and stdio MCP servers
     (the files they name stay read-only in the sandbox)."""
-    import shlex
-
     found = [(command, cwd) for command in hook_commands]
     for server in servers:
         if server.transport == "stdio" and server.command:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from cairn.abort import AbortSignal
 from cairn.content import FunctionCall, FunctionResponse, Image
+from cairn.fsutil import atomic_write_text, read_regular_file
 from cairn.values import Value
 from cairn.vocabulary.events import EventSink
 from cairn.vocabulary.interaction import Question, UserInteraction
@@ -130,15 +131,11 @@ class LocalFileSystem:
     """
 
     async def read_text(self, path: Path) -> str:
-        from cairn.fsutil import read_regular_file
-
         # bytes, not read_text(): universal newlines would turn CRLF files into LF on write
         data = await asyncio.to_thread(read_regular_file, path, max_bytes=MAX_TEXT_FILE_BYTES)
         return data.decode("utf-8")
 
     async def write_text(self, path: Path, content: str) -> None:
-        from cairn.fsutil import atomic_write_text
-
         await asyncio.to_thread(atomic_write_text, path, content)
 
 

@@ -8,6 +8,7 @@ import os
 import stat
 from pathlib import Path
 
+from cairn.fsutil import file_kind, read_regular_bytes
 from cairn.tools.base import ToolError
 
 __all__ = [
@@ -39,8 +40,6 @@ def looks_binary(path: Path) -> bool:
     """True when the start of the file holds a NUL byte (how git and ripgrep spot binaries).
 
     Only for regular files (a FIFO would block): anything else is not looked into."""
-    from cairn.fsutil import read_regular_bytes
-
     try:
         return b"\0" in read_regular_bytes(path, limit=BINARY_SNIFF_BYTES)
     except OSError:
@@ -53,8 +52,6 @@ async def check_regular_file(path: Path, shown: str, *, missing_ok: bool = False
     A folder, FIFO, device or socket is a :class:`ToolError` saying what it is: opening one
     would block the turn (a FIFO waits for a writer forever) or read without end.
     """
-    from cairn.fsutil import file_kind
-
     try:
         info = await asyncio.to_thread(os.stat, path)
     except FileNotFoundError:

@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from urllib.parse import urlsplit
 
 from cairn.tools._walk import GlobPattern
 from cairn.values import Value
@@ -352,8 +353,6 @@ def _shell_texts(command: str) -> list[str]:
 def _domain_matches(specifier: str, url: Any) -> bool:
     """``WebFetch(domain:docs.python.org)`` (Claude Code's form): the URL's host is that
     domain (``domain:*.python.org``: any host under it)."""
-    from urllib.parse import urlsplit
-
     if not specifier.startswith("domain:") or not isinstance(url, str):
         return False
     host = (urlsplit(url).hostname or "").lower()

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cairn.fsutil import FileTooLarge, NotRegularFile
 from cairn.images import ImageError, describe_image, is_image_path, load_image
 from cairn.tools.arguments import optional_int, require_str
 from cairn.tools.base import (
@@ -125,8 +126,6 @@ async def _read_text(path: Path, shown: str, ctx: ToolContext) -> str:
     await check_regular_file(path, shown)
     if await asyncio.to_thread(looks_binary, path):
         raise ToolError(f"{shown} is a binary file; read_file only reads text files.")
-    from cairn.fsutil import FileTooLarge, NotRegularFile
-
     try:
         return await ctx.fs.read_text(path)
     except FileNotFoundError:

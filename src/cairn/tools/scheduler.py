@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
 
 from cairn.content import FunctionCall, FunctionResponse
 from cairn.debug_log import get_logger
@@ -444,8 +445,6 @@ class ToolScheduler:
                 return set()
             return {f"{ToolName.SHELL}:{p}" for p in line.programs}
         if call.name == ToolName.WEB_FETCH:  # approved per domain
-            from urllib.parse import urlsplit
-
             host = urlsplit(str(call.args.get("url", ""))).hostname
             return {f"{ToolName.WEB_FETCH}:{host}"} if host else set()
         return {call.name}

@@ -25,6 +25,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
+from cairn._version import __version__
 from cairn.config.editor import EditableSetting, editable_settings, save_setting
 from cairn.config.loader import SettingsError
 from cairn.config.settings import APPROVAL_MODES
@@ -328,8 +329,6 @@ class CairnApp(App[int]):
         self.tracker.reset(user_turns=turns, turns_since_recap=since)
 
     def _welcome_text(self) -> Text:
-        from cairn._version import __version__
-
         cwd = _home_relative(self.runtime.cwd)
         text = Text()
         text.append(f"cairn {__version__}", style="bold")

@@ -507,6 +507,8 @@ _EXTRACT_STOPS = {
     "loop": "was stopped by loop protection (the model kept repeating itself)",
     "max_turns": "ran out of turns (memory.agentMaxTurns)",
     "timeout": "ran out of time (memory.agentTimeoutMinutes)",
+    "cut": "had an answer cut at its output bound (model.generationConfig.maxOutputTokens)",
+    "stopped": "was stopped by a hook",
 }
 
 
