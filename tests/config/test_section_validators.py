@@ -14,11 +14,11 @@ from cairn.config.loader import load_settings
 from cairn.config.sections import Section, ValidationError
 
 
-def _sections(model: type[Section]) -> list[type[schema._Section]]:
+def _sections(model: type[Section]) -> list[type[Section]]:
     """``model``'s sections, theirs, and so on: every model whose default a field uses."""
     found = []
     for info in model.model_fields.values():
-        if inspect.isclass(info.annotation) and issubclass(info.annotation, schema._Section):
+        if inspect.isclass(info.annotation) and issubclass(info.annotation, Section):
             found += [info.annotation, *_sections(info.annotation)]
     return found
 
@@ -51,7 +51,7 @@ def test_a_loaded_section_validates_assignment(
 
 @pytest.mark.parametrize("section", SECTIONS, ids=lambda model: model.__name__)
 def test_a_default_made_without_validation_is_the_validated_default(
-    section: type[schema._Section],
+    section: type[Section],
 ) -> None:
     made, validated = section.defaults(), section()
 

@@ -3,14 +3,32 @@
 Keys are camelCase in JSON (as in the reference system's files) and snake_case in Python.
 Each field's description is the user documentation; ``docs/configuration.md`` lists them all
 and a test keeps the two in step. Fields marked ``editable`` can be changed from ``/settings``
-without a restart.
+without a restart. The ``model`` section is declared in :mod:`cairn.config.model_settings`,
+``tools`` and ``permissions`` in :mod:`cairn.config.tool_settings`; every name is exported here.
 """
 
 # Annotations are evaluated here, not postponed: a section reads its fields' types from them.
-from collections.abc import Mapping
-from typing import Any, Literal, Self
+from typing import Literal, Self
 
-from cairn.config.sections import Field, InvalidSetting, Section, field_validator, model_validator
+from cairn.config.model_settings import (
+    ChatCompressionSettings,
+    GenerationConfig,
+    ModelChoice,
+    ModelSettings,
+    OutputBounds,
+)
+from cairn.config.schema_fields import editable, section
+from cairn.config.sections import Field, InvalidSetting, Section, model_validator
+from cairn.config.tool_settings import (
+    APPROVAL_MODES,
+    WEB_SEARCH_KEY_VARIABLES,
+    ApprovalMode,
+    PermissionsSettings,
+    SandboxSettings,
+    ToolsSettings,
+    WebFetchSettings,
+    WebSearchSettings,
+)
 
 __all__ = [
     "APPROVAL_MODES",
@@ -51,25 +69,8 @@ __all__ = [
     "editable_fields",
 ]
 
-ApprovalMode = Literal["plan", "default", "auto-edit", "yolo"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("plan", "default", "auto-edit", "yolo")
 
-
-def _editable(**kwargs: Any) -> Any:
-    return Field(json_schema_extra={"editable": True}, **kwargs)
-
-
-class _Section(Section):
-    """A group of settings (:class:`cairn.config.sections.Section`: strict, unknown keys kept,
-    camelCase keys in files)."""
-
-
-def _section(model: type[_Section], description: str | None = None) -> Any:
-    """A field holding a section, whose default is made without validation."""
-    return Field(default_factory=model.defaults, description=description)
-
-
-class CheckpointingSettings(_Section):
+class CheckpointingSettings(Section):
     enabled: bool = Field(
         True,
         description="Snapshot the workspace (in a shadow git repository under `$CAIRN_HOME`) "
@@ -86,18 +87,18 @@ class CheckpointingSettings(_Section):
     )
 
 
-class GeneralSettings(_Section):
-    show_session_recap: bool = _editable(
+class GeneralSettings(Section):
+    show_session_recap: bool = editable(
         default=False,
         description="Show a one-line 'where were we' recap when you come back to an idle "
         "terminal session after being away.",
     )
-    session_recap_away_threshold_minutes: float = _editable(
+    session_recap_away_threshold_minutes: float = editable(
         default=5,
         description="Minutes the terminal must be unfocused before the away recap fires "
         "(minimum 1; a non-positive value means 5).",
     )
-    checkpointing: CheckpointingSettings = _section(
+    checkpointing: CheckpointingSettings = section(
         CheckpointingSettings, "Checkpoints for `/rewind`."
     )
     session_titles: bool = Field(
@@ -107,175 +108,7 @@ class GeneralSettings(_Section):
     )
 
 
-class SamplingParams(_Section):
-    temperature: float | None = Field(None, description="Sampling temperature.")
-    top_p: float | None = Field(None, alias="top_p", description="Nucleus sampling.")
-    max_tokens: int | None = Field(
-        None,
-        alias="max_tokens",
-        description="Output token budget of a main request (default 8192; "
-        "`maxOutputTokens.main` wins).",
-    )
-
-
-def _bound(default: int, what: str) -> Any:
-    return Field(None, gt=0, description=f"{what} (default {default}).")
-
-
-class OutputBounds(_Section):
-    """The output bound of each kind of request (its ``X-Cairn-Purpose``); ``None``: the kind's
-    default (:data:`cairn.llm.limits.OUTPUT_TOKEN_LIMITS`)."""
-
-    main: int | None = _bound(8192, "The conversation (`samplingParams.max_tokens` sets it too)")
-    subagent: int | None = _bound(8192, "An `agent` tool call's own conversation")
-    extract: int | None = _bound(4096, "The memory extraction agent")
-    dream: int | None = _bound(8192, "The memory consolidation agent")
-    compress: int | None = _bound(8192, "The summary that replaces older history")
-    recap: int | None = _bound(300, "The session recap")
-    title: int | None = _bound(64, "The session title")
-    recall_selector: int | None = Field(
-        None, gt=0, alias="recall-selector", description="Recall's selector (default 1024)."
-    )
-    forget: int | None = _bound(2048, "Forget's selector")
-    web_fetch: int | None = Field(
-        None, gt=0, alias="web-fetch", description="The answer `web_fetch` writes (default 4096)."
-    )
-
-    def by_kind(self) -> dict[str, int]:
-        """The bounds set, by request kind (``recall-selector``, ``web-fetch`` ...)."""
-        return {
-            info.alias or name: value
-            for name, info in type(self).model_fields.items()
-            if (value := getattr(self, name)) is not None
-        }
-
-
-class GenerationConfig(_Section):
-    timeout: float = Field(
-        120,
-        description="Seconds to wait for the provider's response headers and for each event "
-        "of the stream (keep-alive comments do not count); a stream idle that long is retried.",
-    )
-    request_deadline: float = Field(
-        1800,
-        description="Seconds one request may take from sending to the end of the answer; "
-        "a request past it fails and is not retried.",
-    )
-    max_retries: int = Field(
-        7,
-        description="Attempts for a request that fails with HTTP 429 or 5xx (at least 1). "
-        "`Retry-After` is honoured up to 60 s, and no retry starts 5 minutes after the first "
-        "attempt. A refused connection or an unknown host is retried once.",
-    )
-    sampling_params: SamplingParams = _section(
-        SamplingParams, "Sampling parameters sent with main requests."
-    )
-    max_output_tokens: OutputBounds = _section(
-        OutputBounds,
-        "Output bounds (`max_tokens`) by request kind; an answer cut at its bound is reported "
-        "as cut.",
-    )
-    context_window_size: int | None = Field(
-        None,
-        description="The model's context window in tokens (default: what the server says, "
-        "else 131072; the smaller of this and the server's).",
-    )
-    thinking_budget: int | None = Field(
-        None,
-        description="Extended thinking for Anthropic models: the tokens the model may think "
-        "before answering (at least 1024; null: off). Side queries never think.",
-    )
-
-
-class ChatCompressionSettings(_Section):
-    context_percentage_threshold: float = Field(
-        0.7,
-        description="Compress the conversation when the last prompt used more than this "
-        "fraction of the context window (0 turns automatic compression off).",
-    )
-
-
-StructuredOutput = Literal["auto", "json_schema", "json_object", "tool", "prompt"]
-PromptCaching = Literal["auto", "on", "off"]
-
-
-class ModelChoice(_Section):
-    """One entry of ``model.available``: a model, and where it is served if not at the main
-    endpoint (the shape of Qwen Code's ``modelProviders`` entries)."""
-
-    id: str = Field(description="The model's name on its endpoint (sent as `model`).")
-    name: str | None = Field(None, description="The label menus show (default: `id`).")
-    description: str | None = Field(None, description="One line menus show under the label.")
-    auth_type: Literal["openai", "anthropic"] | None = Field(
-        None,
-        description="The wire of the model's endpoint (default: the main endpoint's; with "
-        "neither this nor `baseUrl`, the model is served by the main endpoint).",
-    )
-    base_url: str | None = Field(
-        None,
-        description="The model's endpoint (default: the main endpoint's URL on the same wire, "
-        "`https://api.anthropic.com` for `anthropic`).",
-    )
-    env_key: str | None = Field(
-        None,
-        description="The environment variable holding the key for `baseUrl` (default: the "
-        "main endpoint's key on the same wire, else `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`).",
-    )
-
-    @model_validator(mode="after")
-    def _id_not_blank(self) -> Self:
-        if not self.id.strip():
-            raise InvalidSetting("blank_model", "an entry with a non-blank `id`")
-        return self
-
-
-class ModelSettings(_Section):
-    name: str | None = Field(None, description="The main model (e.g. `gpt-4.1`, `qwen3-coder`).")
-    available: list[str | ModelChoice] | Literal["auto"] = Field(
-        default_factory=list,
-        description="The models `/model`, the ACP model menu and the daemon offer: names, "
-        "entries `{id, name, description, authType, baseUrl, envKey}` (a model served "
-        "elsewhere), or `auto` (the endpoint's `GET /models`, read once per process). "
-        "Empty: only the main model.",
-    )
-    structured_output: StructuredOutput = Field(
-        "auto",
-        description="How side queries that need JSON ask for it: `json_schema` "
-        "(`response_format` carrying the schema), `json_object` (`response_format` asking for "
-        "any JSON object), `tool` (a forced `respond_in_schema` tool call), `prompt` (the "
-        "schema in the prompt only), or `auto` (`json_schema`, falling back per endpoint when "
-        "it is refused).",
-    )
-    supports_images: bool = Field(
-        True,
-        description="The model takes images. Off (a text-only model): each image is sent as a "
-        "one-line note naming it instead.",
-    )
-    prompt_caching: PromptCaching = Field(
-        "auto",
-        description="Mark the stable prefix of each request for the endpoint to cache "
-        "(`cache_control`): `auto` for endpoints known to honour it (DashScope, Anthropic "
-        "models through OpenRouter, the Anthropic API), `on` everywhere, `off` nowhere.",
-    )
-    max_session_turns: int = Field(
-        -1, description="Stop after this many model requests in a session (-1: no limit)."
-    )
-    session_token_limit: int | None = Field(
-        None, description="Refuse to send a request whose prompt exceeds this many tokens."
-    )
-    skip_loop_detection: bool = Field(
-        False, description="Turn off loop detection (repeated tool calls or repeated text)."
-    )
-    skip_startup_context: bool = Field(
-        False, description="Do not start the conversation with the environment summary."
-    )
-    chat_compression: ChatCompressionSettings = _section(
-        ChatCompressionSettings, "Automatic compression."
-    )
-    generation_config: GenerationConfig = _section(GenerationConfig, "Request settings.")
-
-
-class FileFilteringSettings(_Section):
+class FileFilteringSettings(Section):
     respect_git_ignore: bool = Field(
         True,
         description="`glob`, `grep_search` and `list_directory` skip what the project's "
@@ -288,14 +121,14 @@ class FileFilteringSettings(_Section):
     )
 
 
-class ContextSettings(_Section):
+class ContextSettings(Section):
     file_name: str | list[str] = Field(
         default_factory=lambda: ["AGENTS.md", "CAIRN.md"],
         description="Context file names collected into the system prompt: names (or relative "
         "paths) inside each folder, never absolute or through `..`; a project's file is read "
         "only if it resolves inside the project.",
     )
-    file_filtering: FileFilteringSettings = _section(
+    file_filtering: FileFilteringSettings = section(
         FileFilteringSettings, "What the file tools skip."
     )
 
@@ -303,7 +136,7 @@ class ContextSettings(_Section):
 MemoryBackendName = Literal["files", "postgres"]
 
 
-class MemoryPostgresSettings(_Section):
+class MemoryPostgresSettings(Section):
     dsn: str = Field(
         "",
         description="PostgreSQL connection string of the shared memory "
@@ -327,19 +160,19 @@ class MemoryPostgresSettings(_Section):
     )
 
 
-class MemorySettings(_Section):
+class MemorySettings(Section):
     backend: MemoryBackendName = Field(
         "files",
         description="Where memory is kept: `files` (Markdown files on this machine) or "
         "`postgres` (one memory shared by processes and machines; see `memory.postgres`).",
     )
-    postgres: MemoryPostgresSettings = _section(MemoryPostgresSettings)
-    enable_managed_auto_memory: bool = _editable(
+    postgres: MemoryPostgresSettings = section(MemoryPostgresSettings)
+    enable_managed_auto_memory: bool = editable(
         default=True,
         description="Managed auto-memory: Recall before each turn, Extract after it, and the "
         "memory section of the system prompt. Off: none of it runs or costs tokens.",
     )
-    enable_managed_auto_dream: bool = _editable(
+    enable_managed_auto_dream: bool = editable(
         default=True, description="Periodic background consolidation (Dream) of project memory."
     )
     agent_timeout_minutes: float | None = Field(
@@ -366,122 +199,10 @@ class MemorySettings(_Section):
     )
 
 
-class PermissionsSettings(_Section):
-    allow: list[str] = Field(
-        default_factory=list, description='Tool calls that never ask, e.g. `"Bash(git status*)"`.'
-    )
-    ask: list[str] = Field(default_factory=list, description="Tool calls that always ask.")
-    deny: list[str] = Field(default_factory=list, description="Tool calls that are refused.")
-
-
-class SandboxSettings(_Section):
-    enabled: bool = Field(
-        False,
-        description="Run `run_shell_command` under bubblewrap (Linux): the workspace writable, "
-        "the rest read-only, secrets hidden. `--sandbox` or `CAIRN_SANDBOX=1` turn it on for "
-        "one run.",
-    )
-    network: Literal["none", "loopback", "full"] = Field(
-        "none",
-        description="What a sandboxed command may reach: `none`, `loopback` (the TCP ports "
-        "listening on this machine's loopback when it starts) or `full`.",
-    )
-    writable_paths: list[str] = Field(
-        default_factory=list,
-        description="More folders a sandboxed command may write (absolute, `~/...`, or "
-        "relative to the workspace).",
-    )
-    read_only_paths: list[str] = Field(
-        default_factory=list,
-        description="Paths bound read-only last: re-expose one inside a hidden folder (e.g. "
-        "`~/.ssh/known_hosts`) or protect one inside the workspace.",
-    )
-    hidden_paths: list[str] = Field(
-        default_factory=list,
-        description="More paths a sandboxed command must not see, besides `~/.ssh`, "
-        "`~/.aws`, `~/.config/gh`, `$CAIRN_HOME` and the other defaults.",
-    )
-
-
-class WebFetchSettings(_Section):  # the extensions track's
-    allow_private_addresses: bool = Field(
-        False,
-        description="Let `web_fetch` read pages on private, loopback and link-local addresses "
-        "(your intranet, `localhost`); off, such URLs are refused.",
-    )
-
-
-WEB_SEARCH_KEY_VARIABLES = {"tavily": "TAVILY_API_KEY", "google": "GOOGLE_API_KEY"}
-
-
-class WebSearchSettings(_Section):
-    provider: Literal["tavily", "google"] | None = Field(
-        None,
-        description="The search provider of the `web_search` tool: `tavily` or `google` "
-        "(Programmable Search). Unset, there is no `web_search` tool.",
-    )
-    api_key: str | None = Field(
-        None,
-        description="The provider's key; unset, `TAVILY_API_KEY` or `GOOGLE_API_KEY` is used.",
-    )
-    search_engine_id: str | None = Field(
-        None,
-        description="Google's Programmable Search engine id (`cx`); unset, "
-        "`GOOGLE_SEARCH_ENGINE_ID` is used.",
-    )
-    base_url: str | None = Field(
-        None,
-        description="Another address of the provider's API (a proxy); unset, "
-        "`https://api.tavily.com` or `https://www.googleapis.com`.",
-    )
-    max_results: int = Field(5, ge=1, le=20, description="Results per search (Google: at most 10).")
-
-    def key(self, environ: Mapping[str, str]) -> str:
-        """The provider's key: ``apiKey``, else its standard variable ("" with no provider)."""
-        if self.provider is None:
-            return ""
-        return self.api_key or environ.get(WEB_SEARCH_KEY_VARIABLES[self.provider], "")
-
-
-class ToolsSettings(_Section):
-    approval_mode: ApprovalMode = _editable(
-        default="default",
-        description="`plan` (read-only), `default` (ask before edits and shell), `auto-edit` "
-        "(edits allowed, shell asks), `yolo` (never ask).",
-    )
-    shell_timeout_seconds: float = Field(
-        120, description="Default time limit of `run_shell_command`."
-    )
-    pass_secrets_to_shell: list[str] = Field(
-        default_factory=list,
-        description="cairn's secret variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, "
-        "`CAIRN_SERVER_TOKEN`, `CAIRN_MEMORY_DSN`, `CAIRN_DATABASE_URL`, or one holding a key "
-        "cairn uses: the endpoint's, the web search provider's, a `model.available` entry's "
-        "`envKey`) that shell commands and hooks may still see; by default they see none.",
-    )
-    web_fetch: WebFetchSettings = _section(WebFetchSettings, "The `web_fetch` tool.")
-    web_search: WebSearchSettings = _section(WebSearchSettings, "The `web_search` tool.")
-    sandbox: SandboxSettings = _section(
-        SandboxSettings,
-        'The bubblewrap sandbox of shell commands (`true` is short for `{"enabled": true}`).',
-    )
-
-    @field_validator("sandbox", mode="before")
-    @classmethod
-    def _sandbox_shorthand(cls, value: Any) -> Any:
-        if isinstance(value, bool):  # Qwen Code's `"sandbox": true`
-            return {"enabled": value}
-        if isinstance(value, str):
-            raise ValueError(
-                "true, false or an object: cairn's sandbox is bubblewrap, not a container"
-            )
-        return value
-
-
 WireType = Literal["openai", "anthropic"]
 
 
-class AuthSettings(_Section):
+class AuthSettings(Section):
     type: WireType | None = Field(
         None,
         description="The provider: `openai` (any OpenAI-compatible endpoint) or `anthropic` "
@@ -499,7 +220,7 @@ class AuthSettings(_Section):
     base_url: str | None = Field(None, description="Endpoint base URL, e.g. `https://host/v1`.")
 
 
-class FolderTrustSettings(_Section):
+class FolderTrustSettings(Section):
     enabled: bool = Field(
         True,
         description="Ask before using a project's hooks, MCP servers and permission-widening "
@@ -507,9 +228,9 @@ class FolderTrustSettings(_Section):
     )
 
 
-class SecuritySettings(_Section):
-    auth: AuthSettings = _section(AuthSettings, "Endpoint and key.")
-    folder_trust: FolderTrustSettings = _section(FolderTrustSettings, "Trusted folders.")
+class SecuritySettings(Section):
+    auth: AuthSettings = section(AuthSettings, "Endpoint and key.")
+    folder_trust: FolderTrustSettings = section(FolderTrustSettings, "Trusted folders.")
     trusted_folders: list[str] = Field(
         default_factory=list,
         description="Folders (absolute or `~/...`) whose projects, and those below them, are "
@@ -521,7 +242,7 @@ HookType = Literal["command", "prompt"]
 HookToolNames = Literal["claude", "cairn"]
 
 
-class HookCommand(_Section):
+class HookCommand(Section):
     type: HookType = Field(
         "command",
         description="`command`: a shell command; `prompt`: a question to the model.",
@@ -569,7 +290,7 @@ class HookCommand(_Section):
         return self
 
 
-class HookMatcher(_Section):
+class HookMatcher(Section):
     matcher: str = Field("", description="Regex on the tool name (PreToolUse); empty = all.")
     hooks: list[HookCommand] = Field(default_factory=list)
     tool_names: HookToolNames | None = Field(
@@ -580,7 +301,7 @@ class HookMatcher(_Section):
     )
 
 
-class HooksSettings(_Section):
+class HooksSettings(Section):
     user_prompt_submit: list[HookMatcher] = Field(
         default_factory=list, alias="UserPromptSubmit", description="Before a prompt is sent."
     )
@@ -614,7 +335,7 @@ class HooksSettings(_Section):
     )
 
 
-class ClaudeHooksSettings(_Section):
+class ClaudeHooksSettings(Section):
     project: bool = Field(
         True,
         description="Run the hooks of the project's `.claude/settings.json` and "
@@ -637,7 +358,7 @@ def _claude_and_agents() -> list[SkillsImport]:
     return ["claude", "agents"]
 
 
-class CommandsSettings(_Section):
+class CommandsSettings(Section):
     import_from: list[CommandsImport] = Field(
         default_factory=_claude_and_qwen,
         description="Also read slash commands from these tools' folders: `claude` "
@@ -646,7 +367,7 @@ class CommandsSettings(_Section):
     )
 
 
-class SkillsSettings(_Section):
+class SkillsSettings(Section):
     enabled: bool = Field(
         True,
         description="Offer skills: their list in the system prompt, the `skill` tool and "
@@ -659,7 +380,7 @@ class SkillsSettings(_Section):
     )
 
 
-class NotificationSettings(_Section):
+class NotificationSettings(Section):
     idle_seconds: float = Field(
         60,
         ge=0,
@@ -668,7 +389,7 @@ class NotificationSettings(_Section):
     )
 
 
-class AgentsSettings(_Section):
+class AgentsSettings(Section):
     enabled: bool = Field(True, description="Offer the `agent` tool (subagents).")
     import_from: list[CommandsImport] = Field(
         default_factory=_claude_and_qwen,
@@ -686,7 +407,7 @@ class AgentsSettings(_Section):
     )
 
 
-class McpServerSettings(_Section):
+class McpServerSettings(Section):
     """One MCP server, in the shape Qwen Code and Gemini CLI use (``type`` as in Claude Code)."""
 
     type: Literal["stdio", "sse", "http"] | None = Field(
@@ -737,7 +458,7 @@ class McpServerSettings(_Section):
         return self
 
 
-class McpSettings(_Section):
+class McpSettings(Section):
     discovery_timeout_ms: int = Field(
         300,
         description="How long the first model request of a session waits for MCP servers "
@@ -752,43 +473,43 @@ class McpSettings(_Section):
     )
 
 
-class TelemetrySettings(_Section):
+class TelemetrySettings(Section):
     enabled: bool = Field(True, description="Record telemetry events in the debug log.")
     outfile: str | None = Field(
         None, description="Also append telemetry events as JSON lines to this file."
     )
 
 
-class Settings(_Section):
-    general: GeneralSettings = _section(GeneralSettings, "General.")
+class Settings(Section):
+    general: GeneralSettings = section(GeneralSettings, "General.")
     fast_model: str = Field(
         "",
         description="A cheaper model for side queries (Recall's selector, Forget's selector, "
         "the session recap). Empty: the main model.",
     )
-    model: ModelSettings = _section(ModelSettings, "The main model.")
-    context: ContextSettings = _section(ContextSettings, "Context files.")
-    memory: MemorySettings = _section(MemorySettings, "Managed memory.")
-    tools: ToolsSettings = _section(ToolsSettings, "Tools.")
-    permissions: PermissionsSettings = _section(PermissionsSettings, "Permission rules.")
-    security: SecuritySettings = _section(SecuritySettings, "Security.")
-    hooks: HooksSettings = _section(HooksSettings, "Command hooks.")
+    model: ModelSettings = section(ModelSettings, "The main model.")
+    context: ContextSettings = section(ContextSettings, "Context files.")
+    memory: MemorySettings = section(MemorySettings, "Managed memory.")
+    tools: ToolsSettings = section(ToolsSettings, "Tools.")
+    permissions: PermissionsSettings = section(PermissionsSettings, "Permission rules.")
+    security: SecuritySettings = section(SecuritySettings, "Security.")
+    hooks: HooksSettings = section(HooksSettings, "Command hooks.")
     disable_all_hooks: bool = Field(False, description="Ignore every configured hook.")
-    claude_hooks: ClaudeHooksSettings = _section(
+    claude_hooks: ClaudeHooksSettings = section(
         ClaudeHooksSettings, "Hooks from Claude Code's settings files."
     )
     env: dict[str, str] = Field(
         default_factory=dict, description="Fallback environment variables (lowest priority)."
     )
-    telemetry: TelemetrySettings = _section(TelemetrySettings, "Telemetry.")
+    telemetry: TelemetrySettings = section(TelemetrySettings, "Telemetry.")
     mcp_servers: dict[str, McpServerSettings] = Field(
         default_factory=dict, alias="mcpServers", description="MCP servers, by name."
     )
-    mcp: McpSettings = _section(McpSettings, "MCP client behaviour.")
-    commands: CommandsSettings = _section(CommandsSettings, "Slash commands from files.")
-    skills: SkillsSettings = _section(SkillsSettings, "Skills.")
-    agents: AgentsSettings = _section(AgentsSettings, "Subagents.")
-    notifications: NotificationSettings = _section(
+    mcp: McpSettings = section(McpSettings, "MCP client behaviour.")
+    commands: CommandsSettings = section(CommandsSettings, "Slash commands from files.")
+    skills: SkillsSettings = section(SkillsSettings, "Skills.")
+    agents: AgentsSettings = section(AgentsSettings, "Subagents.")
+    notifications: NotificationSettings = section(
         NotificationSettings, "When cairn says it waits for you."
     )
 
