@@ -18,6 +18,8 @@ from cairn.daemon.errors import error_body, json_bytes
 from cairn.daemon.security import SecurityMiddleware
 
 if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
     from cairn.daemon.routes import DaemonRoutes
     from cairn.daemon.sessions import SessionRegistry
 
@@ -29,7 +31,7 @@ _CLIENT_ID = CLIENT_ID_HEADER.encode()
 class BootApp:
     def __init__(self, config: DaemonConfig | None = None) -> None:
         self._config = config  # with it, /capabilities answers before the routes are ready
-        self._app: Any = None
+        self._app: ASGIApp | None = None
         self._failure: str | None = None
         self._ready = asyncio.Event()
 
@@ -37,7 +39,7 @@ class BootApp:
     def is_ready(self) -> bool:
         return self._app is not None
 
-    def ready(self, app: Any) -> None:
+    def ready(self, app: ASGIApp) -> None:
         self._app = app
         self._ready.set()
 
@@ -45,7 +47,7 @@ class BootApp:
         self._failure = reason
         self._ready.set()
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._app is None:
             if _is_plain(scope, "/health") and self._failure is None:
                 await _answer(send, 200, {"status": "ok"})
@@ -63,7 +65,7 @@ class BootApp:
             return
         await self._app(scope, receive, send)
 
-    def _early_capabilities(self, scope: dict[str, Any]) -> bool:
+    def _early_capabilities(self, scope: Scope) -> bool:
         """A plain ``GET /capabilities`` naming no client (the routes check a client's id)."""
         return (
             _is_plain(scope, "/capabilities")
@@ -72,7 +74,7 @@ class BootApp:
         )
 
 
-def create_routes_app(routes: DaemonRoutes) -> Any:
+def create_routes_app(routes: DaemonRoutes) -> ASGIApp:
     """The Starlette application of the routes (no security checks: see :func:`create_app`)."""
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -82,14 +84,14 @@ def create_routes_app(routes: DaemonRoutes) -> Any:
     return Starlette(routes=routes.routes(), exception_handlers={HTTPException: http_error_handler})
 
 
-def create_app(registry: SessionRegistry, config: DaemonConfig) -> Any:
+def create_app(registry: SessionRegistry, config: DaemonConfig) -> ASGIApp:
     """The complete ASGI app serving the sessions of ``registry``."""
     from cairn.daemon.routes import DaemonRoutes
 
     return SecurityMiddleware(create_routes_app(DaemonRoutes(registry, config)), config)
 
 
-def _is_plain(scope: dict[str, Any], path: str) -> bool:
+def _is_plain(scope: Scope, path: str) -> bool:
     return (
         scope["type"] == "http"
         and scope["method"] == "GET"
@@ -98,7 +100,7 @@ def _is_plain(scope: dict[str, Any], path: str) -> bool:
     )
 
 
-async def _answer(send: Any, status: int, body: dict[str, Any]) -> None:
+async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
     payload = json_bytes(body)
     headers = [
         (b"content-type", b"application/json"),

@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -20,6 +20,9 @@ from cairn.daemon.config import CLIENT_ID_HEADER
 from cairn.daemon.errors import ApiError, error_body
 from cairn.debug_log import get_logger
 from cairn.session.boundary import clean_json
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
 
 __all__ = [
     "BODY_SCOPE_KEY",
@@ -173,7 +176,7 @@ class RawResponse(Response):
         super().__init__()
         self._app = app
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
 
 

@@ -20,12 +20,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from cairn.daemon.config import DaemonConfig
 from cairn.daemon.errors import error_body, json_bytes
 from cairn.daemon.tenancy import repeated_header
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["SecurityMiddleware", "bearer_matches"]
 
@@ -35,7 +38,6 @@ _CORS_HEADERS = b"Authorization, Content-Type, X-Cairn-Client-Id, Last-Event-ID"
 _CORS_MAX_AGE = b"86400"  # seconds a browser may cache a preflight answer
 _UNAUTHORIZED = (401, {"error": "Unauthorized"}, [(b"www-authenticate", b"Bearer")])
 
-ASGIApp = Any
 Headers = list[tuple[bytes, bytes]]
 
 
@@ -62,7 +64,7 @@ class SecurityMiddleware:
         self._any_origin = "*" in config.allow_origins
         self._origins = {o.rstrip("/").lower() for o in config.allow_origins if o != "*"}
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -117,7 +119,7 @@ class SecurityMiddleware:
                 return True
         return False
 
-    def _authorized(self, scope: dict[str, Any], headers: dict[str, str]) -> bool:
+    def _authorized(self, scope: Scope, headers: dict[str, str]) -> bool:
         if self._token_digest is None:
             return True
         if self._loopback and scope["path"] in ("/health", "/ready") and not _asks_deep(scope):
@@ -141,7 +143,7 @@ class SecurityMiddleware:
         return None
 
 
-def _asks_deep(scope: dict[str, Any]) -> bool:
+def _asks_deep(scope: Scope) -> bool:
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     return bool(query.get("deep"))
 
@@ -150,7 +152,7 @@ def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
 
 
-def _bound_port(scope: dict[str, Any]) -> int:
+def _bound_port(scope: Scope) -> int:
     server = scope.get("server")
     return int(server[1]) if server and server[1] is not None else 80
 
@@ -166,8 +168,8 @@ def _cors_headers(origin: str) -> Headers:
     ]
 
 
-def _with_headers(send: Any, extra: Headers) -> Any:
-    async def wrapped(message: dict[str, Any]) -> None:
+def _with_headers(send: Send, extra: Headers) -> Send:
+    async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
             message = {**message, "headers": [*message.get("headers", []), *extra]}
         await send(message)
@@ -176,13 +178,13 @@ def _with_headers(send: Any, extra: Headers) -> Any:
 
 
 async def _send_json(
-    send: Any, status: int, body: dict[str, Any], extra: Headers | None = None
+    send: Send, status: int, body: dict[str, Any], extra: Headers | None = None
 ) -> None:
     headers = [(b"content-type", b"application/json"), *(extra or [])]
     await _send(send, status, json_bytes(body), headers)
 
 
-async def _send(send: Any, status: int, body: bytes, headers: Headers) -> None:
+async def _send(send: Send, status: int, body: bytes, headers: Headers) -> None:
     all_headers = [*headers, (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": all_headers})
     await send({"type": "http.response.body", "body": body})

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cairn.daemon.bus import HEARTBEAT_FRAME, Subscription, Unsubscribes
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
 
 __all__ = ["EventStreamResponse"]
 
@@ -29,7 +32,7 @@ class EventStreamResponse:
         self._heartbeat = heartbeat
         self._disconnected = False
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         watcher = asyncio.ensure_future(self._watch(receive))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
@@ -42,7 +45,7 @@ class EventStreamResponse:
                 await watcher
             self._bus.unsubscribe(self._subscription)
 
-    async def _pump(self, send: Any) -> None:
+    async def _pump(self, send: Send) -> None:
         subscription = self._subscription
         while True:
             ready = await subscription.wait(self._heartbeat)
@@ -62,7 +65,7 @@ class EventStreamResponse:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
 
-    async def _watch(self, receive: Any) -> None:
+    async def _watch(self, receive: Receive) -> None:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
