@@ -35,14 +35,20 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from cairn.config.loader import SettingsError, read_settings_file, settings_as_read
 from cairn.config.paths import cairn_home, find_git_root, user_settings_path
-from cairn.config.sections import Section
 from cairn.config.settings import Settings
+from cairn.config.untrusted import (
+    PROJECT_IGNORED,
+    PROJECT_IGNORED_KEYS,
+    UNTRUSTED_PROJECT_KEYS,
+    allowed_part,
+    decisions,
+)
 from cairn.fsutil import atomic_write_json
 from cairn.values import Value
 from cairn.vocabulary.terminal import escape_for_terminal
@@ -303,168 +309,10 @@ def _segment_programs(words: list[str]) -> list[str]:
     return found
 
 
-# ----- what a project file may set without trust -----
-
-
-def _serves_on_the_main_endpoint(available: Any) -> bool:
-    """``model.available`` names models only: no entry with its own wire, URL or key, which
-    would receive the user's key (or another variable's value) once chosen."""
-    if not isinstance(available, list):
-        return True  # "auto": the main endpoint's own list
-    return all(
-        isinstance(entry, str)
-        or (entry.auth_type is None and entry.base_url is None and entry.env_key is None)
-        for entry in available
-    )
-
-
-def _asks_before_running(mode: Any) -> bool:
-    return mode in ("plan", "default")
-
-
-# The keys a project's ``.cairn/settings.json`` may set in a folder that is not trusted (dotted,
-# as files spell them), each with the test its value must pass (None: any valid value). A key
-# names a whole section or one setting; every other key a file sets needs the folder trusted.
-# What is here can neither run anything, nor let a tool run without asking, nor send a request,
-# a key or a memory anywhere new, nor write outside the project, nor loosen the sandbox, nor
-# run more at once than the defaults.
-UNTRUSTED_PROJECT_KEYS: Mapping[str, Callable[[Any], bool] | None] = {
-    "general": None,
-    "fastModel": None,
-    "model.name": None,
-    "model.available": _serves_on_the_main_endpoint,
-    "model.structuredOutput": None,
-    "model.supportsImages": None,
-    "model.promptCaching": None,
-    "model.maxSessionTurns": None,
-    "model.sessionTokenLimit": None,
-    "model.skipLoopDetection": None,
-    "model.skipStartupContext": None,
-    "model.chatCompression": None,
-    "model.generationConfig": None,
-    "context": None,  # names of context files: inside the workspace only (context_files.py)
-    "memory.backend": None,  # the database itself (its DSN) is the user's: memory.postgres.dsn
-    "memory.postgres.pollSeconds": None,
-    "memory.enableManagedAutoMemory": None,
-    "memory.enableManagedAutoDream": None,
-    "memory.agentTimeoutMinutes": None,
-    "memory.agentMaxTurns": None,
-    "memory.headlessExtractWaitSeconds": None,
-    "memory.minAvailableMemoryMb": None,
-    "memory.semanticCandidates": None,  # a local model of an installed package: nothing sent
-    "tools.approvalMode": _asks_before_running,
-    "tools.shellTimeoutSeconds": None,
-    "tools.webFetch.allowPrivateAddresses": lambda allow: allow is False,
-    "tools.webSearch.provider": None,  # the provider's own address, with the user's own key
-    "tools.webSearch.maxResults": None,
-    "tools.sandbox.enabled": lambda enabled: enabled is True,
-    "tools.sandbox.network": lambda network: network == "none",
-    "tools.sandbox.hiddenPaths": None,
-    "permissions.ask": None,
-    "permissions.deny": None,
-    "telemetry.enabled": None,
-    "mcp.discoveryTimeoutMs": None,
-    "mcp.allowed": None,
-    "mcp.excluded": None,
-    "commands": None,
-    "skills": None,
-    "agents.enabled": None,
-    "agents.importFrom": None,
-    "agents.maxTurns": None,
-    "agents.maxConcurrent": lambda most: most <= _DEFAULT_MAX_CONCURRENT_AGENTS,
-    "notifications": None,
-}
-_DEFAULT_MAX_CONCURRENT_AGENTS = 4  # AgentsSettings.max_concurrent's default
-# What a project file may never say about trust (only the user's own settings can): ignored,
-# trusted folder or not.
-PROJECT_IGNORED = frozenset({"security.trustedFolders", "security.folderTrust"})
-PROJECT_IGNORED_KEYS = tuple(key.rsplit(".", 1)[1] for key in sorted(PROJECT_IGNORED))
-
-
-class _Decision(Value):
-    """One key a project file sets, as the settings read it, and whether trust is needed."""
-
-    key: str  # dotted, as files spell it: "tools.approvalMode"
-    path: tuple[str, ...]  # the same key, one part per level
-    value: Any  # the validated value
-    allowed: bool
-
-
-def _decisions(
-    model: Section, written: Any, path: tuple[str, ...] = ()
-) -> Iterator[_Decision]:
-    """Every key a project file sets, down to the keys of :data:`UNTRUSTED_PROJECT_KEYS` or to
-    single settings, each decided against that list on ``model`` (the file as the settings read
-    it). ``written`` is the same part of the file as written: a key is set when it is there in
-    the one spelling the settings read; anything else (an unknown key, a Python name like
-    ``approval_mode``) sets nothing and is not listed."""
-    for name, key in _keys_set(model, written):
-        here = (*path, key)
-        dotted = ".".join(here)
-        value = getattr(model, name)
-        inner = written.get(key) if isinstance(written, Mapping) else None
-        if dotted in PROJECT_IGNORED:
-            continue
-        if dotted in UNTRUSTED_PROJECT_KEYS:
-            yield _Decision(dotted, here, value, _passes(dotted, value))
-        elif isinstance(value, Section):
-            yield from _decisions(value, inner, here)
-        else:
-            yield _Decision(dotted, here, value, False)
-
-
-def _keys_set(model: Section, written: Any) -> list[tuple[str, str]]:
-    """``(field name, key)`` of each field of ``model`` that ``written`` sets: its key in the
-    file's spelling, as the settings look it up (``by_name=False``). A section written in short
-    (``"sandbox": false``) sets what its validator made of it."""
-    fields = type(model).model_fields
-    keys = [(name, info.alias or name) for name, info in fields.items()]
-    if isinstance(written, Mapping):
-        return [(name, key) for name, key in keys if key in written]
-    made = model.model_fields_set - set(model.model_extra or {})
-    return [(name, key) for name, key in keys if name in made]
-
-
-def _passes(key: str, value: Any) -> bool:
-    test = UNTRUSTED_PROJECT_KEYS[key]
-    return test is None or bool(test(value))
-
-
-def _allowed_part(
-    raw: Mapping[str, Any], model: Section, path: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """The part of ``raw`` (a project file) that :func:`_decisions` allows on ``model`` (the
-    same file as the settings read it): the keys the settings read by their spelling in files,
-    each kept as written or dropped."""
-    fields = type(model).model_fields
-    names = {info.alias or name: name for name, info in fields.items()}
-    kept: dict[str, Any] = {}
-    for key, written in raw.items():
-        name = names.get(key)
-        if name is None:
-            continue  # unknown to the settings: nothing reads it
-        here = (*path, key)
-        dotted = ".".join(here)
-        value = getattr(model, name)
-        if dotted in PROJECT_IGNORED:
-            continue
-        if dotted in UNTRUSTED_PROJECT_KEYS:
-            if _passes(dotted, value):
-                kept[key] = written
-        elif isinstance(value, Section):
-            if isinstance(written, Mapping):
-                inner = _allowed_part(written, value, here)
-                if inner:
-                    kept[key] = inner
-            elif all(d.allowed for d in _decisions(value, written, here)):
-                kept[key] = written  # a short form (`"sandbox": true`) of allowed keys
-    return kept
-
-
 def _settings_commands(raw: Mapping[str, Any], validated: Settings) -> Iterable[ProjectCommand]:
     """What the project file sets outside :data:`UNTRUSTED_PROJECT_KEYS`: decided on
     ``validated`` (the file as the settings read it), shown as ``raw`` writes it."""
-    for decision in _decisions(validated, raw):
+    for decision in decisions(validated, raw):
         if decision.allowed:
             continue
         written = _at(raw, decision.path)
@@ -707,7 +555,7 @@ def strip_untrusted(
         return raw
     if validated is None:
         validated = settings_as_read(raw, _SETTINGS)
-    return _allowed_part(raw, validated)
+    return allowed_part(raw, validated)
 
 
 # ----- the record -----
