@@ -9,19 +9,17 @@ import asyncio
 import datetime as _dt
 import sys
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from cairn.abort import AbortController
+from cairn.cli import memory_console as console
 from cairn.cli.app import group_app
-from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
+from cairn.config.loader import NoAuthError, resolve_endpoint
 from cairn.config.paths import project_root
 from cairn.config.settings import Settings
 from cairn.exit_codes import ExitCode
@@ -30,9 +28,6 @@ from cairn.memory.forget.selection import ForgetPlan
 from cairn.memory.forget.trash import ForgetReport
 from cairn.memory.manager import MemoryManager
 from cairn.memory.recall.query import RecallResult
-from cairn.memory.recall.render import age_text, memory_age_days
-from cairn.memory.store.backend import MemoryBackendError
-from cairn.memory.store.transfer import TransferError
 
 if TYPE_CHECKING:
     from cairn.config.loader import Endpoint
@@ -53,7 +48,6 @@ class MigrationTarget(StrEnum):
 
 
 memory_app = group_app("memory")
-_tenant: str | None = None  # --tenant: a `cairn serve --tenant-header` tenant's memory
 
 
 @memory_app.callback()
@@ -67,76 +61,7 @@ def _options(
         ),
     ] = None,
 ) -> None:
-    global _tenant
-    _tenant = tenant or None
-
-
-def _out() -> Console:
-    # soft_wrap: paths and messages stay on one line, so they can be copied whole.
-    return Console(highlight=False, soft_wrap=True)
-
-
-def _fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    err.print("[red]error:[/red] ", end="")
-    err.print(message, markup=False)
-    raise typer.Exit(code)
-
-
-@contextmanager
-def _errors_as_messages() -> Iterator[None]:
-    """Known failures become one-line messages with a nonzero exit code, never tracebacks."""
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except SettingsError as exc:
-        _fail(str(exc), ExitCode.CONFIG)
-    except (TransferError, MemoryBackendError) as exc:
-        _fail(str(exc))
-    except OSError as exc:
-        _fail(f"{exc.filename or 'memory'}: {exc.strerror or exc}")
-    except Exception as exc:
-        _fail(f"{type(exc).__name__}: {exc}")
-
-
-def _settings(cwd: Path) -> Settings:
-    """The settings of ``cwd``, their warnings (unknown keys, ...) printed on stderr."""
-    loaded = load_settings(cwd)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    for warning in loaded.warnings:
-        err.print("[yellow]warning:[/yellow] ", end="")
-        err.print(warning, markup=False)
-    return loaded.settings
-
-
-def _manager() -> MemoryManager:
-    cwd = Path.cwd()
-    manager = MemoryManager(project_root(cwd), settings=_settings(cwd), tenant=_tenant)
-    if manager.backend_error:  # a command must not quietly act on the wrong memory
-        manager.close()
-        _fail(manager.backend_error)
-    return manager
-
-
-def _provider(manager: MemoryManager) -> Provider | None:
-    """The configured model endpoint, or None when none is configured."""
-    try:
-        endpoint = resolve_endpoint(manager.settings)
-    except NoAuthError:
-        return None
-    from cairn.llm.factory import create_provider  # httpx: only for commands that ask the model
-
-    return create_provider(endpoint, manager.settings)
-
-
-def _run(command: Callable[[], None]) -> None:
-    with _errors_as_messages():
-        command()
-
-
-def _age(manager: MemoryManager, doc: MemoryDoc) -> str:
-    return age_text(memory_age_days(doc.mtime, manager.clock()))
+    console.use_tenant(tenant or None)
 
 
 @memory_app.command("list")
@@ -158,7 +83,7 @@ def list_memories(
     """List every memory: type, scope, age and title."""
 
     def command() -> None:
-        manager = _manager()
+        manager = console.manager()
         if forgotten:
             _list_forgotten(manager)
             return
@@ -168,20 +93,24 @@ def list_memories(
         docs = manager.docs()
         if not docs:
             roots = ", ".join(str(root) for root in manager.root_map().values())
-            _out().print(f"No memories yet. They are kept in: {roots}")
+            console.out().print(f"No memories yet. They are kept in: {roots}")
             return
         table = Table("Type", "Scope", "Age", "Title", "Path")
         for doc in docs:
-            table.add_row(doc.type, doc.scope, _age(manager, doc), doc.title, doc.relative_path)
-        _out().print(table)
+            table.add_row(
+                doc.type, doc.scope, console.age(manager, doc), doc.title, doc.relative_path
+            )
+        console.out().print(table)
 
-    _run(command)
+    console.run(command)
 
 
 def _list_stale(manager: MemoryManager) -> None:
     docs = [doc for doc in manager.staleness(manager.docs()) if doc.staleness is not None]
     if not docs:
-        _out().print("No memory is stale: the evidence of every memory that has some is unchanged.")
+        console.out().print(
+            "No memory is stale: the evidence of every memory that has some is unchanged."
+        )
         return
     table = Table("Status", "Scope", "Title", "Path", "Why")
     for doc in docs:
@@ -189,7 +118,7 @@ def _list_stale(manager: MemoryManager) -> None:
         table.add_row(
             doc.staleness.label, doc.scope, doc.title, doc.relative_path, doc.staleness.note
         )
-    _out().print(table)
+    console.out().print(table)
 
 
 @memory_app.command("verify")
@@ -197,14 +126,14 @@ def verify() -> None:
     """Check every memory's evidence against the workspace files now."""
 
     def command() -> None:
-        manager = _manager()
+        manager = console.manager()
         checked = [
             (doc, provenance)
             for doc in manager.staleness(manager.docs())
             if (provenance := manager.provenance(doc)) is not None
             and (provenance.evidence or provenance.problems)
         ]
-        out = _out()
+        out = console.out()
         if not checked:
             out.print("No memory records evidence: there is nothing to verify.")
             return
@@ -225,13 +154,13 @@ def verify() -> None:
             markup=False,
         )
 
-    _run(command)
+    console.run(command)
 
 
 def _list_forgotten(manager: MemoryManager) -> None:
     tombstones = manager.forgotten()
     if not tombstones:
-        _out().print("Nothing is forgotten: no tombstones are recorded.")
+        console.out().print("Nothing is forgotten: no tombstones are recorded.")
         return
     table = Table("Forgotten", "Scope", "Title", "Fact", "Was at", "Request")
     for tombstone in tombstones:
@@ -243,8 +172,8 @@ def _list_forgotten(manager: MemoryManager) -> None:
             tombstone.relative_path,
             tombstone.query,
         )
-    _out().print(table)
-    _out().print(
+    console.out().print(table)
+    console.out().print(
         "A forgotten fact is saved again only when you state it again; "
         "`cairn memory restore` undoes the last forget.",
         markup=False,
@@ -256,18 +185,21 @@ def show(reference: Annotated[str, typer.Argument(help="A path or a title.")]) -
     """Show one memory, found by path (absolute or relative to its root) or by title."""
 
     def command() -> None:
-        manager = _manager()
+        manager = console.manager()
         found = manager.find(reference)
         if not found:
-            _fail(f"no memory matches {reference!r} (see `cairn memory list`)")
+            console.fail(f"no memory matches {reference!r} (see `cairn memory list`)")
         if len(found) > 1:
             names = "; ".join(f"{doc.scope}:{doc.relative_path}" for doc in found[:10])
-            _fail(f"{len(found)} memories match {reference!r}: {names}. Name one by its path.")
+            console.fail(
+                f"{len(found)} memories match {reference!r}: {names}. Name one by its path."
+            )
         doc = found[0]
-        out = _out()
+        out = console.out()
         out.print(f"{doc.title}", style="bold", markup=False)
         out.print(
-            f"{doc.type} · {doc.scope} · saved {_age(manager, doc)} · {doc.path}", markup=False
+            f"{doc.type} · {doc.scope} · saved {console.age(manager, doc)} · {doc.path}",
+            markup=False,
         )
         if doc.description:
             out.print(doc.description, style="italic", markup=False)
@@ -275,14 +207,14 @@ def show(reference: Annotated[str, typer.Argument(help="A path or a title.")]) -
         out.print()
         out.print(doc.body or "(no body)", markup=False)
 
-    _run(command)
+    console.run(command)
 
 
 def _print_provenance(manager: MemoryManager, doc: MemoryDoc) -> None:
     provenance = manager.provenance(doc)
     if provenance is None:
         return
-    out = _out()
+    out = console.out()
     where = f" in session {provenance.session[:8]}" if provenance.session else ""
     turn = f", turn {provenance.turn}" if provenance.turn is not None else ""
     learned = f"learned by {provenance.by or 'an unknown writer'}{where}{turn} on {provenance.date}"
@@ -304,22 +236,22 @@ def search(
     """Rank memories with Recall's fast scorer and show the scores."""
 
     def command() -> None:
-        manager = _manager()
+        manager = console.manager()
         hits = manager.search(query, limit=limit)
         if not hits:
-            _out().print(f"No memory matches: {query}", markup=False)
+            console.out().print(f"No memory matches: {query}", markup=False)
             raise typer.Exit(ExitCode.ERROR)
         table = Table("Score", "Type", "Scope", "Title", "Path")
         for hit in hits:
             doc = hit.doc
             table.add_row(f"{hit.score:.3f}", doc.type, doc.scope, doc.title, doc.relative_path)
-        _out().print(table)
+        console.out().print(table)
 
-    _run(command)
+    console.run(command)
 
 
 def _print_result(title: str, result: RecallResult) -> None:
-    out = _out()
+    out = console.out()
     out.rule(title)
     if result.docs:
         out.print(result.prompt.rstrip(), markup=False, highlight=False)
@@ -334,24 +266,24 @@ def recall(
     """Show what a turn would receive for QUERY: the fast result, then the refined one."""
 
     def command() -> None:
-        manager = _manager()
+        manager = console.manager()
         if not manager.enabled:
-            _out().print(
+            console.out().print(
                 "Managed memory is off (memory.enableManagedAutoMemory): a turn gets nothing."
             )
             return
-        provider = _provider(manager)
+        provider = console.provider(manager)
         fast, refined = asyncio.run(_recall_both(manager, query, provider))
         _print_result("fast phase (first request of the turn)", fast)
         if provider is None:
-            _out().print(
+            console.out().print(
                 "\nThe refined phase needs a model endpoint: set OPENAI_BASE_URL, OPENAI_API_KEY "
                 "and OPENAI_MODEL (or security.auth in settings.json)."
             )
             return
         _print_result(f"refined phase ({refined.strategy}; after the next tool result)", refined)
 
-    _run(command)
+    console.run(command)
 
 
 async def _recall_both(
@@ -381,15 +313,15 @@ def _show_plan(plan: ForgetPlan) -> None:
     for match in plan.matches:
         label = match.id + (" (pinned)" if match.pinned else "")
         table.add_row(label, match.type, match.summary or match.title)
-    _out().print(table)
+    console.out().print(table)
 
 
 def _print_report(report: ForgetReport) -> None:
     if not report.ok:
-        _fail(report.message)
-    _out().print(report.message, markup=False)
+        console.fail(report.message)
+    console.out().print(report.message, markup=False)
     for problem in report.problems:
-        _out().print(f"skipped: {problem}", markup=False)
+        console.out().print(f"skipped: {problem}", markup=False)
 
 
 @memory_app.command("forget")
@@ -401,26 +333,28 @@ def forget(
 
     def command() -> None:
         if not text.strip():
-            _fail("Usage: cairn memory forget <memory text to remove>", ExitCode.BAD_INPUT)
-        manager = _manager()
+            console.fail("Usage: cairn memory forget <memory text to remove>", ExitCode.BAD_INPUT)
+        manager = console.manager()
         plan = asyncio.run(_select(manager, text))
         if not plan.matches:
-            _fail(f"No memory entries matched: {text}")
+            console.fail(f"No memory entries matched: {text}")
         _show_plan(plan)
         if not yes:
             if not sys.stdin.isatty():
-                _fail("not forgetting without confirmation: stdin is not a terminal; add --yes")
+                console.fail(
+                    "not forgetting without confirmation: stdin is not a terminal; add --yes"
+                )
             count = len(plan.matches)
             question = f"Forget {count} {'entry' if count == 1 else 'entries'}?"
             if not typer.confirm(question, default=False):
-                _fail("Nothing was forgotten.")
+                console.fail("Nothing was forgotten.")
         _print_report(manager.apply_forget(plan))
 
-    _run(command)
+    console.run(command)
 
 
 async def _select(manager: MemoryManager, text: str) -> ForgetPlan:
-    provider = _provider(manager)
+    provider = console.provider(manager)
     try:
         return await manager.select_forget(text, provider=provider)
     finally:
@@ -445,29 +379,29 @@ def restore(
     write an earlier version of one MEMORY back (see `cairn memory log MEMORY`)."""
     if memory is None:
         if version is not None:
-            _fail("--version needs a memory: cairn memory restore <memory> --version N")
-        _run(lambda: _print_report(_manager().restore_last_forget()))
+            console.fail("--version needs a memory: cairn memory restore <memory> --version N")
+        console.run(lambda: _print_report(console.manager().restore_last_forget()))
         return
 
     def command() -> None:
-        manager = _manager()
+        manager = console.manager()
         scope, relative, versions = _one_log(manager, memory)
         numbers = [v.number for v in versions if v.content is not None]
         wanted = version if version is not None else _previous(versions)
         if wanted is None or wanted not in numbers:
             which = f"version {wanted}" if wanted is not None else "earlier version"
-            _fail(f"{scope}:{relative} has no {which} to restore (see `cairn memory log`)")
+            console.fail(f"{scope}:{relative} has no {which} to restore (see `cairn memory log`)")
         try:
             restored = manager.restore_version(scope, relative, wanted)
         except ValueError as error:
-            _fail(str(error))
-        _out().print(
+            console.fail(str(error))
+        console.out().print(
             f"Restored version {wanted} of {scope}:{relative} (recorded as version "
             f"{restored.number}).",
             markup=False,
         )
 
-    _run(command)
+    console.run(command)
 
 
 def _previous(versions: list[Version]) -> int | None:
@@ -479,10 +413,12 @@ def _previous(versions: list[Version]) -> int | None:
 def _one_log(manager: MemoryManager, reference: str) -> tuple[MemoryScope, str, list[Version]]:
     found = manager.versions(reference)
     if not found:
-        _fail(f"no memory and no version log matches {reference!r} (see `cairn memory list`)")
+        console.fail(
+            f"no memory and no version log matches {reference!r} (see `cairn memory list`)"
+        )
     if len(found) > 1:
         names = "; ".join(f"{scope}:{relative}" for scope, relative, _ in found[:10])
-        _fail(f"{len(found)} memories match {reference!r}: {names}. Name one by its path.")
+        console.fail(f"{len(found)} memories match {reference!r}: {names}. Name one by its path.")
     return found[0]
 
 
@@ -491,8 +427,8 @@ def reindex() -> None:
     """Re-read every memory, regenerate the MEMORY.md indexes and save the search index."""
 
     def command() -> None:
-        manager = _manager()
-        out = _out()
+        manager = console.manager()
+        out = console.out()
         with out.status("Reading memory files…") as status:
             report = manager.reindex(on_step=lambda step: status.update(f"{step}…"))
         for warning in report.warnings:
@@ -504,7 +440,7 @@ def reindex() -> None:
             f"Indexed {report.docs} {noun} ({report.reparsed} read again){written}.", markup=False
         )
 
-    _run(command)
+    console.run(command)
 
 
 @memory_app.command("dream")
@@ -513,29 +449,30 @@ def dream() -> None:
 
     def command() -> None:
         cwd = Path.cwd()
-        settings = _settings(cwd)
+        settings = console.settings(cwd)
         try:
             endpoint = resolve_endpoint(settings)
         except NoAuthError:
-            _fail(
+            console.fail(
                 "Dream needs a model endpoint: set OPENAI_BASE_URL, OPENAI_API_KEY and "
                 "OPENAI_MODEL (or security.auth in settings.json).",
                 ExitCode.NO_AUTH,
             )
         report = asyncio.run(_dream(cwd, settings, endpoint))
-        _out().print(str(report), markup=False)
+        console.out().print(str(report), markup=False)
         if report.status in ("failed", "cancelled", "skipped"):
             raise typer.Exit(ExitCode.ERROR)
 
-    _run(command)
+    console.run(command)
 
 
 async def _dream(cwd: Path, settings: Settings, endpoint: Endpoint) -> DreamReport:
     from cairn.session.runtime import Runtime  # the model provider: only for this command
 
     base = Runtime.from_endpoint(cwd=cwd, settings=settings, endpoint=endpoint, record_chats=False)
-    runtime = base if _tenant is None else base.for_tenant(_tenant)
-    out = _out()
+    tenant = console.tenant()
+    runtime = base if tenant is None else base.for_tenant(tenant)
+    out = console.out()
 
     async def progress(text: str) -> None:
         out.print(f"[dim]•[/dim] {text}", highlight=False)
@@ -572,10 +509,10 @@ def log(
 
     def command() -> None:
         if memory is not None:
-            _print_versions(_manager(), memory, limit)
+            _print_versions(console.manager(), memory, limit)
             return
-        entries, warnings = _manager().history()
-        out = _out()
+        entries, warnings = console.manager().history()
+        out = console.out()
         for warning in warnings:
             out.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
         if not entries:
@@ -602,7 +539,7 @@ def log(
             )
         out.print(table)
 
-    _run(command)
+    console.run(command)
 
 
 def _print_versions(manager: MemoryManager, reference: str, limit: int) -> None:
@@ -611,7 +548,7 @@ def _print_versions(manager: MemoryManager, reference: str, limit: int) -> None:
     from cairn.memory.trust.versions import changes
 
     scope, relative, versions = _one_log(manager, reference)
-    out = _out()
+    out = console.out()
     if not versions:
         out.print(f"{scope}:{relative}: no versions recorded yet (cairn has not changed it).")
         return
@@ -636,14 +573,14 @@ def export(folder: Annotated[Path, typer.Argument(help="A new or empty folder.")
     """Write every memory as Markdown files under FOLDER/project/ and FOLDER/user/."""
 
     def command() -> None:
-        manager = _manager()
+        manager = console.manager()
         try:
             report = manager.export(folder)
         finally:
             manager.close()
-        _out().print(f"Exported {report.summary('written')} to {folder}.", markup=False)
+        console.out().print(f"Exported {report.summary('written')} to {folder}.", markup=False)
 
-    _run(command)
+    console.run(command)
 
 
 @memory_app.command("import")
@@ -654,17 +591,17 @@ def import_(
     written, memories missing from it go to the trash (`cairn memory restore` brings them back)."""
 
     def command() -> None:
-        manager = _manager()
+        manager = console.manager()
         try:
             report = manager.import_folder(folder, session_id="")
         finally:
             manager.close()
-        out = _out()
+        out = console.out()
         for skipped in report.skipped:
             out.print(f"[yellow]skipped:[/yellow] {skipped}", highlight=False)
         out.print(f"Imported: {report.summary('written')}.", markup=False)
 
-    _run(command)
+    console.run(command)
 
 
 @memory_app.command("migrate")
@@ -679,14 +616,16 @@ def migrate_command(
 
     def command() -> None:
         cwd = Path.cwd()
-        report = migrate(_settings(cwd), project_root(cwd), to=to.value, tenant=_tenant)
-        _out().print(
+        report = migrate(
+            console.settings(cwd), project_root(cwd), to=to.value, tenant=console.tenant()
+        )
+        console.out().print(
             f"Copied {report.summary('copied')} ({report.files} files with the indexes, audit "
             f'trail, trash and state) to {to.value}. Set memory.backend to "{to.value}" to use it.',
             markup=False,
         )
 
-    _run(command)
+    console.run(command)
 
 
 @memory_app.command("path")
@@ -694,10 +633,10 @@ def path() -> None:
     """Print where memories are kept."""
 
     def command() -> None:
-        roots = _manager().roots
-        out = _out()
+        roots = console.manager().roots
+        out = console.out()
         out.print(f"project memory: {roots.project or '(unavailable)'}", markup=False)
         out.print(f"user memory:    {roots.user}", markup=False)
         out.print(f"project state:  {roots.state_dir}", markup=False)
 
-    _run(command)
+    console.run(command)
