@@ -40,6 +40,12 @@ from typing import TYPE_CHECKING, Literal
 from cairn.config.paths import project_dir
 from cairn.debug_log import get_logger
 from cairn.fsutil import atomic_write_json
+from cairn.recording.shadow_git import (
+    GIT_CONFIG,
+    GIT_TIMEOUT_SECONDS,
+    NEUTRAL_ATTRIBUTES,
+    git_unavailable_reason,
+)
 from cairn.values import Value
 
 if TYPE_CHECKING:
@@ -62,43 +68,9 @@ __all__ = [
 ]
 
 CHECKPOINT_REF = "refs/heads/checkpoints"  # every snapshot is a commit on this branch
-GIT_TIMEOUT_SECONDS = 60.0  # one git command; a hung git must not hang a turn forever
-MIN_GIT_VERSION = (2, 25)  # --pathspec-from-file
 # Memories are the user's, and their lock is in use: a rewind never touches either.
 CAIRN_EXCLUDES = ("/.cairn/memory/", "/.cairn/.memory.lock")
 GITLINK_MODE = "160000"
-# Repository attributes could ask git to convert line endings or run a filter: neither may
-# change what a snapshot holds.
-_NEUTRAL_ATTRIBUTES = (
-    "* -text -eol -crlf -filter -ident -working-tree-encoding -diff -merge -export-subst\n"
-)
-# Command-line config wins over every file; the shadow repository's own config is ours too.
-_CONFIG = (
-    "core.hooksPath=/dev/null",
-    "core.fsmonitor=false",
-    "core.autocrlf=false",
-    "core.safecrlf=false",
-    "core.symlinks=true",
-    "core.fileMode=true",
-    "core.ignoreCase=false",
-    "core.precomposeUnicode=false",
-    "core.attributesFile=/dev/null",
-    "core.excludesFile=/dev/null",
-    "core.looseCompression=1",
-    # Not synced to disk one by one: an OS crash may cost the checkpoint being written, and the
-    # first snapshot of a big project takes a third of the time (figures: benchmarks/README.md).
-    "core.fsync=none",
-    "core.fsyncObjectFiles=false",
-    "core.bare=false",
-    "gc.auto=0",
-    "maintenance.auto=false",
-    "commit.gpgSign=false",
-    "advice.addEmbeddedRepo=false",
-    "safe.directory=*",
-    "user.name=cairn",
-    "user.email=cairn@localhost",
-)
-
 _log = get_logger("CHECKPOINTS")
 
 ChangeStatus = Literal["added", "modified", "deleted"]
@@ -175,39 +147,6 @@ def checkpoints_dir(project_root: Path) -> Path:
     return project_dir(project_root) / "checkpoints"
 
 
-def git_unavailable_reason() -> str | None:
-    """Why checkpoints cannot use git on this machine, or ``None`` when they can (asked once
-    per git binary: a daemon's sessions do not each run ``git --version``)."""
-    git = shutil.which("git")
-    if git is None:
-        return "git is not installed, so checkpoints are off (install git to use /rewind)"
-    try:
-        info = os.stat(git)
-    except OSError as exc:
-        return f"git cannot be run ({exc}), so checkpoints are off"
-    key = (git, info.st_ino, info.st_mtime_ns)
-    if key not in _GIT_CHECKED:
-        _GIT_CHECKED[key] = _check_git(git)
-    return _GIT_CHECKED[key]
-
-
-_GIT_CHECKED: dict[tuple[str, int, int], str | None] = {}
-
-
-def _check_git(git: str) -> str | None:
-    try:
-        done = subprocess.run(
-            [git, "--version"], capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"git cannot be run ({exc}), so checkpoints are off"
-    version = _parse_version(done.stdout.decode("ascii", "replace"))
-    if version is None or version < MIN_GIT_VERSION:
-        wanted = ".".join(map(str, MIN_GIT_VERSION))
-        return f"checkpoints need git {wanted} or newer ({done.stdout.decode().strip()})"
-    return None
-
-
 def shadow_repository(
     project_root: Path, settings: CheckpointingSettings
 ) -> tuple[ShadowRepository | None, str | None]:
@@ -232,18 +171,6 @@ def _home() -> Path | None:
     try:
         return Path.home().resolve()
     except RuntimeError:
-        return None
-
-
-def _parse_version(text: str) -> tuple[int, int] | None:
-    # "git version 2.39.5" (Apple's adds " (Apple Git-143)")
-    words = text.split()
-    if len(words) < 3:
-        return None
-    numbers = words[2].split(".")
-    try:
-        return int(numbers[0]), int(numbers[1])
-    except (ValueError, IndexError):
         return None
 
 
@@ -569,7 +496,7 @@ class ShadowRepository:
         self._git("init", "-q", "--bare", str(self.git_dir), bare_init=True)
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
-        (info / "attributes").write_text(_NEUTRAL_ATTRIBUTES, encoding="utf-8")
+        (info / "attributes").write_text(NEUTRAL_ATTRIBUTES, encoding="utf-8")
         (self.store / "README").write_text(
             "cairn's checkpoints of one project (a shadow git repository; the project's own "
             "repository is never touched). Deleting this folder deletes the checkpoints.\n",
@@ -621,7 +548,7 @@ class ShadowRepository:
         if git is None:
             raise CheckpointsUnavailable("git is not installed, so checkpoints are off")
         self._git_path = git
-        command = [git, *(arg for item in _CONFIG for arg in ("-c", item)), *args]
+        command = [git, *(arg for item in GIT_CONFIG for arg in ("-c", item)), *args]
         if bare_init:
             command = [git, "-c", "init.defaultBranch=checkpoints", *args]
         environment = self._environment(env, bare_init=bare_init)
