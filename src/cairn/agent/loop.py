@@ -15,20 +15,49 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import aclosing
-from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from cairn.agent.client import AgentClient, AgentFinished, AgentLimit, AgentLoop, SendKind
 from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from cairn.abort import AbortSignal
     from cairn.agent.client import AgentEvent
     from cairn.agent.loop_detection import LoopInfo
     from cairn.llm.types import Usage
     from cairn.tools.scheduler import ToolOutcome
 
-__all__ = ["CUT_CALL_ERROR", "LOOP_STOP_NOTE", "LoopDriver", "LoopEnd", "ToolLoop"]
+    class LoopDriver(Protocol):
+        """What one kind of run does at each point of the loop."""
+
+        async def at_send_point(self, parts: list[Part]) -> list[Part]:
+            """The request's parts once every gate let it through, right before it is sent."""
+            ...
+
+        async def on_event(self, event: AgentEvent) -> None:
+            """Something streamed (text, reasoning, a retry reset, a compression)."""
+            ...
+
+        async def on_answer(self, answer: AgentFinished) -> None:
+            """A whole answer arrived (its calls are run next, if it has any)."""
+            ...
+
+        async def run_tools(self, calls: list[FunctionCall]) -> list[ToolOutcome]:
+            """Run one batch of calls; one outcome per call, in order."""
+            ...
+
+        def steering(self) -> list[Part]:
+            """What goes to the model with the next tool responses (text typed meanwhile)."""
+            ...
+
+        async def after_stop(self, answer: AgentFinished) -> list[Part] | None:
+            """The model answered without calls: the parts that keep it going, or ``None``."""
+            ...
+
+
+__all__ = ["CUT_CALL_ERROR", "LOOP_STOP_NOTE", "LoopEnd", "LoopEndKind", "ToolLoop"]
 
 LOOP_STOP_NOTE = (
     "System: this turn was stopped because the model repeated itself (loop protection). "
@@ -42,42 +71,21 @@ NORMAL_ENDS = ("stop", "tool_calls")  # finish reasons of an answer the model me
 CUT_ENDS = ("length", "filter")  # the output bound, a content filter: the answer is not whole
 
 
-class LoopEnd(StrEnum):
-    ANSWERED = "answered"  # the model answered without calls and nothing kept it going
-    MAX_REQUESTS = "max_requests"  # the loop's own request cap
-    LIMIT = "limit"  # a limit of the agent client (see ToolLoop.limit)
-    LOOP = "loop"  # loop detection (see ToolLoop.loop_info)
-    CUT = "cut"  # the answer was cut (ToolLoop.finish_reason: length or filter)
-    REJECTED = "rejected"  # the user declined a call: control goes back to them
-    HOOK_STOPPED = "hook_stopped"  # a PostToolUse hook said `continue: false` (ToolLoop.hook_stop)
+LoopEndKind: TypeAlias = Literal[
+    "answered", "max_requests", "limit", "loop", "cut", "rejected", "hook_stopped"
+]
 
 
-class LoopDriver(Protocol):
-    """What one kind of run does at each point of the loop."""
+class LoopEnd:
+    """How a run ended (plain strings: an enum class would cost every start for nothing)."""
 
-    async def at_send_point(self, parts: list[Part]) -> list[Part]:
-        """The request's parts once every gate let it through, right before it is sent."""
-        ...
-
-    async def on_event(self, event: AgentEvent) -> None:
-        """Something streamed (text, reasoning, a retry reset, a compression)."""
-        ...
-
-    async def on_answer(self, answer: AgentFinished) -> None:
-        """A whole answer arrived (its calls are run next, if it has any)."""
-        ...
-
-    async def run_tools(self, calls: list[FunctionCall]) -> list[ToolOutcome]:
-        """Run one batch of calls; one outcome per call, in order."""
-        ...
-
-    def steering(self) -> list[Part]:
-        """What goes to the model with the next tool responses (text typed meanwhile)."""
-        ...
-
-    async def after_stop(self, answer: AgentFinished) -> list[Part] | None:
-        """The model answered without calls: the parts that keep it going, or ``None``."""
-        ...
+    ANSWERED: Final = "answered"  # the model answered without calls and nothing kept it going
+    MAX_REQUESTS: Final = "max_requests"  # the loop's own request cap
+    LIMIT: Final = "limit"  # a limit of the agent client (see ToolLoop.limit)
+    LOOP: Final = "loop"  # loop detection (see ToolLoop.loop_info)
+    CUT: Final = "cut"  # the answer was cut (ToolLoop.finish_reason: length or filter)
+    REJECTED: Final = "rejected"  # the user declined a call: control goes back to them
+    HOOK_STOPPED: Final = "hook_stopped"  # a PostToolUse hook said `continue: false`
 
 
 class ToolLoop:
@@ -99,18 +107,18 @@ class ToolLoop:
         self.stop_on_rejection = stop_on_rejection  # False: the model hears the refusal instead
         self.requests = 0
         self.tool_calls = 0
-        self.end: LoopEnd | None = None
+        self.end: LoopEndKind | None = None
         self.limit: AgentLimit | None = None
         self.loop_info: LoopInfo | None = None
         self.loop_usage: Usage | None = None  # the answer loop detection cut (paid for)
         self.finish_reason: str | None = None  # the last answer's, when it was not a normal end
         self.hook_stop: str | None = None
 
-    async def run(self, parts: Sequence[Part], kind: SendKind, abort: AbortSignal) -> LoopEnd:
+    async def run(self, parts: Sequence[Part], kind: SendKind, abort: AbortSignal) -> LoopEndKind:
         self.end = await self._run(list(parts), kind, abort)
         return self.end
 
-    async def _run(self, parts: list[Part], kind: SendKind, abort: AbortSignal) -> LoopEnd:
+    async def _run(self, parts: list[Part], kind: SendKind, abort: AbortSignal) -> LoopEndKind:
         while True:
             if self.requests >= self.max_requests:
                 return LoopEnd.MAX_REQUESTS

@@ -53,39 +53,39 @@ if TYPE_CHECKING:
     from cairn.tools.scheduler import ToolScheduler
     from cairn.vocabulary.events import TurnResult
 
-__all__ = ["COMMANDS_SOURCE", "ExtendedSession", "SessionExtensions"]
+    class ExtendedSession(Protocol):
+        """What the command, skill and agent files use of their session."""
+
+        id: str
+        cwd: Path
+        runtime: Runtime
+        settings: Settings
+        registry: ToolRegistry  # the skill, agent and web tools join it
+        scheduler: ToolScheduler  # runs a file's shell steps; grants its allowed-tools
+        client: AgentClient
+        system_prompt: SystemPrompt
+        carry: Carryover  # warnings about files, shown when the next turn starts
+        approval_mode: str
+
+        @property
+        def hooks(self) -> HookRunner: ...
+
+        def offer_commands(self, source: str, commands: Sequence[SlashCommand]) -> None: ...
+
+        async def set_commands(self, source: str, commands: Sequence[SlashCommand]) -> None: ...
+
+        def refresh_system_prompt(self) -> None: ...
+
+        def tool_context(self, abort: AbortSignal | None = None) -> ToolContext: ...
+
+        async def attach_text(self, text: str) -> Attachments: ...
+
+
+__all__ = ["COMMANDS_SOURCE", "SessionExtensions"]
 
 COMMANDS_SOURCE = "extensions"  # the name this module offers its commands under
 _EXIT_CODE = re.compile(r"\n\nExit code: (.+)\Z")
 _log = get_logger("EXTENSIONS")
-
-
-class ExtendedSession(Protocol):
-    """What the command, skill and agent files use of their session."""
-
-    id: str
-    cwd: Path
-    runtime: Runtime
-    settings: Settings
-    registry: ToolRegistry  # the skill, agent and web tools join it
-    scheduler: ToolScheduler  # runs a file's shell steps; grants its allowed-tools
-    client: AgentClient
-    system_prompt: SystemPrompt
-    carry: Carryover  # warnings about files, shown when the next turn starts
-    approval_mode: str
-
-    @property
-    def hooks(self) -> HookRunner: ...
-
-    def offer_commands(self, source: str, commands: Sequence[SlashCommand]) -> None: ...
-
-    async def set_commands(self, source: str, commands: Sequence[SlashCommand]) -> None: ...
-
-    def refresh_system_prompt(self) -> None: ...
-
-    def tool_context(self, abort: AbortSignal | None = None) -> ToolContext: ...
-
-    async def attach_text(self, text: str) -> Attachments: ...
 
 
 class SessionExtensions(TurnHook):

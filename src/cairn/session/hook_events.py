@@ -33,34 +33,33 @@ if TYPE_CHECKING:
     from cairn.session.turn import Carryover
     from cairn.vocabulary.events import TurnResult
 
-__all__ = ["IDLE_MESSAGE", "HookedSession", "SessionHookEvents", "ShellExports"]
+    class ShellExports(Protocol):
+        def export(self, change: Mapping[str, str | None]) -> None:
+            """Shell commands get ``change`` (None: unset) from now on, instead of the last one."""
+            ...
+
+    class HookedSession(Protocol):
+        """What the lifecycle hooks use of their session."""
+
+        settings: Settings
+        client: AgentClient
+        carry: Carryover  # what the hooks say goes to the next turn
+
+        @property
+        def workspace(self) -> ShellExports:
+            """Where CLAUDE_ENV_FILE's exports go."""
+            ...
+
+        @property
+        def hooks(self) -> HookRunner:
+            """Read each time: a settings change replaces the runner."""
+            ...
+
+
+__all__ = ["IDLE_MESSAGE", "SessionHookEvents"]
 
 IDLE_MESSAGE = "cairn is waiting for your input"
 _log = get_logger("HOOKS")
-
-
-class ShellExports(Protocol):
-    def export(self, change: Mapping[str, str | None]) -> None:
-        """Shell commands get ``change`` (None: unset) from now on, instead of the last one."""
-        ...
-
-
-class HookedSession(Protocol):
-    """What the lifecycle hooks use of their session."""
-
-    settings: Settings
-    client: AgentClient
-    carry: Carryover  # what the hooks say goes to the next turn
-
-    @property
-    def workspace(self) -> ShellExports:
-        """Where CLAUDE_ENV_FILE's exports go."""
-        ...
-
-    @property
-    def hooks(self) -> HookRunner:
-        """Read each time: a settings change replaces the runner."""
-        ...
 
 
 class SessionHookEvents(TurnHook):

@@ -55,6 +55,32 @@ if TYPE_CHECKING:
     from cairn.tools.base import FileSystem
     from cairn.vocabulary.events import SessionEvent
 
+    class RewindingSession(Protocol):
+        """What a live session's rewinds use of it."""
+
+        id: str
+        runtime: Runtime
+        settings: Settings
+        recorder: ChatRecorder | None
+        gate: PermissionGate
+        client: AgentClient  # its history starts with the start-up context, not recorded
+
+        @property
+        def busy(self) -> bool: ...
+
+        async def emit(self, event: SessionEvent) -> None: ...
+
+        def restore_conversation(self, loaded: LoadedSession) -> None: ...
+
+        @property
+        def workspace(self) -> EditorFiles:
+            """Where the session's file tools read and write (an editor's buffers, or the disk)."""
+            ...
+
+    class EditorFiles(Protocol):
+        fs: FileSystem
+
+
 __all__ = [
     "RewindError",
     "RewindListing",
@@ -62,7 +88,6 @@ __all__ = [
     "RewindPoint",
     "RewindRequest",
     "Rewinder",
-    "RewindingSession",
     "SessionRewind",
     "answer_rewind_request",
     "clamp_cursor_file",
@@ -472,34 +497,6 @@ def parse_rewind_request(params: Mapping[str, Any]) -> RewindRequest:
     if undo:
         return RewindRequest("undo")
     return RewindRequest("rewind", turn, mode)
-
-
-class RewindingSession(Protocol):
-    """What a live session's rewinds use of it."""
-
-    id: str
-    runtime: Runtime
-    settings: Settings
-    recorder: ChatRecorder | None
-    gate: PermissionGate
-    client: AgentClient  # its history starts with the start-up context, not recorded
-
-    @property
-    def busy(self) -> bool: ...
-
-
-    async def emit(self, event: SessionEvent) -> None: ...
-
-    def restore_conversation(self, loaded: LoadedSession) -> None: ...
-
-    @property
-    def workspace(self) -> EditorFiles:
-        """Where the session's file tools read and write (an editor's buffers, or the disk)."""
-        ...
-
-
-class EditorFiles(Protocol):
-    fs: FileSystem
 
 
 class SessionRewind:

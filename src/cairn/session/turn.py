@@ -481,26 +481,26 @@ class Turn:
     async def _request(self, parts: list[Part], kind: SendKind) -> None:
         result, sink = self.result, self.sink
         end = await self.loop.run(parts, kind, self.abort.signal)
-        if end is LoopEnd.MAX_REQUESTS:
+        if end == LoopEnd.MAX_REQUESTS:
             result.stop_reason = "max_turn_requests"
             result.limit = "max_requests"
             await sink(Notice("warning", f"Stopped after {MAX_REQUESTS_PER_TURN} model requests."))
-        elif end is LoopEnd.LIMIT and self.loop.limit is not None:
+        elif end == LoopEnd.LIMIT and self.loop.limit is not None:
             limit = self.loop.limit
             session_turns = limit.kind == "max_session_turns"
             result.stop_reason = "max_turn_requests" if session_turns else "max_tokens"
             result.limit = limit.kind
             await sink(Notice("error", limit.message, "limit"))
-        elif end is LoopEnd.LOOP and self.loop.loop_info is not None:
+        elif end == LoopEnd.LOOP and self.loop.loop_info is not None:
             info = self.loop.loop_info
             result.loop_type = info.loop_type
             if self.loop.loop_usage is not None:
                 result.usage.add(self.loop.loop_usage)  # the cut answer was paid for all the same
             text = f"Loop detected: {info.detail}. The turn was stopped."
             await sink(Notice("error", text, "loop"))
-        elif end is LoopEnd.CUT:
+        elif end == LoopEnd.CUT:
             await self._cut()
-        elif end is LoopEnd.HOOK_STOPPED:
+        elif end == LoopEnd.HOOK_STOPPED:
             await sink(Notice("warning", f"A hook stopped the turn: {self.loop.hook_stop}", "hook"))
 
     async def _cut(self) -> None:

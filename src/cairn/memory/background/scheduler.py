@@ -43,44 +43,46 @@ if TYPE_CHECKING:
     from cairn.memory.paths import MemoryRoots
     from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef
 
-__all__ = ["BackgroundScheduler", "Progress", "SchedulerHost"]
+    class SchedulerHost(Protocol):
+        """What the scheduler uses of its memory manager."""
+
+        roots: MemoryRoots
+        clock: Callable[[], float]
+
+        @property
+        def enabled(self) -> bool: ...
+
+        def space(self) -> MemorySpace: ...
+
+        def root_paths(self) -> list[Path]: ...
+
+        def describe_change(
+            self,
+            operation: MemoryOperation,
+            labels: Sequence[str],
+            *,
+            created: AbstractSet[str] = frozenset(),
+            removed: Sequence[MemoryRef] = (),
+        ) -> MemoryChanged: ...
+
+        def dream_change(self, report: DreamReport) -> MemoryChanged: ...
+
+        def memory_changed(self) -> None:
+            """The memory files changed (the system prompt's index is stale)."""
+            ...
+
+        async def announce(
+            self, session_id: str, change: MemoryChanged | Notice | None
+        ) -> None: ...
+
+        def lift_tombstones(self, paths: Sequence[Path]) -> str: ...
+
+
+__all__ = ["BackgroundScheduler", "Progress"]
 
 _log = get_logger("MEMORY")
 
 Progress = Callable[[str], Awaitable[None]]
-
-
-class SchedulerHost(Protocol):
-    """What the scheduler uses of its memory manager."""
-
-    roots: MemoryRoots
-    clock: Callable[[], float]
-
-    @property
-    def enabled(self) -> bool: ...
-
-    def space(self) -> MemorySpace: ...
-
-    def root_paths(self) -> list[Path]: ...
-
-    def describe_change(
-        self,
-        operation: MemoryOperation,
-        labels: Sequence[str],
-        *,
-        created: AbstractSet[str] = frozenset(),
-        removed: Sequence[MemoryRef] = (),
-    ) -> MemoryChanged: ...
-
-    def dream_change(self, report: DreamReport) -> MemoryChanged: ...
-
-    def memory_changed(self) -> None:
-        """The memory files changed (the system prompt's index is stale)."""
-        ...
-
-    async def announce(self, session_id: str, change: MemoryChanged | Notice | None) -> None: ...
-
-    def lift_tombstones(self, paths: Sequence[Path]) -> str: ...
 
 
 class BackgroundScheduler:
@@ -351,9 +353,7 @@ class BackgroundScheduler:
 
     # ----- memory the session's own agent wrote (/remember, or a write of its own) -----
 
-    async def record_remember(
-        self, session_id: str, path: Path, *, created: bool
-    ) -> MemoryChanged:
+    async def record_remember(self, session_id: str, path: Path, *, created: bool) -> MemoryChanged:
         """The session's own agent wrote the memory at ``path``: rebuild the indexes and note
         it in the audit trail (roots locked), and say what changed."""
         from cairn.memory.background.extract import record_written
