@@ -27,7 +27,7 @@ from cairn.debug_log import get_logger
 from cairn.vocabulary import EventSink, Notice
 
 if TYPE_CHECKING:
-    from cairn.config.settings import CheckpointingSettings
+    from cairn.config.settings import CheckpointingSettings, Settings
     from cairn.recording.checkpoints import Checkpoint, ShadowRepository
     from cairn.recording.recorder import ChatRecorder
 
@@ -196,6 +196,16 @@ class TurnCheckpoints:
         self._taken: str | None = None  # the turn whose checkpoint is taken (or given up)
         self._told: set[str] = set()  # messages already shown in this session
         self._wanted = False  # the turn may change the workspace: prepare once it is answered
+
+    @classmethod
+    def of(
+        cls, project_root: Path, settings: Settings, recorder: ChatRecorder | None
+    ) -> TurnCheckpoints | None:
+        """A session's checkpoints (``None`` without a recording: a checkpoint is tied to its
+        turn in the recording)."""
+        if recorder is None:
+            return None
+        return cls(project_root, settings.general.checkpointing, recorder)
 
     @property
     def workspace(self) -> WorkspaceCheckpoints:

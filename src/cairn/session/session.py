@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.abort import AbortController, AbortSignal
 from cairn.agent.client import AgentClient
-from cairn.agent.prompt import SystemPrompt, build_system_prompt, startup_context
+from cairn.agent.prompt import SystemPrompt, build_system_prompt
 from cairn.config.context_files import collect_context_files, render_context_files
 from cairn.content import Content, FunctionCall
 from cairn.debug_log import bind_session, get_logger
 from cairn.llm.types import Usage
 from cairn.recording.records import APPROVAL_MODE, CHAT_COMPRESSION
 from cairn.session.attachments import Attachments, build_attachments
+from cairn.session.checkpoints import TurnCheckpoints
 from cairn.session.commands import CommandList, SlashCommand, busy_refusal
 from cairn.session.gate import OPEN_GATE, GatedFrontend, PermissionGate
 from cairn.session.listeners import Listeners
@@ -117,7 +118,7 @@ class Session:
 
         self.mcp = self._make_mcp(mcp_servers)
         self.recorder = runtime.chat_recorder(session_id, self.cwd, loaded)
-        self.checkpoints = self._make_checkpoints()
+        self.checkpoints = TurnCheckpoints.of(runtime.project_root, self.settings, self.recorder)
         transcript = self.recorder.path if self.recorder else None
         self.live_settings = LiveSettings(
             self.workspace,
@@ -139,7 +140,7 @@ class Session:
             ),
         )
         self.extensions = self._make_extensions()
-        startup = self._startup_context()
+        startup = self.workspace.startup_context()
         self.system_prompt = self.build_system_prompt()
         self.client = AgentClient(
             provider=runtime.provider,
@@ -194,20 +195,6 @@ class Session:
         self.add_turn_hook(events)
         events.start(source)
         return events
-
-    def _make_checkpoints(self) -> TurnCheckpoints | None:
-        if self.recorder is None:
-            return None  # a checkpoint is tied to its turn in the recording
-        from cairn.session.checkpoints import TurnCheckpoints
-
-        return TurnCheckpoints(
-            self.runtime.project_root, self.settings.general.checkpointing, self.recorder
-        )
-
-    def _startup_context(self) -> list[Content]:
-        if self.settings.model.skip_startup_context:
-            return []
-        return startup_context(self.cwd, extra_dirs=self.workspace.extra_roots)
 
     def _tool_declarations(self) -> list[ToolDeclaration]:
         """What the model is offered on each request: the built-ins and the MCP servers' tools."""
@@ -438,7 +425,7 @@ class Session:
 
     async def clear(self) -> None:
         """``/clear``: a fresh conversation in the same session."""
-        self.client.reset(self._startup_context())
+        self.client.reset(self.workspace.startup_context())
         self.carry.clear()
         self.refresh_system_prompt()
         await self.hook_events.cleared()

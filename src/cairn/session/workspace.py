@@ -10,11 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cairn.agent.prompt import startup_context
 from cairn.tools.base import CommandRunner, FileSystem, LocalFileSystem, ToolContext
 
 if TYPE_CHECKING:
     from cairn.abort import AbortSignal
     from cairn.config.settings import Settings
+    from cairn.content import Content
     from cairn.mcp.config import ServerConfig
     from cairn.session.runtime import Runtime
     from cairn.tools.ignore import IgnoreRules
@@ -116,6 +118,13 @@ class SessionWorkspace:
             else:
                 environment[name] = value
         return environment
+
+    def startup_context(self) -> list[Content]:
+        """What the conversation starts with: the folders and their files at a glance
+        (``model.skipStartupContext``: nothing)."""
+        if self.settings.model.skip_startup_context:
+            return []
+        return startup_context(self.cwd, extra_dirs=self.extra_roots)
 
     def _ignore_rules(self) -> IgnoreRules | None:
         filtering = self.settings.context.file_filtering
