@@ -15,7 +15,7 @@ import datetime as _dt
 import json
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol
@@ -25,12 +25,14 @@ from cairn.debug_log import get_logger
 from cairn.ids import new_uuid
 from cairn.recording.records import (
     ASSISTANT,
+    CHAT_COMPRESSION,
     SLASH_COMMAND,
     SYSTEM,
     TOOL_RESULT,
     USER,
     format_timestamp,
 )
+from cairn.vocabulary.usage import Usage
 
 __all__ = ["ChatRecorder", "FileSink", "RecordSink"]
 
@@ -166,6 +168,10 @@ class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
             usageMetadata=dict(usage) if usage is not None else None,
         )
 
+    def record_answer(self, content: Content, model: str, usage: Usage) -> None:
+        """A model answer as the agent client reports it (:meth:`record_assistant`)."""
+        self.record_assistant(content, model=model, usage=usage.to_dict())
+
     def record_tool_result(
         self, content: Content, *, tool_results: list[dict[str, Any]] | None = None
     ) -> str:
@@ -184,6 +190,18 @@ class ChatRecorder(contextlib.AbstractContextManager["ChatRecorder"]):
         if output_items is not None:
             payload["outputHistoryItems"] = output_items
         return self._append(SYSTEM, subtype=SLASH_COMMAND, systemPayload=payload)
+
+    def record_compression(
+        self, original_tokens: int, new_tokens: int, status: str, history: Sequence[Content]
+    ) -> str:
+        """A compression, with the history it left (a resume starts from it)."""
+        info = {
+            "originalTokenCount": original_tokens,
+            "newTokenCount": new_tokens,
+            "compressionStatus": status,
+        }
+        payload = {"info": info, "compressedHistory": [entry.to_dict() for entry in history]}
+        return self.record_system(CHAT_COMPRESSION, payload)
 
     def record_recap(self, text: str) -> str:
         """A recap shown in the conversation, as the result of ``/recap`` (only the result

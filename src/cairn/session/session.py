@@ -19,8 +19,7 @@ from cairn.agent.prompt import SystemPrompt, build_system_prompt
 from cairn.config.context_files import collect_context_files, render_context_files
 from cairn.content import Content, FunctionCall
 from cairn.debug_log import bind_session, get_logger
-from cairn.llm.types import Usage
-from cairn.recording.records import APPROVAL_MODE, CHAT_COMPRESSION
+from cairn.recording.records import APPROVAL_MODE
 from cairn.session.attachments import Attachments, build_attachments
 from cairn.session.checkpoints import TurnCheckpoints
 from cairn.session.commands import CommandList, SlashCommand, busy_refusal
@@ -151,7 +150,7 @@ class Session:
             history=[*startup, *(loaded.history if loaded else [])],
             recall=self.memory.recall_handle(),
             recall_enabled=lambda: self.memory.on,
-            on_assistant=self._record_assistant,
+            on_assistant=self.recorder.record_answer if self.recorder else None,
             startup_length=len(startup),
         )
         self.client.on_compacted(self._record_compression)
@@ -202,24 +201,12 @@ class Session:
             self.mcp.sync_tools(self.registry)
         return self.registry.declarations()
 
-    def _record_assistant(self, content: Content, model: str, usage: Usage) -> None:
-        if self.recorder is not None:
-            self.recorder.record_assistant(content, model=model, usage=usage.to_dict())
-
     def _record_compression(self, result: CompressionResult) -> None:
-        """A compression joins the recording with the history it left (after the startup
-        context, which a resume builds afresh): a resume starts from it."""
-        if self.recorder is None:
-            return
-        kept = self.client.history.shallow()[self.client.startup_length :]
-        info = {
-            "originalTokenCount": result.original_tokens,
-            "newTokenCount": result.new_tokens,
-            "compressionStatus": str(result.status),
-        }
-        self.recorder.record_system(
-            CHAT_COMPRESSION, {"info": info, "compressedHistory": [e.to_dict() for e in kept]}
-        )
+        """A resume starts from the history a compression left (the startup context apart)."""
+        if self.recorder is not None:
+            kept = self.client.history.shallow()[self.client.startup_length :]
+            tokens = (result.original_tokens, result.new_tokens)
+            self.recorder.record_compression(*tokens, str(result.status), kept)
 
     def add_turn_hook(self, hook: TurnHook) -> None:
         """Let ``hook`` follow every turn of this session (see :class:`TurnHook`)."""
