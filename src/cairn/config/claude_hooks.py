@@ -153,8 +153,7 @@ def _groups(source: str, event: str, groups: Any, warnings: list[str]) -> list[d
 
 
 def _handler(at: str, handler: Any, warnings: list[str]) -> dict[str, Any] | None:
-    from cairn.config.loader import describe_validation_error
-    from cairn.config.sections import ValidationError
+    from cairn.config.loader import ValidationError, describe_validation_error
     from cairn.config.settings import HookCommand
 
     if not isinstance(handler, Mapping):

@@ -33,6 +33,7 @@ __all__ = [
     "LoadedSettings",
     "NoAuthError",
     "SettingsError",
+    "ValidationError",
     "describe_validation_error",
     "load_settings",
     "merge_settings_dicts",

@@ -141,8 +141,12 @@ def from_settings(
 
 def read_mcp_json(path: Path, environ: Mapping[str, str] | None = None) -> list[ServerConfig]:
     """The servers of a Claude Code ``.mcp.json``; :class:`McpConfigError` names the problem."""
-    from cairn.config.loader import SettingsError, describe_validation_error, read_settings_file
-    from cairn.config.sections import ValidationError
+    from cairn.config.loader import (
+        SettingsError,
+        ValidationError,
+        describe_validation_error,
+        read_settings_file,
+    )
     from cairn.config.settings import McpServerSettings
 
     try:
@@ -306,7 +310,7 @@ def _gate(server: ServerConfig, cwd: Path, settings: Settings) -> ServerConfig:
 
 def _dropped_server(name: str, raw: Any, path: Path) -> ServerConfig | None:
     """A project server the loader left out (an untrusted folder), for the listing only."""
-    from cairn.config.sections import ValidationError
+    from cairn.config.loader import ValidationError
     from cairn.config.settings import McpServerSettings
 
     try:
