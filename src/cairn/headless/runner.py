@@ -105,7 +105,7 @@ async def _hand_off_memory(
     if runtime.memory_enabled:
         manager = runtime.memory_manager()
         for session_id in start_workers(runtime, model=model):
-            manager.extract_here(session_id, runtime)
+            manager.background.extract_here(session_id, runtime)
     await _save_memory(runtime, wait, stderr, interrupt.skip_memory)
 
 

@@ -612,29 +612,12 @@ class MemoryManager:
         hand_off: bool = False,
     ) -> None:
         """Extract from a finished turn in the background; returns at once (one extraction
-        of this memory at a time, the newest request waiting in one slot). ``hand_off``
-        (``cairn -p``): not here; the session is noted pending and listed for a worker process
-        (:meth:`take_handed_off`, :meth:`extract_handed_off`)."""
+        of this memory at a time, the newest request waiting in one slot; ``hand_off``: left
+        to a worker process, see :class:`BackgroundScheduler`)."""
         self.background.schedule_extract(
-            project_root=project_root,
-            session_id=session_id,
-            history=history,
-            runtime=runtime,
+            project_root=project_root, session_id=session_id, history=history, runtime=runtime,
             hand_off=hand_off,
-        )
-
-    def take_handed_off(self) -> list[str]:
-        """The sessions whose extraction :meth:`schedule_extract` handed off since last asked."""
-        return self.background.take_handed_off()
-
-    def extract_here(self, session_id: str, runtime: MemoryRuntime) -> None:
-        """Extract a handed-off session in this process after all (no worker could start)."""
-        self.background.extract_here(session_id, runtime)
-
-    async def extract_handed_off(self, session_id: str, runtime: MemoryRuntime) -> None:
-        """Extract a handed-off session from its recording, as a turn's extraction runs; it
-        leaves the pending list once extracted, and stays on it when cut short or failed."""
-        await self.background.extract_handed_off(session_id, runtime)
+        )  # fmt: skip
 
     def schedule_dream(
         self, *, project_root: Path, session_id: str, runtime: MemoryRuntime

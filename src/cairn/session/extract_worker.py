@@ -52,7 +52,7 @@ def start_workers(runtime: Runtime, *, model: str | None = None) -> list[str]:
 
     manager = runtime.memory_manager()
     left: list[str] = []
-    for session_id in manager.take_handed_off():
+    for session_id in manager.background.take_handed_off():
         try:
             claim = claim_session(manager.roots.state_dir, session_id)
         except (OSError, ValueError) as error:
@@ -130,7 +130,9 @@ async def _extract(cwd: Path, session_id: str, claim_fd: int, model: str | None)
         claim = Claim(manager.roots.state_dir / CLAIMS_FOLDER / f"{session_id}.lock", claim_fd)
         bound = runtime.settings.memory.headless_extract_wait_seconds
         try:
-            await asyncio.wait_for(manager.extract_handed_off(session_id, runtime), bound)
+            await asyncio.wait_for(
+                manager.background.extract_handed_off(session_id, runtime), bound
+            )
         except TimeoutError:  # cut short: still pending, for the next extraction
             _log.warning(f"the handed-off extraction took over {bound} s and was stopped")
             return 1
