@@ -189,9 +189,11 @@ class LoadResult:
     completed: int = 0
 
 
-async def one_session(url: str, prompts: int, result: LoadResult) -> None:
+async def one_session(
+    url: str, prompts: int, result: LoadResult, token: str | None = None
+) -> None:
     try:
-        async with DaemonClient(url, timeout=60) as client:
+        async with DaemonClient(url, token, timeout=60) as client:
             session = await DaemonSessionClient.create(client)
             async with contextlib.aclosing(session.events()) as events:
                 for n in range(prompts):
@@ -213,10 +215,12 @@ async def one_session(url: str, prompts: int, result: LoadResult) -> None:
         result.errors.append(repr(exc))
 
 
-async def load(url: str, sessions: int, prompts: int) -> tuple[LoadResult, float]:
+async def load(
+    url: str, sessions: int, prompts: int, token: str | None = None
+) -> tuple[LoadResult, float]:
     result = LoadResult()
     started = time.perf_counter()
-    await asyncio.gather(*(one_session(url, prompts, result) for _ in range(sessions)))
+    await asyncio.gather(*(one_session(url, prompts, result, token) for _ in range(sessions)))
     return result, time.perf_counter() - started
 
 
