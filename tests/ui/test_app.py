@@ -249,6 +249,28 @@ async def test_a_shell_approval_names_the_programs_allow_always_would_allow(
     assert (project / "made" / "x").exists()
 
 
+async def test_a_dialog_in_a_narrow_terminal_has_no_stray_characters_at_its_edges(
+    make_app, scripted_server
+):
+    """Issue #30: at 60 columns the approval dialog left a few columns of the conversation on
+    each side, so a "·" of the welcome line stood right after its corner ("╯·"). A narrow
+    terminal's dialog takes its whole width."""
+    scripted_server.enqueue(tool_call("run_shell_command", {"command": "mkdir x"}), purpose="main")
+    scripted_server.enqueue(reply("Left it."), purpose="main")
+    app = make_app()
+    async with app.run_test(size=(60, 24)) as pilot:
+        await send(pilot, "make x")
+        await until(pilot, lambda: "Allow once" in screen_text(app))
+
+        lines = screen_text(app).splitlines()
+        top = next(i for i, line in enumerate(lines) if "Allow this command?" in line) - 1
+        bottom = next(i for i in range(top, len(lines)) if "╰" in lines[i])
+        for line in lines[top : bottom + 1]:  # the box from the first column to the last
+            assert line[0] in "╭│╰" and line[59] in "╮│╯", line
+        await pilot.press("3")
+        await settle(pilot)
+
+
 async def test_yolo_mode_runs_edits_without_asking(make_app, scripted_server, project):
     (project / "notes.txt").write_text("alpha\nbeta\n")
     scripted_server.enqueue(await edit_call(project), purpose="main")

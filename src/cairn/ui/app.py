@@ -75,6 +75,7 @@ from cairn.vocabulary.tool_calls import ToolKind
 __all__ = ["QUIT_WINDOW_SECONDS", "CairnApp"]
 
 QUIT_WINDOW_SECONDS = 2.0  # a second Ctrl+C within this time quits
+NARROW_COLUMNS = 80  # below this, dialogs take the whole width (no fragments beside them)
 QUIT_MEMORY_WAIT_SECONDS = 10.0  # on quit, how long a running Extract may still finish
 KEYS_HELP = (
     "Terminal UI: /resume [id] picks a recorded session · /settings changes settings · /quit "
@@ -117,6 +118,7 @@ Screen { layers: base; }
 .dialog { width: 80%; max-width: 100; height: auto; max-height: 90%;
           border: round $accent; background: $surface; padding: 0 1; }
 .dialog-wide { width: 90%; max-width: 120; }
+CairnApp.-narrow .dialog { width: 100%; }
 .dialog > * { height: auto; margin: 0 0 1 0; }
 .dialog-preview { height: auto; max-height: 16; }
 .dialog OptionList { height: auto; max-height: 20; border: none; }
@@ -220,7 +222,11 @@ class CairnApp(App[int]):
         running = self.turn_task is not None and not self.turn_task.done()
         return running or (self._session is not None and self._session.busy)
 
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW_COLUMNS, "-narrow")
+
     async def on_mount(self) -> None:
+        self.on_resize()
         self._handle_termination()
         self.transcript.anchor()
         session = self._open_first_session()
