@@ -1,3 +1,7 @@
+import os
+
+import pytest
+
 from cairn.config.context_files import collect_context_files, render_context_files
 
 
@@ -112,3 +116,46 @@ def test_links_inside_the_project_and_the_users_own_files_are_read(tmp_path):
 
     assert [f.text for f in files] == ["my rules", "repo rules"]
     assert warnings == []
+
+
+SWAPPER = """
+import os, sys, time
+folder, secret, deadline = sys.argv[1], sys.argv[2], time.monotonic() + float(sys.argv[3])
+target = os.path.join(folder, "AGENTS.md")
+template = os.path.join(folder, "template")
+while time.monotonic() < deadline:
+    os.symlink(secret, target + ".link")
+    os.replace(target + ".link", target)  # AGENTS.md is now a link to the secret...
+    os.link(template, target + ".file")
+    os.replace(target + ".file", target)  # ...and a plain file inside the project again
+"""
+
+
+@pytest.mark.slow
+def test_a_context_file_swapped_for_a_link_while_it_is_read_is_never_read_outside(tmp_path):
+    """#24 follow-up: the containment check resolved the path and the read opened it again, so
+    a file swapped for a link to a secret between the two (a process in the repository doing
+    it in a loop) put the secret into the prompt. The check is made on the descriptor read."""
+    import subprocess
+    import sys
+    import time
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "template").write_text("project rules")
+    os.link(project / "template", project / "AGENTS.md")
+    secret = tmp_path / "secret"
+    secret.write_text("SECRET-TOKEN-1234")
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(project), str(secret), "30"])
+    read = refused = 0
+    try:
+        deadline = time.monotonic() + 8  # a bound on the attempts, not a timing assertion
+        while time.monotonic() < deadline and (read < 50 or refused < 50):
+            files, warnings = collect_context_files(project, "AGENTS.md", home=tmp_path / "h")
+            assert all("SECRET" not in f.text for f in files), "the secret was read"
+            read += bool(files)
+            refused += bool(warnings)
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert read and refused  # both sides of the swap were met

@@ -270,6 +270,25 @@ def test_a_context_file_linked_to_the_environment_never_reaches_the_model(
     assert "hunter2-e2e" not in sent
 
 
+def test_a_refused_context_file_is_said_to_the_user(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """#24 follow-up: a context file refused for leading outside the project went only to the
+    debug log, so the user never learnt why their `AGENTS.md` had no effect."""
+    (project.parent / "secret").write_text("password=hunter2-e2e")
+    (project / "AGENTS.md").symlink_to("../secret")
+    write_settings(project, {"memory": {"enableManagedAutoMemory": False}})
+    scripted_server.default = reply("Answered.")
+
+    done = run_cairn("-p", "hi")
+
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "AGENTS.md" in line]
+    assert len(said) == 1, done.stderr
+    assert "leads outside the project" in said[0] and "skipped" in said[0]
+    assert "hunter2-e2e" not in done.stderr + done.stdout
+
+
 # ----- what `cairn trust` shows (#24, low) -----
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.abort import AbortController, AbortSignal
 from cairn.agent.client import AgentClient
 from cairn.agent.prompt import SystemPrompt, build_system_prompt
-from cairn.config.context_files import collect_context_files, render_context_files
+from cairn.config.context_files import render_context_files
 from cairn.content import Content, FunctionCall
 from cairn.debug_log import bind_session, get_logger
 from cairn.recording.records import APPROVAL_MODE
@@ -215,9 +215,7 @@ class Session:
     # ----- the system prompt and memory (cairn.session.memory) -----
 
     def build_system_prompt(self) -> SystemPrompt:
-        files, warnings = collect_context_files(self.cwd, self.settings.context.file_name)
-        for warning in warnings:
-            _log.warning(warning)
+        files = self.workspace.context_files(self.settings.context.file_name, self.carry)
         return build_system_prompt(
             context_files=render_context_files(files),
             memory_section=self.memory.prompt_section(),

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cairn.agent.prompt import startup_context
+from cairn.config.context_files import ContextFile, collect_context_files
+from cairn.debug_log import get_logger
 from cairn.tools.base import CommandRunner, FileSystem, LocalFileSystem, ToolContext
+from cairn.vocabulary.events import Notice
 
 if TYPE_CHECKING:
     from cairn.abort import AbortSignal
@@ -19,11 +22,14 @@ if TYPE_CHECKING:
     from cairn.content import Content
     from cairn.mcp.config import ServerConfig
     from cairn.session.runtime import Runtime
+    from cairn.session.turn import Carryover
     from cairn.tools.ignore import IgnoreRules
     from cairn.tools.sandbox import RunLater, SandboxPolicy
     from cairn.vocabulary.interaction import UserInteraction
 
 __all__ = ["SessionWorkspace", "run_outside"]
+
+_log = get_logger("SESSION")
 
 
 class SessionWorkspace:
@@ -50,6 +56,7 @@ class SessionWorkspace:
         self.fs: FileSystem = fs or LocalFileSystem()
         self.command_runner = command_runner  # an editor's terminals; None: run locally
         self._run_later = run_later  # what cairn runs outside the sandbox (run_outside)
+        self._warned: set[str] = set()  # about context files: each said once a session
 
     @classmethod
     def of(
@@ -75,6 +82,18 @@ class SessionWorkspace:
             command_runner=command_runner,
             run_later=run_later,
         )
+
+    def context_files(self, names: str | list[str], carry: Carryover) -> list[ContextFile]:
+        """The context files (``AGENTS.md``, ``CAIRN.md`` ...) the system prompt carries; one
+        refused or unreadable (a link leading outside the project, a FIFO) is logged and said
+        to the user once, as a notice when the next turn starts."""
+        files, warnings = collect_context_files(self.cwd, names)
+        for warning in warnings:
+            _log.warning(warning)
+            if warning not in self._warned:
+                self._warned.add(warning)
+                carry.add_notice(Notice("warning", warning, "context"))
+        return files
 
     def tool_context(
         self,
