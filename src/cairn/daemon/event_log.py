@@ -6,12 +6,9 @@ them (:class:`LogBus`, through the session's writer, which hands them to this pr
 subscribers once committed). Any replica serves ``GET /session/{id}/events``: the
 :class:`EventHub` replays the log after ``Last-Event-ID``, then follows it: one ``LISTEN``
 connection per replica hears every commit's ``NOTIFY`` and fetches what is new for the sessions
-its clients watch. A poll every :data:`POLL_SECONDS` notices a session whose owner died
-mid-turn (so the stream reports the interrupted turn even when no other request comes), and
-reads the log of each watched session: every time while the ``LISTEN`` connection is down, and
-every :data:`LISTENING_POLL_SECONDS` while it is up (PostgreSQL delivers every notification
-to a connected listener; this is only a safety net, and 50 watched sessions read every 2 s cost
-more database work than their turns).
+its clients watch, and a poll every :data:`POLL_SECONDS` catches a lost notification (and
+notices a session whose owner died mid-turn, so the stream reports the interrupted turn even
+when no other request comes).
 
 Events reach a subscriber in id order, each once: a feed delivers only ids above the last it
 delivered, whether they come from this replica's commits, a notification or a poll.
@@ -40,8 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["POLL_SECONDS", "EventHub", "LogBus"]
 
-POLL_SECONDS = 2.0  # a watched session's log is read this often while not listening
-LISTENING_POLL_SECONDS = 30.0  # ... and this often while the LISTEN connection is up
+POLL_SECONDS = 2.0  # a watched session's log is read at least this often (a lost NOTIFY)
 LISTEN_RETRY_SECONDS = 1.0  # wait before listening again after the connection dropped
 CLOSING_TYPES = ("session_closed",)  # after these a session's streams end
 _log = get_logger("DAEMON")
@@ -121,7 +117,6 @@ class _Feed:
         self.last = -1  # -1: nothing read yet
         self.lock = asyncio.Lock()
         self.checked_orphan = 0.0
-        self.polled = time.monotonic()  # when the poll last read its log
 
     def deliver(self, events: list[StoredEvent]) -> bool:
         """Hand events above :attr:`last` to every subscriber; False when one is missing (a
@@ -325,11 +320,8 @@ class EventHub:
         while True:
             await asyncio.sleep(POLL_SECONDS)
             now = time.monotonic()
-            interval = LISTENING_POLL_SECONDS if self.listening.is_set() else POLL_SECONDS
             for feed in list(self._feeds.values()):
-                if now - feed.polled >= interval - POLL_SECONDS / 2:
-                    feed.polled = now
-                    await self._safely(self._catch_up(feed))
+                await self._safely(self._catch_up(feed))
                 if self.orphaned is not None and now - feed.checked_orphan >= self.orphan_seconds:
                     feed.checked_orphan = now
                     await self._safely(self.orphaned(feed.store, feed.session_id))
