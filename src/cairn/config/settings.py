@@ -185,7 +185,8 @@ class MemorySettings(Section):
     )
     headless_extract_wait_seconds: float = Field(
         30,
-        description="How long `cairn -p` waits for a background extraction before exiting.",
+        description="How long the extraction of a `cairn -p` turn may take (in its worker, or "
+        "before `cairn -p --wait-memory` exits).",
     )
     min_available_memory_mb: int = Field(
         256,

@@ -26,13 +26,12 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from cairn.abort import AbortController
-from cairn.agent.reminders import strip_system_reminder_blocks
 from cairn.content import Content, FunctionCall, FunctionResponse, Part, Text, clip_text
 from cairn.debug_log import get_logger
 from cairn.memory.background.agent_tools import memory_agent_context, memory_agent_registry
@@ -46,13 +45,17 @@ from cairn.memory.background.tasks import (
     agent_limits,
     written_files,
 )
+from cairn.memory.background.turn_writes import (
+    is_user_message,
+    last_user_message,
+    strip_injected_context,
+    turn_wrote_memory,
+)
 from cairn.memory.document import MemoryDoc, MemoryScope
 from cairn.memory.forget.tombstones import ForgottenFacts
 from cairn.memory.prompt import MEMORY_AGENT_RULES
 from cairn.memory.store.history import HistoryEntry, append_history
 from cairn.memory.store.locks import hold_roots, hold_roots_async
-from cairn.tools.permissions import canonical_tool_name
-from cairn.vocabulary.tool_names import ToolName
 
 __all__ = [
     "EXTRACT_HISTORY_ENTRIES",
@@ -82,11 +85,6 @@ MAX_LISTED_MEMORIES = 200  # existing memories listed in its prompt
 MAX_TOOL_OUTPUT_CHARS = 2_000  # characters of each tool result in the history it sees
 MAX_WHY_QUOTE_CHARS = 200  # characters of the user's words quoted in a memory's version log
 CANCELLED_CLEANUP_LOCK_SECONDS = 1.0  # lock wait when recording writes of a cancelled run
-_MEMORY_WRITE_TOOLS = frozenset({ToolName.WRITE_FILE, ToolName.EDIT, "replace", "create_file"})
-_PATH_ARGUMENTS = ("file_path", "path", "target_file")
-_HOOK_CONTEXT = re.compile(
-    r"<cairn:user-prompt-submit-context>.*?(?:</cairn:user-prompt-submit-context>|\Z)", re.DOTALL
-)
 _PLACEHOLDER_RESPONSE = "Background extraction started."
 _SPACES = re.compile(r"\s+")
 _log = get_logger("MEMORY_EXTRACT")
@@ -121,20 +119,8 @@ class ExtractOutcome:
 # --- what the extraction agent sees --------------------------------------------------------
 
 
-def strip_injected_context(text: str) -> str:
-    """``text`` without ``<system-reminder>`` blocks (recalled memory) and hook context."""
-    return _HOOK_CONTEXT.sub("", strip_system_reminder_blocks(text))
-
-
-def _is_user_message(entry: Content) -> bool:
-    """A user entry with something the user wrote (not only tool results or reminders)."""
-    if entry.role != "user" or any(isinstance(p, FunctionResponse) for p in entry.parts):
-        return False
-    return any(isinstance(p, Text) and strip_injected_context(p.text).strip() for p in entry.parts)
-
-
 def has_new_user_messages(history: Sequence[Content], start: int) -> bool:
-    return any(_is_user_message(entry) for entry in history[start:])
+    return any(is_user_message(entry) for entry in history[start:])
 
 
 def new_user_messages(history: Sequence[Content], start: int) -> list[str]:
@@ -142,7 +128,7 @@ def new_user_messages(history: Sequence[Content], start: int) -> list[str]:
     return [
         " ".join(strip_injected_context(p.text) for p in entry.parts if isinstance(p, Text))
         for entry in history[start:]
-        if _is_user_message(entry)
+        if is_user_message(entry)
     ]
 
 
@@ -183,8 +169,8 @@ def extraction_history(history: Sequence[Content]) -> list[Content]:
     cleaned = [c for c in map(_clean, window) if c is not None]
     while cleaned and any(isinstance(p, FunctionResponse) for p in cleaned[0].parts):
         cleaned.pop(0)
-    if not any(_is_user_message(entry) for entry in cleaned):
-        earlier = _last_user_message(history[: len(history) - len(window)])
+    if not any(is_user_message(entry) for entry in cleaned):
+        earlier = last_user_message(history[: len(history) - len(window)])
         lead = _clean(history[earlier]) if earlier >= 0 else None
         if lead is not None:
             cleaned.insert(0, lead)
@@ -277,56 +263,6 @@ EXTRACT_TASK = (
 )
 
 
-# --- the memory_tool check -----------------------------------------------------------------
-
-
-def _last_user_message(history: Sequence[Content]) -> int:
-    for index in range(len(history) - 1, -1, -1):
-        if _is_user_message(history[index]):
-            return index
-    return -1
-
-
-def _target_path(args: Mapping[str, Any], base: Path) -> Path | None:
-    for key in _PATH_ARGUMENTS:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            path = Path(value).expanduser()
-            return Path(os.path.realpath(path if path.is_absolute() else base / path))
-    return None
-
-
-def turn_wrote_memory(
-    history: Sequence[Content], roots: Sequence[Path], *, base: Path
-) -> list[Path]:
-    """Memory files the latest turn's own agent wrote successfully (``memory_tool``).
-
-    The latest turn is everything after the last user message; a write counts when its call
-    got a response without an error. Relative paths are taken from ``base``.
-    """
-    start = _last_user_message(history) + 1
-    turn = history[start:]
-    responses = {p.id: p for entry in turn for p in entry.parts if isinstance(p, FunctionResponse)}
-    real_roots: list[str] = []  # resolved at the first write: most turns write no file
-    written: list[Path] = []
-    for entry in turn:
-        for call in (p for p in entry.parts if isinstance(p, FunctionCall)):
-            if canonical_tool_name(call.name) not in _MEMORY_WRITE_TOOLS:
-                continue
-            response = responses.get(call.id)
-            if response is None or response.is_error:
-                continue
-            path = _target_path(call.args, base)
-            if path is None:
-                continue
-            real_roots = real_roots or [os.path.realpath(root) for root in roots]
-            if not any(str(path).startswith(r + os.sep) for r in real_roots):
-                continue
-            if path not in written:
-                written.append(path)
-    return written
-
-
 # --- one extraction ------------------------------------------------------------------------
 
 
@@ -392,7 +328,7 @@ async def _run_agent(
     max_turns, timeout = agent_limits(
         settings, default_turns=EXTRACT_MAX_TURNS, default_minutes=EXTRACT_TIMEOUT_MINUTES
     )
-    turn = sum(1 for entry in request.history if _is_user_message(entry))
+    turn = sum(1 for entry in request.history if is_user_message(entry))
     said = new_user_messages(request.history, 0)
     why = (
         f"from the conversation: “{clip_text(said[-1], MAX_WHY_QUOTE_CHARS, '…')}”" if said else ""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from cairn.content import Content
 from cairn.debug_log import get_logger
+from cairn.memory.background.turn_writes import turn_wrote_memory
 from cairn.memory.telemetry import emit_dream, emit_extract
 from cairn.vocabulary.events import Notice
 
@@ -140,8 +141,6 @@ class BackgroundScheduler:
         (:meth:`take_handed_off`, :meth:`extract_handed_off`)."""
         if not self.host.enabled:
             return
-        from cairn.memory.background.extract import ExtractRequest, turn_wrote_memory
-
         entries = [entry.shallow_copy() for entry in history]
         record = self._tasks.new("extract", session_id)
         wrote = turn_wrote_memory(entries, self.host.root_paths(), base=Path(project_root))
@@ -162,6 +161,8 @@ class BackgroundScheduler:
             self._note_pending(session_id)  # until the worker has extracted it
             self._handed_off.append(session_id)
             return
+        from cairn.memory.background.extract import ExtractRequest
+
         request = ExtractRequest(Path(project_root), session_id, entries, runtime)
         if self._extracting:
             if self._queued is not None:

@@ -14,7 +14,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
@@ -24,6 +24,7 @@ from cairn.memory.background.pressure import AvailableMemory
 from cairn.memory.document import MemoryDoc, MemoryScope
 from cairn.memory.paths import TYPE_FOLDERS, MemoryRoots
 from cairn.memory.store.backend import DreamLock
+from cairn.values import Value
 
 if TYPE_CHECKING:
     from cairn.memory.trust.provenance import Author, Writer
@@ -68,8 +69,7 @@ class MemoryRuntime(Protocol):
     def spawn(self, coro: Any, *, name: str) -> asyncio.Task[Any]: ...
 
 
-@dataclass(frozen=True)
-class MemorySpace:
+class MemorySpace(Value):
     """What Extract and Dream work on, handed to them by the manager."""
 
     roots: MemoryRoots
@@ -106,8 +106,7 @@ class MemorySpace:
         return found
 
 
-@dataclass(frozen=True)
-class WrittenFile:
+class WrittenFile(Value):
     """A file a memory agent wrote, located in its memory root."""
 
     scope: MemoryScope
@@ -153,8 +152,7 @@ def agent_limits(
     return max_turns, (minutes * 60.0 if minutes > 0 else None)
 
 
-@dataclass
-class MemoryTask:
+class MemoryTask(Value, frozen=False):
     id: str
     kind: TaskKind
     session_id: str
