@@ -34,6 +34,7 @@ from cairn.llm.types import ModelRequest, ToolDeclaration, Usage
 from cairn.testing import Reply, ScriptedProvider, ToolCallSpec, error_reply, reply, tool_calls
 from cairn.vocabulary.events import AssistantText, StreamReset
 
+from ..polling import eventually_async
 from ..recall_helpers import RecordingRecall
 
 SUMMARY = "<state_snapshot>the user wants a calculator</state_snapshot>"
@@ -612,16 +613,24 @@ def _compressing_settings() -> Settings:
     )
 
 
-async def test_compression_runs_once_the_last_prompt_passes_the_threshold() -> None:
+async def test_compression_starts_in_the_background_and_never_blocks_a_request_that_fits() -> None:
     provider = ScriptedProvider(reply("ok", usage=_usage(600)))
+    held = threading.Event()
     provider.enqueue(
-        reply(SUMMARY, usage={"prompt_tokens": 1400, "completion_tokens": 50}), purpose="compress"
+        reply(SUMMARY, usage={"prompt_tokens": 1400, "completion_tokens": 50}, hold=held),
+        purpose="compress",
     )
     client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
-    await _send(client, [Text("one more question")])
-    assert provider.requests_for("compress") == []
+    await _send(client, [Text("one more question")])  # 600 of 1000 tokens: past 50 %
+    assert await eventually_async(lambda: len(provider.requests_for("compress")) == 1)
 
-    events = await _send(client, [Text("and another")])
+    while_compressing = await _send(client, [Text("and another")])  # fits: not waiting
+
+    assert not any(isinstance(e, AgentCompressed) for e in while_compressing)
+    assert isinstance(while_compressing[-1], AgentFinished)
+    held.set()
+    assert await eventually_async(lambda: client.background_compression == "ready")
+    events = await _send(client, [Text("and a third")])
 
     compressed = events[0]
     assert isinstance(compressed, AgentCompressed)
@@ -631,8 +640,49 @@ async def test_compression_runs_once_the_last_prompt_passes_the_threshold() -> N
     main = _main_requests(provider)[-1]
     assert main.contents[0].text == SUMMARY
     assert main.contents[1].text == SUMMARY_ACK
-    assert main.contents[-1].text == "and another"
-    assert len(main.contents) < len(_conversation(6)) + 4
+    sent = [c.text for c in main.contents]
+    assert sent[-3:] == ["and another", "ok", "and a third"]  # said while it ran: kept
+    assert "question 0" not in "".join(sent)
+    assert len(main.contents) < len(_conversation(6)) + 6
+
+
+async def test_a_request_that_would_not_fit_waits_for_the_background_compression() -> None:
+    provider = ScriptedProvider(reply("ok", usage=_usage(800)))  # 800 of 1000: no room left
+    provider.enqueue(
+        reply(SUMMARY, usage={"prompt_tokens": 1400, "completion_tokens": 50}), purpose="compress"
+    )
+    client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
+    await _send(client, [Text("one more question")])
+
+    events = await _send(client, [Text("and another")])
+
+    assert isinstance(events[0], AgentCompressed)
+    assert events[0].result.status is CompressionStatus.COMPRESSED
+    assert _main_requests(provider)[-1].contents[0].text == SUMMARY
+
+
+async def test_a_compression_that_frees_too_little_is_not_tried_again_in_a_loop() -> None:
+    """A compression that leaves the prompt past the threshold is not run again at every
+    request (each one a side query), only once the conversation has grown again."""
+    provider = ScriptedProvider(reply("ok", usage=_usage(600)))
+    provider.enqueue(
+        reply(SUMMARY, usage={"prompt_tokens": 1400, "completion_tokens": 50}),
+        reply(SUMMARY, usage={"prompt_tokens": 1400, "completion_tokens": 50}),
+        purpose="compress",
+    )
+    client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
+    await _send(client, [Text("first")])
+    assert await eventually_async(lambda: client.background_compression == "ready")
+    await _send(client, [Text("second")])  # compressed; its answer still says 600 tokens
+
+    for number in range(5):
+        await _send(client, [Text(f"more {number}")])
+        assert client.background_compression is None
+
+    assert len(provider.requests_for("compress")) == 1
+    provider.default = reply("ok", usage=_usage(700))  # grown by a tenth of the window
+    await _send(client, [Text("much more")])
+    assert await eventually_async(lambda: len(provider.requests_for("compress")) == 2)
 
 
 OVERFLOW = "request (5000 tokens) exceeds the available context size (4096 tokens)"
@@ -716,6 +766,7 @@ async def test_a_failed_compression_is_not_retried_on_every_request() -> None:
     provider.enqueue(error_reply(400, "bad request"), purpose="compress")
     client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
     await _send(client, [Text("first")])
+    assert await eventually_async(lambda: client.background_compression == "ready")
 
     failed = await _send(client, [Text("second")])
     later = await _send(client, [Text("third")])
@@ -725,6 +776,7 @@ async def test_a_failed_compression_is_not_retried_on_every_request() -> None:
     assert isinstance(failed[-1], AgentFinished)
     assert not any(isinstance(e, AgentCompressed) for e in later)
     assert isinstance(later[-1], AgentFinished)
+    assert client.background_compression is None
     assert len(provider.requests_for("compress")) == 1
     assert len(_main_requests(provider)) == 3
 
@@ -734,10 +786,12 @@ async def test_reset_lifts_the_compression_failure_latch() -> None:
     provider.enqueue(error_reply(400), error_reply(400), purpose="compress")
     client = _client(provider, settings=_compressing_settings(), history=_conversation(6))
     await _send(client, [Text("first")])
-    await _send(client, [Text("second")])  # compression fails and latches
+    assert await eventually_async(lambda: client.background_compression == "ready")
+    await _send(client, [Text("second")])  # compression failed and latches
 
     client.reset(_conversation(6))
     await _send(client, [Text("third")])  # the answer reports 600 prompt tokens again
+    assert await eventually_async(lambda: client.background_compression == "ready")
     events = await _send(client, [Text("fourth")])
 
     assert isinstance(events[0], AgentCompressed)

@@ -158,7 +158,9 @@ async def test_compress_reports_a_compressed_conversation(make_world: MakeWorld)
     assert text.startswith("Compressed the conversation: ")
     assert text.endswith(" tokens.")
     assert len(world.provider.requests_for("compress")) == 1
-    assert any(c.text == "<state_snapshot>numbers</state_snapshot>" for c in session.history)
+    [summary] = [c.text for c in session.history if "<state_snapshot>" in c.text]
+    assert summary.startswith("<state_snapshot>numbers</state_snapshot>")
+    assert "question 0: words" in summary  # the user's words stay, word for word
 
 
 async def test_compress_reports_when_there_is_nothing_to_compress(make_world: MakeWorld) -> None:

@@ -25,6 +25,7 @@ async def test_a_resume_starts_from_the_last_compression(make_world: MakeWorld) 
     world.provider.enqueue(
         reply(SUMMARY, usage={"prompt_tokens": 1500, "completion_tokens": 20}), purpose="compress"
     )
+    world.provider.enqueue(*(reply(f"EARLY-ANSWER-{i}") for i in range(4)), purpose="main")
     session = world.session()
     for i in range(4):
         await world.prompt(session, f"EARLY-QUESTION-{i}: " + "words " * 50)
@@ -39,4 +40,5 @@ async def test_a_resume_starts_from_the_last_compression(make_world: MakeWorld) 
     assert "SUMMARY-OF-EARLIER-WORK" in sent
     assert "LATER-QUESTION" in sent
     assert "AFTER-RESUME" in sent
-    assert "EARLY-QUESTION-0" not in sent  # summarised away, as it was before the resume
+    assert "EARLY-ANSWER-0" not in sent  # summarised away, as it was before the resume
+    assert "EARLY-QUESTION-0: words" in sent  # the user's words stay, word for word

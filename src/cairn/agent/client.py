@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from cairn.abort import Aborted, AbortSignal
 from cairn.agent.chat import ChatHistory
+from cairn.agent.compactor import CompactionObserver, Compactor
 from cairn.agent.compression import (
     DEFAULT_CONTEXT_WINDOW,
     CompressionResult,
     CompressionStatus,
-    compress_history,
+    Summariser,
 )
 from cairn.agent.loop_detection import LoopDetector, LoopInfo
 from cairn.agent.reminders import system_reminder
@@ -214,15 +215,13 @@ class AgentClient:
         self.recent_tools: list[str] = []
         self.stats = _Stats()
         self.last_prompt_tokens = 0
-        self._compression_failed = False
         self._window_asked = False
         self._window_warned: int | None = None  # the window told too small for the prompt
         self._unfinished = Usage()  # answers cut by a cancel, not yet counted in a turn
         self._background: set[asyncio.Future[int | None]] = set()
         self.model_override: str | None = None  # this turn's model (a command file's `model`)
-        self._before_compress: Callable[[str], Awaitable[str | None]] | None = None
-        self._after_compress: Callable[[], Awaitable[None]] | None = None
-        self._compacted: list[Callable[[CompressionResult], None]] = []
+        self.last_output_tokens = 0
+        self.compactor = Compactor(self)
         self._seed_recent_tools()
 
     def on_compress(
@@ -232,13 +231,18 @@ class AgentClient:
     ) -> None:
         """Follow compression: ``before`` is given the trigger (``manual``, ``auto``) and may
         return a reason not to compress (PreCompact hooks); ``after`` runs once it happened."""
-        self._before_compress = before
-        self._after_compress = after
+        self.compactor.on_compress(before, after)
 
-    def on_compacted(self, observer: Callable[[CompressionResult], None]) -> None:
-        """Call ``observer`` with every compression that replaced the history (the session
-        records it, so a resume starts from it)."""
-        self._compacted.append(observer)
+    def summarise_with(self, summariser: Summariser) -> None:
+        """Compress with the session's task checkpoint (:class:`~cairn.agent.compression.
+        TaskSummary`): the older part of the history becomes the checkpoint, with the user's
+        words kept word for word, instead of a model-written summary."""
+        self.compactor.summarise_with(summariser)
+
+    def on_compacted(self, observer: CompactionObserver) -> None:
+        """Call ``observer`` with every compression that replaced the history (see
+        :data:`~cairn.agent.compactor.CompactionObserver`): a resume starts from it."""
+        self.compactor.on_compacted(observer)
 
     def override_model(self, model: str | None) -> None:
         """Send this turn's requests to ``model`` (a command file's ``model``); ``None``: the
@@ -295,7 +299,12 @@ class AgentClient:
         self.recent_tools.clear()
         self.loop_detector.reset()
         self.last_prompt_tokens = 0
-        self._compression_failed = False
+        self.compactor.reset()
+
+    def close(self) -> None:
+        """The session ends: Recall and a compression running in the background are stopped."""
+        self.cancel_recall("shutdown")
+        self.compactor.stop()
 
     def record_completed_tool_call(self, name: str, args: Mapping[str, Any] | None = None) -> None:
         """Note a tool call that ran (successfully or not); cancelled calls are not recorded."""
@@ -363,42 +372,16 @@ class AgentClient:
         self._model = model
 
     async def compress(self, *, force: bool = False, trigger: str = "") -> CompressionResult:
-        """Compress the conversation (``force``: whatever its size, as ``/compress`` and a
-        prompt the server refused as too long ask); ``trigger`` is what PreCompact hooks are
-        told (``manual`` or ``auto``; default: ``manual`` when forced)."""
-        threshold = self.settings.model.chat_compression.context_percentage_threshold
-        tokens = self.last_prompt_tokens
-        if not force and (
-            threshold <= 0 or self._compression_failed or tokens < threshold * self.context_window
-        ):
-            return CompressionResult(CompressionStatus.NOOP, tokens, tokens)
-        if force and not tokens:
-            tokens = sum(len(str(e.to_dict())) for e in self.history.shallow()) // 4
-        if self._before_compress is not None:
-            refusal = await self._before_compress(trigger or ("manual" if force else "auto"))
-            if refusal is not None:
-                if not force:
-                    self._compression_failed = True  # not asked again on every request
-                return CompressionResult(CompressionStatus.BLOCKED, tokens, tokens, error=refusal)
-        result = await compress_history(
-            self.history.copy(),
-            provider=self.provider,
-            model=self.model,
-            original_tokens=tokens,
-            prefix_length=self.startup_length,
-            session_id=self.session_id,
-        )
-        if result.status is CompressionStatus.COMPRESSED and result.history is not None:
-            self.history.replace(result.history)
-            self.last_prompt_tokens = result.new_tokens
-            self._compression_failed = False
-            for observer in self._compacted:
-                observer(result)
-            if self._after_compress is not None:
-                await self._after_compress()
-        elif result.status is not CompressionStatus.NOOP and not force:
-            self._compression_failed = True  # don't retry on every request
-        return result
+        """Compress the conversation now (``force``: whatever its size, as ``/compress`` and a
+        prompt the server refused as too long ask; else only past the threshold); ``trigger``
+        is what PreCompact hooks are told (``manual`` or ``auto``; default: ``manual`` when
+        forced). A compression running in the background is stopped first."""
+        return await self.compactor.compress(force=force, trigger=trigger)
+
+    @property
+    def background_compression(self) -> Literal["running", "ready"] | None:
+        """A compression started in the background (:mod:`cairn.agent.compactor`)."""
+        return self.compactor.background
 
     def repair_dangling_calls(self, parts: Sequence[Part]) -> list[Part]:
         """Answer calls left open by an interruption so the next request is well formed."""
@@ -440,8 +423,8 @@ class AgentClient:
             self.loop_detector.reset()
 
         abort.raise_if_aborted()
-        compressed = await self.compress()
-        if compressed.status is not CompressionStatus.NOOP:
+        compressed = await self.compactor.before_sending(parts)
+        if compressed is not None and compressed.status is not CompressionStatus.NOOP:
             yield AgentCompressed(compressed)
         abort.raise_if_aborted()
 
@@ -638,7 +621,10 @@ class AgentClient:
         self.stats.usage.add(usage)
         if finish is not None and (usage.input_tokens or usage.total_tokens):
             self.last_prompt_tokens = usage.input_tokens or usage.total_tokens
+            self.last_output_tokens = usage.output_tokens
+            self.compactor.measured()
         self._learn_context_window()
+        self.compactor.start()
         if loop is not None:
             yield AgentLoop(loop, usage)
             return

@@ -1,11 +1,20 @@
-"""Chat compression: replace the older part of a long conversation with a model-written summary."""
+"""Chat compression: replace the older part of a long conversation with a shorter account of it.
+
+The account is the session's task checkpoint when it has one (:mod:`cairn.agent.task_checkpoint`:
+the objective, the user's instructions word for word, what is done and what remains), given by
+a :data:`Summariser`; no model request is needed then. Without one, the model writes a
+``<state_snapshot>`` of the older part (a side query), and the user's words the summariser
+gives are kept word for word after it. Either way the most recent messages stay as they are.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Text
+from cairn.debug_log import get_logger
 from cairn.llm.side_query import side_query
 from cairn.llm.types import Provider
 from cairn.values import Value
@@ -15,8 +24,11 @@ __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
     "CompressionResult",
     "CompressionStatus",
+    "Summariser",
+    "TaskSummary",
     "compress_history",
     "find_split_point",
+    "history_size",
 ]
 
 DEFAULT_CONTEXT_WINDOW = 131_072  # tokens, for models whose window is not configured
@@ -37,6 +49,20 @@ First think in a <scratchpad> about what matters. Then write a <state_snapshot> 
 <recent_actions> the last few significant actions and their outcomes </recent_actions>
 <current_plan> numbered steps, each marked [DONE], [IN PROGRESS] or [TODO] </current_plan>
 Be dense and specific: names, paths, commands, numbers. Leave out pleasantries."""
+_log = get_logger("COMPRESSION")
+
+
+class TaskSummary(Value):
+    """What the session says about the part being compressed: its task checkpoint, which then
+    replaces the model-written summary, or (``checkpoint`` ``None``) only the user's words to
+    keep word for word after one."""
+
+    checkpoint: str | None = None
+    verbatim: str = ""
+
+
+# Given the entries to compress and those kept, the session's account of them.
+Summariser = Callable[[Sequence[Content], Sequence[Content]], Awaitable[TaskSummary]]
 
 
 class CompressionStatus(StrEnum):
@@ -55,12 +81,14 @@ class CompressionResult(Value, frozen=False):
     history: list[Content] | None = None  # the new history when compressed
     error: str | None = None
     cut: bool = False  # the summary was cut at its output bound
-
+    from_checkpoint: bool = False  # the task checkpoint replaced the older part (no model asked)
 
     def describe(self) -> str:
         """The outcome in words for people (never the status value itself)."""
         if self.status is CompressionStatus.COMPRESSED:
             done = f"Compressed the conversation: {self.original_tokens} → {self.new_tokens} tokens"
+            if self.from_checkpoint:
+                done += " (from the task checkpoint)"
             if self.cut:
                 return (
                     f"{done} (the summary was cut at its output bound: "
@@ -81,6 +109,11 @@ class CompressionResult(Value, frozen=False):
 
 def _size(entry: Content) -> int:
     return len(json.dumps(entry.to_dict(), ensure_ascii=False))
+
+
+def history_size(entries: Sequence[Content]) -> int:
+    """The entries' size in characters of their JSON (what compression measures)."""
+    return sum(_size(e) for e in entries)
 
 
 def _is_clean_user(entry: Content) -> bool:
@@ -115,56 +148,79 @@ async def compress_history(
     prefix_length: int = 0,
     session_id: str | None = None,
     model: str | None = None,
+    summarise: Summariser | None = None,
 ) -> CompressionResult:
-    """Summarise ``history[prefix_length:split]`` and keep the rest verbatim.
+    """Replace ``history[prefix_length:split]`` with an account of it and keep the rest verbatim.
 
-    ``prefix_length`` entries at the start (the startup context) are kept as they are.
+    ``prefix_length`` entries at the start (the startup context) are kept as they are;
+    ``summarise`` gives the session's account (see :class:`TaskSummary`).
     """
     prefix, body = history[:prefix_length], history[prefix_length:]
     split = find_split_point(body, 1 - COMPRESSION_PRESERVE_THRESHOLD)
     to_compress, to_keep = body[:split], body[split:]
-    total = sum(_size(e) for e in body) or 1
-    if not to_compress or sum(_size(e) for e in to_compress) / total < MIN_COMPRESSION_FRACTION:
+    total = history_size(body) or 1
+    if not to_compress or history_size(to_compress) / total < MIN_COMPRESSION_FRACTION:
         return CompressionResult(CompressionStatus.NOOP, original_tokens, original_tokens)
-    try:
-        result = await side_query(
-            provider,
-            purpose="compress",
-            system=COMPRESSION_PROMPT,
-            messages=[
-                *to_compress,
-                Content.user("Write the <state_snapshot> of the conversation so far."),
-            ],
-            max_attempts=1,
-            model=model or provider.model,
-            session_id=session_id,
-        )
-    except Exception as exc:
-        return CompressionResult(
-            CompressionStatus.FAILED_ERROR, original_tokens, original_tokens, error=str(exc)
-        )
-    summary = result.text.strip()
-    if not summary:
-        return CompressionResult(
-            CompressionStatus.FAILED_EMPTY_SUMMARY, original_tokens, original_tokens
-        )
-    if result.usage.input_tokens and result.usage.output_tokens:
-        new_tokens = (
-            original_tokens - (result.usage.input_tokens - 1000) + result.usage.output_tokens
-        )
+    task = await _task_summary(summarise, to_compress, to_keep)
+    if task.checkpoint:
+        summary, cut, usage_tokens = task.checkpoint, False, None
     else:
-        kept_chars = sum(_size(e) for e in to_keep) + len(summary)
-        new_tokens = kept_chars // 4
-    if new_tokens > original_tokens:
-        return CompressionResult(CompressionStatus.FAILED_INFLATED, original_tokens, new_tokens)
+        try:
+            result = await side_query(
+                provider,
+                purpose="compress",
+                system=COMPRESSION_PROMPT,
+                messages=[
+                    *to_compress,
+                    Content.user("Write the <state_snapshot> of the conversation so far."),
+                ],
+                max_attempts=1,
+                model=model or provider.model,
+                session_id=session_id,
+            )
+        except Exception as exc:
+            return CompressionResult(
+                CompressionStatus.FAILED_ERROR, original_tokens, original_tokens, error=str(exc)
+            )
+        if not result.text.strip():
+            return CompressionResult(
+                CompressionStatus.FAILED_EMPTY_SUMMARY, original_tokens, original_tokens
+            )
+        summary = "\n\n".join(t for t in (result.text.strip(), task.verbatim) if t)
+        cut = result.finish_reason == "length"
+        usage = result.usage
+        kept_words = len(task.verbatim) // 4  # the user's words, kept besides the summary
+        usage_tokens = (
+            original_tokens - (usage.input_tokens - 1000) + usage.output_tokens + kept_words
+            if usage.input_tokens and usage.output_tokens
+            else None
+        )
     new_history = [*prefix, Content("user", [Text(summary)]), Content("model", [Text(SUMMARY_ACK)])]
     if to_keep and to_keep[0].role == "model":
         new_history.append(Content.user(CONTINUE_PROMPT))
     new_history.extend(to_keep)
+    if usage_tokens is None:  # measured as the rest of the history is: by its size
+        usage_tokens = original_tokens * history_size(new_history) // (history_size(history) or 1)
+    if usage_tokens > original_tokens:
+        return CompressionResult(CompressionStatus.FAILED_INFLATED, original_tokens, usage_tokens)
     return CompressionResult(
         CompressionStatus.COMPRESSED,
         original_tokens,
-        max(0, new_tokens),
+        max(0, usage_tokens),
         history=new_history,
-        cut=result.finish_reason == "length",
+        cut=cut,
+        from_checkpoint=bool(task.checkpoint),
     )
+
+
+async def _task_summary(
+    summarise: Summariser | None, to_compress: Sequence[Content], to_keep: Sequence[Content]
+) -> TaskSummary:
+    """The session's account, or nothing (a failure there only means the model summarises)."""
+    if summarise is None:
+        return TaskSummary()
+    try:
+        return await summarise(to_compress, to_keep)
+    except Exception as exc:  # the task checkpoint is a helper: compression goes on without it
+        _log.warning(f"the task checkpoint could not be used for compression: {exc!r}")
+        return TaskSummary()

@@ -14,6 +14,7 @@ __all__ = [
     "SYSTEM_REMINDER_OPEN",
     "is_system_reminder",
     "plan_mode_reminder",
+    "steered_text",
     "steering_text",
     "strip_system_reminder_blocks",
     "system_reminder",
@@ -61,9 +62,17 @@ def plan_mode_reminder() -> Text:
     )
 
 
+_STEERING_NOTE = (
+    "[The user sent this while you were working. Take it into account and continue; it is "
+    "guidance for the current task, not a new request.]\n"
+)
+
+
 def steering_text(text: str) -> Text:
     """A message the user typed while a turn was running, delivered with the next tool results."""
-    return Text(
-        "[The user sent this while you were working. Take it into account and continue; it is "
-        f"guidance for the current task, not a new request.]\n{text}"
-    )
+    return Text(f"{_STEERING_NOTE}{text}")
+
+
+def steered_text(text: str) -> str | None:
+    """What the user typed, if ``text`` is a :func:`steering_text`; else ``None``."""
+    return text.removeprefix(_STEERING_NOTE) if text.startswith(_STEERING_NOTE) else None

@@ -47,6 +47,9 @@ class OutputBounds(Section):
         None, gt=0, alias="recall-selector", description="Recall's selector (default 1024)."
     )
     forget: int | None = _bound(2048, "Forget's selector")
+    task_checkpoint: int | None = Field(
+        None, gt=0, alias="task-checkpoint", description="The task checkpoint (default 2048)."
+    )
     web_fetch: int | None = Field(
         None, gt=0, alias="web-fetch", description="The answer `web_fetch` writes (default 4096)."
     )

@@ -106,6 +106,14 @@ class GeneralSettings(Section):
         description="After a session's first turn, ask `fastModel` (when one is set) for a short "
         "title; off, or without a fast model, the first prompt's first line stays the title.",
     )
+    task_checkpoint: bool = Field(
+        True,
+        description="Keep the session's task checkpoint up to date: once a turn is over and the "
+        "session has been quiet for 3 s, one small side query on `fastModel` (else the main "
+        "model) adds what happened. Compression, `/recap` and a resume read it (docs/usage.md). "
+        "Off: compression asks for a summary and recaps ask the model; your words are still "
+        "kept word for word.",
+    )
 
 
 class FileFilteringSettings(Section):

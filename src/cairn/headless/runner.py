@@ -20,7 +20,7 @@ from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.session.startup import StartupError, open_runtime
 from cairn.values import Value
-from cairn.vocabulary.events import TurnResult
+from cairn.vocabulary.events import Notice, TurnResult
 from cairn.vocabulary.terminal import escape_for_terminal
 
 __all__ = ["HeadlessMemory", "HeadlessOptions", "run_headless"]
@@ -198,6 +198,9 @@ async def _run_turn(
     )
     interrupt.session = session
     session.listen(writer)  # what Extract saves while `cairn -p` waits for it
+    resume_note = session.task_state.resume_note  # the last turn never finished
+    if resume_note is not None:  # where the task stood
+        await writer(Notice("warning", resume_note, "resume"))
     api_started = time.monotonic()
     attachments = await session.attach_text(options.prompt)  # @path mentions, as in the UI
     result = await session.prompt(PromptRequest.attaching(attachments), writer)

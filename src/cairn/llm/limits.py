@@ -40,6 +40,7 @@ OUTPUT_TOKEN_LIMITS: Mapping[str, int] = {
     "title": 64,  # a few words
     "recall-selector": 1024,  # a short JSON list of paths
     "forget": 2048,  # a JSON list of paths and reasons
+    "task-checkpoint": 2048,  # the task checkpoint: short lists as one JSON object
     "web-fetch": 4096,  # an answer about one page
 }
 DEFAULT_OUTPUT_TOKENS = 4096  # a request of a kind not listed above

@@ -1,5 +1,8 @@
 """``generate_session_recap``: the one function behind /recap, the away recap and the daemon.
 
+A fresh task checkpoint (:mod:`cairn.session.task_state`) answers at once, without a model
+request: its recap line is the recap. Otherwise one side query writes it.
+
 :func:`session_recap` says why there is no recap when there is none (too little conversation,
 the model's answer was cut, empty, not a recap, too slow, or the request failed), so ``/recap``
 and the daemon say the real reason; :func:`generate_session_recap` is its text alone. A model
@@ -45,6 +48,7 @@ RECAP_TEMPERATURE = 0.3  # a little variety, still close to the conversation
 RECAP_PURPOSE = "recap"  # the X-Cairn-Purpose of the side query
 MIN_HISTORY_ENTRIES = 2  # below this there is nothing to recap
 RECAP_TIMEOUT_SECONDS = 60.0  # the longest a recap may take (the daemon's route waits as long)
+CHECKPOINT_WAIT_SECONDS = 15.0  # the longest a recap waits for a task checkpoint being written
 MAX_UNTAGGED_WORDS = 80  # an untagged answer longer than this is not a recap
 MIN_UNTAGGED_WORDS = 4  # nor one shorter than this
 NOT_ENOUGH_CONTEXT = "Not enough conversation context for a recap yet."
@@ -176,6 +180,10 @@ def recap_messages(history: Sequence[Content]) -> list[Content]:
 
 
 async def _generate(session: Session) -> Recap:
+    checkpoint = await session.task_state.recap(wait=CHECKPOINT_WAIT_SECONDS)
+    if checkpoint is not None:  # a fresh task checkpoint: no model request needed
+        _log.debug(f"recap from the task checkpoint: len={len(checkpoint)}")
+        return Recap(checkpoint)
     history = session.client.history.shallow()
     if len(history) < MIN_HISTORY_ENTRIES:
         _log.debug(f"recap skipped: history too short ({len(history)} entries)")

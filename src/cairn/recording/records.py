@@ -31,6 +31,7 @@ __all__ = [
     "REAL_USER",
     "SLASH_COMMAND",
     "SYSTEM",
+    "TASK_CHECKPOINT",
     "TITLE_SUBTYPE",
     "TOOL_RESULT",
     "USER",
@@ -62,6 +63,7 @@ MID_TURN_USER_MESSAGE: Final = "mid_turn_user_message"
 CANCELLED_ANSWER: Final = "cancelled_answer"  # {"text"}: what a cancelled response had shown
 APPROVAL_MODE: Final = "approval_mode"  # {"mode"}: the session's approval mode changed
 TITLE_SUBTYPE: Final = "session_title"  # {"title", "source"}: the session's title
+TASK_CHECKPOINT: Final = "task_checkpoint"  # where the task stands (cairn.agent.task_checkpoint)
 
 MAX_RECORDED_DIFF_CHARS: Final = 256_000  # a larger diff is not kept (replay shows its summary)
 MAX_RECORDED_LOCATIONS: Final = 100  # places of one tool call kept in its toolCallResult

@@ -27,6 +27,7 @@ from cairn.session.gate import OPEN_GATE, GatedFrontend, PermissionGate
 from cairn.session.listeners import Listeners
 from cairn.session.live_settings import LiveSettings
 from cairn.session.memory import SessionMemory
+from cairn.session.task_state import TaskState
 from cairn.session.titles import SessionTitles
 from cairn.session.turn import Carryover, PromptRequest, Turn, newest_prompt
 from cairn.session.turn_hooks import TurnHook
@@ -50,7 +51,6 @@ from cairn.vocabulary.interaction import Frontend
 from cairn.vocabulary.tool_names import ToolName
 
 if TYPE_CHECKING:
-    from cairn.agent.compression import CompressionResult
     from cairn.hooks.runner import HookRunner
     from cairn.llm.types import ToolDeclaration
     from cairn.mcp.config import ServerConfig
@@ -110,6 +110,7 @@ class Session:
         self._commands = CommandList()
         self.turn_hooks: list[TurnHook] = [SessionTitles()]
         self.carry = Carryover.of(loaded)
+        self.task_state = TaskState.of(self, loaded)  # a turn hook: the task checkpoint
         self.memory = SessionMemory(
             runtime, session_id, emit=self.emit, asked=self._remembering, turn=self._turn_number
         )
@@ -153,8 +154,10 @@ class Session:
             on_assistant=self.recorder.record_answer if self.recorder else None,
             startup_length=len(startup),
         )
-        self.client.on_compacted(self._record_compression)
+        if self.recorder is not None:  # a resume starts from the history a compression left
+            self.client.on_compacted(self.recorder.record_compression)
         self.client.last_prompt_tokens = loaded.context_tokens() if loaded else 0
+        self.task_state.attach(self.client, loaded)  # compression, and where a crash left it
         self.carry.remember_prompt(newest_prompt(self.client))
         self.hook_events = self._make_hook_events("resume" if loaded else "startup")
 
@@ -200,13 +203,6 @@ class Session:
         if self.mcp is not None:
             self.mcp.sync_tools(self.registry)
         return self.registry.declarations()
-
-    def _record_compression(self, result: CompressionResult) -> None:
-        """A resume starts from the history a compression left (the startup context apart)."""
-        if self.recorder is not None:
-            kept = self.client.history.shallow()[self.client.startup_length :]
-            tokens = (result.original_tokens, result.new_tokens)
-            self.recorder.record_compression(*tokens, str(result.status), kept)
 
     def add_turn_hook(self, hook: TurnHook) -> None:
         """Let ``hook`` follow every turn of this session (see :class:`TurnHook`)."""
@@ -412,6 +408,7 @@ class Session:
         """``/clear``: a fresh conversation in the same session."""
         self.client.reset(self.workspace.startup_context())
         self.carry.clear()
+        self.task_state.clear()
         self.refresh_system_prompt()
         await self.hook_events.cleared()
 
@@ -425,9 +422,10 @@ class Session:
         if turn is not None:
             turn.cancel("session_dispose")
             await turn.wait()
+        await self.task_state.close()
         await self.hook_events.end("other")
         await self.hook_events.close()
-        self.client.cancel_recall("shutdown")
+        self.client.close()  # Recall and a compression in the background are stopped
         if self.mcp is not None:
             await self.mcp.aclose()  # the servers its client passed in
         if self.checkpoints is not None:
@@ -473,6 +471,7 @@ class Session:
         self.client.last_prompt_tokens = loaded.context_tokens()  # the status line's
         self.loaded = loaded
         self.carry.clear()
+        self.task_state.reload(loaded)
         self.carry.remember_prompt(newest_prompt(self.client))
 
     # ----- recap -----

@@ -282,6 +282,7 @@ class Turn:
             parts = await self.prepare()
             if parts is None:
                 return result
+            parts = self.session.task_state.with_resume_reminder(parts)  # after a crash
             kind = SendKind.USER_QUERY if request.fresh else SendKind.CONTINUATION
             await self._request(parts, SendKind.RETRY if request.retry else kind)
         except ProviderError as exc:
@@ -372,6 +373,7 @@ class Turn:
                 parts.append(Text(text))
         self._record_prompt(user_parts, hook_context)
         if request.fresh:
+            session.task_state.user_said(request.text)  # word for word, for the checkpoint
             # Recall starts only after the hook let the prompt through, with the raw text.
             self.client.begin_recall(request.text, self.abort.signal)
             if session.memory.stale():  # Extract, Dream or Forget changed the memory files
@@ -601,6 +603,7 @@ class Turn:
         parts: list[Part] = []
         recorder = self.session.recorder
         for text in self.carry.take_steering():
+            self.session.task_state.user_said(text, steering=True)
             part = steering_text(text)
             if record and recorder is not None:
                 recorder.record_system(
@@ -695,4 +698,3 @@ def _tool_call_result(outcome: ToolOutcome) -> dict[str, Any]:
     if result.subagent is not None:
         entry["subagent"] = result.subagent.to_record()
     return entry
-
