@@ -77,7 +77,7 @@ async def test_a_tenant_never_reaches_another_tenants_session(
         assert (await globex.get(f"/session/{session_id}/status")).status_code == 200
         recorded = (await acme.get("/workspace/sessions")).json()["sessions"]
         assert [(s["sessionId"], s["live"]) for s in recorded] == [(session_id, False)]
-        recordings = sorted(p.relative_to(home).as_posix() for p in home.rglob("*.jsonl"))
+        recordings = sorted(p.relative_to(home).as_posix() for p in home.rglob("chats/*.jsonl"))
         assert [p.split("/tenants/")[1] for p in recordings] == [
             f"acme/chats/{session_id}.jsonl",
             f"globex/chats/{session_id}.jsonl",

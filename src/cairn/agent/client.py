@@ -466,6 +466,10 @@ class AgentClient:
         except ContextOverflowError as overflow:
             raise self._does_not_fit(overflow, None) from overflow
 
+    def tool_declarations(self) -> list[ToolDeclaration]:
+        """The tools the next request offers (the built-ins and the MCP servers' tools)."""
+        return list(self._tools())
+
     def fixed_prompt_tokens(self) -> int:
         """About how many tokens every request holds whatever is said: the system prompt, the
         tool declarations and the startup context."""

@@ -32,6 +32,7 @@ FEATURES = (
     "session_model",  # GET/POST /session/{id}/model: the model picker
     "session_recap",
     "session_recap_cancel",  # a recap stops when its HTTP client disconnects
+    "session_context",  # GET /session/{id}/context: what fills the window, tokens by purpose
     "client_identity",
     "session_rewind",
     "idempotent_prompts",  # POST /session/{id}/prompt with an Idempotency-Key runs it once

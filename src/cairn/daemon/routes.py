@@ -49,6 +49,7 @@ from cairn.daemon.sse import EventStreamResponse
 from cairn.daemon.tenancy import TENANT_SCOPE_KEY, client_servers, request_tenant
 from cairn.debug_log import bind_session, get_logger
 from cairn.recap.service import Recap
+from cairn.session import context_report, usage_report
 from cairn.session.gate import WideningRefused
 from cairn.session.models import ModelSwitchError
 from cairn.session.updates import commands_update, session_config_options
@@ -119,6 +120,7 @@ class DaemonRoutes:
             Route("/session/{id}/model", tenant(owned(self.models)), methods=["GET"]),
             Route("/session/{id}/model", tenant(owned(self.set_model)), methods=["POST"]),
             Route("/session/{id}/recap", tenant(owned(self.recap)), methods=["POST"]),
+            Route("/session/{id}/context", tenant(owned(self.context)), methods=["GET"]),
             Route("/session/{id}/rewind", tenant(owned(self.rewind_list)), methods=["GET"]),
             Route("/session/{id}/rewind", tenant(owned(self.rewind)), methods=["POST"]),
         ]
@@ -588,6 +590,14 @@ class DaemonRoutes:
         if recap.text is None and recap.reason:
             body["reason"] = recap.reason
         return JSONResponse(body)
+
+    async def context(self, request: Request) -> Response:
+        """``{sessionId, context, usage}``: what fills the context window, by part, and the
+        tokens used by purpose (the session's; today's too, outside tenants)."""
+        session = self._live(request).session
+        report = context_report(session).to_dict()
+        usage = usage_report(session)
+        return JSONResponse({"sessionId": session.id, "context": report, "usage": usage})
 
     async def _recap_or_disconnect(self, request: Request, session: Session) -> Recap:
         async def generate() -> Recap:

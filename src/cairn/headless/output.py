@@ -372,6 +372,8 @@ class OutputWriter:
         api_duration_ms: int,
         is_error: bool,
         error: str | None = None,
+        usage_by_purpose: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
     ) -> None:
         self._finished = True
         if self.fmt == "text":
@@ -395,6 +397,10 @@ class OutputWriter:
             "usage": result.usage.to_dict(),
             "permission_denials": self.denials,
         }
+        if usage_by_purpose is not None:  # tokens by X-Cairn-Purpose: session and today
+            message["usage_by_purpose"] = usage_by_purpose
+        if context is not None:  # what fills the context window, by part
+            message["context"] = context
         if error:
             message["error"] = {"message": error, "status": result.error_status}
         self._message(message)

@@ -15,6 +15,7 @@ from cairn.agent.loop_detection import describe_loop
 from cairn.debug_log import set_process_session
 from cairn.exit_codes import ExitCode
 from cairn.headless.output import OutputFormat, OutputWriter
+from cairn.session import context_report, usage_report
 from cairn.session.commands import COMMANDS
 from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
@@ -205,6 +206,7 @@ async def _run_turn(
     attachments = await session.attach_text(options.prompt)  # @path mentions, as in the UI
     result = await session.prompt(PromptRequest.attaching(attachments), writer)
     api_ms = int((time.monotonic() - api_started) * 1000)
+    context = context_report(session).to_dict()  # what the next request would hold
     await session.close()
     code, subtype, error = _classify(result)
     writer.result(
@@ -214,6 +216,8 @@ async def _run_turn(
         api_duration_ms=api_ms,
         is_error=code != ExitCode.OK,
         error=error,
+        usage_by_purpose=usage_report(session),  # after close: Extract's share included
+        context=context,
     )
     return code
 

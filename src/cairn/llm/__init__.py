@@ -5,6 +5,7 @@ Nothing else in cairn knows HTTP or OpenAI shapes. Import :class:`OpenAIProvider
 """
 
 from cairn.llm.errors import InvalidStreamError, ProviderError
+from cairn.llm.ledger import UsageLedger, UsageReports, by_purpose_dict
 from cairn.llm.retry import RetryPolicy
 from cairn.llm.side_query import SideQueryResult, side_query
 from cairn.llm.types import (
@@ -35,5 +36,8 @@ __all__ = [
     "ToolCallDelta",
     "ToolDeclaration",
     "Usage",
+    "UsageLedger",
+    "UsageReports",
+    "by_purpose_dict",
     "side_query",
 ]

@@ -26,6 +26,7 @@ from cairn.debug_log import get_logger
 from cairn.llm._httpx import httpx
 from cairn.llm.context_window import probe_context_window
 from cairn.llm.errors import ContextOverflowError, ProviderError
+from cairn.llm.ledger import UsageReports
 from cairn.llm.limits import output_limit, smaller_output_limit
 from cairn.llm.retry import RetryPolicy, retry_stream
 from cairn.llm.structured import ENDPOINTS, Strategy, downgrade
@@ -38,7 +39,7 @@ from cairn.llm.transport import (
     sse_data,
     timed,
 )
-from cairn.llm.types import ListedModel, ModelRequest, StreamEvent
+from cairn.llm.types import Finished, ListedModel, ModelRequest, StreamEvent
 from cairn.values import replace
 
 __all__ = [
@@ -71,7 +72,7 @@ class StreamParser(Protocol):
     def finish(self) -> list[StreamEvent]: ...
 
 
-class HttpProvider(ABC):
+class HttpProvider(UsageReports, ABC):
     """The shared part of the OpenAI and Anthropic providers.
 
     ``pools`` spreads the sessions over that many HTTP clients (see
@@ -290,6 +291,8 @@ class HttpProvider(ABC):
                 async with aclosing(events):
                     async for event in events:
                         produced = True
+                        if isinstance(event, Finished):
+                            self.report_usage(request, event.usage)
                         yield event
                 return
             except ContextOverflowError as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import field
 from typing import Any, Protocol, TypeAlias
 
@@ -125,6 +125,11 @@ class Provider(Protocol):
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[StreamEvent, None]:
         """Stream one response. Raises :class:`cairn.llm.errors.ProviderError` on failure."""
+        ...
+
+    def on_usage(self, observer: Callable[[ModelRequest, Usage], None]) -> None:
+        """Tell ``observer`` what every answer streamed from now on used (its
+        :class:`Finished` usage; :mod:`cairn.llm.ledger`)."""
         ...
 
     async def warm_up(self) -> None:

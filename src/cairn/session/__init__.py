@@ -15,6 +15,7 @@ from cairn._lazy import lazy_exports
 if TYPE_CHECKING:
     from cairn.session.attachments import Attachments
     from cairn.session.commands import COMMANDS, CommandOutcome, SlashCommand, find_command
+    from cairn.session.context_usage import context_report, usage_report
     from cairn.session.runtime import Runtime, SessionNotFound
     from cairn.session.session import PromptRequest, Session
     from cairn.session.turn_hooks import TurnHook
@@ -33,7 +34,9 @@ __all__ = [
     "TurnHook",
     "TurnResult",
     "UpdateMapper",
+    "context_report",
     "find_command",
+    "usage_report",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -44,6 +47,8 @@ __getattr__, __dir__ = lazy_exports(
         "CommandOutcome": "commands",
         "SlashCommand": "commands",
         "find_command": "commands",
+        "context_report": "context_usage",
+        "usage_report": "context_usage",
         "Runtime": "runtime",
         "SessionNotFound": "runtime",
         "PromptRequest": "session",

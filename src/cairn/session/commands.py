@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from cairn.config.settings import APPROVAL_MODES
 from cairn.content import Part
 from cairn.debug_log import get_logger
+from cairn.session.context_usage import context_report, render_usage, usage_report
 from cairn.session.gate import WideningRefused
 from cairn.values import Value
 from cairn.vocabulary.events import CommandInfo, EventSink, Notice
@@ -142,6 +143,15 @@ async def _compress(session: Session, args: str, sink: EventSink) -> CommandOutc
 async def _context_changed(session: Session, sink: EventSink) -> None:
     """Front ends showing how full the context is learn its new size (no request was made)."""
     await sink(session.client.context_used())
+
+
+async def _context(session: Session, args: str, sink: EventSink) -> CommandOutcome:
+    report = context_report(session).render()
+    return CommandOutcome(f"{report}\n\n{render_usage(usage_report(session))}")
+
+
+async def _usage(session: Session, args: str, sink: EventSink) -> CommandOutcome:
+    return CommandOutcome(render_usage(usage_report(session)))
 
 
 async def _recap(session: Session, args: str, sink: EventSink) -> CommandOutcome:
@@ -311,6 +321,8 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("clear", "Start a fresh conversation in this session", _clear),
     SlashCommand("compress", "Summarise the conversation to free context", _compress),
     SlashCommand("recap", "A one- or two-sentence summary of where you left off", _recap),
+    SlashCommand("context", "What fills the context window, and tokens used by purpose", _context),
+    SlashCommand("usage", "Tokens used by purpose: this session and today", _usage),
     SlashCommand("memory", "Show managed memory, or turn it on or off", _memory, "on|off"),
     SlashCommand("remember", "Save something to managed memory", _remember, "text"),
     SlashCommand("forget", "Remove memories matching a description", _forget, "text"),

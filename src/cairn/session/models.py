@@ -11,6 +11,7 @@ sessions of a runtime keep their model.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from cairn.config.endpoint import Endpoint, NoAuthError, choice_endpoint
@@ -56,8 +57,15 @@ class ModelOption:
 class ModelCatalog:
     """The models of one runtime, and one provider per endpoint they are served from."""
 
-    def __init__(self, settings: Settings, endpoint: Endpoint | None, provider: Provider) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        endpoint: Endpoint | None,
+        provider: Provider,
+        watch: Callable[[Provider], None] = lambda provider: None,
+    ) -> None:
         self._settings = settings
+        self._watch = watch  # the usage ledger counts every endpoint's answers
         self._endpoint = endpoint
         self._provider = provider
         self._listed: list[ModelOption] | None = None  # ``"auto"``: what the endpoint listed
@@ -151,6 +159,7 @@ class ModelCatalog:
             from cairn.llm.factory import create_provider
 
             provider = create_provider(endpoint, self._settings)
+            self._watch(provider)
             self._providers[key] = provider
         return provider
 

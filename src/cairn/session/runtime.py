@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from cairn._version import __version__
 from cairn.config.loader import Endpoint
-from cairn.config.paths import project_root
+from cairn.config.paths import cairn_home, project_root
 from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
 from cairn.ids import new_uuid
+from cairn.llm import UsageLedger
 from cairn.llm.types import Provider
 from cairn.mcp.sources import may_configure_servers
 from cairn.session.gate import OPEN_GATE, PermissionGate
@@ -97,6 +98,7 @@ class Runtime:
         owns_provider: bool = True,
         session_stores: SessionStores | None = None,
         secrets: Sequence[str] = (),
+        usage: UsageLedger | None = None,
     ) -> None:
         """``secrets``: values the commands cairn starts must not see, whatever variable
         holds them (see :meth:`hide_from_commands`)."""
@@ -114,6 +116,10 @@ class Runtime:
         # `cairn -p`: a turn's extraction is left to a worker process (session/extract_worker.py)
         self.extract_in_worker = False
         self._owns_provider = owns_provider  # a tenant's runtime shares its parent's
+        if usage is None:  # usage by purpose, per session and per day (cairn.llm.ledger)
+            usage = UsageLedger(cairn_home() / "usage" if record_chats else None, clock=clock)
+            usage.watch(provider)
+        self.usage = usage
         self._memory: dict[Path, MemoryManager] = {}
         self._background: set[asyncio.Task[object]] = set()
         self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
@@ -207,7 +213,8 @@ class Runtime:
         if self._models is None:
             from cairn.session.models import ModelCatalog
 
-            self._models = ModelCatalog(self.settings, self.endpoint, self.provider)
+            catalog = ModelCatalog(self.settings, self.endpoint, self.provider, self.usage.watch)
+            self._models = catalog
         return self._models
 
     # ----- MCP servers -----
@@ -314,6 +321,7 @@ class Runtime:
                 owns_provider=False,
                 session_stores=self._session_stores,
                 secrets=self._secrets,
+                usage=self.usage,  # the provider's answers are counted once
             )
             self._tenants[tenant] = runtime
         return runtime

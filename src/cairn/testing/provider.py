@@ -18,13 +18,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from typing import TypeAlias
 
+from cairn.llm import UsageReports
 from cairn.llm.errors import InvalidStreamError, ProviderError
 from cairn.llm.limits import output_limit
 from cairn.llm.openai.format import build_request_body
 from cairn.llm.openai.stream import ChunkParser, parse_completion
 from cairn.llm.retry import RetryPolicy, retry_stream
 from cairn.llm.transport import http_error
-from cairn.llm.types import ListedModel, ModelRequest, StreamEvent
+from cairn.llm.types import Finished, ListedModel, ModelRequest, StreamEvent
 from cairn.testing.request import message_text
 from cairn.testing.script import Reply, ReplyQueues, call_handler, wait_to_start
 from cairn.testing.wire import ReplyContext, completion_body, error_body, sse_frame, stream_plan
@@ -37,7 +38,7 @@ DEFAULT_MODEL = "scripted-model"
 ProviderHandler: TypeAlias = Callable[[ModelRequest], Reply | Awaitable[Reply | None] | None]
 
 
-class ScriptedProvider:
+class ScriptedProvider(UsageReports):
     """A :class:`cairn.llm.types.Provider` that answers from scripted replies.
 
     Replies are chosen like :class:`~cairn.testing.ScriptedServer` chooses them: ``handler``,
@@ -129,6 +130,8 @@ class ScriptedProvider:
         )
         async with aclosing(events):
             async for event in events:
+                if isinstance(event, Finished):
+                    self.report_usage(request, event.usage)
                 yield event
 
     def _record(self, request: ModelRequest) -> ModelRequest:
