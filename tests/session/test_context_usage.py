@@ -170,3 +170,31 @@ async def test_a_day_file_that_cannot_be_written_leaves_the_request_alone(
     assert isinstance(events[-1], Finished)
     assert ledger.day() == {}
     assert ledger.session("s")["main"].input_tokens > 0
+
+
+async def test_usage_says_the_cost_by_purpose_when_the_models_are_priced(
+    make_world: MakeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task_state_module, "IDLE_SECONDS", 0.01)
+    prices = {"scripted-model": {"input": 2, "output": 8, "cachedInput": 0.5}}
+    world = make_world(model={"prices": prices})
+    world.provider.enqueue(checkpoint_reply(), purpose=TASK_CHECKPOINT_PURPOSE)
+    session = world.session()
+
+    await world.prompt(session, "Rename load_config.")
+    assert await eventually_async(lambda: session.task_state.fresh)
+
+    main = usage_report(session)["session"]["main"]
+    expected = (main["input_tokens"] * 2 + main["output_tokens"] * 8) / 1_000_000
+    assert main["cost_usd"] == pytest.approx(expected)
+    assert "$" in (await world.prompt(session, "/usage")).text
+
+
+async def test_a_purpose_on_an_unpriced_model_has_no_cost(make_world: MakeWorld) -> None:
+    world = make_world(model={"prices": {"another-model": {"input": 1, "output": 1}}})
+    session = world.session()
+
+    await world.prompt(session, "hello")
+
+    assert "cost_usd" not in usage_report(session)["session"]["main"]
+    assert "$" not in (await world.prompt(session, "/usage")).text

@@ -11,10 +11,29 @@ __all__ = [
     "ChatCompressionSettings",
     "GenerationConfig",
     "ModelChoice",
+    "ModelPrice",
     "ModelSettings",
     "OutputBounds",
     "SamplingParams",
 ]
+
+
+class ModelPrice(Section):
+    """What a model costs, in US dollars per million tokens (for `/usage`'s cost column)."""
+
+    input: float = Field(..., ge=0, description="Per million input tokens.")
+    output: float = Field(..., ge=0, description="Per million output tokens.")
+    cached_input: float | None = Field(
+        None, ge=0, description="Per million input tokens read from the prompt cache (default: "
+        "`input`)."
+    )
+
+    def cost(self, input_tokens: int, output_tokens: int, cached_tokens: int) -> float:
+        """The price of one answer's usage (``input_tokens`` include ``cached_tokens``)."""
+        cached = min(cached_tokens, input_tokens)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        fresh = (input_tokens - cached) * self.input + cached * cached_price
+        return (fresh + output_tokens * self.output) / 1_000_000
 
 
 class SamplingParams(Section):
@@ -186,3 +205,9 @@ class ModelSettings(Section):
         ChatCompressionSettings, "Automatic compression."
     )
     generation_config: GenerationConfig = section(GenerationConfig, "Request settings.")
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="What models cost, by model name, in US dollars per million tokens "
+        '(`{"gpt-4.1": {"input": 2, "output": 8, "cachedInput": 0.5}}`): `/usage`, `/context` '
+        "and `cairn -p -o json` then say the cost by purpose.",
+    )

@@ -6,7 +6,8 @@ Every request names the feature that pays for it (``X-Cairn-Purpose``: ``main``,
 adds up the usage each answer reports: per session in memory, and per day in
 ``$CAIRN_HOME/usage/<YYYY-MM-DD>.jsonl``, one line per answer, appended by every cairn process of
 that home (one ``write`` of a short line each, so lines from two processes never interleave). A
-damaged line is skipped with one warning. Prices are not known here: tokens only.
+damaged line is skipped with one warning. Usage is kept by purpose and model, so a price per
+model (``model.prices``) gives the cost by purpose (:func:`by_purpose_dict`).
 """
 
 from __future__ import annotations
@@ -64,14 +65,30 @@ class UsageReports:
                 _log.warning(f"counting a request's usage failed: {exc!r}")
 
 
-def _sorted(totals: Mapping[str, Usage]) -> dict[str, Usage]:
+def _sorted(totals: Mapping[str, Any]) -> dict[str, Any]:
     rank = {purpose: index for index, purpose in enumerate(PURPOSE_ORDER)}
     return {k: totals[k] for k in sorted(totals, key=lambda p: (rank.get(p, len(rank)), p))}
 
 
-def by_purpose_dict(totals: Mapping[str, Usage]) -> dict[str, dict[str, int]]:
-    """``totals`` as JSON: ``{purpose: {input_tokens, output_tokens, ...}}``."""
-    return {purpose: usage.to_dict() for purpose, usage in _sorted(totals).items()}
+ByModel = Mapping[str, Mapping[str, Usage]]  # purpose -> model -> usage
+Pricer = Callable[[str, Usage], float | None]  # model, usage -> US dollars (None: not priced)
+
+
+def by_purpose_dict(totals: ByModel, price: Pricer | None = None) -> dict[str, dict[str, Any]]:
+    """``totals`` as JSON: ``{purpose: {input_tokens, output_tokens, ..., cost_usd?}}``;
+    ``cost_usd`` when ``price`` knows every model the purpose used."""
+    out: dict[str, dict[str, Any]] = {}
+    for purpose, models in _sorted(totals).items():
+        summed = Usage()
+        costs = []
+        for model, usage in models.items():
+            summed.add(usage)
+            costs.append(price(model, usage) if price is not None else None)
+        entry: dict[str, Any] = summed.to_dict()
+        if costs and all(cost is not None for cost in costs):
+            entry["cost_usd"] = round(sum(c for c in costs if c is not None), 6)
+        out[purpose] = entry
+    return out
 
 
 class UsageLedger:
@@ -82,7 +99,7 @@ class UsageLedger:
     ) -> None:
         self.folder = folder  # None: per session only, nothing written
         self._clock = clock
-        self._sessions: dict[str, dict[str, Usage]] = {}
+        self._sessions: dict[str, dict[str, dict[str, Usage]]] = {}
         self._warned: set[Path] = set()
 
     def watch(self, provider: Provider) -> None:
@@ -94,7 +111,7 @@ class UsageLedger:
         purpose = request.purpose or "main"
         if request.session_id:
             totals = self._sessions.setdefault(request.session_id, {})
-            totals.setdefault(purpose, Usage()).add(usage)
+            totals.setdefault(purpose, {}).setdefault(request.model, Usage()).add(usage)
         if self.folder is None:
             return
         line = {
@@ -111,10 +128,19 @@ class UsageLedger:
 
     def session(self, session_id: str) -> dict[str, Usage]:
         """What ``session_id``'s requests used in this process, by purpose."""
-        return _sorted({k: _copy(v) for k, v in self._sessions.get(session_id, {}).items()})
+        return _summed(self.session_by_model(session_id))
+
+    def session_by_model(self, session_id: str) -> dict[str, dict[str, Usage]]:
+        """:meth:`session` by purpose and model."""
+        totals = self._sessions.get(session_id, {})
+        return _sorted({p: {m: _copy(u) for m, u in ms.items()} for p, ms in totals.items()})
 
     def day(self, day: _dt.date | None = None) -> dict[str, Usage]:
         """What every process of this home used on ``day`` (default: today, UTC), by purpose."""
+        return _summed(self.day_by_model(day))
+
+    def day_by_model(self, day: _dt.date | None = None) -> dict[str, dict[str, Usage]]:
+        """:meth:`day` by purpose and model."""
         if self.folder is None:
             return {}
         path = self._day_file(day or self.today())
@@ -128,15 +154,15 @@ class UsageLedger:
         except OSError as exc:
             self._warn(path, f"{path} could not be read: {exc!r}")
             return {}
-        totals: dict[str, Usage] = {}
+        totals: dict[str, dict[str, Usage]] = {}
         damaged = 0
         for raw in text.splitlines():
             entry = _entry(raw)
             if entry is None:
                 damaged += 1
                 continue
-            purpose, usage = entry
-            totals.setdefault(purpose, Usage()).add(usage)
+            purpose, model, usage = entry
+            totals.setdefault(purpose, {}).setdefault(model, Usage()).add(usage)
         if damaged:
             self._warn(path, f"{path}: {damaged} damaged line(s) skipped")
         return _sorted(totals)
@@ -169,7 +195,16 @@ def _copy(usage: Usage) -> Usage:
     return total
 
 
-def _entry(raw: str) -> tuple[str, Usage] | None:
+def _summed(totals: ByModel) -> dict[str, Usage]:
+    out: dict[str, Usage] = {}
+    for purpose, models in totals.items():
+        out[purpose] = Usage()
+        for usage in models.values():
+            out[purpose].add(usage)
+    return out
+
+
+def _entry(raw: str) -> tuple[str, str, Usage] | None:
     """One line of a day file, or ``None`` when it is damaged."""
     try:
         data: Any = json.loads(raw)
@@ -192,4 +227,5 @@ def _entry(raw: str) -> tuple[str, Usage] | None:
         cached_tokens=counts[2],
         cache_write_tokens=written,
     )
-    return data["purpose"], usage
+    model = data.get("model")
+    return data["purpose"], model if isinstance(model, str) else "", usage

@@ -206,11 +206,20 @@ def context_report(session: Session) -> ContextReport:
 
 def usage_report(session: Session) -> dict[str, Any]:
     """This session's usage by purpose (this process), and today's of every session of this
-    cairn home (``None`` for a daemon tenant: other tenants' use is not theirs to see)."""
+    cairn home (``None`` for a daemon tenant: other tenants' use is not theirs to see), with
+    ``cost_usd`` where ``model.prices`` prices every model a purpose used."""
     ledger = session.runtime.usage
-    today = None if session.runtime.tenant else by_purpose_dict(ledger.day())
+    prices = session.settings.model.prices
+
+    def price(model: str, usage: Usage) -> float | None:
+        known = prices.get(model)
+        if known is None:
+            return None
+        return known.cost(usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+
+    today = None if session.runtime.tenant else by_purpose_dict(ledger.day_by_model(), price)
     return {
-        "session": by_purpose_dict(ledger.session(session.id)),
+        "session": by_purpose_dict(ledger.session_by_model(session.id), price),
         "today": today,
         "day": ledger.today().isoformat(),
     }
@@ -230,10 +239,14 @@ def render_usage(report: Mapping[str, Any]) -> str:
         lines.append(f"{title}, tokens by purpose (input / output, cached input):")
         width = max(len(purpose) for purpose in totals)
         sums = Usage()
+        costs = [counts.get("cost_usd") for counts in totals.values()]
         for purpose, counts in totals.items():
             lines.append(_usage_line(purpose.ljust(width), counts))
             sums.add(_usage(counts))
-        lines.append(_usage_line("total".ljust(width), sums.to_dict()))
+        total: dict[str, Any] = sums.to_dict()
+        if all(cost is not None for cost in costs):
+            total["cost_usd"] = sum(c for c in costs if c is not None)
+        lines.append(_usage_line("total".ljust(width), total))
     return "\n".join(lines)
 
 
@@ -245,7 +258,9 @@ def _usage(counts: Mapping[str, int]) -> Usage:
     )
 
 
-def _usage_line(label: str, counts: Mapping[str, int]) -> str:
+def _usage_line(label: str, counts: Mapping[str, Any]) -> str:
     read, written = counts.get("input_tokens", 0), counts.get("output_tokens", 0)
     cached = counts.get("cache_read_input_tokens", 0)
-    return f"  {label}  {read:>10,} / {written:>8,}  ({cached:,} cached)"
+    cost = counts.get("cost_usd")
+    priced = f"  ${cost:,.4f}" if cost is not None else ""
+    return f"  {label}  {read:>10,} / {written:>8,}  ({cached:,} cached){priced}"
