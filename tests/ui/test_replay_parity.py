@@ -109,3 +109,15 @@ async def test_a_conversation_after_rewind_undo_reads_as_it_did_live(
         assert "\n".join(redrawn) == live
         assert undone.strip() == "ℹ Undid the last rewind: the conversation is back as it was."
         assert context_share(app) == live_share
+
+
+async def test_a_command_alone_leaves_no_session_to_resume(make_app, scripted_server):
+    """Commands are recorded for the replay once the conversation has begun: typing /help
+    and quitting must not leave a session that `cairn --continue` would pick."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, "/help")
+        await settle(pilot)
+        path = app.session.recorder.path
+        assert "/help — List the slash commands" in screen_text(app)
+    assert not path.exists() or path.stat().st_size == 0

@@ -427,8 +427,9 @@ async def run_slash_command(session: Session, text: str, sink: EventSink) -> Com
         await sink(Notice(level, outcome.message, f"command:{command.name}"))
         shown.append({"type": level, "text": outcome.message})
     recorder = session.recorder
-    if outcome.prompt is None and command.name not in _NOT_REPLAYED and recorder is not None:
-        recorder.record_slash_command(
-            phase="result", raw_command=text.strip(), output_items=shown
-        )  # a replay shows the command and its answer as they were shown
+    # A replay shows the command and its answer as they were shown, once the conversation has
+    # begun: a command alone (/help, then quit) leaves no session to resume or to --continue.
+    replayed = outcome.prompt is None and command.name not in _NOT_REPLAYED
+    if replayed and recorder is not None and recorder.last_uuid is not None:
+        recorder.record_slash_command(phase="result", raw_command=text.strip(), output_items=shown)
     return outcome
