@@ -14,6 +14,7 @@ from cairn.sdk import (
     DaemonClient,
     DaemonConnectionError,
     DaemonEvent,
+    DaemonSessionClient,
     FeatureNotSupported,
     NotFoundError,
     PayloadTooLargeError,
@@ -261,6 +262,23 @@ async def test_a_permission_vote_is_accepted_once(
     assert (accepted, again) == (True, False)
     assert done.final_text == "Done."
     assert target.read_text() == "x"
+
+
+# ----- context -----
+
+
+async def test_a_sessions_context_and_usage_by_purpose(daemon: Daemon) -> None:
+    async with DaemonClient(daemon.url) as client:
+        session = await DaemonSessionClient.create(client)
+        await session.prompt_and_wait("what does this project do?")
+
+        answer = await session.context()
+
+    assert answer["sessionId"] == session.session_id
+    parts = {part["name"]: part["tokens"] for part in answer["context"]["parts"]}
+    assert parts["tools"] > 0 and parts["conversation"] > 0
+    assert answer["context"]["estimatedTokens"] == sum(parts.values())
+    assert answer["usage"]["session"]["main"]["input_tokens"] > 0
 
 
 # ----- recap -----

@@ -20,6 +20,7 @@ def sync_session_flow(url: str) -> dict[str, object]:
         session = SyncDaemonSessionClient.create(client)
         text = session.prompt_and_wait("hello")
         recap = session.recap()
+        context = session.context()
         kinds = []
         admission = session.prompt("again")
         for event in client.events(session.session_id, last_event_id=admission.last_event_id):
@@ -32,7 +33,14 @@ def sync_session_flow(url: str) -> dict[str, object]:
             missing = False
         except NotFoundError:
             missing = True
-    return {"health": health, "text": text, "recap": recap, "kinds": kinds, "missing": missing}
+    return {
+        "health": health,
+        "text": text,
+        "recap": recap,
+        "context": context,
+        "kinds": kinds,
+        "missing": missing,
+    }
 
 
 async def test_the_sync_client_does_what_the_async_one_does(
@@ -46,6 +54,9 @@ async def test_the_sync_client_does_what_the_async_one_does(
     assert result["health"] == {"status": "ok"}
     assert result["text"] == "Hi from sync."
     assert result["recap"] == "Testing the sync client. Next: ship it."
+    context = result["context"]
+    assert isinstance(context, dict)
+    assert context["usage"]["session"]["main"]["input_tokens"] > 0
     assert result["kinds"][0] == "turn_started" and result["kinds"][-1] == "turn_complete"
     assert result["missing"] is True
 

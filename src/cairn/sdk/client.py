@@ -325,6 +325,12 @@ class DaemonClient(contextlib.AbstractAsyncContextManager["DaemonClient"]):
         recap = data.get("recap")
         return recap if isinstance(recap, str) else None
 
+    async def session_context(self, session_id: str) -> dict[str, Any]:
+        """``{sessionId, context, usage}``: what fills the session's context window, by part,
+        and the tokens (and cost, where priced) its requests used by purpose."""
+        await self.require("session_context")
+        return await self._json("GET", f"/session/{session_id}/context")
+
     # ----- HTTP -----
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:

@@ -94,5 +94,8 @@ class DaemonSessionClient:
     async def recap(self, *, timeout: float | None = None) -> str | None:
         return await self.client.recap_session(self.session_id, timeout=timeout)
 
+    async def context(self) -> dict[str, Any]:
+        return await self.client.session_context(self.session_id)
+
     async def close(self) -> None:
         await self.client.close_session(self.session_id)

@@ -157,6 +157,9 @@ class SyncDaemonClient(contextlib.AbstractContextManager["SyncDaemonClient"]):
     def recap_session(self, session_id: str, *, timeout: float | None = None) -> str | None:
         return self._loop.run(self._client.recap_session(session_id, timeout=timeout))
 
+    def session_context(self, session_id: str) -> dict[str, Any]:
+        return self._loop.run(self._client.session_context(session_id))
+
     def close_session(self, session_id: str) -> None:
         self._loop.run(self._client.close_session(session_id))
 
@@ -214,6 +217,9 @@ class SyncDaemonSessionClient:
 
     def recap(self, *, timeout: float | None = None) -> str | None:
         return self._run(self._session.recap(timeout=timeout))
+
+    def context(self) -> dict[str, Any]:
+        return self._run(self._session.context())
 
     def close(self) -> None:
         self._run(self._session.close())
