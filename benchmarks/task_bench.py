@@ -88,6 +88,10 @@ class Bench:
             return reply(json.dumps(CHECKPOINT))
         if request.purpose == "recap":
             return reply("<recap>Writing the quarterly report. Next: section 2.</recap>")
+        if request.purpose == "recall-selector":
+            return reply(json.dumps({"selected_memories": []}))
+        if request.purpose == "extract":
+            return reply("Nothing new worth saving.")
         answer = self._main(request) if request.purpose == "main" else reply("ok")
         usage = {"prompt_tokens": wire_tokens(request), "completion_tokens": 10}
         return dataclasses.replace(answer, usage=usage)
@@ -255,6 +259,31 @@ async def upkeep_figures(project: Path, turns: int) -> dict[str, Any]:
     }
 
 
+async def memory_figures(project: Path, turns: int) -> dict[str, dict[str, int]]:
+    """Tokens by purpose of ``turns`` turns with managed memory on (Recall and Extract)."""
+    for n in range(8):
+        path = project / ".cairn" / "memory" / "project" / f"report-{n}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"---\nname: report-{n}\ndescription: report section {n} layout and numbers\n"
+            f"type: project\n---\n\nSection {n} of the report keeps the spreadsheet layout.\n"
+        )
+    bench = Bench(lambda request: reply("Done."))
+    runtime = make_runtime(project, bench)
+    runtime.settings.memory.enable_managed_auto_memory = True
+    session = runtime.new_session()
+    try:
+        for turn in range(1, turns + 1):
+            text = f"Turn {turn}: go on with report section {turn % 8}. {FILLER}"
+            await session.prompt(PromptRequest(text), _ignore)
+            await runtime.memory_manager().drain(timeout=30)
+            await _until(lambda: session.task_state.fresh)
+        return usage_report(session)["session"]
+    finally:
+        await session.close()
+        await runtime.aclose()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=30)
@@ -271,6 +300,9 @@ async def main() -> None:
         off = await recap_figures(projects[1], args.turns, args.recaps, checkpoint=False)
         contexts = await context_figures(root / "context")
         upkeep = await upkeep_figures(projects[2], args.turns)
+        (root / "memory" / ".git").mkdir(parents=True)
+        os.environ["CAIRN_MEMORY_LOCAL"] = "1"  # project memory in <project>/.cairn/memory
+        memory = await memory_figures(root / "memory", args.turns)
     print(f"load: {os.getloadavg()[0]:.1f}  turns: {args.turns}  recaps: {args.recaps}\n")
     print("| recap | median ms | worst ms | model requests per recap | /recap command, median ms |")
     print("|---|---:|---:|---:|---:|")
@@ -291,6 +323,15 @@ async def main() -> None:
     print(f"| tokens: main | {upkeep['main_tokens']:,} |")
     share = 100 * upkeep["upkeep_tokens"] / upkeep["main_tokens"]
     print(f"| tokens: task-checkpoint | {upkeep['upkeep_tokens']:,} ({share:.0f} % of main) |")
+    print("\n| memory on: purpose | requests' input tokens | output tokens | share of main |")
+    print("|---|---:|---:|---:|")
+    main_tokens = memory["main"]["input_tokens"] + memory["main"]["output_tokens"]
+    for purpose, counts in memory.items():
+        tokens = counts["input_tokens"] + counts["output_tokens"]
+        print(
+            f"| {purpose} | {counts['input_tokens']:,} | {counts['output_tokens']:,} "
+            f"| {100 * tokens / main_tokens:.0f} % |"
+        )
 
 
 if __name__ == "__main__":
