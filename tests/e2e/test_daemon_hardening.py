@@ -313,3 +313,42 @@ async def test_the_operator_lets_tenants_reach_private_mcp_servers_with_a_flag(
             assert await session.prompt_and_wait("hello") == "ok"
 
     assert "mcp__web__echo" in scripted_server.requests[-1].tool_names
+
+
+@pytest.mark.parametrize(
+    "database",
+    [
+        "postgresql://cairn:pw-5e1b9@127.0.0.1:1/sessions",
+        "postgresql://127.0.0.1:1/sessions?password=pw-5e1b9",
+        "host=127.0.0.1 port=1 dbname=sessions password=pw-5e1b9",
+    ],
+)
+def test_a_database_password_given_by_value_on_the_command_line_is_warned_about(
+    cairn_env: dict[str, str], project: Path, database: str
+) -> None:
+    """#24 follow-up: ``cairn serve --database postgresql://u:PASSWORD@...`` shows the password
+    of every tenant's sessions to every local user in the process list, and nothing said so."""
+    finished = subprocess.run(
+        [*CAIRN, "serve", "--port", "0", "--database", database],
+        cwd=project,
+        env=cairn_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # no database listens on port 1: the daemon stops after the warning
+
+    assert "--database shows the database's password" in finished.stderr
+    assert "CAIRN_DATABASE_URL" in finished.stderr
+    assert "pw-5e1b9" not in finished.stderr
+
+    by_variable = subprocess.run(
+        [*CAIRN, "serve", "--port", "0"],
+        cwd=project,
+        env={**cairn_env, "CAIRN_DATABASE_URL": database},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "--database shows" not in by_variable.stderr

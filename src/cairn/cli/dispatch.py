@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
+from urllib.parse import parse_qs, urlsplit
 
 from cairn._version import __version__
 from cairn.cli.options import RootOptions, ServeOptions
@@ -84,6 +85,7 @@ def run_serve(options: ServeOptions) -> int:
     """``cairn serve``: the HTTP daemon."""
     try:
         token = serve_token(options, sys.argv[1:])
+        _warn_database_password(options.database, sys.argv[1:])
     except ValueError as exc:
         print(f"cairn serve: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
@@ -113,6 +115,27 @@ BY_VALUE_WARNING = (
     "cairn serve: warning: --token shows the token to every user of this machine (ps, "
     "/proc/<pid>/cmdline); pass it with --token-file or CAIRN_SERVER_TOKEN instead."
 )
+
+
+DATABASE_BY_VALUE_WARNING = (
+    "cairn serve: warning: --database shows the database's password to every user of this "
+    "machine (ps, /proc/<pid>/cmdline); set CAIRN_DATABASE_URL instead, or keep the password "
+    "in ~/.pgpass."
+)
+
+
+def _warn_database_password(database: str | None, argv: Sequence[str]) -> None:
+    """Warn when ``--database`` on the command line (``argv``) carries a password (in the URL's
+    user part, or a ``password=`` key of a URL query or a key/value DSN)."""
+    if not database or not any(a == "--database" or a.startswith("--database=") for a in argv):
+        return
+    try:
+        parts = urlsplit(database)
+        in_url = parts.password is not None or "password" in parse_qs(parts.query)
+    except ValueError:
+        in_url = False
+    if in_url or "password=" in database.replace(" ", "").lower():
+        print(DATABASE_BY_VALUE_WARNING, file=sys.stderr)
 
 
 def serve_token(options: ServeOptions, argv: Sequence[str]) -> str | None:
