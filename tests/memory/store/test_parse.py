@@ -284,3 +284,50 @@ def test_any_text_parses_to_a_document_or_a_skip(text: str) -> None:
     assert isinstance(parse_text(text), MemoryDoc | ParseSkip)
     assert isinstance(parse_text("---\n" + text), MemoryDoc | ParseSkip)
     assert isinstance(parse_text("---\ntype: user\n" + text + "\n---\n"), MemoryDoc | ParseSkip)
+
+
+# --- the plain front matter read without YAML (issue #28) ------------------------------------
+
+_TRICKY_VALUES = st.sampled_from([
+    "user", "Feedback", " project ", "reference", "memo", "null", "~", "yes", "no", "1.10",
+    "2024-01-01", "'quoted'", '"double"', "[a, b]", "[a, [b]]", "{a: 1}", "a: b", "x #c", "|",
+    ">", "&anchor", "*alias", "!!str x", "-", "- item", "? q", "%tag", "@at", "`tick`", "a:",
+    "plain words, and more", "100 %", "é 漢字", "tab\there", "",
+])  # fmt: skip
+_VALUES = st.one_of(_TRICKY_VALUES, st.text(alphabet=st.characters(blacklist_characters="\r\n"),
+                                            max_size=20))  # fmt: skip
+_KEYS = st.sampled_from(["name", "title", "description", "type", "provenance", "evidence",
+                         "category", "other", "type2", "<<"])  # fmt: skip
+_LINES = st.one_of(
+    st.tuples(_KEYS, _VALUES).map(lambda kv: f"{kv[0]}: {kv[1]}"),
+    _KEYS.map(lambda key: f"{key}:"),
+    _VALUES.map(lambda value: f"  {value}"),
+    _VALUES.map(lambda value: f"  - path: {value}"),
+    st.sampled_from(["# a comment", "", "...", "---x", "key:value"]),
+)
+
+
+@settings(max_examples=400)
+@given(st.lists(_LINES, max_size=8))
+def test_plain_front_matter_read_without_yaml_reads_as_yaml_does(lines: list[str]) -> None:
+    """The fast path must never disagree with YAML (and its key-lines fallback) on the fields a
+    memory reads; where it cannot be sure it steps aside."""
+    from cairn.memory.store import parse
+
+    front_matter = "\n".join(lines)
+    simple = parse._simple_fields(front_matter)
+    if simple is None:
+        return
+    by_yaml = parse._load_yaml(front_matter)
+    if by_yaml is None:
+        by_yaml = parse._load_key_lines(front_matter)
+
+    def reading(fields: dict[str, object]) -> tuple[object, ...]:
+        fields = parse._prefer_raw_text(fields, front_matter)
+        return (
+            parse._memory_type(fields.get("type")),
+            parse._scalar(fields.get("name")) or parse._scalar(fields.get("title")),
+            (parse._scalar(fields.get("description")) or "").strip(),
+        )
+
+    assert reading(simple) == reading(by_yaml)  # type: ignore[arg-type]

@@ -215,3 +215,40 @@ def test_bad_memories_get_vectors_without_a_crash(roots: MemoryRoots) -> None:
     model = load_model()
     assert model is not None
     assert len(store.similar(model.embed(["a body"])[0], limit=10)) == report.docs
+
+
+def test_saving_changed_rows_appends_them_and_leaves_the_snapshot(tmp_path: Path) -> None:
+    """Issue #28: a save wrote the whole table (5 MB at 10,000 memories) for one new row."""
+    path = tmp_path / "project.vec"
+    table = _table()
+    save_vectors(path, table, root="/r", scope="project")
+    snapshot = path.stat()
+    table.put("c.md", (9, 9, 9, 9), b"\x03" * 8, np.array([0, 0, 1, 0], dtype=np.float32))
+    table.remove("a.md")
+    table.touch("b.md", (6, 6, 6, 6))
+
+    assert save_vectors(path, table, root="/r", scope="project")
+
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) == (snapshot.st_ino, snapshot.st_mtime_ns)
+    loaded = load_vectors(path, model_id="m/1", dim=4, root="/r", scope="project")
+    assert sorted(loaded.rows) == ["b.md", "c.md"]
+    assert loaded.current("b.md", (6, 6, 6, 6)) and loaded.same_text("c.md", b"\x03" * 8)
+    names, scores = loaded.scores(np.array([0, 0, 1, 0], dtype=np.float32))
+    assert dict(zip(names, scores.tolist(), strict=False)).get("c.md") == 1.0
+
+
+def test_a_torn_vector_journal_loses_only_the_rows_past_it(tmp_path: Path, log: Path) -> None:
+    path = tmp_path / "project.vec"
+    table = _table()
+    save_vectors(path, table, root="/r", scope="project")
+    table.put("c.md", (9, 9, 9, 9), b"\x03" * 8, np.array([0, 0, 1, 0], dtype=np.float32))
+    save_vectors(path, table, root="/r", scope="project")
+    table.put("d.md", (9, 9, 9, 8), b"\x04" * 8, np.array([1, 0, 1, 0], dtype=np.float32))
+    save_vectors(path, table, root="/r", scope="project")
+    journal = path.with_suffix(".vecj")
+    journal.write_bytes(journal.read_bytes()[:-5])
+
+    loaded = load_vectors(path, model_id="m/1", dim=4, root="/r", scope="project")
+
+    assert sorted(loaded.rows) == ["a.md", "b.md", "c.md"]  # d.md is computed again
+    assert log.read_text("utf-8").count("a damaged or torn entry") == 1

@@ -1,4 +1,4 @@
-"""The parse cache of one memory root, and its persisted form.
+"""The parse cache of one memory root, and its persisted form: a snapshot plus a journal.
 
 Each file under a root has a record keyed by its relative path and holding the file's stat key
 ``(mtime_ns, size, inode, ctime_ns)``: a :class:`DocRecord` for a memory (its parsed fields and
@@ -6,46 +6,81 @@ its slot in the lexical index), a :class:`SkipRecord` for a file that is not one
 its warning is listed without reading the file again). A refresh re-reads only files whose stat
 key changed.
 
-The records and the root's :class:`~cairn.memory.store.lexical_index.LexicalIndex` are saved
-together in one ``marshal`` file, written atomically and checked by a CRC-32, so a new process
-starts from them instead of parsing and indexing every file. Records are saved column by column
-(paths, stat keys, slots, mtimes, one UTF-8 blob of texts) so that loading is a few C-level copies:
-a record's text becomes Python strings only when that record is first used. Any problem with the
-file (missing, damaged, another format, Python or scorer version, another root) means "no cache":
-the store then rebuilds, logging one debug line."""
+On disk (``recall-index/`` of the root's state folder), three files per root:
+
+- ``<scope>.bin``, the *snapshot*: the records column by column (paths, stat keys, slots, mtimes,
+  types) and the root's :class:`~cairn.memory.store.lexical_index.LexicalIndex`, in one
+  ``marshal`` payload checked by a CRC-32; loading it is a few C-level copies and builds no
+  per-memory object until a memory is used;
+- ``<scope>.<generation>.txt``: the records' texts (title, description, body), apart from the
+  snapshot so that opening a large memory maps them instead of reading them: a record's texts
+  are read, and checked against their own CRC-32, the first time that record is used;
+- ``<scope>.jnl``, the *journal* (:mod:`~cairn.memory.store.journal`): one entry per memory
+  written, changed or removed since the snapshot, each carrying the new record with its term
+  weights (and the terms of the version it replaces), so a write appends a few kilobytes instead
+  of rewriting the snapshot. Loading replays it onto the snapshot; once it has grown, it is
+  compacted into a new snapshot (:func:`compact`, in the background for a large memory).
+
+Any problem (a file missing, damaged or truncated, another format, Python, scorer or root) means
+"no cache" for that root, with one warning, and the store rebuilds it from the memory files; a
+torn journal tail (a writer killed mid-append) loses only the entries past it, which the store's
+stat check finds again. The memory files stay the truth throughout: the cache only saves reading
+and tokenizing them again.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import marshal
-import mmap
+import os
 import sys
+import weakref
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from cairn.debug_log import get_logger
-from cairn.fsutil import atomic_write_bytes
+from cairn.memory.store.journal import (
+    GENERATION_BYTES,
+    Journal,
+    index_lock,
+    new_generation,
+    read_generation,
+    sweep_temp_files,
+)
 from cairn.memory.store.lexical_index import LexicalIndex
 from cairn.values import Value
 
 __all__ = [
     "CACHE_FORMAT",
+    "COMPACT_ENTRIES",
+    "DamagedIndex",
     "DocRecord",
     "Record",
     "RecordTable",
     "ShardCache",
     "SkipRecord",
     "StatKey",
+    "append_changes",
+    "cache_header",
+    "change_entry",
+    "compact",
+    "install_snapshot",
     "load_cache",
     "save_cache",
+    "write_snapshot_files",
 ]
 
-CACHE_FORMAT = 4  # bump when the layout below changes
+CACHE_FORMAT = 5  # bump when the layout below changes (5: texts apart, journal)
+COMPACT_ENTRIES = 256  # journal entries replayed at most before a compaction folds them in
+COMPACT_BYTES = 8 * 1024 * 1024  # ... or journal bytes
 _MAGIC = "cairn-recall-index"
-_FILE_PREFIX = b"cairn-recall-index\n"  # then a CRC-32 of the rest, then the marshal payload
+_FILE_PREFIX = b"cairn-recall-index\n"  # then the generation, a CRC-32 of the rest, the payload
+_TEXT_PREFIX = b"cairn-recall-texts\n"  # then the generation, then the texts
+_JOURNAL_MAGIC = b"cairn-recall-index"
 _MARSHAL_VERSION = 4
 _RUNTIME = (
     sys.implementation.cache_tag,
@@ -56,9 +91,14 @@ _RUNTIME = (
 )  # marshal and the raw arrays are only portable within one runtime
 _SKIP_SLOT = -1  # the slot column of a skipped file
 _TEXTS_PER_RECORD = 3  # title, description, body (a skip: detail, "", "")
+_OP_DOC, _OP_SKIP, _OP_GONE = "d", "s", "x"  # journal entries
 _log = get_logger("MEMORY")
 
 StatKey = tuple[int, int, int, int]  # (st_mtime_ns, st_size, st_ino, st_ctime_ns)
+
+
+class DamagedIndex(ValueError):
+    """A saved record's texts do not check out (the texts file was damaged after loading)."""
 
 
 class DocRecord(NamedTuple):
@@ -82,8 +122,38 @@ class SkipRecord(NamedTuple):
 Record = DocRecord | SkipRecord
 
 
+class _Texts:
+    """The texts of a saved table: a file read record by record (never mapped: a file
+    truncated under a mapping would crash the process), or bytes in memory."""
+
+    def __init__(self, source: bytes | int, size: int) -> None:
+        self._source = source  # bytes, or an open descriptor (closed with this object)
+        self.size = size
+        if isinstance(source, int):
+            self._closer = weakref.finalize(self, os.close, source)
+
+    @classmethod
+    def open(cls, path: Path) -> _Texts:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            size = os.fstat(fd).st_size
+        except OSError:
+            os.close(fd)
+            raise
+        return cls(fd, size)
+
+    def read(self, start: int, end: int) -> bytes:
+        if isinstance(self._source, bytes):
+            return self._source[start:end]
+        try:
+            return os.pread(self._source, end - start, start)
+        except OSError:
+            return b""  # the CRC check reports it
+
+
 class _Columns(Value, frozen=False):
-    """A loaded table, column by column; row i belongs to relatives[i]."""
+    """A loaded table, column by column; row i belongs to relatives[i]. The texts stay in the
+    mapped texts file until a row is used."""
 
     relatives: list[str]
     keys: array  # 4 per row
@@ -92,24 +162,44 @@ class _Columns(Value, frozen=False):
     sizes: array
     symlinks: bytes
     kinds: list[str]  # memory type, or skip reason
-    text_ends: array  # 3 per row: end offsets in text
-    text: bytes
+    text_ends: array  # 3 per row: end offsets in texts (after ``base``)
+    crcs: array  # 1 per row: CRC-32 of the row's texts
+    texts: _Texts
+    base: int  # where the texts start in ``texts``
 
-    def text_at(self, row: int, part: int) -> str:
-        at = row * _TEXTS_PER_RECORD + part
+    def span(self, row: int) -> tuple[int, int]:
+        at = row * _TEXTS_PER_RECORD
         start = self.text_ends[at - 1] if at else 0
-        return self.text[start : self.text_ends[at]].decode("utf-8", "surrogatepass")
+        return self.base + start, self.base + self.text_ends[at + 2]
+
+    def raw(self, row: int) -> bytes:
+        return self.texts.read(*self.span(row))
+
+    def parts(self, row: int) -> tuple[str, str, str]:
+        data = self.raw(row)
+        if zlib.crc32(data) != self.crcs[row]:
+            raise DamagedIndex(f"the saved texts of {self.relatives[row]!r} are damaged")
+        at = row * _TEXTS_PER_RECORD
+        first = self.text_ends[at - 1] if at else 0
+        cuts = [self.text_ends[at] - first, self.text_ends[at + 1] - first]
+        decoded = [
+            data[a:b].decode("utf-8", "surrogatepass")
+            for a, b in ((0, cuts[0]), (cuts[0], cuts[1]), (cuts[1], len(data)))
+        ]
+        return decoded[0], decoded[1], decoded[2]
+
+    def key(self, row: int) -> StatKey:
+        base = row * 4
+        return (self.keys[base], self.keys[base + 1], self.keys[base + 2], self.keys[base + 3])
 
     def record(self, row: int) -> Record:
-        base = row * 4
-        key: StatKey = (
-            self.keys[base], self.keys[base + 1], self.keys[base + 2], self.keys[base + 3]
-        )  # fmt: skip
+        key = self.key(row)
+        title, description, body = self.parts(row)
         if self.slots[row] == _SKIP_SLOT:
-            return SkipRecord(key, self.kinds[row], self.text_at(row, 0))
+            return SkipRecord(key, self.kinds[row], title)
         return DocRecord(
-            key, self.slots[row], self.kinds[row], self.text_at(row, 0), self.text_at(row, 1),
-            self.text_at(row, 2), self.mtimes[row], self.sizes[row], bool(self.symlinks[row]),
+            key, self.slots[row], self.kinds[row], title, description, body, self.mtimes[row],
+            self.sizes[row], bool(self.symlinks[row]),
         )  # fmt: skip
 
 
@@ -117,31 +207,68 @@ class RecordTable:
     """Relative path -> record for one root, with the lookups the store needs kept current."""
 
     def __init__(self) -> None:
-        self.keys: dict[str, StatKey] = {}  # every record's stat key
+        self._keys: dict[str, StatKey] | None = {}  # every record's stat key (None: not built)
         self.by_slot: dict[int, str] = {}  # slot -> relative path, for memories
         self.symlinks: set[str] = set()
         self.skips: set[str] = set()  # relative paths of skipped files
         self._records: dict[str, Record] = {}
         self._rows: dict[str, int] = {}  # loaded rows not yet turned into records
         self._columns: _Columns | None = None
+        self.damaged = False  # a saved record's texts did not check out
+
+    @property
+    def keys(self) -> dict[str, StatKey]:
+        """Every record's stat key (built from the loaded columns on first use)."""
+        if self._keys is None:
+            columns = self._columns
+            assert columns is not None
+            keys = dict(zip(columns.relatives, zip(*[iter(columns.keys)] * 4, strict=True),
+                            strict=True))  # fmt: skip
+            for relative in set(columns.relatives) - self._rows.keys():
+                keys.pop(relative, None)  # turned into a record (or removed) since loading
+            for relative, record in self._records.items():
+                keys[relative] = record.stat_key
+            self._keys = keys
+        return self._keys
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.keys) if self._keys is not None else len(self._rows) + len(self._records)
+
+    def __contains__(self, relative: str) -> bool:
+        return relative in self._records or relative in self._rows
 
     def get(self, relative: str) -> Record | None:
+        """The record of ``relative``; raises :class:`DamagedIndex` when its saved texts are
+        damaged."""
         found = self._records.get(relative)
         if found is not None:
             return found
-        row = self._rows.pop(relative, None)
+        row = self._rows.get(relative)
         if row is None or self._columns is None:
             return None
-        found = self._records[relative] = self._columns.record(row)
+        try:
+            found = self._records[relative] = self._columns.record(row)
+        except DamagedIndex:
+            self.damaged = True
+            raise
+        del self._rows[relative]
         return found
+
+    def stat_key(self, relative: str) -> StatKey | None:
+        """A record's stat key, without building the record."""
+        found = self._records.get(relative)
+        if found is not None:
+            return found.stat_key
+        row = self._rows.get(relative)
+        if row is None or self._columns is None:
+            return None
+        return self._columns.key(row)
 
     def put(self, relative: str, record: Record) -> None:
         self.pop(relative)
         self._records[relative] = record
-        self.keys[relative] = record.stat_key
+        if self._keys is not None:  # (else built from the records when first needed)
+            self._keys[relative] = record.stat_key
         if isinstance(record, DocRecord):
             self.by_slot[record.slot] = relative
             if record.symlink:
@@ -152,15 +279,19 @@ class RecordTable:
     def pop(self, relative: str) -> Record | None:
         found = self.get(relative)
         self._records.pop(relative, None)
-        self.keys.pop(relative, None)
+        if self._keys is not None:
+            self._keys.pop(relative, None)
         self.symlinks.discard(relative)
         self.skips.discard(relative)
         if isinstance(found, DocRecord):
             self.by_slot.pop(found.slot, None)
         return found
 
+    def relatives(self) -> list[str]:
+        return [*self._rows, *self._records]
+
     def items(self) -> Iterator[tuple[str, Record]]:
-        for relative in list(self.keys):
+        for relative in self.relatives():
             found = self.get(relative)
             assert found is not None
             yield relative, found
@@ -187,45 +318,69 @@ class RecordTable:
 
     # --- persistence --------------------------------------------------------------------
 
-    def to_state(self) -> tuple[Any, ...]:
-        relatives = list(self.keys)
+    def to_state(self, texts: IO[bytes]) -> tuple[Any, ...]:
+        """The table as columns; the texts are written to ``texts`` (a loaded row's texts are
+        copied as they are, never decoded)."""
+        relatives = self.relatives()
         keys, slots, mtimes, sizes = array("q"), array("i"), array("d"), array("q")
         symlinks = bytearray()
         kinds: list[str] = []
-        texts: list[bytes] = []
-        ends = array("q")
+        ends, crcs = array("q"), array("I")
         total = 0
+        columns = self._columns
         for relative in relatives:
-            found = self.get(relative)
-            assert found is not None
-            keys.extend(found.stat_key)
-            if isinstance(found, DocRecord):
-                slots.append(found.slot)
-                mtimes.append(found.mtime)
-                sizes.append(found.size)
-                symlinks.append(found.symlink)
-                kinds.append(found.type)
-                parts = (found.title, found.description, found.body)
+            row = self._rows.get(relative)
+            if row is not None and columns is not None:
+                keys.extend(columns.key(row))
+                slots.append(columns.slots[row])
+                mtimes.append(columns.mtimes[row])
+                sizes.append(columns.sizes[row])
+                symlinks.append(columns.symlinks[row])
+                kinds.append(columns.kinds[row])
+                raw = columns.raw(row)
+                at = row * _TEXTS_PER_RECORD
+                first = columns.text_ends[at - 1] if at else 0
+                lengths = [columns.text_ends[at + part] - first for part in range(3)]
+                ends.extend(total + length for length in lengths)
+                crcs.append(columns.crcs[row])
             else:
-                slots.append(_SKIP_SLOT)
-                mtimes.append(0.0)
-                sizes.append(0)
-                symlinks.append(0)
-                kinds.append(found.reason)
-                parts = (found.detail, "", "")
-            for part in parts:
-                encoded = part.encode("utf-8", "surrogatepass")
-                texts.append(encoded)
-                total += len(encoded)
-                ends.append(total)
+                found = self._records[relative]
+                keys.extend(found.stat_key)
+                if isinstance(found, DocRecord):
+                    slots.append(found.slot)
+                    mtimes.append(found.mtime)
+                    sizes.append(found.size)
+                    symlinks.append(found.symlink)
+                    kinds.append(found.type)
+                    parts = (found.title, found.description, found.body)
+                else:
+                    slots.append(_SKIP_SLOT)
+                    mtimes.append(0.0)
+                    sizes.append(0)
+                    symlinks.append(0)
+                    kinds.append(found.reason)
+                    parts = (found.detail, "", "")
+                encoded = [part.encode("utf-8", "surrogatepass") for part in parts]
+                raw = b"".join(encoded)
+                length = 0
+                for piece in encoded:
+                    length += len(piece)
+                    ends.append(total + length)
+                crcs.append(zlib.crc32(raw))
+            texts.write(raw)
+            total += len(raw)
         return ("\0".join(relatives), keys.tobytes(), slots.tobytes(), mtimes.tobytes(),
                 sizes.tobytes(), bytes(symlinks), "\0".join(kinds), ends.tobytes(),
-                b"".join(texts))  # fmt: skip
+                crcs.tobytes(), total)  # fmt: skip
 
     @classmethod
-    def from_state(cls, state: tuple[Any, ...]) -> RecordTable:
-        """The table :meth:`to_state` saved. Raises ValueError when the state is inconsistent."""
-        joined, key_bytes, slot_bytes, mtime_bytes, size_bytes, symlinks, kinds, ends, text = state
+    def from_state(
+        cls, state: tuple[Any, ...], texts: _Texts | bytes, base: int = 0
+    ) -> RecordTable:
+        """The table :meth:`to_state` saved, its texts in ``texts`` from offset ``base``.
+        Raises ValueError when the state is inconsistent."""
+        (joined, key_bytes, slot_bytes, mtime_bytes, size_bytes, symlinks, kinds, ends, crcs,
+         total) = state  # fmt: skip
         relatives = joined.split("\0") if joined else []
         columns = _Columns(
             relatives=relatives,
@@ -236,24 +391,27 @@ class RecordTable:
             symlinks=bytes(symlinks),
             kinds=kinds.split("\0") if kinds else [],
             text_ends=_array("q", ends),
-            text=bytes(text),
+            crcs=_array("I", crcs),
+            texts=texts if isinstance(texts, _Texts) else _Texts(texts, len(texts)),
+            base=base,
         )
         rows = len(relatives)
         sizes = (len(columns.keys) // 4, len(columns.slots), len(columns.mtimes),
                  len(columns.sizes), len(columns.symlinks), len(columns.kinds),
-                 len(columns.text_ends) // _TEXTS_PER_RECORD)  # fmt: skip
-        if any(size != rows for size in sizes) or (rows and columns.text_ends[-1] != len(text)):
+                 len(columns.text_ends) // _TEXTS_PER_RECORD, len(columns.crcs))  # fmt: skip
+        if any(size != rows for size in sizes):
             raise ValueError("record table: columns of different lengths")
+        if (columns.text_ends[-1] if rows else 0) != total or columns.texts.size - base != total:
+            raise ValueError("record table: the texts file is not the one saved (truncated?)")
         table = cls()
+        table._keys = None
         table._columns = columns
         table._rows = dict(zip(relatives, range(rows), strict=True))
-        keys = columns.keys
-        table.keys = dict(zip(relatives, zip(*[iter(keys)] * 4, strict=True), strict=True))
         table.by_slot = dict(zip(columns.slots, relatives, strict=True))  # C-level, then fix up
         table.by_slot.pop(_SKIP_SLOT, None)
         skipped = columns.slots.count(_SKIP_SLOT)
-        if len(table.by_slot) != rows - skipped:
-            raise ValueError("record table: two memories share a slot")
+        if len(table.by_slot) != rows - skipped or len(table._rows) != rows:
+            raise ValueError("record table: two memories share a slot or a path")
         if skipped:
             table.skips = {
                 relatives[row] for row in range(rows) if columns.slots[row] == _SKIP_SLOT
@@ -274,59 +432,289 @@ def _array(typecode: str, data: bytes) -> array:
 class ShardCache(Value, frozen=False):
     records: RecordTable = field(default_factory=RecordTable)
     index: LexicalIndex = field(default_factory=LexicalIndex)
+    generation: str = ""  # of the snapshot it was loaded from ("" : none)
+    journal_entries: int = 0  # journal entries replayed onto the snapshot
+    journal_bytes: int = 0
+    journal_damaged: bool = False  # the journal had a torn or damaged tail
+
+
+# --- the journal's entries ------------------------------------------------------------------
+
+
+def change_entry(
+    relative: str,
+    record: Record | None,
+    weights: dict[str, int] | None,
+    old_key: StatKey | None,
+    old_terms: Iterable[str] | None,
+) -> bytes:
+    """One journal entry: ``relative`` is now ``record`` (None: gone); the version it replaces
+    had ``old_key`` and was indexed under ``old_terms``."""
+    old = (old_key, "\0".join(old_terms) if old_terms is not None else None)
+    if isinstance(record, DocRecord):
+        assert weights is not None
+        terms = list(weights)
+        entry: tuple[Any, ...] = (
+            _OP_DOC, relative, record.stat_key, record.type, record.title, record.description,
+            record.body, record.mtime, record.size, record.symlink, "\0".join(terms),
+            bytes(weights[term] for term in terms), *old,
+        )  # fmt: skip
+    elif isinstance(record, SkipRecord):
+        entry = (_OP_SKIP, relative, record.stat_key, record.reason, record.detail, *old)
+    else:
+        entry = (_OP_GONE, relative, *old)
+    return marshal.dumps(entry, _MARSHAL_VERSION)
+
+
+def _apply(cache: ShardCache, payload: bytes) -> None:
+    entry = marshal.loads(payload)  # noqa: S302 - our own file, checksummed
+    op, relative = entry[0], entry[1]
+    old_key, old_terms = entry[-2], entry[-1]
+    records, index = cache.records, cache.index
+    current = records.get(relative)
+    if isinstance(current, DocRecord):
+        if old_terms is not None and tuple(old_key or ()) == current.stat_key:
+            terms: Iterable[str] = old_terms.split("\0") if old_terms else []
+        else:  # the entry was written against another version: read this one's terms
+            from cairn.memory.store.tokenizer import tokenize
+
+            terms = {*tokenize(current.title), *tokenize(current.description),
+                     *tokenize(current.body)}  # fmt: skip
+        index.remove(current.slot, terms)
+    if current is not None:
+        records.pop(relative)
+    if op == _OP_DOC:
+        (key, kind, title, description, body, mtime, size, symlink, joined, weights) = entry[2:12]
+        terms_list = joined.split("\0") if joined else []
+        slot = index.add(dict(zip(terms_list, weights, strict=True)))
+        records.put(relative, DocRecord(tuple(key), slot, kind, title, description, body,
+                                        mtime, size, bool(symlink)))  # fmt: skip
+    elif op == _OP_SKIP:
+        records.put(relative, SkipRecord(tuple(entry[2]), entry[3], entry[4]))
+
+
+# --- files --------------------------------------------------------------------------------
 
 
 def _header(root: str, scope: str, fingerprint: str) -> tuple[Any, ...]:
     return (_MAGIC, CACHE_FORMAT, _RUNTIME, fingerprint, root, scope)
 
 
-def _decode(data: memoryview, header: tuple[Any, ...]) -> ShardCache:
-    start = len(_FILE_PREFIX)
-    if data[:start] != _FILE_PREFIX:
+def texts_path(path: Path, generation: str) -> Path:
+    return path.with_name(f"{path.stem}.{generation}.txt")
+
+
+def _journal(path: Path) -> Journal:
+    return Journal(path.with_suffix(".jnl"), _JOURNAL_MAGIC)
+
+
+def _decode(path: Path, header: tuple[Any, ...]) -> ShardCache:
+    data = path.read_bytes()
+    start = len(_FILE_PREFIX) + GENERATION_BYTES
+    if not data.startswith(_FILE_PREFIX) or len(data) < start + 4:
         raise ValueError("not a recall index file")
-    with data[start + 4 :] as body:
+    generation = data[len(_FILE_PREFIX) : start].decode("ascii")
+    with memoryview(data)[start + 4 :] as body:
         if zlib.crc32(body) != int.from_bytes(data[start : start + 4], "big"):
             raise ValueError("checksum mismatch")
         saved_header, record_state, index_state = marshal.loads(body)  # noqa: S302 - our file
+    del data
     if saved_header != header:
         raise ValueError("written by another format, runtime, scorer or root")
-    records = RecordTable.from_state(record_state)
+    texts_file = texts_path(path, generation)
+    try:
+        texts = _Texts.open(texts_file)
+    except FileNotFoundError:
+        raise ValueError(f"its texts file {texts_file.name} is missing") from None
+    base = len(_TEXT_PREFIX) + GENERATION_BYTES
+    if texts.read(0, base) != _TEXT_PREFIX + generation.encode("ascii"):
+        raise ValueError(f"{texts_file.name} is not its texts file")
+    records = RecordTable.from_state(record_state, texts, base)
     index = LexicalIndex.from_state(index_state)
     if len(records.by_slot) != index.doc_count:
         raise ValueError("records and index disagree")
-    return ShardCache(records=records, index=index)
+    return ShardCache(records=records, index=index, generation=generation)
 
 
 def load_cache(path: Path, *, root: str, scope: str, fingerprint: str) -> ShardCache | None:
-    """The saved cache of ``root``, or None (with one debug line) when it cannot be used."""
+    """The saved cache of ``root`` (snapshot and journal), or None when there is none or it
+    cannot be used (then with one warning)."""
+    if not path.exists():
+        return None
     try:
-        handle = path.open("rb")
+        cache = _decode(path, _header(root, scope, fingerprint))
     except FileNotFoundError:
         return None
-    except OSError as error:
-        _log.debug(f"recall index {path} unreadable ({error}); rebuilding")
-        return None
-    try:
-        # Mapped, not read: the file is checked and decoded without a copy of it in memory.
-        with (
-            handle,
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
-            memoryview(mapped) as data,
-        ):
-            return _decode(data, _header(root, scope, fingerprint))
     except Exception as error:  # any damage at all means "rebuild"
-        _log.debug(f"recall index {path} not usable ({type(error).__name__}: {error}); rebuilding")
+        _log.warning(
+            f"recall index {path} not usable ({type(error).__name__}: {error}); rebuilding it "
+            "from the memory files"
+        )
         return None
+    journal = _journal(path).read(cache.generation)
+    if journal is None:
+        return cache  # a journal of an older snapshot: its entries are in this one
+    try:
+        for payload in journal.entries:
+            _apply(cache, payload)
+    except Exception as error:  # an entry that does not apply: the snapshot alone, rebuilt
+        _log.warning(
+            f"recall index journal {_journal(path).path} not usable ({type(error).__name__}: "
+            f"{error}); rebuilding the index from the memory files"
+        )
+        return None
+    cache.journal_entries = len(journal.entries)
+    cache.journal_bytes = journal.size
+    if journal.damaged:
+        cache.journal_damaged = True
+        _log.warning(
+            f"recall index journal {_journal(path).path}: a damaged or torn entry after "
+            f"{len(journal.entries)} good ones; the files it named are read again"
+        )
+    return cache
+
+
+def append_changes(path: Path, payloads: list[bytes]) -> int | None:
+    """Append journal entries to the saved cache at ``path``; the journal's size afterwards, or
+    None when there is no snapshot to append to (then save one) or the folder is not writable."""
+    try:
+        with index_lock(path):
+            generation = read_generation(path, _FILE_PREFIX)
+            if generation is None:
+                return None
+            return _journal(path).append(payloads, generation)
+    except OSError as error:
+        _log.debug(f"recall index journal {path} not written: {error}")
+        return None
+
+
+def needs_compaction(cache: ShardCache) -> bool:
+    return (
+        cache.journal_damaged
+        or cache.journal_entries > COMPACT_ENTRIES
+        or cache.journal_bytes > COMPACT_BYTES
+    )
+
+
+def cache_header(root: str, scope: str, fingerprint: str) -> tuple[Any, ...]:
+    return _header(root, scope, fingerprint)
+
+
+def write_snapshot_files(
+    path: Path,
+    header: tuple[Any, ...],
+    generation: str,
+    write_records: Callable[[IO[bytes]], tuple[Any, ...]],
+    index_state: Callable[[], Any],
+) -> tuple[Path, Path]:
+    """The new snapshot and texts files under temp names (swapped in by the caller, the index
+    lock held): ``write_records`` writes the texts and returns the record columns."""
+    from cairn.fsutil import atomic_write_bytes
+
+    texts = texts_path(path, generation)
+    temp_texts = texts.with_name(f".{texts.name}.{generation}.tmp")
+    with temp_texts.open("wb") as handle:
+        handle.write(_TEXT_PREFIX + generation.encode("ascii"))
+        record_state = write_records(handle)
+    body = marshal.dumps((header, record_state, index_state()), _MARSHAL_VERSION)
+    temp = path.with_name(f".{path.name}.{generation}.tmp")
+    data = _FILE_PREFIX + generation.encode("ascii") + zlib.crc32(body).to_bytes(4, "big") + body
+    atomic_write_bytes(temp, data, durable=False)
+    return temp_texts, temp
+
+
+def _write_snapshot(
+    path: Path, cache: ShardCache, header: tuple[Any, ...], generation: str
+) -> tuple[Path, Path]:
+    return write_snapshot_files(
+        path, header, generation, cache.records.to_state, cache.index.to_state
+    )
+
+
+def install_snapshot(path: Path, generation: str, temps: tuple[Path, Path]) -> bool:
+    """Swap written snapshot files in (the journal starts over); False when it failed."""
+    try:
+        with index_lock(path):
+            _swap_in(path, generation, temps, b"")
+    except OSError as error:
+        _discard(temps)
+        _log.debug(f"recall index {path} not saved: {error}")
+        return False
+    return True
+
+
+def _swap_in(path: Path, generation: str, temps: tuple[Path, Path], tail: bytes) -> None:
+    """Rename a written snapshot into place (the index lock held) and start its journal."""
+    temp_texts, temp = temps
+    os.replace(temp_texts, texts_path(path, generation))
+    os.replace(temp, path)
+    _journal(path).reset(generation, tail)
+    keep = texts_path(path, generation).name
+    for old in path.parent.glob(f"{path.stem}.*.txt"):
+        if old.name != keep:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+
+def _discard(temps: tuple[Path, Path]) -> None:
+    for temp in temps:
+        with contextlib.suppress(OSError):
+            temp.unlink()
 
 
 def save_cache(path: Path, cache: ShardCache, *, root: str, scope: str, fingerprint: str) -> bool:
-    """Write the cache atomically; False (logged) when the folder is not writable."""
-    payload = (_header(root, scope, fingerprint), cache.records.to_state(), cache.index.to_state())
-    body = marshal.dumps(payload, _MARSHAL_VERSION)
-    data = _FILE_PREFIX + zlib.crc32(body).to_bytes(4, "big") + body
+    """Write ``cache`` as a new snapshot (its journal starts over); False (logged) when the
+    folder is not writable."""
+    generation = new_generation()
+    temps: tuple[Path, Path] | None = None
     try:
-        atomic_write_bytes(path, data, durable=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sweep_temp_files(path.parent)
+        temps = _write_snapshot(path, cache, _header(root, scope, fingerprint), generation)
+        with index_lock(path):
+            _swap_in(path, generation, temps, b"")
     except OSError as error:
+        if temps is not None:
+            _discard(temps)
         _log.debug(f"recall index {path} not saved: {error}")
+        return False
+    cache.generation = generation
+    cache.journal_entries = cache.journal_bytes = 0
+    cache.journal_damaged = False
+    return True
+
+
+def compact(path: Path, *, root: str, scope: str, fingerprint: str) -> bool:
+    """Fold the journal at ``path`` into a new snapshot, from the files alone (any thread or
+    process may run it; the live store is not touched). Entries appended meanwhile are kept in
+    the new journal. False when there was nothing to compact or it could not be done."""
+    from cairn.memory.store.journal import frame
+
+    header = _header(root, scope, fingerprint)
+    try:
+        cache = _decode(path, header)
+    except Exception:  # no usable snapshot: the live store saves a whole one instead
+        return False
+    journal = _journal(path)
+    read = journal.read(cache.generation)
+    if read is None or not read.entries:
+        return False
+    for payload in read.entries:
+        _apply(cache, payload)
+    generation = new_generation()
+    temps: tuple[Path, Path] | None = None
+    try:
+        temps = _write_snapshot(path, cache, header, generation)
+        with index_lock(path):
+            if read_generation(path, _FILE_PREFIX) != cache.generation:
+                _discard(temps)  # another process compacted meanwhile
+                return False
+            later = journal.read(cache.generation, start=read.end)
+            tail = b"".join(frame(p) for p in later.entries) if later is not None else b""
+            _swap_in(path, generation, temps, tail)
+    except OSError as error:
+        if temps is not None:
+            _discard(temps)
+        _log.debug(f"recall index {path} not compacted: {error}")
         return False
     return True

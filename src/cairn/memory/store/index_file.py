@@ -111,20 +111,25 @@ def _within_budget(lines: Sequence[str], reserve: int) -> list[str]:
     return [line for number, line in enumerate(lines) if number in kept]
 
 
-def build_index_text(docs: Sequence[MemoryDoc]) -> str:
-    """The whole ``MEMORY.md`` text for ``docs`` (already in index order); empty for none."""
-    lines = [index_line(doc) for doc in docs]
+def build_index_text(docs: Sequence[MemoryDoc], *, total: int | None = None) -> str:
+    """The whole ``MEMORY.md`` text for ``docs`` (already in index order); empty for none.
+
+    Only the first :data:`MAX_INDEX_LINES` documents can make a line, so a caller with many
+    passes those and their ``total`` count."""
+    total = len(docs) if total is None else max(total, len(docs))
+    lines = [index_line(doc) for doc in docs[:MAX_INDEX_LINES]]
     size = sum(len(line) + 1 for line in lines)
-    if len(lines) <= MAX_INDEX_LINES and size <= MAX_INDEX_CHARS:
+    if total <= MAX_INDEX_LINES and size <= MAX_INDEX_CHARS:
         return "".join(f"{line}\n" for line in lines)
-    reserve = len(_warning(len(docs), len(docs))) + 1
+    reserve = len(_warning(total, total)) + 1
     kept = _within_budget(lines[: MAX_INDEX_LINES - 1], reserve)
-    return "".join(f"{line}\n" for line in [*kept, _warning(len(kept), len(docs))])
+    return "".join(f"{line}\n" for line in [*kept, _warning(len(kept), total)])
 
 
-def write_index(root: Path, docs: Sequence[MemoryDoc]) -> bool:
-    """Write ``<root>/MEMORY.md`` atomically; False when it already held exactly this text."""
-    text = build_index_text(docs)
+def write_index(root: Path, docs: Sequence[MemoryDoc], *, total: int | None = None) -> bool:
+    """Write ``<root>/MEMORY.md`` atomically; False when it already held exactly this text.
+    ``docs`` may be the first :data:`MAX_INDEX_LINES` of ``total``."""
+    text = build_index_text(docs, total=total)
     path = root / INDEX_FILE_NAME
     try:
         if read_regular_bytes(path, limit=MAX_INDEX_CHARS * 4 + 1) == text.encode("utf-8"):

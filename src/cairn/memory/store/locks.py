@@ -12,7 +12,9 @@ rules out deadlocks.
 
 Because every writer holds the lock, a temp file of an atomic write (``.<name>.<random>.tmp``)
 found under a root while holding its lock belongs to a writer that died mid-write:
-:func:`sweep_stale_temp_files` removes it.
+:func:`sweep_stale_temp_files` removes it. The sweep walks the whole root, so a process does it
+the first time it locks a root and then at most every :data:`SWEEP_INTERVAL_SECONDS` (a write
+must cost what it changes, not what the memory holds).
 
 **consolidation.lock** (Dream, as in the reference): created exclusively with the holder's PID;
 stale after an hour or when that PID is dead, and then removed by the next run.
@@ -55,6 +57,7 @@ __all__ = [
 LOCK_WAIT_SECONDS = 30.0  # longest wait for a root lock before giving up (sections are short)
 LOCK_POLL_SECONDS = 0.01  # between attempts while another writer holds a root lock
 STALE_TEMP_SECONDS = 2.0  # a temp file this old under a held root lock is a dead writer's
+SWEEP_INTERVAL_SECONDS = 600.0  # a process sweeps a root for dead writers' temp files this often
 DREAM_LOCK_STALE_SECONDS = 3600.0  # a consolidation.lock older than this is stale (reference: 1 h)
 CONSOLIDATION_LOCK_NAME = "consolidation.lock"
 _TEMP_NAME = re.compile(r"^\..+\.tmp$")  # fsutil's atomic-write temp files: .<name>.<random>.tmp
@@ -106,6 +109,7 @@ class DatabaseSections(Protocol):
 
 
 _databases: dict[str, DatabaseSections] = {}  # root (absolute) -> the backend serving it
+_swept: dict[str, float] = {}  # root (absolute) -> when this process last swept it (monotonic)
 
 
 def serve_from_database(roots: Sequence[Path], backend: DatabaseSections) -> None:
@@ -164,7 +168,7 @@ def hold_local_roots(
             except Timeout:
                 raise MemoryBusy(root) from None
             held.append(lock)
-            sweep_stale_temp_files(root)
+            _sweep_now_and_then(root)
         yield
     finally:
         for lock in reversed(held):
@@ -186,7 +190,7 @@ async def hold_roots_async(
     held = await _acquire_all(ordered, timeout)
     try:
         for root in ordered:
-            sweep_stale_temp_files(root)
+            _sweep_now_and_then(root)
         sections = _database_sections(ordered)
         begun = [await asyncio.to_thread(b.begin, shards) for b, shards in sections]
         try:
@@ -222,6 +226,18 @@ async def _acquire_all(roots: list[Path], timeout: float) -> list[FileLock]:
         if time.monotonic() >= deadline:
             raise MemoryBusy(busy)
         await asyncio.sleep(LOCK_POLL_SECONDS)
+
+
+def _sweep_now_and_then(root: Path) -> None:
+    """:func:`sweep_stale_temp_files` at the first lock of ``root`` in this process, then at
+    most every :data:`SWEEP_INTERVAL_SECONDS` (call with its lock held)."""
+    key = os.path.abspath(root)
+    now = time.monotonic()
+    last = _swept.get(key)
+    if last is not None and now - last < SWEEP_INTERVAL_SECONDS:
+        return
+    _swept[key] = now
+    sweep_stale_temp_files(root)
 
 
 def sweep_stale_temp_files(root: Path, *, min_age: float = STALE_TEMP_SECONDS) -> list[Path]:

@@ -121,6 +121,59 @@ def _load_yaml(front_matter: str) -> dict[Any, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+_READ_KEYS = frozenset({"name", "title", "description", "type"})  # what a memory reads
+_TOP_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):(?:[ ]+(?P<value>.*?))?[ ]*$")
+_PLAIN_UNSAFE_START = tuple("\"'|>[]{}&*!%@`-?:,#")  # what may make a value YAML, not text
+_FLOW_OK = re.compile(r"^\[[^\[\]{}\"'#]*\]$")  # a one-line flow list: `evidence: [a, b]`
+
+
+def _plain(value: str) -> bool:
+    """Whether YAML reads ``value`` (on one line, after ``key: ``) as exactly this text."""
+    return not (
+        value.startswith(_PLAIN_UNSAFE_START)
+        or ": " in value
+        or " #" in value
+        or "\t" in value
+        or value.endswith(":")
+    )
+
+
+def _simple_fields(front_matter: str) -> dict[str, str] | None:
+    """The fields a memory reads, without YAML, when the front matter is the plain shape cairn
+    and most tools write (``key: text`` lines, nested blocks only under keys not read); None
+    when YAML is needed to be sure. Never disagrees with the YAML reading (a test checks)."""
+    fields: dict[str, str] = {}
+    seen: set[str] = set()
+    nested = False  # inside the indented block of a key that is not read
+    for line in front_matter.split("\n"):
+        if not line.strip():
+            continue
+        if line[0] in " \t":
+            if not nested:
+                return None
+            continue
+        match = _TOP_KEY_LINE.match(line)
+        if match is None or match["key"] in seen:
+            return None
+        key, value = match["key"], match["value"] or ""
+        seen.add(key)
+        if key not in _READ_KEYS:
+            nested = True
+            if value[:1] in ("[", "{") and not _FLOW_OK.match(value):
+                return None  # a flow collection may go on over the next lines
+            if value[:1] in ("'", '"', "|", ">", "&", "*", "!"):
+                return None  # quoted, block or tagged: may span lines or change the document
+            continue
+        nested = False
+        if not value or not _plain(value):
+            return None
+        fields[key] = value
+    memory_type = fields.get("type", "").strip().lower()
+    if memory_type not in MEMORY_TYPES:
+        return None  # YAML's reading names the problem (null, a list, ...)
+    return fields
+
+
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         return value[1:-1]
@@ -200,7 +253,7 @@ def parse_memory_text(
     if match is None:
         return ParseSkip(path, "invalid_front_matter", "no '---' front matter block")
     front_matter, body = match[1] or "", match[2] or ""
-    fields = _load_yaml(front_matter)
+    fields = _simple_fields(front_matter) or _load_yaml(front_matter)
     if fields is None:
         fields = _load_key_lines(front_matter)
         if "type" not in fields:

@@ -101,8 +101,10 @@ def term_weights(
     )  # fmt: skip
     pseudo: dict[str, float] = {}
     for tokens, weight, b, reference in fields:
+        if not tokens:
+            continue
         factor = _field_factor(weight, b, len(tokens), reference)
         for term, count in Counter(tokens).items():
             pseudo[term] = pseudo.get(term, 0.0) + factor * count
-    top = MAX_TERM_WEIGHT
-    return {term: max(1, round(top * tf / (config.k1 + tf))) for term, tf in pseudo.items()}
+    top, k1 = MAX_TERM_WEIGHT, config.k1
+    return {term: round(top * tf / (k1 + tf)) or 1 for term, tf in pseudo.items()}

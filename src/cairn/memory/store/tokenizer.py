@@ -106,15 +106,26 @@ def surface_tokens(text: str) -> list[str]:
     return _tokens(text, None)
 
 
+_STEMS: dict[str, str] = {}  # word -> stem, remembered (a dict lookup beats the C call)
+_MAX_STEMS = 200_000  # words remembered at most (then the memo starts over)
+
+
 def _tokens(text: str, stem: Callable[[str], str] | None) -> list[str]:
     tokens: list[str] = []
+    append = tokens.append
+    stems = _STEMS
     for cjk_run, word in _token_run().findall(normalize(text)):
         if not word:
             tokens.extend(cjk_run[i : i + 2] for i in range(len(cjk_run) - 1))
         elif stem is None:
-            tokens.append(word)
+            append(word)
         elif word not in STOP_WORDS:
-            tokens.append(stem(word))
+            stemmed = stems.get(word)
+            if stemmed is None:
+                if len(stems) >= _MAX_STEMS:
+                    stems.clear()
+                stemmed = stems[word] = stem(word)
+            append(stemmed)
     return tokens
 
 

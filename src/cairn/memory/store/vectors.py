@@ -5,14 +5,14 @@ matrix: the unit-length embedding of :func:`embedding_text`, with the file's sta
 digest of that text. A memory whose stat key changed is embedded again only when its text
 did (the digest decides), so touching a file costs nothing. Rows of removed memories are reused.
 
-The table is saved as ``<root's index folder>/<scope>.vec``: a CRC-checked ``marshal`` file
+The table is saved as ``<root's index folder>/<scope>.vec``: a CRC-checked ``marshal`` snapshot
 holding the model id, the paths, stat keys, digests and the rows as float16 (512 bytes a memory
-at 256 dimensions). Any problem with it (damaged, another model or format, another root) means
-one warning and a rebuild: the vectors are computed again in the background, never in a turn.
-
-Saving rewrites the file whole (5 MB at 10,000 memories, written off the turn). The layout is
-row-addressed so that an append-only journal of changed rows can replace that later (issue
-#28) without changing the table's interface: ``put`` / ``remove`` name one memory each.
+at 256 dimensions), and ``<scope>.vecj``, a journal (:mod:`~cairn.memory.store.journal`) with one
+entry per row put or removed since: a save appends the rows that changed (issue #28; the
+snapshot is 5 MB at 10,000 memories) and rewrites the snapshot only once the journal has grown.
+Any problem with the snapshot (damaged, another model or format, another root) means one warning
+and a rebuild: the vectors are computed again in the background, never in a turn; a torn journal
+tail loses only the rows past it, which are computed again.
 
 numpy is imported with this module, which the store imports only on the refined and
 background paths.
@@ -34,8 +34,16 @@ from cairn.debug_log import get_logger
 from cairn.fsutil import atomic_write_bytes
 from cairn.memory.store.cache import StatKey
 from cairn.memory.store.embedding import MAX_EMBED_CHARS
+from cairn.memory.store.journal import (
+    GENERATION_BYTES,
+    Journal,
+    index_lock,
+    new_generation,
+    read_generation,
+)
 
 __all__ = [
+    "COMPACT_VECTOR_ENTRIES",
     "EMBED_BODY_CHARS",
     "VECTOR_FORMAT",
     "VectorTable",
@@ -45,10 +53,12 @@ __all__ = [
     "text_digest",
 ]
 
-VECTOR_FORMAT = 1  # bump when the layout below changes
+VECTOR_FORMAT = 2  # bump when the layout below changes (2: a generation, a journal)
 EMBED_BODY_CHARS = 600  # body characters embedded after the name and description
-_FILE_PREFIX = b"cairn-recall-vectors\n"  # then a CRC-32 of the rest, then the marshal payload
+COMPACT_VECTOR_ENTRIES = 4_096  # journal entries before the snapshot is written again
+_FILE_PREFIX = b"cairn-recall-vectors\n"  # then the generation, a CRC-32, the marshal payload
 _MAGIC = "cairn-recall-vectors"
+_JOURNAL_MAGIC = b"cairn-recall-vectors"
 _MARSHAL_VERSION = 4
 _DIGEST_BYTES = 8
 _log = get_logger("MEMORY")
@@ -76,7 +86,13 @@ class VectorTable:
         self.rows: dict[str, int] = {}
         self._names: list[str | None] = []  # row -> relative path (None: a free row)
         self._free: list[int] = []
-        self.dirty = False
+        self.changed: set[str] = set()  # rows put or removed since the last save
+        self.generation = ""  # of the snapshot the table was loaded from or saved as
+        self.journal_entries = 0
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.changed)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -90,7 +106,7 @@ class VectorTable:
     def touch(self, relative: str, key: StatKey) -> None:
         """The file changed but its embedded text did not: keep the row, note the new key."""
         self.keys[relative] = key
-        self.dirty = True
+        self.changed.add(relative)
 
     def put(self, relative: str, key: StatKey, digest: bytes, vector: np.ndarray) -> None:
         row = self.rows.get(relative)
@@ -101,7 +117,7 @@ class VectorTable:
         self.matrix[row] = vector
         self.keys[relative] = key
         self.digests[relative] = digest
-        self.dirty = True
+        self.changed.add(relative)
 
     def remove(self, relative: str) -> None:
         row = self.rows.pop(relative, None)
@@ -112,7 +128,7 @@ class VectorTable:
         self.matrix[row] = 0.0
         self._names[row] = None
         self._free.append(row)
-        self.dirty = True
+        self.changed.add(relative)
 
     def _grow(self) -> int:
         used = self.matrix.shape[0]
@@ -174,9 +190,38 @@ def _header(model_id: str, dim: int, root: str, scope: str) -> tuple[Any, ...]:
     return (_MAGIC, VECTOR_FORMAT, model_id, dim, root, scope)
 
 
+def _journal(path: Path) -> Journal:
+    return Journal(path.with_suffix(".vecj"), _JOURNAL_MAGIC)
+
+
+def _entry(table: VectorTable, relative: str) -> bytes:
+    row = table.rows.get(relative)
+    if row is None:
+        return marshal.dumps(("x", relative), _MARSHAL_VERSION)
+    vector = table.matrix[row].astype(np.float16).tobytes()
+    return marshal.dumps(
+        ("p", relative, table.keys[relative], table.digests[relative], vector), _MARSHAL_VERSION
+    )
+
+
+def _replay(table: VectorTable, payload: bytes) -> None:
+    entry = marshal.loads(payload)  # noqa: S302 - our own file, checksummed
+    if entry[0] == "x":
+        table.remove(entry[1])
+        return
+    _, relative, key, digest, vector_bytes = entry
+    if len(vector_bytes) != 2 * table.dim or len(digest) != _DIGEST_BYTES:
+        raise ValueError("a journal row does not match the model's dimensions")
+    vector = np.frombuffer(vector_bytes, dtype=np.float16).astype(np.float32)
+    if not np.isfinite(vector).all():
+        raise ValueError("a journal row is not finite")
+    table.put(relative, tuple(key), bytes(digest), vector)
+
+
 def load_vectors(path: Path, *, model_id: str, dim: int, root: str, scope: str) -> VectorTable:
-    """The saved table of ``root``, or an empty one (with one warning when a file was there but
-    could not be used: damaged, another model version, another root)."""
+    """The saved table of ``root`` (snapshot and journal), or an empty one (with one warning
+    when a file was there but could not be used: damaged, another model version, another
+    root)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -185,32 +230,70 @@ def load_vectors(path: Path, *, model_id: str, dim: int, root: str, scope: str) 
         _log.warning(f"recall vectors {path} unreadable ({error}); recomputing them")
         return VectorTable(model_id, dim)
     try:
-        start = len(_FILE_PREFIX)
-        if data[:start] != _FILE_PREFIX:
+        start = len(_FILE_PREFIX) + GENERATION_BYTES
+        if not data.startswith(_FILE_PREFIX) or len(data) < start + 4:
             raise ValueError("not a recall vector file")
+        generation = data[len(_FILE_PREFIX) : start].decode("ascii")
         body = data[start + 4 :]
         if zlib.crc32(body) != int.from_bytes(data[start : start + 4], "big"):
             raise ValueError("checksum mismatch")
         header, state = marshal.loads(body)  # noqa: S302 - our own file, checksummed
         if header != _header(model_id, dim, root, scope):
             raise ValueError("written for another model, format or root")
-        return VectorTable.from_state(model_id, dim, state)
+        table = VectorTable.from_state(model_id, dim, state)
     except Exception as error:  # any damage at all means "recompute"
         _log.warning(f"recall vectors {path} not usable ({error}); recomputing them")
         return VectorTable(model_id, dim)
+    table.generation = generation
+    read = _journal(path).read(generation)
+    if read is not None:
+        try:
+            for payload in read.entries:
+                _replay(table, payload)
+        except Exception as error:
+            _log.warning(f"recall vectors journal of {path} not usable ({error}); recomputing")
+            return VectorTable(model_id, dim)
+        table.journal_entries = len(read.entries)
+        if read.damaged:
+            _log.warning(
+                f"recall vectors journal of {path}: a damaged or torn entry after "
+                f"{len(read.entries)} good ones; the rows past it are computed again"
+            )
+            table.journal_entries = COMPACT_VECTOR_ENTRIES + 1  # rewritten at the next save
+    table.changed.clear()
+    return table
 
 
 def save_vectors(path: Path, table: VectorTable, *, root: str, scope: str) -> bool:
-    """Write the table atomically; False (logged) when the folder is not writable."""
-    payload = (_header(table.model_id, table.dim, root, scope), table.to_state())
-    body = marshal.dumps(payload, _MARSHAL_VERSION)
+    """Append the rows that changed to the journal, or write a whole new snapshot (none yet,
+    or the journal has grown); False (logged) when the folder is not writable."""
+    if not table.changed and table.generation:
+        return True
     try:
-        atomic_write_bytes(path, _FILE_PREFIX + zlib.crc32(body).to_bytes(4, "big") + body,
-                           durable=False)  # fmt: skip
+        with index_lock(path):
+            current = read_generation(path, _FILE_PREFIX)
+            whole = (
+                current is None
+                or current != table.generation
+                or table.journal_entries + len(table.changed) > COMPACT_VECTOR_ENTRIES
+            )
+            if whole:
+                generation = new_generation()
+                payload = (_header(table.model_id, table.dim, root, scope), table.to_state())
+                body = marshal.dumps(payload, _MARSHAL_VERSION)
+                data = (_FILE_PREFIX + generation.encode("ascii")
+                        + zlib.crc32(body).to_bytes(4, "big") + body)  # fmt: skip
+                atomic_write_bytes(path, data, durable=False)
+                _journal(path).reset(generation)
+                table.generation, table.journal_entries = generation, 0
+            else:
+                entries = [_entry(table, relative) for relative in sorted(table.changed)]
+                _journal(path).append(entries, table.generation)
+                table.journal_entries += len(entries)
     except OSError as error:
         _log.debug(f"recall vectors {path} not saved: {error}")
         return False
-    table.dirty = False
+    table.changed.clear()
     return True
 
 

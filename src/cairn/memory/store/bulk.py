@@ -1,0 +1,300 @@
+"""Opening a large memory: the first scan of a root, parallel and bounded in memory.
+
+A root with no usable saved index (a new machine, a folder never indexed, a damaged index) has
+every file read, parsed and tokenized once. Done file by file into the live index, that is one
+posting insertion at a time and every parsed text held in memory (97 s and 825 MB at 100,000
+memories). Here instead:
+
+- worker processes (``python -m cairn.memory.store.bulk``, one per core: fresh interpreters,
+  safe beside the threads a session runs, never re-running the caller's script) read, parse and
+  weigh the files in chunks, while this process streams their results straight into a new
+  snapshot:
+  the texts go to the snapshot's texts file as they come, the postings are appended per term
+  (slots are handed out in order, so every list is born sorted), and nothing else is kept;
+- the snapshot is then swapped in and loaded like any saved index, its texts read from disk
+  only when a memory is used.
+
+With one core, or a pool that cannot start, the same stream runs in this process. A worker that
+dies is replaced by the in-process path for the chunks it left. See :func:`build_snapshot`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import sys
+import zlib
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from cairn.debug_log import get_logger
+from cairn.memory.document import MemoryScope
+
+if TYPE_CHECKING:
+    from cairn.memory.store.scorer import ScorerConfig
+
+__all__ = ["BULK_MIN_FILES", "build_snapshot", "default_workers", "parse_files"]
+
+BULK_MIN_FILES = 2_000  # files to read before the first scan goes to worker processes
+_CHUNK_FILES = 250  # files a worker reads per task, at most ...
+_MIN_CHUNK_FILES = 16  # ... and at least (a small scan still gets a few chunks per worker)
+_MAX_WORKERS = 4
+_IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker (bounds the results held at once)
+_SKIP_SLOT = -1
+_log = get_logger("MEMORY")
+
+# One parsed file: ("d", relative, stat key, type, title, description, body, mtime, size,
+# symlink, terms joined by NUL, weights as bytes) or ("s", relative, stat key, reason, detail,
+# warning message).
+Parsed = tuple[Any, ...]
+
+
+def default_workers() -> int:
+    """Worker processes for a first scan: one per core, at most 4 (1: in this process)."""
+    return max(1, min(os.cpu_count() or 1, _MAX_WORKERS))
+
+
+def parse_files(
+    root: str, scope: MemoryScope, relatives: Sequence[str], scorer: ScorerConfig
+) -> list[Parsed]:
+    """Read, parse and weigh ``relatives`` under ``root`` (a worker's task; any process)."""
+    from cairn.memory.store.parse import ParseSkip, parse_memory_file
+    from cairn.memory.store.scan import stat_file, stat_key
+    from cairn.memory.store.scorer import term_weights
+
+    found: list[Parsed] = []
+    base = Path(root)
+    for relative in relatives:
+        statted = stat_file(root, relative)
+        if statted is None:
+            continue  # gone since the walk: the next refresh notices
+        info, symlink = statted
+        key = stat_key(info)
+        parsed = parse_memory_file(base / relative, base, scope, info=info)
+        if isinstance(parsed, ParseSkip):
+            found.append(("s", relative, key, parsed.reason, parsed.detail, parsed.message))
+            continue
+        weights = term_weights(parsed.title, parsed.description, parsed.body, scorer)
+        found.append((
+            "d", relative, key, parsed.type, parsed.title, parsed.description, parsed.body,
+            parsed.mtime, parsed.size, symlink, "\0".join(weights),
+            bytes(weights.values()),
+        ))  # fmt: skip
+    return found
+
+
+def _chunks(relatives: Sequence[str], workers: int) -> list[Sequence[str]]:
+    size = max(_MIN_CHUNK_FILES, min(_CHUNK_FILES, len(relatives) // (4 * workers) or 1))
+    return [relatives[at : at + size] for at in range(0, len(relatives), size)]
+
+
+def _parsed(
+    root: str,
+    scope: MemoryScope,
+    relatives: Sequence[str],
+    scorer: ScorerConfig,
+    workers: int,
+) -> Iterator[Parsed]:
+    """Every file parsed, in worker processes when it pays, else here; chunk order kept."""
+    chunks = _chunks(relatives, workers)
+    done = 0
+    if workers > 1 and len(chunks) > 1:
+        _log.info(f"first scan of {root}: {len(relatives)} files in {workers} worker processes")
+        try:
+            for batch in _in_workers(root, scope, chunks, scorer, min(workers, len(chunks))):
+                yield batch
+                done += 1
+        except Exception as error:  # workers that cannot start or died: the rest here
+            _log.warning(f"memory scan workers failed ({error!r}); reading the rest here")
+    for chunk in chunks[done:]:
+        yield from parse_files(root, scope, chunk, scorer)
+
+
+def _in_workers(
+    root: str,
+    scope: MemoryScope,
+    chunks: list[Sequence[str]],
+    scorer: ScorerConfig,
+    workers: int,
+) -> Iterator[Parsed]:
+    """Chunk k goes to worker k mod ``workers``; each answers its chunks in order, one frame
+    each, so reading the workers in turn gives the chunks in order. A pipe's buffer bounds what
+    a worker runs ahead of this process."""
+    import subprocess
+    import threading
+    from dataclasses import asdict
+
+    command = [sys.executable, "-m", "cairn.memory.store.bulk"]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+    processes = [subprocess.Popen(command, **pipes) for _ in range(workers)]  # type: ignore[call-overload]
+    try:
+        for number, process in enumerate(processes):
+            mine = [list(chunk) for chunk in chunks[number::workers]]
+            task = marshal.dumps((root, scope, asdict(scorer), mine))
+            feeder = threading.Thread(target=_feed, args=(process, task), daemon=True)
+            feeder.start()
+        for number in range(len(chunks)):
+            stdout = processes[number % workers].stdout
+            assert stdout is not None
+            yield from _read_frame(stdout)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+
+
+def _feed(process: Any, task: bytes) -> None:
+    with contextlib.suppress(OSError):
+        process.stdin.write(len(task).to_bytes(8, "big") + task)
+        process.stdin.close()
+
+
+def _read_frame(stream: IO[bytes]) -> list[Parsed]:
+    head = stream.read(8)
+    if len(head) != 8:
+        raise RuntimeError("a worker ended early")
+    data = stream.read(int.from_bytes(head, "big"))
+    found = marshal.loads(data)  # noqa: S302 - our own worker's answer
+    if not isinstance(found, list):
+        raise RuntimeError("a worker answered garbage")
+    return found
+
+
+def _worker() -> None:
+    """A worker: read one task from stdin, answer each of its chunks on stdout."""
+    from cairn.memory.store.scorer import ScorerConfig
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    size = int.from_bytes(stdin.read(8), "big")
+    root, scope, options, chunks = marshal.loads(stdin.read(size))  # noqa: S302 - from our parent
+    scorer = ScorerConfig(**options)
+    for chunk in chunks:
+        answer = marshal.dumps(parse_files(root, scope, chunk, scorer))
+        stdout.write(len(answer).to_bytes(8, "big") + answer)
+        stdout.flush()
+
+
+class _Builder:
+    """Records and postings of a new snapshot, filled in slot order as files come."""
+
+    def __init__(self) -> None:
+        self.relatives: list[str] = []
+        self.keys, self.slots = array("q"), array("i")
+        self.mtimes, self.sizes = array("d"), array("q")
+        self.symlinks = bytearray()
+        self.kinds: list[str] = []
+        self.ends, self.crcs = array("q"), array("I")
+        self.total = 0
+        self.postings: dict[str, tuple[array, bytearray]] = {}
+        self.docs = 0
+        self.skips = 0
+
+    def add(self, parsed: Parsed, texts: IO[bytes]) -> None:
+        if parsed[0] == "d":
+            (_, relative, key, kind, title, description, body, mtime, size, symlink, terms,
+             weights) = parsed  # fmt: skip
+            slot = self.docs
+            self.docs += 1
+            for term, weight in zip(terms.split("\0") if terms else (), weights, strict=True):
+                posting = self.postings.get(term)
+                if posting is None:
+                    posting = self.postings[term] = (array("i"), bytearray())
+                posting[0].append(slot)
+                posting[1].append(weight)
+            parts = (title, description, body)
+            self._row(relative, key, slot, mtime, size, symlink, kind, parts, texts)
+        else:
+            _, relative, key, reason, detail, message = parsed
+            self.skips += 1
+            _log.warning(message)
+            self._row(relative, key, _SKIP_SLOT, 0.0, 0, False, reason, (detail, "", ""), texts)
+
+    def _row(
+        self,
+        relative: str,
+        key: Iterable[int],
+        slot: int,
+        mtime: float,
+        size: int,
+        symlink: bool,
+        kind: str,
+        parts: tuple[str, str, str],
+        texts: IO[bytes],
+    ) -> None:
+        self.relatives.append(relative)
+        self.keys.extend(key)
+        self.slots.append(slot)
+        self.mtimes.append(mtime)
+        self.sizes.append(size)
+        self.symlinks.append(1 if symlink else 0)
+        self.kinds.append(kind)
+        encoded = [part.encode("utf-8", "surrogatepass") for part in parts]
+        for piece in encoded:
+            self.total += len(piece)
+            self.ends.append(self.total)
+        raw = b"".join(encoded)
+        self.crcs.append(zlib.crc32(raw))
+        texts.write(raw)
+
+    def record_state(self) -> tuple[Any, ...]:
+        return ("\0".join(self.relatives), self.keys.tobytes(), self.slots.tobytes(),
+                self.mtimes.tobytes(), self.sizes.tobytes(), bytes(self.symlinks),
+                "\0".join(self.kinds), self.ends.tobytes(), self.crcs.tobytes(),
+                self.total)  # fmt: skip
+
+    def index_state(self) -> tuple[Any, ...]:
+        terms = sorted(self.postings)
+        ends, slots, weights = array("q"), array("i"), bytearray()
+        for term in terms:
+            posting_slots, posting_weights = self.postings.pop(term)
+            slots.extend(posting_slots)
+            weights.extend(posting_weights)
+            ends.append(len(slots))
+        return (self.docs, bytes([1]) * self.docs, "\0".join(terms), ends.tobytes(),
+                slots.tobytes(), bytes(weights))  # fmt: skip
+
+
+def build_snapshot(
+    path: Path,
+    *,
+    root: str,
+    scope: MemoryScope,
+    relatives: Sequence[str],
+    scorer: ScorerConfig,
+    workers: int,
+) -> bool:
+    """Read every file of ``relatives`` under ``root`` into a new saved index at ``path``
+    (installed, its journal empty); False when it could not be written."""
+    from cairn.memory.store.cache import cache_header, install_snapshot, write_snapshot_files
+    from cairn.memory.store.journal import new_generation, sweep_temp_files
+
+    builder = _Builder()
+
+    def write_records(texts: IO[bytes]) -> tuple[Any, ...]:
+        for parsed in _parsed(root, scope, relatives, scorer, workers):
+            builder.add(parsed, texts)
+        return builder.record_state()
+
+    generation = new_generation()
+    header = cache_header(root, scope, scorer.fingerprint())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sweep_temp_files(path.parent)
+        temps = write_snapshot_files(path, header, generation, write_records,
+                                     builder.index_state)  # fmt: skip
+    except OSError as error:
+        _log.debug(f"recall index {path} not built: {error}")
+        return False
+    return install_snapshot(path, generation, temps)
+
+
+if __name__ == "__main__":
+    _worker()

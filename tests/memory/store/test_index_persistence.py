@@ -1,0 +1,282 @@
+"""The saved index at scale (issue #28): a write appends to a journal instead of rewriting the
+snapshot, the journal is compacted, damage anywhere is rebuilt with one warning, a saved index is
+served before its check against the files ends, and a first scan reads through worker processes."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn import debug_log
+from cairn.memory.paths import MemoryRoots
+from cairn.memory.store.cache import COMPACT_ENTRIES, compact, load_cache
+from cairn.memory.store.memory_store import MemoryStore
+from cairn.memory.store.parse import render_memory_file
+from cairn.memory.store.scorer import DEFAULT_SCORER
+
+QUERIES = ("ledger payout", "retry the deploy", "发布流程", "uv install", "nothing matches zzz")
+
+
+def write(root: Path, relative: str, body: str, *, name: str = "") -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_memory_file(name or path.stem, f"about {body}", "project", body))
+    return path
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> MemoryRoots:
+    return MemoryRoots(
+        project=tmp_path / "p" / "memory", user=tmp_path / "u", state_dir=tmp_path / "p"
+    )
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "index"
+
+
+@pytest.fixture
+def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "home"))
+    session = f"persistence-{tmp_path.name}"
+    debug_log.set_process_session(session)
+    yield debug_log.log_path(session)
+    debug_log.set_process_session(None)
+
+
+def warnings_about(log: Path, folder: Path) -> list[str]:
+    """The warnings of this test (the log also gets lines other tests logged with no session)."""
+    return [
+        line for line in log.read_text("utf-8").splitlines()
+        if "[WARN]" in line and str(folder) in line
+    ]  # fmt: skip
+
+
+def project(roots: MemoryRoots) -> Path:
+    assert roots.project is not None
+    return roots.project
+
+
+def seed(roots: MemoryRoots, count: int = 12) -> None:
+    words = ["ledger", "payout", "retry", "deploy", "uv", "install", "发布流程", "测试"]
+    for n in range(count):
+        body = " ".join(words[(n + k) % len(words)] for k in range(3)) + f" fact {n}"
+        write(project(roots), f"project/m{n}.md", body)
+    write(roots.user, "user/u.md", "ledger of the user")
+
+
+def ranking(store: MemoryStore) -> list[list[tuple[str, float]]]:
+    return [
+        [(f"{h.doc.scope}:{h.doc.relative_path}", h.score) for h in store.rank(q, limit=5)]
+        for q in QUERIES
+    ]
+
+
+def fresh_ranking(roots: MemoryRoots, tmp_path: Path) -> list[list[tuple[str, float]]]:
+    """What a store built from scratch over the same files ranks."""
+    store = MemoryStore(roots, cache_dir=tmp_path / f"fresh-{len(list(tmp_path.iterdir()))}")
+    store.refresh()
+    return ranking(store)
+
+
+def saved_store(roots: MemoryRoots, cache: Path) -> MemoryStore:
+    store = MemoryStore(roots, cache_dir=cache)
+    store.refresh()
+    store.save()
+    return store
+
+
+def test_a_write_appends_to_the_journal_and_never_rewrites_the_snapshot(
+    roots: MemoryRoots, cache: Path, tmp_path: Path
+) -> None:
+    seed(roots)
+    store = saved_store(roots, cache)
+    snapshot = (cache / "project.bin").stat()
+    journal = (cache / "project.jnl").stat().st_size
+
+    write(project(roots), "feedback/new.md", "payout ledger retry, written later")
+    (project(roots) / "project" / "m3.md").unlink()
+    store.refresh()
+    store.save()
+
+    after = (cache / "project.bin").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (snapshot.st_ino, snapshot.st_mtime_ns)
+    assert 0 < (cache / "project.jnl").stat().st_size - journal < 4096  # two small entries
+    reopened = MemoryStore(roots, cache_dir=cache)
+    assert reopened.refresh().reparsed == 0  # the journal had both changes
+    assert ranking(reopened) == ranking(store) == fresh_ranking(roots, tmp_path)
+
+
+def test_the_journal_is_folded_into_a_new_snapshot_once_it_grows(
+    roots: MemoryRoots, cache: Path, tmp_path: Path
+) -> None:
+    seed(roots)
+    store = saved_store(roots, cache)
+    first = (cache / "project.bin").stat().st_ino
+    for n in range(COMPACT_ENTRIES + 2):
+        write(project(roots), f"feedback/w{n % 40}.md", f"payout round {n}")
+        store.refresh()
+        store.save()
+    store.close()  # waits for a compaction under way
+
+    assert (cache / "project.bin").stat().st_ino != first
+    assert (cache / "project.jnl").stat().st_size < 4096
+    assert len(list(cache.glob("project.*.txt"))) == 1  # the old texts file is gone
+    reopened = MemoryStore(roots, cache_dir=cache)
+    assert reopened.refresh().reparsed == 0
+    assert ranking(reopened) == fresh_ranking(roots, tmp_path)
+
+
+def test_entries_appended_while_a_compaction_runs_are_kept(roots: MemoryRoots, cache: Path) -> None:
+    """Whatever the interleaving, every change ends in the snapshot or in the new journal."""
+    seed(roots)
+    writer = saved_store(roots, cache)
+    for n in range(20):
+        write(project(roots), f"feedback/a{n}.md", f"first batch {n}")
+    writer.refresh()
+    writer.save()
+    path = cache / "project.bin"
+    options = {"root": str(project(roots)), "scope": "project",
+               "fingerprint": DEFAULT_SCORER.fingerprint()}  # fmt: skip
+    compacting = threading.Thread(target=compact, args=(path,), kwargs=options)
+    compacting.start()
+    for n in range(20):
+        write(project(roots), f"feedback/b{n}.md", f"second batch {n}")
+        writer.refresh()
+        writer.save()
+    compacting.join()
+
+    loaded = load_cache(path, **options)
+    assert loaded is not None
+    names = set(loaded.records.keys)
+    assert {f"feedback/a{n}.md" for n in range(20)} <= names
+    assert {f"feedback/b{n}.md" for n in range(20)} <= names
+    assert MemoryStore(roots, cache_dir=cache).refresh().reparsed == 0
+
+
+def test_a_torn_journal_entry_is_said_once_and_its_file_read_again(
+    roots: MemoryRoots, cache: Path, tmp_path: Path, log: Path
+) -> None:
+    """A writer killed in the middle of an append leaves half an entry."""
+    seed(roots)
+    store = saved_store(roots, cache)
+    write(project(roots), "feedback/late.md", "retry ledger late")
+    store.refresh()
+    store.save()
+    journal = cache / "project.jnl"
+    journal.write_bytes(journal.read_bytes()[:-7])
+
+    reopened = MemoryStore(roots, cache_dir=cache)
+    report = reopened.refresh()
+
+    assert report.reparsed == 1  # the memory of the torn entry, found again by its stat
+    assert ranking(reopened) == fresh_ranking(roots, tmp_path)
+    [warning] = warnings_about(log, tmp_path)
+    assert "a damaged or torn entry" in warning
+    reopened.save()  # the damaged journal is replaced by a whole snapshot
+    assert MemoryStore(roots, cache_dir=cache).refresh().reparsed == 0
+
+
+@pytest.mark.parametrize("damage", ["snapshot", "texts-truncated", "texts-missing", "journal"])
+def test_a_damaged_saved_index_is_rebuilt_with_one_warning(
+    roots: MemoryRoots, cache: Path, tmp_path: Path, log: Path, damage: str
+) -> None:
+    seed(roots)
+    store = saved_store(roots, cache)
+    write(project(roots), "feedback/late.md", "retry ledger late")
+    store.refresh()
+    store.save()
+    [texts] = cache.glob("project.*.txt")
+    if damage == "snapshot":
+        data = bytearray((cache / "project.bin").read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (cache / "project.bin").write_bytes(bytes(data))
+    elif damage == "texts-truncated":
+        texts.write_bytes(texts.read_bytes()[:-10])
+    elif damage == "texts-missing":
+        texts.unlink()
+    else:  # an entry whose frame checks out but whose content is garbage
+        from cairn.memory.store.journal import frame
+
+        with (cache / "project.jnl").open("ab") as handle:
+            handle.write(frame(b"not a marshal payload"))
+
+    reopened = MemoryStore(roots, cache_dir=cache)
+    report = reopened.refresh()
+
+    assert report.reparsed == 13  # every project memory read again
+    assert ranking(reopened) == fresh_ranking(roots, tmp_path)
+    assert len(warnings_about(log, tmp_path)) == 1
+
+
+def test_texts_damaged_after_loading_are_found_when_read_and_rebuilt(
+    roots: MemoryRoots, cache: Path, tmp_path: Path, log: Path
+) -> None:
+    seed(roots)
+    saved_store(roots, cache)
+    reopened = MemoryStore(roots, cache_dir=cache)
+    reopened.refresh()
+    [texts] = cache.glob("project.*.txt")
+    data = bytearray(texts.read_bytes())
+    for at in range(len(data) // 3, len(data) - 1, 7):
+        data[at] ^= 0x55  # bit rot in most records
+    texts.write_bytes(bytes(data))
+
+    assert ranking(reopened) == fresh_ranking(roots, tmp_path)
+    fresh = MemoryStore(roots, cache_dir=tmp_path / "x")
+    assert [doc.body for doc in reopened.docs()] == [doc.body for doc in fresh.docs()]
+    assert len(warnings_about(log, tmp_path)) == 1
+
+
+def test_a_provisional_refresh_never_serves_a_memory_changed_while_no_store_ran(
+    roots: MemoryRoots, cache: Path, tmp_path: Path
+) -> None:
+    seed(roots)
+    saved_store(roots, cache).close()
+    (project(roots) / "project" / "m1.md").unlink()  # by hand, with no cairn running
+    write(project(roots), "project/m2.md", "rewritten with other words entirely")
+
+    store = MemoryStore(roots, cache_dir=cache)
+    store.refresh(provisional=True)
+    served = {path for result in ranking(store) for path, _ in result}
+    recent = {doc.relative_path for doc in store.recent(limit=50)}
+
+    assert "project:project/m1.md" not in served and "project/m1.md" not in recent
+    assert "project:project/m2.md" not in served  # its saved copy is out of date
+    store.refresh()  # waits for the check and applies it
+    assert ranking(store) == fresh_ranking(roots, tmp_path)
+
+
+def test_a_first_scan_through_worker_processes_equals_one_file_by_file(
+    roots: MemoryRoots, tmp_path: Path, log: Path
+) -> None:
+    seed(roots, count=40)
+    (project(roots) / "project" / "broken.md").write_text("no front matter at all")
+    by_workers = MemoryStore(roots, cache_dir=tmp_path / "w", bulk_files=1, workers=2)
+    by_file = MemoryStore(roots, cache_dir=tmp_path / "f", bulk_files=10**9)
+
+    assert by_workers.refresh().warnings == by_file.refresh().warnings != []
+    assert "41 files in 2 worker processes" in log.read_text("utf-8")
+    assert ranking(by_workers) == ranking(by_file)
+    assert [d.relative_path for d in by_workers.docs()] == [d.relative_path for d in by_file.docs()]
+    by_workers.save()  # the first scan saved its snapshot already: nothing is rewritten
+    reopened = MemoryStore(roots, cache_dir=tmp_path / "w")
+    assert reopened.refresh().reparsed == 0
+    assert ranking(reopened) == ranking(by_file)
+
+
+def test_a_first_scan_whose_workers_cannot_start_reads_the_files_here(
+    roots: MemoryRoots, tmp_path: Path, log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(roots, count=20)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    store = MemoryStore(roots, cache_dir=tmp_path / "w", bulk_files=1, workers=2)
+
+    assert store.refresh().reparsed == 21  # and the user memory
+    assert ranking(store) == fresh_ranking(roots, tmp_path)
+    assert "memory scan workers failed" in log.read_text("utf-8")
