@@ -86,7 +86,7 @@ def copy_tree(source: Path, target: Path) -> list[str]:
             path = Path(folder, name)
             if path.is_symlink() or not path.is_file() or name.endswith(_NOT_COPIED_SUFFIXES):
                 continue
-            if name.startswith(".") and name.endswith(".sync.json"):
+            if name.startswith(".") and name.endswith((".sync.json", ".sync.jnl")):
                 continue  # a mirror's own bookkeeping
             relative = path.relative_to(source)
             destination = target / relative

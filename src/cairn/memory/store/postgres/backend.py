@@ -328,6 +328,8 @@ class PostgresBackend:
         if self._feed is not None:
             self._feed.stop()
             self._feed = None
+        for shard in self.shards:
+            shard.close()
         for connection in (self._connection, self._reader):
             if connection is not None:
                 with contextlib.suppress(Exception):
@@ -358,7 +360,7 @@ def _restore(shard: Shard) -> None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     for key in [*changed, *gone]:
-        shard.synced.pop(key, None)
+        shard.drop(key)
     if changed or gone:
         shard.seq = 0
 

@@ -13,28 +13,33 @@ database is the source of truth:
   each file with the digest recorded when it was last synced) into the rows, stamped with the
   write's ``seq``; it runs in the write transaction of a locked section.
 
-What was synced is kept in ``.sync.json`` beside the mirror, so a new process on this machine
-starts from the mirror it left and pulls only what changed since.
+What was synced is kept beside the mirror (``.memory.sync.json`` and its journal, see
+:mod:`~cairn.memory.store.postgres.sync_state`), so a new process on this machine starts from the
+mirror it left and pulls only what changed since. A process that writes watches the mirror's
+folders (inotify, :mod:`~cairn.memory.store.watch`), so a push reads the files that changed
+instead of walking the whole mirror (:func:`local_changes`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cairn.fsutil import atomic_write_bytes, atomic_write_json, read_regular_bytes
+from cairn.fsutil import atomic_write_bytes, read_regular_bytes
 from cairn.memory.document import MemoryScope
 from cairn.memory.paths import INDEX_FILE_NAME
 
 if TYPE_CHECKING:
     import psycopg
+
+    from cairn.memory.store.watch import TreeWatcher
 
 __all__ = ["SYNC_FILE_NAME", "Shard", "local_changes", "path_of", "pull", "push", "shard_files"]
 
@@ -49,6 +54,8 @@ _MEMORY_SUFFIX = ".md"
 _STATE_SUFFIX = ".json"
 _RACY_NS = 2_000_000_000  # a file modified this recently is compared by content, not by stat
 
+Signature = tuple[int, int, int]  # (inode, size, mtime_ns)
+
 
 @dataclass
 class Shard:
@@ -62,7 +69,17 @@ class Shard:
     synced: dict[str, str] = field(default_factory=dict)  # file key -> sha256 when synced
     # file key -> (inode, size, mtime_ns) when its digest was last confirmed: a file whose
     # signature is unchanged is not read again (a commit would otherwise read the whole mirror)
-    stats: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    stats: dict[str, Signature] = field(default_factory=dict)
+    # The saved state (see sync_state): its generation, its journal, what changed since
+    generation: str = ""
+    journal_entries: int = 0
+    journal_bytes: int = 0
+    saved_seq: int = 0
+    touched: set[str] = field(default_factory=set)
+    # Which files changed since the last look (see local_changes): the mirror's watcher,
+    # and the keys it reported that are not settled yet (new, changed or gone)
+    watcher: TreeWatcher | None = None
+    dirty: set[str] = field(default_factory=set)
 
     @property
     def sync_path(self) -> Path:
@@ -70,34 +87,50 @@ class Shard:
 
     def load(self) -> None:
         """What this machine synced before (nothing when the mirror is new or damaged)."""
-        try:
-            data = json.loads(read_regular_bytes(self.sync_path).decode("utf-8"))
-        except (OSError, ValueError):
-            return
-        if isinstance(data, dict) and data.get("namespace") == self.namespace:
-            seq, synced = data.get("seq"), data.get("synced")
-            if isinstance(seq, int) and isinstance(synced, dict):
-                self.seq = seq
-                self.synced = {str(k): str(v) for k, v in synced.items()}
-                self.stats = _stats_from_json(data.get("stats"), self.synced)
+        from cairn.memory.store.postgres.sync_state import load_state
+
+        load_state(self)
+        self.saved_seq = self.seq
 
     def save(self) -> None:
-        stats = {k: list(v) for k, v in self.stats.items() if k in self.synced}
-        data = {"namespace": self.namespace, "seq": self.seq, "synced": self.synced}
-        atomic_write_json(self.sync_path, {**data, "stats": stats}, durable=False)
+        """Save what changed since the last save (the mirror's local lock held)."""
+        from cairn.memory.store.postgres.sync_state import save_state
+
+        save_state(self)
+
+    def mark_synced(self, key: str, digest: str, signature: Signature | None) -> None:
+        """``key``'s file holds what the database holds: its digest, and its signature when
+        the file is old enough to trust it (see :func:`_trusted`)."""
+        self.synced[key] = digest
+        if signature is None or not _trusted(signature):
+            self.stats.pop(key, None)
+        else:
+            self.stats[key] = signature
+        self.touched.add(key)
+        self.dirty.discard(key)
+
+    def confirm(self, key: str, signature: Signature) -> None:
+        """The file of ``key`` was read again and still is what was synced."""
+        if _trusted(signature) and self.stats.get(key) != signature:
+            self.stats[key] = signature
+            self.touched.add(key)
+        self.dirty.discard(key)
+
+    def drop(self, key: str) -> None:
+        """``key`` is in neither the mirror nor the database any more (or must be pulled
+        again)."""
+        if self.synced.pop(key, None) is not None:
+            self.touched.add(key)
+        self.stats.pop(key, None)
+        self.dirty.discard(key)
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.close()
+            self.watcher = None
 
 
-def _stats_from_json(value: Any, synced: dict[str, str]) -> dict[str, tuple[int, int, int]]:
-    stats: dict[str, tuple[int, int, int]] = {}
-    if isinstance(value, dict):
-        for key, stat in value.items():
-            valid = isinstance(stat, list) and len(stat) == 3
-            if key in synced and valid and all(isinstance(n, int) for n in stat):
-                stats[str(key)] = (stat[0], stat[1], stat[2])
-    return stats
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
+def _signature(path: Path) -> Signature | None:
     try:
         found = path.stat()
     except OSError:
@@ -105,7 +138,7 @@ def _signature(path: Path) -> tuple[int, int, int] | None:
     return found.st_ino, found.st_size, found.st_mtime_ns
 
 
-def _trusted(signature: tuple[int, int, int]) -> bool:
+def _trusted(signature: Signature) -> bool:
     """A signature whose mtime is a while ago: file times tick coarsely (a few ms), so a file
     changed in place again within the same tick and size would look unchanged (git's "racily
     clean" entries); such a file is read again next time instead."""
@@ -123,63 +156,89 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _walk(root: Path) -> Iterator[str]:
-    """Relative paths of the regular files under ``root`` (dot folders skipped)."""
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            path = Path(folder, name)
-            if path.is_file() and not path.is_symlink():
-                yield path.relative_to(root).as_posix()
+class MirrorFile(NamedTuple):
+    path: str
+    signature: Signature  # as the walk found it
 
 
-def _trash_files(root: Path) -> Iterator[str]:
-    trash = root / TRASH_NAME
-    for folder, dirs, names in os.walk(trash):
-        dirs.sort()
-        for name in sorted(names):
-            path = Path(folder, name)
-            if path.is_file() and not path.is_symlink():
-                yield path.relative_to(trash).as_posix()
+_STATE_PREFIX = "\0state/"  # how the watcher names the files of the state folder
+_ROOT_DOT_FOLDERS = (TRASH_NAME, *KEPT_FOLDERS)  # the dot folders of a root that are synced
 
 
-def _kept_files(root: Path) -> Iterator[str]:
-    """The tombstones and version logs of ``root`` (temp files of atomic writes skipped)."""
-    for name in KEPT_FILE_NAMES:
-        path = root / name
-        if path.is_file() and not path.is_symlink():
-            yield name
-    for kept in KEPT_FOLDERS:
-        for folder, dirs, names in os.walk(root / kept):
-            dirs.sort()
-            for name in sorted(names):
-                path = Path(folder, name)
-                temp = name.startswith(".") and name.endswith(".tmp")
-                if not temp and path.is_file() and not path.is_symlink():
-                    yield path.relative_to(root).as_posix()
+def key_of(relative: str) -> str | None:
+    """The key of the file at ``relative`` in the root (``_STATE_PREFIX`` + name: in the state
+    folder), or None for a file the database does not hold."""
+    if relative.startswith(_STATE_PREFIX):
+        name = relative[len(_STATE_PREFIX) :]
+        state = name.endswith(_STATE_SUFFIX) and not name.startswith(".") and "/" not in name
+        return f"state:{name}" if state else None
+    if relative == INDEX_FILE_NAME:
+        return "index:"
+    if relative == HISTORY_NAME:
+        return "history:"
+    if relative in KEPT_FILE_NAMES:
+        return f"file:{relative}"
+    parts = relative.split("/")
+    name = parts[-1]
+    if parts[0] == TRASH_NAME and len(parts) > 1:
+        return f"trash:{relative[len(TRASH_NAME) + 1 :]}"
+    if parts[0] in KEPT_FOLDERS and len(parts) > 1:
+        temp = name.startswith(".") and name.endswith(".tmp")  # an atomic write's temp file
+        return None if temp else f"file:{relative}"
+    if any(part.startswith(".") for part in parts):
+        return None
+    return f"doc:{relative}" if name.endswith(_MEMORY_SUFFIX) else None
 
 
-def shard_files(shard: Shard) -> dict[str, Path]:
-    """Every file of ``shard`` the database holds, by key."""
-    files: dict[str, Path] = {}
-    if shard.root.is_dir():
-        for relative in _walk(shard.root):
-            name = relative.rsplit("/", 1)[-1]
-            if relative == INDEX_FILE_NAME:
-                files["index:"] = shard.root / relative
-            elif name.endswith(_MEMORY_SUFFIX) and not name.startswith("."):
-                files[f"doc:{relative}"] = shard.root / relative
-        history = shard.root / HISTORY_NAME
-        if history.is_file():
-            files["history:"] = history
-        for relative in _trash_files(shard.root):
-            files[f"trash:{relative}"] = shard.root / TRASH_NAME / relative
-        for relative in _kept_files(shard.root):
-            files[f"file:{relative}"] = shard.root / relative
-    if shard.state_dir is not None and shard.state_dir.is_dir():
-        for entry in sorted(shard.state_dir.iterdir()):
-            if entry.is_file() and entry.suffix == _STATE_SUFFIX and not entry.name.startswith("."):
-                files[f"state:{entry.name}"] = entry
+def _scan(
+    files: dict[str, MirrorFile], folder: str, prefix: str, watcher: TreeWatcher | None
+) -> None:
+    """Add the files under ``folder`` (one ``scandir`` per folder, one ``stat`` per file;
+    symlinks are never followed), watching each folder before it is read."""
+    if watcher is not None:
+        watcher.watch(folder, prefix)
+    try:
+        listing = os.scandir(folder)
+    except OSError:
+        return
+    with listing:
+        entries = list(listing)
+    for entry in entries:
+        name = entry.name
+        relative = prefix + name
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                synced = prefix.split("/", 1)[0] if prefix else name
+                if not name.startswith(".") or synced in _ROOT_DOT_FOLDERS:
+                    _scan(files, entry.path, f"{relative}/", watcher)
+            elif entry.is_file(follow_symlinks=False):
+                key = key_of(relative)
+                if key is not None:
+                    found = entry.stat(follow_symlinks=False)
+                    files[key] = MirrorFile(entry.path, _signature_of(found))
+        except OSError:
+            continue  # gone meanwhile
+
+
+def _signature_of(found: os.stat_result) -> Signature:
+    return found.st_ino, found.st_size, found.st_mtime_ns
+
+
+def shard_files(shard: Shard, watcher: TreeWatcher | None = None) -> dict[str, MirrorFile]:
+    """Every file of ``shard`` the database holds, by key, with its stat signature (10,000
+    memories: one ``stat`` each, tens of milliseconds); ``watcher`` watches every folder."""
+    files: dict[str, MirrorFile] = {}
+    _scan(files, str(shard.root), "", watcher)
+    if shard.state_dir is not None:
+        if watcher is not None:
+            watcher.watch(str(shard.state_dir), _STATE_PREFIX)
+        with contextlib.suppress(OSError), os.scandir(shard.state_dir) as listing:
+            for entry in listing:
+                key = key_of(_STATE_PREFIX + entry.name)
+                with contextlib.suppress(OSError):
+                    if key is not None and entry.is_file(follow_symlinks=False):
+                        found = entry.stat(follow_symlinks=False)
+                        files[key] = MirrorFile(entry.path, _signature_of(found))
     return files
 
 
@@ -230,19 +289,9 @@ def _changed_rows(
     )
     for content, seq in cursor.fetchall():
         yield "index:", content, 0.0, seq
-    cursor.execute(
-        "SELECT max(seq) FROM cairn_memory_history WHERE namespace = %s AND scope = %s",
-        (shard.namespace, shard.scope),
-    )
-    newest = cursor.fetchone()
-    if newest is not None and newest[0] is not None and newest[0] > since:
-        cursor.execute(
-            "SELECT line FROM cairn_memory_history WHERE namespace = %s AND scope = %s "
-            "ORDER BY line_no",
-            (shard.namespace, shard.scope),
-        )
-        lines = b"".join(bytes(row[0]) for row in cursor.fetchall())
-        yield "history:", lines or None, 0.0, newest[0]
+    history = _changed_history(cursor, shard, since)
+    if history is not None:
+        yield "history:", history[0], 0.0, history[1]
     cursor.execute(
         "SELECT path, content, seq FROM cairn_memory_trash WHERE namespace = %s AND scope = %s "
         "AND seq > %s",
@@ -266,6 +315,53 @@ def _changed_rows(
             yield f"state:{name}", content, 0.0, seq
 
 
+def _changed_history(
+    cursor: psycopg.Cursor[Any], shard: Shard, since: int
+) -> tuple[bytes | None, int] | None:
+    """The audit trail when it changed after ``since`` (its content, its newest seq): the lines
+    appended to the one in the mirror when that is all that changed, else every line."""
+    key = (shard.namespace, shard.scope)
+    cursor.execute(
+        "SELECT max(seq), count(*) FROM cairn_memory_history WHERE namespace = %s AND scope = %s",
+        key,
+    )
+    found = cursor.fetchone()
+    if found is None or found[0] is None or found[0] <= since:
+        return None
+    newest, count = int(found[0]), int(found[1])
+    local = _synced_history(shard)
+    if local is not None:
+        known = len(local.splitlines())
+        cursor.execute(
+            "SELECT line_no, line FROM cairn_memory_history WHERE namespace = %s "
+            "AND scope = %s AND (line_no >= %s OR seq > %s) ORDER BY line_no",
+            (*key, known, since),
+        )  # a line before ``known`` changed since: the trail was rewritten, not appended to
+        rows = cursor.fetchall()
+        appended = [row[0] for row in rows] == list(range(known, count))
+        if appended and count == known + len(rows) and (not local or local.endswith(b"\n")):
+            return local + b"".join(bytes(row[1]) for row in rows), newest
+    cursor.execute(
+        "SELECT line FROM cairn_memory_history WHERE namespace = %s AND scope = %s "
+        "ORDER BY line_no",
+        key,
+    )
+    lines = b"".join(bytes(row[0]) for row in cursor.fetchall())
+    return lines or None, newest
+
+
+def _synced_history(shard: Shard) -> bytes | None:
+    """The mirror's audit trail if it is the one last synced (None: unknown, changed)."""
+    digest = shard.synced.get("history:")
+    if digest is None:
+        return None
+    try:
+        data = read_regular_bytes(shard.root / HISTORY_NAME)
+    except OSError:
+        return None
+    return data if _digest(data) == digest else None
+
+
 def pull(cursor: psycopg.Cursor[Any], shard: Shard) -> list[str]:
     """Write every change the database has after ``shard.seq`` into the mirror; the keys.
 
@@ -281,15 +377,13 @@ def pull(cursor: psycopg.Cursor[Any], shard: Shard) -> list[str]:
         if content is None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            shard.synced.pop(key, None)
-            shard.stats.pop(key, None)
+            shard.drop(key)
         else:
             data = bytes(content)
             atomic_write_bytes(path, data, durable=False)
             if mtime:
                 os.utime(path, (mtime, mtime))
-            shard.synced[key] = _digest(data)
-            _note_signature(shard, key, path)
+            shard.mark_synced(key, _digest(data), _signature(path))
         changed.append(key)
     _remove_empty_trash_folders(shard)
     shard.seq = newest
@@ -309,31 +403,70 @@ def _remove_empty_trash_folders(shard: Shard) -> None:
 
 
 def local_changes(shard: Shard) -> tuple[dict[str, bytes], list[str]]:
-    """(key -> content of files new or changed since synced, keys of files gone since)."""
-    files = shard_files(shard)
+    """(key -> content of files new or changed since synced, keys of files gone since).
+
+    The first call walks the mirror and watches its folders (inotify); later calls look only
+    at the files the watcher reported since (a write costs what it changed), and walk again
+    when it cannot tell (an overflow, a folder moved, no inotify)."""
+    files = _changed_files(shard)
+    if files is None:
+        shard.close()
+        from cairn.memory.store.watch import open_watcher
+
+        shard.watcher = open_watcher()
+        found = shard_files(shard, shard.watcher)
+        gone = [key for key in shard.synced if key not in found]
+        files = dict(found)
+        shard.dirty = set(gone)
+    else:
+        gone = [key for key, file in files.items() if file is None and key in shard.synced]
     changed: dict[str, bytes] = {}
-    for key, path in files.items():
-        signature = _signature(path)
-        if signature is not None and key in shard.synced and shard.stats.get(key) == signature:
+    stats, synced = shard.stats, shard.synced
+    for key, file in files.items():
+        if file is None:
+            if key not in synced:
+                shard.dirty.discard(key)  # came and went
+            continue
+        if stats.get(key) == file.signature and key in synced:
+            shard.dirty.discard(key)
             continue  # the very file whose digest was confirmed: not read again
         try:
-            data = read_regular_bytes(path)
+            data = read_regular_bytes(file.path)
         except OSError:
             continue
-        if shard.synced.get(key) != _digest(data):
+        if synced.get(key) != _digest(data):
             changed[key] = data
-        elif signature is not None and _trusted(signature):
-            shard.stats[key] = signature  # same content (a touch, a rewrite): confirmed
-    gone = [key for key in shard.synced if key not in files]
+            shard.dirty.add(key)  # until pushed: a failed section still finds it
+        else:
+            shard.confirm(key, file.signature)  # same content (a touch, a rewrite)
     return changed, gone
 
 
-def _note_signature(shard: Shard, key: str, path: Path) -> None:
-    signature = _signature(path)
-    if signature is None or not _trusted(signature):
-        shard.stats.pop(key, None)
-    else:
-        shard.stats[key] = signature
+def _changed_files(shard: Shard) -> dict[str, MirrorFile | None] | None:
+    """The files the watcher reported, and those not settled before (None: gone), or None
+    when only a walk can tell."""
+    watcher = shard.watcher
+    if watcher is None:
+        return None
+    changes = watcher.drain()
+    if changes.rescan:
+        return None
+    for relative in changes.files:
+        key = key_of(relative)
+        if key is not None:
+            shard.dirty.add(key)
+    files: dict[str, MirrorFile | None] = {}
+    for key in shard.dirty:
+        path = path_of(shard, key)
+        found = None
+        with contextlib.suppress(OSError):
+            if path is not None:
+                found = os.lstat(path)
+        if found is not None and stat.S_ISREG(found.st_mode):
+            files[key] = MirrorFile(str(path), _signature_of(found))
+        else:
+            files[key] = None
+    return files
 
 
 def push(cursor: psycopg.Cursor[Any], shard: Shard, seq: int) -> list[str]:
@@ -345,13 +478,10 @@ def push(cursor: psycopg.Cursor[Any], shard: Shard, seq: int) -> list[str]:
     for key in gone:
         _upsert(cursor, shard, key, None, seq)
     for key, data in changed.items():
-        shard.synced[key] = _digest(data)
         path = path_of(shard, key)
-        if path is not None:
-            _note_signature(shard, key, path)
+        shard.mark_synced(key, _digest(data), _signature(path) if path is not None else None)
     for key in gone:
-        shard.synced.pop(key, None)
-        shard.stats.pop(key, None)
+        shard.drop(key)
     if changed or gone:
         shard.seq = seq
     return [*changed, *gone]
@@ -409,37 +539,44 @@ def _upsert(
 
 
 def _push_history(cursor: psycopg.Cursor[Any], shard: Shard, data: bytes, seq: int) -> None:
-    """The audit trail as rows, one per line: new lines appended, a trimmed trail rewritten."""
+    """The audit trail as rows, one per line: new lines appended, a trimmed trail rewritten.
+
+    The rows hold what was last synced (pulled at the start of this section, under the
+    namespace's lock): when the trail starts with exactly that, only the new lines are sent."""
     lines = data.splitlines(keepends=True)
+    key = (shard.namespace, shard.scope)
     cursor.execute(
-        "SELECT line_no, line FROM cairn_memory_history WHERE namespace = %s AND scope = %s "
-        "ORDER BY line_no",
-        (shard.namespace, shard.scope),
+        "SELECT count(*) FROM cairn_memory_history WHERE namespace = %s AND scope = %s", key
     )
-    stored = [bytes(row[1]) for row in cursor.fetchall()]
-    if stored == lines[: len(stored)]:
-        start = len(stored)  # lines were appended: keep the rows, add the new ones
-    else:
+    found = cursor.fetchone()
+    stored = int(found[0]) if found is not None else 0
+    if not _starts_with_synced(shard, lines, stored):
         cursor.execute(
-            "DELETE FROM cairn_memory_history WHERE namespace = %s AND scope = %s",
-            (shard.namespace, shard.scope),
+            "SELECT line FROM cairn_memory_history WHERE namespace = %s AND scope = %s "
+            "ORDER BY line_no",
+            key,
         )
-        start = 0
-    for number, line in enumerate(lines[start:], start=start):
-        cursor.execute(
-            "INSERT INTO cairn_memory_history (namespace, scope, line_no, line, seq) "
-            "VALUES (%s, %s, %s, %s, %s)",
-            (shard.namespace, shard.scope, number, line, seq),
-        )
-    if start == len(lines) == len(stored):
+        rows = [bytes(row[0]) for row in cursor.fetchall()]
+        if rows != lines[:stored]:
+            cursor.execute(
+                "DELETE FROM cairn_memory_history WHERE namespace = %s AND scope = %s", key
+            )
+            stored = 0
+    if stored == len(lines):
         return
-    # A row with the newest seq tells catching-up processes that the trail changed.
-    cursor.execute(
-        "UPDATE cairn_memory_history SET seq = %s WHERE namespace = %s AND scope = %s "
-        "AND line_no = (SELECT max(line_no) FROM cairn_memory_history WHERE namespace = %s "
-        "AND scope = %s)",
-        (seq, shard.namespace, shard.scope, shard.namespace, shard.scope),
+    cursor.executemany(
+        "INSERT INTO cairn_memory_history (namespace, scope, line_no, line, seq) "
+        "VALUES (%s, %s, %s, %s, %s)",
+        [(*key, number, line, seq) for number, line in enumerate(lines[stored:], start=stored)],
     )
+
+
+def _starts_with_synced(shard: Shard, lines: list[bytes], stored: int) -> bool:
+    """Whether the first ``stored`` of ``lines`` are the trail last synced (its digest)."""
+    digest = shard.synced.get("history:")
+    if digest is None:
+        return stored == 0
+    return stored <= len(lines) and _digest(b"".join(lines[:stored])) == digest
 
 
 def _fields(data: bytes | None) -> tuple[str | None, str | None, str | None]:
