@@ -27,12 +27,12 @@ import os
 import secrets
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock
 
 from cairn.debug_log import get_logger
+from cairn.values import Value
 
 __all__ = [
     "GENERATION_BYTES",
@@ -71,8 +71,7 @@ def frame(payload: bytes) -> bytes:
     )
 
 
-@dataclass
-class JournalRead:
+class JournalRead(Value):
     entries: list[bytes]  # payloads, in order
     end: int  # offset just past the last good entry
     size: int  # the file's size when read
