@@ -1,0 +1,308 @@
+"""Memory at any size (issue #28): the issue's table for 1,000 / 10,000 / 100,000 memories.
+
+Usage (from the repository root; the PostgreSQL rows need the server binaries, see
+.ci/system-packages)::
+
+    .venv/bin/python benchmarks/memory_scale_bench.py
+    .venv/bin/python benchmarks/memory_scale_bench.py --sizes 1000,10000 --postgres 0
+
+For each size, a project and a user memory folder are filled with generated memories of
+realistic size (three quarters project, a quarter user; the four types; a 300-900 byte body of
+words from a 5,000-word vocabulary, so terms repeat as in real text), laid out as cairn keeps
+them (``$CAIRN_HOME``), and every figure is measured in fresh processes:
+
+- **first scan, no index**: a process opens the store and reads every file (worker processes
+  for a large folder), then saves the index; wall, CPU (the process and its workers) and peak
+  RSS (the largest of the process and any one worker);
+- **start with a saved index**: a new process opens the store and answers one fast-phase query
+  (``refresh(provisional=True)`` then ``rank``: what Recall's first fast phase does), from the
+  store's creation to the result (interpreter start and imports excluded);
+- **warm fast-phase rank**: in that process, ``--queries`` queries of ``refresh`` + ``rank``,
+  median and p95;
+- **one Extract write**: in that process, ``--writes`` locked write sections as Extract's
+  ``write_file`` makes them (a new memory file, ``MEMORY.md`` rebuilt, the index saved),
+  median and p95;
+- **cairn memory list**: the real command (``cairn memory list``, output to a pipe): the first
+  line of output (the first page) and the whole listing;
+- **index on disk**: the ``recall-index`` folders after all of the above.
+
+With ``--postgres N`` (default 10,000; 0 skips), a throw-away PostgreSQL cluster
+(``cairn.testing.postgres``) holds N memories in one namespace, and the script measures one
+Extract write (median, p95), how long until another machine's process finds a memory written
+(by notification; median, max), and the first fast result of a process on a fresh machine
+(an empty mirror: the whole namespace comes from the database), against the same on files.
+
+The README next to this file records the figures, the command, the date and the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TYPES = ("user", "feedback", "project", "reference")
+QUERY_WORDS = ("deploy", "billing", "pytest", "docker", "release", "schema", "login", "cache")
+
+_CHILD = r"""
+import json, os, resource, statistics, sys, time
+from pathlib import Path
+from cairn.memory.paths import memory_roots
+from cairn.memory.store.locks import hold_roots
+from cairn.memory.store.memory_store import MemoryStore
+
+mode, project = sys.argv[1], Path(sys.argv[2])
+roots = memory_roots(project)
+
+def usage():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return cpu, max(own.ru_maxrss, kids.ru_maxrss) / 1024
+
+if mode == "scan":
+    started = time.perf_counter()
+    store = MemoryStore(roots)
+    report = store.refresh()
+    store.save()
+    store.close()
+    wall = time.perf_counter() - started
+    cpu, rss = usage()
+    print(json.dumps({"wall": wall, "cpu": cpu, "rss": rss, "docs": report.docs}))
+elif mode == "warm":
+    queries, writes = int(sys.argv[3]), int(sys.argv[4])
+    words = json.loads(sys.argv[5])
+    started = time.perf_counter()
+    store = MemoryStore(roots)
+    store.refresh(provisional=True)
+    hits = store.rank("how do we deploy the billing service", limit=5)
+    first = time.perf_counter() - started
+    assert hits, "no result"
+    store.refresh()
+    ranks = []
+    for n in range(queries):
+        query = f"{words[n % len(words)]} {words[(n * 7) % len(words)]} in area {n % 31}"
+        began = time.perf_counter()
+        store.refresh(provisional=True)
+        store.rank(query, limit=10)
+        ranks.append(time.perf_counter() - began)
+    root = roots.project
+    folders = [r for r in (roots.project, roots.user) if r is not None]
+    write_times = []
+    for n in range(writes):
+        text = (f"---\nname: Bench write {n}\ndescription: a memory written by the benchmark\n"
+                f"type: project\n---\n\nWritten as Extract writes, number {n}.\n")
+        began = time.perf_counter()
+        with hold_roots(folders):
+            (root / "project" / f"bench-write-{os.getpid()}-{n}.md").write_text(text)
+            store.rebuild_index_files()
+            store.save()
+        write_times.append(time.perf_counter() - began)
+    store.close()
+    print(json.dumps({"first": first, "ranks": ranks, "writes": write_times}))
+"""
+
+
+def _body(chance: random.Random, vocabulary: list[str]) -> str:
+    size = chance.randint(300, 900)
+    words: list[str] = []
+    length = 0
+    while length < size:
+        word = chance.choice(vocabulary)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)
+
+
+def _vocabulary(chance: random.Random) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = {
+        "".join(chance.choice(letters) for _ in range(chance.randint(3, 10))) for _ in range(5000)
+    }
+    return [*QUERY_WORDS, *sorted(words)]
+
+
+def fill(project: Path, count: int, env: dict[str, str]) -> None:
+    """``count`` memories in the project's and the user's memory folders, as cairn keeps them."""
+    from cairn.memory.paths import memory_roots
+
+    roots = memory_roots(project, environ=env)
+    assert roots.project is not None
+    chance = random.Random(count)
+    vocabulary = _vocabulary(chance)
+    old = time.time() - 3 * 365 * 86_400
+    for root in (roots.project, roots.user):
+        for kind in TYPES:
+            (root / kind).mkdir(parents=True, exist_ok=True)
+    for n in range(count):
+        root = roots.user if n % 4 == 3 else roots.project
+        kind = TYPES[n % 4]
+        title = f"{chance.choice(vocabulary).title()} {chance.choice(vocabulary)} note {n}"
+        text = (
+            f"---\nname: {title}\ndescription: {_body(chance, vocabulary)[:120]}\n"
+            f"type: {kind}\n---\n\n{_body(chance, vocabulary)}\n"
+        )
+        path = root / kind / f"note-{n:06d}.md"
+        path.write_text(text)
+        stamp = old + n * 900
+        os.utime(path, (stamp, stamp))
+
+
+def _child(mode: str, project: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, mode, str(project), *extra],
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=3600,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _list(project: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """(seconds to the first line, seconds to the end, lines) of ``cairn memory list``."""
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cairn.cli.main", "memory", "list"],
+        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert child.stdout is not None
+    first = child.stdout.readline()
+    first_at = time.perf_counter() - started
+    lines = 1 if first else 0
+    for _ in child.stdout:
+        lines += 1
+    child.wait(3600)
+    return first_at, time.perf_counter() - started, lines
+
+
+def _disk(home: Path) -> int:
+    return sum(
+        path.stat().st_size
+        for path in home.rglob("*")
+        if path.is_file() and "recall-index" in path.parts
+    )
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f} ms" if seconds >= 0.1 else f"{seconds * 1000:,.2f} ms"
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:,.2f} s" if seconds < 100 else f"{seconds:,.0f} s"
+
+
+def files_column(count: int, base: Path, queries: int, writes: int) -> dict[str, str]:
+    home, project = base / f"home-{count}", base / f"project-{count}"
+    (project / ".git").mkdir(parents=True)
+    env = {**os.environ, "CAIRN_HOME": str(home), "HOME": str(base)}
+    fill(project, count, env)
+    scan = _child("scan", project, env)
+    assert scan["docs"] == count, scan
+    warm = _child("warm", project, env, str(queries), str(writes), json.dumps(QUERY_WORDS))
+    first_line, listed, lines = _list(project, env)
+    return {
+        "first scan, no index": f"{_s(scan['wall'])} wall, {_s(scan['cpu'])} CPU, "
+        f"{scan['rss']:,.0f} MB RSS",
+        "start with a saved index (first fast result)": _ms(warm["first"]),
+        "warm fast-phase rank, median": _ms(statistics.median(warm["ranks"])),
+        "warm fast-phase rank, p95": _ms(_percentile(warm["ranks"], 0.95)),
+        "one Extract write, median": _ms(statistics.median(warm["writes"])),
+        "one Extract write, p95": _ms(_percentile(warm["writes"], 0.95)),
+        "`cairn memory list`, first line": _s(first_line),
+        "`cairn memory list`, all": f"{_s(listed)} ({lines:,} lines)",
+        "index on disk": f"{_disk(home) / 1e6:,.1f} MB",
+    }
+
+
+def postgres_rows(count: int, base: Path, writes: int, probes: int) -> list[tuple[str, str, str]]:
+    sys.path.insert(0, str(HERE))
+    import memory_postgres_bench as shared
+
+    from cairn.testing.postgres import PostgresServer
+
+    with PostgresServer() as server:
+        server.create_role("cairn_app")
+        dsn = server.create_database("memory", owner="cairn_app")
+        project = base / "pg-project"
+        (project / ".git").mkdir(parents=True)
+        backends = {
+            "files": shared._settings("files"),
+            "postgres": shared._settings("postgres", dsn),
+        }
+        shared._seed(shared._manager(project, backends["files"], base / "pg-files-home"), count)
+        shared._seed(shared._manager(project, backends["postgres"], base / "pg-seeder"), count)
+        files_first = shared._first_result(project, backends["files"], base / "pg-files-home")
+        fresh = shared._first_result(project, backends["postgres"], base / "pg-fresh")
+        managers = {
+            "files": shared._manager(project, backends["files"], base / "pg-files-home"),
+            "postgres": shared._manager(project, backends["postgres"], base / "pg-writer"),
+        }
+        for manager in managers.values():
+            manager.search("warm up")
+            shared._writes(manager, 1, "warm")  # a process's first write walks the mirror once
+        timed = {name: shared._writes(m, writes, name) for name, m in managers.items()}
+        seen = {
+            "files": shared._visibility(project, backends["files"], base / "pg-files-home",
+                                        probes, shared._section_writer(managers["files"])),
+            "postgres": shared._visibility(project, backends["postgres"], base / "pg-reader",
+                                           probes, shared._section_writer(managers["postgres"])),
+        }  # fmt: skip
+        for manager in managers.values():
+            manager.close()
+    return [
+        ("one Extract write, median", _ms(statistics.median(timed["files"])),
+         _ms(statistics.median(timed["postgres"]))),
+        ("one Extract write, p95", _ms(_percentile(timed["files"], 0.95)),
+         _ms(_percentile(timed["postgres"], 0.95))),
+        ("visible in another process, median", _ms(statistics.median(seen["files"])),
+         _ms(statistics.median(seen["postgres"]))),
+        ("visible in another process, max", _ms(max(seen["files"])), _ms(max(seen["postgres"]))),
+        ("first fast result, new process (postgres: fresh machine, empty mirror)",
+         _ms(files_first), _ms(fresh)),
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--postgres", type=int, default=10_000, help="memories; 0 skips")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--writes", type=int, default=20)
+    parser.add_argument("--probes", type=int, default=10)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",") if size]
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        columns = {count: files_column(count, base, args.queries, args.writes) for count in sizes}
+        pg = postgres_rows(args.postgres, base, args.writes, args.probes) if args.postgres else []
+    print(f"{started}, load {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
+    print("| files | " + " | ".join(f"{count:,}" for count in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for label in columns[sizes[0]]:
+        print(f"| {label} | " + " | ".join(columns[count][label] for count in sizes) + " |")
+    if pg:
+        print(f"\n| {args.postgres:,} memories | files | postgres |")
+        print("|---|---|---|")
+        for label, files, postgres in pg:
+            print(f"| {label} | {files} | {postgres} |")
+
+
+if __name__ == "__main__":
+    main()
