@@ -24,17 +24,19 @@ import contextlib
 import marshal
 import os
 import sys
+import threading
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryScope
-
-if TYPE_CHECKING:
-    from cairn.memory.store.scorer import ScorerConfig
+from cairn.memory.store.cache import cache_header, install_snapshot, write_snapshot_files
+from cairn.memory.store.journal import new_generation, sweep_temp_files
+from cairn.memory.store.scan import stat_file, stat_key
+from cairn.memory.store.scorer import ScorerConfig, term_weights
 
 __all__ = ["BULK_MIN_FILES", "build_snapshot", "default_workers", "parse_files"]
 
@@ -62,8 +64,6 @@ def parse_files(
 ) -> list[Parsed]:
     """Read, parse and weigh ``relatives`` under ``root`` (a worker's task; any process)."""
     from cairn.memory.store.parse import ParseSkip, parse_memory_file
-    from cairn.memory.store.scan import stat_file, stat_key
-    from cairn.memory.store.scorer import term_weights
 
     found: list[Parsed] = []
     base = Path(root)
@@ -124,7 +124,6 @@ def _in_workers(
     each, so reading the workers in turn gives the chunks in order. A pipe's buffer bounds what
     a worker runs ahead of this process."""
     import subprocess
-    import threading
     from dataclasses import asdict
 
     command = [sys.executable, "-m", "cairn.memory.store.bulk"]
@@ -170,8 +169,6 @@ def _read_frame(stream: IO[bytes]) -> list[Parsed]:
 
 def _worker() -> None:
     """A worker: read one task from stdin, answer each of its chunks on stdout."""
-    from cairn.memory.store.scorer import ScorerConfig
-
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     size = int.from_bytes(stdin.read(8), "big")
     root, scope, options, chunks = marshal.loads(stdin.read(size))  # noqa: S302 - from our parent
@@ -273,9 +270,6 @@ def build_snapshot(
 ) -> bool:
     """Read every file of ``relatives`` under ``root`` into a new saved index at ``path``
     (installed, its journal empty); False when it could not be written."""
-    from cairn.memory.store.cache import cache_header, install_snapshot, write_snapshot_files
-    from cairn.memory.store.journal import new_generation, sweep_temp_files
-
     builder = _Builder()
 
     def write_records(texts: IO[bytes]) -> tuple[Any, ...]:

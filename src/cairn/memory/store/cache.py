@@ -45,6 +45,7 @@ from cairn.debug_log import get_logger
 from cairn.memory.store.journal import (
     GENERATION_BYTES,
     Journal,
+    frame,
     index_lock,
     new_generation,
     read_generation,
@@ -60,6 +61,7 @@ from cairn.memory.store.records import (
     StatKey,
     Texts,
 )
+from cairn.memory.store.tokenizer import tokenize
 from cairn.values import Value
 
 __all__ = [
@@ -148,8 +150,6 @@ def _apply(cache: ShardCache, payload: bytes) -> None:
         if old_terms is not None and tuple(old_key or ()) == current.stat_key:
             terms: Iterable[str] = old_terms.split("\0") if old_terms else []
         else:  # the entry was written against another version: read this one's terms
-            from cairn.memory.store.tokenizer import tokenize
-
             terms = {*tokenize(current.title), *tokenize(current.description),
                      *tokenize(current.body)}  # fmt: skip
         index.remove(current.slot, terms)
@@ -360,8 +360,6 @@ def compact(path: Path, *, root: str, scope: str, fingerprint: str) -> bool:
     """Fold the journal at ``path`` into a new snapshot, from the files alone (any thread or
     process may run it; the live store is not touched). Entries appended meanwhile are kept in
     the new journal. False when there was nothing to compact or it could not be done."""
-    from cairn.memory.store.journal import frame
-
     header = _header(root, scope, fingerprint)
     try:
         cache = _decode(path, header)

@@ -28,11 +28,13 @@ import secrets
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-
-from filelock import FileLock
+from typing import TYPE_CHECKING
 
 from cairn.debug_log import get_logger
 from cairn.values import Value
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 __all__ = [
     "GENERATION_BYTES",
@@ -58,6 +60,8 @@ def new_generation() -> str:
 
 def index_lock(path: Path) -> FileLock:
     """The lock of a persisted index ``path`` (held to append, to swap a snapshot in)."""
+    from filelock import FileLock  # off the start path: only a writer locks
+
     path.parent.mkdir(parents=True, exist_ok=True)
     return FileLock(str(path.with_name(f".{path.name}.lock")), thread_local=False)
 

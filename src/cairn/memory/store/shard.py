@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
+from cairn.memory.store.bulk import build_snapshot
 from cairn.memory.store.cache import (
     DocRecord,
     RecordTable,
@@ -343,8 +344,6 @@ class Shard:
     def _bulk_build(self, walk: Walk, tally: Tally) -> bool:
         """The first scan of a large root, into a new saved index (see
         :mod:`~cairn.memory.store.bulk`); False when it cannot be saved (then file by file)."""
-        from cairn.memory.store.bulk import build_snapshot
-
         path = self.cache_path
         if path is None:
             return False

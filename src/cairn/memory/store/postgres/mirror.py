@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from cairn.fsutil import atomic_write_bytes, read_regular_bytes
 from cairn.memory.document import MemoryScope
 from cairn.memory.paths import INDEX_FILE_NAME
+from cairn.memory.store.postgres.sync_state import load_state, save_state
+from cairn.memory.store.watch import open_watcher
 
 if TYPE_CHECKING:
     import psycopg
@@ -87,15 +89,11 @@ class Shard:
 
     def load(self) -> None:
         """What this machine synced before (nothing when the mirror is new or damaged)."""
-        from cairn.memory.store.postgres.sync_state import load_state
-
         load_state(self)
         self.saved_seq = self.seq
 
     def save(self) -> None:
         """Save what changed since the last save (the mirror's local lock held)."""
-        from cairn.memory.store.postgres.sync_state import save_state
-
         save_state(self)
 
     def mark_synced(self, key: str, digest: str, signature: Signature | None) -> None:
@@ -411,8 +409,6 @@ def local_changes(shard: Shard) -> tuple[dict[str, bytes], list[str]]:
     files = _changed_files(shard)
     if files is None:
         shard.close()
-        from cairn.memory.store.watch import open_watcher
-
         shard.watcher = open_watcher()
         found = shard_files(shard, shard.watcher)
         gone = [key for key in shard.synced if key not in found]
