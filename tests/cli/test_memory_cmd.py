@@ -106,6 +106,49 @@ def test_list_shows_type_scope_age_and_title(cli: Cli) -> None:
     assert any("user" in row and "Timezone" in row for row in rows)
 
 
+def _many(cli: Cli, count: int) -> list[str]:
+    """``count`` memories, the newest last; their titles, newest first."""
+    old = time.time() - 30 * 86_400
+    for n in range(count):
+        path = cli.write(f"m{n:04d}", title=f"Memory {n}", description=f"number {n}")
+        os.utime(path, (old + n * 60, old + n * 60))
+    return [f"Memory {n}" for n in reversed(range(count))]
+
+
+def _column(lines: list[str], name: str) -> list[str]:
+    """The cells of column ``name`` (aligned under the header's word) of the listing's rows."""
+    header = lines[0]
+    start = header.index(name)
+    following = [header.index(word) for word in ("Scope", "Age", "Title", "Path")]
+    end = min((at for at in following if at > start), default=None)
+    return [line[start:end].strip() for line in lines[1:]]
+
+
+def test_list_writes_every_memory_newest_first_page_after_page(cli: Cli) -> None:
+    """Issue #28: a long listing is written a page at a time (PAGE_ROWS rows), one line a
+    memory under one header, instead of one table laid out in full before its first line."""
+    from cairn.cli.memory_listing import PAGE_ROWS
+
+    titles = _many(cli, PAGE_ROWS * 2 + 5)
+    result = cli("list")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["Type", "Scope", "Age", "Title", "Path"]
+    assert _column(lines, "Title") == titles
+    assert set(_column(lines, "Scope")) == {"project"}
+    assert set(_column(lines, "Age")) == {"30 days ago", "29 days ago"}
+    assert _column(lines, "Path")[0] == f"project/m{len(titles) - 1:04d}.md"
+
+
+def test_list_limit_shows_the_newest_and_how_many_more(cli: Cli) -> None:
+    titles = _many(cli, 7)
+    result = cli("list", "--limit", "3")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert _column(lines[:4], "Title") == titles[:3]
+    assert lines[4:] == ["… 4 more (of 7): --limit 0 lists them all"]
+
+
 def test_show_prints_a_memory_found_by_title(cli: Cli) -> None:
     cli.write("uv", title="Use uv", description="Install with uv", body="Never pip.")
     result = cli("show", "use uv")

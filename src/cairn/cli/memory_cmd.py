@@ -19,6 +19,7 @@ from rich.table import Table
 from cairn.abort import AbortController
 from cairn.cli import memory_console as console
 from cairn.cli.app import group_app
+from cairn.cli.memory_listing import print_memories
 from cairn.config.loader import NoAuthError, resolve_endpoint
 from cairn.config.paths import project_root
 from cairn.config.settings import Settings
@@ -79,8 +80,12 @@ def list_memories(
             "--stale", help="Only memories whose evidence changed or cannot be verified, and why."
         ),
     ] = False,
+    limit: Annotated[
+        int,
+        typer.Option("--limit", "-n", help="Only the N most recently changed (0: every one)."),
+    ] = 0,
 ) -> None:
-    """List every memory: type, scope, age and title."""
+    """List every memory, newest first: type, scope, age, title and path."""
 
     def command() -> None:
         manager = console.manager()
@@ -90,17 +95,12 @@ def list_memories(
         if stale:
             _list_stale(manager)
             return
-        docs = manager.docs()
-        if not docs:
+        total, docs = manager.iter_docs()
+        if not total:
             roots = ", ".join(str(root) for root in manager.root_map().values())
             console.out().print(f"No memories yet. They are kept in: {roots}")
             return
-        table = Table("Type", "Scope", "Age", "Title", "Path")
-        for doc in docs:
-            table.add_row(
-                doc.type, doc.scope, console.age(manager, doc), doc.title, doc.relative_path
-            )
-        console.out().print(table)
+        print_memories(docs, now=manager.clock(), total=total, limit=max(limit, 0))
 
     console.run(command)
 

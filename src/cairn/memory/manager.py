@@ -207,6 +207,12 @@ class MemoryManager:
         self.store.refresh()
         return self.store.docs()
 
+    def iter_docs(self) -> tuple[int, Iterator[MemoryDoc]]:
+        """How many memories there are, and :meth:`docs` one at a time (after a refresh): a
+        long listing starts at once instead of after building every document."""
+        self.store.refresh()
+        return self.store.count(), self.store.iter_docs()
+
     def search(self, query: str, *, limit: int = 10) -> list[ScoredDoc]:
         """The fast lexical ranking, as Recall's fast phase uses it."""
         self.store.refresh()
