@@ -23,7 +23,8 @@ them (``$CAIRN_HOME``), and every figure is measured in fresh processes:
   ``write_file`` makes them (a new memory file, ``MEMORY.md`` rebuilt, the index saved),
   median and p95;
 - **cairn memory list**: the real command (``cairn memory list``, output to a pipe): the first
-  line of output (the first page) and the whole listing;
+  line of output (the first page) and the whole listing; ``show`` of a memory by its path and
+  ``search``, each a whole command, and ``cairn memory path`` (start-up alone) beside them;
 - **index on disk**: the ``recall-index`` folders after all of the above.
 
 With ``--postgres N`` (default 10,000; 0 skips), a throw-away PostgreSQL cluster
@@ -185,6 +186,17 @@ def _list(project: Path, env: dict[str, str]) -> tuple[float, float, int]:
     return first_at, time.perf_counter() - started, lines
 
 
+def _command(project: Path, env: dict[str, str], *args: str) -> float:
+    """Seconds of one ``cairn memory`` command (a new process, output to a pipe)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "cairn.cli.main", "memory", *args], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=3600)  # fmt: skip
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    return elapsed
+
+
 def _disk(home: Path) -> int:
     return sum(
         path.stat().st_size
@@ -215,6 +227,10 @@ def files_column(count: int, base: Path, queries: int, writes: int) -> dict[str,
     assert scan["docs"] == count, scan
     warm = _child("warm", project, env, str(queries), str(writes), json.dumps(QUERY_WORDS))
     first_line, listed, lines = _list(project, env)
+    path = f"{TYPES[(count // 2) % 4]}/note-{count // 2:06d}.md"
+    show = _command(project, env, "show", path)
+    search = _command(project, env, "search", "deploy billing")
+    baseline = _command(project, env, "path")  # the command's own start-up, for comparison
     return {
         "first scan, no index": f"{_s(scan['wall'])} wall, {_s(scan['cpu'])} CPU, "
         f"{scan['rss']:,.0f} MB RSS",
@@ -225,6 +241,9 @@ def files_column(count: int, base: Path, queries: int, writes: int) -> dict[str,
         "one Extract write, p95": _ms(_percentile(warm["writes"], 0.95)),
         "`cairn memory list`, first line": _s(first_line),
         "`cairn memory list`, all": f"{_s(listed)} ({lines:,} lines)",
+        "`cairn memory show <path>`": _s(show),
+        "`cairn memory search <words>`": _s(search),
+        "(`cairn memory path`: the command's start-up alone)": _s(baseline),
         "index on disk": f"{_disk(home) / 1e6:,.1f} MB",
     }
 

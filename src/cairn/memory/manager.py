@@ -219,25 +219,9 @@ class MemoryManager:
         return self.store.rank(query, limit=limit)
 
     def find(self, reference: str) -> list[MemoryDoc]:
-        """Memories named by ``reference``: a path (absolute, or relative to a root), or a title.
-
-        An exact path or title wins; otherwise titles containing ``reference`` (any case).
-        """
-        docs = self.docs()
-        wanted = reference.strip()
-        if not wanted:
-            return []
-        by_path = [
-            doc
-            for doc in docs
-            if wanted in (str(doc.path), doc.relative_path, f"{doc.scope}:{doc.relative_path}")
-        ]
-        if by_path:
-            return by_path
-        exact = [doc for doc in docs if doc.title.casefold() == wanted.casefold()]
-        if exact:
-            return exact
-        return [doc for doc in docs if wanted.casefold() in doc.title.casefold()]
+        """Memories named by ``reference`` (a path or a title: :meth:`MemoryStore.find`)."""
+        self.store.refresh()
+        return self.store.find(reference)
 
     def render(self, docs: Sequence[MemoryDoc]) -> str:
         """The ``## Relevant memory`` block for ``docs``, aged by this manager's clock."""

@@ -372,6 +372,29 @@ class MemoryStore:
                 return shard.doc(relative)
         return None
 
+    def find(self, reference: str) -> list[MemoryDoc]:
+        """Memories named by ``reference``: a path (absolute, ``scope:relative`` or relative to
+        a root), looked up directly, else a title: an exact title wins, otherwise the titles
+        containing ``reference`` (any case)."""
+        wanted = reference.strip()
+        if not wanted:
+            return []
+        scope, colon, rest = wanted.partition(":")
+        found: list[MemoryDoc] = []
+        for shard in self._shards:
+            if shard.root is None:
+                continue
+            named = [shard.root / rest] if colon and scope == shard.scope else []
+            for path in (*named, shard.root / wanted):  # (an absolute ``wanted`` stays itself)
+                doc = self.get(path)
+                if doc is not None and doc not in found:
+                    found.append(doc)
+        if found:
+            return found
+        docs = self.docs()
+        exact = [doc for doc in docs if doc.title.casefold() == wanted.casefold()]
+        return exact or [doc for doc in docs if wanted.casefold() in doc.title.casefold()]
+
     def rebuild_index_files(self) -> None:
         """Regenerate each existing root's ``MEMORY.md`` (atomically) from the current docs:
         only the newest memories make its lines, so only they are read."""
