@@ -28,7 +28,8 @@ CASES = cases(Settings)  # in the order their keys were written (the recording s
 
 
 def test_the_recorded_cases_are_the_schema_s_cases() -> None:
-    """A key added to the schema since the recording is not covered: record again."""
+    """A key added to the schema since the recording is not covered: record its cases with
+    ``python -m tests.config.record_new_cases``."""
     assert [case["settings"] for case in RECORDED] == CASES
 
 
