@@ -20,6 +20,7 @@ from cairn.testing import ScriptedServer, reply, tool_call
 from ..mcp.helpers import patient_discovery, tools_server
 from .conftest import CAIRN
 from .test_daemon import serve as serve_fixture
+from .test_daemon import until
 
 serve = serve_fixture  # the fixture, under the name the tests ask for
 
@@ -292,10 +293,15 @@ async def test_a_tenants_http_mcp_servers_do_not_reach_loopback_or_private_addre
         async with DaemonClient(served.url, TOKEN, headers={HEADER: "acme"}) as client:
             session = await DaemonSessionClient.create(client, mcp_servers=servers)
             assert await session.prompt_and_wait("hello") == "ok"
+            replay = DaemonSessionClient(client, session.session_id, last_event_id=0)
+            said = json.dumps([e.raw for e in await until(replay, "turn_complete")])
     finally:
         listener.close()
 
     assert listener.accepted == 0
+    for name in urls:  # the tenant is told why each server is missing
+        assert f"MCP server {name}: " in said
+    assert said.count("is refused: it is a private or local address") == len(urls)
     assert not [n for n in scripted_server.requests[-1].tool_names if n.startswith("mcp__")]
 
 
