@@ -4,25 +4,32 @@ Usage (from the repository root)::
 
     .venv/bin/python benchmarks/recall_semantic_bench.py                 # 1,000 and 10,000
     .venv/bin/python benchmarks/recall_semantic_bench.py --sizes 1000 --variants
+    .venv/bin/python benchmarks/recall_semantic_bench.py --sizes 1000,10000 --models
 
-The paraphrase set (``data/recall_paraphrase/pairs.yaml``: memory/query pairs sharing no content
-word after stemming) is mixed into generated distractors (``recall_distractors.py``) to make a
-memory of N files (80 % project, 20 % user, mtimes spread over 400 days, targets among them at
-random). For every pair it asks what the selector would be shown, built by cairn's own code
-(lexical top 180, semantic top 180, the newest, :func:`build_candidates`, then the manifest's byte
-budget) and prints:
+The paraphrase set (``data/recall_paraphrase/pairs.yaml``, 123 pairs, and its held-out part
+``heldout.yaml``, 60 pairs written before anything was tuned: memory/query pairs sharing no
+content word after stemming, checked here) is mixed into generated distractors
+(``recall_distractors.py``) to make a memory of N files (80 % project, 20 % user, mtimes spread
+over 400 days, targets among them at random); each set gets its own memory. For every pair it
+asks what the selector would be shown, built by cairn's own code (lexical top 180, semantic top
+180, the newest, :func:`build_candidates` with its two semantic seats per lexical one, then the
+manifest's byte budget) and prints:
 
 - candidate-list recall: the share of queries whose memory is in the selector's manifest, for
   the rule before issue #26 (lexical 180 + newest, the old manifest line with absolute paths and
-  ISO times, cut at 25,000 bytes), lexical + newest in the new manifest, and with semantic
-  candidates;
+  ISO times, cut at 25,000 bytes), lexical + newest in the new manifest, with the 180 nearest
+  memories as semantic candidates, and with the diverse choice among the 1,000 nearest (what
+  cairn does);
 - fast-phase hit@2 / hit@5 on the paraphrase set at that size, and on the existing evaluation set
   (``data/recall_eval``, 111 memories, 99 cases);
 - latencies: the fast phase (rank top 2), candidate generation (lexical 180 + query embedding +
-  semantic 180 + newest + manifest), loading the model, embedding every memory, loading the saved
-  vectors, and the write path of one memory with and without its vector.
+  semantic 180 + newest + manifest), loading the model, embedding every memory (the background
+  cost of a memory that has no vectors yet), loading the saved vectors, and the write path of
+  one memory with and without its vector.
 
 ``--variants`` also compares what a memory's vector is made from (semantic top-180 recall).
+``--models`` compares the embedding models that ship in installable packages (those not
+installed are skipped; ``benchmarks/recall_models.py`` says what each needs).
 """
 
 from __future__ import annotations
@@ -47,15 +54,49 @@ import recall_bench  # noqa: E402 - the existing evaluation set's loaders
 from recall_distractors import distractors  # noqa: E402
 
 PAIRS = HERE / "data" / "recall_paraphrase" / "pairs.yaml"
+HELD_OUT = HERE / "data" / "recall_paraphrase" / "heldout.yaml"
 NOW = recall_bench.NOW
 DAY = 86_400.0
 OLD_PREFIX = "/home/developer/.cairn/projects/-home-developer-src-shop/memory"  # 60 characters
 
 
-def load_pairs() -> list[dict[str, str]]:
+def load_pairs(path: Path = PAIRS) -> list[dict[str, str]]:
+    """The pairs of ``path``; exits if a memory shares a content word with its query."""
     import yaml
 
-    return list(yaml.safe_load(PAIRS.read_text("utf-8")))
+    from cairn.memory.store.tokenizer import tokenize
+
+    pairs = list(yaml.safe_load(path.read_text("utf-8")))
+    for pair in pairs:
+        memory = {*tokenize(f"{pair['name']} {pair['description']} {pair['body']}")}
+        shared = memory & {*tokenize(pair["query"])}
+        if shared:
+            sys.exit(f"{path.name}: {pair['query']!r} shares {sorted(shared)} with its memory")
+    return pairs
+
+
+class DigestCache:
+    """Vectors by text digest, handed to the store as a database backend would share them
+    (:class:`cairn.memory.store.memory_store.VectorSync`): the held-out memory reuses what the
+    tuning set's memory computed for the same distractors. Timed runs do not use it."""
+
+    def __init__(self) -> None:
+        self.vectors: dict[tuple[str, bytes], Any] = {}
+        self.reading = True  # False: only collect (a timed run computes everything)
+
+    def fetch(self, scope: str, model: str, dim: int, wanted: dict[str, bytes]) -> list[Any]:
+        if not self.reading:
+            return []
+        known = self.vectors
+        rows = [(path, digest, known.get((model, digest))) for path, digest in wanted.items()]
+        return [row for row in rows if row[2] is not None]
+
+    def store(self, scope: str, model: str, rows: Sequence[tuple[str, bytes, Any]]) -> None:
+        for _path, digest, vector in rows:
+            self.vectors[(model, digest)] = vector
+
+    def close(self) -> None:
+        pass
 
 
 def build_tree(base: Path, size: int, pairs: Sequence[dict[str, str]]) -> tuple[Any, list[str]]:
@@ -117,7 +158,7 @@ class Bench:
         self.model = model
         self.cpu_ms = 0.0  # CPU time of the last candidates() call
 
-    def candidates(self, query: str, semantic: bool) -> tuple[list[Any], float]:
+    def candidates(self, query: str, semantic: str | None) -> tuple[list[Any], float]:
         """The selector's candidate list for ``query``, and how long building it took (ms)."""
         from cairn.memory.recall.candidates import (
             LEXICAL_CANDIDATE_LIMIT,
@@ -129,10 +170,15 @@ class Bench:
         started = time.perf_counter()
         cpu = time.process_time()
         lexical = [hit.doc for hit in self.store.rank(query, limit=LEXICAL_CANDIDATE_LIMIT)]
+        from cairn.memory.recall.semantic import nearest_diverse
+
         similar: list[Any] = []
         if semantic and self.model is not None:
-            vector = self.model.embed([query])[0]
-            similar = self.store.similar(vector, limit=SEMANTIC_CANDIDATE_LIMIT)
+            vector = self.model.embed_query(query)
+            if semantic == "diverse":
+                similar = nearest_diverse(self.store, vector, limit=SEMANTIC_CANDIDATE_LIMIT)
+            else:
+                similar = self.store.similar(vector, limit=SEMANTIC_CANDIDATE_LIMIT)
         taken = {doc.path for doc in [*lexical, *similar]}
         recent = self.store.recent(
             limit=MAX_MODEL_CANDIDATE_DOCS, exclude=lambda doc: doc.path in taken
@@ -142,43 +188,53 @@ class Bench:
         return built.model, (time.perf_counter() - started) * 1000
 
 
-def candidate_recall(bench: Bench, pairs: Sequence[dict[str, str]], keys: Sequence[str]) -> None:
+def candidate_recall(
+    bench: Bench, pairs: Sequence[dict[str, str]], keys: Sequence[str], label: str
+) -> dict[str, float]:
+    """Print the candidate-list recall table for one set; returns the shipped rule's recall."""
     from cairn.memory.recall.selector import build_manifest
 
-    old_hits = lexical_hits = semantic_hits = 0
-    lexical_only_lines: list[int] = []
+    hits = {"old": 0, "lexical": 0, "nearest": 0, "diverse": 0}
+    lines: dict[str, list[int]] = {name: [] for name in hits}
     timings: list[float] = []
     cpu_timings: list[float] = []
     manifest_ms: list[float] = []
-    lines: list[int] = []
     for pair, target in zip(pairs, keys, strict=True):
-        lexical, _ = bench.candidates(pair["query"], semantic=False)
-        old_hits += target in old_manifest_keys(lexical)
+        lexical, _ = bench.candidates(pair["query"], semantic=None)
+        old = old_manifest_keys(lexical)
+        hits["old"] += target in old
+        lines["old"].append(len(old))
         manifest = build_manifest(lexical)
-        lexical_only_lines.append(len(manifest.docs))
-        lexical_hits += target in manifest.docs
-        both, took = bench.candidates(pair["query"], semantic=True)
+        lines["lexical"].append(len(manifest.docs))
+        hits["lexical"] += target in manifest.docs
+        nearest, _ = bench.candidates(pair["query"], semantic="nearest")
+        manifest = build_manifest(nearest)
+        lines["nearest"].append(len(manifest.docs))
+        hits["nearest"] += target in manifest.docs
+        both, took = bench.candidates(pair["query"], semantic="diverse")
         started, cpu = time.perf_counter(), time.process_time()
         manifest = build_manifest(both)
         manifest_ms.append((time.perf_counter() - started) * 1000)
         timings.append(took + manifest_ms[-1])
         cpu_timings.append(bench.cpu_ms + (time.process_time() - cpu) * 1000)
-        lines.append(len(manifest.docs))
-        semantic_hits += target in manifest.docs
+        lines["diverse"].append(len(manifest.docs))
+        hits["diverse"] += target in manifest.docs
     total = len(pairs)
+    rows = {
+        "old": "before #26: lexical 180 + newest, old manifest",
+        "lexical": "lexical 180 + newest, new manifest",
+        "nearest": "lexical + semantic (180 nearest, 2 per lexical) + newest",
+        "diverse": "**lexical + semantic (diverse among 1,000 nearest, 2 per lexical) + newest**",
+    }
+    print(f"\n{label}\n")
     print("| candidates shown to the selector | in the manifest | lines (median) |")
     print("|---|---|---|")
-    old_lines = statistics.median(
-        len(old_manifest_keys(bench.candidates(p["query"], semantic=False)[0])) for p in pairs
-    )
-    print(f"| before #26: lexical 180 + newest, old manifest | {old_hits / total:.1%} "
-          f"| {old_lines:.0f} |")  # fmt: skip
-    print(f"| lexical 180 + newest, new manifest | {lexical_hits / total:.1%} "
-          f"| {statistics.median(lexical_only_lines):.0f} |")  # fmt: skip
-    print(f"| **lexical + semantic + newest** | **{semantic_hits / total:.1%}** "
-          f"| {statistics.median(lines):.0f} |")  # fmt: skip
+    for name, text in rows.items():
+        print(f"| {text} | {hits[name] / total:.1%} | {statistics.median(lines[name]):.0f} |")
     print(f"\ncandidate generation incl. manifest, ms p50 / p95: wall {percentiles(timings)}, "
-          f"CPU {percentiles(cpu_timings)} (manifest alone, wall {percentiles(manifest_ms)})")
+          f"CPU {percentiles(cpu_timings)} "
+          f"(manifest alone, wall {percentiles(manifest_ms)})")  # fmt: skip
+    return {name: count / total for name, count in hits.items()}
 
 
 def fast_hits(
@@ -258,64 +314,99 @@ def write_path(store: Any, roots: Any, model: Any, runs: int = 15) -> None:
     print(f"| ... and compute + save its vector | {b:.1f} ms (+{(b / a - 1):.0%}) |")
 
 
-def run_size(size: int, pairs: Sequence[dict[str, str]], variants: bool) -> None:
+def embed_all(store: Any, model: Any) -> float:
+    """Embed every memory of ``store`` as the background catch-up does; returns CPU seconds."""
     from cairn.memory.recall.semantic import compute_vectors
+
+    cpu = time.process_time()
+    compute_vectors(store)
+    return time.process_time() - cpu
+
+
+def run_size(
+    size: int,
+    sets: Sequence[tuple[str, Sequence[dict[str, str]]]],
+    variants: bool,
+    cache: DigestCache,
+) -> None:
     from cairn.memory.store.embedding import load_model
     from cairn.memory.store.memory_store import MemoryStore
 
-    print(f"\n## {size:,} memories ({len(pairs)} paraphrase targets)\n")
-    with tempfile.TemporaryDirectory(prefix="cairn-semantic-") as folder:
-        roots, keys = build_tree(Path(folder), size, pairs)
-        store = MemoryStore(roots, cache_dir=Path(folder) / "cache")
-        store.refresh()
-        started = time.perf_counter()
-        model = load_model()
-        load_ms = (time.perf_counter() - started) * 1000
-        started = time.perf_counter()
-        compute_vectors(store)
-        embed_ms = (time.perf_counter() - started) * 1000
-        store.save()
-        bench = Bench(store, model)
-        candidate_recall(bench, pairs, keys)
+    print(f"\n## {size:,} memories")
+    started = time.perf_counter()
+    model = load_model()
+    load_ms = (time.perf_counter() - started) * 1000
+    for number, (label, pairs) in enumerate(sets):
+        with tempfile.TemporaryDirectory(prefix="cairn-semantic-") as folder:
+            roots, keys = build_tree(Path(folder), size, pairs)
+            store = MemoryStore(roots, cache_dir=Path(folder) / "cache")
+            store.refresh()
+            timed = number == 0  # the first set's memory is embedded from nothing, and timed
+            store.vector_sync, cache.reading = cache, not timed
+            started = time.perf_counter()
+            embed_cpu = embed_all(store, model) if model is not None else 0.0
+            embed_ms = (time.perf_counter() - started) * 1000
+            store.vector_sync = None
+            store.save()
+            bench = Bench(store, model)
+            candidate_recall(bench, pairs, keys, f"### {label}, {len(pairs)} targets")
+            cases = [(pair["query"], [target]) for pair, target in zip(pairs, keys, strict=True)]
+            at2, at5 = fast_hits(_ranker(store), cases)
+            print(f"\nfast phase on this set: hit@2 {at2:.1%}, hit@5 {at5:.1%}")
+            if timed:
+                timings(store, roots, folder, model, pairs, size, load_ms, embed_ms, embed_cpu)
+                if variants and model is not None:
+                    compare_variants(store, model, pairs, keys)
+            store.close()
 
-        print("\n| fast phase | hit@2 | hit@5 |\n|---|---|---|")
-        cases = [(pair["query"], [target]) for pair, target in zip(pairs, keys, strict=True)]
-        at2, at5 = fast_hits(
-            lambda q, n: [key(h.doc) for h in store.rank(q, limit=n)], cases
-        )
-        print(f"| paraphrase set in {size:,} memories | {at2:.1%} | {at5:.1%} |")
-        if size == min(SIZES):
-            eval_set_hits()
 
-        queries = [pair["query"] for pair in pairs] + [
-            case.query for case in recall_bench.load_cases(recall_bench.load_corpus())
-        ]
-        fast: list[float] = []
-        fast_cpu: list[float] = []
-        for _ in range(3):
-            for query in queries:
-                begun, cpu = time.perf_counter(), time.process_time()
-                store.rank(query, limit=2)
-                fast.append((time.perf_counter() - begun) * 1000)
-                fast_cpu.append((time.process_time() - cpu) * 1000)
-        reopened = MemoryStore(roots, cache_dir=Path(folder) / "cache")
-        reopened.refresh()
-        started = time.perf_counter()
-        if model is not None:
-            reopened.load_vectors(model)
-        vec_load_ms = (time.perf_counter() - started) * 1000
-        reopened.close()
-        print("\n| latency | ms |\n|---|---|")
-        print(f"| fast phase: rank top 2, p50 / p95 ({len(fast)} queries) "
-              f"| wall {percentiles(fast)}, CPU {percentiles(fast_cpu)} |")  # fmt: skip
-        print(f"| load the embedding model (first use in a process) | {load_ms:.0f} |")
-        print(f"| embed all {size:,} memories | {embed_ms:.0f} "
-              f"({embed_ms / size * 1000:.0f} µs a memory) |")  # fmt: skip
-        print(f"| load the saved vectors (new process) | {vec_load_ms:.1f} |")
-        write_path(store, roots, model)
-        if variants and model is not None:
-            compare_variants(store, model, pairs, keys)
-        store.close()
+def _ranker(store: Any) -> Callable[[str, int], list[str]]:
+    return lambda query, count: [key(hit.doc) for hit in store.rank(query, limit=count)]
+
+
+def timings(
+    store: Any, roots: Any, folder: str, model: Any, pairs: Any, size: int,
+    load_ms: float, embed_ms: float, embed_cpu: float,
+) -> None:  # fmt: skip
+    from cairn.memory.store.memory_store import MemoryStore
+
+    print("\n| fast phase | hit@2 | hit@5 |\n|---|---|---|")
+    if size == min(SIZES):
+        eval_set_hits()
+    queries = [pair["query"] for pair in pairs] + [
+        case.query for case in recall_bench.load_cases(recall_bench.load_corpus())
+    ]
+    fast: list[float] = []
+    fast_cpu: list[float] = []
+    for _ in range(3):
+        for query in queries:
+            begun, cpu = time.perf_counter(), time.process_time()
+            store.rank(query, limit=2)
+            fast.append((time.perf_counter() - begun) * 1000)
+            fast_cpu.append((time.process_time() - cpu) * 1000)
+    query_cpu: list[float] = []
+    if model is not None:
+        for query in queries:
+            cpu = time.process_time()
+            model.embed_query(query)
+            query_cpu.append((time.process_time() - cpu) * 1000)
+    reopened = MemoryStore(roots, cache_dir=Path(folder) / "cache")
+    reopened.refresh()
+    started = time.perf_counter()
+    if model is not None:
+        reopened.load_vectors(model)
+    vec_load_ms = (time.perf_counter() - started) * 1000
+    reopened.close()
+    print("\n| latency | ms |\n|---|---|")
+    print(f"| fast phase: rank top 2, p50 / p95 ({len(fast)} queries) "
+          f"| wall {percentiles(fast)}, CPU {percentiles(fast_cpu)} |")  # fmt: skip
+    if query_cpu:
+        print(f"| embed a query, CPU p50 / p95 | {percentiles(query_cpu)} |")
+    print(f"| load the embedding model (first use in a process) | {load_ms:.0f} |")
+    print(f"| embed all {size:,} memories (background) | wall {embed_ms / 1000:.1f} s, CPU "
+          f"{embed_cpu:.1f} s ({embed_cpu / size * 1e6:.0f} µs CPU a memory) |")  # fmt: skip
+    print(f"| load the saved vectors (new process) | {vec_load_ms:.1f} |")
+    write_path(store, roots, model)
 
 
 def compare_variants(store: Any, model: Any, pairs: Sequence[Any], keys: Sequence[str]) -> None:
@@ -353,12 +444,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--variants", action="store_true", help="compare embedded texts")
+    parser.add_argument("--models", action="store_true", help="compare embedding models")
     args = parser.parse_args()
     SIZES = tuple(int(size) for size in args.sizes.split(","))
-    pairs = load_pairs()
+    sets = [("paraphrase set", load_pairs(PAIRS)), ("held-out part", load_pairs(HELD_OUT))]
     started = time.time()
-    for size in SIZES:
-        run_size(size, pairs, args.variants)
+    if args.models:
+        import recall_models
+
+        recall_models.compare(SIZES, sets)
+    else:
+        cache = DigestCache()
+        for size in SIZES:
+            run_size(size, sets, args.variants, cache)
     load = os.getloadavg()
     print(f"\n{time.strftime('%a %b %d %H:%M UTC %Y', time.gmtime(started))}, "
           f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")  # fmt: skip

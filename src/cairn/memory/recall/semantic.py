@@ -1,9 +1,19 @@
 """Semantic candidates: the memories nearest in meaning to a query (issue #26).
 
 The query is embedded with the local model (:mod:`cairn.memory.store.embedding`) and compared
-with every memory's stored vector (:mod:`cairn.memory.store.vectors`). Vectors are computed when
-memories are written (:func:`update_vectors`, in the background); whatever is still missing here
-(a memory edited by hand, the first use of a large memory) is embedded first, in a worker thread.
+with every memory's stored vector (:mod:`cairn.memory.store.vectors`). From the
+:data:`DIVERSITY_POOL` nearest, the candidates are chosen by maximal marginal relevance: each
+next one is the memory with the best ``0.7 × similarity to the query − 0.3 × similarity to the
+closest one already chosen``, so the selector's scarce seats are not spent on near-copies of one
+memory ("the billing service runs on ECS" ×30) while a memory that answers the query in other
+words waits behind them. Measured on the paraphrase set (benchmarks/README.md): at 10,000
+memories it raises candidate-list recall from 59 % to 89 %.
+
+Vectors are computed when memories are written (:func:`update_vectors`, in the background).
+What is still missing when a query comes (a memory edited by hand) is embedded first, in a
+worker thread, up to :data:`INLINE_EMBED_LIMIT` memories; a larger backlog (the first use of a
+large memory, a model upgrade) is embedded by one background task per store, in chunks, while
+Recall uses the vectors it has.
 
 Best effort, like all of Recall: when the model cannot load (one warning per process) or anything
 else goes wrong, there are no semantic candidates and the selector sees lexical and recent ones.
@@ -12,6 +22,7 @@ else goes wrong, there are no semantic candidates and the selector sees lexical 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +33,26 @@ from cairn.memory.store.memory_store import MemoryStore, VectorJob, VectorSync
 if TYPE_CHECKING:
     from cairn.memory.store.embedding import EmbeddingModel
 
-__all__ = ["compute_vectors", "semantic_candidates", "update_vectors"]
+__all__ = [
+    "DIVERSITY_POOL",
+    "INLINE_EMBED_LIMIT",
+    "RELEVANCE_WEIGHT",
+    "compute_vectors",
+    "diverse_order",
+    "nearest_diverse",
+    "semantic_candidates",
+    "update_vectors",
+]
+
+DIVERSITY_POOL = 1_000  # nearest memories the diverse selection chooses from
+RELEVANCE_WEIGHT = 0.7  # weight of query similarity against similarity to those chosen
+INLINE_EMBED_LIMIT = 64  # missing vectors a Recall computes before it searches (~0.5 s) ...
+EMBED_CHUNK = 64  # ... a larger backlog goes to the background, this many per worker call
 
 _log = get_logger("MEMORY_RECALL")
+_catching_up: weakref.WeakKeyDictionary[MemoryStore, asyncio.Task[int]] = (
+    weakref.WeakKeyDictionary()
+)  # the store's background catch-up, while it runs
 
 
 def _prepare(store: MemoryStore) -> object | None:
@@ -64,25 +92,51 @@ async def update_vectors(store: MemoryStore, *, save: bool = True) -> int:
     model = await asyncio.to_thread(_prepare, store)
     if model is None:
         return 0
+    running = _catching_up.get(store)
+    if running is not None and not running.done():
+        return await asyncio.shield(running)
     return await _catch_up(store, model, save=save)
 
 
-async def _catch_up(store: MemoryStore, model: object, *, save: bool) -> int:
+async def _catch_up(
+    store: MemoryStore, model: object, *, save: bool, jobs: list[VectorJob] | None = None
+) -> int:
+    """Embed ``jobs`` (by default every missing vector), :data:`EMBED_CHUNK` per worker call;
+    returns how many were embedded."""
     from cairn.memory.store.embedding import EmbeddingModel
 
     assert isinstance(model, EmbeddingModel)
-    jobs = store.vector_jobs()
+    if jobs is None:
+        jobs = store.vector_jobs()
     sync = store.vector_sync
     if jobs and sync is not None:
         jobs = await asyncio.to_thread(_take_shared, store, sync, model, jobs)
-    if jobs:
-        vectors = await asyncio.to_thread(model.embed, [job.text for job in jobs])
-        store.apply_vectors(jobs, vectors)
+    for start in range(0, len(jobs), EMBED_CHUNK):
+        chunk = jobs[start : start + EMBED_CHUNK]
+        vectors = await asyncio.to_thread(model.embed, [job.text for job in chunk])
+        store.apply_vectors(chunk, vectors)
         if sync is not None:
-            await asyncio.to_thread(_share, sync, model, jobs, vectors)
+            await asyncio.to_thread(_share, sync, model, chunk, vectors)
     if save:
         await asyncio.to_thread(store.save_vectors)
     return len(jobs)
+
+
+def _catch_up_in_background(store: MemoryStore, model: object) -> None:
+    """Start the store's background catch-up unless it runs already."""
+    running = _catching_up.get(store)
+    if running is not None and not running.done():
+        return
+    task = asyncio.get_running_loop().create_task(
+        _catch_up(store, model, save=True), name="cairn-memory-vectors-backlog"
+    )
+    _catching_up[store] = task
+    task.add_done_callback(_log_failure)
+
+
+def _log_failure(task: asyncio.Task[int]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.warning(f"recall vectors not computed: {task.exception()!r}")
 
 
 def _take_shared(
@@ -125,17 +179,66 @@ async def semantic_candidates(
     limit: int,
     exclude: Callable[[MemoryDoc], bool] | None = None,
 ) -> list[MemoryDoc]:
-    """The ``limit`` eligible memories nearest in meaning to ``query``; ``[]`` when the model is
-    unavailable. Never raises but for cancellation."""
+    """Up to ``limit`` eligible memories near in meaning to ``query`` and unlike each other (see
+    the module docstring); ``[]`` when the model is unavailable. Never raises but for
+    cancellation."""
     try:
         model = await asyncio.to_thread(_prepare, store)
         if model is None:
             return []
-        await _catch_up(store, model, save=False)
-        vector = await asyncio.to_thread(model.embed, [query])  # type: ignore[attr-defined]
-        return store.similar(vector[0], limit=limit, exclude=exclude)
+        running = _catching_up.get(store)
+        if running is None or running.done():
+            jobs = store.vector_jobs()
+            if len(jobs) > INLINE_EMBED_LIMIT:
+                _catch_up_in_background(store, model)
+            elif jobs:
+                await _catch_up(store, model, save=False, jobs=jobs)
+        vector = await asyncio.to_thread(model.embed_query, query)  # type: ignore[attr-defined]
+        return nearest_diverse(store, vector, limit=limit, exclude=exclude)
     except asyncio.CancelledError:
         raise
     except Exception as error:  # best effort: lexical and recent candidates still go out
         _log.warning(f"semantic recall candidates failed: {error!r}")
         return []
+
+
+def nearest_diverse(
+    store: MemoryStore,
+    vector: Any,
+    *,
+    limit: int,
+    exclude: Callable[[MemoryDoc], bool] | None = None,
+) -> list[MemoryDoc]:
+    """Up to ``limit`` of the :data:`DIVERSITY_POOL` memories nearest to ``vector`` (a query's
+    embedding), chosen by :func:`diverse_order`."""
+    pool, vectors = store.nearest(vector, limit=max(limit, DIVERSITY_POOL), exclude=exclude)
+    return [pool[index] for index in diverse_order(vector, vectors, limit=limit)]
+
+
+def diverse_order(
+    query: Any, vectors: Any, *, limit: int, weight: float = RELEVANCE_WEIGHT
+) -> list[int]:
+    """Maximal marginal relevance: indexes of up to ``limit`` rows of ``vectors`` (unit length),
+    each next one maximising ``weight × cos(row, query) − (1 − weight) × max cos(row, chosen)``.
+    The first is the nearest; ties go to the earlier row."""
+    import numpy as np
+
+    count = min(limit, len(vectors))
+    if count <= 0:
+        return []
+    relevance = weight * (vectors @ query).astype(np.float32)
+    closest = np.full(len(vectors), -1.0, dtype=np.float32)  # max cos to the chosen so far
+    similarity = np.empty(len(vectors), dtype=np.float32)
+    score = np.empty(len(vectors), dtype=np.float32)
+    taken = np.zeros(len(vectors), dtype=bool)
+    chosen: list[int] = []
+    for _ in range(count):
+        np.multiply(closest, weight - 1.0, out=score)
+        score += relevance
+        score[taken] = -np.inf  # each row is chosen once
+        best = int(np.argmax(score))
+        chosen.append(best)
+        taken[best] = True
+        np.dot(vectors, vectors[best], out=similarity)
+        np.maximum(closest, similarity, out=closest)
+    return chosen

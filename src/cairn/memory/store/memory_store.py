@@ -327,6 +327,18 @@ class MemoryStore:
     ) -> list[MemoryDoc]:
         """The ``limit`` memories whose vectors are closest to ``vector`` (cosine), best first;
         equal scores in path order. Memories without a vector yet are not considered."""
+        return self.nearest(vector, limit=limit, exclude=exclude)[0]
+
+    def nearest(
+        self,
+        vector: np.ndarray,
+        *,
+        limit: int,
+        exclude: Callable[[MemoryDoc], bool] | None = None,
+    ) -> tuple[list[MemoryDoc], np.ndarray]:
+        """:meth:`similar`, and the vector of each memory it returns (one row each)."""
+        import numpy as np
+
         from cairn.memory.store.vectors import top_rows
 
         scored = []
@@ -336,26 +348,30 @@ class MemoryStore:
                 scored.append((index, relatives, scores))
         total = sum(len(shard.vectors) for shard in self._shards if shard.vectors is not None)
         wanted = limit
+        chosen: list[MemoryDoc] = []
+        rows: list[np.ndarray] = []
         while limit > 0:
             pooled = sorted(
                 (-score, index, relative)
                 for index, relatives, scores in scored
                 for relative, score in top_rows(relatives, scores, wanted)
             )
-            chosen: list[MemoryDoc] = []
+            chosen, rows = [], []
             for _, index, relative in pooled:
                 shard = self._shards[index]
-                if not isinstance(shard.records.get(relative), DocRecord):
+                table = shard.vectors
+                if table is None or not isinstance(shard.records.get(relative), DocRecord):
                     continue  # removed since its vector was computed
                 doc = shard.doc(relative)
                 if exclude is None or not exclude(doc):
                     chosen.append(doc)
+                    rows.append(table.matrix[table.rows[relative]])
                     if len(chosen) == limit:
-                        return chosen
-            if wanted >= total:
-                return chosen
+                        break
+            if len(chosen) == limit or wanted >= total:
+                break
             wanted *= 4
-        return []
+        return chosen, np.array(rows, dtype=np.float32).reshape(len(rows), len(vector))
 
     def get(self, path: Path) -> MemoryDoc | None:
         """The memory stored at ``path`` (absolute), or None."""

@@ -1,0 +1,107 @@
+"""Semantic candidates (issue #26): the diverse choice among the nearest memories, and a
+backlog of missing vectors that is embedded in the background instead of in a Recall."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cairn.memory.paths import MemoryRoots
+from cairn.memory.recall import semantic
+from cairn.memory.recall.semantic import diverse_order, semantic_candidates
+from cairn.memory.store.memory_store import MemoryStore
+from cairn.memory.store.parse import render_memory_file
+
+GO_TOOLS = ("Pulumi", "Sentry", "Jest", "Vitest", "Cypress", "Playwright", "Selenium", "Locust")
+
+
+def _unit(*rows: list[float]) -> np.ndarray:
+    matrix = np.array(rows, dtype=np.float32)
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+def test_near_copies_do_not_take_every_seat_from_a_distinct_match() -> None:
+    query = _unit([1, 0, 0])[0]
+    vectors = _unit(
+        [0.9, 0.42, 0.02],  # three near-copies, each nearer the query ...
+        [0.9, 0.43, 0.01],
+        [0.9, 0.44, 0],
+        [0.8, 0, 0.6],  # ... than this memory, which says something else
+        [0, 0, 1],  # unrelated
+    )
+    assert diverse_order(query, vectors, limit=2) == [0, 3]
+    assert sorted(diverse_order(query, vectors, limit=5)) == [0, 1, 2, 3, 4]
+    assert diverse_order(query, vectors[:0], limit=3) == []
+
+
+def test_with_all_weight_on_relevance_the_order_is_by_similarity() -> None:
+    query = _unit([1, 0])[0]
+    vectors = _unit([0.5, 0.5], [1, 0.1], [1, 0.01])
+    assert diverse_order(query, vectors, limit=3, weight=1.0) == [2, 1, 0]
+
+
+def _roots(tmp_path: Path) -> MemoryRoots:
+    return MemoryRoots(
+        project=tmp_path / "p" / "memory", user=tmp_path / "u", state_dir=tmp_path / "p"
+    )
+
+
+def _write(roots: MemoryRoots, relative: str, name: str, description: str, body: str) -> None:
+    assert roots.project is not None
+    path = roots.project / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_memory_file(name, description, "project", body), "utf-8")
+
+
+def _go_memories(roots: MemoryRoots, copies: int) -> None:
+    for number in range(copies):
+        tool = GO_TOOLS[number % len(GO_TOOLS)]
+        description = f"Go checks are written for {tool} and run in parallel"
+        _write(roots, f"project/go-{number}.md", f"Go tests with {tool}", description, "Fast.")
+    description = "Prefers tabs over spaces in Go files"
+    body = "Keep gofmt output as it is; never convert leading tabs."
+    _write(roots, "feedback/tabs.md", "Tabs in Go files", description, body)
+
+
+async def test_a_paraphrase_is_found_among_near_copies_of_other_memories(
+    tmp_path: Path,
+) -> None:
+    roots = _roots(tmp_path)
+    _go_memories(roots, copies=semantic.INLINE_EMBED_LIMIT - 1)
+    store = MemoryStore(roots, watch=False)
+    store.refresh()
+
+    found = await semantic_candidates(store, "how should I indent this golang source?", limit=3)
+
+    names = [doc.title for doc in found]
+    assert names[0] == "Tabs in Go files"
+    assert len(names) == 3 and len(set(names)) == 3
+    store.close()
+
+
+async def test_a_large_backlog_is_embedded_in_the_background_not_in_the_recall(
+    tmp_path: Path,
+) -> None:
+    """The first Recall over a memory with no vectors yet (a large memory, a model upgrade)
+    does not embed it all before answering: it answers with what it has and a background task
+    embeds the rest, after which the paraphrase is found."""
+    roots = _roots(tmp_path)
+    _go_memories(roots, copies=semantic.INLINE_EMBED_LIMIT + 40)
+    store = MemoryStore(roots, watch=False)
+    store.refresh()
+    query = "how should I indent this golang source?"
+
+    await semantic_candidates(store, query, limit=3)
+
+    assert store.vector_jobs(), "the Recall embedded the whole backlog before answering"
+    deadline = time.monotonic() + 120
+    while store.vector_jobs():
+        assert time.monotonic() < deadline, "the background catch-up did not finish"
+        await asyncio.sleep(0.05)
+    later = await semantic_candidates(store, query, limit=3)
+    assert later[0].title == "Tabs in Go files"
+    assert (roots.state_dir / "recall-index" / "project.vec").is_file()  # saved by the task
+    store.close()
