@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -96,6 +97,28 @@ async def test_a_stream_on_one_replica_sees_the_turn_another_runs_as_it_runs(
     assert [f.data["text"] for f in of_type(frames, "turn_complete")] == ["slow answer"]
     status = (await a.http.get(f"/session/{session_id}/status")).json()
     assert status["turns"] == 1 and status["hasActivePrompt"] is False
+
+
+async def test_another_replicas_status_counts_a_turn_as_soon_as_it_completes(
+    start_replica: StartReplica, scripted_server: ScriptedServer
+) -> None:
+    """Regression: a session's turn count reached the database only when its lease was given
+    up, so right after ``turn_complete`` (or while another prompt kept the lease) every other
+    replica's status said 0 turns (the cross-replica stream test failed now and then on it)."""
+    a, b = await start_replica("a"), await start_replica("b")
+    session_id = await a.create_session()
+    released = threading.Event()
+    scripted_server.enqueue(reply("first"), purpose="main")
+    scripted_server.enqueue(Reply(text="second", hold=released), purpose="main")
+
+    await b.prompt(session_id, "one")
+    await b.prompt(session_id, "two")  # runs next, holding the lease on b
+    await collect_until(a.http, session_id, "turn_complete")
+    await scripted_server.async_wait_for_requests(2, purpose="main")
+    status = (await a.http.get(f"/session/{session_id}/status")).json()
+    released.set()
+
+    assert (status["turns"], status["hasActivePrompt"], status["replicaId"]) == (1, True, "b")
 
 
 async def test_last_event_id_resumes_on_another_replica_without_loss_or_duplicates(

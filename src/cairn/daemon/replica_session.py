@@ -77,8 +77,10 @@ class ReplicaSession(LiveSession):
         return True
 
     def ended(self, item: QueuedPrompt, state: str) -> None:
+        """Kept with the turn's last event (one write): every replica's status counts it."""
         if self.writer is not None and self.writer.failed is None:
             self.writer.set_prompt_state(item.prompt_id, state, running=False)
+            self.writer.change(turns=self.session.turn_count)
 
     async def settled(self, item: QueuedPrompt) -> bool:
         writer = self.writer
