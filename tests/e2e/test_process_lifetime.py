@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -62,12 +63,22 @@ def test_an_mcp_servers_setsid_children_do_not_outlive_cairn(
     server outlives cairn (docs/mcp.md)."""
     pids = tmp_path / "children.pids"
     _server_leaving_children(project, pids)
-    scripted_server.enqueue(reply("Hello."))
+    # The answer waits until the server has started its children: a first request no longer
+    # waits for a slow server, so cairn could otherwise be gone before they exist.
+    started, found = threading.Event(), []
+    scripted_server.enqueue(reply("Hello.", hold=started))
 
+    def watch() -> None:
+        try:
+            found.extend(_children(pids))
+        finally:
+            started.set()
+
+    threading.Thread(target=watch, daemon=True).start()
     done = run_cairn("-p", "hi")
 
     assert done.returncode == 0, done.stderr
-    children = _children(pids)
+    children = found or _children(pids, deadline=0)
     try:
         assert [pid for pid in children if not wait_until_dead(pid, LOADED_DEADLINE)] == []
     finally:
