@@ -87,6 +87,7 @@ async def test_a_loaded_session_starts_with_its_replayed_conversation(
     assert texts == [
         ("user_message_chunk", "remember this"),
         ("agent_message_chunk", "Sure."),
+        ("usage_update", ""),  # the context share the status line showed live ends the replay
         ("available_commands_update", ""),
     ]
 
