@@ -9,9 +9,6 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "cairn"
 MAX_MODULE_LINES = 700  # a module's lines, docstrings and comments included
 MAX_SESSION_LINES = 500  # session.py: identity, collaborators and the front-end API only
-# Over the bound when this test came (landed alongside issue 25's splits), each to be split by
-# concept; the list only shrinks.
-OVERSIZED = frozenset({"ui/app.py"})
 
 
 def _lines(path: Path) -> int:
@@ -27,12 +24,7 @@ def _oversized() -> dict[str, int]:
 
 
 def test_no_module_is_over_700_lines() -> None:
-    assert {name: n for name, n in _oversized().items() if name not in OVERSIZED} == {}
-
-
-def test_the_oversized_list_only_shrinks() -> None:
-    """A listed module that was split leaves the list, so it cannot grow back unnoticed."""
-    assert sorted(OVERSIZED - set(_oversized())) == []
+    assert _oversized() == {}
 
 
 def test_the_session_module_holds_no_more_than_the_session() -> None:

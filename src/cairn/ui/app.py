@@ -26,8 +26,6 @@ from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
 from cairn._version import __version__
-from cairn.config.editor import EditableSetting, editable_settings, save_setting
-from cairn.config.loader import SettingsError
 from cairn.config.settings import APPROVAL_MODES
 from cairn.content import Image
 from cairn.debug_log import get_logger, set_process_session
@@ -39,19 +37,19 @@ from cairn.session.commands import busy_refusal, parse_command_line
 from cairn.session.runtime import Runtime, SessionNotFound
 from cairn.session.session import PromptRequest, Session
 from cairn.session.updates import describe_call
+from cairn.ui.commands import UiCommands
 from cairn.ui.completion import BUILTIN_COMMANDS, UI_COMMANDS
-from cairn.ui.dialogs import McpScreen, ResumeScreen, SettingsScreen
 from cairn.ui.frontend import TuiFrontend
 from cairn.ui.input_history import InputHistory
 from cairn.ui.prompt import CompletionMenu, PromptInput
 from cairn.ui.rewind import RewindCommand
-from cairn.ui.shell import show_shell
+from cairn.ui.shell import start_shell
 from cairn.ui.status import StatusLine
+from cairn.ui.styles import CSS, NARROW_COLUMNS
 from cairn.ui.terminal_filter import ControlCharacterFilter
 from cairn.ui.transcript import (
     NoticeView,
     RecapView,
-    ShellView,
     SteerView,
     ToolOutput,
     Transcript,
@@ -75,7 +73,6 @@ from cairn.vocabulary.tool_calls import ToolKind
 __all__ = ["QUIT_WINDOW_SECONDS", "CairnApp"]
 
 QUIT_WINDOW_SECONDS = 2.0  # a second Ctrl+C within this time quits
-NARROW_COLUMNS = 80  # below this, dialogs take the whole width (no fragments beside them)
 QUIT_MEMORY_WAIT_SECONDS = 10.0  # on quit, how long a running Extract may still finish
 KEYS_HELP = (
     "Terminal UI: /resume [id] picks a recorded session · /settings changes settings · /quit "
@@ -87,42 +84,6 @@ KEYS_HELP = (
 )
 _UI_COMMAND_NAMES = frozenset(c.name for c in UI_COMMANDS)
 _log = get_logger("UI")
-
-CSS = """
-Screen { layers: base; }
-#transcript { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
-#transcript > * { height: auto; margin: 0 0 1 0; }
-.welcome { color: $text-muted; }
-.user { background: $boost; padding: 0 1; }
-.steer { color: $text-muted; padding: 0 1; }
-.assistant { margin: 0 0 1 0; padding: 0 0; }
-.assistant MarkdownBlock { margin: 0 1 0 1; }
-.thought { border: none; padding: 0; margin: 0 0 1 0; background: transparent; }
-.thought CollapsibleTitle { color: $text-muted; padding: 0 1; }
-.thought Contents { padding: 0 0 0 3; }
-.tool { padding: 0 1; }
-.tool-body { padding: 0 0 0 2; }
-.tool-output { height: auto; padding: 0 0 0 2; }
-.tool-expander { border: none; padding: 0; margin: 0; background: transparent; }
-.tool-expander CollapsibleTitle { color: $text-muted; padding: 0; }
-.tool-expander Contents { padding: 0; }
-.recap { padding: 0 1; }
-.notice { padding: 0 1; }
-.shell { padding: 0 1; }
-.shell-output { height: auto; padding: 0 0 0 2; }
-.plan { padding: 0 1; }
-#completions { height: auto; max-height: 10; margin: 0 1; border: none; background: $panel; }
-#prompt { height: auto; max-height: 10; margin: 0 1; border: round $primary; padding: 0 1; }
-#status { height: 1; padding: 0 2; color: $text-muted; }
-.dialog-screen { align: center middle; }
-.dialog { width: 80%; max-width: 100; height: auto; max-height: 90%;
-          border: round $accent; background: $surface; padding: 0 1; }
-.dialog-wide { width: 90%; max-width: 120; }
-CairnApp.-narrow .dialog { width: 100%; }
-.dialog > * { height: auto; margin: 0 0 1 0; }
-.dialog-preview { height: auto; max-height: 16; }
-.dialog OptionList { height: auto; max-height: 20; border: none; }
-"""
 
 
 # Signals that end cairn as /quit does (the terminal closed; a service manager stops it).
@@ -368,17 +329,20 @@ class CairnApp(App[int]):
         if not stripped:
             return
         if stripped.startswith("!"):
-            await self._start_shell(stripped[1:].strip())
+            await start_shell(self, stripped[1:].strip())
             return
         name, args = _command_name(stripped)
         if name in _UI_COMMAND_NAMES:
-            await self._ui_command(name, args)
+            await UiCommands(self).run(name, args)
             return
         if name == "rewind":  # a picker here; the shared command answers in text elsewhere
             await RewindCommand(self).run(args)
             return
-        if name == "model" and not args.strip() and not self.busy and self._pick_model():
-            return
+        if name == "model" and not args.strip() and not self.busy:
+            from cairn.ui.model_picker import pick_model
+
+            if pick_model(self):
+                return
         line = parse_command_line(stripped, self.session.commands())
         if self.busy:
             commands = self.session.commands()
@@ -389,22 +353,6 @@ class CairnApp(App[int]):
         await self.transcript.add(UserView(text))  # now: what is typed next shows below it
         self.turn_task = asyncio.create_task(self._run_turn(text, command, images))
         self.turn_task.add_done_callback(self._turn_done)
-
-    def _pick_model(self) -> bool:
-        """``/model`` alone: a picker of the session's models (when there is a choice); the
-        pick runs ``/model <id>``, the shared command."""
-        from cairn.ui.model_picker import ModelScreen
-
-        options = self.session.model_options()
-        if len(options) < 2:
-            return False
-
-        def picked(model: str | None) -> None:
-            if model is not None:
-                self.call_next(self.submit, f"/model {model}")
-
-        self.push_screen(ModelScreen(options, self.session.model), callback=picked)
-        return True
 
     async def _while_busy(self, text: str, *, queue: bool) -> None:
         """Text steers the running turn; a command waits for it to end, in the order typed."""
@@ -610,89 +558,13 @@ class CairnApp(App[int]):
         self.status.set(hint="Saving memories… (Ctrl+C leaves now)")
         await self.runtime.drain_memory(QUIT_MEMORY_WAIT_SECONDS)
 
-    async def _ui_command(self, name: str, args: str) -> None:
-        if name in ("quit", "exit"):
-            await self.quit_app()
-        elif name == "settings":
-            await self.push_screen(
-                SettingsScreen(self.runtime.settings, editable_settings(), self._save_setting)
-            )
-        elif name == "resume":
-            await self._resume_command(args)
-        elif name == "mcp":
-            await self.push_screen(self._mcp_screen())
-
-    def _mcp_screen(self) -> McpScreen:
-        from cairn.session.mcp import describe_servers
-
-        session = self.session
-        servers = session.mcp.servers if session.mcp is not None else None
-        return McpScreen(
-            lambda: describe_servers(servers.statuses() if servers is not None else []),
-            servers.changed if servers is not None else None,
-        )
-
-    async def _resume_command(self, args: str) -> None:
-        if self.busy:
-            await self.transcript.add(
-                NoticeView("error", "Cannot resume while a turn is running; wait or press Esc.")
-            )
-            return
-        if args:
-            await self.switch_session(args.split()[0])
-            return
-        sessions = await asyncio.to_thread(self.runtime.list_sessions)
-
-        def picked(session_id: str | None) -> None:
-            if session_id:
-                self.call_next(self.switch_session, session_id)
-
-        await self.push_screen(ResumeScreen(sessions, current=self.session.id), callback=picked)
-
-    async def switch_session(self, session_id: str) -> None:
-        """``/resume``: close the current session and show a recorded one."""
-        if session_id == self.session.id:
-            await self.transcript.add(NoticeView("info", "That is the current session."))
-            return
-        try:
-            session = self.runtime.load_session(
-                session_id, frontend=self.frontend, approval_mode=self.session.approval_mode
-            )
-        except SessionNotFound as exc:
-            await self.transcript.add(NoticeView("error", str(exc)))
-            return
-        await self.session.close()
-        await self.show_session(session)
-
-    async def _save_setting(self, setting: EditableSetting, value: Any) -> str:
-        try:
-            path = await asyncio.to_thread(
-                save_setting, self.runtime.settings, setting.key, value, cwd=self.runtime.cwd
-            )
-        except SettingsError as exc:
-            return f"Could not change {setting.key}: {exc}"
-        if setting.key == "tools.approvalMode" and self._session is not None:
+    async def setting_saved(self, key: str, value: Any) -> None:
+        """A setting saved from ``/settings``: the session on screen and the status line follow."""
+        if key == "tools.approvalMode" and self._session is not None:
             await self._session.set_approval_mode(str(value))
-        if setting.key == "memory.enableManagedAutoMemory" and self._session is not None:
+        if key == "memory.enableManagedAutoMemory" and self._session is not None:
             self._session.refresh_system_prompt()
         self._refresh_status()
-        return f"Saved {setting.key} to {path}."
-
-    # ----- shell -----
-
-    async def _start_shell(self, command: str) -> None:
-        if not command:
-            await self.transcript.add(NoticeView("warning", "Type a command after !, e.g. !ls"))
-            return
-        view = ShellView(command)
-        await self.transcript.add(view)
-        timeout = self.runtime.settings.tools.shell_timeout_seconds
-        environment = self.session.workspace.environment
-        shown = show_shell(view, command, self.session.cwd, timeout=timeout, env=environment)
-        task = asyncio.create_task(shown)
-        self.shell_tasks.add(task)
-        task.add_done_callback(self.shell_tasks.discard)
-
 
     # ----- helpers for tests and the status line -----
 

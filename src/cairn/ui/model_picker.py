@@ -5,7 +5,7 @@ current one marked, one that cannot be chosen marked with why. The switch itself
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -16,7 +16,10 @@ from cairn.session.models import ModelOption
 from cairn.ui.choices import ChoiceScreen, numbered_options
 from cairn.vocabulary.terminal import escape_for_terminal as shown
 
-__all__ = ["ModelScreen"]
+if TYPE_CHECKING:
+    from cairn.ui.app import CairnApp
+
+__all__ = ["ModelScreen", "pick_model"]
 
 
 class ModelScreen(ChoiceScreen[str | None]):
@@ -55,3 +58,18 @@ class ModelScreen(ChoiceScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def pick_model(app: CairnApp) -> bool:
+    """``/model`` alone: a picker of the session's models (when there is a choice; False when
+    there is none); the pick runs ``/model <id>``, the shared command."""
+    options = app.session.model_options()
+    if len(options) < 2:
+        return False
+
+    def picked(model: str | None) -> None:
+        if model is not None:
+            app.call_next(app.submit, f"/model {model}")
+
+    app.push_screen(ModelScreen(options, app.session.model), callback=picked)
+    return True

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from cairn.ui.transcript import ShellView
+from cairn.ui.transcript import NoticeView, ShellView
 
-__all__ = ["MAX_SHELL_OUTPUT_CHARS", "ShellResult", "run_shell", "show_shell"]
+if TYPE_CHECKING:
+    from cairn.ui.app import CairnApp
+
+__all__ = ["MAX_SHELL_OUTPUT_CHARS", "ShellResult", "run_shell", "show_shell", "start_shell"]
 
 MAX_SHELL_OUTPUT_CHARS = 64_000  # output kept from one command (the end is kept)
 _KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
@@ -120,3 +122,19 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
             return
         except TimeoutError:
             continue
+
+
+async def start_shell(app: CairnApp, command: str) -> None:
+    """``!cmd`` typed in ``app``: its view in the conversation, the command in the background
+    (``app.shell_tasks``: Esc or Ctrl+C cancels it)."""
+    if not command:
+        await app.transcript.add(NoticeView("warning", "Type a command after !, e.g. !ls"))
+        return
+    view = ShellView(command)
+    await app.transcript.add(view)
+    timeout = app.runtime.settings.tools.shell_timeout_seconds
+    environment = app.session.workspace.environment
+    shown = show_shell(view, command, app.session.cwd, timeout=timeout, env=environment)
+    task = asyncio.create_task(shown)
+    app.shell_tasks.add(task)
+    task.add_done_callback(app.shell_tasks.discard)
