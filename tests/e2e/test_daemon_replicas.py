@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import signal
 import socket
 import subprocess
@@ -47,6 +48,7 @@ START_TIMEOUT = 60.0  # seconds for a replica to print its URL on a loaded machi
 FAILOVER_BOUND = 10.0  # the issue's bound: a session moves within this after kill -9
 HELD = "HOLD "  # a prompt starting with this runs until the test releases it
 NO_TENANT = "(none)"
+REMINDER = re.compile(r"\A<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
 
 
 def free_port() -> int:
@@ -184,6 +186,12 @@ async def poll(check: Any, seconds: float = 60.0) -> bool:
     return True
 
 
+def said(request: RecordedRequest) -> str:
+    """What the user typed in a request: its last user text without the reminder cairn puts
+    before it (the first prompt after an interrupted turn carries where the task stood)."""
+    return REMINDER.sub("", request.last_user_text())
+
+
 def model(released: threading.Event) -> Any:
     """The scripted model: ``HOLD ...`` answers once the test releases it, anything else at
     once with ``echo: <prompt>``."""
@@ -191,7 +199,7 @@ def model(released: threading.Event) -> Any:
     def answer(request: RecordedRequest) -> Reply | None:
         if request.purpose != "main":
             return None
-        text = request.last_user_text()
+        text = said(request)
         if text.startswith(HELD):
             return Reply(text=f"echo: {text}", hold=released)
         return reply(f"echo: {text}")
@@ -342,8 +350,10 @@ async def test_a_replica_killed_mid_turn_loses_nothing_and_the_session_moves_on(
     assert (retried_running.prompt_id, retried_running.replayed) == (running.prompt_id, True)
     assert retried_running.state == "interrupted"
     assert (retried_queued.prompt_id, retried_queued.replayed) == (queued.prompt_id, True)
-    asked = [r.last_user_text() for r in scripted_server.requests_for("main")]
+    asked = [said(r) for r in scripted_server.requests_for("main")]
     assert asked == ["first", f"{HELD}second", "third", "fourth"]
+    resumed = scripted_server.requests_for("main")[2].last_user_text()
+    assert "The previous cairn process stopped before the last turn finished" in resumed
     assert cluster.records(session_id)[: len(records)] == records
     assert cluster.events(session_id)[: len(events)] == events
     assert follower.ids == list(range(1, len(follower.ids) + 1))  # no gap, nothing twice
@@ -451,6 +461,6 @@ async def test_sigterm_drains_a_replica_its_turn_ends_there_and_its_queue_moves_
         f"echo: {HELD}running at SIGTERM",
         "echo: queued behind it",
     ]
-    asked = [r.last_user_text() for r in scripted_server.requests_for("main")]
+    asked = [said(r) for r in scripted_server.requests_for("main")]
     assert asked == [f"{HELD}running at SIGTERM", "queued behind it"]
     assert follower.ids == list(range(1, len(follower.ids) + 1))
