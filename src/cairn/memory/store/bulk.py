@@ -124,7 +124,6 @@ def _in_workers(
     each, so reading the workers in turn gives the chunks in order. A pipe's buffer bounds what
     a worker runs ahead of this process."""
     import subprocess
-    from dataclasses import asdict
 
     command = [sys.executable, "-m", "cairn.memory.store.bulk"]
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
@@ -132,7 +131,7 @@ def _in_workers(
     try:
         for number, process in enumerate(processes):
             mine = [list(chunk) for chunk in chunks[number::workers]]
-            task = marshal.dumps((root, scope, asdict(scorer), mine))
+            task = marshal.dumps((root, scope, dict(scorer.parameters()), mine))
             feeder = threading.Thread(target=_feed, args=(process, task), daemon=True)
             feeder.start()
         for number in range(len(chunks)):
