@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from cairn.memory.paths import memory_roots
+from cairn.memory.store.locks import STALE_TEMP_SECONDS
 
 from .conftest import CAIRN, write_settings
 from .memory_worker import SHARED_LOG, shared_log_text
@@ -113,7 +114,11 @@ def test_extractions_killed_at_random_in_a_large_memory_leave_memory_and_index_c
         completed[worker] = written(root, worker)
         assert len(completed[worker]) >= wanted
 
-    # One more extraction, allowed to finish: it repairs what a kill left half done.
+    # One more extraction, allowed to finish: it repairs what a kill left half done. A killed
+    # writer's temp file counts as stale after STALE_TEMP_SECONDS; this writer comes later.
+    stale = time.time() - 10 * STALE_TEMP_SECONDS
+    for temp in root.rglob(".*.tmp"):
+        os.utime(temp, (stale, stale))
     done = subprocess.run([sys.executable, str(WORKER), str(project), "9", "1"], env=cairn_env,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert json.loads(done.stdout)["completed"] == 1, done.stdout + done.stderr

@@ -107,6 +107,26 @@ async def _hold_briefly(roots: list[Path]) -> None:
         pass
 
 
+def test_a_temp_file_too_young_at_the_first_sweep_goes_at_a_later_lock(tmp_path: Path) -> None:
+    """Regression (issue #28's sweep once per ten minutes): a writer killed just before this
+    process first locked the root left a temp file too young to judge; it stayed until the
+    next sweep ten minutes later (or for good in a short process) instead of going once stale."""
+    root = tmp_path / "memory"
+    root.mkdir()
+    left = root / ".MEMORY.md.3c6b54655354.tmp"
+    left.write_text("half an index")
+    with hold_roots([root]):
+        pass
+    assert left.exists()  # too young to tell from a live writer's
+    old = time.time() - 60
+    os.utime(left, (old, old))  # ... and now it is not
+
+    with hold_roots([root]):
+        pass
+
+    assert not left.exists()
+
+
 def test_stale_temp_files_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
     root = tmp_path / "memory"
     (root / "feedback").mkdir(parents=True)

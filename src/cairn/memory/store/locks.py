@@ -110,6 +110,7 @@ class DatabaseSections(Protocol):
 
 _databases: dict[str, DatabaseSections] = {}  # root (absolute) -> the backend serving it
 _swept: dict[str, float] = {}  # root (absolute) -> when this process last swept it (monotonic)
+_young_temps: dict[str, list[Path]] = {}  # root -> temp files too young at its last sweep
 
 
 def serve_from_database(roots: Sequence[Path], backend: DatabaseSections) -> None:
@@ -235,16 +236,38 @@ def _sweep_now_and_then(root: Path) -> None:
     now = time.monotonic()
     last = _swept.get(key)
     if last is not None and now - last < SWEEP_INTERVAL_SECONDS:
+        young = _young_temps.pop(key, [])
+        if young:  # temp files too young to judge at the last sweep: judged again now
+            _remove_stale([path for path in young if path.exists()], _young_temps, key)
         return
     _swept[key] = now
-    sweep_stale_temp_files(root)
+    kept: list[Path] = []
+    sweep_stale_temp_files(root, kept=kept)
+    if kept:
+        _young_temps[key] = kept
 
 
-def sweep_stale_temp_files(root: Path, *, min_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+def _remove_stale(paths: list[Path], young: dict[str, list[Path]], key: str) -> None:
+    now = time.time()
+    for path in paths:
+        try:
+            if now - path.lstat().st_mtime < STALE_TEMP_SECONDS:
+                young.setdefault(key, []).append(path)
+                continue
+            path.unlink()
+        except OSError:
+            continue
+        _log.warning(f"{path}: removed a temp file left by an interrupted memory write")
+
+
+def sweep_stale_temp_files(
+    root: Path, *, min_age: float = STALE_TEMP_SECONDS, kept: list[Path] | None = None
+) -> list[Path]:
     """Remove atomic-write temp files a dead writer left under ``root``; call with its lock held.
 
     Only files older than ``min_age`` seconds go, so a writer outside the lock protocol (a
-    person's editor, the main agent writing memory itself) is not raced.
+    person's editor, the main agent writing memory itself) is not raced; the younger ones are
+    added to ``kept`` (to be judged again later).
     """
     removed: list[Path] = []
     now = time.time()
@@ -260,11 +283,11 @@ def sweep_stale_temp_files(root: Path, *, min_age: float = STALE_TEMP_SECONDS) -
             try:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
-                elif (
-                    _TEMP_NAME.match(entry.name)
-                    and entry.is_file(follow_symlinks=False)
-                    and now - entry.stat(follow_symlinks=False).st_mtime >= min_age
-                ):
+                elif _TEMP_NAME.match(entry.name) and entry.is_file(follow_symlinks=False):
+                    if now - entry.stat(follow_symlinks=False).st_mtime < min_age:
+                        if kept is not None:
+                            kept.append(Path(entry.path))
+                        continue
                     os.unlink(entry.path)
                     removed.append(Path(entry.path))
             except OSError:
