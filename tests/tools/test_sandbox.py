@@ -481,3 +481,90 @@ async def test_network_none_reaches_no_host_unix_socket(
     finally:
         for server in servers:
             server.close()
+
+
+def _bwrap_wrapper(folder: Path, sockets: list[Path], *, removes: str) -> Path:
+    """A ``bwrap`` first on PATH that runs the real one, a host service going away (the first
+    of ``sockets`` still there that bwrap is asked to cover has its file removed, and is
+    logged in ``folder/removed``) just ``before`` bwrap starts or just ``after`` it ends."""
+    real = shutil.which("bwrap")
+    assert real is not None
+    folder.mkdir()
+    remove = "".join(
+        f'if [ -S "{sock}" ]; then case " $* " in *" {sock} "*)'
+        f' rm -f "{sock}"; echo "{sock}" >> "{folder}/removed"; exit_now=1;; esac; fi\n'
+        f'[ -n "$exit_now" ] || \\\n'
+        for sock in sockets
+    ) + "true\n"
+    if removes == "before":
+        body = f'{remove}exec "{real}" "$@"\n'
+    else:
+        body = f'"{real}" "$@"\nstatus=$?\n{remove}exit $status\n'
+    wrapper = folder / "bwrap"
+    wrapper.write_text(f"#!/bin/sh\n{body}")
+    wrapper.chmod(0o755)
+    return folder
+
+
+async def test_a_socket_gone_before_bwrap_mounts_it_does_not_fail_the_command(
+    workspace: Path, base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (issue 24): a host service's socket removed between the listing of
+    /proc/net/unix and bwrap's mounts (a service restarting) failed the command unrun with
+    "bwrap: Can't bind mount /oldroot/dev/null on /newroot/.../.s.PGSQL.5432" and exit code 1.
+    Its setup failed before the command started: it runs once, on mounts made again."""
+    (base / "services").mkdir()
+    sock = base / "services" / ".s.PGSQL.5432"
+    server = _unix_server(str(sock))
+    bin_dir = _bwrap_wrapper(base / "bin", [sock], removes="before")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    try:
+        result = await _run("echo ran >> runs.txt; echo done", workspace, _policy(workspace))
+    finally:
+        server.close()
+
+    assert result.ok, result.error
+    assert "done" in result.output and "bwrap" not in result.output
+    assert result.output.rstrip().endswith("Exit code: 0")
+    assert (workspace / "runs.txt").read_text() == "ran\n"  # once, never twice
+
+
+async def test_a_command_that_ran_and_failed_is_not_run_again(
+    workspace: Path, base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command's own failure, with a covered socket gone by the time it ends, is its
+    result: only a sandbox whose setup failed before the command started is made again."""
+    (base / "services").mkdir()
+    sock = base / "services" / "app.sock"
+    server = _unix_server(str(sock))
+    bin_dir = _bwrap_wrapper(base / "bin", [sock], removes="after")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    try:
+        result = await _run("echo ran >> runs.txt; exit 1", workspace, _policy(workspace))
+    finally:
+        server.close()
+
+    assert result.output.rstrip().endswith("Exit code: 1")
+    assert not sock.exists()  # the wrapper did remove it after the run
+    assert (workspace / "runs.txt").read_text() == "ran\n"
+
+
+async def test_a_sandbox_that_cannot_be_set_up_is_tried_three_times_and_the_command_never_runs(
+    workspace: Path, base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose sockets keep going away under bwrap (a service restarting again and
+    again): bwrap's own failure is the result after 3 tries, and the command never ran."""
+    (base / "services").mkdir()
+    sockets = [base / "services" / f"s{i}.sock" for i in range(5)]
+    servers = [_unix_server(str(sock)) for sock in sockets]
+    bin_dir = _bwrap_wrapper(base / "bin", sockets, removes="before")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    try:
+        result = await _run("echo ran >> runs.txt", workspace, _policy(workspace))
+    finally:
+        for server in servers:
+            server.close()
+
+    assert "bwrap: " in result.output and result.output.rstrip().endswith("Exit code: 1")
+    assert (base / "bin" / "removed").read_text().splitlines() == [str(s) for s in sockets[:3]]
+    assert not (workspace / "runs.txt").exists()

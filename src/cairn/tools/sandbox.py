@@ -28,6 +28,13 @@ The memory agents' read-only shell runs in :func:`read_only_policy` (nothing wri
 network) when bubblewrap is present. When a sandbox was asked for and bubblewrap is missing or
 cannot run, the command is refused with a message naming the package: never a silent
 unsandboxed run.
+
+The mounts are computed when a command starts, and the host can change before bwrap makes
+them: a service restarting removes a socket the sandbox covers. bwrap then fails its setup
+before the command starts, and says so: on its ``--json-status-fd`` it reports an exit code
+only for a command that started. The caller then makes the mounts again and starts the command
+once more (:func:`setup_failed`, at most :data:`SETUP_ATTEMPTS` runs); a command that started
+is never run again, and with a bwrap that reports no exit codes (older than 0.5) nothing is.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ __all__ = [
     "BWRAP_PACKAGE",
     "NETWORK_MODES",
     "SANDBOX_ENV",
+    "SETUP_ATTEMPTS",
     "NetworkMode",
     "ProtectedMount",
     "RunLater",
@@ -65,6 +73,8 @@ __all__ = [
     "sandbox_policy",
     "sandbox_requested",
     "sandboxed",
+    "setup_failed",
+    "setup_status_reported",
 ]
 
 NetworkMode = Literal["none", "loopback", "full"]
@@ -79,6 +89,7 @@ PROBE_TIMEOUT_SECONDS = 10.0  # the one-time check that bwrap can create its nam
 SOCKET_FOLDERS = ("/run", "/var/run")
 PROC_NET_UNIX = Path("/proc/net/unix")
 MAX_COVERED_SOCKETS = 4096  # more visible sockets than this: the command is refused
+SETUP_ATTEMPTS = 3  # bwrap runs of one command whose setup fails (the host changed), at most
 # Secrets a command never needs to read, relative to the home folder.
 HIDDEN_HOME_PATHS = (
     ".ssh",
@@ -99,6 +110,7 @@ RunLater = tuple[str, Path]  # a command line cairn runs later, unsandboxed, and
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 _probe: dict[str, str | None] = {}  # bwrap path -> why it cannot run (None: it can)
+_reports_exit_code: dict[str, bool] = {}  # bwrap path -> its status fd reports exit codes
 
 
 class SandboxUnavailable(ToolError):
@@ -239,24 +251,68 @@ def _run_probe(bwrap: str) -> str | None:
 
 @contextlib.asynccontextmanager
 async def sandboxed(
-    argv: Sequence[str], policy: SandboxPolicy | None, *, cwd: Path
+    argv: Sequence[str], policy: SandboxPolicy | None, *, cwd: Path, status_fd: int | None = None
 ) -> AsyncIterator[list[str]]:
     """The command line to run for ``argv`` under ``policy`` (``None``: unchanged), with the
-    loopback bridge running while the block runs (``network: loopback``)."""
+    loopback bridge running while the block runs (``network: loopback``); bwrap reports on
+    ``status_fd`` (passed to it) as :func:`setup_failed_on_a_vanished_path` reads."""
     if policy is None:
         yield list(argv)
         return
     with _stand_ins(policy):
-        async with _fenced(argv, policy, cwd=cwd) as command:
+        async with _fenced(argv, policy, cwd=cwd, status_fd=status_fd) as command:
             yield command
+
+
+def setup_failed(status: bytes, returncode: int | None) -> bool:
+    """Whether bwrap, having ended with ``returncode`` and written ``status`` on its status fd
+    (:func:`sandboxed`'s ``status_fd``), failed to set the sandbox up, so the command never
+    started: it exits 1 then, and reports an exit code only once the command has started."""
+    return returncode == 1 and b'"exit-code"' not in status
+
+
+def setup_status_reported() -> bool:
+    """Whether this bwrap reports on ``--json-status-fd`` that a command started (0.5 and
+    later), so that :func:`setup_failed` can tell (checked once)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or bwrap_problem() is not None:
+        return False
+    if bwrap not in _reports_exit_code:
+        _reports_exit_code[bwrap] = _reports_status(bwrap)
+    return _reports_exit_code[bwrap]
+
+
+def _reports_status(bwrap: str) -> bool:
+    read_end, write_end = os.pipe()
+    try:
+        command = [bwrap, "--json-status-fd", str(write_end), *_isolation("none")]
+        subprocess.run(
+            [*command, "--ro-bind", "/", "/", "--", "true"],
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_SECONDS,
+            check=False,
+            pass_fds=(write_end,),
+        )
+        os.close(write_end)
+        write_end = -1
+        with os.fdopen(read_end, "rb") as status:
+            read_end = -1
+            return b'"exit-code"' in status.read()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        for fd in (read_end, write_end):
+            if fd != -1:
+                os.close(fd)
 
 
 @contextlib.asynccontextmanager
 async def _fenced(
-    argv: Sequence[str], policy: SandboxPolicy, *, cwd: Path
+    argv: Sequence[str], policy: SandboxPolicy, *, cwd: Path, status_fd: int | None
 ) -> AsyncIterator[list[str]]:
+    status = ["--json-status-fd", str(status_fd)] if status_fd is not None else []
     if policy.network != "loopback":
-        yield sandbox_argv(argv, policy, cwd=cwd)
+        yield sandbox_argv(argv, policy, cwd=cwd, options=status)
         return
     _require_bwrap()
     from cairn.tools.sandbox_net import (
@@ -280,6 +336,7 @@ async def _fenced(
             binds=[(bridge.folder, INSIDE_FOLDER)],
             # visible even when cairn or its Python lives under /tmp or a secret
             read_only=[RELAY_SCRIPT, Path(sys.base_prefix)],
+            options=status,
         )
     finally:
         await bridge.aclose()
@@ -292,12 +349,13 @@ def sandbox_argv(
     cwd: Path,
     binds: Sequence[tuple[Path, str]] = (),
     read_only: Sequence[Path] = (),
+    options: Sequence[str] = (),
 ) -> list[str]:
     """``argv`` wrapped in bwrap for ``policy`` (``binds``: extra writable folders, host path
-    and path inside; ``read_only``: files cairn itself needs inside); :class:`SandboxUnavailable`
-    when it cannot be."""
+    and path inside; ``read_only``: files cairn itself needs inside; ``options``: more of
+    bwrap's own); :class:`SandboxUnavailable` when it cannot be."""
     bwrap = _require_bwrap()
-    args = [bwrap, *_isolation(policy.network), *_mounts(policy)]
+    args = [bwrap, *options, *_isolation(policy.network), *_mounts(policy)]
     for source, inside in binds:
         args += ["--bind", str(source), inside]
     for path in read_only:

@@ -198,12 +198,40 @@ class _Run(Value):
 
 
 async def _run_in_group(command: str, cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
-    from cairn.tools.sandbox import sandboxed
+    from cairn.tools.sandbox import SETUP_ATTEMPTS, sandboxed, setup_status_reported
 
-    async with sandboxed(["bash", "-c", command], ctx.sandbox, cwd=cwd) as argv:
+    argv = ["bash", "-c", command]
+    if ctx.sandbox is not None and ctx.commands is None and setup_status_reported():
+        for _ in range(SETUP_ATTEMPTS):  # the host changed before bwrap's mounts: again
+            run, started = await _run_sandboxed(argv, cwd, timeout, ctx)
+            if started:
+                break
+        return run
+    async with sandboxed(argv, ctx.sandbox, cwd=cwd) as fenced:
         if ctx.commands is not None:  # the editor's terminal runs the same, fenced, command
-            return await _run_with(ctx.commands, argv, cwd, timeout, ctx)
-        return await _run_argv(argv, cwd, timeout, ctx)
+            return await _run_with(ctx.commands, fenced, cwd, timeout, ctx)
+        return await _run_argv(fenced, cwd, timeout, ctx)
+
+
+async def _run_sandboxed(
+    argv: list[str], cwd: Path, timeout: float, ctx: ToolContext
+) -> tuple[_Run, bool]:
+    """One run under bwrap, and whether the command started (bwrap's setup did not fail)."""
+    from cairn.tools.sandbox import sandboxed, setup_failed
+
+    read_end, write_end = os.pipe()
+    try:
+        os.set_blocking(read_end, False)
+        async with sandboxed(argv, ctx.sandbox, cwd=cwd, status_fd=write_end) as fenced:
+            run = await _run_argv(fenced, cwd, timeout, ctx, pass_fds=(write_end,))
+        status = b""  # written before bwrap exits; a read never waits
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(read_end, 4096):
+                status += chunk
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    return run, not (run.ending == "exited" and setup_failed(status, run.returncode))
 
 
 async def _run_with(
@@ -246,7 +274,9 @@ async def _bounded(awaitable: Awaitable[_T]) -> _T | None:
         return None
 
 
-async def _run_argv(argv: list[str], cwd: Path, timeout: float, ctx: ToolContext) -> _Run:
+async def _run_argv(
+    argv: list[str], cwd: Path, timeout: float, ctx: ToolContext, pass_fds: tuple[int, ...] = ()
+) -> _Run:
     from cairn.hooks.process import reaped, spawn_group
 
     if ctx.sandbox is None:
@@ -262,6 +292,7 @@ async def _run_argv(argv: list[str], cwd: Path, timeout: float, ctx: ToolContext
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            pass_fds=pass_fds,
         )
     except OSError as exc:
         raise ToolError(f"Could not start bash: {exc.strerror or exc}") from None
