@@ -18,7 +18,16 @@ from .conftest import CAIRN, RunCairn, write_settings
 pytestmark = pytest.mark.timeout(120)
 
 WINDOW = 8192  # llama-server -c 8192
-SUMMARY = "<state_snapshot>The user asked for a long story; it was told.</state_snapshot>"
+CHECKPOINT = {
+    "objective": "Tell the user a long story.",
+    "instructions": [],
+    "done": [{"step": "Told a story of a lighthouse keeper", "evidence": "the answer"}],
+    "remaining": [],
+    "next_step": "Answer questions about the story.",
+    "open_questions": [],
+    "knowledge": ["the story is about a lighthouse keeper"],
+    "recap": "A story was told. Next: answer questions about it.",
+}
 
 
 @pytest.fixture
@@ -63,11 +72,13 @@ def test_a_prompt_the_window_cannot_hold_is_a_clear_error_naming_the_window(
 def test_a_conversation_that_outgrew_the_window_is_compressed_and_answered(
     run_local: RunCairn, llama_server: ScriptedServer
 ) -> None:
-    """Issue 33: cairn did not compress on llama.cpp's exceed_context_size_error."""
+    """Issue 33: cairn did not compress on llama.cpp's exceed_context_size_error. Since issue
+    29 (67a0a73) compression brings the task checkpoint up to date first (a `task-checkpoint`
+    side query) and puts it in place of the older history, so no `compress` summary is asked."""
 
     def answer(request: RecordedRequest) -> Reply:
-        if request.purpose == "compress":
-            return reply(SUMMARY)
+        if request.purpose == "task-checkpoint":
+            return reply(json.dumps(CHECKPOINT))
         if "tell me a long story" in request.last_user_text():
             story = " ".join(f"On night {n} the keeper lit the lamp." for n in range(800))
             return reply(story)  # about 6,500 tokens
@@ -82,8 +93,17 @@ def test_a_conversation_that_outgrew_the_window_is_compressed_and_answered(
     assert second.returncode == 0, second.stderr
     result = json.loads(second.stdout)[-1]
     assert result["result"] == "The story was about a lighthouse."
+    # The first run's turn; the second's request refused as too long; the checkpoint brought up
+    # to date for the compression; the request sent again, compressed.
     purposes = [r.purpose for r in llama_server.requests]
-    assert purposes[-3:] == ["main", "compress", "main"]
+    assert purposes == ["main", "main", "task-checkpoint", "main"]
+    refused, answered = llama_server.requests_for("main")[1:]
+    assert "night 799" in json.dumps(refused.body)
+    sent = json.dumps(answered.body)
+    assert "night 799" not in sent  # the story was compressed away ...
+    assert CHECKPOINT["objective"] in sent  # ... the checkpoint stands for it
+    assert "tell me a long story" in sent  # the user's words are kept word for word
+    assert answered.last_user_text().endswith("what was it about?")
     notices = [m for m in json.loads(second.stdout) if m.get("subtype") == "notice"]
     assert any(n["source"] == "compression" for n in notices)
 
