@@ -7,7 +7,7 @@ conversation they had, while the model gets the compressed history.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, TypeAlias
 
 from cairn.content import FunctionCall, FunctionResponse, Part, Text, Thought
@@ -26,6 +26,7 @@ from cairn.recording.records import (
     recap_texts,
     user_display_text,
 )
+from cairn.values import Value
 from cairn.vocabulary.tool_calls import FileDiff, Location, SubagentReport
 
 __all__ = ["ReplayItem", "ReplayKind", "replay_items"]
@@ -35,8 +36,7 @@ ReplayKind: TypeAlias = Literal[
 ]
 
 
-@dataclass
-class ReplayItem:
+class ReplayItem(Value, frozen=False):
     """One thing to show. ``tool_call`` items carry the call and, once recorded, its result;
     ``command`` items a command line answered without the model (``text``) and its notices."""
 
