@@ -11,6 +11,10 @@ the two on any text), in plain Python, so the semantic extra needs no tokenizer 
 3. cut each word into the longest pieces found in the vocabulary, left to right, the ones after
    the first prefixed ``##``; a word that cannot be cut, or longer than 100 characters, is
    ``[UNK]``.
+
+The categories come from Python's ``unicodedata``; the reference reads them from Unicode 9.0
+tables, so the 503 code points whose Mn, P or Cc/Cf/Co class differs between the two (mostly
+scripts added since, such as Soyombo) tokenize differently (listed in the test).
 """
 
 from __future__ import annotations
