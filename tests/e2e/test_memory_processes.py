@@ -95,11 +95,13 @@ def test_a_kill_mid_write_leaves_no_partial_file_and_no_blocking_lock(
     assert first.returncode == 0, first.stderr  # its extract worker writes the memory
     try:
         wait_for(lambda: list(root.glob("feedback/.pytest.md.*.tmp")))
-        time.sleep(2.5)  # the crashed write is a little while old when the next run comes
     finally:
         for worker in extract_workers(project):
             os.kill(worker, signal.SIGKILL)
     wait_for(lambda: not extract_workers(project))
+    crashed_at = time.time() - 10  # the crashed write is a while old when the next run comes
+    for temp in root.glob("feedback/.pytest.md.*.tmp"):
+        os.utime(temp, (crashed_at, crashed_at))
 
     assert not target.exists()  # never a partial memory: the temp file was not renamed
     with hold_roots([root], timeout=1):  # the kernel released the dead writer's lock

@@ -6,6 +6,9 @@ import asyncio
 
 from cairn.ui.shell import MAX_SHELL_OUTPUT_CHARS, run_shell
 
+from ..polling import eventually_async
+from ..process_helpers import wait_until_dead
+
 
 async def test_output_and_exit_code_are_returned(tmp_path):
     (tmp_path / "a.txt").write_text("")
@@ -26,14 +29,17 @@ async def test_a_command_that_runs_too_long_is_stopped(tmp_path):
 
 
 async def test_cancelling_stops_the_command(tmp_path):
-    marker = tmp_path / "done"
-    task = asyncio.create_task(run_shell(f"sleep 1 && touch {marker}", tmp_path, timeout=30))
-    await asyncio.sleep(0.2)
+    marker, pid_file = tmp_path / "done", tmp_path / "shell.pid"
+    started = f"echo $$ > {pid_file}.part && mv {pid_file}.part {pid_file}"
+    command = f"{started}; sleep 1 && touch {marker}"
+    task = asyncio.create_task(run_shell(command, tmp_path, timeout=30))
+    assert await eventually_async(pid_file.exists)  # the command has started
 
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    await asyncio.sleep(1.3)
 
+    # once the shell that would run `touch` is gone, the marker can never appear
+    assert await asyncio.to_thread(wait_until_dead, int(pid_file.read_text()))
     assert not marker.exists()
 
 

@@ -97,7 +97,7 @@ def test_namespaces_never_see_each_others_memories(machine: Machine) -> None:
     write(alice, "project/deploy.md", DEPLOY)
     write(eve, "project/other.md", DEPLOY.replace("Deploy with make", "Globex secret"))
 
-    time.sleep(1.0)  # both feeds have polled several times meanwhile
+    alice.backend.pull_now(), eve.backend.pull_now()  # what each feed does: after both writes
     assert titles(alice) == ["Deploy with make"]
     assert titles(eve) == ["Globex secret"]
     assert "Globex" not in alice.system_prompt_section()
