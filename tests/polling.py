@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-__all__ = ["DEADLINE_SECONDS", "eventually", "eventually_async"]
+__all__ = ["DEADLINE_SECONDS", "eventually", "eventually_async", "eventually_awaited"]
 
 DEADLINE_SECONDS = 30.0  # how long a condition may take to hold on a loaded machine
 _INTERVAL_SECONDS = 0.01
@@ -35,4 +35,16 @@ async def eventually_async(check: Callable[[], bool], seconds: float = DEADLINE_
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(_INTERVAL_SECONDS)
+    return True
+
+
+async def eventually_awaited(
+    check: Callable[[], Awaitable[bool]], seconds: float = DEADLINE_SECONDS
+) -> bool:
+    """Whether the awaited ``check()`` holds within ``seconds`` (a check that asks a server)."""
+    deadline = time.monotonic() + seconds
+    while not await check():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(_INTERVAL_SECONDS * 5)
     return True

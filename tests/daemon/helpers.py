@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from cairn.config.loader import Endpoint
 from cairn.config.settings import Settings
 from cairn.daemon.server import DaemonServer
 from cairn.session.runtime import Runtime
-from cairn.testing import ScriptedServer
+from cairn.testing import RecordedRequest, ScriptedServer
 from cairn.testing.fixtures import TEST_API_KEY, TEST_MODEL
 
 TOKEN = "s3cret-token"
@@ -108,3 +109,14 @@ def updates(frames: list[Frame], kind: str) -> list[dict[str, Any]]:
     return [
         f.data for f in frames if f.type == "session_update" and f.data["sessionUpdate"] == kind
     ]
+
+
+# The first prompt after an interrupted turn carries where the task stood (issue #29) before
+# what the user typed; whether a resumed replica's does depends on whether it rebuilt the session.
+_REMINDER = re.compile(r"\A<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
+
+
+def said(request: RecordedRequest) -> str:
+    """What the user typed in a request: its last user text without the reminder cairn may put
+    before it."""
+    return _REMINDER.sub("", request.last_user_text())

@@ -10,9 +10,7 @@ database's host goes away.
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,17 +22,9 @@ from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply
 from cairn.testing.postgres import PostgresServer
 
 from ..memory.postgres_helpers import postgres_dsn, postgres_server
-from .helpers import collect_until, of_type
+from ..polling import eventually_awaited
+from .helpers import collect_until, of_type, said
 from .test_replicas import StartReplica, start_replica
-
-# The first prompt after an interrupted turn may carry where the task stood (issue #29), before
-# what the user typed: whether it does depends on whether the replica rebuilt the session.
-REMINDER = re.compile(r"\A<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
-
-
-def said(request: RecordedRequest) -> str:
-    """What the user typed in a request, without the reminder cairn may put before it."""
-    return REMINDER.sub("", request.last_user_text())
 
 __all__ = ["postgres_dsn", "postgres_server", "start_replica"]  # fixtures
 
@@ -59,14 +49,6 @@ def database_lost(server: PostgresServer, dsn: str) -> Iterator[None]:
         finally:
             admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
 
-
-async def until(check: object, seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not await check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 def recorded(dsn: str, session_id: str) -> list[tuple[int, str]]:
@@ -116,7 +98,7 @@ async def test_a_replica_losing_its_database_mid_turn_stops_the_turn_and_answers
         status = await r1.http.get(f"/session/{session_id}/status")
         return int(status.json()["subscribers"]) == 1
 
-    assert await until(watched)
+    assert await eventually_awaited(watched)
     second = await r1.prompt(session_id, f"{HELD}second")
     await scripted_server.async_wait_for_requests(2, purpose="main")
     url, key = f"/session/{session_id}/prompt", {"Idempotency-Key": "third-1"}
@@ -129,19 +111,19 @@ async def test_a_replica_losing_its_database_mid_turn_stops_the_turn_and_answers
         async def not_ready() -> bool:
             return (await r1.http.get("/ready")).status_code == 503
 
-        assert await until(not_ready)
+        assert await eventually_awaited(not_ready)
         reason = (await r1.http.get("/ready")).json()["reason"]
 
     async def ready() -> bool:
         return (await r1.http.get("/ready")).status_code == 200
 
-    assert await until(ready)
+    assert await eventually_awaited(ready)
 
     async def admitted() -> bool:
         answer = await r1.http.post(url, json={"prompt": "third"}, headers=key)
         return answer.status_code == 202
 
-    assert await until(admitted)  # the client's retry, as the SDK does it
+    assert await eventually_awaited(admitted)  # the client's retry, as the SDK does it
     frames = await collect_until(r1.http, session_id, "turn_complete", count=2, timeout=60)
 
     [error] = of_type(stopped, "turn_error")

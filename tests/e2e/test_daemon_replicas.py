@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import signal
 import socket
 import subprocess
@@ -30,8 +29,9 @@ from cairn.sdk import DaemonClient, DaemonEvent, UnavailableError
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply
 from cairn.testing.haproxy import HAProxy, find_haproxy
 
+from ..daemon.helpers import said
 from ..memory.postgres_helpers import postgres_dsn, postgres_server
-from ..polling import eventually_async
+from ..polling import eventually_async, eventually_awaited
 from .conftest import CAIRN
 from .test_daemon import first_line
 
@@ -46,9 +46,9 @@ pytestmark = [
 TOKEN = "replicas-token"
 START_TIMEOUT = 60.0  # seconds for a replica to print its URL on a loaded machine
 FAILOVER_BOUND = 10.0  # the issue's bound: a session moves within this after kill -9
+REPLICA_WAIT = 60.0  # seconds for a replica (or the balancer) to see a change under load
 HELD = "HOLD "  # a prompt starting with this runs until the test releases it
 NO_TENANT = "(none)"
-REMINDER = re.compile(r"\A<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
 
 
 def free_port() -> int:
@@ -137,7 +137,8 @@ class Cluster:
                 return False
 
             for replica in self.replicas:
-                assert await poll(lambda r=replica: ready(r)), f"{replica.name} is not ready"  # type: ignore[misc]
+                up = await eventually_awaited(lambda r=replica: ready(r), REPLICA_WAIT)  # type: ignore[misc]
+                assert up, f"{replica.name} is not ready"
         await self.balanced()
 
     async def balanced(self) -> None:
@@ -155,7 +156,8 @@ class Cluster:
                         seen.add(answer.json()["replicaId"])
                 return seen >= {r.name for r in self.replicas}
 
-            assert await poll(answered_by_all), (seen, self.balancer.log[-2000:])
+            balanced = await eventually_awaited(answered_by_all, REPLICA_WAIT)
+            assert balanced, (seen, self.balancer.log[-2000:])
 
     def rows(self, table: str, session_id: str, column: str) -> list[tuple[int, str]]:
         """``(seq, column)`` of a session's rows, in order, read straight from the database."""
@@ -175,21 +177,6 @@ class Cluster:
     def events(self, session_id: str) -> list[tuple[int, str]]:
         return self.rows("cairn_session_events", session_id, "type")
 
-
-async def poll(check: Any, seconds: float = 60.0) -> bool:
-    """Whether the async ``check()`` holds within ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not await check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
-
-
-def said(request: RecordedRequest) -> str:
-    """What the user typed in a request: its last user text without the reminder cairn puts
-    before it (the first prompt after an interrupted turn carries where the task stood)."""
-    return REMINDER.sub("", request.last_user_text())
 
 
 def model(released: threading.Event) -> Any:
@@ -445,7 +432,7 @@ async def test_sigterm_drains_a_replica_its_turn_ends_there_and_its_queue_moves_
                     return answer.status_code == 503 and answer.json()["reason"] == "shutting down"
             return False
 
-        assert await poll(not_ready)
+        assert await eventually_awaited(not_ready, REPLICA_WAIT)
         with pytest.raises(UnavailableError) as refused:
             await on_draining.create_session()
         cluster.released.set()
