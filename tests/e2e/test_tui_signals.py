@@ -32,7 +32,8 @@ pytestmark = [
 
 GIT_WRAPPER = """#!/usr/bin/env bash
 if [ "$1" = "-c" ] && printf '%s\\n' "$@" | grep -qx add; then
-  echo $$ > "{pids}/git-add.pid"
+  echo $$ > "{pids}/git-add.pid.tmp"  # renamed whole, so a reader never sees it empty
+  mv "{pids}/git-add.pid.tmp" "{pids}/git-add.pid"
   exec sleep 120
 fi
 exec {git} "$@"
