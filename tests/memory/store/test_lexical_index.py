@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -134,6 +135,64 @@ def test_packed_vectors_stay_exact_after_many_edits_are_folded_in() -> None:
         keys[index.add(docs[key])] = key
     for terms in (["common"], ["common", "rare"]):
         assert ranked([index], [keys], terms, 1200) == brute_force([docs], terms, 1200)
+
+
+def test_rare_terms_alone_are_scored_without_packing_the_pool() -> None:
+    """Issue #28: a query of rare terms only scores the few slots holding them (the sparse
+    path), and ranks them exactly like brute force."""
+    docs = [{f"w{i % 97}": 1 + (i * 53) % 255, f"v{i % 89}": 40} for i in range(1000)]
+    index, keys = build(docs)
+    plan = [("w3", 20), ("v5", 12)]
+    scores = index.scores(plan)
+    assert scores.sparse is not None
+    assert scores.packed == 0
+    for terms, limit in ((["w3", "v5"], 5), (["w3", "v5", "w4"], 30), (["v7"], 11)):
+        assert ranked([index], [keys], terms, limit) == brute_force(
+            [dict(enumerate(docs))], terms, limit
+        )
+
+
+def _sparse_docs(chance: random.Random, count: int, common_every: int) -> list[Doc]:
+    """``count`` documents of 1-3 terms out of 300 (rare terms: short posting lists), with
+    "common" in every ``common_every``-th (0: none)."""
+    docs: list[Doc] = []
+    for n in range(count):
+        doc = {f"r{chance.randrange(300)}": chance.choice((1, 7, 200)) for _ in range(3)}
+        if common_every and n % common_every == 0:
+            doc["common"] = 9
+        docs.append(doc)
+    return docs
+
+
+@settings(max_examples=60)
+@given(seed=st.integers(0, 2**32), sizes=st.tuples(st.integers(80, 300), st.integers(80, 300)),
+       common_every=st.sampled_from([0, 1, 3]), query_size=st.integers(1, 4),
+       with_common=st.booleans(), limit=st.integers(1, 15),
+       reject_every=st.sampled_from([0, 2, 5]))  # fmt: skip
+def test_sparse_and_packed_shards_merge_into_the_brute_force_ranking(
+    seed: int, sizes: tuple[int, int], common_every: int, query_size: int,
+    with_common: bool, limit: int, reject_every: int,
+) -> None:  # fmt: skip
+    """Issue #28: shards on the sparse path (rare terms only) and on the packed path (a term
+    in every or every third document of the user shard), with ties and rejected documents,
+    rank like brute force."""
+    chance = random.Random(seed)
+    project = _sparse_docs(chance, sizes[0], 0)
+    user = _sparse_docs(chance, sizes[1], common_every)
+    terms = [term for doc in chance.sample([*project, *user], query_size) for term in doc]
+    query = [*terms[:query_size], "common"] if with_common else terms[:query_size]
+    shards = [dict(enumerate(project)), dict(enumerate(user))]
+    p_index, p_keys = build(project)
+    u_index, u_keys = build(user)
+    reject = {
+        (shard, key)
+        for shard, docs in enumerate(shards)
+        for key in docs
+        if reject_every and key % reject_every == 0
+    }
+    everything = brute_force(shards, query, 10_000)
+    expected = [hit for hit in everything if hit[:2] not in reject][:limit]
+    assert ranked([p_index, u_index], [p_keys, u_keys], query, limit, reject) == expected
 
 
 def test_two_shards_share_idf_and_merge_into_one_ranking() -> None:

@@ -18,6 +18,11 @@ big-integer operations, starting from the k-th best score among the documents of
 terms (usually the answer already), and only the documents above the threshold are sorted.
 Edits to a packed term are noted per slot and folded into the vector in batches, so re-indexing
 one file costs a few dictionary updates, not one pool-sized operation per term.
+
+A query of rare terms only (no packed term, postings for at most 1/8 of the slots: most queries
+in a large memory) skips the packing: every scored document is in those postings, so their
+scores are read, sorted and counted directly (the sparse path; issue #28: at 100,000 memories
+the pool-wide big-integer operations had cost a query 3-7 ms of CPU).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ _DENSE_RATIO = 32  # a term held by >= 1/32 of the slots is cached as a packed v
 _DENSE_MIN_POSTINGS = 32  # ... when it also has at least this many postings
 _DENSE_CACHE_BYTES = 24 * 1024 * 1024  # packed vectors kept per index (least recently used go)
 _PENDING_CHANGES = 512  # edits noted per packed vector before they are folded into it
+_SPARSE_RATIO = 8  # rare terms alone, with postings for at most 1/8 of the slots: no packing
 _SEED_SLOTS = 1024  # documents of the rarest terms scored to start the threshold search
 _WINDOW_FACTOR = 4  # the threshold search stops once at most 4k (and >= k) documents pass
 _WINDOW_MIN = 32  # ... or at most 32
@@ -124,10 +130,13 @@ class _PackedPostings:
 
 
 class Scores(Value):
-    """A query's scores over one index: packed, one 32-bit field per slot."""
+    """A query's scores over one index: packed, one 32-bit field per slot; or, when only rare
+    terms scored (see :meth:`LexicalIndex.scores`), one field per slot in ``sparse`` and every
+    scored slot in ``seeds``."""
 
     packed: int
     seeds: list[array]  # slots of the rare terms' postings: where the best scores usually are
+    sparse: array | None = None  # the per-slot scores when ``packed`` is not used
 
 
 class _PackedTerm:
@@ -178,6 +187,10 @@ class _Scatter:
                 if self._minus is None:
                     self._minus = array(_FIELD_TYPE, bytes(4 * self._size))
                 self._minus[slot] -= idf * delta
+
+    def only_plus(self) -> array | None:
+        """The per-slot scores when nothing was subtracted (None: nothing was added either)."""
+        return self._plus if self._minus is None else None
 
     def packed(self) -> int:
         """Plus minus minus: fields may be negative on their own, never in the final sum."""
@@ -316,6 +329,8 @@ class LexicalIndex:
         total = 0
         scattered = _Scatter(self.capacity)
         seeds: list[array] = []
+        postings = 0
+        dense = False
         for term, idf in plan:
             posting = self.posting(term)
             if posting is None:
@@ -324,9 +339,14 @@ class LexicalIndex:
             if packed is None:
                 scattered.add_posting(posting, idf)
                 seeds.append(posting[0])
+                postings += len(posting[0])
             else:
+                dense = True
                 total += idf * packed.vector
                 scattered.add_changes(packed.changes, idf)
+        plus = scattered.only_plus()
+        if not dense and plus is not None and postings * _SPARSE_RATIO <= self.capacity:
+            return Scores(0, seeds, plus)  # the few scored slots are all in ``seeds``
         return Scores(total + scattered.packed(), seeds)
 
     # --- persistence --------------------------------------------------------------------
@@ -410,7 +430,7 @@ class _Shard(Value, frozen=False):
             self.values = _unpack(self.scores, self.size)
         return self.values[slot]
 
-    def seed_values(self) -> list[int]:
+    def seed_values(self, wanted: int) -> list[int]:
         """The scores of documents holding the rarest query terms (each document once)."""
         chosen: list[array] = []
         total = 0
@@ -422,6 +442,31 @@ class _Shard(Value, frozen=False):
         if not chosen:
             return []
         return [self.value(slot) for slot in set().union(*chosen)]
+
+
+class _SparseShard:
+    """The scores of one index where only rare terms scored: the few scored slots in a list,
+    so counting and listing them never touches the rest of the pool."""
+
+    def __init__(self, number: int, scores: array, seeds: Sequence[array]) -> None:
+        self.number = number
+        self._scores = scores
+        self._slots = list(set().union(*seeds))  # every slot with a score above zero
+        self._values = [scores[slot] for slot in self._slots]
+        self._ascending = sorted(self._values)
+
+    def count_at_least(self, threshold: int) -> int:
+        return len(self._ascending) - bisect_left(self._ascending, threshold)
+
+    def slots_at_least(self, threshold: int) -> list[int]:
+        return [s for s, v in zip(self._slots, self._values, strict=True) if v >= threshold]
+
+    def value(self, slot: int) -> int:
+        return self._scores[slot]
+
+    def seed_values(self, wanted: int) -> list[int]:
+        """The ``wanted`` best scores (the seeds are every scored document)."""
+        return self._ascending[-wanted:]
 
 
 def _plan(indexes: Sequence[LexicalIndex], terms: Iterable[str]) -> list[tuple[str, int]]:
@@ -444,11 +489,15 @@ def _plan(indexes: Sequence[LexicalIndex], terms: Iterable[str]) -> list[tuple[s
     return plan
 
 
-def _shards(indexes: Sequence[LexicalIndex], plan: Sequence[tuple[str, int]]) -> list[_Shard]:
-    shards: list[_Shard] = []
+def _shards(
+    indexes: Sequence[LexicalIndex], plan: Sequence[tuple[str, int]]
+) -> list[_Shard | _SparseShard]:
+    shards: list[_Shard | _SparseShard] = []
     for number, index in enumerate(indexes):
         scores = index.scores(plan)
-        if scores.packed:
+        if scores.sparse is not None:
+            shards.append(_SparseShard(number, scores.sparse, scores.seeds))
+        elif scores.packed:
             ones, guards = _constants(index.capacity)
             biased = scores.packed + guards
             shards.append(
@@ -457,7 +506,7 @@ def _shards(indexes: Sequence[LexicalIndex], plan: Sequence[tuple[str, int]]) ->
     return shards
 
 
-def _threshold(shards: Sequence[_Shard], wanted: int, ceiling: int) -> int:
+def _threshold(shards: Sequence[_Shard | _SparseShard], wanted: int, ceiling: int) -> int:
     """A score t with at least ``wanted`` documents >= t (if so many scored), and few more.
 
     The search starts from the ``wanted``-th best score among documents holding a rare query
@@ -468,7 +517,7 @@ def _threshold(shards: Sequence[_Shard], wanted: int, ceiling: int) -> int:
     def count(threshold: int) -> int:
         return sum(shard.count_at_least(threshold) for shard in shards)
 
-    seeded = heapq.nlargest(wanted, (v for shard in shards for v in shard.seed_values()))
+    seeded = heapq.nlargest(wanted, (v for shard in shards for v in shard.seed_values(wanted)))
     low = seeded[-1] if len(seeded) == wanted else 1
     high = ceiling + 1  # count(low) >= wanted (or low == 1); count(high) < wanted
     if count(low) <= window:
