@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from cairn.memory.paths import MemoryRoots
 from cairn.memory.recall import semantic
@@ -41,6 +42,49 @@ def test_with_all_weight_on_relevance_the_order_is_by_similarity() -> None:
     query = _unit([1, 0])[0]
     vectors = _unit([0.5, 0.5], [1, 0.1], [1, 0.01])
     assert diverse_order(query, vectors, limit=3, weight=1.0) == [2, 1, 0]
+
+
+def _mmr_as_written(query: np.ndarray, vectors: np.ndarray, limit: int, weight: float) -> list[int]:
+    """Maximal marginal relevance spelled out: each step recomputes every score from the
+    maximum similarity to the rows chosen so far (what diverse_order did before issue #26's
+    speed-up)."""
+    relevance = weight * (vectors @ query).astype(np.float32)
+    closest = np.full(len(vectors), -1.0, dtype=np.float32)
+    taken = np.zeros(len(vectors), dtype=bool)
+    chosen: list[int] = []
+    for _ in range(min(limit, len(vectors))):
+        score = closest * np.float32(weight - 1.0) + relevance
+        score[taken] = -np.inf
+        best = int(np.argmax(score))
+        chosen.append(best)
+        taken[best] = True
+        closest = np.maximum(closest, vectors @ vectors[best])
+    return chosen
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_incremental_diverse_choice_equals_the_choice_spelled_out(seed: int) -> None:
+    """Issue #26: diverse_order keeps only the running score (a minimum per step) instead of
+    recomputing it from the maximum similarity; the rows chosen are exactly the same, near-copies
+    and exact duplicates (ties) included."""
+    chance = np.random.default_rng(seed)
+    families = chance.normal(size=(40, 24)).astype(np.float32)
+    rows = families[chance.integers(0, 40, size=300)] + 0.05 * chance.normal(size=(300, 24))
+    rows[10] = rows[11] = rows[12]  # exact duplicates: equal scores, the earlier row first
+    vectors = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    query = vectors[5] + 0.3 * vectors[100]
+    query = (query / np.linalg.norm(query)).astype(np.float32)
+    for weight in (0.0, 0.5, 0.7, 1.0):
+        for limit in (1, 37, 180, 400):
+            assert diverse_order(query, vectors, limit=limit, weight=weight) == _mmr_as_written(
+                query, vectors, limit, weight
+            )
+
+
+def test_a_relevance_weight_outside_0_to_1_is_refused() -> None:
+    query = _unit([1, 0])[0]
+    with pytest.raises(ValueError, match=r"within 0\.\.1"):
+        diverse_order(query, _unit([1, 0]), limit=1, weight=1.5)
 
 
 def _roots(tmp_path: Path) -> MemoryRoots:

@@ -223,22 +223,26 @@ def diverse_order(
     The first is the nearest; ties go to the earlier row."""
     import numpy as np
 
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"the relevance weight must be within 0..1, not {weight}")
     count = min(limit, len(vectors))
     if count <= 0:
         return []
     relevance = weight * (vectors @ query).astype(np.float32)
-    closest = np.full(len(vectors), -1.0, dtype=np.float32)  # max cos to the chosen so far
+    penalty = np.float32(weight - 1.0)
+    # score = relevance + penalty × (max cos to the chosen so far, -1 before any): it only
+    # falls, so each step takes the minimum with the new row's term (the same float values as
+    # computing the maximum first: both steps are monotonic); a chosen row is set to -inf.
+    score = np.full(len(vectors), -1.0, dtype=np.float32) * penalty + relevance
     similarity = np.empty(len(vectors), dtype=np.float32)
-    score = np.empty(len(vectors), dtype=np.float32)
-    taken = np.zeros(len(vectors), dtype=bool)
     chosen: list[int] = []
-    for _ in range(count):
-        np.multiply(closest, weight - 1.0, out=score)
-        score += relevance
-        score[taken] = -np.inf  # each row is chosen once
+    while True:
         best = int(np.argmax(score))
         chosen.append(best)
-        taken[best] = True
+        if len(chosen) == count:
+            return chosen
         np.dot(vectors, vectors[best], out=similarity)
-        np.maximum(closest, similarity, out=closest)
-    return chosen
+        similarity *= penalty
+        similarity += relevance
+        np.minimum(score, similarity, out=score)
+        score[best] = -np.inf  # each row is chosen once

@@ -33,12 +33,12 @@ class EncoderShapeError(ValueError):
 class _Layer:
     qkv: _Array  # (hidden, 3 × hidden): query, key and value projections side by side
     qkv_bias: _Array
-    attention_out: _Array  # (hidden, hidden), a transposed view
+    attention_out: _Array  # (hidden, hidden), transposed into a C-order copy (see _layer)
     attention_out_bias: _Array
     attention_norm: tuple[_Array, _Array]
-    up: _Array  # (hidden, intermediate), a transposed view
+    up: _Array  # (hidden, intermediate), a C-order copy
     up_bias: _Array
-    down: _Array  # (intermediate, hidden), a transposed view
+    down: _Array  # (intermediate, hidden), a C-order copy
     down_bias: _Array
     output_norm: tuple[_Array, _Array]
 
@@ -99,6 +99,8 @@ class BertEncoder:
         return array
 
     def _layer(self, tensors: Mapping[str, np.ndarray], prefix: str) -> _Layer:
+        # Every weight in C order: BLAS multiplies the few rows of a query by a transposed
+        # view about twice as slowly (0.6 against 0.3 ms for the feed-forward weights).
         def weight(name: str) -> _Array:
             return self._f32(tensors[prefix + name])
 
@@ -108,15 +110,15 @@ class BertEncoder:
         return _Layer(
             qkv=np.ascontiguousarray(np.concatenate(projections).T),
             qkv_bias=np.concatenate(biases),
-            attention_out=weight("attention.output.dense.weight").T,
+            attention_out=np.ascontiguousarray(weight("attention.output.dense.weight").T),
             attention_out_bias=weight("attention.output.dense.bias"),
             attention_norm=(
                 weight("attention.output.LayerNorm.weight"),
                 weight("attention.output.LayerNorm.bias"),
             ),
-            up=weight("intermediate.dense.weight").T,
+            up=np.ascontiguousarray(weight("intermediate.dense.weight").T),
             up_bias=weight("intermediate.dense.bias"),
-            down=weight("output.dense.weight").T,
+            down=np.ascontiguousarray(weight("output.dense.weight").T),
             down_bias=weight("output.dense.bias"),
             output_norm=(weight("output.LayerNorm.weight"), weight("output.LayerNorm.bias")),
         )

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, overload
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc
@@ -327,7 +327,7 @@ class MemoryStore:
     ) -> list[MemoryDoc]:
         """The ``limit`` memories whose vectors are closest to ``vector`` (cosine), best first;
         equal scores in path order. Memories without a vector yet are not considered."""
-        return self.nearest(vector, limit=limit, exclude=exclude)[0]
+        return list(self.nearest(vector, limit=limit, exclude=exclude)[0])
 
     def nearest(
         self,
@@ -335,8 +335,9 @@ class MemoryStore:
         *,
         limit: int,
         exclude: Callable[[MemoryDoc], bool] | None = None,
-    ) -> tuple[list[MemoryDoc], np.ndarray]:
-        """:meth:`similar`, and the vector of each memory it returns (one row each)."""
+    ) -> tuple[Sequence[MemoryDoc], np.ndarray]:
+        """:meth:`similar`, and the vector of each memory it returns (one row each). Without
+        ``exclude``, a document is only built when the caller reads it from the sequence."""
         import numpy as np
 
         from cairn.memory.store.vectors import top_rows
@@ -345,33 +346,39 @@ class MemoryStore:
         for index, shard in enumerate(self._shards):
             if shard.vectors is not None:
                 relatives, scores = shard.vectors.scores(vector)
-                scored.append((index, relatives, scores))
+                scored.append((index, relatives, scores, shard.vectors.used_rows()))
         total = sum(len(shard.vectors) for shard in self._shards if shard.vectors is not None)
         wanted = limit
-        chosen: list[MemoryDoc] = []
-        rows: list[np.ndarray] = []
+        chosen: list[tuple[int, str]] = []
+        where: dict[int, tuple[list[int], list[int]]] = {}  # shard -> (positions, table rows)
         while limit > 0:
             pooled = sorted(
                 (-score, index, relative)
-                for index, relatives, scores in scored
-                for relative, score in top_rows(relatives, scores, wanted)
+                for index, relatives, scores, used in scored
+                for relative, score in top_rows(relatives, scores, wanted, used)
             )
-            chosen, rows = [], []
+            chosen, where = [], {}
             for _, index, relative in pooled:
                 shard = self._shards[index]
                 table = shard.vectors
                 if table is None or not isinstance(shard.records.get(relative), DocRecord):
                     continue  # removed since its vector was computed
-                doc = shard.doc(relative)
-                if exclude is None or not exclude(doc):
-                    chosen.append(doc)
-                    rows.append(table.matrix[table.rows[relative]])
+                if exclude is None or not exclude(shard.doc(relative)):
+                    positions, rows = where.setdefault(index, ([], []))
+                    positions.append(len(chosen))
+                    rows.append(table.rows[relative])
+                    chosen.append((index, relative))
                     if len(chosen) == limit:
                         break
             if len(chosen) == limit or wanted >= total:
                 break
             wanted *= 4
-        return chosen, np.array(rows, dtype=np.float32).reshape(len(rows), len(vector))
+        matrix = np.empty((len(chosen), len(vector)), dtype=np.float32)
+        for index, (positions, rows) in where.items():
+            table = self._shards[index].vectors
+            assert table is not None
+            matrix[positions] = table.matrix[rows]
+        return _Docs(self._shards, chosen), matrix
 
     def get(self, path: Path) -> MemoryDoc | None:
         """The memory stored at ``path`` (absolute), or None."""
@@ -440,3 +447,24 @@ class MemoryStore:
             shard.close()
             if shard.compactor is not None:
                 shard.compactor.join()
+
+
+class _Docs(Sequence[MemoryDoc]):
+    """Documents by (shard, relative path), each built when it is first read."""
+
+    def __init__(self, shards: Sequence[Shard], refs: list[tuple[int, str]]) -> None:
+        self._shards = shards
+        self._refs = refs
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    @overload
+    def __getitem__(self, item: int) -> MemoryDoc: ...
+    @overload
+    def __getitem__(self, item: slice) -> list[MemoryDoc]: ...
+    def __getitem__(self, item: int | slice) -> MemoryDoc | list[MemoryDoc]:
+        if isinstance(item, slice):
+            return [self._shards[index].doc(relative) for index, relative in self._refs[item]]
+        index, relative = self._refs[item]
+        return self._shards[index].doc(relative)

@@ -86,6 +86,7 @@ class VectorTable:
         self.rows: dict[str, int] = {}
         self._names: list[str | None] = []  # row -> relative path (None: a free row)
         self._free: list[int] = []
+        self._used: np.ndarray | None = None  # indexes of the rows in use (cached)
         self.changed: set[str] = set()  # rows put or removed since the last save
         self.generation = ""  # of the snapshot the table was loaded from or saved as
         self.journal_entries = 0
@@ -114,6 +115,7 @@ class VectorTable:
             row = self._free.pop() if self._free else self._grow()
             self.rows[relative] = row
             self._names[row] = relative
+            self._used = None
         self.matrix[row] = vector
         self.keys[relative] = key
         self.digests[relative] = digest
@@ -127,6 +129,7 @@ class VectorTable:
         self.digests.pop(relative, None)
         self.matrix[row] = 0.0
         self._names[row] = None
+        self._used = None
         self._free.append(row)
         self.changed.add(relative)
 
@@ -148,6 +151,14 @@ class VectorTable:
         """(relative path of each row, None for a free one; cosine similarity of each row to
         ``query``): one matrix-vector product over every row, no copy."""
         return self._names, self.matrix @ query
+
+    def used_rows(self) -> np.ndarray:
+        """The indexes of the rows in use, ascending (kept until a row is taken or freed)."""
+        if self._used is None:
+            names = self._names
+            used = np.fromiter((name is not None for name in names), dtype=bool, count=len(names))
+            self._used = np.flatnonzero(used)
+        return self._used
 
     # --- persistence --------------------------------------------------------------------
 
@@ -298,15 +309,20 @@ def save_vectors(path: Path, table: VectorTable, *, root: str, scope: str) -> bo
 
 
 def top_rows(
-    names: Sequence[str | None], scores: np.ndarray, limit: int
+    names: Sequence[str | None], scores: np.ndarray, limit: int, used: np.ndarray | None = None
 ) -> list[tuple[str, float]]:
-    """The ``limit`` best (relative, score) pairs of the used rows, best first, ties by path."""
-    used = np.fromiter((name is not None for name in names), dtype=bool, count=len(names))
-    candidates = np.flatnonzero(used)
+    """The ``limit`` best (relative, score) pairs of the used rows (``used``: their indexes,
+    when known), best first, ties by path."""
+    if used is None:
+        taken = np.fromiter((name is not None for name in names), dtype=bool, count=len(names))
+        used = np.flatnonzero(taken)
+    candidates = used
     if limit <= 0 or not candidates.size:
         return []
     if candidates.size > limit:
         best = np.argpartition(-scores[candidates], limit - 1)[:limit]
         candidates = candidates[best]
-    ranked = sorted((-float(scores[i]), names[i]) for i in candidates.tolist())
+    rows = candidates.tolist()
+    negatives = [-score for score in scores[rows].tolist()]
+    ranked = sorted(zip(negatives, [names[i] for i in rows], strict=True))
     return [(name, -negative) for negative, name in ranked if name is not None]
