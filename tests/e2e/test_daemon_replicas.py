@@ -322,14 +322,23 @@ async def test_a_replica_killed_mid_turn_loses_nothing_and_the_session_moves_on(
         moved_in = time.monotonic() - killed_at
         retried_running = await client.prompt(session_id, f"{HELD}second", idempotency_key="k-2")
         retried_queued = await client.prompt(session_id, "third", idempotency_key="k-3")
-        ends = await asyncio.gather(
-            *(client.wait_for_turn(session_id, a) for a in (queued, after))
-        )
-        assert await eventually_async(lambda: follower.ended(running.prompt_id) is not None)
+        turns = asyncio.gather(*(client.wait_for_turn(session_id, a) for a in (queued, after)))
+        try:  # bounded, so a turn that never runs fails here and says what the model was asked
+            ends = await asyncio.wait_for(turns, REPLICA_WAIT)
+        except TimeoutError:
+            asked = [said(r) for r in scripted_server.requests_for("main")]
+            raise AssertionError(f"the turns after the kill never ended; asked: {asked}") from None
+
+        def followed_to_the_end() -> bool:  # its stream lags behind wait_for_turn's own
+            seen = [follower.ended(a.prompt_id) for a in (running, after)]
+            return follower.error is not None or None not in seen
+
+        assert await eventually_async(followed_to_the_end)
         await follower.stop()
 
     assert moved_in < FAILOVER_BOUND, f"the session moved after {moved_in:.1f} s"
     assert after.replica_id in {r.name for r in cluster.replicas} - {owner.name}
+    assert follower.error is None
     interrupted = follower.ended(running.prompt_id)
     assert interrupted is not None and interrupted.type == "turn_error"
     assert interrupted.data["code"] == "interrupted"
