@@ -66,7 +66,8 @@ def test_a_signalled_tui_shuts_down_like_quit(
     wrapper.write_text(GIT_WRAPPER.format(pids=pids, git=shutil.which("git")))
     wrapper.chmod(0o755)
     ended = tmp_path / "session-end.json"
-    hook = {"type": "command", "command": f"cat > {ended}"}
+    # Written whole (tmp + rename): the file must not exist while cat is still writing it.
+    hook = {"type": "command", "command": f"cat > {ended}.tmp && mv {ended}.tmp {ended}"}
     (project / ".cairn" / "settings.json").write_text(
         json.dumps(
             {
