@@ -42,6 +42,7 @@ CAIRN = str(Path(sys.executable).parent / "cairn")
 DEPLOY_MARKER = "MARKER-E2E-DEPLOY-3141"  # a memory the prompt matches lexically
 STYLE_MARKER = "MARKER-E2E-STYLE-2718"  # a memory only the selector picks
 DEPLOY_PROMPT = "how do we deploy the billing service?"
+COMPLETED_PROMPT = "thanks, that is all for today"
 _MANIFEST_PATH = re.compile(r"^- \[\w+\] (\S+\.md) \(", re.MULTILINE)
 
 
@@ -229,9 +230,13 @@ async def test_a_cancelled_turn_is_not_followed_by_extraction(
         await scripted_server.async_wait_for_requests(1, purpose="main")
         await agent.conn.cancel(session_id=session_id)
         assert (await running).stop_reason == "cancelled"
-        await asyncio.sleep(1.0)
+        # Extractions run one at a time, in order: one the cancelled turn had started would
+        # ask the model before the one of the turn that completes now.
+        await agent.prompt(session_id, COMPLETED_PROMPT)
+        await scripted_server.async_wait_for_requests(1, purpose="extract", timeout=30)
 
-    assert scripted_server.requests_for("extract") == []
+    [extraction] = scripted_server.requests_for("extract")
+    assert extraction.contains(COMPLETED_PROMPT)
 
 
 # ----- the protocol -----

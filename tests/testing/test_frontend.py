@@ -38,11 +38,12 @@ async def test_without_defaults_an_unscripted_request_fails_the_test_naming_it()
 
 
 async def test_never_is_an_answer_that_waits_until_cancelled() -> None:
-    user = ScriptedFrontend(permissions=[NEVER])
+    user = ScriptedFrontend(permissions=[NEVER, "reject"])
 
     waiting = asyncio.ensure_future(user.request_permission(request()))
     await user.wait_until_asked()
-    await asyncio.sleep(0.05)
+    # The next request gets the next answer: the first took NEVER and is still waiting.
+    assert await user.request_permission(request()) == "reject"
     assert not waiting.done()
     waiting.cancel()
 

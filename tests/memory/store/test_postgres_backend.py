@@ -3,6 +3,7 @@ and namespaces kept apart by the database itself (row-level security)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from psycopg import sql
 
 from cairn.config.settings import Settings
 from cairn.memory.manager import MemoryManager
-from cairn.memory.store.locks import LOCK_WAIT_SECONDS, hold_roots
+from cairn.memory.store.locks import LOCK_WAIT_SECONDS, hold_roots, root_lock_path
 from cairn.memory.store.postgres.schema import SCHEMA_VERSION, TABLES
 
 from ..memory_helpers import NOW
@@ -215,7 +216,9 @@ def test_a_file_rewritten_in_place_at_once_with_the_same_size_is_still_stored(
     )
 
 
-def test_a_failed_section_does_not_wait_for_a_pull_queued_behind_it(machine: Machine) -> None:
+def test_a_failed_section_does_not_wait_for_a_pull_queued_behind_it(
+    machine: Machine, caplog: pytest.LogCaptureFixture
+) -> None:
     """Regression: the change feed took the backend's read lock and then waited for the local
     root locks, while a failed write section held those and waited for the read lock to put
     the mirror back: each failed write stalled until the feed gave up (30 s) and that pull
@@ -225,6 +228,12 @@ def test_a_failed_section_does_not_wait_for_a_pull_queued_behind_it(machine: Mac
     root = alice.roots.project
     assert root is not None
     pulled: list[object] = []
+    caplog.set_level(logging.DEBUG, logger="filelock")  # it logs each wait for a held lock
+    held = str(root_lock_path(root))
+
+    def pull_waits() -> bool:  # for the root lock this section holds
+        messages = [record.getMessage() for record in caplog.records]
+        return any("not acquired" in m and held in m for m in messages)
 
     def feed_pull() -> None:  # what the change feed does when a notification arrives
         try:
@@ -236,7 +245,7 @@ def test_a_failed_section_does_not_wait_for_a_pull_queued_behind_it(machine: Mac
         (root / "project" / "deploy.md").write_text("half a change")
         feed = threading.Thread(target=feed_pull)
         feed.start()
-        time.sleep(0.3)  # let the pull reach the root locks this section holds
+        assert eventually(pull_waits)
         failed_at = time.monotonic()
         raise RuntimeError("disk full")
     rolled_back_in = time.monotonic() - failed_at
