@@ -331,3 +331,51 @@ def test_plain_front_matter_read_without_yaml_reads_as_yaml_does(lines: list[str
         )
 
     assert reading(simple) == reading(by_yaml)  # type: ignore[arg-type]
+
+
+# --- the first scan's reader: fewer system calls, the same reading (issue #28) ---------------
+
+_ODD_FILES = st.sampled_from([
+    VALID.encode(), VALID.replace("\n", "\r\n").encode(), b"\xef\xbb\xbf" + VALID.encode(),
+    b"", b"---\n---\n", b"no front matter", VALID.encode() + b"\x00", b"\xff\xfe" + VALID.encode(),
+    VALID.replace("type: user", "type: memo").encode(), VALID.replace("name:", "name: 'q").encode(),
+    b"---\ntype: user\n---\n" + "é 漢字".encode() * 50,
+])  # fmt: skip
+
+
+def _reading(parsed: MemoryDoc | ParseSkip) -> tuple[str, ...] | None:
+    if isinstance(parsed, ParseSkip):
+        return None
+    return (parsed.type, parsed.title, parsed.description, parsed.body)
+
+
+@settings(max_examples=200)
+@given(st.one_of(_ODD_FILES, st.binary(max_size=400), st.text(max_size=300).map(str.encode)))
+def test_the_first_scans_reader_reads_as_the_general_one_or_steps_aside(data: bytes) -> None:
+    """``plain_memory_fields`` either gives exactly what ``parse_memory_file`` reads, or None
+    (a skip, or anything unusual), and the general reader then decides."""
+    import tempfile
+
+    from cairn.memory.store.parse import plain_memory_fields
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        path = write(root, "project/odd.md", data)
+        fast = plain_memory_fields(str(path), os.lstat(path))
+        general = _reading(parse_memory_file(path, root, "project"))
+        assert fast is None or fast == general
+        if general is not None and b"\x00" not in data:
+            assert fast == general  # a valid memory is never sent the slow way
+
+
+def test_the_first_scans_reader_steps_aside_for_what_is_not_a_plain_file(tmp_path: Path) -> None:
+    from cairn.memory.store.parse import plain_memory_fields
+
+    path = write(tmp_path, "project/m.md", VALID)
+    info = os.lstat(path)
+    os.mkfifo(tmp_path / "fifo.md")
+    assert plain_memory_fields(str(tmp_path / "fifo.md"), os.lstat(tmp_path / "fifo.md")) is None
+    path.write_text(VALID + "grown since its stat\n")
+    assert plain_memory_fields(str(path), info) is None
+    (tmp_path / "link.md").symlink_to(path)
+    assert plain_memory_fields(str(tmp_path / "link.md"), os.lstat(path)) is None

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,6 +14,7 @@ from cairn.memory.store.tokenizer import (
     normalize,
     query_tokens,
     surface_tokens,
+    term_counts,
     tokenize,
 )
 
@@ -148,3 +151,20 @@ def test_tokenize_never_raises_and_yields_non_empty_tokens(text: str) -> None:
 def test_query_tokens_are_distinct_and_bounded(text: str) -> None:
     tokens = query_tokens(text)
     assert len(tokens) == len(set(tokens)) <= MAX_QUERY_TOKENS
+
+
+_ASCII_TEXT = st.lists(
+    st.sampled_from([*"abcxyzABCXYZ0189_-'.:/ \t\n\x7f", "the", "tests", "ing", "Where"]),
+    max_size=60,
+).map("".join)
+
+
+@given(st.one_of(_ASCII_TEXT, st.text()))
+def test_term_counts_are_the_counts_of_the_tokens(text: str) -> None:
+    assert term_counts(text) == Counter(tokenize(text))
+
+
+def test_term_counts_stem_and_drop_stop_words_on_the_ascii_path() -> None:
+    text = "Tests: the TESTING of indentation, where tests_run 123 ab"
+    assert term_counts(text) == {"test": 3, "indent": 1, "run": 1, "123": 1}
+    assert term_counts("the tests sind grün") == Counter(tokenize("the tests sind grün"))

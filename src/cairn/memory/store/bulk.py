@@ -7,10 +7,12 @@ memories). Here instead:
 
 - worker processes (``python -m cairn.memory.store.bulk``, one per core: fresh interpreters,
   safe beside the threads a session runs, never re-running the caller's script) read, parse and
-  weigh the files in chunks, while this process streams their results straight into a new
-  snapshot:
-  the texts go to the snapshot's texts file as they come, the postings are appended per term
-  (slots are handed out in order, so every list is born sorted), and nothing else is kept;
+  weigh the files in chunks, and hand back each chunk's postings already grouped by term, while
+  this process streams their results straight into a new snapshot:
+  the texts go to the snapshot's texts file as they come, a chunk's posting list of a term is
+  appended to that term's in one call (a file's slot is its place in the sorted list of files,
+  known to the worker, so every list is born sorted; a skipped file leaves its slot free), and
+  nothing else is kept;
 - the snapshot is then swapped in and loaded like any saved index, its texts read from disk
   only when a memory is used.
 
@@ -21,12 +23,15 @@ dies is replaced by the in-process path for the chunks it left. See :func:`build
 from __future__ import annotations
 
 import contextlib
+import itertools
 import marshal
+import operator
 import os
 import sys
 import threading
 import zlib
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -41,7 +46,7 @@ from cairn.memory.store.scorer import ScorerConfig, term_weights
 __all__ = ["BULK_MIN_FILES", "build_snapshot", "default_workers", "parse_files"]
 
 BULK_MIN_FILES = 2_000  # files to read before the first scan goes to worker processes
-_CHUNK_FILES = 250  # files a worker reads per task, at most ...
+_CHUNK_FILES = 1_000  # files a worker reads per task, at most ...
 _MIN_CHUNK_FILES = 16  # ... and at least (a small scan still gets a few chunks per worker)
 _MAX_WORKERS = 4
 _IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker (bounds the results held at once)
@@ -49,9 +54,12 @@ _SKIP_SLOT = -1
 _log = get_logger("MEMORY")
 
 # One parsed file: ("d", relative, stat key, type, title, description, body, mtime, size,
-# symlink, terms joined by NUL, weights as bytes) or ("s", relative, stat key, reason, detail,
-# warning message).
+# symlink, slot) or ("s", relative, stat key, reason, detail, warning message).
 Parsed = tuple[Any, ...]
+# A chunk's postings, grouped by term in first-seen order: (terms joined by NUL, the number of
+# postings of each as array("i") bytes, their slots as array("i") bytes, their weights).
+Postings = tuple[str, bytes, bytes, bytes]
+Chunk = tuple[list[Parsed], Postings]
 
 
 def default_workers() -> int:
@@ -60,30 +68,61 @@ def default_workers() -> int:
 
 
 def parse_files(
-    root: str, scope: MemoryScope, relatives: Sequence[str], scorer: ScorerConfig
-) -> list[Parsed]:
-    """Read, parse and weigh ``relatives`` under ``root`` (a worker's task; any process)."""
-    from cairn.memory.store.parse import ParseSkip, parse_memory_file
+    root: str,
+    scope: MemoryScope,
+    relatives: Sequence[str],
+    scorer: ScorerConfig,
+    first_slot: int = 0,
+) -> Chunk:
+    """Read, parse and weigh ``relatives`` under ``root``, the i-th in slot ``first_slot + i``
+    (a worker's task; any process): the files and their postings grouped by term."""
+    from cairn.memory.store.parse import ParseSkip, parse_memory_file, plain_memory_fields
 
     found: list[Parsed] = []
+    terms: list[str] = []  # every posting of the chunk, file by file: its term, slot, weight
+    slots: list[int] = []
+    weights = bytearray()
     base = Path(root)
-    for relative in relatives:
+    prefix = root.rstrip(os.sep) + os.sep
+    for slot, relative in enumerate(relatives, first_slot):
         statted = stat_file(root, relative)
         if statted is None:
             continue  # gone since the walk: the next refresh notices
         info, symlink = statted
         key = stat_key(info)
-        parsed = parse_memory_file(base / relative, base, scope, info=info)
-        if isinstance(parsed, ParseSkip):
-            found.append(("s", relative, key, parsed.reason, parsed.detail, parsed.message))
-            continue
-        weights = term_weights(parsed.title, parsed.description, parsed.body, scorer)
+        fields = None if symlink else plain_memory_fields(prefix + relative, info)
+        if fields is None:  # anything unusual: the general reader decides and words it
+            parsed = parse_memory_file(base / relative, base, scope, info=info)
+            if isinstance(parsed, ParseSkip):
+                found.append(("s", relative, key, parsed.reason, parsed.detail, parsed.message))
+                continue
+            fields = (parsed.type, parsed.title, parsed.description, parsed.body)
+        kind, title, description, body = fields
+        weighed = term_weights(title, description, body, scorer)
+        terms.extend(weighed)
+        weights.extend(weighed.values())
+        slots.extend(itertools.repeat(slot, len(weighed)))
         found.append((
-            "d", relative, key, parsed.type, parsed.title, parsed.description, parsed.body,
-            parsed.mtime, parsed.size, symlink, "\0".join(weights),
-            bytes(weights.values()),
+            "d", relative, key, kind, title, description, body, info.st_mtime, info.st_size,
+            symlink, slot,
         ))  # fmt: skip
-    return found
+    return found, _grouped(terms, slots, weights)
+
+
+def _grouped(terms: list[str], slots: list[int], weights: bytearray) -> Postings:
+    """Postings (term, slot, weight) grouped by term, in C-level loops: each term gets the
+    number of its first posting as its id, and a stable sort by id keeps every list in slot
+    order."""
+    first: dict[str, int] = {}
+    ids = list(map(first.setdefault, terms, itertools.count()))
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    counts = array("i", Counter(ids).values())  # (in first-seen order, as ``first``)
+    if len(order) > 1:
+        pick = operator.itemgetter(*order)  # (a tuple from two items on)
+        grouped_slots, grouped_weights = array("i", pick(slots)), bytes(pick(weights))
+    else:
+        grouped_slots, grouped_weights = array("i", slots), bytes(weights)
+    return "\0".join(first), counts.tobytes(), grouped_slots.tobytes(), grouped_weights
 
 
 def _chunks(relatives: Sequence[str], workers: int) -> list[Sequence[str]]:
@@ -97,29 +136,32 @@ def _parsed(
     relatives: Sequence[str],
     scorer: ScorerConfig,
     workers: int,
-) -> Iterator[Parsed]:
-    """Every file parsed, in worker processes when it pays, else here; chunk order kept."""
+) -> Iterator[Chunk]:
+    """Every chunk of files parsed, in worker processes when it pays, else here; in order."""
     chunks = _chunks(relatives, workers)
+    starts = list(itertools.accumulate((len(chunk) for chunk in chunks), initial=0))[:-1]
     done = 0
     if workers > 1 and len(chunks) > 1:
         _log.info(f"first scan of {root}: {len(relatives)} files in {workers} worker processes")
         try:
-            for batch in _in_workers(root, scope, chunks, scorer, min(workers, len(chunks))):
-                yield batch
+            pool = min(workers, len(chunks))
+            for chunk in _in_workers(root, scope, chunks, starts, scorer, pool):
+                yield chunk
                 done += 1
         except Exception as error:  # workers that cannot start or died: the rest here
             _log.warning(f"memory scan workers failed ({error!r}); reading the rest here")
-    for chunk in chunks[done:]:
-        yield from parse_files(root, scope, chunk, scorer)
+    for number in range(done, len(chunks)):
+        yield parse_files(root, scope, chunks[number], scorer, starts[number])
 
 
 def _in_workers(
     root: str,
     scope: MemoryScope,
     chunks: list[Sequence[str]],
+    starts: list[int],
     scorer: ScorerConfig,
     workers: int,
-) -> Iterator[Parsed]:
+) -> Iterator[Chunk]:
     """Chunk k goes to worker k mod ``workers``; each answers its chunks in order, one frame
     each, so reading the workers in turn gives the chunks in order. A pipe's buffer bounds what
     a worker runs ahead of this process."""
@@ -130,14 +172,15 @@ def _in_workers(
     processes = [subprocess.Popen(command, **pipes) for _ in range(workers)]  # type: ignore[call-overload]
     try:
         for number, process in enumerate(processes):
-            mine = [list(chunk) for chunk in chunks[number::workers]]
+            mine = [(list(chunk), start) for chunk, start in
+                    zip(chunks[number::workers], starts[number::workers], strict=True)]  # fmt: skip
             task = marshal.dumps((root, scope, dict(scorer.parameters()), mine))
             feeder = threading.Thread(target=_feed, args=(process, task), daemon=True)
             feeder.start()
         for number in range(len(chunks)):
             stdout = processes[number % workers].stdout
             assert stdout is not None
-            yield from _read_frame(stdout)
+            yield _read_frame(stdout)
     finally:
         for process in processes:
             if process.poll() is None:
@@ -155,13 +198,13 @@ def _feed(process: Any, task: bytes) -> None:
         process.stdin.close()
 
 
-def _read_frame(stream: IO[bytes]) -> list[Parsed]:
+def _read_frame(stream: IO[bytes]) -> Chunk:
     head = stream.read(8)
     if len(head) != 8:
         raise RuntimeError("a worker ended early")
     data = stream.read(int.from_bytes(head, "big"))
     found = marshal.loads(data)  # noqa: S302 - our own worker's answer
-    if not isinstance(found, list):
+    if not (isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], list)):
         raise RuntimeError("a worker answered garbage")
     return found
 
@@ -172,14 +215,14 @@ def _worker() -> None:
     size = int.from_bytes(stdin.read(8), "big")
     root, scope, options, chunks = marshal.loads(stdin.read(size))  # noqa: S302 - from our parent
     scorer = ScorerConfig(**options)
-    for chunk in chunks:
-        answer = marshal.dumps(parse_files(root, scope, chunk, scorer))
+    for chunk, start in chunks:
+        answer = marshal.dumps(parse_files(root, scope, chunk, scorer, start))
         stdout.write(len(answer).to_bytes(8, "big") + answer)
         stdout.flush()
 
 
 class _Builder:
-    """Records and postings of a new snapshot, filled in slot order as files come."""
+    """Records and postings of a new snapshot, filled in slot order as chunks come."""
 
     def __init__(self) -> None:
         self.relatives: list[str] = []
@@ -190,21 +233,35 @@ class _Builder:
         self.ends, self.crcs = array("q"), array("I")
         self.total = 0
         self.postings: dict[str, tuple[array, bytearray]] = {}
+        self.used = bytearray()  # 1 per slot holding a memory
         self.docs = 0
         self.skips = 0
 
-    def add(self, parsed: Parsed, texts: IO[bytes]) -> None:
+    def add(self, chunk: Chunk, texts: IO[bytes]) -> None:
+        parsed_files, (joined, count_bytes, slot_bytes, weights) = chunk
+        for parsed in parsed_files:
+            self._file(parsed, texts)
+        counts = array("i")
+        counts.frombytes(count_bytes)
+        at = 0
+        postings = self.postings
+        for term, count in zip(joined.split("\0") if joined else (), counts, strict=True):
+            end = at + count
+            posting = postings.get(term)
+            if posting is None:
+                posting = postings[term] = (array("i"), bytearray())
+            posting[0].frombytes(slot_bytes[4 * at : 4 * end])
+            posting[1].extend(weights[at:end])
+            at = end
+
+    def _file(self, parsed: Parsed, texts: IO[bytes]) -> None:
         if parsed[0] == "d":
-            (_, relative, key, kind, title, description, body, mtime, size, symlink, terms,
-             weights) = parsed  # fmt: skip
-            slot = self.docs
+            (_, relative, key, kind, title, description, body, mtime, size, symlink,
+             slot) = parsed  # fmt: skip
             self.docs += 1
-            for term, weight in zip(terms.split("\0") if terms else (), weights, strict=True):
-                posting = self.postings.get(term)
-                if posting is None:
-                    posting = self.postings[term] = (array("i"), bytearray())
-                posting[0].append(slot)
-                posting[1].append(weight)
+            if len(self.used) <= slot:
+                self.used.extend(bytes(slot + 1 - len(self.used)))
+            self.used[slot] = 1
             parts = (title, description, body)
             self._row(relative, key, slot, mtime, size, symlink, kind, parts, texts)
         else:
@@ -254,7 +311,7 @@ class _Builder:
             slots.extend(posting_slots)
             weights.extend(posting_weights)
             ends.append(len(slots))
-        return (self.docs, bytes([1]) * self.docs, "\0".join(terms), ends.tobytes(),
+        return (self.docs, bytes(self.used), "\0".join(terms), ends.tobytes(),
                 slots.tobytes(), bytes(weights))  # fmt: skip
 
 
@@ -272,8 +329,8 @@ def build_snapshot(
     builder = _Builder()
 
     def write_records(texts: IO[bytes]) -> tuple[Any, ...]:
-        for parsed in _parsed(root, scope, relatives, scorer, workers):
-            builder.add(parsed, texts)
+        for chunk in _parsed(root, scope, relatives, scorer, workers):
+            builder.add(chunk, texts)
         return builder.record_state()
 
     generation = new_generation()

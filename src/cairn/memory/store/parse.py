@@ -31,14 +31,17 @@ __all__ = [
     "MAX_MEMORY_FILE_BYTES",
     "MAX_TITLE_CHARS",
     "MemoryEntry",
+    "MemoryFields",
     "ParseSkip",
     "SkipReason",
     "display_path",
+    "memory_fields",
     "memory_file_problem",
     "merge_entry",
     "parse_entries",
     "parse_memory_file",
     "parse_memory_text",
+    "plain_memory_fields",
     "render_entries",
     "render_memory_file",
     "valid_name",
@@ -238,6 +241,37 @@ def _memory_type(value: Any) -> MemoryType | None:
     return None
 
 
+MemoryFields: TypeAlias = tuple[MemoryType, str, str, str]  # type, title, description, body
+
+
+def memory_fields(text: str) -> MemoryFields | tuple[SkipReason, str]:
+    """The type, title, description and body of a memory file's text (CRLF or LF), or the
+    reason and detail of why it is not a memory."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return "invalid_front_matter", "no '---' front matter block"
+    front_matter, body = match[1] or "", match[2] or ""
+    fields = _simple_fields(front_matter) or _load_yaml(front_matter)
+    if fields is None:
+        fields = _load_key_lines(front_matter)
+        if "type" not in fields:
+            return "invalid_front_matter", "front matter is not valid YAML"
+    fields = _prefer_raw_text(fields, front_matter)
+    memory_type = _memory_type(fields.get("type"))
+    if memory_type is None:
+        return "unknown_type", f"{_type_problem(fields)}; expected one of {', '.join(MEMORY_TYPES)}"
+    title = _scalar(fields.get("name")) or _scalar(fields.get("title")) or memory_type
+    description = (_scalar(fields.get("description")) or "").strip()
+    body = body.strip()
+    return (
+        memory_type,
+        _capped(title.strip(), MAX_TITLE_CHARS) or memory_type,
+        _capped(description, MAX_DESCRIPTION_CHARS),
+        "" if body == EMPTY_BODY_PLACEHOLDER else body,
+    )
+
+
 def parse_memory_text(
     text: str,
     *,
@@ -248,32 +282,18 @@ def parse_memory_text(
     size: int,
 ) -> MemoryDoc | ParseSkip:
     """A memory from the text of a file (CRLF or LF), or why it is not one."""
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    match = _FRONT_MATTER.match(text)
-    if match is None:
-        return ParseSkip(path, "invalid_front_matter", "no '---' front matter block")
-    front_matter, body = match[1] or "", match[2] or ""
-    fields = _simple_fields(front_matter) or _load_yaml(front_matter)
-    if fields is None:
-        fields = _load_key_lines(front_matter)
-        if "type" not in fields:
-            return ParseSkip(path, "invalid_front_matter", "front matter is not valid YAML")
-    fields = _prefer_raw_text(fields, front_matter)
-    memory_type = _memory_type(fields.get("type"))
-    if memory_type is None:
-        detail = f"{_type_problem(fields)}; expected one of {', '.join(MEMORY_TYPES)}"
-        return ParseSkip(path, "unknown_type", detail)
-    title = _scalar(fields.get("name")) or _scalar(fields.get("title")) or memory_type
-    description = (_scalar(fields.get("description")) or "").strip()
-    body = body.strip()
+    fields = memory_fields(text)
+    if len(fields) == 2:
+        return ParseSkip(path, *fields)
+    memory_type, title, description, body = fields
     return MemoryDoc(
         path=path,
         relative_path=relative_path,
         scope=scope,
         type=memory_type,
-        title=_capped(title.strip(), MAX_TITLE_CHARS) or memory_type,
-        description=_capped(description, MAX_DESCRIPTION_CHARS),
-        body="" if body == EMPTY_BODY_PLACEHOLDER else body,
+        title=title,
+        description=description,
+        body=body,
         mtime=mtime,
         size=size,
     )
@@ -361,6 +381,41 @@ def parse_memory_file(
         mtime=info.st_mtime,
         size=info.st_size,
     )
+
+
+_PLAIN_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)  # fmt: skip
+
+
+def plain_memory_fields(path: str, info: os.stat_result) -> MemoryFields | None:
+    """What :func:`parse_memory_file` reads from ``path``, a file that is no symlink and whose
+    ``lstat`` is ``info``, with the fewest system calls (open, fstat, read, close), or None when
+    the file is anything but a plain valid memory: :func:`parse_memory_file` then decides and
+    words the warning. The first scan of a large memory reads every file through here."""
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_MEMORY_FILE_BYTES:
+        return None
+    try:
+        fd = os.open(path, _PLAIN_OPEN_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, info.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) != info.st_size or b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+        return None  # changed since its stat, or binary
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    fields = memory_fields(text)
+    return fields if len(fields) == 4 and valid_name(path) else None
 
 
 def _yaml_scalar_line(key: str, value: str) -> str:

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections import Counter
 from collections.abc import Sequence
 
-from cairn.memory.store.tokenizer import TOKENIZER_VERSION, tokenize
+from cairn.memory.store.tokenizer import TOKENIZER_VERSION, term_counts
 from cairn.values import Value
 
 __all__ = [
@@ -93,18 +92,24 @@ def term_weights(
     title: str, description: str, body: str, config: ScorerConfig = DEFAULT_SCORER
 ) -> dict[str, int]:
     """Every term of a document with its saturated BM25F weight, as an integer 1..255."""
-    fields: Sequence[tuple[list[str], float, float, float]] = (
-        (tokenize(title), config.title_weight, config.title_b, config.title_length),
-        (tokenize(description), config.description_weight, config.description_b,
+    fields: Sequence[tuple[str, float, float, float]] = (
+        (title, config.title_weight, config.title_b, config.title_length),
+        (description, config.description_weight, config.description_b,
          config.description_length),
-        (tokenize(body), config.body_weight, config.body_b, config.body_length),
+        (body, config.body_weight, config.body_b, config.body_length),
     )  # fmt: skip
     pseudo: dict[str, float] = {}
-    for tokens, weight, b, reference in fields:
-        if not tokens:
+    for text, weight, b, reference in fields:
+        counts = term_counts(text)
+        if not counts:
             continue
-        factor = _field_factor(weight, b, len(tokens), reference)
-        for term, count in Counter(tokens).items():
-            pseudo[term] = pseudo.get(term, 0.0) + factor * count
+        factor = _field_factor(weight, b, sum(counts.values()), reference)
+        if not pseudo:
+            pseudo = {term: factor * count for term, count in counts.items()}
+            continue
+        added = {term: factor * count for term, count in counts.items()}
+        for term in pseudo.keys() & added.keys():  # the same sums, in the same order, as adding
+            added[term] = pseudo[term] + added[term]  # field by field from 0.0
+        pseudo |= added
     top, k1 = MAX_TERM_WEIGHT, config.k1
     return {term: round(top * tf / (k1 + tf)) or 1 for term, tf in pseudo.items()}
