@@ -284,3 +284,44 @@ def test_a_first_scan_whose_workers_cannot_start_reads_the_files_here(
     assert store.refresh().reparsed == 21  # and the user memory
     assert ranking(store) == fresh_ranking(roots, tmp_path)
     assert "memory scan workers failed" in log.read_text("utf-8")
+
+
+def _damage_posting_lists(path: Path) -> None:
+    """Flip bytes of a snapshot's posting lists (after its head), in place."""
+    data = bytearray(path.read_bytes())
+    lead = len(b"cairn-recall-index\n") + 16 + 4  # magic, generation, the head's CRC-32
+    area = lead + 8 + int.from_bytes(data[lead : lead + 8], "big")
+    assert area < len(data)
+    for at in range(area, len(data), 3):
+        data[at] ^= 0x55
+    path.write_bytes(bytes(data))
+
+
+def test_posting_lists_damaged_after_loading_are_found_when_read_and_rebuilt(
+    roots: MemoryRoots, cache: Path, tmp_path: Path, log: Path
+) -> None:
+    """The lists stay on disk once a saved index is open; each is checked when first read."""
+    seed(roots)
+    saved_store(roots, cache).close()
+    reopened = MemoryStore(roots, cache_dir=cache)
+    reopened.refresh(provisional=True)
+    _damage_posting_lists(cache / "project.bin")
+
+    assert ranking(reopened) == fresh_ranking(roots, tmp_path)
+    assert len(warnings_about(log, tmp_path)) == 1
+
+
+def test_damaged_posting_lists_no_query_read_are_found_by_the_check_beside_the_walk(
+    roots: MemoryRoots, cache: Path, tmp_path: Path, log: Path
+) -> None:
+    """A provisional open serves the saved index at once; the check of the whole posting area
+    runs with the walk, and the refresh that applies the walk rebuilds with one warning."""
+    seed(roots)
+    saved_store(roots, cache).close()
+    _damage_posting_lists(cache / "project.bin")
+    reopened = MemoryStore(roots, cache_dir=cache)
+    assert reopened.refresh(provisional=True).reparsed == 0  # served before the check
+
+    assert reopened.refresh().reparsed == 12  # the check failed: every project file read again
+    assert ranking(reopened) == fresh_ranking(roots, tmp_path)
+    assert len(warnings_about(log, tmp_path)) == 1

@@ -8,10 +8,13 @@ A refresh re-reads only files whose stat key changed.
 
 On disk (``recall-index/`` of the root's state folder), three files per root:
 
-- ``<scope>.bin``, the *snapshot*: the records column by column (paths, stat keys, slots, mtimes,
-  types) and the root's :class:`~cairn.memory.store.lexical_index.LexicalIndex`, in one
-  ``marshal`` payload checked by a CRC-32; loading it is a few C-level copies and builds no
-  per-memory object until a memory is used;
+- ``<scope>.bin``, the *snapshot*: a *head* (one ``marshal`` payload checked by a CRC-32: the
+  records column by column, i.e. paths, stat keys, slots, mtimes, types, and the root's
+  :class:`~cairn.memory.store.lexical_index.LexicalIndex` but for its posting lists), then the
+  posting lists as raw arrays (a :class:`~cairn.memory.store.lexical_index.PostingArea`, most of
+  the file). Loading reads the head (a few C-level copies, no per-memory object until a memory
+  is used) and leaves the lists on disk: a query reads the lists of its terms, each checked
+  against its own CRC-32, and the whole area is checked once off the first query's path;
 - ``<scope>.<generation>.txt``: the records' texts (title, description, body), apart from the
   snapshot so that opening a large memory maps them instead of reading them: a record's texts
   are read, and checked against their own CRC-32, the first time that record is used;
@@ -51,7 +54,7 @@ from cairn.memory.store.journal import (
     read_generation,
     sweep_temp_files,
 )
-from cairn.memory.store.lexical_index import LexicalIndex
+from cairn.memory.store.lexical_index import LexicalIndex, posting_checksums
 from cairn.memory.store.records import (
     DamagedIndex,
     DocRecord,
@@ -84,11 +87,12 @@ __all__ = [
     "write_snapshot_files",
 ]
 
-CACHE_FORMAT = 5  # bump when the layout below changes (5: texts apart, journal)
+CACHE_FORMAT = 6  # bump when the layout below changes (5: texts apart, journal; 6: lists apart)
 COMPACT_ENTRIES = 256  # journal entries replayed at most before a compaction folds them in
 COMPACT_BYTES = 8 * 1024 * 1024  # ... or journal bytes
 _MAGIC = "cairn-recall-index"
-_FILE_PREFIX = b"cairn-recall-index\n"  # then the generation, a CRC-32 of the rest, the payload
+_FILE_PREFIX = b"cairn-recall-index\n"  # then the generation, the head's CRC-32 and length,
+_HEAD_FIELDS = 12  # ... (4 + 8 bytes), the head (marshal), then the posting lists (raw arrays)
 _TEXT_PREFIX = b"cairn-recall-texts\n"  # then the generation, then the texts
 _JOURNAL_MAGIC = b"cairn-recall-index"
 _MARSHAL_VERSION = 4
@@ -180,19 +184,32 @@ def _journal(path: Path) -> Journal:
     return Journal(path.with_suffix(".jnl"), _JOURNAL_MAGIC)
 
 
-def _decode(path: Path, header: tuple[Any, ...]) -> ShardCache:
-    data = path.read_bytes()
+def _decode(path: Path, header: tuple[Any, ...], *, verify: bool = True) -> ShardCache:
+    """The snapshot at ``path``: its head (records and term tables) read and checked now, its
+    posting lists left on disk (each checked when read; all of them now when ``verify``)."""
+    source = Texts.open(path)
     start = len(_FILE_PREFIX) + GENERATION_BYTES
-    if not data.startswith(_FILE_PREFIX) or len(data) < start + 4:
+    lead = source.read(0, start + _HEAD_FIELDS)
+    if not lead.startswith(_FILE_PREFIX) or len(lead) < start + _HEAD_FIELDS:
         raise ValueError("not a recall index file")
-    generation = data[len(_FILE_PREFIX) : start].decode("ascii")
-    with memoryview(data)[start + 4 :] as body:
-        if zlib.crc32(body) != int.from_bytes(data[start : start + 4], "big"):
-            raise ValueError("checksum mismatch")
-        saved_header, record_state, index_state = marshal.loads(body)  # noqa: S302 - our file
-    del data
+    generation = lead[len(_FILE_PREFIX) : start].decode("ascii")
+    crc = int.from_bytes(lead[start : start + 4], "big")
+    head_end = start + _HEAD_FIELDS + int.from_bytes(lead[start + 4 : start + _HEAD_FIELDS], "big")
+    if head_end > source.size:
+        raise ValueError("truncated")
+    head = source.read(start + _HEAD_FIELDS, head_end)
+    if len(head) != head_end - start - _HEAD_FIELDS or zlib.crc32(head) != crc:
+        raise ValueError("checksum mismatch")
+    saved_header, record_state, index_head = marshal.loads(head)  # noqa: S302 - our file
+    del head
     if saved_header != header:
         raise ValueError("written by another format, runtime, scorer or root")
+    index = LexicalIndex.from_area(index_head, source.read, head_end)
+    area = index.area
+    if area is not None and source.size != area.end:
+        raise ValueError("truncated or grown since it was written")
+    if verify and area is not None and not area.verify():
+        raise ValueError("posting lists checksum mismatch")
     texts_file = texts_path(path, generation)
     try:
         texts = Texts.open(texts_file)
@@ -202,19 +219,21 @@ def _decode(path: Path, header: tuple[Any, ...]) -> ShardCache:
     if texts.read(0, base) != _TEXT_PREFIX + generation.encode("ascii"):
         raise ValueError(f"{texts_file.name} is not its texts file")
     records = RecordTable.from_state(record_state, texts, base)
-    index = LexicalIndex.from_state(index_state)
     if len(records.by_slot) != index.doc_count:
         raise ValueError("records and index disagree")
     return ShardCache(records=records, index=index, generation=generation)
 
 
-def load_cache(path: Path, *, root: str, scope: str, fingerprint: str) -> ShardCache | None:
+def load_cache(
+    path: Path, *, root: str, scope: str, fingerprint: str, verify: bool = True
+) -> ShardCache | None:
     """The saved cache of ``root`` (snapshot and journal), or None when there is none or it
-    cannot be used (then with one warning)."""
+    cannot be used (then with one warning). Without ``verify`` the posting lists are checked
+    one by one as they are read, and as a whole by the caller's :meth:`PostingArea.verify`."""
     if not path.exists():
         return None
     try:
-        cache = _decode(path, _header(root, scope, fingerprint))
+        cache = _decode(path, _header(root, scope, fingerprint), verify=verify)
     except FileNotFoundError:
         return None
     except Exception as error:  # any damage at all means "rebuild"
@@ -288,10 +307,19 @@ def write_snapshot_files(
     with temp_texts.open("wb") as handle:
         handle.write(_TEXT_PREFIX + generation.encode("ascii"))
         record_state = write_records(handle)
-    body = marshal.dumps((header, record_state, index_state()), _MARSHAL_VERSION)
+    count, used, terms, ends, slots, weights = index_state()
+    crcs, area_crc = posting_checksums(ends, slots, weights)
+    total = len(weights)
+    head = marshal.dumps(
+        (header, record_state, (count, used, terms, ends, crcs, total, area_crc)),
+        _MARSHAL_VERSION,
+    )
     temp = path.with_name(f".{path.name}.{generation}.tmp")
-    data = _FILE_PREFIX + generation.encode("ascii") + zlib.crc32(body).to_bytes(4, "big") + body
-    atomic_write_bytes(temp, data, durable=False)
+    lead = (
+        _FILE_PREFIX + generation.encode("ascii") + zlib.crc32(head).to_bytes(4, "big")
+        + len(head).to_bytes(_HEAD_FIELDS - 4, "big")
+    )  # fmt: skip
+    atomic_write_bytes(temp, b"".join((lead, head, slots, weights)), durable=False)
     return temp_texts, temp
 
 
@@ -345,7 +373,7 @@ def save_cache(path: Path, cache: ShardCache, *, root: str, scope: str, fingerpr
         temps = _write_snapshot(path, cache, _header(root, scope, fingerprint), generation)
         with index_lock(path):
             _swap_in(path, generation, temps, b"")
-    except OSError as error:
+    except (OSError, DamagedIndex) as error:  # (damage: the store rebuilds at its next use)
         if temps is not None:
             _discard(temps)
         _log.debug(f"recall index {path} not saved: {error}")
@@ -382,7 +410,7 @@ def compact(path: Path, *, root: str, scope: str, fingerprint: str) -> bool:
             later = journal.read(cache.generation, start=read.end)
             tail = b"".join(frame(p) for p in later.entries) if later is not None else b""
             _swap_in(path, generation, temps, tail)
-    except OSError as error:
+    except (OSError, DamagedIndex) as error:
         if temps is not None:
             _discard(temps)
         _log.debug(f"recall index {path} not compacted: {error}")

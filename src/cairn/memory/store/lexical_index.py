@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import heapq
 import sys
+import zlib
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
@@ -38,10 +39,20 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
+from cairn.memory.store.records import DamagedIndex
 from cairn.memory.store.scorer import MAX_TERM_WEIGHT, idf_weight, score_value
 from cairn.values import Value
 
-__all__ = ["Hit", "IndexState", "LexicalIndex", "Scores", "search"]
+__all__ = [
+    "AreaHead",
+    "Hit",
+    "IndexState",
+    "LexicalIndex",
+    "PostingArea",
+    "Scores",
+    "posting_checksums",
+    "search",
+]
 
 _SLOT_TYPE = "i"  # posting slots: signed 32-bit
 _WEIGHT_TYPE = "B"  # posting weights: 1..255
@@ -58,6 +69,8 @@ _WINDOW_FACTOR = 4  # the threshold search stops once at most 4k (and >= k) docu
 _WINDOW_MIN = 32  # ... or at most 32
 
 IndexState = tuple[int, bytes, str, bytes, bytes, bytes]  # count, used, terms, ends, slots, weights
+# count, used, terms, ends, per-term CRC-32s, postings, the area's CRC-32 (see PostingArea)
+AreaHead = tuple[int, bytes, str, bytes, bytes, int, int]
 _Posting = tuple[array, array]  # (slots, weights)
 
 
@@ -82,18 +95,104 @@ def _ones(size: int) -> int:
     return int.from_bytes(b"\x01\x00\x00\x00" * size, "little")
 
 
+class PostingArea:
+    """The posting lists of a saved snapshot left on disk: all slots, then all weights, in term
+    order. One term's list is read (``read(start, end)``: a ``pread``) and checked against its
+    own CRC-32 the first time it is used, so opening a large index reads none of them; the whole
+    area is checked against its CRC-32 once, off the first query's path (:meth:`verify`)."""
+
+    _VERIFY_BYTES = 8 * 1024 * 1024  # read per step of the whole check
+
+    def __init__(
+        self,
+        read: Callable[[int, int], bytes],
+        start: int,
+        total: int,
+        crcs: array,
+        crc: int,
+    ) -> None:
+        self._read = read
+        self._slots_at = start
+        self._weights_at = start + total * array(_SLOT_TYPE).itemsize
+        self.end = self._weights_at + total
+        self._crcs = crcs  # one per term: CRC-32 of its slots' bytes, then its weights
+        self._crc = crc  # of the whole area
+        self._verified = False
+
+    def posting(self, at: int, start: int, end: int) -> _Posting:
+        size = array(_SLOT_TYPE).itemsize
+        slot_bytes = self._read(self._slots_at + size * start, self._slots_at + size * end)
+        weight_bytes = self._read(self._weights_at + start, self._weights_at + end)
+        if zlib.crc32(weight_bytes, zlib.crc32(slot_bytes)) != self._crcs[at]:
+            raise DamagedIndex("a saved posting list is damaged")
+        slots, weights = array(_SLOT_TYPE), array(_WEIGHT_TYPE)
+        slots.frombytes(slot_bytes)
+        weights.frombytes(weight_bytes)
+        return slots, weights
+
+    def whole(self) -> tuple[array, array]:
+        """Every slot and weight, checked."""
+        data = self._read(self._slots_at, self.end)
+        if len(data) != self.end - self._slots_at or zlib.crc32(data) != self._crc:
+            raise DamagedIndex("the saved posting lists are damaged")
+        slots, weights = array(_SLOT_TYPE), array(_WEIGHT_TYPE)
+        with memoryview(data) as view:
+            slots.frombytes(view[: self._weights_at - self._slots_at])
+            weights.frombytes(view[self._weights_at - self._slots_at :])
+        return slots, weights
+
+    def verify(self) -> bool:
+        """Whether the whole area checks out (read a piece at a time; any thread)."""
+        if self._verified:
+            return True
+        crc, at = 0, self._slots_at
+        while at < self.end:
+            piece = self._read(at, min(self.end, at + self._VERIFY_BYTES))
+            if not piece:
+                return False
+            crc = zlib.crc32(piece, crc)
+            at += len(piece)
+        self._verified = crc == self._crc
+        return self._verified
+
+
+def posting_checksums(
+    end_bytes: bytes, slot_bytes: bytes, weight_bytes: bytes
+) -> tuple[bytes, int]:
+    """The per-term CRC-32s (array("I") bytes) and the whole area's (a :class:`PostingArea`)."""
+    ends = array("q")
+    ends.frombytes(end_bytes)
+    size = array(_SLOT_TYPE).itemsize
+    crc32 = zlib.crc32
+    crcs = array("I")
+    start = 0
+    with memoryview(slot_bytes) as slots, memoryview(weight_bytes) as weights:
+        for end in ends:
+            crcs.append(crc32(weights[start:end], crc32(slots[size * start : size * end])))
+            start = end
+    return crcs.tobytes(), crc32(weight_bytes, crc32(slot_bytes))
+
+
 class _PackedPostings:
-    """The posting lists of a loaded state, still in their flat arrays.
+    """The posting lists of a loaded state, still in their flat arrays (or on disk).
 
     Looking a term up is a binary search in the sorted term list, so loading builds no per-term
     object at all; a list is copied out (and forgotten here) the first time it is used.
     """
 
-    def __init__(self, terms: list[str], ends: array, slots: array, weights: array) -> None:
+    def __init__(
+        self,
+        terms: list[str],
+        ends: array,
+        slots: array | None,
+        weights: array | None,
+        area: PostingArea | None = None,
+    ) -> None:
         self._terms = terms  # sorted
         self._ends = ends  # ends[i]: one past the last posting of terms[i]
         self._slots = slots
         self._weights = weights
+        self.area = area  # where the lists are while slots and weights are None
         self._taken: set[str] = set()
 
     def _find(self, term: str) -> int:
@@ -117,6 +216,9 @@ class _PackedPostings:
         if at < 0:
             return None
         start, end = self._span(at)
+        if self._slots is None or self._weights is None:
+            assert self.area is not None
+            return self.area.posting(at, start, end)
         return self._slots[start:end], self._weights[start:end]
 
     def take(self, term: str) -> _Posting | None:
@@ -124,6 +226,11 @@ class _PackedPostings:
         if found is not None:
             self._taken.add(term)
         return found
+
+    def load(self) -> None:
+        """Read every list left on disk (all of them are about to be used)."""
+        if self._slots is None and self.area is not None:
+            self._slots, self._weights = self.area.whole()
 
     def terms(self) -> list[str]:
         return [term for term in self._terms if term not in self._taken]
@@ -223,6 +330,7 @@ class LexicalIndex:
         self._doc_count = 0
         self._dense: OrderedDict[str, _PackedTerm] = OrderedDict()
         self._packed = _PackedPostings([], array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE))
+        self.damaged = False  # a saved posting list did not check out when read
 
     @property
     def doc_count(self) -> int:
@@ -238,7 +346,11 @@ class LexicalIndex:
         found = self._postings.get(term)
         if found is not None:
             return found
-        found = self._packed.take(term)
+        try:
+            found = self._packed.take(term)
+        except DamagedIndex:
+            self.damaged = True
+            raise
         if found is None:
             return None
         if found[0] and not 0 <= found[0][0] <= found[0][-1] < len(self._used):
@@ -351,8 +463,19 @@ class LexicalIndex:
 
     # --- persistence --------------------------------------------------------------------
 
+    @property
+    def area(self) -> PostingArea | None:
+        """Where the lists not used yet are, when they were left on disk."""
+        return self._packed.area if self._packed._slots is None else None
+
     def to_state(self) -> IndexState:
-        """The whole index as a few strings and byte blobs (for marshal)."""
+        """The whole index as a few strings and byte blobs (for marshal). Raises
+        :class:`DamagedIndex` when lists left on disk do not check out."""
+        try:
+            self._packed.load()
+        except DamagedIndex:
+            self.damaged = True
+            raise
         terms = sorted({*self._postings, *self._packed.terms()})
         ends, slots, weights = array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE)
         for term in terms:
@@ -383,6 +506,28 @@ class LexicalIndex:
         if doc_count != index._used.count(1):
             raise ValueError("index state: the document count is damaged")
         index._packed = _PackedPostings(terms, ends, slots, weights)
+        index._doc_count = doc_count
+        index._free = _free_slots(index._used)
+        return index
+
+    @classmethod
+    def from_area(
+        cls, head: AreaHead, read: Callable[[int, int], bytes], start: int
+    ) -> LexicalIndex:
+        """The index whose lists are in a :class:`PostingArea` at ``start`` of a file (``read``
+        reads its bytes), its other tables in ``head``. Raises ValueError when inconsistent."""
+        doc_count, used, joined, end_bytes, crc_bytes, total, crc = head
+        index, ends, crcs = cls(), array("q"), array("I")
+        ends.frombytes(end_bytes)
+        crcs.frombytes(crc_bytes)
+        index._used = bytearray(used)
+        terms = joined.split("\0") if joined else []
+        if len(terms) != len(ends) or len(crcs) != len(ends) or total != (ends[-1] if ends else 0):
+            raise ValueError("index state: term, end and checksum tables disagree")
+        if doc_count != index._used.count(1):
+            raise ValueError("index state: the document count is damaged")
+        area = PostingArea(read, start, total, crcs, crc)
+        index._packed = _PackedPostings(terms, ends, None, None, area)
         index._doc_count = doc_count
         index._free = _free_slots(index._used)
         return index

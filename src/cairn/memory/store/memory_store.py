@@ -175,7 +175,7 @@ class MemoryStore:
             return action()
         except DamagedIndex as error:
             for shard in self._shards:
-                if shard.records.damaged:
+                if shard.records.damaged or shard.cache.index.damaged:
                     self._rebuild(shard, error)
             self.refresh()
             return action()

@@ -20,6 +20,7 @@ from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
 from cairn.memory.store.bulk import build_snapshot
 from cairn.memory.store.cache import (
+    DamagedIndex,
     DocRecord,
     RecordTable,
     ShardCache,
@@ -32,6 +33,7 @@ from cairn.memory.store.cache import (
     needs_compaction,
     save_cache,
 )
+from cairn.memory.store.lexical_index import PostingArea
 from cairn.memory.store.parse import ParseSkip, parse_memory_file
 from cairn.memory.store.scan import Walk, is_memory_name, stat_file, stat_key, walk_root
 from cairn.memory.store.scorer import ScorerConfig, term_weights
@@ -76,12 +78,15 @@ def file_name(relative: str) -> str:
 
 
 class _Walker:
-    """A stat walk of a root in a thread of its own: the validation of a saved index that a
-    provisional refresh does not wait for (the store itself is only touched by its caller)."""
+    """A stat walk of a root in a thread of its own, and the check of the saved posting lists:
+    the validation of a saved index that a provisional refresh does not wait for (the store
+    itself is only touched by its caller)."""
 
-    def __init__(self, root: str, watcher: TreeWatcher | None) -> None:
+    def __init__(self, root: str, watcher: TreeWatcher | None, area: PostingArea | None) -> None:
         self._root = root
         self._watcher = watcher
+        self._area = area
+        self.area_ok = True
         self._result: Walk | BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="cairn-memory-walk", daemon=True)
         self._thread.start()
@@ -89,6 +94,7 @@ class _Walker:
     def _run(self) -> None:
         try:
             self._result = walk_root(self._root, self._watcher)
+            self.area_ok = self._area is None or self._area.verify()
         except BaseException as error:  # handed to the caller by result()
             self._result = error
 
@@ -166,6 +172,7 @@ class Shard:
             root=self.root_text,
             scope=self.scope,
             fingerprint=self.scorer.fingerprint(),
+            verify=False,  # the posting lists are checked with the files (see refresh)
         )
         if cached is None:
             self.snapshot_wanted = True
@@ -283,7 +290,10 @@ class Shard:
             if provisional and not self.walker.done():
                 return  # still checking the saved index against the files
             walker, self.walker = self.walker, None
-            self._apply_walk(walker.result(), tally)
+            walk = walker.result()
+            if not walker.area_ok:
+                raise DamagedIndex("the saved posting lists are damaged")
+            self._apply_walk(walk, tally)
             return
         if self.watcher is not None and self.walked:
             changes = self.watcher.drain()
@@ -291,9 +301,13 @@ class Shard:
                 self._restat({*changes.files, *self.records.symlinks}, tally)
                 return
         if provisional and self.cache.generation and len(self.records) and not self.walked:
-            self.walker = _Walker(self.root_text, self._watcher_for_walk())
+            area = self.cache.index.area
+            self.walker = _Walker(self.root_text, self._watcher_for_walk(), area)
             tally.full_walks += 1
             return
+        area = self.cache.index.area
+        if area is not None and not self.walked and not area.verify():
+            raise DamagedIndex("the saved posting lists are damaged")
         self._full_walk(tally)
 
     def _root_usable(self) -> bool:
