@@ -300,8 +300,6 @@ def write_snapshot_files(
 ) -> tuple[Path, Path]:
     """The new snapshot and texts files under temp names (swapped in by the caller, the index
     lock held): ``write_records`` writes the texts and returns the record columns."""
-    from cairn.fsutil import atomic_write_bytes
-
     texts = texts_path(path, generation)
     temp_texts = texts.with_name(f".{texts.name}.{generation}.tmp")
     with temp_texts.open("wb") as handle:
@@ -319,7 +317,9 @@ def write_snapshot_files(
         _FILE_PREFIX + generation.encode("ascii") + zlib.crc32(head).to_bytes(4, "big")
         + len(head).to_bytes(_HEAD_FIELDS - 4, "big")
     )  # fmt: skip
-    atomic_write_bytes(temp, b"".join((lead, head, slots, weights)), durable=False)
+    with temp.open("wb") as handle:  # (a temp name already: renamed in by the caller)
+        for piece in (lead, head, slots, weights):
+            handle.write(piece)
     return temp_texts, temp
 
 
