@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from bisect import bisect_left, insort
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,10 +83,12 @@ class _Walker:
     the validation of a saved index that a provisional refresh does not wait for (the store
     itself is only touched by its caller)."""
 
-    def __init__(self, root: str, watcher: TreeWatcher | None, area: PostingArea | None) -> None:
+    def __init__(
+        self, root: str, watcher: TreeWatcher | None, area: Callable[[], PostingArea | None]
+    ) -> None:
         self._root = root
         self._watcher = watcher
-        self._area = area
+        self._area = area  # asked after the walk: the index may still be loading at its start
         self.area_ok = True
         self._result: Walk | BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="cairn-memory-walk", daemon=True)
@@ -94,7 +97,8 @@ class _Walker:
     def _run(self) -> None:
         try:
             self._result = walk_root(self._root, self._watcher)
-            self.area_ok = self._area is None or self._area.verify()
+            area = self._area()
+            self.area_ok = area is None or area.verify()
         except BaseException as error:  # handed to the caller by result()
             self._result = error
 
@@ -282,6 +286,10 @@ class Shard:
         if self.root is None:
             return
         if not self.loaded:
+            if not provisional and self.walker is None and os.path.isdir(self.root_text):
+                # the stat walk (system calls, the GIL released) runs while the index loads
+                self.walker = _Walker(self.root_text, self._watcher_for_walk(), self._area)
+                tally.full_walks += 1
             self.load()
         if not self._root_usable():
             self._drop_all(tally)
@@ -291,7 +299,8 @@ class Shard:
                 return  # still checking the saved index against the files
             walker, self.walker = self.walker, None
             walk = walker.result()
-            if not walker.area_ok:
+            area = self.cache.index.area
+            if not walker.area_ok or (area is not None and not area.verify()):
                 raise DamagedIndex("the saved posting lists are damaged")
             self._apply_walk(walk, tally)
             return
@@ -301,14 +310,17 @@ class Shard:
                 self._restat({*changes.files, *self.records.symlinks}, tally)
                 return
         if provisional and self.cache.generation and len(self.records) and not self.walked:
-            area = self.cache.index.area
-            self.walker = _Walker(self.root_text, self._watcher_for_walk(), area)
+            self.walker = _Walker(self.root_text, self._watcher_for_walk(), self._area)
             tally.full_walks += 1
             return
         area = self.cache.index.area
         if area is not None and not self.walked and not area.verify():
             raise DamagedIndex("the saved posting lists are damaged")
         self._full_walk(tally)
+
+    def _area(self) -> PostingArea | None:
+        """The saved posting lists still on disk (for a walker to check once it has walked)."""
+        return self.cache.index.area
 
     def _root_usable(self) -> bool:
         if self.scope == "project" and os.path.islink(self.root_text):
