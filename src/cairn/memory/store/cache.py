@@ -54,7 +54,8 @@ from cairn.memory.store.journal import (
     read_generation,
     sweep_temp_files,
 )
-from cairn.memory.store.lexical_index import LexicalIndex, posting_checksums
+from cairn.memory.store.lexical_index import LexicalIndex
+from cairn.memory.store.postings import posting_checksums
 from cairn.memory.store.records import (
     DamagedIndex,
     DocRecord,

@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import heapq
 import sys
-import zlib
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
@@ -39,6 +38,13 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
+from cairn.memory.store.postings import (
+    SLOT_TYPE,
+    WEIGHT_TYPE,
+    PackedPostings,
+    Posting,
+    PostingArea,
+)
 from cairn.memory.store.records import DamagedIndex
 from cairn.memory.store.scorer import MAX_TERM_WEIGHT, idf_weight, score_value
 from cairn.values import Value
@@ -48,14 +54,10 @@ __all__ = [
     "Hit",
     "IndexState",
     "LexicalIndex",
-    "PostingArea",
     "Scores",
-    "posting_checksums",
     "search",
 ]
 
-_SLOT_TYPE = "i"  # posting slots: signed 32-bit
-_WEIGHT_TYPE = "B"  # posting weights: 1..255
 _FIELD_TYPE = "I"  # one packed score field: unsigned 32-bit
 _FIELD_BITS = 32
 _GUARD_BIT = _FIELD_BITS - 1  # scores stay below 2**31, so bit 31 is free for comparisons
@@ -71,7 +73,6 @@ _WINDOW_MIN = 32  # ... or at most 32
 IndexState = tuple[int, bytes, str, bytes, bytes, bytes]  # count, used, terms, ends, slots, weights
 # count, used, terms, ends, per-term CRC-32s, postings, the area's CRC-32 (see PostingArea)
 AreaHead = tuple[int, bytes, str, bytes, bytes, int, int]
-_Posting = tuple[array, array]  # (slots, weights)
 
 
 def _pack(fields: array) -> int:
@@ -93,147 +94,6 @@ def _unpack(value: int, size: int) -> array:
 def _ones(size: int) -> int:
     """The packed vector with 1 in each of ``size`` fields."""
     return int.from_bytes(b"\x01\x00\x00\x00" * size, "little")
-
-
-class PostingArea:
-    """The posting lists of a saved snapshot left on disk: all slots, then all weights, in term
-    order. One term's list is read (``read(start, end)``: a ``pread``) and checked against its
-    own CRC-32 the first time it is used, so opening a large index reads none of them; the whole
-    area is checked against its CRC-32 once, off the first query's path (:meth:`verify`)."""
-
-    _VERIFY_BYTES = 8 * 1024 * 1024  # read per step of the whole check
-
-    def __init__(
-        self,
-        read: Callable[[int, int], bytes],
-        start: int,
-        total: int,
-        crcs: array,
-        crc: int,
-    ) -> None:
-        self._read = read
-        self._slots_at = start
-        self._weights_at = start + total * array(_SLOT_TYPE).itemsize
-        self.end = self._weights_at + total
-        self._crcs = crcs  # one per term: CRC-32 of its slots' bytes, then its weights
-        self._crc = crc  # of the whole area
-        self._verified = False
-
-    def posting(self, at: int, start: int, end: int) -> _Posting:
-        size = array(_SLOT_TYPE).itemsize
-        slot_bytes = self._read(self._slots_at + size * start, self._slots_at + size * end)
-        weight_bytes = self._read(self._weights_at + start, self._weights_at + end)
-        if zlib.crc32(weight_bytes, zlib.crc32(slot_bytes)) != self._crcs[at]:
-            raise DamagedIndex("a saved posting list is damaged")
-        slots, weights = array(_SLOT_TYPE), array(_WEIGHT_TYPE)
-        slots.frombytes(slot_bytes)
-        weights.frombytes(weight_bytes)
-        return slots, weights
-
-    def whole(self) -> tuple[array, array]:
-        """Every slot and weight, checked."""
-        data = self._read(self._slots_at, self.end)
-        if len(data) != self.end - self._slots_at or zlib.crc32(data) != self._crc:
-            raise DamagedIndex("the saved posting lists are damaged")
-        slots, weights = array(_SLOT_TYPE), array(_WEIGHT_TYPE)
-        with memoryview(data) as view:
-            slots.frombytes(view[: self._weights_at - self._slots_at])
-            weights.frombytes(view[self._weights_at - self._slots_at :])
-        return slots, weights
-
-    def verify(self) -> bool:
-        """Whether the whole area checks out (read a piece at a time; any thread)."""
-        if self._verified:
-            return True
-        crc, at = 0, self._slots_at
-        while at < self.end:
-            piece = self._read(at, min(self.end, at + self._VERIFY_BYTES))
-            if not piece:
-                return False
-            crc = zlib.crc32(piece, crc)
-            at += len(piece)
-        self._verified = crc == self._crc
-        return self._verified
-
-
-def posting_checksums(
-    end_bytes: bytes, slot_bytes: bytes, weight_bytes: bytes
-) -> tuple[bytes, int]:
-    """The per-term CRC-32s (array("I") bytes) and the whole area's (a :class:`PostingArea`)."""
-    ends = array("q")
-    ends.frombytes(end_bytes)
-    size = array(_SLOT_TYPE).itemsize
-    crc32 = zlib.crc32
-    crcs = array("I")
-    start = 0
-    with memoryview(slot_bytes) as slots, memoryview(weight_bytes) as weights:
-        for end in ends:
-            crcs.append(crc32(weights[start:end], crc32(slots[size * start : size * end])))
-            start = end
-    return crcs.tobytes(), crc32(weight_bytes, crc32(slot_bytes))
-
-
-class _PackedPostings:
-    """The posting lists of a loaded state, still in their flat arrays (or on disk).
-
-    Looking a term up is a binary search in the sorted term list, so loading builds no per-term
-    object at all; a list is copied out (and forgotten here) the first time it is used.
-    """
-
-    def __init__(
-        self,
-        terms: list[str],
-        ends: array,
-        slots: array | None,
-        weights: array | None,
-        area: PostingArea | None = None,
-    ) -> None:
-        self._terms = terms  # sorted
-        self._ends = ends  # ends[i]: one past the last posting of terms[i]
-        self._slots = slots
-        self._weights = weights
-        self.area = area  # where the lists are while slots and weights are None
-        self._taken: set[str] = set()
-
-    def _find(self, term: str) -> int:
-        at = bisect_left(self._terms, term)
-        if at < len(self._terms) and self._terms[at] == term and term not in self._taken:
-            return at
-        return -1
-
-    def _span(self, at: int) -> tuple[int, int]:
-        return (self._ends[at - 1] if at else 0), self._ends[at]
-
-    def size(self, term: str) -> int:
-        at = self._find(term)
-        if at < 0:
-            return 0
-        start, end = self._span(at)
-        return end - start
-
-    def copy(self, term: str) -> _Posting | None:
-        at = self._find(term)
-        if at < 0:
-            return None
-        start, end = self._span(at)
-        if self._slots is None or self._weights is None:
-            assert self.area is not None
-            return self.area.posting(at, start, end)
-        return self._slots[start:end], self._weights[start:end]
-
-    def take(self, term: str) -> _Posting | None:
-        found = self.copy(term)
-        if found is not None:
-            self._taken.add(term)
-        return found
-
-    def load(self) -> None:
-        """Read every list left on disk (all of them are about to be used)."""
-        if self._slots is None and self.area is not None:
-            self._slots, self._weights = self.area.whole()
-
-    def terms(self) -> list[str]:
-        return [term for term in self._terms if term not in self._taken]
 
 
 class Scores(Value):
@@ -277,7 +137,7 @@ class _Scatter:
         self._plus: array | None = None
         self._minus: array | None = None
 
-    def add_posting(self, posting: _Posting, idf: int) -> None:
+    def add_posting(self, posting: Posting, idf: int) -> None:
         if self._plus is None:
             self._plus = array(_FIELD_TYPE, bytes(4 * self._size))
         plus = self._plus
@@ -324,12 +184,12 @@ class LexicalIndex:
     """Term -> posting list for the documents of one memory root."""
 
     def __init__(self) -> None:
-        self._postings: dict[str, _Posting] = {}
+        self._postings: dict[str, Posting] = {}
         self._used = bytearray()  # 1 per occupied slot
         self._free: list[int] = []  # heap of released slots below len(_used)
         self._doc_count = 0
         self._dense: OrderedDict[str, _PackedTerm] = OrderedDict()
-        self._packed = _PackedPostings([], array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE))
+        self._packed = PackedPostings([], array("q"), array(SLOT_TYPE), array(WEIGHT_TYPE))
         self.damaged = False  # a saved posting list did not check out when read
 
     @property
@@ -341,7 +201,7 @@ class LexicalIndex:
         """One more than the highest slot ever used."""
         return len(self._used)
 
-    def posting(self, term: str) -> _Posting | None:
+    def posting(self, term: str) -> Posting | None:
         """The (slots, weights) of ``term``, or None when no document holds it."""
         found = self._postings.get(term)
         if found is not None:
@@ -382,7 +242,7 @@ class LexicalIndex:
                 raise ValueError(f"weight of {term!r} must be 1..{MAX_TERM_WEIGHT}, not {weight}")
             found = self.posting(term)
             if found is None:
-                found = (array(_SLOT_TYPE), array(_WEIGHT_TYPE))
+                found = (array(SLOT_TYPE), array(WEIGHT_TYPE))
                 self._postings[term] = found
             slots, values = found
             at = bisect_left(slots, slot)
@@ -419,7 +279,7 @@ class LexicalIndex:
 
     # --- scoring ------------------------------------------------------------------------
 
-    def _packed_term(self, term: str, posting: _Posting) -> _PackedTerm | None:
+    def _packed_term(self, term: str, posting: Posting) -> _PackedTerm | None:
         """The packed weights of a frequent term (cached), or None for a rare one."""
         cached = self._dense.get(term)
         if cached is not None:
@@ -477,7 +337,7 @@ class LexicalIndex:
             self.damaged = True
             raise
         terms = sorted({*self._postings, *self._packed.terms()})
-        ends, slots, weights = array("q"), array(_SLOT_TYPE), array(_WEIGHT_TYPE)
+        ends, slots, weights = array("q"), array(SLOT_TYPE), array(WEIGHT_TYPE)
         for term in terms:
             found = self._postings.get(term)
             if found is None:
@@ -494,7 +354,7 @@ class LexicalIndex:
         """The index :meth:`to_state` saved. Raises ValueError when the state is inconsistent."""
         doc_count, used, joined, end_bytes, slot_bytes, weight_bytes = state
         index, ends = cls(), array("q")
-        slots, weights = array(_SLOT_TYPE), array(_WEIGHT_TYPE)
+        slots, weights = array(SLOT_TYPE), array(WEIGHT_TYPE)
         ends.frombytes(end_bytes)
         slots.frombytes(slot_bytes)
         weights.frombytes(weight_bytes)
@@ -505,7 +365,7 @@ class LexicalIndex:
             raise ValueError("index state: term, end, slot and weight tables disagree")
         if doc_count != index._used.count(1):
             raise ValueError("index state: the document count is damaged")
-        index._packed = _PackedPostings(terms, ends, slots, weights)
+        index._packed = PackedPostings(terms, ends, slots, weights)
         index._doc_count = doc_count
         index._free = _free_slots(index._used)
         return index
@@ -527,7 +387,7 @@ class LexicalIndex:
         if doc_count != index._used.count(1):
             raise ValueError("index state: the document count is damaged")
         area = PostingArea(read, start, total, crcs, crc)
-        index._packed = _PackedPostings(terms, ends, None, None, area)
+        index._packed = PackedPostings(terms, ends, None, None, area)
         index._doc_count = doc_count
         index._free = _free_slots(index._used)
         return index

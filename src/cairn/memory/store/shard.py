@@ -34,8 +34,8 @@ from cairn.memory.store.cache import (
     needs_compaction,
     save_cache,
 )
-from cairn.memory.store.lexical_index import PostingArea
 from cairn.memory.store.parse import ParseSkip, parse_memory_file
+from cairn.memory.store.postings import PostingArea
 from cairn.memory.store.scan import Walk, is_memory_name, stat_file, stat_key, walk_root
 from cairn.memory.store.scorer import ScorerConfig, term_weights
 from cairn.memory.store.tokenizer import tokenize
