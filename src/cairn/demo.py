@@ -46,6 +46,8 @@ from cairn.vocabulary.permissions import permission_choices
 
 __all__ = ["run_demo"]
 
+EXTRACT_WAIT_SECONDS = 30.0  # how long the demo waits to show what Extract saved in the background
+
 GREET_PY = '''def greet(name: str) -> str:
     """A friendly greeting."""
     return f"Hello, {name}!"
@@ -73,10 +75,16 @@ RECAP = (
 )
 
 
-def run_demo(*, keep: bool = False, console: Console | None = None) -> int:
+def run_demo(
+    *,
+    keep: bool = False,
+    console: Console | None = None,
+    extract_wait: float = EXTRACT_WAIT_SECONDS,
+) -> int:
+    """The tour; ``extract_wait``: seconds to wait for the first session's extraction."""
     console = console or Console(highlight=False)
     with _demo_folder(keep) as folder:
-        code = asyncio.run(_demo(folder, console))
+        code = asyncio.run(_demo(folder, console, extract_wait))
     _next_steps(console, kept=folder if keep else None)
     return code
 
@@ -252,7 +260,7 @@ class _DemoModel:
         )
 
 
-async def _demo(folder: Path, console: Console) -> int:
+async def _demo(folder: Path, console: Console, extract_wait: float) -> int:
     project = folder / "project"
     (project / ".git").mkdir(parents=True)
     (project / "greet.py").write_text(GREET_PY)
@@ -289,7 +297,7 @@ async def _demo(folder: Path, console: Console) -> int:
                 "By the way: I always use pytest for tests, never unittest.",
             )
             await session.close()
-            await _show_saved_memory(console, runtime, printer)
+            await _show_saved_memory(console, runtime, printer, extract_wait)
             unlisten()
             second = runtime.new_session(frontend=user, approval_mode="default")
             await _turn(
@@ -316,12 +324,14 @@ async def _show_diff(console: Console, project: Path) -> None:
     console.print(Markdown(f"```python\n{(project / 'greet.py').read_text()}```"))
 
 
-async def _show_saved_memory(console: Console, runtime: Runtime, printer: _Printer) -> None:
+async def _show_saved_memory(
+    console: Console, runtime: Runtime, printer: _Printer, wait: float
+) -> None:
     """Wait for the background extraction of the first session; the printer shows what it
     saved as the session reports it."""
     console.print(Rule("Saved to memory in the background (Extract)", align="left"))
     before = printer.memory_events
-    await runtime.memory_manager().drain(timeout=30)
+    await runtime.memory_manager().drain(timeout=wait)
     if printer.memory_events == before:
         console.print("  (nothing)")
 
