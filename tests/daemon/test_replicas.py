@@ -23,6 +23,7 @@ from cairn.daemon.server import DaemonServer
 from cairn.testing import Reply, ScriptedServer, reply
 
 from ..memory.postgres_helpers import postgres_dsn, postgres_server
+from ..polling import eventually_async
 from .helpers import RunningDaemon, collect_until, make_runtime, of_type
 
 __all__ = ["postgres_dsn", "postgres_server"]  # fixtures
@@ -111,14 +112,15 @@ async def test_another_replicas_status_counts_a_turn_as_soon_as_it_completes(
     scripted_server.enqueue(reply("first"), purpose="main")
     scripted_server.enqueue(Reply(text="second", hold=released), purpose="main")
 
-    await b.prompt(session_id, "one")
-    await b.prompt(session_id, "two")  # runs next, holding the lease on b
-    await collect_until(a.http, session_id, "turn_complete")
+    runner = (await b.prompt(session_id, "one"))["replicaId"]  # a, keeping the lease it took
+    await b.prompt(session_id, "two")  # runs next, holding the lease on the runner
+    other = b if runner == "a" else a
+    await collect_until(other.http, session_id, "turn_complete")
     await scripted_server.async_wait_for_requests(2, purpose="main")
-    status = (await a.http.get(f"/session/{session_id}/status")).json()
+    status = (await other.http.get(f"/session/{session_id}/status")).json()
     released.set()
 
-    assert (status["turns"], status["hasActivePrompt"], status["replicaId"]) == (1, True, "b")
+    assert (status["turns"], status["hasActivePrompt"], status["replicaId"]) == (1, True, runner)
 
 
 async def test_last_event_id_resumes_on_another_replica_without_loss_or_duplicates(
@@ -289,3 +291,39 @@ async def test_ready_says_the_replica_and_a_plain_daemon_is_always_ready(
     assert (await plain.http.get("/ready")).json() == {"status": "ready"}
     capabilities = (await replica.http.get("/capabilities")).json()
     assert capabilities["mode"] == "replica" and "replicas" in capabilities["features"]
+
+
+def lease_row(dsn: str, session_id: str) -> tuple[str | None, int]:
+    """The session's lease as the database has it: (owner, epoch)."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute("SELECT set_config('cairn.tenant', '(none)', false)")
+        row = connection.execute(
+            "SELECT owner, epoch FROM cairn_sessions WHERE session_id = %s", (session_id,)
+        ).fetchone()
+    assert row is not None
+    return row[0], int(row[1])
+
+
+async def test_an_idle_sessions_lease_is_kept_for_its_next_prompt_then_given_up(
+    start_replica: StartReplica, postgres_dsn: str
+) -> None:
+    """The next prompt runs on the replica that ran the last one without taking the lease
+    again (the epoch stays), one reaching another replica meanwhile is forwarded there, and the
+    lease is given up soon after the session went idle."""
+    kept_for = {"lease_seconds": 30.0, "linger_seconds": 8.0}  # load-proof: 8 s to come back
+    a, b = await start_replica("a", **kept_for), await start_replica("b", **kept_for)
+    session_id = await a.create_session()
+    await a.prompt(session_id, "one")
+    await collect_until(a.http, session_id, "turn_complete")
+    kept = lease_row(postgres_dsn, session_id)
+
+    again = await a.prompt(session_id, "two")
+    elsewhere = await b.prompt(session_id, "three")
+    await collect_until(b.http, session_id, "turn_complete", count=3)
+
+    assert kept[0] == "a"
+    assert (again["replicaId"], elsewhere["replicaId"]) == ("a", "a")
+    assert lease_row(postgres_dsn, session_id)[1] == kept[1]  # never taken again
+    assert await eventually_async(lambda: lease_row(postgres_dsn, session_id)[0] is None)
+    moved = await b.prompt(session_id, "four")  # free now: b takes it
+    assert moved["replicaId"] == "b"

@@ -32,6 +32,7 @@ SHUTDOWN_GRACE_SECONDS = 5.0  # open connections get this long to finish on SIGT
 CLIENT_ID_HEADER = "x-cairn-client-id"  # names the client a request comes from
 DRAIN_SECONDS = 30.0  # a replica's running turns get this long to end on SIGTERM
 LEASE_SECONDS = 6.0  # a replica's lease on a session lasts this long unless renewed
+LINGER_SECONDS = 2.0  # an idle session's lease is kept this long (its next prompt reuses it)
 MIN_LEASE_SECONDS, MAX_LEASE_SECONDS = 1.0, 300.0  # --lease-seconds' bounds
 MAX_DRAIN_SECONDS = 3600.0  # --drain-seconds' bound
 
@@ -79,6 +80,7 @@ class DaemonConfig:
     advertise_url: str | None = None  # where the other replicas reach this one
     lease_seconds: float = LEASE_SECONDS
     drain_seconds: float = DRAIN_SECONDS
+    linger_seconds: float = LINGER_SECONDS
     workspace_root: Path | None = None  # each tenant works in <root>/<tenant>
 
     def workspace_for(self, tenant: str | None) -> Path:

@@ -8,7 +8,9 @@ subscribers once committed). Any replica serves ``GET /session/{id}/events``: th
 connection per replica hears every commit's ``NOTIFY`` and fetches what is new for the sessions
 its clients watch, and a poll every :data:`POLL_SECONDS` catches a lost notification (and
 notices a session whose owner died mid-turn, so the stream reports the interrupted turn even
-when no other request comes).
+when no other request comes). A session this replica holds the lease on is neither fetched
+after a ``NOTIFY`` of its own commit nor polled: every new event of it is this replica's, handed
+over when committed.
 
 Events reach a subscriber in id order, each once: a feed delivers only ids above the last it
 delivered, whether they come from this replica's commits, a notification or a poll.
@@ -313,14 +315,20 @@ class EventHub:
         if len(parts) != 4 or not parts[3].isdigit():
             return
         feed = self._feeds.get((parts[0], parts[1], parts[2]))
-        if feed is not None and int(parts[3]) > feed.last:
-            self._spawn(self._catch_up(feed))
+        if feed is None or int(parts[3]) <= feed.last:
+            return
+        writer = feed.store.holder(feed.session_id)
+        if writer is not None and writer.lease.event_seq < int(parts[3]) <= writer.event_seq:
+            return  # this replica's own commit: committed() hands its events over
+        self._spawn(self._catch_up(feed))
 
     async def _poll(self) -> None:
         while True:
             await asyncio.sleep(POLL_SECONDS)
             now = time.monotonic()
             for feed in list(self._feeds.values()):
+                if _leased_here(feed):
+                    continue  # its events come from committed(), not the log
                 await self._safely(self._catch_up(feed))
                 if self.orphaned is not None and now - feed.checked_orphan >= self.orphan_seconds:
                     feed.checked_orphan = now
@@ -350,6 +358,13 @@ class _Unsubscriber:
 
     def unsubscribe(self, subscription: Subscription) -> None:
         self._hub.unsubscribe(self._key, subscription)
+
+
+def _leased_here(feed: _Feed) -> bool:
+    """This replica holds the session's lease and ``feed`` has every event written before
+    it took the lease: the rest are this replica's commits (:meth:`EventHub.committed`)."""
+    writer = feed.store.holder(feed.session_id)
+    return writer is not None and feed.last >= writer.lease.event_seq
 
 
 def _key(store: PostgresSessionStore, session_id: str) -> FeedKey:

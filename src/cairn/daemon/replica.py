@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from cairn.recording.store.postgres import PostgresSessionStore
 
 __all__ = [
+    "LeaseMoved",
     "Replica",
     "ServedElsewhere",
     "default_replica_id",
@@ -60,6 +61,14 @@ class ServedElsewhere(Exception):
         super().__init__(f"session served by replica {owner} at {url}")
         self.owner = owner
         self.url = url
+
+
+class LeaseMoved(Exception):
+    """The lease this replica kept on an idle session was taken over meanwhile: the request
+    starts again (taking the lease, or forwarded to its holder)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"the lease on session {session_id} moved to another replica")
 
 
 def unavailable(message: str = "The session database is unavailable; retry shortly.") -> ApiError:

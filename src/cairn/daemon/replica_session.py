@@ -47,6 +47,7 @@ class ReplicaSession(LiveSession):
         self.holds = 0  # requests using it now
         self.lock = asyncio.Lock()  # one lease taking at a time
         self._renewing: asyncio.Task[None] | None = None
+        self._row: dict[str, Any] = {}  # the row's columns as this writer last queued them
 
     @property
     def leased(self) -> bool:
@@ -57,6 +58,37 @@ class ReplicaSession(LiveSession):
         self.writer = writer
         writer.on_failed = lambda error: self._writer_failed(writer, error)
         self.bus.attach(writer)
+        self._row = {}
+        self.keep_row()
+
+    def keep_row(self) -> None:
+        """Queue the approval mode, model and turn count for the session's row (what every
+        replica's status and a replica resuming the session read) if they changed."""
+        if self.writer is None:
+            return
+        row = {
+            "approval_mode": self.session.approval_mode,
+            "model": self.session.model,
+            "turns": self.session.turn_count,
+        }
+        changed = {k: v for k, v in row.items() if k not in self._row or self._row[k] != v}
+        if changed:
+            self.writer.change(**changed)
+            self._row.update(changed)
+
+    def lease_lost(self, error: LeaseLost) -> None:
+        """The lease turned out to be another replica's (this one paused past its expiry):
+        this copy stops (a turn running here is stopped as a failed write stops it)."""
+        writer = self.writer
+        if writer is None:
+            return
+        if not self.idle:
+            self._writer_failed(writer, error)
+            return
+        self.bus.detach()
+        self.writer = None
+        writer.abandon()
+        self.registry.forget(self)
 
     # ----- prompts (LiveSession's hooks) -----
 
@@ -80,7 +112,7 @@ class ReplicaSession(LiveSession):
         """Kept with the turn's last event (one write): every replica's status counts it."""
         if self.writer is not None and self.writer.failed is None:
             self.writer.set_prompt_state(item.prompt_id, state, running=False)
-            self.writer.change(turns=self.session.turn_count)
+            self.keep_row()
 
     async def settled(self, item: QueuedPrompt) -> bool:
         writer = self.writer

@@ -10,8 +10,11 @@ plain round-robin load balancer serves any session of its tenant:
   ``lease_seconds / 3`` while a turn runs). :meth:`ReplicaRegistry.hold` takes it for a request
   (waiting for a request of its own process that holds it), or raises :class:`ServedElsewhere`
   when another live replica holds it: the route then forwards the request to that replica
-  (:mod:`cairn.daemon.proxy`). A lease is given up as soon as the session is idle (no prompt
-  running or queued), so the next request may land anywhere.
+  (:mod:`cairn.daemon.proxy`). A lease is kept for ``linger_seconds`` (2) once the session is
+  idle (no prompt running or queued, no request using it), never closer than
+  ``lease_seconds / 2`` to its expiry, then given up, so the next request may land anywhere: a
+  client's next prompt, usually sent at once, then skips taking the lease, reading the queue
+  and giving the lease up again (a request reaching another replica meanwhile is forwarded).
 - **Failover.** A replica that dies keeps its leases until they expire; a request reaching
   another replica meanwhile finds the owner unreachable and waits for the expiry (at most
   ``lease_seconds``), then takes the lease over: the prompt the dead replica was running is
@@ -44,6 +47,7 @@ from cairn.daemon.errors import STRICT_REASON, ApiError, token_required
 from cairn.daemon.event_log import EventHub, LogBus
 from cairn.daemon.frontend import DaemonFrontend
 from cairn.daemon.replica import (
+    LeaseMoved,
     Replica,
     ServedElsewhere,
     draining,
@@ -62,6 +66,7 @@ from cairn.database.connection import Database, DatabaseUnavailable
 from cairn.debug_log import get_logger
 from cairn.recording.store.postgres import (
     Lease,
+    LeaseLost,
     OwnedElsewhere,
     PostgresSessions,
     PostgresSessionStore,
@@ -76,6 +81,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORWARDED_HEADER",
+    "LeaseMoved",
     "Replica",
     "ReplicaRegistry",
     "ReplicaSession",
@@ -114,6 +120,7 @@ class ReplicaRegistry:
         self._unreachable: dict[str, float] = {}  # owner -> until when it counts as dead
         self._tasks: set[asyncio.Task[Any]] = set()
         self._handover: asyncio.Task[None] | None = None
+        self._lingering: dict[tuple[str | None, str], asyncio.TimerHandle] = {}
 
     # ----- lifecycle -----
 
@@ -174,6 +181,7 @@ class ReplicaRegistry:
         async with lock:
             live = self.local(session_id, tenant)
             if live is not None:
+                self._stop_lingering(live)
                 return live
             if self.replica.draining:
                 raise draining()
@@ -350,9 +358,29 @@ class ReplicaRegistry:
         self._discard(live)
 
     async def idle(self, live: ReplicaSession) -> None:
-        """Give the lease up once nothing runs, waits or uses the session."""
+        """Nothing runs, waits or uses the session: keep its lease a little longer (the
+        client's next prompt reuses it), then give it up (at once when draining)."""
         if live.writer is None or live.holds or not live.idle or not live.leased:
             return
+        self._stop_lingering(live)
+        live.keep_row()  # what a status elsewhere shows now, and a resuming replica reads
+        kept = live.writer.valid_until - self.config.lease_seconds / 2 - time.monotonic()
+        linger = min(self.config.linger_seconds, kept)
+        if linger > 0 and not self.replica.draining:
+            loop = asyncio.get_running_loop()
+            timer = loop.call_later(linger, lambda: self._spawn(self._give_up(live)))
+            self._lingering[(live.tenant, live.id)] = timer
+            return
+        await self._give_up(live)
+
+    def _stop_lingering(self, live: ReplicaSession) -> None:
+        timer = self._lingering.pop((live.tenant, live.id), None)
+        if timer is not None:
+            timer.cancel()
+
+    async def _give_up(self, live: ReplicaSession) -> None:
+        """Give the lease up if nothing runs, waits or uses the session."""
+        self._stop_lingering(live)
         # Under the session's lock: a request taking the session meanwhile waits for the
         # release (taking our own lease again would fence the writer releasing it).
         async with self._locks.setdefault((live.tenant, live.id), asyncio.Lock()):
@@ -367,13 +395,9 @@ class ReplicaRegistry:
         writer = live.writer
         if writer is None:
             return False
+        live.keep_row()
         live.writer = None
         live.bus.detach()
-        writer.change(
-            approval_mode=live.session.approval_mode,
-            model=live.session.model,
-            turns=live.session.turn_count,
-        )
         try:
             await writer.release()
         except DatabaseUnavailable:
@@ -478,6 +502,7 @@ class ReplicaRegistry:
         async with lock:
             live = self.local(session_id, tenant)
             if live is not None:
+                self._stop_lingering(live)
                 return live, True
             if self.replica.draining:
                 raise draining()
@@ -532,14 +557,22 @@ class ReplicaRegistry:
         queued prompt, or (None, the earlier admission) when ``key`` was used already."""
         from cairn.daemon.bodies import PromptBody, parse_body, to_prompt_request
 
-        live.check_admission()
-        request = await to_prompt_request(parse_body(PromptBody, raw), live.session)
+        try:
+            live.check_admission()
+            request = await to_prompt_request(parse_body(PromptBody, raw), live.session)
+        except ApiError:  # a retry of an admitted prompt is answered as admitted, even so
+            earlier = await self.earlier_admission(live.id, live.tenant, key) if key else None
+            if earlier is None:
+                raise
+            return None, earlier
         writer = live.writer
         if writer is None:
             raise unavailable()
         prompt_id = uuid.uuid4().hex
         last_event_id = live.bus.last_id
         try:
+            if key is not None:  # a retried key's prompt state as this replica last set it
+                await writer.drain()
             stored = await live.store.admit(
                 live.id,
                 writer.lease,
@@ -550,6 +583,9 @@ class ReplicaRegistry:
                 client_id=client_id,
                 last_event_id=last_event_id,
             )
+        except LeaseLost as error:  # taken over while kept idle here: ask for it again
+            live.lease_lost(error)
+            raise LeaseMoved(live.id) from None
         except DatabaseUnavailable as error:
             raise unavailable() from error
         if stored.prompt_id != prompt_id:
@@ -646,6 +682,9 @@ class ReplicaRegistry:
         """Stop taking sessions, let running turns end (``drain_seconds``), hand queued
         prompts over, give every lease up and end the event streams."""
         self.replica.draining = True
+        for timer in self._lingering.values():
+            timer.cancel()
+        self._lingering.clear()
         held = [live for live in self._live.values() if live.leased]
         for live in held:
             live.release_queue()  # their prompts stay queued in the database

@@ -151,7 +151,7 @@ class DaemonRoutes:
         """Run ``action`` on the session while this replica holds its lease, or forward the
         request to the live replica holding it (waiting out a dead one's lease)."""
         from cairn.daemon.proxy import OwnerUnreachable
-        from cairn.daemon.replicas import ServedElsewhere
+        from cairn.daemon.replicas import LeaseMoved, ServedElsewhere
 
         replicas = self.replicas
         assert replicas is not None
@@ -162,6 +162,8 @@ class DaemonRoutes:
                 async with replicas.hold(session_id, tenant, forwarded=forwarded) as live:
                     request.scope[LIVE_SCOPE_KEY] = live
                     return await action(live)
+            except LeaseMoved:
+                continue  # the lease kept here was taken over: take it, or forward
             except ServedElsewhere as elsewhere:
                 try:
                     return await self._forward(request, elsewhere.url)
@@ -438,7 +440,8 @@ class DaemonRoutes:
         raw = await self._body(request)
         key = check_idempotency_key(request.headers.get(IDEMPOTENCY_KEY_HEADER))
         session_id, tenant = request.path_params["id"], self._tenant(request)
-        if key is not None:
+        # Held here: the admission answers a retried key in its own transaction.
+        if key is not None and replicas.local(session_id, tenant) is None:
             earlier = await replicas.earlier_admission(session_id, tenant, key)
             if earlier is not None:
                 return replayed_admission(

@@ -133,7 +133,12 @@ class Database:
         when the block ends, rolled back if it raises. A lost connection is
         :class:`DatabaseUnavailable`."""
         try:
-            async with self.connection() as connection, connection.transaction():
+            # In a pipeline: the BEGIN and the tenant go with the first query (one round trip).
+            async with (
+                self.connection() as connection,
+                connection.pipeline(),
+                connection.transaction(),
+            ):
                 await connection.execute("SELECT set_config('cairn.tenant', %s, true)", (tenant,))
                 self.round_trips += 1
                 yield connection

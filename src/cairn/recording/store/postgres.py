@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -247,7 +248,7 @@ class PostgresSessionStore:
     async def summary(self, session_id: str) -> dict[str, Any] | None:
         """The session's row as the daemon's status and listing read it (None: unknown)."""
         async with self.database.transaction(self.tenant) as connection:
-            cursor = await connection.execute(
+            session = await connection.execute(
                 "SELECT s.state, s.created_at, s.updated_at, s.event_seq, s.owner, "
                 "s.lease_until > now(), s.running_prompt, s.pending, s.commands, s.cwd, r.url, "
                 "s.approval_mode, s.model, s.turns "
@@ -255,16 +256,16 @@ class PostgresSessionStore:
                 "WHERE s.tenant = %s AND s.project = %s AND s.session_id = %s",
                 self._key(session_id),
             )
-            row = await cursor.fetchone()
-            if row is None:
-                return None
             cursor = await connection.execute(
                 "SELECT prompt_id, state, body, client_id, queued_at FROM cairn_session_prompts "
                 "WHERE tenant = %s AND project = %s AND session_id = %s "
                 "AND state IN ('queued', 'running') ORDER BY position",
                 self._key(session_id),
             )
+            row = await session.fetchone()  # both queries went in one round trip
             prompts = await cursor.fetchall()
+        if row is None:
+            return None
         return {
             "state": row[0],
             "createdAt": row[1],
@@ -305,10 +306,9 @@ class PostgresSessionStore:
                 f"AND project = %s AND session_id = %s AND seq > %s{bound} "
                 "ORDER BY seq LIMIT %s"
             )
-            cursor = await connection.execute(
+            events = await connection.execute(
                 query, (*params, *((until,) if until is not None else ()), limit)
             )
-            rows = await cursor.fetchall()
             cursor = await connection.execute(
                 "SELECT s.event_seq, (SELECT min(seq) FROM cairn_session_events e WHERE "
                 "e.tenant = s.tenant AND e.project = s.project AND e.session_id = s.session_id) "
@@ -316,6 +316,7 @@ class PostgresSessionStore:
                 "AND s.session_id = %s",
                 self._key(session_id),
             )
+            rows = await events.fetchall()  # both queries went in one round trip
             head = await cursor.fetchone()
         last = int(head[0]) if head else 0
         earliest = int(head[1]) if head and head[1] is not None else last + 1
@@ -347,6 +348,7 @@ class PostgresSessionStore:
 
     async def create(self, session_id: str, *, owner: str, cwd: Path) -> Lease | None:
         """A new session's row, leased to ``owner``; None when the id is taken already."""
+        taken_at = time.monotonic()
         async with self.database.transaction(self.tenant) as connection:
             cursor = await connection.execute(
                 "INSERT INTO cairn_sessions (tenant, project, session_id, cwd, owner, epoch, "
@@ -357,11 +359,14 @@ class PostgresSessionStore:
             row = await cursor.fetchone()
         if row is None:
             return None
-        return Lease(session_id, owner, int(row[0]), 0, 0, "open", None, str(cwd))
+        return Lease(
+            session_id, owner, int(row[0]), 0, 0, "open", None, str(cwd), taken_at=taken_at
+        )
 
     async def acquire(self, session_id: str, *, owner: str) -> Lease | None:
         """Take the session's lease (free, expired, or ours already); None when there is no
         such session; :class:`OwnedElsewhere` when another replica holds it."""
+        taken_at = time.monotonic()
         async with self.database.transaction(self.tenant) as connection:
             cursor = await connection.execute(
                 "UPDATE cairn_sessions SET owner = %s, epoch = epoch + 1, "
@@ -374,7 +379,7 @@ class PostgresSessionStore:
             row = await cursor.fetchone()
             if row is not None:
                 return Lease(session_id, owner, int(row[0]), int(row[1]), int(row[2]), row[3],
-                             row[4], row[5], row[6])  # fmt: skip
+                             row[4], row[5], row[6], taken_at)  # fmt: skip
             cursor = await connection.execute(
                 "SELECT s.owner, r.url, s.lease_until > now() FROM cairn_sessions s "
                 "LEFT JOIN cairn_replicas r ON r.replica_id = s.owner "
@@ -430,6 +435,12 @@ class PostgresSessionStore:
         writer = SessionWriter(self, lease)
         self.writers[lease.session_id] = writer
         return writer
+
+    def holder(self, session_id: str) -> SessionWriter | None:
+        """The writer of the session if this replica's lease on it is valid now (then nobody
+        else writes it: every event of it is this replica's commit)."""
+        writer = self.writers.get(session_id)
+        return writer if writer is not None and writer.holds_lease else None
 
     def forget_writer(self, writer: SessionWriter) -> None:
         if self.writers.get(writer.session_id) is writer:

@@ -49,6 +49,7 @@ class Lease:
     interrupted: str | None  # the prompt a dead owner was running (it never finished)
     cwd: str
     model: str | None = None  # the model the session was switched to, if any
+    taken_at: float = 0.0  # time.monotonic() before the lease was taken (it is ours from then)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["SessionWriter", "WriterSink"]
 
 _log = get_logger("SESSION_STORE")
+LEASE_MARGIN_SECONDS = 0.5  # a lease counts as ours until this long before it expires
 
 
 @dataclass
@@ -53,7 +54,10 @@ class SessionWriter:
         self.record_count = lease.record_count
         self.failed: Exception | None = None
         self.released = False
-        self.valid_until = time.monotonic() + store.sessions.lease_seconds  # ours until then
+        # Ours until then by this process's clock: a lease is renewed by the database's now()
+        # while a write runs, so the time is taken before the write, never after it.
+        taken = lease.taken_at or time.monotonic()
+        self.valid_until = taken + store.sessions.lease_seconds - LEASE_MARGIN_SECONDS
         self.flushes = 0  # transactions written (the benchmark reports them)
         self._batch = _Batch()
         self._lock = threading.Lock()  # a worker thread's record (a rewind) joins the batch
@@ -63,6 +67,14 @@ class SessionWriter:
         self._progress = asyncio.Condition()
         self._loop = asyncio.get_running_loop()
         self.on_failed: Callable[[Exception], None] | None = None
+
+    @property
+    def holds_lease(self) -> bool:
+        """Whether this writer's lease is valid now: nobody else can write the session (a
+        replica takes a lease over only after it expired)."""
+        return (
+            self.failed is None and not self.released and time.monotonic() < self.valid_until
+        )
 
     # ----- what is queued -----
 
@@ -167,13 +179,15 @@ class SessionWriter:
                 mark = self._queued
             if batch.empty:
                 return
+            sent = time.monotonic()
             try:
                 await self._write(batch)
             except Exception as error:
                 self._fail(error)
                 return
             self.flushes += 1
-            self.valid_until = time.monotonic() + self.store.sessions.lease_seconds - 0.5
+            if not batch.release:
+                self.valid_until = sent + self.store.sessions.lease_seconds - LEASE_MARGIN_SECONDS
             async with self._progress:
                 self._written = mark
                 self._progress.notify_all()
