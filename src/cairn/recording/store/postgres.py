@@ -11,9 +11,11 @@ The tables are :mod:`cairn.recording.store.schema`'s. What a replica does with t
 - **Writes.** Everything the owner writes goes through the session's :class:`SessionWriter`
   (:mod:`cairn.recording.store.writer`):
   records, events, prompt states and metadata queue up and are flushed in order, one
-  transaction per batch (sent as one pipeline). Each flush first renews the lease *only if* the
-  row still names this owner and epoch: a replica that lost its lease (paused past its expiry
-  while another took over) writes nothing, and learns it (:class:`LeaseLost`). Events are
+  transaction per batch (one round trip: a pipeline up to its sync is one implicit
+  transaction). Each flush first renews the lease *only if* the row still names this owner and
+  epoch, and every other statement of it checks the same: a replica that lost its lease
+  (paused past its expiry while another took over) writes nothing, and learns it
+  (:class:`LeaseLost`). Events are
   handed to this process's subscribers after their commit only, so every event a client ever
   sees is in the log, and ``Last-Event-ID`` resumes on any replica without loss or duplicates.
 - **Reads** (loading, listing, replaying events) need no lease.

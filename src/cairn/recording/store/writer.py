@@ -72,9 +72,7 @@ class SessionWriter:
     def holds_lease(self) -> bool:
         """Whether this writer's lease is valid now: nobody else can write the session (a
         replica takes a lease over only after it expired)."""
-        return (
-            self.failed is None and not self.released and time.monotonic() < self.valid_until
-        )
+        return self.failed is None and not self.released and time.monotonic() < self.valid_until
 
     # ----- what is queued -----
 
@@ -212,13 +210,12 @@ class SessionWriter:
     async def _write(self, batch: _Batch) -> None:
         store, lease = self.store, self.lease
         key = store._key(self.session_id)
+        lease_key = (lease.owner, lease.epoch)
         meta = dict(batch.meta)
         meta.pop("renew", None)
         sets = ["updated_at = now()", "record_count = %s", "event_seq = %s"]
         values: list[Any] = [batch.record_count, batch.event_seq]
-        if batch.release:
-            sets.append("owner = NULL, lease_until = NULL")
-        else:
+        if not batch.release:  # a release clears the lease last (see below)
             sets.append("lease_until = now() + %s * interval '1 second'")
             values.append(store.sessions.lease_seconds)
         if batch.messages:
@@ -233,55 +230,77 @@ class SessionWriter:
             else:
                 sets.append(f"{column} = %s")
             values.append(value)
+        update = (
+            f"UPDATE cairn_sessions SET {', '.join(sets)} WHERE tenant = %s "  # noqa: S608
+            "AND project = %s AND session_id = %s AND owner = %s AND epoch = %s"
+        )
         database = store.database
-        psycopg = database._psycopg
         try:
-            async with (
-                database.connection() as connection,
-                connection.pipeline() as pipeline,
-                connection.transaction(),
-            ):
-                if True:
-                    await connection.execute(
-                        "SELECT set_config('cairn.tenant', %s, true)", (store.tenant,)
-                    )
-                    update = (
-                        f"UPDATE cairn_sessions SET {', '.join(sets)} WHERE tenant = %s "  # noqa: S608
-                        "AND project = %s AND session_id = %s AND owner = %s AND epoch = %s"
-                    )
-                    fence = await connection.execute(
-                        update, (*values, *key, lease.owner, lease.epoch)
-                    )
-                    cursor = connection.cursor()
-                    if batch.records:
-                        await cursor.executemany(
-                            "INSERT INTO cairn_session_records (tenant, project, session_id, "
-                            "seq, record) VALUES (%s, %s, %s, %s, %s)",
-                            [(*key, seq, text) for seq, text in batch.records],
+            async with database.connection() as connection:
+                # One round trip: no BEGIN or COMMIT of its own, the statements up to the
+                # pipeline's sync are one (implicit) transaction.
+                await connection.set_autocommit(True)
+                try:
+                    async with connection.pipeline():
+                        await connection.execute(
+                            "SELECT set_config('cairn.tenant', %s, true)", (store.tenant,)
                         )
-                    if batch.events:
-                        await cursor.executemany(
-                            "INSERT INTO cairn_session_events (tenant, project, session_id, "
-                            "seq, type, envelope) VALUES (%s, %s, %s, %s, %s, %s)",
-                            [(*key, e.seq, e.type, e.envelope) for e in batch.events],
-                        )
-                    if batch.prompts:
-                        await cursor.executemany(
-                            "UPDATE cairn_session_prompts SET state = %s WHERE tenant = %s "
-                            "AND project = %s AND session_id = %s AND prompt_id = %s",
-                            [(state, *key, prompt) for prompt, state in batch.prompts],
-                        )
-                    if batch.events:
-                        payload = "\t".join((*key, str(batch.events[-1].seq)))
-                        await connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
-                    await pipeline.sync()
-                    if fence.rowcount != 1:
-                        raise LeaseLost(
-                            f"the lease on session {self.session_id} was taken by another replica"
-                        )
-        except psycopg.Error as error:
+                        fence = await connection.execute(update, (*values, *key, *lease_key))
+                        await _send(connection, batch, key, lease_key)
+                finally:
+                    if not connection.broken and not connection.closed:
+                        await connection.set_autocommit(False)
+        except database.errors as error:
             raise DatabaseUnavailable(f"the database is unavailable: {error}") from None
-        database.round_trips += 2
+        database.round_trips += 1
+        if fence.rowcount != 1:  # nothing was written (every statement checks the lease)
+            raise LeaseLost(f"the lease on session {self.session_id} was taken by another replica")
+
+
+# Every statement of a flush after the session's UPDATE writes only while the lease is the
+# writer's: the UPDATE locked the row, so it stays so until the commit.
+_OURS = (
+    "EXISTS (SELECT 1 FROM cairn_sessions WHERE tenant = %s AND project = %s "
+    "AND session_id = %s AND owner = %s AND epoch = %s)"
+)
+_RECORD = (
+    "INSERT INTO cairn_session_records (tenant, project, session_id, seq, record) "
+    f"SELECT %s, %s, %s, %s, %s WHERE {_OURS}"
+)
+_EVENT = (
+    "INSERT INTO cairn_session_events (tenant, project, session_id, seq, type, envelope) "
+    f"SELECT %s, %s, %s, %s, %s, %s WHERE {_OURS}"
+)
+_PROMPT = (
+    "UPDATE cairn_session_prompts SET state = %s WHERE tenant = %s AND project = %s "  # noqa: S608
+    f"AND session_id = %s AND prompt_id = %s AND {_OURS}"
+)
+_NOTIFY = f"SELECT pg_notify(%s, %s) WHERE {_OURS}"
+_RELEASE = (
+    "UPDATE cairn_sessions SET owner = NULL, lease_until = NULL WHERE tenant = %s "
+    "AND project = %s AND session_id = %s AND owner = %s AND epoch = %s"
+)
+
+
+async def _send(
+    connection: Any, batch: _Batch, key: tuple[str, str, str], lease_key: tuple[str, int]
+) -> None:
+    """A flush's statements after the session's UPDATE, into the connection's pipeline."""
+    fenced = (*key, *lease_key)
+    cursor = connection.cursor()
+    if batch.records:
+        await cursor.executemany(_RECORD, [(*key, n, text, *fenced) for n, text in batch.records])
+    if batch.events:
+        events = [(*key, e.seq, e.type, e.envelope, *fenced) for e in batch.events]
+        await cursor.executemany(_EVENT, events)
+    if batch.prompts:
+        prompts = [(state, *key, prompt, *fenced) for prompt, state in batch.prompts]
+        await cursor.executemany(_PROMPT, prompts)
+    if batch.events:
+        payload = "\t".join((*key, str(batch.events[-1].seq)))
+        await connection.execute(_NOTIFY, (CHANNEL, payload, *fenced))
+    if batch.release:  # last: the statements before it checked the owner it clears
+        await connection.execute(_RELEASE, fenced)
 
 
 class WriterSink:
