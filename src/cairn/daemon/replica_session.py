@@ -11,10 +11,12 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from cairn.daemon.config import DaemonConfig
+from cairn.daemon.errors import ApiError
 from cairn.daemon.event_log import LogBus
 from cairn.daemon.frontend import DaemonFrontend
 from cairn.daemon.sessions import LiveSession, QueuedPrompt
 from cairn.database.connection import DatabaseUnavailable
+from cairn.debug_log import get_logger
 from cairn.recording.store.postgres import LeaseLost, PostgresSessionStore, SessionWriter
 
 if TYPE_CHECKING:
@@ -22,6 +24,8 @@ if TYPE_CHECKING:
     from cairn.session.session import Session
 
 __all__ = ["ReplicaSession"]
+
+_log = get_logger("DAEMON")
 
 
 class ReplicaSession(LiveSession):
@@ -166,6 +170,44 @@ class ReplicaSession(LiveSession):
         self.session.cancel("database_unavailable")
         self.frontend.cancel_all("database_unavailable")
         self.registry.forget(self)
+
+    # ----- taking over a dead owner's work -----
+
+    def report_interrupted(self, prompt_id: str) -> None:
+        """The prompt a replica that died was running: reported interrupted, never run again."""
+        writer = self.writer
+        assert writer is not None
+        writer.set_prompt_state(prompt_id, "interrupted", running=False)
+        writer.change(pending=[])
+        self.bus.publish(
+            "turn_error",
+            {
+                "sessionId": self.id,
+                "promptId": prompt_id,
+                "message": (
+                    "The replica running this turn stopped before it ended; the turn was "
+                    "interrupted and is not run again (send the prompt again to retry it)."
+                ),
+                "code": "interrupted",
+            },
+        )
+
+    async def take_queue(self) -> None:
+        """Prompts admitted by a replica that is gone (or that handed them over) run here."""
+        from cairn.daemon.bodies import PromptBody, parse_body, to_prompt_request
+
+        known = {p["promptId"] for p in self.pending_prompts()}
+        for stored in await self.store.queued_prompts(self.id):
+            if stored.prompt_id in known:
+                continue
+            try:
+                request = await to_prompt_request(parse_body(PromptBody, stored.body), self.session)
+            except ApiError as error:
+                assert self.writer is not None
+                self.writer.set_prompt_state(stored.prompt_id, "dropped")
+                _log.warning(f"session {self.id}: queued prompt dropped: {error.message}")
+                continue
+            self.requeue(stored.prompt_id, request, stored.client_id, stored.last_event_id)
 
     # ----- status -----
 

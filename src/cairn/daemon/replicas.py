@@ -242,8 +242,8 @@ class ReplicaRegistry:
             live.attach(writer)
             live.closing = False
             if lease.interrupted is not None:
-                self._report_interrupted(live, lease.interrupted)
-            await self._take_queue(live)
+                live.report_interrupted(lease.interrupted)
+            await live.take_queue()
         except BaseException:
             with contextlib.suppress(Exception):
                 await writer.release()
@@ -299,41 +299,6 @@ class ReplicaRegistry:
             session_id, publish, timeout=self.config.permission_timeout_seconds
         )
         return bus, frontend
-
-    def _report_interrupted(self, live: ReplicaSession, prompt_id: str) -> None:
-        writer = live.writer
-        assert writer is not None
-        writer.set_prompt_state(prompt_id, "interrupted", running=False)
-        writer.change(pending=[])
-        live.bus.publish(
-            "turn_error",
-            {
-                "sessionId": live.id,
-                "promptId": prompt_id,
-                "message": (
-                    "The replica running this turn stopped before it ended; the turn was "
-                    "interrupted and is not run again (send the prompt again to retry it)."
-                ),
-                "code": "interrupted",
-            },
-        )
-
-    async def _take_queue(self, live: ReplicaSession) -> None:
-        """Prompts admitted by a replica that is gone (or that handed them over) run here."""
-        from cairn.daemon.bodies import PromptBody, parse_body, to_prompt_request
-
-        known = {p["promptId"] for p in live.pending_prompts()}
-        for stored in await live.store.queued_prompts(live.id):
-            if stored.prompt_id in known:
-                continue
-            try:
-                request = await to_prompt_request(parse_body(PromptBody, stored.body), live.session)
-            except ApiError as error:
-                assert live.writer is not None
-                live.writer.set_prompt_state(stored.prompt_id, "dropped")
-                _log.warning(f"session {live.id}: queued prompt dropped: {error.message}")
-                continue
-            live.requeue(stored.prompt_id, request, stored.client_id, stored.last_event_id)
 
     def _trim_cache(self) -> None:
         while len(self._live) > max(CACHED_SESSIONS, self.config.max_sessions):
