@@ -4,7 +4,9 @@ The scripted-server fixtures come from the `cairn` pytest plugin (cairn.testing.
 registered by the package entry point, as they are for users who install cairn.
 
 - **Slow tests.** Every test in ``tests/e2e/`` (real ``cairn`` processes) is marked ``slow``, as
-  is any other test that takes more than a few seconds; ``-m "not slow"`` is the quick loop.
+  is every test that uses the PostgreSQL server (``postgres_server``: a real server, started
+  once a worker) and any other test that takes more than a few seconds; ``-m "not slow"`` is
+  the quick loop.
   Slow tests run first (the longest, those with a ``timeout`` mark above the default, first of
   all), so that the workers end the run together on quick ones.
 - **Parallel.** ``-n auto --dist loadgroup`` (pyproject.toml) runs the tests in pytest-xdist
@@ -18,7 +20,7 @@ registered by the package entry point, as they are for users who install cairn.
   (``__pycache__`` folders, ignored by git).
 - **Hypothesis.** No per-example deadline (speed is measured in benchmarks, never asserted in
   tests: a loaded machine made deadline-bound property tests fail at random). Profile ``ci``
-  runs every property test's own example count; ``dev``, the default outside CI, runs a fifth of
+  runs every property test's own example count; ``dev``, the default outside CI, runs a tenth of
   it (at least 10) for a quick local loop. ``HYPOTHESIS_PROFILE`` chooses (``.ci/run`` sets
   ``ci``); without it, a ``CI`` variable selects ``ci``.
 """
@@ -39,7 +41,7 @@ E2E = Path(__file__).parent / "e2e"  # real processes: every test there is slow
 QUICK_LOOP = "not slow"  # the mark expression of the quick loop (README)
 WORKERS_PER_CORE = 2
 POSTGRES_GROUP = "postgres"
-LOCAL_EXAMPLES_DIVISOR = 5  # the dev profile runs this fraction of each test's examples
+LOCAL_EXAMPLES_DIVISOR = 10  # the dev profile runs this fraction of each test's examples
 LOCAL_EXAMPLES_MINIMUM = 10
 
 settings.register_profile("ci", deadline=None)
@@ -71,6 +73,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.path.is_relative_to(E2E):
             item.add_marker(pytest.mark.slow)
         if "postgres_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.xdist_group(POSTGRES_GROUP))
         if PROFILE == "dev":
             _fewer_examples(getattr(item, "obj", None), scaled)

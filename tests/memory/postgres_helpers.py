@@ -16,8 +16,17 @@ import pytest
 
 from cairn.testing.postgres import PostgresServer, find_postgres_bin
 
+from ..conftest import POSTGRES_GROUP
+
 APP_ROLE = "cairn_app"  # what cairn connects as: not a superuser, owns its database
 _numbers = itertools.count(1)
+
+# The "postgres" parameter of a fixture that asks for the server only then
+# (``request.getfixturevalue``), which tests/conftest.py cannot see: it carries the marks the
+# conftest gives every test using ``postgres_server`` (slow, and the server's xdist group).
+ON_POSTGRES = pytest.param(
+    "postgres", marks=[pytest.mark.slow, pytest.mark.xdist_group(POSTGRES_GROUP)]
+)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from cairn.testing.postgres import PostgresServer, find_postgres_bin
 from ..process_helpers import pid_alive, wait_until_dead
 
 pytestmark = [
+    pytest.mark.slow,  # real PostgreSQL servers
     pytest.mark.timeout(120),
     pytest.mark.skipif(
         find_postgres_bin() is None,

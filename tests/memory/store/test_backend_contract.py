@@ -22,7 +22,7 @@ from cairn.memory.manager import MemoryManager
 from cairn.memory.store.locks import hold_roots
 
 from ..memory_helpers import NOW
-from ..postgres_helpers import postgres_dsn, postgres_server
+from ..postgres_helpers import ON_POSTGRES, postgres_dsn, postgres_server
 
 __all__ = ["postgres_dsn", "postgres_server"]  # fixtures
 
@@ -38,7 +38,7 @@ VISIBLE_WAIT_SECONDS = 30.0  # a hang guard for the other machine's catch-up, no
 Machine = Callable[[str], MemoryManager]
 
 
-@pytest.fixture(params=["files", "postgres"])
+@pytest.fixture(params=["files", ON_POSTGRES])
 def machine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Machine]:
     """``machine(name)``: a memory manager on one project (see the module docstring)."""
     project = tmp_path / "project"
