@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[1] / "src"
+
+# One worker reads the source tree once (``_statements``) for every test here, instead of each
+# worker reading it for its share of them.
+pytestmark = pytest.mark.xdist_group("import_graph")
 
 # Bottom to top. A package may import its own layer and the layers below it, never above.
 LAYERS: tuple[frozenset[str], ...] = (
@@ -71,6 +77,23 @@ class Import:
         return f"{self.source}:{self.line} imports {self.target}"
 
 
+@dataclass(frozen=True)
+class Statement:
+    """One absolute import statement of a module (relative ones never leave their package)."""
+
+    module: str | None  # ``from <module> import <names>``; None for ``import <names>``
+    names: tuple[str, ...]
+    line: int
+    type_only: bool  # inside an ``if TYPE_CHECKING:`` block
+    in_function: bool  # inside a function (runs when it is called)
+    top_level: bool  # a statement of the module's own body
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The modules it imports (or, for ``from``, the module it imports from)."""
+        return (self.module,) if self.module else self.names
+
+
 def _package(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "cairn"
@@ -91,20 +114,46 @@ def _type_checking_blocks(tree: ast.Module) -> set[int]:
     return inside
 
 
+def _module_statements(tree: ast.Module) -> list[Statement]:
+    type_only = _type_checking_blocks(tree)
+    found: list[Statement] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                if isinstance(child, ast.Import) or (child.level == 0 and child.module):
+                    module = child.module if isinstance(child, ast.ImportFrom) else None
+                    names = tuple(alias.name for alias in child.names)
+                    top = node is tree
+                    found.append(
+                        Statement(
+                            module, names, child.lineno, id(child) in type_only, in_function, top
+                        )
+                    )
+            visit(child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
+
+    visit(tree, False)
+    return found
+
+
+@functools.cache
+def _statements(src: Path = SRC) -> tuple[tuple[Path, tuple[Statement, ...]], ...]:
+    """Every module of ``src/cairn`` with its import statements, read once a process. Only
+    these are kept, not the trees: a worker's garbage collector would walk 2.8 MB of parsed
+    source at every full collection for the rest of the run."""
+    return tuple(
+        (path, tuple(_module_statements(ast.parse(path.read_text(encoding="utf-8")))))
+        for path in sorted((src / "cairn").rglob("*.py"))
+    )
+
+
 def _imports(src: Path = SRC) -> Iterator[Import]:
-    for path in sorted((src / "cairn").rglob("*.py")):
+    for path, statements in _statements(src):
         source = _module_name(path, src)
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        type_only = _type_checking_blocks(tree)
-        for node in ast.walk(tree):
-            targets: list[str] = []
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                targets = [node.module]
-            elif isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            for target in targets:
+        for statement in statements:
+            for target in statement.targets:
                 if target == "cairn" or target.startswith("cairn."):
-                    yield Import(source, target, node.lineno, id(node) in type_only)
+                    yield Import(source, target, statement.line, statement.type_only)
 
 
 def _layer(package: str) -> int:
@@ -165,14 +214,13 @@ def test_no_two_modules_import_each_other_at_import_time() -> None:
     """Module-level imports only: a cycle there makes the import order matter."""
     graph: dict[str, set[str]] = {}
     modules = {_module_name(p) for p in (SRC / "cairn").rglob("*.py")}
-    for path in sorted((SRC / "cairn").rglob("*.py")):
+    for path, statements in _statements():
         source = _module_name(path)
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:  # module level, outside functions and TYPE_CHECKING blocks
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                for alias in node.names:
-                    name = f"{node.module}.{alias.name}"
-                    target = name if name in modules else node.module
+        for statement in statements:  # module level, outside functions and TYPE_CHECKING blocks
+            if statement.top_level and statement.module:
+                for alias in statement.names:
+                    name = f"{statement.module}.{alias}"
+                    target = name if name in modules else statement.module
                     if target in modules and target != source:
                         graph.setdefault(source, set()).add(target)
     assert _cycles(graph) == []
@@ -184,15 +232,15 @@ def test_no_module_imports_the_package_root() -> None:
     the version lives in ``cairn._version``."""
     modules = {_module_name(p) for p in (SRC / "cairn").rglob("*.py")}
     found = []
-    for path in sorted((SRC / "cairn").rglob("*.py")):
+    for path, statements in _statements():
         if path.name == "__init__.py" and path.parent.name == "cairn":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "cairn":
-                names = [a.name for a in node.names if f"cairn.{a.name}" not in modules]
-                found += [f"{_module_name(path)}:{node.lineno} {name}" for name in names]
-            elif isinstance(node, ast.Import) and any(a.name == "cairn" for a in node.names):
-                found.append(f"{_module_name(path)}:{node.lineno} cairn")
+        for statement in statements:
+            if statement.module == "cairn":
+                names = [a for a in statement.names if f"cairn.{a}" not in modules]
+                found += [f"{_module_name(path)}:{statement.line} {name}" for name in names]
+            elif statement.module is None and "cairn" in statement.names:
+                found.append(f"{_module_name(path)}:{statement.line} cairn")
     assert found == []
 
 
@@ -211,22 +259,12 @@ def _listed(path: Path) -> set[str]:
 def _function_level_imports(src: Path = SRC) -> dict[str, set[str]]:
     """``imported module -> the modules importing it inside a function`` (type-only excluded)."""
     found: dict[str, set[str]] = {}
-    for path in sorted((src / "cairn").rglob("*.py")):
+    for path, statements in _statements(src):
         source = _module_name(path, src)
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        type_only = _type_checking_blocks(tree)
-        for function in ast.walk(tree):
-            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            for node in ast.walk(function):
-                names: list[str] = []
-                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
-                elif isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
-                for name in names:
-                    if id(node) not in type_only:
-                        found.setdefault(name, set()).add(source)
+        for statement in statements:
+            if statement.in_function and not statement.type_only:
+                for name in statement.targets:
+                    found.setdefault(name, set()).add(source)
     return found
 
 
