@@ -14,7 +14,7 @@ from .conftest import POSTGRES_GROUP, _fewer_examples, local_examples
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_dev_profile_runs_a_fifth_of_a_property_tests_examples() -> None:
+def test_the_dev_profile_runs_a_tenth_of_a_property_tests_examples() -> None:
     seen: list[int] = []
 
     @settings(max_examples=200, database=None)
@@ -25,12 +25,13 @@ def test_the_dev_profile_runs_a_fifth_of_a_property_tests_examples() -> None:
     _fewer_examples(property_test, set())
     property_test()
 
-    assert local_examples(200) == 40
-    assert 0 < len(seen) <= 40  # 200 if Hypothesis ignored the scaled settings
+    assert local_examples(200) == 20
+    assert 0 < len(seen) <= 20  # 200 if Hypothesis ignored the scaled settings
 
 
 def test_a_property_test_with_few_examples_keeps_a_minimum() -> None:
     assert local_examples(30) == 10
+    assert local_examples(150) == 15
     assert local_examples(5) == 5
 
 
