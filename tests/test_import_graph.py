@@ -137,7 +137,7 @@ def _module_statements(tree: ast.Module) -> list[Statement]:
 
 
 @functools.cache
-def _statements(src: Path = SRC) -> tuple[tuple[Path, tuple[Statement, ...]], ...]:
+def _statements(src: Path) -> tuple[tuple[Path, tuple[Statement, ...]], ...]:
     """Every module of ``src/cairn`` with its import statements, read once a process. Only
     these are kept, not the trees: a worker's garbage collector would walk 2.8 MB of parsed
     source at every full collection for the rest of the run."""
@@ -214,7 +214,7 @@ def test_no_two_modules_import_each_other_at_import_time() -> None:
     """Module-level imports only: a cycle there makes the import order matter."""
     graph: dict[str, set[str]] = {}
     modules = {_module_name(p) for p in (SRC / "cairn").rglob("*.py")}
-    for path, statements in _statements():
+    for path, statements in _statements(SRC):
         source = _module_name(path)
         for statement in statements:  # module level, outside functions and TYPE_CHECKING blocks
             if statement.top_level and statement.module:
@@ -232,7 +232,7 @@ def test_no_module_imports_the_package_root() -> None:
     the version lives in ``cairn._version``."""
     modules = {_module_name(p) for p in (SRC / "cairn").rglob("*.py")}
     found = []
-    for path, statements in _statements():
+    for path, statements in _statements(SRC):
         if path.name == "__init__.py" and path.parent.name == "cairn":
             continue
         for statement in statements:
