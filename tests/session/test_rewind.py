@@ -324,6 +324,7 @@ def _git_processes_in(folder: Path) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # git indexes a 3,000-file repository: seconds of git processes
 async def test_closing_the_session_stops_a_preparation_with_its_git_processes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -41,7 +41,15 @@ def test_the_page_has_runnable_examples() -> None:
     assert len(runnable_examples()) >= 2
 
 
-@pytest.mark.parametrize("index", range(len(runnable_examples())))
+def _examples_by_index() -> list[object]:
+    """The examples' indexes; one that starts a real ``cairn`` process is slow."""
+    return [
+        pytest.param(index, marks=[pytest.mark.slow] if '["cairn"' in code else [])
+        for index, code in enumerate(runnable_examples())
+    ]
+
+
+@pytest.mark.parametrize("index", _examples_by_index())
 def test_the_example_runs(index: int) -> None:
     code = runnable_examples()[index]
 
