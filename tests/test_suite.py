@@ -3,13 +3,20 @@ tests in one xdist group, and CI running every property test's full example coun
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .conftest import POSTGRES_GROUP, _fewer_examples, local_examples
+from .conftest import (
+    POSTGRES_GROUP,
+    QUICK_LOOP,
+    _fewer_examples,
+    local_examples,
+    pytest_xdist_auto_num_workers,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,3 +57,14 @@ def test_every_test_of_the_postgresql_server_is_in_its_xdist_group(
         pytest.skip("no test of the PostgreSQL server was collected in this run")
     groups = {i.nodeid: [m.args for m in i.iter_markers("xdist_group")] for i in users}
     assert all(found == [(POSTGRES_GROUP,)] for found in groups.values()), groups
+
+
+def test_the_quick_loop_runs_one_worker_a_core_and_the_whole_suite_two(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    cores = os.cpu_count() or 1
+    monkeypatch.setattr(request.config.option, "markexpr", QUICK_LOOP)
+    assert pytest_xdist_auto_num_workers(request.config) == cores
+    monkeypatch.setattr(request.config.option, "markexpr", "")
+    assert pytest_xdist_auto_num_workers(request.config) == 2 * cores
