@@ -120,16 +120,15 @@ def _module_statements(tree: ast.Module) -> list[Statement]:
 
     def visit(node: ast.AST, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Import | ast.ImportFrom):
-                if isinstance(child, ast.Import) or (child.level == 0 and child.module):
-                    module = child.module if isinstance(child, ast.ImportFrom) else None
-                    names = tuple(alias.name for alias in child.names)
-                    top = node is tree
-                    found.append(
-                        Statement(
-                            module, names, child.lineno, id(child) in type_only, in_function, top
-                        )
-                    )
+            module = child.module if isinstance(child, ast.ImportFrom) else None
+            absolute = isinstance(child, ast.Import) or (
+                isinstance(child, ast.ImportFrom) and child.level == 0 and module is not None
+            )
+            if absolute and isinstance(child, ast.Import | ast.ImportFrom):
+                names = tuple(alias.name for alias in child.names)
+                typed = id(child) in type_only
+                top = node is tree
+                found.append(Statement(module, names, child.lineno, typed, in_function, top))
             visit(child, in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef))
 
     visit(tree, False)
