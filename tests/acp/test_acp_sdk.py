@@ -36,7 +36,10 @@ def test_the_sdk_imported_without_field_docstrings_still_validates_and_serialise
         "assert u.model_dump(by_alias=True, exclude_none=True) == "
         "{'toolCallId': 'c', 'status': 'failed', 'sessionUpdate': 'tool_call_update'}; "
         "import pydantic._internal._fields as f; "
-        "assert f._update_fields_from_docstrings.__name__ == '_update_fields_from_docstrings'"
+        "assert f._update_fields_from_docstrings.__name__ == '_update_fields_from_docstrings'; "
+        "from acp.agent.connection import _CREATE_ELICITATION_RESPONSE_ADAPTER as a; "
+        "assert a.validate_python({'action': 'cancel'}).action == 'cancel'; "
+        "import pydantic; assert pydantic.TypeAdapter.__init__.__name__ == '__init__'"
     )
     assert _loads_acp(code) is True
 

@@ -8,12 +8,13 @@ generating JSON Schema (never done here) and take about 40% of the import. While
 imported, that step is skipped; validation and serialisation are unchanged. The models are also
 created with ``defer_build`` (pydantic's own option): each builds its validator and serialiser
 the first time it is used instead of at import, so a start that answers ``initialize`` and
-``session/new`` builds the few models those use, not all of them. The models' annotations are
-strings (``from __future__ import annotations``) that pydantic evaluates one by one, 765 of them
-but only ~250 different (``field_meta``'s alone is repeated in most classes): while the SDK is
-imported, an annotation of ``acp.schema`` already evaluated is reused, unless the class it is
-read for defines one of the names it mentions (then it is evaluated as usual). If pydantic moves
-any of these private hooks, the SDK is imported the ordinary way (slower, never broken).
+``session/new`` builds the few models those use, not all of them; so does each of the SDK's
+module-level type adapters. The models' annotations are strings (``from __future__ import
+annotations``) that pydantic evaluates one by one, 765 of them but only ~250 different
+(``field_meta``'s alone is repeated in most classes): while the SDK is imported, an annotation
+of ``acp.schema`` already evaluated is reused, unless the class it is read for defines one of
+the names it mentions (then it is evaluated as usual). If pydantic moves any of these private
+hooks, the SDK is imported the ordinary way (slower, never broken).
 See benchmarks/README.md (``## cairn --acp``) for the figures.
 """
 
@@ -33,6 +34,8 @@ _FIELDS_MODULE = "pydantic._internal._fields"
 _DOCSTRING_HOOK = "_update_fields_from_docstrings"
 _CONFIG_MODULE = "pydantic._internal._config"
 _CONFIG_DEFAULTS = "config_defaults"  # the configuration a model gets for what it leaves unset
+_ADAPTER_MODULE = "pydantic.type_adapter"
+_ADAPTER_CLASS = "TypeAdapter"
 _TYPING_MODULE = "pydantic._internal._typing_extra"
 _EVAL_HOOK = "try_eval_type"  # evaluates one annotation: (value, evaluated?)
 _SCHEMA_MODULE = "acp.schema"  # the generated models whose annotations repeat
@@ -44,7 +47,12 @@ def import_sdk() -> None:
     """Import ``acp`` (once per process)."""
     if "acp" in sys.modules:
         return
-    with _field_docstrings_skipped(), _builds_deferred(), _annotations_reused():
+    with (
+        _field_docstrings_skipped(),
+        _builds_deferred(),
+        _adapters_deferred(),
+        _annotations_reused(),
+    ):
         importlib.import_module("acp")
 
 
@@ -65,6 +73,29 @@ def _builds_deferred() -> Iterator[None]:
         yield
     finally:
         defaults["defer_build"] = original
+
+
+@contextlib.contextmanager
+def _adapters_deferred() -> Iterator[None]:
+    """``TypeAdapter(union)`` at module level (two in the SDK, for elicitations) builds its
+    validator when first used, like the models (``defer_build`` is a TypeAdapter option too)."""
+    try:
+        adapter = getattr(importlib.import_module(_ADAPTER_MODULE), _ADAPTER_CLASS)
+    except (ImportError, AttributeError):
+        yield
+        return
+    original = adapter.__init__
+
+    def init(self: Any, type_: Any, *args: Any, config: Any = None, **kwargs: Any) -> None:
+        if config is None and not isinstance(type_, type):  # a class may carry its own config
+            config = {"defer_build": True}
+        original(self, type_, *args, config=config, **kwargs)
+
+    adapter.__init__ = init
+    try:
+        yield
+    finally:
+        adapter.__init__ = original
 
 
 @contextlib.contextmanager
