@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp.exceptions import RequestError
-from acp.schema import ClientCapabilities, TextContentBlock
+from acp.schema import (
+    ClientCapabilities,
+    InitializeResponse,
+    NewSessionResponse,
+    TextContentBlock,
+)
+from pydantic import BaseModel
 
 from cairn import __version__
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
@@ -55,6 +62,36 @@ async def test_new_session_returns_approval_modes_then_announces_commands(
     response_at = _wire_index(client, lambda m: "sessionId" in (m.get("result") or {}))
     update_at = _wire_index(client, lambda m: m.get("method") == "session/update")
     assert response_at < update_at
+
+
+def _as_the_sdk_sends(model: type[BaseModel], result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` read by the SDK's response model and written back as the SDK writes it."""
+    return model.model_validate(result).model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude_unset=True
+    )
+
+
+@pytest.mark.parametrize("configured", [True, False])
+async def test_the_start_answers_are_what_the_sdks_response_models_would_send(
+    scripted_server: ScriptedServer, project: Path, configured: bool
+) -> None:
+    """initialize and session/new answer in wire JSON without building the SDK's response
+    models (start-up, issue 32): the same JSON those models would have sent."""
+    options = agent_options(scripted_server, project)
+    if not configured:  # an auth method, with the reason, in the initialize answer
+        options.endpoint, options.auth_error = None, "No model endpoint is configured."
+    async with connect(options) as (conn, client):
+        await conn.initialize(protocol_version=1, client_capabilities=ClientCapabilities())
+        if configured:
+            await conn.new_session(cwd=str(project))
+    results = [m["result"] for m in client.wire if "result" in m]
+
+    assert len(results) == (2 if configured else 1)
+    assert results[0] == _as_the_sdk_sends(InitializeResponse, results[0])
+    assert bool(results[0]["authMethods"]) is not configured
+    if configured:
+        assert results[1] == _as_the_sdk_sends(NewSessionResponse, results[1])
+        assert results[1]["modes"]["availableModes"] and results[1]["configOptions"]
 
 
 async def test_new_session_with_a_relative_cwd_is_invalid_params(

@@ -19,27 +19,16 @@ from acp.exceptions import RequestError
 from acp.interfaces import Client
 from acp.meta import PROTOCOL_VERSION
 from acp.schema import (
-    AgentCapabilities,
     AuthenticateResponse,
-    AuthMethodAgent,
     ClientCapabilities,
     CloseSessionResponse,
     Implementation,
-    InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
-    McpCapabilities,
-    NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
     ResumeSessionResponse,
-    SessionAdditionalDirectoriesCapabilities,
-    SessionCapabilities,
-    SessionCloseCapabilities,
     SessionInfo,
-    SessionListCapabilities,
     SessionModeState,
-    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     Usage,
@@ -138,42 +127,39 @@ class CairnAgent:
         client_capabilities: ClientCapabilities | None = None,
         client_info: Implementation | None = None,
         **_meta: Any,
-    ) -> InitializeResponse:
+    ) -> dict[str, Any]:
         self._capabilities = client_capabilities or ClientCapabilities()
         if self._options.endpoint is not None:
             # While the client reads the answer: the provider's pool, then its first connection.
             self._after_response(_call(self._main_runtime))
-        return InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                mcp_capabilities=McpCapabilities(http=True, sse=True),
-                prompt_capabilities=PromptCapabilities(
-                    image=self._options.settings.model.supports_images,
-                    audio=False,
-                    embedded_context=True,
-                ),
-                session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(),
-                    resume=SessionResumeCapabilities(),
-                    close=SessionCloseCapabilities(),
-                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
-                ),
-            ),
-            auth_methods=self._auth_methods(),
-            agent_info=Implementation(name="cairn", title="cairn", version=__version__),
-        )
+        return {  # wire JSON: the start path builds none of the SDK's response models
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": True,
+                "mcpCapabilities": {"http": True, "sse": True},
+                "promptCapabilities": {
+                    "image": self._options.settings.model.supports_images,
+                    "audio": False,
+                    "embeddedContext": True,
+                },
+                "sessionCapabilities": {
+                    "list": {},
+                    "resume": {},
+                    "close": {},
+                    "additionalDirectories": {},
+                },
+            },
+            "authMethods": self._auth_methods(),
+            "agentInfo": {"name": "cairn", "title": "cairn", "version": __version__},
+        }
 
-    def _auth_methods(self) -> list[Any]:
+    def _auth_methods(self) -> list[dict[str, str]]:
         if self._options.endpoint is not None:
             return []
-        return [
-            AuthMethodAgent(
-                id=AUTH_METHOD_ID,
-                name="OpenAI-compatible endpoint",
-                description=self._options.auth_error,
-            )
-        ]
+        method = {"id": AUTH_METHOD_ID, "name": "OpenAI-compatible endpoint"}
+        if self._options.auth_error is not None:
+            method["description"] = self._options.auth_error
+        return [method]
 
     async def authenticate(self, method_id: str, **_meta: Any) -> AuthenticateResponse:
         """Re-read the settings and the environment; succeeds once an endpoint is configured.
@@ -200,7 +186,7 @@ class CairnAgent:
         additional_directories: list[str] | None = None,
         mcp_servers: list[Any] | None = None,
         **_meta: Any,
-    ) -> NewSessionResponse:
+    ) -> dict[str, Any]:
         runtime = self._runtime_for(cwd)
         servers = _client_servers(mcp_servers, "session/new")
         roots = _extra_roots(additional_directories)
@@ -209,9 +195,11 @@ class CairnAgent:
         )
         self._after_response(self._announce(channel))
         await runtime.models.load()  # ``model.available: "auto"``: read once per process
-        return NewSessionResponse(
-            session_id=channel.id, modes=self._modes(channel), config_options=_config(channel)
-        )
+        return {  # wire JSON, as initialize's answer
+            "sessionId": channel.id,
+            "modes": mode_state(channel.session.approval_mode, APPROVAL_MODES),
+            "configOptions": session_config_options(channel.session),
+        }
 
     async def load_session(
         self,
