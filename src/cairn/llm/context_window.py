@@ -44,26 +44,27 @@ OLLAMA_PORT = 11434  # Ollama's default port: its native API is worth asking the
 # Keys of a model-list entry that hold its context window (vLLM first: the served window).
 _ENTRY_KEYS = ("max_model_len", "loaded_context_length", "context_length", "context_window",
                "max_context_length")  # fmt: skip
-_NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+_NUM_CTX = r"^\s*num_ctx\s+(\d+)\s*$"  # a line of Ollama's parameters (re.MULTILINE)
 
-# A refusal's words, with the window and the prompt's size where it names them.
+# A refusal's words, with the window and the prompt's size where it names them (case aside).
+# Kept as text: ``re`` compiles and caches each on the first refusal, not at every start-up.
 _WINDOW_PATTERNS = (
     # OpenAI, DeepSeek, vLLM: "This model's maximum context length is 4096 tokens."
-    re.compile(r"maximum context length is (\d+) tokens", re.I),
+    r"maximum context length is (\d+) tokens",
     # LM Studio: "the model is loaded with context length of only 4096 tokens"
-    re.compile(r"context length of only (\d+) tokens", re.I),
+    r"context length of only (\d+) tokens",
     # llama.cpp's message: "exceeds the available context size (4096 tokens)"
-    re.compile(r"available context size \((\d+) tokens\)", re.I),
+    r"available context size \((\d+) tokens\)",
     # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
-    re.compile(r"tokens > (\d+) maximum", re.I),
+    r"tokens > (\d+) maximum",
 )
 _PROMPT_PATTERNS = (
-    re.compile(r"your messages resulted in (\d+) tokens", re.I),  # OpenAI
-    re.compile(r"\((\d+) in the messages", re.I),  # vLLM before 0.6, DeepSeek
-    re.compile(r"your request has (\d+) input tokens", re.I),  # vLLM
-    re.compile(r"request \((\d+) tokens\) exceeds", re.I),  # llama.cpp
-    re.compile(r"prompt is too long: (\d+) tokens", re.I),  # Anthropic
-    re.compile(r"keep the first (\d+) tokens", re.I),  # LM Studio
+    r"your messages resulted in (\d+) tokens",  # OpenAI
+    r"\((\d+) in the messages",  # vLLM before 0.6, DeepSeek
+    r"your request has (\d+) input tokens",  # vLLM
+    r"request \((\d+) tokens\) exceeds",  # llama.cpp
+    r"prompt is too long: (\d+) tokens",  # Anthropic
+    r"keep the first (\d+) tokens",  # LM Studio
 )
 # Words of a refusal that is about the prompt's size even when it names no number.
 _OVERFLOW_WORDS = (
@@ -87,9 +88,9 @@ def _count(value: Any) -> int | None:
     return int(value) if 0 < value < 2**40 else None
 
 
-def _first_number(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+def _first_number(patterns: tuple[str, ...], text: str) -> int | None:
     for pattern in patterns:
-        match = pattern.search(text)
+        match = re.search(pattern, text, re.IGNORECASE)
         if match:
             return int(match.group(1))
     return None
@@ -188,7 +189,7 @@ def window_from_ollama_show(data: Any) -> int | None:
     parameters = data.get("parameters") if isinstance(data, Mapping) else None
     if not isinstance(parameters, str):
         return None
-    match = _NUM_CTX.search(parameters)
+    match = re.search(_NUM_CTX, parameters, re.MULTILINE)
     return int(match.group(1)) if match else None
 
 

@@ -46,26 +46,22 @@ OUTPUT_TOKEN_LIMITS: Mapping[str, int] = {
 DEFAULT_OUTPUT_TOKENS = 4096  # a request of a kind not listed above
 MIN_OUTPUT_TOKENS = 16  # a server's "at most N" below this is not worth another attempt
 
-# What servers say when a request's output bound does not fit: (pattern, the group holding the
-# largest bound it takes, or the window and the prompt's tokens).
+# What servers say when a request's output bound does not fit, case aside: (pattern, the group
+# holding the largest bound it takes, or the window and the prompt's tokens). Kept as text:
+# ``re`` compiles and caches each on the first refusal, not at every start-up.
 _AT_MOST = (
-    re.compile(r"supports at most (\d+) completion tokens", re.IGNORECASE),  # OpenAI
-    re.compile(r"> ?(\d+), which is the maximum allowed number of output tokens", re.I),
-    re.compile(r"max_tokens must be (?:less than or equal to|at most|<=) ?(\d+)", re.I),
+    r"supports at most (\d+) completion tokens",  # OpenAI
+    r"> ?(\d+), which is the maximum allowed number of output tokens",
+    r"max_tokens must be (?:less than or equal to|at most|<=) ?(\d+)",
 )
 _WINDOW_AND_PROMPT = (
     # vLLM >= 0.6: "... maximum context length is 4096 tokens and your request has 2104 input
     # tokens (2000 > 4096 - 2104)"
-    re.compile(
-        r"maximum context length is (\d+) tokens and your request has (\d+) input tokens", re.I
-    ),
+    r"maximum context length is (\d+) tokens and your request has (\d+) input tokens",
     # vLLM before: "... maximum context length is 4096 tokens. However, you requested 5000
     # tokens (3000 in the messages, 2000 in the completion)"
-    re.compile(
-        r"maximum context length is (\d+) tokens\. However, you requested \d+ tokens "
-        r"\((\d+) in the messages, \d+ in the completion\)",
-        re.I,
-    ),
+    r"maximum context length is (\d+) tokens\. However, you requested \d+ tokens "
+    r"\((\d+) in the messages, \d+ in the completion\)",
 )
 
 
@@ -86,13 +82,13 @@ def smaller_output_limit(message: str, asked: int) -> int | None:
     message is not about the output bound, or the room left is too small to try again)."""
     bound: int | None = None
     for pattern in _AT_MOST:
-        match = pattern.search(message)
+        match = re.search(pattern, message, re.IGNORECASE)
         if match:
             bound = int(match.group(1))
             break
     else:
         for pattern in _WINDOW_AND_PROMPT:
-            match = pattern.search(message)
+            match = re.search(pattern, message, re.IGNORECASE)
             if match:
                 window, prompt = int(match.group(1)), int(match.group(2))
                 bound = window - prompt
