@@ -110,18 +110,19 @@ _SCHEMA: Final[dict[str, Any]] = {
     "required": ["objective", "next_step", "recap"],
 }
 
-# Secret-looking text: private keys, well-known key formats, long opaque tokens with digits.
-_SECRET = re.compile(
+# Secret-looking text: private keys, well-known key formats, long opaque tokens with digits
+# (re.DOTALL). These patterns are kept as text: ``re`` compiles and caches each on first use,
+# after the first turn, not at every start-up.
+_KEY_MATERIAL = (
     r"-----BEGIN[A-Z ]*PRIVATE KEY-----.*?(?:-----END[A-Z ]*PRIVATE KEY-----|$)"
     r"|\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"
     r"|\bAKIA[0-9A-Z]{16}\b"
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|\b(?=[A-Za-z0-9_+=-]*[0-9])(?=[A-Za-z0-9_+=-]*[A-Za-z])[A-Za-z0-9_+=-]{32,}",
-    re.DOTALL,
+    r"|\b(?=[A-Za-z0-9_+=-]*[0-9])(?=[A-Za-z0-9_+=-]*[A-Za-z])[A-Za-z0-9_+=-]{32,}"
 )
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
-_EXIT_CODE = re.compile(r"Exit code: (-?\d+)")
+_KEYISH_VARIABLE = r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH"  # case aside
+_EXIT_CODE = r"Exit code: (-?\d+)"
 
 
 class CheckpointError(ValueError):
@@ -343,7 +344,7 @@ def _evidence(
             files.append(path)
     elif call.name == ToolName.SHELL and isinstance(args.get("command"), str):
         command = _clip(" ".join(str(args["command"]).split()), 200)
-        match = _EXIT_CODE.search(response.text)
+        match = re.search(_EXIT_CODE, response.text)
         if response.is_error:
             outcome = (
                 "failed: " + _clip(response.text.strip().splitlines()[0], 120)
@@ -585,9 +586,12 @@ def scrub_secrets(text: str, known: str) -> str:
     def keep_if_known(match: re.Match[str]) -> str:
         return match.group(0) if match.group(0) in known else _REDACTED
 
-    text = _SECRET.sub(keep_if_known, text)
+    text = re.sub(_KEY_MATERIAL, keep_if_known, text, flags=re.DOTALL)
     for name, value in os.environ.items():
-        secret = len(value) >= MIN_SECRET_CHARS and _SECRET_NAME.search(name) is not None
+        secret = (
+            len(value) >= MIN_SECRET_CHARS
+            and re.search(_KEYISH_VARIABLE, name, re.IGNORECASE) is not None
+        )
         if secret and value in text and value not in known:
             text = text.replace(value, _REDACTED)
     return text

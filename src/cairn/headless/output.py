@@ -45,14 +45,15 @@ __all__ = ["OutputFormat", "OutputWriter", "json_line"]
 OutputFormat = Literal["text", "json", "stream-json"]
 _TERMINAL = {"completed", "failed", "cancelled"}
 # What JSON may carry raw that a terminal acts on or reorders: C1 controls, bidi controls, and
-# the line and paragraph separators (JSON escapes C0 controls itself).
-_JSON_UNSAFE = re.compile(f"[\x7f-\x9f\u2028\u2029{''.join(sorted(BIDI_CONTROLS))}]")
+# the line and paragraph separators (JSON escapes C0 controls itself). Compiled by ``re`` on first
+# use (the JSON formats), not at every start-up.
+_JSON_UNSAFE = f"[\x7f-\x9f\u2028\u2029{''.join(sorted(BIDI_CONTROLS))}]"
 
 
 def json_line(value: Any) -> str:
     """``value`` as compact-enough JSON with nothing a terminal would act on written raw."""
     text = json.dumps(value, ensure_ascii=False)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return re.sub(_JSON_UNSAFE, lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _is_terminal(stream: TextIO) -> bool:
