@@ -63,6 +63,47 @@ if mode == "first":
     assert found, "no result"
     manager.close()
     print(json.dumps({"seconds": elapsed}), flush=True)
+elif mode == "turn":
+    import asyncio
+    from cairn.config.loader import Endpoint
+    from cairn.llm.openai import OpenAIProvider
+    from cairn.memory.recall.render import RELEVANT_MEMORY_HEADING
+    from cairn.session.runtime import Runtime
+    from cairn.session.session import PromptRequest
+    from cairn.testing import ScriptedServer, reply
+
+    async def turn():
+        arrived = []
+
+        def answer(request):
+            if request.purpose == "main" and not arrived:
+                arrived.append((time.perf_counter(), request))
+            if request.purpose == "recall-selector":
+                return reply('{"selected_memories": []}')
+            return reply("Done." if request.purpose == "main" else "Nothing to save.")
+
+        async def sink(event):
+            return None
+
+        async with ScriptedServer(handler=answer) as server:
+            provider = OpenAIProvider(base_url=server.base_url, api_key="k", model="m", timeout=60)
+            runtime = Runtime(cwd=project, settings=settings, provider=provider,
+                              endpoint=Endpoint(server.base_url, "k", "m"), record_chats=False)
+            opened = time.perf_counter()
+            session = runtime.new_session()  # starts the memory's warm-up
+            await asyncio.sleep(float(sys.argv[5]))  # the user typing (0: `cairn -p`)
+            asked = time.perf_counter()
+            result = await session.prompt(PromptRequest(query), sink)
+            assert result.stop_reason == "end_turn", result.error
+            await runtime.memory_ready()
+            warmed = time.perf_counter()
+            docs = runtime.memory_manager().store.count()
+            await runtime.aclose()
+        (at, first), = arrived
+        return {"first_request": at - asked, "carried": first.contains(RELEVANT_MEMORY_HEADING),
+                "warm_up": warmed - opened, "docs": docs}
+
+    print(json.dumps(asyncio.run(turn())), flush=True)
 elif mode == "watch":
     manager = MemoryManager(project, settings=settings)
     manager.search(query)
@@ -127,9 +168,11 @@ def _seed(manager: Any, count: int) -> None:
     manager.close()
 
 
-def _child(mode: str, project: Path, settings: dict[str, Any], home: Path, query: str) -> Any:
+def _child(
+    mode: str, project: Path, settings: dict[str, Any], home: Path, query: str, *extra: str
+) -> Any:
     env = {**os.environ, "CAIRN_HOME": str(home)}
-    args = [sys.executable, "-c", _CHILD, mode, str(project), json.dumps(settings), query]
+    args = [sys.executable, "-c", _CHILD, mode, str(project), json.dumps(settings), query, *extra]
     return subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, cwd=ROOT)  # fmt: skip
 
@@ -138,6 +181,18 @@ def _first_result(project: Path, settings: dict[str, Any], home: Path) -> float:
     child = _child("first", project, settings, home, "how do we deploy billing")
     out, _ = child.communicate(timeout=600)
     return float(json.loads(out)["seconds"])
+
+
+def _fresh_turn(
+    project: Path, settings: dict[str, Any], home: Path, typing: float = 0.0
+) -> dict[str, Any]:
+    """A fresh machine's first turn (an empty ``home``), ``typing`` seconds after its session
+    started: the first model request's delay from the prompt, whether it carried a memory,
+    and the local warm-up's whole time (from the session's start)."""
+    settings = {**settings, "memory": {**settings["memory"], "enableManagedAutoDream": False}}
+    child = _child("turn", project, settings, home, "how do we deploy billing", str(typing))
+    out, _ = child.communicate(timeout=600)
+    return dict(json.loads(out))
 
 
 def _percentile(values: list[float], share: float) -> float:

@@ -11,8 +11,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -311,3 +313,106 @@ def test_serve_refuses_a_tenant_header_without_a_token(machines: Machines) -> No
     result = machines.cairn("s", "serve", "--port", "0", "--tenant-header", HEADER, timeout=60)
     assert result.returncode == 42
     assert "--tenant-header needs a token" in result.stderr
+
+
+FORGOTTEN_MARKER = "MARKER-UNITTEST-0451"  # in a forgotten memory the question also matches
+FORGOTTEN = f"""---
+name: Tests use unittest
+description: The user writes tests with unittest
+type: feedback
+---
+
+Write tests with unittest.TestCase, never pytest. {FORGOTTEN_MARKER}
+"""
+
+
+def test_a_fresh_machine_recalls_from_the_database_in_its_first_request_while_its_index_warms(
+    machines: Machines, scripted_server: ScriptedServer
+) -> None:
+    """A new container (an empty mirror) with memories in the database: the first request
+    carries the memory the question matches, though the machine's own index is not ready (its
+    warm-up is held up here: this test holds its mirror's lock), and never a forgotten one."""
+    from cairn.memory.forget.selection import ForgetPlan, list_forget_candidates
+    from cairn.memory.store.locks import hold_local_roots
+
+    scripted_server.handler = model  # type: ignore[assignment]
+    scripted_server.default = reply("Noted.")
+    writer = machines.reader("a")
+    write(writer, "feedback/testing-with-pytest.md", MEMORY)
+    write(writer, "feedback/testing-with-unittest.md", FORGOTTEN)
+    forgotten = [c for c in list_forget_candidates(writer.docs()) if "unittest" in c.title]
+    assert writer.apply_forget(ForgetPlan("unittest", forgotten, "heuristic")).ok
+    writer.close()
+
+    with hold_local_roots([machines.mirror("b")]):  # machine B's pull waits: its index too
+        child = subprocess.Popen([*CAIRN, "-p", QUESTION], cwd=machines.project,
+                                 env=machines.env("b"), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            [first] = scripted_server.wait_for_requests(1, purpose="main", timeout=60)
+        finally:
+            assert not (machines.mirror("b") / "feedback").exists()  # nothing pulled yet
+    _out, err = child.communicate(timeout=120)
+
+    assert child.returncode == 0, err
+    assert first.contains(MARKER)
+    assert not first.contains(FORGOTTEN_MARKER)
+    reader = machines.reader("b")  # the warm-up went on after the lock: the mirror is full
+    assert [doc.title for doc in reader.docs()] == ["Tests use pytest"]
+    reader.close()
+
+
+class _SilentDatabase:
+    """A server that accepts connections and never answers (a database that hangs); it notes
+    when each connection was given up by its client."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.port = self.listener.getsockname()[1]
+        self.accepted: list[float] = []
+        self.closed: list[float] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted.append(time.monotonic())
+            threading.Thread(target=self._hold, args=(connection,), daemon=True).start()
+
+    def _hold(self, connection: socket.socket) -> None:
+        with connection:
+            while connection.recv(4096):
+                pass
+        self.closed.append(time.monotonic())
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_database_that_never_answers_delays_no_turn_of_a_fresh_machine(
+    machines: Machines, scripted_server: ScriptedServer
+) -> None:
+    """The warm-up's pull and Recall's search both hang on it: the first request leaves while
+    the first connection to it is still waiting (before, the turn waited for the warm-up)."""
+    scripted_server.default = reply("Noted.")
+    silent = _SilentDatabase()
+    env = {**machines.env("b"), "CAIRN_MEMORY_DSN": f"postgresql://cairn@127.0.0.1:{silent.port}/m"}
+    try:
+        child = subprocess.Popen([*CAIRN, "-p", QUESTION], cwd=machines.project, env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)  # fmt: skip
+        scripted_server.wait_for_requests(1, purpose="main", timeout=60)
+        sent = time.monotonic()
+        out, err = child.communicate(timeout=120)
+    finally:
+        silent.close()
+
+    assert child.returncode == 0, err
+    assert "Noted." in out
+    assert silent.accepted  # the process did try the database
+    assert silent.closed and min(silent.closed) > sent  # and was still waiting for it then

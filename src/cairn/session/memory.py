@@ -101,10 +101,14 @@ class SessionMemory:
             _log.warning(f"memory prompt section unavailable: {exc!r}")
             return ""
 
-    async def settled(self) -> bool:
+    async def settled(self, *, prompt: bool = False) -> bool:
         """Wait for the runtime's memory warm-up; whether the prompt needs its memory section
-        now (it was built while the warm-up ran)."""
+        now (it was built while the warm-up ran). A user's ``prompt`` does not wait when the
+        backend serves Recall meanwhile (a fresh machine's PostgreSQL memory): its section
+        joins on a later turn."""
         if not self.on:
+            return False
+        if prompt and self.runtime.memory_manager().recalls_while_warming:
             return False
         await self.runtime.memory_ready()
         return self._generation == -1

@@ -123,7 +123,7 @@ class Runtime:
         self._memory: dict[Path, MemoryManager] = {}
         self._background: set[asyncio.Task[object]] = set()
         self._sessions: weakref.WeakSet[Session] = weakref.WeakSet()
-        self._warming: dict[Path, asyncio.Future[object]] = {}
+        self._warming: dict[Path, asyncio.Future[Any]] = {}
         self._mcp: McpManager | None = None
         self._mcp_servers: list[ServerConfig] | None = None
         self._catalogs: dict[Path, Catalog] = {}
@@ -180,7 +180,8 @@ class Runtime:
         """Index the project's memory files in a thread while the user types (once a process).
 
         The memory store is not thread-safe: until the warm-up is over, every use of it waits
-        in :meth:`memory_ready` (every turn does).
+        in :meth:`memory_ready` (every turn does, but a user's prompt when the backend serves
+        Recall meanwhile: see :meth:`MemoryManager.start_warm_up`).
         """
         if not self.memory_enabled or self.project_root in self._warming:
             return
@@ -188,8 +189,7 @@ class Runtime:
             asyncio.get_running_loop()
         except RuntimeError:  # no event loop (a synchronous caller): the first turn indexes
             return
-        store = self.memory_manager().store
-        task: asyncio.Future[object] = asyncio.ensure_future(asyncio.to_thread(store.warm))
+        task: asyncio.Future[Any] = self.memory_manager().start_warm_up()
         task.add_done_callback(_warm_up_done)
         self._warming[self.project_root] = task
 
@@ -505,6 +505,6 @@ def _home() -> Path | None:
         return None
 
 
-def _warm_up_done(task: asyncio.Future[object]) -> None:
+def _warm_up_done(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         _log.warning(f"indexing memory in the background failed: {task.exception()!r}")

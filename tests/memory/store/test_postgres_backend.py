@@ -260,23 +260,25 @@ def test_a_failed_section_does_not_wait_for_a_pull_queued_behind_it(
 def test_a_database_of_the_previous_schema_is_upgraded_with_row_level_security(
     machine: Machine, postgres_dsn: str
 ) -> None:
-    """A version-1 database (before cairn_memory_files) gets the new table, with the
-    namespace policy every table has, when a newer cairn first connects."""
+    """A version-1 database (before cairn_memory_files and the documents' full-text words)
+    with memories in it gets the new table, with the namespace policy every table has, and
+    the words of the memories already there, when a newer cairn first connects."""
     from cairn.memory.forget.selection import ForgetPlan, list_forget_candidates
     from cairn.memory.forget.tombstones import read_tombstones
 
     setup = machine("setup")
-    setup.refresh()  # its first pull creates the current schema
+    write(setup, "project/cache.md", CACHE)  # its first write creates the current schema
     setup.close()
     with psycopg.connect(postgres_dsn, autocommit=True) as connection:
-        connection.execute("DROP TABLE cairn_memory_files")
-        connection.execute("DELETE FROM cairn_memory_schema")
-        connection.execute("INSERT INTO cairn_memory_schema (version) VALUES (1)")
+        _downgrade_to_v1(connection)
 
     alice = machine("alice")
+    search = alice.backend.warm_up_search()
+    assert search is not None
+    assert [doc.title for doc, _ in search.search("redis cache", 8)] == ["Redis cache keys"]
     write(alice, "project/deploy.md", DEPLOY)
-    plan = ForgetPlan("deploy", list_forget_candidates(alice.docs()), "heuristic")
-    assert alice.apply_forget(plan).ok  # its tombstone is a row of the new table
+    deploy = [c for c in list_forget_candidates(alice.docs()) if c.title == "Deploy with make"]
+    assert alice.apply_forget(ForgetPlan("deploy", deploy, "heuristic")).ok  # a new table's row
 
     with psycopg.connect(postgres_dsn) as connection:
         connection.execute("SELECT set_config('cairn.namespace', 'team', true)")
@@ -294,6 +296,53 @@ def test_a_database_of_the_previous_schema_is_upgraded_with_row_level_security(
     assert bob.roots.project is not None
     bob.refresh()
     assert [t.title for t in read_tombstones(bob.roots.project)] == ["Deploy with make"]
+
+
+CACHE = (
+    "---\nname: Redis cache keys\ndescription: cache keys expire after an hour\n"
+    "type: project\n---\n\nNothing else.\n"
+)
+
+
+def _downgrade_to_v1(connection: psycopg.Connection[Any]) -> None:
+    """The tables as cairn's schema 1 left them (the data kept)."""
+    connection.execute("DROP TABLE cairn_memory_files")
+    connection.execute("DROP TRIGGER cairn_memory_docs_words ON cairn_memory_docs")
+    connection.execute("DROP FUNCTION cairn_memory_docs_words()")
+    connection.execute("ALTER TABLE cairn_memory_docs DROP COLUMN search")
+    connection.execute("DELETE FROM cairn_memory_schema")
+    connection.execute("INSERT INTO cairn_memory_schema (version) VALUES (1)")
+
+
+def test_cairn_db_migrate_upgrades_a_v1_database_with_memories_to_full_text_search(
+    machine: Machine, postgres_dsn: str
+) -> None:
+    """The migration runner's memory step 2, on a database its step 1 made before."""
+    from cairn.database.migrations import migrate
+    from cairn.memory.store.postgres.schema import memory_schema
+
+    setup = machine("setup")
+    write(setup, "project/cache.md", CACHE)
+    setup.close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        _downgrade_to_v1(connection)
+        connection.execute(
+            "CREATE TABLE cairn_schema_versions (component text PRIMARY KEY, "
+            "version integer NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())"
+        )
+        connection.execute("INSERT INTO cairn_schema_versions VALUES ('memory', 1)")
+    with psycopg.connect(postgres_dsn) as connection:
+        applied = migrate(connection, [memory_schema()])
+        assert applied == [f"memory 2: full-text search of memories (schema {SCHEMA_VERSION})"]
+        connection.execute("SELECT set_config('cairn.namespace', 'team', true)")
+        words = connection.execute(
+            "SELECT count(*) FROM cairn_memory_docs WHERE search @@ to_tsquery('english', 'redis')"
+        ).fetchone()
+    assert words == (1,)
+    fresh = machine("fresh")
+    search = fresh.backend.warm_up_search()
+    assert search is not None
+    assert [doc.title for doc, _ in search.search("redis", 8)] == ["Redis cache keys"]
 
 
 PICTURES = (

@@ -19,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cairn.content import Content
 from cairn.debug_log import get_logger
@@ -70,6 +70,10 @@ if TYPE_CHECKING:
 
         def memory_changed(self) -> None:
             """The memory files changed (the system prompt's index is stale)."""
+            ...
+
+        async def ready(self) -> None:
+            """Until the store's warm-up has ended (nothing else may use the store before)."""
             ...
 
         async def announce(
@@ -125,6 +129,13 @@ class BackgroundScheduler:
         names = ("memory-extract", "memory-remember") if extract_only else None
         return await self._book.drain(timeout, names=names)
 
+    def _start(
+        self, runtime: MemoryRuntime | None, coro: Coroutine[Any, Any, Any], *, name: str
+    ) -> asyncio.Task[Any]:
+        """Run ``coro`` in the background once the store's warm-up is over: a fresh machine's
+        first turn may end before it (its Recall asked the database meanwhile)."""
+        return self._tasks.start(runtime, _when_ready(self.host, coro), name=name)
+
     # ----- Extract -----
 
     def schedule_extract(
@@ -154,7 +165,7 @@ class BackgroundScheduler:
             unrecorded = [path for path in wrote if os.path.realpath(path) not in recorded]
             if unrecorded:  # written around the memory guard: index them now
                 coro = self._record_session_writes(unrecorded, session_id)
-                self._tasks.start(runtime, coro, name="memory-remember")
+                self._start(runtime, coro, name="memory-remember")
             return
         if hand_off:
             record.finish("skipped", reason="handed_off")
@@ -172,7 +183,7 @@ class BackgroundScheduler:
         self._extracting = True
         retry = self._take_pending(session_id)
         loop = self._extract_loop(request, record, retry=retry)
-        self._tasks.start(runtime, loop, name="memory-extract")
+        self._start(runtime, loop, name="memory-extract")
 
     def take_handed_off(self) -> list[str]:
         """The sessions whose extraction :meth:`schedule_extract` handed off since last asked."""
@@ -182,7 +193,7 @@ class BackgroundScheduler:
     def extract_here(self, session_id: str, runtime: MemoryRuntime) -> None:
         """Extract a handed-off session in this process after all (no worker could start)."""
         coro = self.extract_handed_off(session_id, runtime)
-        self._tasks.start(runtime, coro, name="memory-extract")
+        self._start(runtime, coro, name="memory-extract")
 
     async def extract_handed_off(self, session_id: str, runtime: MemoryRuntime) -> None:
         """Extract a handed-off session from its recording, as a turn's extraction runs; it
@@ -362,6 +373,7 @@ class BackgroundScheduler:
         from cairn.memory.store.locks import hold_roots_async
 
         host = self.host
+        await host.ready()
         space = host.space()
         files = written_files([path], space.writable_roots())
         async with hold_roots_async(host.root_paths()):
@@ -404,7 +416,7 @@ class BackgroundScheduler:
             return
         record = self._tasks.new("dream", session_id)
         coro = self._auto_dream(session_id, runtime, record)
-        self._tasks.start(runtime, coro, name="memory-dream")
+        self._start(runtime, coro, name="memory-dream")
 
     async def _auto_dream(
         self, session_id: str, runtime: MemoryRuntime, record: MemoryTask
@@ -445,6 +457,7 @@ class BackgroundScheduler:
         """
         from cairn.memory.background.dream.run import DreamReport
 
+        await self.host.ready()
         record = self._tasks.new("dream", session_id, trigger="manual")
         if self._dreaming:
             record.finish("skipped", reason="locked")
@@ -530,3 +543,12 @@ def _task_status(report: DreamReport) -> TaskStatus:
     if report.status in ("failed", "cancelled"):
         return "failed" if report.status == "failed" else "cancelled"
     return "completed"
+
+
+async def _when_ready(host: SchedulerHost, coro: Coroutine[Any, Any, Any]) -> Any:
+    try:
+        await host.ready()
+    except BaseException:
+        coro.close()  # never started: no "never awaited" warning
+        raise
+    return await coro

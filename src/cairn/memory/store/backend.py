@@ -26,6 +26,7 @@ from cairn.config.settings import Settings
 from cairn.memory.paths import MemoryRoots, memory_roots, namespace_key
 
 if TYPE_CHECKING:
+    from cairn.memory.document import MemoryDoc
     from cairn.memory.store.memory_store import VectorSync
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "FileBackend",
     "MemoryBackend",
     "MemoryBackendError",
+    "WarmUpSearch",
     "open_backend",
     "tenant_environ",
     "tenant_problem",
@@ -75,6 +77,19 @@ class DreamLock(Protocol):
     def release(self) -> None: ...
 
 
+class WarmUpSearch(Protocol):
+    """What serves Recall's fast phase while the local index warms up (a database's own
+    search); thread-safe, never raises (its caller bounds the wait)."""
+
+    def prepare(self) -> None:
+        """Get ready to answer at once (open a connection); best effort."""
+        ...
+
+    def search(self, query: str, limit: int) -> list[tuple[MemoryDoc, str]]:
+        """The best memories for ``query``, each with its text (empty: none, or no answer)."""
+        ...
+
+
 class MemoryBackend(Protocol):
     name: str
     roots: MemoryRoots  # the folders memory is read from (and written to, in write sections)
@@ -88,6 +103,10 @@ class MemoryBackend(Protocol):
     def vector_sync(self) -> VectorSync | None:
         """Where semantic candidates' vectors are shared between processes (the database), or
         None (each machine keeps its own, beside its index)."""
+        ...
+
+    def warm_up_search(self) -> WarmUpSearch | None:
+        """What serves Recall while the local index warms up, or None (Recall waits for it)."""
         ...
 
     def close(self) -> None: ...
@@ -111,6 +130,9 @@ class FileBackend:
 
     def vector_sync(self) -> VectorSync | None:
         return None
+
+    def warm_up_search(self) -> WarmUpSearch | None:
+        return None  # the files are the index's source: nothing answers sooner
 
     def close(self) -> None:
         return None

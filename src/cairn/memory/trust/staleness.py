@@ -37,7 +37,7 @@ from cairn.memory.trust.evidence import (
     regular_size,
     stat_key,
 )
-from cairn.memory.trust.provenance import Provenance, read_provenance
+from cairn.memory.trust.provenance import Provenance, provenance_of_text, read_provenance
 from cairn.values import replace
 
 __all__ = ["RACY_NS", "EvidenceCheck", "stale_note"]
@@ -86,10 +86,23 @@ class EvidenceCheck:
         self.checked = 0  # memories checked (for the benchmark)
         self.hashed = 0  # files read and hashed
 
-    def staleness(self, doc: MemoryDoc) -> Staleness | None:
-        """Whether ``doc`` may be stale (see the module docstring); never raises."""
+    def mark_texts(self, found: Sequence[tuple[MemoryDoc, str]]) -> list[MemoryDoc]:
+        """:meth:`mark` for memories read from elsewhere than their file (the database, while
+        the local mirror warms up), each with its text: the provenance is read from that."""
+        marked: list[MemoryDoc] = []
+        for doc, text in found:
+            state = self.staleness(doc, text=text)
+            marked.append(doc if state == doc.staleness else replace(doc, staleness=state))
+        return marked
+
+    def staleness(self, doc: MemoryDoc, *, text: str | None = None) -> Staleness | None:
+        """Whether ``doc`` may be stale (see the module docstring); never raises. ``text``: the
+        memory's text, when its file is not where it is read from."""
         try:
-            provenance = read_provenance(doc.path, mtime=doc.mtime, size=doc.size)
+            if text is None:
+                provenance = read_provenance(doc.path, mtime=doc.mtime, size=doc.size)
+            else:
+                provenance = provenance_of_text(text)
             if provenance is None or not (provenance.evidence or provenance.problems):
                 return None
             self.checked += 1

@@ -38,6 +38,8 @@ from cairn.memory.store.postgres.mirror import Shard, pull, push
 if TYPE_CHECKING:
     import psycopg
 
+    from cairn.memory.store.postgres.search import DatabaseSearch
+
 __all__ = [
     "DSN_ENV",
     "NAMESPACE_ENV",
@@ -127,6 +129,7 @@ class PostgresBackend:
         self._sections = 0  # write sections open now (each has caught the mirror up)
         self._pulled = False
         self._feed: _Feed | None = None
+        self._search: DatabaseSearch | None = None
         for shard in self.shards:
             shard.load()
 
@@ -305,6 +308,15 @@ class PostgresBackend:
             self._feed = _Feed(self)
             self._feed.start()
 
+    def warm_up_search(self) -> DatabaseSearch:
+        """Recall's fast phase from the database while the mirror and its index warm up
+        (:mod:`~cairn.memory.store.postgres.search`)."""
+        if self._search is None:
+            from cairn.memory.store.postgres.search import DatabaseSearch
+
+            self._search = DatabaseSearch(self._open, self.shards)
+        return self._search
+
     # --- Dream's lock --------------------------------------------------------------------------
 
     def vector_sync(self) -> Any:
@@ -328,6 +340,8 @@ class PostgresBackend:
         if self._feed is not None:
             self._feed.stop()
             self._feed = None
+        if self._search is not None:
+            self._search.close()
         for shard in self.shards:
             shard.close()
         for connection in (self._connection, self._reader):

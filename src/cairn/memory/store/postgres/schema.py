@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "TABLES", "ensure_schema", "memory_schema"]
 
-SCHEMA_VERSION = 2  # 2: cairn_memory_files (tombstones, version logs)
+# 2: cairn_memory_files (tombstones, version logs); 3: cairn_memory_docs.search (full text)
+SCHEMA_VERSION = 3
 TABLES = (
     "cairn_memory_namespaces",
     "cairn_memory_docs",
@@ -41,9 +42,10 @@ TABLES = (
     "cairn_memory_state",
     "cairn_memory_files",
 )
+SEARCH_BODY_CHARS = 20_000  # of a memory's text, its words searched in the database
 _MIGRATION_LOCK = 0x6361_6972_6E00  # pg_advisory_xact_lock key while creating the tables
 
-_DDL = """
+_DDL_TEXT = """
 CREATE TABLE IF NOT EXISTS cairn_memory_schema (version integer NOT NULL);
 
 CREATE TABLE IF NOT EXISTS cairn_memory_namespaces (
@@ -68,6 +70,31 @@ CREATE TABLE IF NOT EXISTS cairn_memory_docs (
     PRIMARY KEY (namespace, scope, path)
 );
 CREATE INDEX IF NOT EXISTS cairn_memory_docs_seq ON cairn_memory_docs (namespace, seq);
+
+-- The documents' words for Recall on a machine whose local index is not built yet (schema 3):
+-- kept by a trigger on every write (an older cairn's writes too), NULL for a tombstone.
+ALTER TABLE cairn_memory_docs ADD COLUMN IF NOT EXISTS search tsvector;
+CREATE INDEX IF NOT EXISTS cairn_memory_docs_search ON cairn_memory_docs USING gin (search);
+CREATE OR REPLACE FUNCTION cairn_memory_docs_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.content IS NULL THEN
+        NEW.search := NULL;
+        RETURN NEW;
+    END IF;
+    NEW.search := setweight(to_tsvector('english', coalesce(NEW.title, '')), 'A')
+        || setweight(to_tsvector('english', coalesce(NEW.description, '')), 'B');
+    BEGIN  -- the body: a file that is not UTF-8 keeps its title and description only
+        NEW.search := NEW.search || setweight(
+            to_tsvector('english', left(convert_from(NEW.content, 'UTF8'), {body})), 'D');
+    EXCEPTION WHEN others THEN
+        NULL;
+    END;
+    RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS cairn_memory_docs_words ON cairn_memory_docs;
+CREATE TRIGGER cairn_memory_docs_words BEFORE INSERT OR UPDATE OF content, title, description
+    ON cairn_memory_docs FOR EACH ROW EXECUTE FUNCTION cairn_memory_docs_words();
 
 -- MEMORY.md of each scope, rebuilt in the transaction that changed the documents.
 CREATE TABLE IF NOT EXISTS cairn_memory_indexes (
@@ -121,6 +148,18 @@ CREATE TABLE IF NOT EXISTS cairn_memory_state (
 """
 
 
+_DDL = _DDL_TEXT.replace("{body}", str(SEARCH_BODY_CHARS))
+
+# The words of the documents written before schema 3. The table's owner steps out of its own
+# row-level security for this one statement (in the migration's transaction, which holds the
+# table's lock until commit): a backfill must see every namespace, and nothing else runs then.
+_BACKFILL = """
+ALTER TABLE cairn_memory_docs NO FORCE ROW LEVEL SECURITY;
+UPDATE cairn_memory_docs SET title = title WHERE content IS NOT NULL AND search IS NULL;
+ALTER TABLE cairn_memory_docs FORCE ROW LEVEL SECURITY
+"""
+
+
 def _policies() -> str:
     statements = []
     for table in TABLES:
@@ -139,9 +178,10 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
     """Create the tables and policies when missing, or bring an older schema up to this
     version (idempotent; concurrent callers wait).
 
-    Every version so far only adds tables: the upgrade is the same ``CREATE … IF NOT EXISTS``
-    as a new database, then the policies for every table again (they are idempotent), so a
-    table a newer version added is never left without row-level security.
+    Every version so far only adds: the upgrade is the same ``CREATE … IF NOT EXISTS`` as a
+    new database, then (from before 3) the full-text words of the documents already there,
+    then the policies for every table again (they are idempotent), so a table a newer version
+    added is never left without row-level security.
     """
     if _current(connection):  # the common case: no lock, no DDL
         return
@@ -150,6 +190,7 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
         connection.execute(_DDL)
         found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
         if found is None or found[0] is None or found[0] < SCHEMA_VERSION:
+            connection.execute(_BACKFILL)
             connection.execute(_policies())
             connection.execute(
                 "INSERT INTO cairn_memory_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
@@ -172,8 +213,12 @@ def _migrate(connection: psycopg.Connection[Any]) -> None:
 
 def memory_schema() -> Component:
     """The memory tables as a component of the shared migration runner (``cairn db migrate``):
-    step 1 is :func:`ensure_schema` (which also upgrades a database of an earlier schema)."""
+    each step is :func:`ensure_schema`, which brings a database of any earlier schema up to
+    this one (step 2: the documents' full-text words, for a database step 1 migrated before)."""
     from cairn.database.migrations import Component, Migration
 
-    step = Migration(1, f"memory tables (schema {SCHEMA_VERSION})", _migrate)
-    return Component("memory", (step,))
+    steps = (
+        Migration(1, "memory tables", _migrate),
+        Migration(2, f"full-text search of memories (schema {SCHEMA_VERSION})", _migrate),
+    )
+    return Component("memory", steps)

@@ -1,0 +1,170 @@
+"""Full-text search in the database: Recall's fast phase while this machine's index warms up.
+
+A fresh machine (a new container, an empty mirror) must pull every document and build its local
+index before the store can rank anything: seconds at 10,000 memories. Meanwhile Recall asks the
+database, which keeps each document's words in ``cairn_memory_docs.search`` (a ``tsvector``
+kept by a trigger on every write, with a GIN index; see
+:mod:`~cairn.memory.store.postgres.schema`):
+
+- the query's words are the local tokenizer's surface words (NFKC, lower case, three letters or
+  more, English stop words dropped), OR-ed, stemmed by PostgreSQL's ``english`` configuration
+  (Snowball, as the local index stems), so "deploying" finds "deploy";
+- ranked by ``ts_rank`` with the title above the description above the body (weights A, B, D),
+  newest first among equals;
+- one query per namespace of the memory, each under its row-level security (the transaction
+  sets ``cairn.namespace``); tombstones (forgotten, deleted) have no words and never match.
+
+CJK degrades: PostgreSQL's parser keeps a CJK run as one word where the local index makes
+bigrams, so a CJK query word only matches a run that begins with it (a prefix match); such a
+query may find nothing here until the local index is ready.
+
+Best effort by construction: one connection of its own, opened ahead (:meth:`prepare`), a
+statement timeout, and a bounded wait for a search already running (then nothing instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cairn.debug_log import get_logger
+from cairn.memory.document import MemoryDoc
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from cairn.memory.store.postgres.mirror import Shard
+
+__all__ = ["DatabaseSearch", "tsquery_text"]
+
+STATEMENT_TIMEOUT_MS = 2_000  # the longest one search runs in the server
+_WAIT_S = STATEMENT_TIMEOUT_MS / 1000  # for the search or the preparation running now
+MAX_QUERY_WORDS = 64  # distinct words of a query sent (the local index keeps as many tokens)
+_log = get_logger("MEMORY_RECALL")
+
+_SEARCH = """
+WITH q AS (SELECT to_tsquery('english', %s) AS q)
+SELECT path, content, mtime, ts_rank(search, q.q) FROM cairn_memory_docs, q
+WHERE namespace = %s AND scope = %s AND content IS NOT NULL AND search @@ q.q
+ORDER BY ts_rank(search, q.q) DESC, mtime DESC, path
+LIMIT %s
+"""
+
+
+def tsquery_text(query: str) -> str:
+    """The ``to_tsquery`` text of ``query``: its words OR-ed ("" when it has none); a CJK word
+    matches as a prefix (see the module docstring)."""
+    from cairn.memory.store.tokenizer import STOP_WORDS, query_tokens, surface_tokens
+
+    words = [w for w in query_tokens(query, split=surface_tokens) if w not in STOP_WORDS]
+    terms = []
+    for word in words[:MAX_QUERY_WORDS]:
+        clean = "".join(ch for ch in word if ch.isalnum())  # tsquery syntax never gets in
+        if clean:
+            terms.append(f"'{clean}':*" if _cjk(clean) else f"'{clean}'")
+    return " | ".join(terms)
+
+
+def _cjk(word: str) -> bool:
+    """Whether ``word`` is a CJK bigram of the tokenizer (Han, kana, Hangul)."""
+    import unicodedata
+
+    return unicodedata.name(word[0], "").startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL"))
+
+
+class DatabaseSearch:
+    """Searches the namespaces of ``shards`` over a connection of its own (see the module
+    docstring); thread-safe, never raises."""
+
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], shards: Sequence[Shard]):
+        self._connect = connect
+        self._shards = list(shards)
+        self._lock = threading.Lock()
+        self._connection: psycopg.Connection[Any] | None = None
+
+    def prepare(self) -> None:
+        """Load the tokenizer and the memory parser and open the connection now (a fresh
+        machine's session start), so the first search only runs its query (loading the
+        tokenizer alone takes a few hundred milliseconds). Best effort."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            from cairn.memory.store import parse  # noqa: F401 - loaded now, used by a search
+
+            tsquery_text("warm up")
+            self._open()
+        except Exception as error:
+            _log.debug(f"database search unavailable: {error!r}")
+        finally:
+            self._lock.release()
+
+    def search(self, query: str, limit: int) -> list[tuple[MemoryDoc, str]]:
+        """The best ``limit`` memories of each namespace for ``query`` with their text, best
+        first; empty when the database cannot answer, or the search or preparation running
+        now does not end soon (the caller bounds its own wait: it runs this in a thread)."""
+        terms = tsquery_text(query)
+        if not terms or limit <= 0 or not self._lock.acquire(timeout=_WAIT_S):
+            return []
+        try:
+            return self._search(terms, limit)
+        except Exception as error:
+            _log.warning(f"database search failed: {error!r}")
+            self._drop()
+            return []
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _open(self) -> psycopg.Connection[Any]:
+        connection = self._connection
+        if connection is None or connection.closed:
+            connection = self._connect()
+            connection.execute(f"SET statement_timeout = {STATEMENT_TIMEOUT_MS}")
+            connection.commit()
+            self._connection = connection
+        return connection
+
+    def _search(self, terms: str, limit: int) -> list[tuple[MemoryDoc, str]]:
+        from cairn.memory.store.parse import parse_memory_text
+
+        connection = self._open()
+        found: list[tuple[float, MemoryDoc, str]] = []
+        try:
+            for shard in self._shards:
+                connection.execute(
+                    "SELECT set_config('cairn.namespace', %s, true)", (shard.namespace,)
+                )
+                rows = connection.execute(
+                    _SEARCH, (terms, shard.namespace, shard.scope, limit)
+                ).fetchall()
+                connection.rollback()  # read only; the next namespace in its own transaction
+                for relative, content, mtime, rank in rows:
+                    data = bytes(content)
+                    text = data.decode("utf-8", "replace")
+                    parsed = parse_memory_text(
+                        text,
+                        path=Path(shard.root) / relative,
+                        relative_path=relative,
+                        scope=shard.scope,
+                        mtime=float(mtime),
+                        size=len(data),
+                    )
+                    if isinstance(parsed, MemoryDoc):
+                        found.append((-float(rank), parsed, text))
+        finally:
+            with contextlib.suppress(Exception):
+                connection.rollback()
+        found.sort(key=lambda hit: hit[0])  # stable: the project's first among equals
+        return [(doc, text) for _, doc, text in found]  # the evidence check reads the text
+
+    def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.close()
