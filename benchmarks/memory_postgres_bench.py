@@ -100,8 +100,11 @@ elif mode == "turn":
             docs = runtime.memory_manager().store.count()
             await runtime.aclose()
         (at, first), = arrived
+        events = [json.loads(line) for line in open(os.environ["CAIRN_TELEMETRY_FILE"])]
+        fast = [e["latency_ms"] for e in events  # the first request's (fast or settled)
+                if e["event"] == "memory.recall.delivery" and e["delivery_point"] == "initial"]
         return {"first_request": at - asked, "carried": first.contains(RELEVANT_MEMORY_HEADING),
-                "warm_up": warmed - opened, "docs": docs}
+                "fast_ms": fast[0] if fast else None, "warm_up": warmed - opened, "docs": docs}
 
     print(json.dumps(asyncio.run(turn())), flush=True)
 elif mode == "watch":
@@ -169,9 +172,15 @@ def _seed(manager: Any, count: int) -> None:
 
 
 def _child(
-    mode: str, project: Path, settings: dict[str, Any], home: Path, query: str, *extra: str
+    mode: str,
+    project: Path,
+    settings: dict[str, Any],
+    home: Path,
+    query: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
 ) -> Any:
-    env = {**os.environ, "CAIRN_HOME": str(home)}
+    env = {**os.environ, **(env or {}), "CAIRN_HOME": str(home)}
     args = [sys.executable, "-c", _CHILD, mode, str(project), json.dumps(settings), query, *extra]
     return subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, cwd=ROOT)  # fmt: skip
@@ -190,7 +199,11 @@ def _fresh_turn(
     started: the first model request's delay from the prompt, whether it carried a memory,
     and the local warm-up's whole time (from the session's start)."""
     settings = {**settings, "memory": {**settings["memory"], "enableManagedAutoDream": False}}
-    child = _child("turn", project, settings, home, "how do we deploy billing", str(typing))
+    telemetry = home.with_name(home.name + "-telemetry.jsonl")
+    telemetry.unlink(missing_ok=True)
+    env = {"CAIRN_TELEMETRY_FILE": str(telemetry)}
+    query = "how do we deploy billing"
+    child = _child("turn", project, settings, home, query, str(typing), env=env)
     out, _ = child.communicate(timeout=600)
     return dict(json.loads(out))
 

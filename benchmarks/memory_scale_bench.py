@@ -30,8 +30,12 @@ them (``$CAIRN_HOME``), and every figure is measured in fresh processes:
 With ``--postgres N`` (default 10,000; 0 skips), a throw-away PostgreSQL cluster
 (``cairn.testing.postgres``) holds N memories in one namespace, and the script measures one
 Extract write (median, p95), how long until another machine's process finds a memory written
-(by notification; median, max), and the first fast result of a process on a fresh machine
-(an empty mirror: the whole namespace comes from the database), against the same on files.
+(by notification; median, max), the first local search of a process on a fresh machine (an
+empty mirror: the whole namespace pulled and indexed), against the same on files, and a fresh
+machine's first turn (``--fresh-runs`` of them, each on an empty mirror, against an indexed
+files memory): the first model request's delay from the prompt, Recall's fast delivery (from
+telemetry), whether the request carried a memory, and the background warm-up's whole time.
+``--writes 0`` measures the fresh machine alone (``--sizes ""`` skips the files table).
 
 After the table, the 100,000 column against the issue's targets (files): target, measured,
 met. The wall figures are the targets' unit; read them on an idle machine (CPU times beside them
@@ -284,7 +288,52 @@ def target_rows(column: dict[str, str]) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def postgres_rows(count: int, base: Path, writes: int, probes: int) -> list[tuple[str, str, str]]:
+def fresh_rows(
+    project: Path, backends: dict[str, Any], base: Path, runs: int
+) -> list[tuple[str, str, str]]:
+    """A fresh machine's first turn (postgres, an empty mirror each run) against a process
+    whose files are indexed already (files), with the prompt at the session's start (as
+    ``cairn -p``) and after 2 s of typing; then a restart of the last fresh machine."""
+    import memory_postgres_bench as shared
+
+    rows: list[tuple[str, str, str]] = []
+    for typing in (0.0, 2.0):
+        turns: dict[str, list[dict[str, Any]]] = {"files": [], "postgres": []}
+        for run in range(runs):
+            turns["files"].append(
+                shared._fresh_turn(project, backends["files"], base / "pg-files-home", typing)
+            )
+            turns["postgres"].append(shared._fresh_turn(
+                project, backends["postgres"], base / f"pg-fresh-{typing:.0f}-{run}", typing
+            ))  # fmt: skip
+        when = "at the session's start" if not typing else f"{typing:.0f} s after it"
+        rows += [
+            (f"first turn, prompt {when}: first request after the prompt, median",
+             *(_ms(statistics.median(t["first_request"] for t in turns[b])) for b in turns)),
+            (f"first turn, prompt {when}: Recall's fast delivery after the prompt, median",
+             *(_fast(turns[b]) for b in turns)),
+            (f"first turn, prompt {when}: the first request carried a memory",
+             *(f"{sum(t['carried'] for t in turns[b])} of {runs}" for b in turns)),
+        ]  # fmt: skip
+        if typing:
+            warm = [t["warm_up"] for t in turns["postgres"]]
+            rows.append(("full local warm-up in the background (from the session's start), "
+                         "median", "–", _s(statistics.median(warm))))  # fmt: skip
+    last = base / f"pg-fresh-2-{runs - 1}"
+    restart = [shared._fresh_turn(project, backends["postgres"], last) for _ in range(runs)]
+    rows.append(("a restart of that machine (mirror and index kept): first request, median",
+                 "–", _ms(statistics.median(t["first_request"] for t in restart))))  # fmt: skip
+    return rows
+
+
+def _fast(turns: list[dict[str, Any]]) -> str:
+    delivered = [t["fast_ms"] for t in turns if t["fast_ms"] is not None]
+    return _ms(statistics.median(delivered) / 1000) if delivered else "none"
+
+
+def postgres_rows(
+    count: int, base: Path, writes: int, probes: int, fresh_runs: int = 3
+) -> list[tuple[str, str, str]]:
     sys.path.insert(0, str(HERE))
     import memory_postgres_bench as shared
 
@@ -303,6 +352,10 @@ def postgres_rows(count: int, base: Path, writes: int, probes: int) -> list[tupl
         shared._seed(shared._manager(project, backends["postgres"], base / "pg-seeder"), count)
         files_first = shared._first_result(project, backends["files"], base / "pg-files-home")
         fresh = shared._first_result(project, backends["postgres"], base / "pg-fresh")
+        turns = fresh_rows(project, backends, base, fresh_runs) if fresh_runs else []
+        if writes == 0:  # the fresh machine's figures alone
+            return [("first local search, new process (postgres: fresh machine, the whole pull "
+                     "and index)", _ms(files_first), _ms(fresh)), *turns]  # fmt: skip
         managers = {
             "files": shared._manager(project, backends["files"], base / "pg-files-home"),
             "postgres": shared._manager(project, backends["postgres"], base / "pg-writer"),
@@ -327,8 +380,9 @@ def postgres_rows(count: int, base: Path, writes: int, probes: int) -> list[tupl
         ("visible in another process, median", _ms(statistics.median(seen["files"])),
          _ms(statistics.median(seen["postgres"]))),
         ("visible in another process, max", _ms(max(seen["files"])), _ms(max(seen["postgres"]))),
-        ("first fast result, new process (postgres: fresh machine, empty mirror)",
+        ("first local search, new process (postgres: fresh machine, the whole pull and index)",
          _ms(files_first), _ms(fresh)),
+        *turns,
     ]  # fmt: skip
 
 
@@ -339,6 +393,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--writes", type=int, default=20)
     parser.add_argument("--probes", type=int, default=10)
+    parser.add_argument("--fresh-runs", type=int, default=3, help="fresh-machine first turns")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",") if size]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -346,12 +401,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
         columns = {count: files_column(count, base, args.queries, args.writes) for count in sizes}
-        pg = postgres_rows(args.postgres, base, args.writes, args.probes) if args.postgres else []
+        pg = (
+            postgres_rows(args.postgres, base, args.writes, args.probes, args.fresh_runs)
+            if args.postgres
+            else []
+        )
     print(f"{started}, load {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end\n")
-    print("| files | " + " | ".join(f"{count:,}" for count in sizes) + " |")
-    print("|---|" + "---|" * len(sizes))
-    for label in columns[sizes[0]]:
-        print(f"| {label} | " + " | ".join(columns[count][label] for count in sizes) + " |")
+    if sizes:
+        print("| files | " + " | ".join(f"{count:,}" for count in sizes) + " |")
+        print("|---|" + "---|" * len(sizes))
+        for label in columns[sizes[0]]:
+            print(f"| {label} | " + " | ".join(columns[count][label] for count in sizes) + " |")
     if 100_000 in columns:
         print("\n| against the issue's targets (100,000, files) | target | measured | met |")
         print("|---|---|---|---|")

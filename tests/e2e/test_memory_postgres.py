@@ -299,6 +299,7 @@ def test_tenants_of_one_daemon_never_see_each_others_memory_and_it_survives_a_re
     async def ask_again() -> str:
         async with DaemonClient(restarted.url, TOKEN, headers={HEADER: "acme"}) as acme:
             session = await DaemonSessionClient.create(acme)
+            eventually(lambda: search_ready(machines.dsn))  # while the user types
             await session.prompt_and_wait(QUESTION)
             return session.session_id
 
@@ -326,10 +327,25 @@ Write tests with unittest.TestCase, never pytest. {FORGOTTEN_MARKER}
 """
 
 
-def test_a_fresh_machine_recalls_from_the_database_in_its_first_request_while_its_index_warms(
-    machines: Machines, scripted_server: ScriptedServer
+def search_ready(dsn: str) -> bool:
+    """A machine's database search is ready: its connection open and idle (tokenizer loaded)."""
+    import psycopg
+
+    from cairn.memory.store.postgres.backend import SEARCH_APPLICATION_NAME
+
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND application_name = %s AND state = 'idle'",
+            (SEARCH_APPLICATION_NAME,),
+        ).fetchone()
+    return row is not None and row[0] > 0
+
+
+async def test_a_fresh_machine_recalls_from_the_database_in_its_first_request_while_its_index_warms(
+    machines: Machines, serve: Callable[..., Served], scripted_server: ScriptedServer
 ) -> None:
-    """A new container (an empty mirror) with memories in the database: the first request
+    """A new container (an empty mirror) with memories in the database: its first request
     carries the memory the question matches, though the machine's own index is not ready (its
     warm-up is held up here: this test holds its mirror's lock), and never a forgotten one."""
     from cairn.memory.forget.selection import ForgetPlan, list_forget_candidates
@@ -345,21 +361,37 @@ def test_a_fresh_machine_recalls_from_the_database_in_its_first_request_while_it
     writer.close()
 
     with hold_local_roots([machines.mirror("b")]):  # machine B's pull waits: its index too
-        child = subprocess.Popen([*CAIRN, "-p", QUESTION], cwd=machines.project,
-                                 env=machines.env("b"), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
-        try:
-            [first] = scripted_server.wait_for_requests(1, purpose="main", timeout=60)
-        finally:
-            assert not (machines.mirror("b") / "feedback").exists()  # nothing pulled yet
-    _out, err = child.communicate(timeout=120)
+        served = serve("b")
+        async with DaemonClient(served.url) as client:
+            session = await DaemonSessionClient.create(client)  # its warm-up starts
+            eventually(lambda: search_ready(machines.dsn))  # what a user's typing leaves time for
+            await session.prompt_and_wait(QUESTION)
+        assert not (machines.mirror("b") / "feedback").exists()  # nothing pulled yet
 
-    assert child.returncode == 0, err
+    [first] = main_requests(scripted_server, session.session_id)
     assert first.contains(MARKER)
     assert not first.contains(FORGOTTEN_MARKER)
-    reader = machines.reader("b")  # the warm-up went on after the lock: the mirror is full
-    assert [doc.title for doc in reader.docs()] == ["Tests use pytest"]
-    reader.close()
+    # the warm-up went on after the lock: the mirror fills, with what was not forgotten
+    eventually(lambda: (machines.mirror("b") / "feedback/testing-with-pytest.md").exists())
+    assert not (machines.mirror("b") / "feedback/testing-with-unittest.md").exists()
+    assert served.stop() == 0
+
+
+def test_a_fresh_machine_asked_at_once_answers_and_warms_up_after(
+    machines: Machines, scripted_server: ScriptedServer
+) -> None:
+    """``cairn -p`` on a new container: the prompt comes as the session starts (its memory
+    only if the database answered within Recall's bound), the turn runs, the warm-up ends."""
+    scripted_server.default = reply("Noted.")
+    writer = machines.reader("a")
+    write(writer, "feedback/testing-with-pytest.md", MEMORY)
+    writer.close()
+
+    done = machines.cairn("b", "-p", QUESTION)
+
+    assert done.returncode == 0, done.stderr
+    assert "Noted." in done.stdout
+    assert (machines.mirror("b") / "feedback/testing-with-pytest.md").exists()
 
 
 class _SilentDatabase:

@@ -39,6 +39,7 @@ from cairn.memory.recall.query import RecallResult, recall_memories
 from cairn.memory.recall.render import render_relevant_memory
 from cairn.memory.recall.warm_up import recall_while_warming
 from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
+from cairn.memory.store.warm_up import WarmUp
 from cairn.memory.telemetry import emit_forget
 from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef, Notice
 
@@ -105,8 +106,7 @@ class MemoryManager:
         self._vector_tasks: set[asyncio.Task[int]] = set()  # embeddings after writes
         self.background = BackgroundScheduler(self)  # Extract and Dream of this memory
         self._checks: dict[str, EvidenceCheck] = {}  # session id -> its evidence check
-        self._warm_up: asyncio.Future[ScanReport] | None = None  # the store's, in a thread
-        self._prepare: asyncio.Future[None] | None = None  # the warm-up search's connection
+        self.warm_up = WarmUp(self.store, self.backend)  # indexing before the first prompt
 
     @property
     def enabled(self) -> bool:
@@ -200,36 +200,9 @@ class MemoryManager:
 
         return build_index_text([doc for doc in self.docs() if doc.scope == scope])
 
-    # --- the warm-up -----------------------------------------------------------------------
-
-    def start_warm_up(self) -> asyncio.Future[ScanReport]:
-        """Index the memory in a thread (once per manager; call on the event loop). The store
-        is not thread-safe: until this ends, nothing else may use it (:meth:`ready`). Meanwhile
-        a backend that can search by itself (PostgreSQL) serves Recall's fast phase
-        (:meth:`recall`), its connection opened now in another thread."""
-        task = self._warm_up
-        if task is None:
-            task = self._warm_up = asyncio.ensure_future(asyncio.to_thread(self.store.warm))
-            search = self.backend.warm_up_search() if self.enabled else None
-            if search is not None:
-                self._prepare = asyncio.ensure_future(asyncio.to_thread(search.prepare))
-        return task
-
-    @property
-    def warming(self) -> bool:
-        """The warm-up runs now: the store must not be touched."""
-        return self._warm_up is not None and not self._warm_up.done()
-
-    @property
-    def recalls_while_warming(self) -> bool:
-        """The warm-up runs and Recall needs not wait for it (the backend searches)."""
-        return self.warming and self.backend.warm_up_search() is not None
-
     async def ready(self) -> None:
-        """Until a running warm-up has ended (never cancelled: a thread cannot be stopped)."""
-        task = self._warm_up
-        if task is not None and not task.done():
-            await asyncio.wait({task})
+        """Until the store's warm-up has ended (:attr:`warm_up`)."""
+        await self.warm_up.wait()
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -335,24 +308,15 @@ class MemoryManager:
         session_id: str | None = None,
         before_semantic: Callable[[], Awaitable[object]] | None = None,
     ) -> RecallResult:
-        """Relevant memories for ``query``; never raises (a failure is an empty result).
-
-        While the warm-up runs, the backend's own search serves the fast phase, if it has one
-        (:func:`~cairn.memory.recall.warm_up.recall_while_warming`); else Recall waits for it.
-        """
+        """Relevant memories for ``query``; never raises (a failure is an empty result)."""
         if not self.enabled:
             return RecallResult()
         try:
-            search = self.backend.warm_up_search() if self.warming else None
+            search = self.warm_up.search  # while the store warms up, if the backend can search
             if search is not None:
+                check = self.evidence_check(session_id)
                 return await recall_while_warming(
-                    search,
-                    query,
-                    excluded=excluded,
-                    recent_tools=recent_tools,
-                    check=self.evidence_check(session_id),
-                    now=self.clock,
-                    on_fast_result=on_fast_result,
+                    search, query, excluded, recent_tools, check, self.clock, on_fast_result
                 )
             await self.ready()
             return await recall_memories(

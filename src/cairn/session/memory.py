@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from cairn.content import Content
     from cairn.memory.manager import MemoryManager
     from cairn.session.runtime import Runtime
+    from cairn.session.turn import PromptRequest
     from cairn.vocabulary.events import EventSink, MemoryChanged, Notice
 
 __all__ = ["SessionMemory"]
@@ -101,14 +102,19 @@ class SessionMemory:
             _log.warning(f"memory prompt section unavailable: {exc!r}")
             return ""
 
-    async def settled(self, *, prompt: bool = False) -> bool:
+    async def settled(self, request: PromptRequest | None = None) -> bool:
         """Wait for the runtime's memory warm-up; whether the prompt needs its memory section
-        now (it was built while the warm-up ran). A user's ``prompt`` does not wait when the
-        backend serves Recall meanwhile (a fresh machine's PostgreSQL memory): its section
-        joins on a later turn."""
+        now (it was built while the warm-up ran). A user's prompt (not a command) does not
+        wait when the backend serves Recall meanwhile (a fresh machine's PostgreSQL memory),
+        but for that search to be ready, at most 100 ms: its section joins on a later turn."""
         if not self.on:
             return False
-        if prompt and self.runtime.memory_manager().recalls_while_warming:
+        typed = request is not None and request.fresh and request.text.lstrip()[:1] != "/"
+        warm_up = self.runtime.memory_manager().warm_up
+        if typed and warm_up.search is not None:
+            from cairn.memory import INITIAL_RECALL_WAIT_MS
+
+            await warm_up.search_ready(INITIAL_RECALL_WAIT_MS / 1000)
             return False
         await self.runtime.memory_ready()
         return self._generation == -1

@@ -181,7 +181,7 @@ class Runtime:
 
         The memory store is not thread-safe: until the warm-up is over, every use of it waits
         in :meth:`memory_ready` (every turn does, but a user's prompt when the backend serves
-        Recall meanwhile: see :meth:`MemoryManager.start_warm_up`).
+        Recall meanwhile: see :mod:`cairn.memory.store.warm_up`).
         """
         if not self.memory_enabled or self.project_root in self._warming:
             return
@@ -189,7 +189,8 @@ class Runtime:
             asyncio.get_running_loop()
         except RuntimeError:  # no event loop (a synchronous caller): the first turn indexes
             return
-        task: asyncio.Future[Any] = self.memory_manager().start_warm_up()
+        manager = self.memory_manager()
+        task: asyncio.Future[Any] = manager.warm_up.start(search=manager.enabled)
         task.add_done_callback(_warm_up_done)
         self._warming[self.project_root] = task
 

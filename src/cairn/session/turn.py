@@ -225,8 +225,7 @@ class Turn:
         """Run the turn and return how it ended. Never raises for model errors."""
         session, sink = self.session, self.sink
         await sink(TurnStarted(self.prompt_id, self.request.fresh))
-        prompt = self.request.fresh and not self.request.text.lstrip().startswith("/")
-        if await session.memory.settled(prompt=prompt):  # the warm-up is over: the section joins
+        if await session.memory.settled(self.request):  # the warm-up is over: the section joins
             session.refresh_system_prompt()
         await self.run_hooks(lambda hook: hook.turn_started(session, self.request))
         for notice in self.carry.take_notices():

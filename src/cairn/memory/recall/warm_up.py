@@ -37,14 +37,15 @@ _log = get_logger("MEMORY_RECALL")
 async def recall_while_warming(
     search: WarmUpSearch,
     query: str,
-    *,
     excluded: AbstractSet[str],
     recent_tools: Sequence[str],
     check: EvidenceCheck,
     now: Callable[[], float],
     on_fast_result: Callable[[RecallResult], None] | None = None,
 ) -> RecallResult:
-    """The fast result from ``search`` (see the module docstring); never raises."""
+    """The fast result from ``search`` (see the module docstring), minus the ``excluded``
+    paths and the noise of ``recent_tools``, checked by ``check``, aged by ``now``, published
+    through ``on_fast_result``; never raises."""
     if not query.strip():
         return RecallResult()
     aliases = tool_aliases(recent_tools)

@@ -58,6 +58,7 @@ NAMESPACE_ENV = "CAIRN_MEMORY_NAMESPACE"
 TENANT_PREFIX = "tenants/"
 LOCK_TIMEOUT_SECONDS = 30  # the longest a write waits for the namespace's lock
 CONNECT_TIMEOUT_SECONDS = 10
+SEARCH_APPLICATION_NAME = "cairn memory search"  # its connection in pg_stat_activity
 _MIRROR_FOLDER = "postgres"  # under the memory base: one mirror per (database, namespace)
 _DREAM_LOCK_SALT = "dream"
 _log = get_logger("MEMORY")
@@ -314,7 +315,14 @@ class PostgresBackend:
         if self._search is None:
             from cairn.memory.store.postgres.search import DatabaseSearch
 
-            self._search = DatabaseSearch(self._open, self.shards)
+            def connect() -> psycopg.Connection[Any]:
+                from cairn.memory.store.postgres.schema import ensure_schema
+
+                connection = self.connect(application_name=SEARCH_APPLICATION_NAME)
+                ensure_schema(connection)
+                return connection
+
+            self._search = DatabaseSearch(connect, self.shards)
         return self._search
 
     # --- Dream's lock --------------------------------------------------------------------------

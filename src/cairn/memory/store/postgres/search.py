@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc
+from cairn.memory.store.tokenizer import STOP_WORDS, query_tokens, surface_tokens
 
 if TYPE_CHECKING:
     import psycopg
@@ -57,8 +59,6 @@ LIMIT %s
 def tsquery_text(query: str) -> str:
     """The ``to_tsquery`` text of ``query``: its words OR-ed ("" when it has none); a CJK word
     matches as a prefix (see the module docstring)."""
-    from cairn.memory.store.tokenizer import STOP_WORDS, query_tokens, surface_tokens
-
     words = [w for w in query_tokens(query, split=surface_tokens) if w not in STOP_WORDS]
     terms = []
     for word in words[:MAX_QUERY_WORDS]:
@@ -70,8 +70,6 @@ def tsquery_text(query: str) -> str:
 
 def _cjk(word: str) -> bool:
     """Whether ``word`` is a CJK bigram of the tokenizer (Han, kana, Hangul)."""
-    import unicodedata
-
     return unicodedata.name(word[0], "").startswith(("CJK", "HIRAGANA", "KATAKANA", "HANGUL"))
 
 

@@ -1,0 +1,90 @@
+"""Recall while a fresh machine's index warms up: the database answers the fast phase, the
+memories already surfaced stay out, and once the warm-up is over the local index answers."""
+
+from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
+
+import pytest
+
+from cairn.abort import AbortController
+from cairn.memory.manager import MemoryManager
+from cairn.memory.recall.query import RecallResult
+from cairn.memory.store.locks import hold_local_roots
+
+from ..postgres_helpers import postgres_dsn, postgres_server
+from ..store.test_backend_contract import DEPLOY, write
+from ..store.test_postgres_backend import Machine, machine
+
+__all__ = ["machine", "postgres_dsn", "postgres_server"]  # fixtures
+
+pytestmark = pytest.mark.timeout(120)
+
+RELEASE = (
+    "---\nname: Release checklist\ndescription: what to check before we deploy a release\n"
+    "type: project\n---\n\nTag it, then deploy.\n"
+)
+
+
+async def recall(
+    manager: MemoryManager, query: str, excluded: AbstractSet[str] = frozenset()
+) -> tuple[RecallResult, list[RecallResult]]:
+    """The result, and what was published as the fast result."""
+    fast: list[RecallResult] = []
+    result = await manager.recall(
+        query, provider=None, excluded=excluded, recent_tools=(),
+        abort=AbortController().signal, on_fast_result=fast.append,
+    )  # fmt: skip
+    return result, fast
+
+
+async def test_the_database_answers_while_the_warm_up_waits_and_the_local_index_after(
+    machine: Machine,
+) -> None:
+    alice = machine("alice")
+    write(alice, "project/deploy.md", DEPLOY)
+    write(alice, "project/release.md", RELEASE)
+    fresh = machine("fresh")
+    root = fresh.roots.project
+    assert root is not None
+
+    with hold_local_roots([root]):  # the warm-up's pull waits for this lock: so does its index
+        warm_up = fresh.warm_up.start(search=True)
+        result, fast = await recall(fresh, "how do we deploy a release")
+        surfaced = {str(root / "project" / "release.md")}
+        again, _ = await recall(fresh, "how do we deploy a release", excluded=surfaced)
+        assert fresh.warm_up.running
+
+    assert [doc.title for doc in result.docs] == ["Release checklist", "Deploy with make"]
+    assert fast == [result]  # published as the fast result
+    assert result.docs[0].path == root / "project" / "release.md"  # where the mirror keeps it
+    assert "Tag it, then deploy." in result.prompt
+    assert [doc.title for doc in again.docs] == ["Deploy with make"]
+    await warm_up
+    assert fresh.warm_up.search is None  # from now on the local index answers
+    local, _ = await recall(fresh, "how do we deploy a release", excluded=surfaced)
+    assert [doc.title for doc in local.docs] == ["Deploy with make"]
+    assert fresh.store.count() == 2
+
+
+async def test_with_files_recall_waits_for_the_warm_up_instead(tmp_path: object) -> None:
+    """The file backend has nothing that answers sooner than its own index."""
+    from pathlib import Path
+
+    from cairn.config.settings import Settings
+
+    project = Path(str(tmp_path)) / "project"
+    (project / ".git").mkdir(parents=True)
+    settings = Settings.model_validate({"memory": {"minAvailableMemoryMb": 0}})
+    manager = MemoryManager(project, settings=settings, environ={"CAIRN_HOME": str(tmp_path)})
+    try:
+        write(manager, "project/deploy.md", DEPLOY)
+        manager.warm_up.start(search=True)
+        assert manager.warm_up.search is None
+        result, fast = await recall(manager, "deploy")
+        assert not manager.warm_up.running  # recall waited for it
+        assert [doc.title for doc in result.docs] == ["Deploy with make"] == [
+            doc.title for doc in fast[0].docs
+        ]
+    finally:
+        manager.close()
