@@ -315,9 +315,11 @@ class MemoryManager:
             search = self.warm_up.search  # while the store warms up, if the backend can search
             if search is not None:
                 check = self.evidence_check(session_id)
-                return await recall_while_warming(
+                found = await recall_while_warming(
                     search, query, excluded, recent_tools, check, self.clock, on_fast_result
                 )
+                self.warm_up.searched()  # an empty mirror's indexing waited for this
+                return found
             await self.ready()
             return await recall_memories(
                 self.store,

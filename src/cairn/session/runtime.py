@@ -204,7 +204,7 @@ class Runtime:
         """Wait for a running warm-up (never cancelled: a running thread cannot be stopped)."""
         task = self._warming.get(self.project_root)
         if task is not None and not task.done():
-            await asyncio.wait({task})
+            await self.memory_manager().ready()  # starts indexing if it waits for a search
 
     # ----- models (the picker: cairn.session.models) -----
 
@@ -478,6 +478,8 @@ class Runtime:
                 await session.close()
             except Exception as exc:  # one broken session must not keep the others open
                 _log.warning(f"closing session {session.id} failed: {exc!r}")
+        for manager in self._memory.values():
+            manager.warm_up.stop()  # a warm-up that has not begun indexing never will
         for warming in list(self._warming.values()):
             await asyncio.wait({warming})  # the index is saved below: not while it loads
         if self._mcp is not None:  # before the memory wait: Extract and Dream use no MCP tools

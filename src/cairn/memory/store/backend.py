@@ -81,8 +81,13 @@ class WarmUpSearch(Protocol):
     """What serves Recall's fast phase while the local index warms up (a database's own
     search); thread-safe, never raises (its caller bounds the wait)."""
 
-    def prepare(self) -> None:
-        """Get ready to answer at once (open a connection); best effort."""
+    @property
+    def cold(self) -> bool:
+        """This machine holds nothing of the memory yet (its warm-up is the long one)."""
+        ...
+
+    def prepare(self) -> bool:
+        """Get ready to answer at once (open a connection); whether it is. Best effort."""
         ...
 
     def search(self, query: str, limit: int) -> list[tuple[MemoryDoc, str]]:

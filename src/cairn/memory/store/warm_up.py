@@ -6,7 +6,9 @@ a turn waits for it (a saved index loads in a fraction of a second). A backend t
 by itself (PostgreSQL: :mod:`~cairn.memory.store.postgres.search`) answers Recall's fast phase
 meanwhile, so a fresh machine's first prompt never waits for its pull and index build: only,
 at most Recall's 100 ms, for that search to be ready (its tokenizer loaded, its connection
-open), which the warm-up does first.
+open), which the warm-up does first. On a machine that holds nothing of the memory yet (an
+empty mirror), indexing then waits for the first prompt's search to be answered: the two
+share one interpreter, and indexing 10,000 memories would slow that search past Recall's bound.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ if TYPE_CHECKING:
     from cairn.memory.store.backend import MemoryBackend, WarmUpSearch
     from cairn.memory.store.memory_store import MemoryStore, ScanReport
 
-__all__ = ["WarmUp"]
+__all__ = ["HOLD_SECONDS", "WarmUp"]
+
+HOLD_SECONDS = 30.0  # the longest an empty mirror's indexing waits for the first prompt
 
 
 class WarmUp:
@@ -28,22 +32,39 @@ class WarmUp:
         self._store = store
         self._backend = backend
         self._task: asyncio.Future[ScanReport] | None = None
-        self._prepared: asyncio.Future[None] | None = None  # the search's connection opened
+        self._prepared: asyncio.Future[bool] | None = None  # the search ready (or not)
+        self._hold = False  # an empty mirror: indexing waits for the first search
+        self._go = asyncio.Event()  # ... which sets this (or anyone who needs the index)
+        self._holding = False
 
     def start(self, *, search: bool) -> asyncio.Future[ScanReport]:
         """Index in a thread (once); with ``search``, get the backend's search ready first
-        (a fraction of a second, which indexing would slow down: they share one interpreter)."""
+        (a fraction of a second, which indexing would slow down: they share one interpreter)
+        and, on a machine that holds nothing yet, index only once the first prompt's search
+        has been answered, or someone needs the index, or after :data:`HOLD_SECONDS`."""
         if self._task is None:
             found = self._backend.warm_up_search() if search else None
             if found is not None:
                 self._prepared = asyncio.ensure_future(asyncio.to_thread(found.prepare))
+                self._hold = found.cold
             self._task = asyncio.ensure_future(self._warm())
         return self._task
 
     async def _warm(self) -> ScanReport:
-        if self._prepared is not None:
-            await asyncio.wait({self._prepared})
+        if self._prepared is not None and await self._prepared and self._hold:
+            self._holding = True
+            try:
+                async with asyncio.timeout(HOLD_SECONDS):
+                    await self._go.wait()
+            except TimeoutError:
+                pass
+            finally:
+                self._holding = False
         return await asyncio.to_thread(self._store.warm)
+
+    def searched(self) -> None:
+        """Recall has had its answer from the backend's search: indexing may begin."""
+        self._go.set()
 
     async def search_ready(self, timeout: float) -> None:
         """Until the backend's search is ready (its connection open), at most ``timeout`` s:
@@ -54,7 +75,7 @@ class WarmUp:
 
     @property
     def running(self) -> bool:
-        """The warm-up runs now: the store must not be touched."""
+        """The warm-up runs (or waits to) now: the store must not be touched."""
         return self._task is not None and not self._task.done()
 
     @property
@@ -64,7 +85,14 @@ class WarmUp:
         return self._backend.warm_up_search() if self.running else None
 
     async def wait(self) -> None:
-        """Until a running warm-up has ended (never cancelled: a thread cannot be stopped)."""
+        """Until a running warm-up has ended, starting it now if it waits for a search (never
+        cancelled: a thread cannot be stopped)."""
+        self._go.set()
         task = self._task
         if task is not None and not task.done():
             await asyncio.wait({task})
+
+    def stop(self) -> None:
+        """At shutdown: a warm-up that has not begun indexing never will."""
+        if self._holding and self._task is not None:
+            self._task.cancel()

@@ -83,19 +83,26 @@ class DatabaseSearch:
         self._lock = threading.Lock()
         self._connection: psycopg.Connection[Any] | None = None
 
-    def prepare(self) -> None:
+    @property
+    def cold(self) -> bool:
+        """Nothing of these namespaces was ever pulled into this machine's mirror."""
+        return all(shard.seq == 0 and not shard.synced for shard in self._shards)
+
+    def prepare(self) -> bool:
         """Load the tokenizer and the memory parser and open the connection now (a fresh
         machine's session start), so the first search only runs its query (loading the
-        tokenizer alone takes a few hundred milliseconds). Best effort."""
+        tokenizer alone takes tens of milliseconds); whether it is ready. Best effort."""
         if not self._lock.acquire(blocking=False):
-            return
+            return False
         try:
             from cairn.memory.store import parse  # noqa: F401 - loaded now, used by a search
 
             tsquery_text("warm up")
             self._open()
+            return True
         except Exception as error:
             _log.debug(f"database search unavailable: {error!r}")
+            return False
         finally:
             self._lock.release()
 
