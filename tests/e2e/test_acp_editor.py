@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from acp.schema import (
 
 from cairn.testing import ScriptedServer, error_reply, reply, tool_call
 
+from ..polling import eventually_async
 from .conftest import write_settings
 from .test_acp_process import EditorClient, running_agent
 
@@ -147,14 +147,6 @@ def _exit_status(code: int) -> TerminalExitStatus:
     return TerminalExitStatus(exit_code=code, signal=None)
 
 
-async def eventually(check: Callable[[], bool], seconds: float = 10.0) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not reached")
-
-
 # ----- commands in the editor's terminal -----
 
 
@@ -201,10 +193,10 @@ async def test_cancelling_the_turn_kills_the_command_in_the_editors_terminal(
         running = asyncio.ensure_future(agent.prompt(session_id, "run it"))
         await asyncio.wait_for(editor.terminal_created.wait(), 30)
         [terminal] = editor.terminals.values()
-        await eventually(lambda: b"started" in terminal.output)
+        assert await eventually_async(lambda: b"started" in terminal.output)
         await agent.conn.cancel(session_id=session_id)
         response = await asyncio.wait_for(running, 30)
-        await eventually(lambda: terminal.released)
+        assert await eventually_async(lambda: terminal.released)
 
     assert response.stop_reason == "cancelled"
     assert terminal.process.returncode == -signal.SIGKILL
@@ -448,7 +440,7 @@ async def test_a_permission_request_is_withdrawn_when_its_turn_is_cancelled(
         await asyncio.wait_for(editor.asked.wait(), 30)
         await agent.conn.cancel(session_id=session_id)
         response = await asyncio.wait_for(running, 30)
-        await eventually(lambda: editor.cancelled_request_ids() != [])
+        assert await eventually_async(lambda: editor.cancelled_request_ids() != [])
 
     assert response.stop_reason == "cancelled"
     assert editor.cancelled_request_ids() == editor.permission_request_ids()
@@ -515,7 +507,7 @@ async def test_close_cancels_the_running_turn_and_frees_the_session(
     async with running_agent(cairn_env, project) as agent:
         session_id = await agent.start_session()
         running = asyncio.ensure_future(agent.prompt(session_id, "take your time"))
-        await eventually(lambda: len(scripted_server.requests_for("main")) == 1)
+        assert await eventually_async(lambda: len(scripted_server.requests_for("main")) == 1)
         await agent.conn.close_session(session_id=session_id)
         response = await asyncio.wait_for(running, 30)
         with pytest.raises(RequestError) as caught:
@@ -542,7 +534,7 @@ async def test_a_session_is_titled_by_its_first_line_then_by_the_model(
         session_id = await agent.start_session()
         await agent.prompt(session_id, "the login page loops\nafter I sign in it redirects")
         first = titles(editor)[:1]
-        await eventually(lambda: len(titles(editor)) == 2)
+        assert await eventually_async(lambda: len(titles(editor)) == 2)
         listed = await agent.conn.list_sessions(cwd=str(project))
 
     assert first == ["the login page loops"]
@@ -591,7 +583,7 @@ async def test_load_restores_the_mode_the_plan_and_what_a_cancelled_answer_showe
         await agent.conn.set_session_mode(session_id=session_id, mode_id="auto-edit")
         await agent.prompt(session_id, "plan the parser")
         running = asyncio.ensure_future(agent.prompt(session_id, "now write it"))
-        await eventually(lambda: "PARTIAL-" in _agent_text(editor))
+        assert await eventually_async(lambda: "PARTIAL-" in _agent_text(editor))
         await agent.conn.cancel(session_id=session_id)
         assert (await asyncio.wait_for(running, 30)).stop_reason == "cancelled"
 

@@ -21,6 +21,7 @@ from cairn.memory.forget.selection import ForgetPlan, list_forget_candidates
 from cairn.memory.manager import MemoryManager
 from cairn.memory.store.locks import hold_roots
 
+from ...polling import eventually
 from ..memory_helpers import NOW
 from ..postgres_helpers import ON_POSTGRES, postgres_dsn, postgres_server
 
@@ -32,7 +33,6 @@ DEPLOY = (
     "---\nname: Deploy with make\ndescription: how the billing service is deployed\n"
     "type: project\n---\n\nRun `make release` (FACT-2718).\r\nThen tag it.\n"
 )  # CRLF inside on purpose: bytes, not text, are what round-trips
-VISIBLE_WAIT_SECONDS = 30.0  # a hang guard for the other machine's catch-up, not a speed claim
 
 
 Machine = Callable[[str], MemoryManager]
@@ -76,15 +76,6 @@ def write(manager: MemoryManager, relative: str, content: str) -> Path:
         path.write_bytes(content.encode())
         manager.store.rebuild_index_files()
     return path
-
-
-def eventually(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + VISIBLE_WAIT_SECONDS
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def titles(manager: MemoryManager) -> list[str]:

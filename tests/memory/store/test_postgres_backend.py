@@ -19,9 +19,10 @@ from cairn.memory.manager import MemoryManager
 from cairn.memory.store.locks import LOCK_WAIT_SECONDS, hold_roots, root_lock_path
 from cairn.memory.store.postgres.schema import SCHEMA_VERSION, TABLES
 
+from ...polling import eventually
 from ..memory_helpers import NOW
 from ..postgres_helpers import postgres_dsn, postgres_server
-from .test_backend_contract import DEPLOY, eventually, titles, write
+from .test_backend_contract import DEPLOY, titles, write
 
 __all__ = ["postgres_dsn", "postgres_server"]  # fixtures
 

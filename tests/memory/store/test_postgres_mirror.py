@@ -12,8 +12,9 @@ import pytest
 from cairn.memory.manager import MemoryManager
 from cairn.memory.store.locks import hold_roots
 
+from ...polling import eventually
 from ..postgres_helpers import postgres_dsn, postgres_server
-from .test_backend_contract import DEPLOY, eventually, titles, write
+from .test_backend_contract import DEPLOY, titles, write
 from .test_postgres_backend import Machine, machine
 
 __all__ = ["machine", "postgres_dsn", "postgres_server"]  # fixtures
