@@ -22,6 +22,7 @@ from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_ca
 
 from ..memory.postgres_helpers import postgres_dsn, postgres_server
 from ..memory.store.test_backend_contract import write
+from ..polling import eventually
 from .conftest import CAIRN, write_settings
 from .test_daemon import Served, launch, reap
 
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 TOKEN = "tenants-token"
 HEADER = "X-Cairn-Tenant"
+STATUS_WAIT_SECONDS = 60.0  # for a daemon to end a turn or ask for a permission under load
 ATTACK = "ATTACK "  # a prompt "ATTACK {json}" makes the model call that tool
 SECRET = "ACME-SECRET-7731"  # in acme's recordings and memory only
 SECRET_PATTERN = "ACME-SECRET-77[3]1"  # finds SECRET without spelling it
@@ -262,11 +264,18 @@ class Acme:
         return dict(answer.json())
 
     def _wait_idle(self, session_id: str) -> None:
-        poll(lambda: self.status(session_id)["turns"] >= 1
-             and not self.status(session_id)["hasActivePrompt"])  # fmt: skip
+        assert eventually(
+            lambda: (
+                self.status(session_id)["turns"] >= 1
+                and not self.status(session_id)["hasActivePrompt"]
+            ),
+            STATUS_WAIT_SECONDS,
+        )
 
     def _pending_request(self) -> str:
-        poll(lambda: bool(self.status(self.live)["pendingPermissions"]))
+        assert eventually(
+            lambda: bool(self.status(self.live)["pendingPermissions"]), STATUS_WAIT_SECONDS
+        )
         [pending] = self.status(self.live)["pendingPermissions"]
         return str(pending["requestId"])
 
@@ -279,15 +288,6 @@ class Acme:
         assert self.memory.read_text() == memory
         listed = self.http.get("/workspace/sessions").json()["sessions"]
         assert {s["sessionId"] for s in listed} == {self.live, self.recorded}
-
-
-def poll(condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.05)
 
 
 UNKNOWN = "00000000-0000-4000-8000-0000000000ff"  # an id no tenant has

@@ -17,6 +17,7 @@ from cairn.memory.store.locks import hold_roots
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 
 from ..memory.memory_helpers import unstamped
+from ..polling import eventually
 from .conftest import CAIRN, extract_workers, wait_for_extract_workers, write_settings
 from .memory_worker import SHARED_LOG, audit, shared_log_text
 
@@ -58,15 +59,6 @@ def test_four_processes_extracting_into_one_root_lose_nothing(
     assert sum(1 for line in trail if json.loads(line)["op"] == "extract") == workers * rounds
 
 
-def wait_for(condition: object, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise TimeoutError("the condition never held")
-
-
 def extractor(root: Path) -> object:
     def handle(request: object) -> Reply | None:
         if getattr(request, "purpose", None) != "extract":
@@ -94,11 +86,11 @@ def test_a_kill_mid_write_leaves_no_partial_file_and_no_blocking_lock(
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert first.returncode == 0, first.stderr  # its extract worker writes the memory
     try:
-        wait_for(lambda: list(root.glob("feedback/.pytest.md.*.tmp")))
+        assert eventually(lambda: bool(list(root.glob("feedback/.pytest.md.*.tmp"))))
     finally:
         for worker in extract_workers(project):
             os.kill(worker, signal.SIGKILL)
-    wait_for(lambda: not extract_workers(project))
+    assert eventually(lambda: not extract_workers(project))
     crashed_at = time.time() - 10  # the crashed write is a while old when the next run comes
     for temp in root.glob("feedback/.pytest.md.*.tmp"):
         os.utime(temp, (crashed_at, crashed_at))
