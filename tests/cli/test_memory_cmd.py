@@ -149,6 +149,57 @@ def test_list_limit_shows_the_newest_and_how_many_more(cli: Cli) -> None:
     assert lines[4:] == ["… 4 more (of 7): --limit 0 lists them all"]
 
 
+def _saved(cli: Cli) -> None:
+    """Every memory written so far in a saved index (a list then starts from it)."""
+    assert cli("reindex").exit_code == 0
+
+
+def _titles(cli: Cli) -> list[str]:
+    result = cli("list")
+    assert result.exit_code == 0, result.output
+    return _column(result.output.splitlines(), "Title")
+
+
+def test_list_leaves_out_a_file_deleted_after_the_index_was_saved(cli: Cli) -> None:
+    """Issue #28: a list starts from the saved index without checking every file first, but
+    checks each memory before it is shown: a deleted one is never listed as live."""
+    cli.write("uv", title="Use uv", description="Install with uv")
+    gone = cli.write("pip", title="Never pip", description="Not pip")
+    _saved(cli)
+    gone.unlink()
+    assert _titles(cli) == ["Use uv"]
+    assert "… " not in cli("list", "--limit", "1").output  # nothing more: one memory
+
+
+def test_list_leaves_out_a_forgotten_memory(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    cli.write("docker", title="Docker compose", description="Compose v2 only")
+    _saved(cli)
+    assert cli("forget", "install with uv", "--yes").exit_code == 0
+    assert _titles(cli) == ["Docker compose"]
+
+
+def test_list_shows_a_file_added_outside_cairn_after_the_index_was_saved(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    _saved(cli)
+    added = cli.write("ruff", title="Lint with ruff", description="ruff check", type="feedback")
+    cli.write("mine", title="User note", description="mine", root=cli.user_root)
+    os.utime(added, (time.time() + 60, time.time() + 60))  # newest: listed first
+    assert _titles(cli) == ["Lint with ruff", "Use uv", "User note"]
+
+
+def test_list_shows_the_new_title_of_a_file_edited_in_place(cli: Cli) -> None:
+    path = cli.write("uv", title="Use uv", description="Install with uv")
+    cli.write("docker", title="Docker compose", description="Compose v2 only")
+    _saved(cli)
+    stamp = path.stat().st_mtime
+    path.write_text("---\nname: Use uv always\ndescription: Install with uv only\n"
+                    "type: project\n---\n\nbody\n")  # fmt: skip
+    os.utime(path, (stamp, stamp))  # same date, new size
+    assert sorted(_titles(cli)) == ["Docker compose", "Use uv always"]
+    assert cli("show", "Use uv always").exit_code == 0
+
+
 def test_show_prints_a_memory_found_by_title(cli: Cli) -> None:
     cli.write("uv", title="Use uv", description="Install with uv", body="Never pip.")
     result = cli("show", "use uv")

@@ -215,10 +215,10 @@ class MemoryManager:
         return self.store.docs()
 
     def iter_docs(self) -> tuple[int, Iterator[MemoryDoc]]:
-        """How many memories there are, and :meth:`docs` one at a time (after a refresh): a
-        long listing starts at once instead of after building every document."""
-        self.store.refresh()
-        return self.store.count(), self.store.iter_docs()
+        """How many memories there are, and :meth:`docs` one at a time: a long listing starts
+        at once instead of after checking and building every document
+        (:meth:`MemoryStore.listing`)."""
+        return self.store.listing()
 
     def search(self, query: str, *, limit: int = 10) -> list[ScoredDoc]:
         """The fast lexical ranking, as Recall's fast phase uses it."""

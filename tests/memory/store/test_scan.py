@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cairn.memory.store.scan import is_memory_name, stat_file, stat_key, walk_root
+from cairn.memory.store.scan import is_memory_name, list_names, stat_file, stat_key, walk_root
 
 
 def touch(path: Path, text: str = "x") -> Path:
@@ -81,3 +81,22 @@ def test_memory_names_are_markdown_not_hidden_not_the_index() -> None:
     assert not is_memory_name("MEMORY.md")
     assert not is_memory_name(".draft.md")
     assert not is_memory_name("notes.txt")
+
+
+def test_listing_names_finds_what_the_walk_finds_without_a_stat_of_each(tmp_path: Path) -> None:
+    """Issue #28: `cairn memory list` finds added and removed files by name alone; a folder
+    named like a memory is still entered (the folder's link count gives it away)."""
+    for relative in ("a.md", "feedback/b.md", "deep/er/c.md", "odd.md/d.md", "deep/MEMORY.md",
+                     "MEMORY.md", ".trash/e.md", "notes.txt", "deep/.tmp.md"):  # fmt: skip
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    (tmp_path / "link.md").symlink_to(tmp_path / "a.md")
+    names, warnings = list_names(str(tmp_path))
+    assert names == set(walk_root(str(tmp_path)).keys) == {
+        "a.md", "feedback/b.md", "deep/er/c.md", "odd.md/d.md", "link.md",
+    }  # fmt: skip
+    assert warnings == []
+    missing = tmp_path / "gone"
+    assert list_names(str(missing)) == (set(), [f"{missing}: folder skipped (unreadable: "
+                                                 "No such file or directory)"])  # fmt: skip

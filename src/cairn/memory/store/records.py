@@ -17,7 +17,7 @@ import os
 import weakref
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -241,8 +241,18 @@ class RecordTable:
 
     def doc_mtimes(self) -> Iterator[tuple[str, float]]:
         """(relative path, mtime) of every memory, without building records."""
-        for relative in self.by_slot.values():
-            yield relative, self.mtime(relative)
+        return zip(*self.doc_columns(), strict=True)
+
+    def doc_columns(self) -> tuple[Sequence[str], Sequence[float]]:
+        """The relative paths of every memory and their mtimes, without building records (the
+        loaded columns as they are when no row has changed since loading)."""
+        columns = self._columns
+        unchanged = columns is not None and len(self._rows) == len(columns.relatives)
+        if unchanged and not self._records and not self.skips:
+            assert columns is not None
+            return columns.relatives, columns.mtimes
+        relatives = list(self.by_slot.values())
+        return relatives, [self.mtime(relative) for relative in relatives]
 
     def skipped(self) -> Iterator[tuple[str, SkipRecord]]:
         for relative in sorted(self.skips):

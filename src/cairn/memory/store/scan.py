@@ -25,7 +25,7 @@ from cairn.memory.store.cache import StatKey
 from cairn.memory.store.watch import TreeWatcher
 from cairn.values import Value
 
-__all__ = ["Walk", "is_memory_name", "stat_file", "stat_key", "walk_root"]
+__all__ = ["Walk", "is_memory_name", "list_names", "stat_file", "stat_key", "walk_root"]
 
 _MEMORY_SUFFIX = ".md"
 _UNREADABLE = os.stat_result((stat.S_IFREG,) + (0,) * 9)  # a file that cannot be stat-ed
@@ -138,3 +138,43 @@ def _walk_symlink(walk: Walk, path: str, relative: str, real_root: str) -> None:
     if info is not None:
         walk.infos[relative] = info
         walk.symlinks.add(relative)
+
+
+def list_names(root: str) -> tuple[set[str], list[str]]:
+    """The relative paths of the memory files under ``root`` by name alone, and one warning per
+    folder skipped (unreadable): what a listing needs to notice files added or removed since the
+    index was saved, without the stat of every file :func:`walk_root` makes (75,000 names in
+    tens of milliseconds instead of half a second).
+
+    Only names not ending in ``.md`` are stat-ed, to find the subfolders; a folder's link count
+    (two plus its subfolders) says whether a ``*.md`` name is a folder too, and where it does
+    not add up (a file system that does not count them), every entry is typed instead.
+    """
+    names: set[str] = set()
+    warnings: list[str] = []
+    pending = [("", root)]
+    while pending:
+        prefix, folder = pending.pop()
+        try:
+            links = os.lstat(folder).st_nlink
+            listed = os.listdir(folder)
+        except OSError as error:
+            warnings.append(f"{folder}: folder skipped (unreadable: {error.strerror or error})")
+            continue
+        base = folder + os.sep
+        memories = [name for name in listed if is_memory_name(name)]
+        others = [name for name in listed if name[0] != "." and not name.endswith(_MEMORY_SUFFIX)]
+        folders = [name for name in others if _is_folder(base + name)]
+        if links != len(folders) + 2:  # a folder named *.md, or no link count: type them all
+            folders += [name for name in memories if _is_folder(base + name)]
+            memories = [name for name in memories if name not in folders]
+        pending += [(f"{prefix}{name}/", base + name) for name in folders]
+        names.update(map(prefix.__add__, memories))
+    return names, warnings
+
+
+def _is_folder(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -9,6 +9,7 @@ lists across shards; a shard refreshes, indexes and saves one root.
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 import time
@@ -36,7 +37,14 @@ from cairn.memory.store.cache import (
 )
 from cairn.memory.store.parse import ParseSkip, parse_memory_file
 from cairn.memory.store.postings import PostingArea
-from cairn.memory.store.scan import Walk, is_memory_name, stat_file, stat_key, walk_root
+from cairn.memory.store.scan import (
+    Walk,
+    is_memory_name,
+    list_names,
+    stat_file,
+    stat_key,
+    walk_root,
+)
 from cairn.memory.store.scorer import ScorerConfig, term_weights
 from cairn.memory.store.tokenizer import tokenize
 from cairn.memory.store.watch import TreeWatcher, open_watcher
@@ -406,6 +414,51 @@ class Shard:
             elif known.get(relative) != stat_key(found[0]):
                 self._update(relative, found[0], found[1], tally)
 
+    # --- listing without the full check ------------------------------------------------
+
+    def open_for_listing(self, tally: Tally) -> None:
+        """The saved index, reconciled with the root's file names instead of a stat of every
+        file: a file added since it was saved is read, one removed is dropped. A listing then
+        checks each memory with :meth:`listed` just before it shows it. Without a saved index,
+        an ordinary refresh (the first scan)."""
+        if self.root is None:
+            return
+        if not self.loaded:
+            self.load()
+        if not self.cache.generation or self.walked or self.walker is not None:
+            self.refresh(tally)
+            return
+        if not self._root_usable():
+            self._drop_all(tally)
+            return
+        names, warnings = list_names(self.root_text)
+        for warning in warnings:
+            if warning not in self.folder_warnings:
+                _log.warning(warning)
+        self.folder_warnings = warnings
+        known = set(self.records.relatives())
+        for relative in known - names:
+            self._remove(relative, tally)
+        for relative in sorted({*(names - known), *self.records.skips}):
+            found = stat_file(self.root_text, relative)
+            if found is None:
+                if relative in self.records:
+                    self._remove(relative, tally)
+            elif self.records.stat_key(relative) != stat_key(found[0]):
+                self._update(relative, found[0], found[1], tally)
+
+    def listed(self, relative: str, tally: Tally) -> MemoryDoc | None:
+        """The memory at ``relative`` when its file still is what its record says, read again
+        when it changed; None when it is gone or no longer a memory (its record dropped)."""
+        found = stat_file(self.root_text, relative)
+        if found is None:
+            if relative in self.records:
+                self._remove(relative, tally)
+            return None
+        if self.records.stat_key(relative) != stat_key(found[0]):
+            self._update(relative, found[0], found[1], tally)
+        return self.doc(relative) if isinstance(self.records.get(relative), DocRecord) else None
+
     # --- applying changes ---------------------------------------------------------------
 
     def _unindex(self, relative: str) -> None:
@@ -482,10 +535,9 @@ class Shard:
     def ordered(self) -> list[tuple[float, str, str]]:
         """(-mtime, file name, relative path) of the documents, sorted: docs() order."""
         if self.order is None:
-            documents = [
-                (-mtime, file_name(relative), relative)
-                for relative, mtime in self.records.doc_mtimes()
-            ]
+            relatives, mtimes = self.records.doc_columns()
+            names = [relative.rpartition("/")[2] for relative in relatives]
+            documents = list(zip(map(operator.neg, mtimes), names, relatives, strict=True))
             documents.sort()
             self.order = documents
         return self.order
