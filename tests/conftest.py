@@ -10,9 +10,10 @@ registered by the package entry point, as they are for users who install cairn.
   Slow tests run first (the longest, those with a ``timeout`` mark above the default, first of
   all), so that the workers end the run together on quick ones.
 - **Parallel.** ``-n auto --dist loadgroup`` (pyproject.toml) runs the tests in pytest-xdist
-  workers, twice as many as the machine has cores: most tests wait on the processes they start.
-  The quick loop's tests start none, so it runs one worker a core (each worker pays about 5 s
-  of CPU to start and collect; more workers than cores only add that and switching).
+  workers, twice as many as the machine has cores: most tests wait on the processes, shells,
+  git and screens they drive. The quick loop too: with one worker a core it took 189 s on two
+  cores against 121 s with two (benchmarks/README.md, issue #25), each worker's ~5 s of start
+  and collection notwithstanding.
   ``PYTEST_XDIST_AUTO_NUM_WORKERS`` (or ``-n N``) sets the number; ``-n 0`` runs in one process.
   Tests marked ``xdist_group(name)`` run in one worker, one after another; every test that uses
   the PostgreSQL server is put in the group ``postgres``, so a run starts one cluster.
@@ -42,7 +43,6 @@ sys.dont_write_bytecode = False  # for this one: pytest's rewritten test modules
 E2E = Path(__file__).parent / "e2e"  # real processes: every test there is slow
 QUICK_LOOP = "not slow"  # the mark expression of the quick loop (README)
 WORKERS_PER_CORE = 2
-QUICK_LOOP_WORKERS_PER_CORE = 1
 POSTGRES_GROUP = "postgres"
 LOCAL_EXAMPLES_DIVISOR = 10  # the dev profile runs this fraction of each test's examples
 LOCAL_EXAMPLES_MINIMUM = 10
@@ -62,14 +62,11 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: two workers a core (one for the quick loop), unless
-    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says."""
+    """``-n auto``: two workers a core, unless ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says."""
     chosen = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
     if chosen:
         return int(chosen)
-    quick = config.option.markexpr == QUICK_LOOP
-    per_core = QUICK_LOOP_WORKERS_PER_CORE if quick else WORKERS_PER_CORE
-    return per_core * (os.cpu_count() or 1)
+    return WORKERS_PER_CORE * (os.cpu_count() or 1)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

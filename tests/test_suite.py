@@ -59,12 +59,13 @@ def test_every_test_of_the_postgresql_server_is_in_its_xdist_group(
     assert all(found == [(POSTGRES_GROUP,)] for found in groups.values()), groups
 
 
-def test_the_quick_loop_runs_one_worker_a_core_and_the_whole_suite_two(
+def test_the_quick_loop_and_the_whole_suite_run_two_workers_a_core(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
     cores = os.cpu_count() or 1
-    monkeypatch.setattr(request.config.option, "markexpr", QUICK_LOOP)
-    assert pytest_xdist_auto_num_workers(request.config) == cores
-    monkeypatch.setattr(request.config.option, "markexpr", "")
-    assert pytest_xdist_auto_num_workers(request.config) == 2 * cores
+    for expression in (QUICK_LOOP, ""):
+        monkeypatch.setattr(request.config.option, "markexpr", expression)
+        assert pytest_xdist_auto_num_workers(request.config) == 2 * cores
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")
+    assert pytest_xdist_auto_num_workers(request.config) == 3
