@@ -222,6 +222,68 @@ def test_show_of_an_ambiguous_title_lists_the_candidates(cli: Cli) -> None:
     assert "2 memories match" in result.output and "project:project/a.md" in result.output
 
 
+def test_show_by_path_of_a_file_deleted_after_the_index_was_saved_finds_nothing(
+    cli: Cli,
+) -> None:
+    """Issue #28: a path is looked up in the saved index without checking every file first,
+    but the named file itself is checked: a deleted memory is never shown from the index."""
+    cli.write("uv", title="Use uv", description="Install with uv")
+    gone = cli.write("pip", title="Never pip", description="Not pip")
+    _saved(cli)
+    gone.unlink()
+    for reference in ("project:project/pip.md", "project/pip.md", str(gone)):
+        result = cli("show", reference)
+        assert result.exit_code == 1, reference
+        assert f"no memory matches {reference!r}" in result.output
+    assert "Use uv" in cli("show", "project:project/uv.md").output
+
+
+def test_show_by_path_of_a_file_edited_in_place_shows_its_new_text(cli: Cli) -> None:
+    path = cli.write("uv", title="Use uv", description="Install with uv", body="Never pip.")
+    cli.write("docker", title="Docker compose", description="Compose v2 only")
+    _saved(cli)
+    stamp = path.stat().st_mtime
+    path.write_text("---\nname: Use uv always\ndescription: Install with uv only\n"
+                    "type: project\n---\n\nNot even pipx.\n")  # fmt: skip
+    os.utime(path, (stamp, stamp))  # same date, new size
+    for reference in ("project:project/uv.md", "project/uv.md", str(path)):
+        result = cli("show", reference)
+        assert result.exit_code == 0, result.output
+        assert "Use uv always" in result.output and "Not even pipx." in result.output
+        assert "Never pip." not in result.output
+
+
+def test_show_by_path_finds_a_file_added_after_the_index_was_saved(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    _saved(cli)
+    cli.write("mine", title="User note", description="mine", body="Tabs.", root=cli.user_root)
+    result = cli("show", "user:project/mine.md")
+    assert result.exit_code == 0, result.output
+    assert "User note" in result.output and "Tabs." in result.output
+
+
+def test_show_by_path_of_a_forgotten_memory_finds_nothing(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    cli.write("docker", title="Docker compose", description="Compose v2 only")
+    _saved(cli)
+    assert cli("forget", "install with uv", "--yes").exit_code == 0
+    result = cli("show", "project:project/uv.md")
+    assert result.exit_code == 1 and "no memory matches" in result.output
+    assert cli("show", "project:project/docker.md").exit_code == 0
+
+
+def test_show_by_title_after_the_index_was_saved_sees_files_changed_since(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    gone = cli.write("pip", title="Use pip", description="Not pip")
+    _saved(cli)
+    gone.unlink()
+    cli.write("ruff", title="Use ruff", description="ruff check", body="Lint first.")
+    assert "Lint first." in cli("show", "use ruff").output
+    assert cli("show", "use pip").exit_code == 1
+    result = cli("show", "use")
+    assert result.exit_code == 1 and "2 memories match" in result.output
+
+
 def test_search_shows_the_fast_scores(cli: Cli) -> None:
     cli.write("uv", title="Use uv", description="Install with uv")
     cli.write("lunch", title="Lunch", description="Fridays")

@@ -226,8 +226,8 @@ class MemoryManager:
         return self.store.rank(query, limit=limit)
 
     def find(self, reference: str) -> list[MemoryDoc]:
-        """Memories named by ``reference`` (a path or a title: :meth:`MemoryStore.find`)."""
-        self.store.refresh()
+        """Memories named by ``reference`` (a path or a title: :meth:`MemoryStore.find`, which
+        checks the disk itself: a path without checking every memory)."""
         return self.store.find(reference)
 
     def render(self, docs: Sequence[MemoryDoc]) -> str:

@@ -28,7 +28,7 @@ from cairn.memory.store.bulk import BULK_MIN_FILES, default_workers
 from cairn.memory.store.cache import DamagedIndex, DocRecord
 from cairn.memory.store.index_file import MAX_INDEX_LINES, write_index
 from cairn.memory.store.lexical_index import search
-from cairn.memory.store.scan import stat_file, stat_key
+from cairn.memory.store.scan import is_memory_name, stat_file, stat_key
 from cairn.memory.store.scorer import DEFAULT_SCORER, ScorerConfig
 from cairn.memory.store.shard import Shard, Tally, VectorJob, file_name
 from cairn.memory.store.tokenizer import load as load_tokenizer
@@ -231,6 +231,12 @@ class MemoryStore:
         place whose date changed is yielded at the position of its old date."""
         if self._refreshed:
             return self.count(), self.iter_docs()
+        tally = self._open_for_listing()
+        return sum(len(shard.records.by_slot) for shard in self._shards), self._listed(tally)
+
+    def _open_for_listing(self) -> Tally:
+        """Each shard's saved index reconciled with its root's file names
+        (:meth:`Shard.open_for_listing`), not with a stat of every file."""
         self._catch_up()
         tally = Tally()
         for shard in self._shards:
@@ -242,7 +248,7 @@ class MemoryStore:
             except Exception as error:  # as refresh(): a broken root lists nothing
                 _log.error(f"memory listing of {shard.root_text} failed: {error!r}")
                 shard.close()
-        return sum(len(shard.records.by_slot) for shard in self._shards), self._listed(tally)
+        return tally
 
     def _listed(self, tally: Tally) -> Iterator[MemoryDoc]:
         for shard in self._shards:
@@ -418,11 +424,7 @@ class MemoryStore:
         return self._guarded(lambda: self._get(path))
 
     def _get(self, path: Path) -> MemoryDoc | None:
-        target = os.path.abspath(path)
-        for shard in self._shards:
-            if shard.root is None or not target.startswith(shard.root_text + os.sep):
-                continue
-            relative = Path(os.path.relpath(target, shard.root_text)).as_posix()
+        for shard, relative in self._locate(path):
             if isinstance(shard.records.get(relative), DocRecord):
                 return shard.doc(relative)
         return None
@@ -430,10 +432,35 @@ class MemoryStore:
     def find(self, reference: str) -> list[MemoryDoc]:
         """Memories named by ``reference``: a path (absolute, ``scope:relative`` or relative to
         a root), looked up directly, else a title: an exact title wins, otherwise the titles
-        containing ``reference`` (any case)."""
+        containing ``reference`` (any case).
+
+        Current with the disk. A path is looked up without checking every file: on a store not
+        yet refreshed the saved index is opened as for :meth:`listing` and only the named file
+        is checked (read again when it changed, not found when it is gone); only a title needs
+        every memory, so only the title look-up refreshes the whole store."""
         wanted = reference.strip()
         if not wanted:
             return []
+        if not is_memory_name(os.path.basename(wanted)):
+            found = []  # no memory's path: a title
+        elif self._refreshed:
+            self.refresh()
+            found = self._guarded(lambda: self._find_paths(wanted, self._get))
+        else:
+            tally = self._open_for_listing()
+            found = self._guarded(
+                lambda: self._find_paths(wanted, lambda path: self._checked(path, tally))
+            )
+        if found:
+            return found
+        self.refresh()
+        docs = self.docs()
+        exact = [doc for doc in docs if doc.title.casefold() == wanted.casefold()]
+        return exact or [doc for doc in docs if wanted.casefold() in doc.title.casefold()]
+
+    def _find_paths(
+        self, wanted: str, get: Callable[[Path], MemoryDoc | None]
+    ) -> list[MemoryDoc]:
         scope, colon, rest = wanted.partition(":")
         found: list[MemoryDoc] = []
         for shard in self._shards:
@@ -441,14 +468,26 @@ class MemoryStore:
                 continue
             named = [shard.root / rest] if colon and scope == shard.scope else []
             for path in (*named, shard.root / wanted):  # (an absolute ``wanted`` stays itself)
-                doc = self.get(path)
+                doc = get(path)
                 if doc is not None and doc not in found:
                     found.append(doc)
-        if found:
-            return found
-        docs = self.docs()
-        exact = [doc for doc in docs if doc.title.casefold() == wanted.casefold()]
-        return exact or [doc for doc in docs if wanted.casefold() in doc.title.casefold()]
+        return found
+
+    def _checked(self, path: Path, tally: Tally) -> MemoryDoc | None:
+        """:meth:`_get` on shards opened for listing: the file at ``path`` checked first."""
+        for shard, relative in self._locate(path):
+            if shard.records.get(relative) is not None:  # else not a memory file (any more)
+                doc = shard.listed(relative, tally)
+                if doc is not None:
+                    return doc
+        return None
+
+    def _locate(self, path: Path) -> Iterator[tuple[Shard, str]]:
+        """The shards whose root holds ``path``, with its path relative to that root."""
+        target = os.path.abspath(path)
+        for shard in self._shards:
+            if shard.root is not None and target.startswith(shard.root_text + os.sep):
+                yield shard, Path(os.path.relpath(target, shard.root_text)).as_posix()
 
     def rebuild_index_files(self) -> None:
         """Regenerate each existing root's ``MEMORY.md`` (atomically) from the current docs:
