@@ -458,9 +458,7 @@ class MemoryStore:
         exact = [doc for doc in docs if doc.title.casefold() == wanted.casefold()]
         return exact or [doc for doc in docs if wanted.casefold() in doc.title.casefold()]
 
-    def _find_paths(
-        self, wanted: str, get: Callable[[Path], MemoryDoc | None]
-    ) -> list[MemoryDoc]:
+    def _find_paths(self, wanted: str, get: Callable[[Path], MemoryDoc | None]) -> list[MemoryDoc]:
         scope, colon, rest = wanted.partition(":")
         found: list[MemoryDoc] = []
         for shard in self._shards:
