@@ -299,6 +299,30 @@ def test_a_database_of_the_previous_schema_is_upgraded_with_row_level_security(
     assert [t.title for t in read_tombstones(bob.roots.project)] == ["Deploy with make"]
 
 
+def test_a_process_that_saw_an_older_schema_leaves_a_migrated_one_to_its_writers(
+    machine: Machine, postgres_dsn: str
+) -> None:
+    """Regression: two machines connecting to a new database at once both found no schema;
+    the second, given the migration lock once the first had migrated, ran the tables' DDL
+    again (``ALTER TABLE`` waits for the table's exclusive lock) while the first was already
+    writing, and PostgreSQL broke the deadlock by failing the write (CI,
+    ``test_concurrent_writers_on_two_machines_lose_nothing[postgres]``)."""
+    from cairn.memory.store.postgres.schema import migrate_under_lock
+
+    setup = machine("setup")
+    write(setup, "project/cache.md", CACHE)  # its first write creates the current schema
+    with psycopg.connect(postgres_dsn) as writer, psycopg.connect(postgres_dsn) as late:
+        writer.execute("SELECT set_config('cairn.namespace', 'team', true)")
+        writer.execute("SELECT count(*) FROM cairn_memory_docs")  # its lock, as a write holds
+        late.execute("SET lock_timeout = '5s'")
+        late.commit()
+        migrate_under_lock(late)  # what the second machine does after waiting for the lock
+        writer.execute(
+            "UPDATE cairn_memory_docs SET mtime = mtime WHERE path = 'project/cache.md'"
+        )
+        writer.commit()
+
+
 CACHE = (
     "---\nname: Redis cache keys\ndescription: cache keys expire after an hour\n"
     "type: project\n---\n\nNothing else.\n"

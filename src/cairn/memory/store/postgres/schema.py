@@ -185,8 +185,18 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
     """
     if _current(connection):  # the common case: no lock, no DDL
         return
+    migrate_under_lock(connection)
+
+
+def migrate_under_lock(connection: psycopg.Connection[Any]) -> None:
+    """:func:`ensure_schema`'s work once the schema was found older or missing: under the
+    migration lock, create or upgrade it, unless the process that held the lock before already
+    did. The DDL must not run again then: its ``ALTER TABLE`` waits for the documents table's
+    exclusive lock, behind (and ahead of) the writes that process has begun, a deadlock."""
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        if _version(connection) >= SCHEMA_VERSION:
+            return
         connection.execute(_DDL)
         found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
         if found is None or found[0] is None or found[0] < SCHEMA_VERSION:
@@ -200,11 +210,16 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
 def _current(connection: psycopg.Connection[Any]) -> bool:
     """Whether the schema exists at this version already."""
     with connection.transaction():
-        table = connection.execute("SELECT to_regclass('cairn_memory_schema')").fetchone()
-        if table is None or table[0] is None:
-            return False
-        found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
-    return found is not None and found[0] is not None and found[0] >= SCHEMA_VERSION
+        return _version(connection) >= SCHEMA_VERSION
+
+
+def _version(connection: psycopg.Connection[Any]) -> int:
+    """The schema's version, 0 when there is none yet."""
+    table = connection.execute("SELECT to_regclass('cairn_memory_schema')").fetchone()
+    if table is None or table[0] is None:
+        return 0
+    found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
+    return 0 if found is None or found[0] is None else int(found[0])
 
 
 def _migrate(connection: psycopg.Connection[Any]) -> None:

@@ -61,6 +61,9 @@ def ensure_vector_table(connection: psycopg.Connection[Any]) -> str:
         return kind
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        made = _column_kind(connection)  # by the process that held the lock before
+        if made is not None:  # (its ALTER TABLE again would wait behind that process's writes)
+            return made
         kind = "vector" if _pgvector(connection) else "bytea"
         connection.execute(_CREATE.format(kind=kind))
     return _column_kind(connection) or kind
