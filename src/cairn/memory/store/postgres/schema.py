@@ -214,9 +214,16 @@ def _current(connection: psycopg.Connection[Any]) -> bool:
 
 
 def _version(connection: psycopg.Connection[Any]) -> int:
-    """The schema's version, 0 when there is none yet."""
-    table = connection.execute("SELECT to_regclass('cairn_memory_schema')").fetchone()
-    if table is None or table[0] is None:
+    """The schema's version, 0 when there is none yet. Whether its table exists is read from
+    the catalog with a query, not with ``to_regclass``: that looks the name up in the server's
+    catalog cache, which may still hold "no such table" from before another process created it
+    (an advisory lock processes no invalidation), so a process waiting for the migration lock
+    saw no schema and ran the DDL again."""
+    table = connection.execute(
+        "SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = 'cairn_memory_schema' "
+        "AND schemaname = ANY (current_schemas(false))"
+    ).fetchone()
+    if table is None:
         return 0
     found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
     return 0 if found is None or found[0] is None else int(found[0])
