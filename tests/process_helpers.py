@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 from cairn.testing.mcp import pid_alive
+
+from .polling import eventually
 
 __all__ = ["DEATH_DEADLINE_SECONDS", "pid_alive", "wait_until_dead"]
 
@@ -13,9 +13,4 @@ DEATH_DEADLINE_SECONDS = 10.0  # how long a killed process may take to disappear
 
 def wait_until_dead(pid: int, seconds: float = DEATH_DEADLINE_SECONDS) -> bool:
     """Whether ``pid`` is gone within ``seconds`` (polled: a bound, not a timing assertion)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):  # gone, or a zombie waiting for its reaper
-            return True
-        time.sleep(0.05)
-    return False
+    return eventually(lambda: not pid_alive(pid), seconds)  # gone, or a zombie unreaped

@@ -27,6 +27,7 @@ from ..mcp.helpers import (
     tools_server,
     with_secrets,
 )
+from ..polling import eventually
 from .conftest import CAIRN, RunCairn, run_probed, trust_in_user_settings, write_settings
 
 pytestmark = pytest.mark.slow
@@ -443,9 +444,7 @@ def test_cancelling_the_turn_cancels_the_call_and_leaves_no_process(
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while "slow started" not in server_log(tmp_path) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert eventually(lambda: "slow started" in server_log(tmp_path)), "the server never started"
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
 

@@ -28,6 +28,7 @@ from cairn.memory.store.postgres.backend import mirror_folder
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
+from .. import polling
 from ..memory.memory_helpers import unstamped
 from ..memory.postgres_helpers import postgres_dsn, postgres_server
 from ..memory.store.test_backend_contract import write
@@ -123,11 +124,8 @@ def model(request: RecordedRequest) -> Reply | None:
 
 
 def eventually(check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the condition never held")
-        time.sleep(0.1)
+    if not polling.eventually(check, WAIT_SECONDS):
+        raise TimeoutError("the condition never held")
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from cairn.testing import ScriptedServer, reply
 
+from ..polling import eventually
 from ..process_helpers import pid_alive, wait_until_dead
 from .conftest import CAIRN, RunCairn, trust_in_user_settings, write_settings
 
@@ -41,12 +41,12 @@ def _server_leaving_children(project: Path, pids: Path) -> None:
 
 def _children(pids: Path, deadline: float = 90.0) -> list[int]:
     """The PIDs the server's children wrote, once both have (polled up to ``deadline``)."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        found = pids.read_text().split() if pids.exists() else []
-        if len(found) >= CHILD_COUNT:
-            return [int(pid) for pid in found]
-        time.sleep(0.05)
+
+    def found() -> list[str]:
+        return pids.read_text().split() if pids.exists() else []
+
+    if eventually(lambda: len(found()) >= CHILD_COUNT, deadline):
+        return [int(pid) for pid in found()]
     raise AssertionError(f"the server's children never started: {pids}")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from cairn.testing import ScriptedServer, reply
+
+from ..polling import eventually
 
 TMUX = shutil.which("tmux") or "/usr/bin/tmux"
 CAIRN = Path(sys.executable).with_name("cairn")
@@ -58,12 +59,8 @@ class Tmux:
 
 
 def wait_until(condition: Callable[[], bool], what: str, screen: Callable[[], str]) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; the screen shows:\n{screen()}")
+    if not eventually(condition, WAIT_SECONDS):
+        raise AssertionError(f"timed out waiting for {what}; the screen shows:\n{screen()}")
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from cairn.config.settings import HooksSettings
 from cairn.debug_log import bind_session
 from cairn.hooks import NO_RESPONSE_TEXT, HookOutcome, HookRunner
 
+from ..process_helpers import wait_until_dead
 from .helpers import ScriptFactory, hooks_settings, make_runner
 
 
@@ -340,20 +340,9 @@ async def test_timeout_kills_the_hook_and_its_children_and_is_ignored(tmp_path, 
 
     assert not outcome.blocked
     assert outcome.warnings == ["hook 'slow' (Stop) timed out after 0.5s and was stopped; ignored"]
-    assert _gone_soon(int(pid_file.read_text()))
+    assert wait_until_dead(int(pid_file.read_text()))
 
 
-def _gone_soon(pid: int) -> bool:
-    """Whether ``pid`` ends within 4 s (a killed orphan may linger unreaped, as a zombie)."""
-    for _ in range(200):
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    return False
 
 
 async def test_timeout_in_milliseconds_is_understood(tmp_path, script):
