@@ -138,15 +138,11 @@ def prepare_rank(work: Path, count: int) -> tuple[Path, dict[str, str]]:
     sys.path.insert(0, str(HERE))
     import memory_scale_bench as scale
 
-    home, project = work / f"home-{count}", work / f"project-{count}"
-    env = {**os.environ, "CAIRN_HOME": str(home), "HOME": str(work)}
-    if not (work / f"ready-{count}").exists():
-        (project / ".git").mkdir(parents=True, exist_ok=True)
-        print(f"making {count:,} memories and their index in {work} (once)", flush=True)
-        scale.fill(project, count, env)
+    print(f"{count:,} memories and their index in {work} (made once)", flush=True)
+    home, project, env = scale.corpus(count, work)
+    if not scale.saved(home):
         scan = _child(ROOT / "src", scale._CHILD, "scan", str(project), env=env)
         assert scan["docs"] == count, scan
-        (work / f"ready-{count}").write_text("")
     return project, env
 
 

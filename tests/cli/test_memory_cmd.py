@@ -299,6 +299,38 @@ def test_search_without_a_match_exits_nonzero(cli: Cli) -> None:
     assert result.exit_code == 1 and "No memory matches: kubernetes" in result.output
 
 
+def test_search_after_the_index_was_saved_sees_files_changed_since(cli: Cli) -> None:
+    """Issue #28: search ranks from the saved index, after the files are checked: a memory
+    edited in place (same date), added or deleted outside cairn since the save is seen."""
+    edited = cli.write("uv", title="Use uv", description="Install with uv")
+    gone = cli.write("lantern", title="Lantern", description="the lantern rule")
+    _saved(cli)
+    stamp = edited.stat().st_mtime
+    edited.write_text("---\nname: Use uv\ndescription: Install with uv and a lantern\n"
+                      "type: project\n---\n\nbody\n")  # fmt: skip
+    os.utime(edited, (stamp, stamp))
+    gone.unlink()
+    cli.write("mine", title="Mine", description="my lantern", root=cli.user_root)
+    result = cli("search", "lantern")
+    assert result.exit_code == 0, result.output
+    assert "Use uv" in result.output and "Mine" in result.output
+    assert "the lantern rule" not in result.output and "lantern.md" not in result.output
+
+
+def test_forget_after_the_index_was_saved_finds_a_memory_by_its_new_text(cli: Cli) -> None:
+    """Issue #28: forget matches what the files say now, not what the saved index says."""
+    edited = cli.write("uv", title="Use uv", description="Install with uv")
+    kept = cli.write("docker", title="Docker compose", description="Compose v2 only")
+    _saved(cli)
+    edited.write_text("---\nname: Use uv\ndescription: Install with pipx\ntype: project\n"
+                      "---\n\nbody\n")  # fmt: skip
+    assert cli("forget", "install with uv", "--yes").exit_code == 1
+    result = cli("forget", "install with pipx", "--yes")
+    assert result.exit_code == 0, result.output
+    assert not edited.exists() and kept.exists()
+    assert cli("restore").exit_code == 0 and edited.exists()
+
+
 def test_recall_without_an_endpoint_shows_the_fast_phase_only(cli: Cli) -> None:
     cli.write("uv", title="Use uv", description="Install with uv", body="Never pip.")
     result = cli("recall", "how do I install with uv?")

@@ -25,8 +25,6 @@ from cairn.config.paths import project_root
 from cairn.config.settings import Settings
 from cairn.exit_codes import ExitCode
 from cairn.memory.document import MemoryDoc, MemoryScope
-from cairn.memory.forget.selection import ForgetPlan
-from cairn.memory.forget.trash import ForgetReport
 from cairn.memory.manager import MemoryManager
 from cairn.memory.recall.query import RecallResult
 
@@ -34,6 +32,8 @@ if TYPE_CHECKING:
     from cairn.config.loader import Endpoint
     from cairn.llm.types import Provider
     from cairn.memory.background.dream.run import DreamReport
+    from cairn.memory.forget.selection import ForgetPlan
+    from cairn.memory.forget.trash import ForgetReport
     from cairn.memory.store.history import HistoryEntry
     from cairn.memory.trust.versions import Version
 

@@ -392,13 +392,13 @@ class MemoryManager:
     ) -> ForgetPlan:
         """The entries ``query`` asks to forget (nothing is changed yet); at most ``limit``
         (default :data:`~cairn.memory.forget.selection.MAX_FORGET_MATCHES`)."""
-        from cairn.memory.forget.selection import MAX_FORGET_MATCHES, select_forget_candidates
+        from cairn.memory.forget import selection
 
-        return await select_forget_candidates(
-            self.forget_candidates(),
+        return await selection.select_forget_candidates(
+            selection.list_forget_candidates(selection.forget_docs(self.store, query)),
             query,
             provider=provider,
-            limit=MAX_FORGET_MATCHES if limit is None else limit,
+            limit=selection.MAX_FORGET_MATCHES if limit is None else limit,
             session_id=session_id,
         )
 

@@ -6,13 +6,18 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cairn.llm.errors import ProviderError
 from cairn.memory.forget.selection import (
     FORGET_PURPOSE,
+    PROMPT_SEATS,
     ForgetPlan,
+    _prompt_candidates,
     heuristic_forget_matches,
     list_forget_candidates,
+    request_words,
     select_forget_candidates,
 )
 from cairn.memory.manager import MemoryManager
@@ -21,6 +26,9 @@ from ..memory_helpers import (
     DAY,
     NOW,
     ScriptedModel,
+    make_doc,
+    make_manager,
+    project_root,
     user_text,
     write_memory,
 )
@@ -132,3 +140,67 @@ async def test_without_a_provider_the_substring_match_is_used(
 
 def test_listing_entries_of_documents_needs_no_files() -> None:
     assert list_forget_candidates([]) == []
+
+
+# --- a large memory: only the memories that can match are read (issue #28) -------------------
+
+
+@given(st.text(), st.text(), st.text(), st.text(min_size=1))
+def test_a_memory_with_a_matching_entry_holds_each_request_word(
+    title: str, description: str, body: str, request: str
+) -> None:
+    """What lets Forget read only the memories holding the request's words: any memory the
+    substring match finds holds each of them (casefolded) in its title, description or body."""
+    doc = make_doc("m", title=title, description=description, body=body)
+    if not heuristic_forget_matches(list_forget_candidates([doc]), request):
+        return
+    texts = [text.casefold() for text in (doc.title, doc.description, doc.body)]
+    for word in request_words(request):
+        assert any(word.casefold() in text for text in texts), word
+
+
+def _many_memories(tmp_path: Path) -> Path:
+    """More memories than the model is shown (so only some are read), the index saved."""
+    manager = make_manager(tmp_path)
+    root = project_root(manager)
+    for n in range(PROMPT_SEATS + 60):
+        write_memory(root, f"m{n:03d}", description=f"note {n}", body="nothing much",
+                     mtime=NOW - n * DAY)  # fmt: skip
+    write_memory(root, "uv", description="Use uv", body="Never pip.", mtime=NOW - 900 * DAY)
+    manager.reindex()
+    manager.close()
+    return root
+
+
+async def test_in_a_large_memory_the_plan_is_the_one_every_memory_gives(tmp_path: Path) -> None:
+    """Issue #28: with more memories than the model's seats, only those holding the request's
+    words and each scope's newest are turned into candidates; the substring match and the
+    model's candidates are the ones every memory would give, an old memory included."""
+    _many_memories(tmp_path)
+    manager = make_manager(tmp_path)
+    everything = list_forget_candidates(manager.docs())
+    for request in ("never PIP", "note 45", "note 4", "nothing"):
+        plan = await manager.select_forget(request, provider=None)
+        assert plan.matches == heuristic_forget_matches(everything, request), request
+        model = ScriptedModel(selected_ids([]))
+        await manager.select_forget(request, provider=model)
+        (sent,) = model.requests
+        shown = _prompt_candidates(everything, request)
+        assert len(shown) == PROMPT_SEATS
+        assert user_text(sent).count("\nid: ") == len(shown)
+        assert all(f"id: {c.id}\n" in user_text(sent) for c in shown), request
+
+
+async def test_in_a_large_memory_an_edit_made_after_the_index_was_saved_is_found(
+    tmp_path: Path,
+) -> None:
+    """Issue #28: a memory edited by hand after the index was saved is matched by its new text,
+    and no longer by its old one."""
+    root = _many_memories(tmp_path)
+    write_memory(root, "m300", description="note 300", body="Deploy with the lantern.",
+                 mtime=NOW - 300 * DAY)  # fmt: skip
+    write_memory(root, "uv", description="Use pipx", body="", mtime=NOW - 900 * DAY)
+    manager = make_manager(tmp_path)
+    plan = await manager.select_forget("the LANTERN", provider=None)
+    assert [m.id for m in plan.matches] == ["project:project/m300.md"]
+    assert (await manager.select_forget("never pip", provider=None)).matches == []

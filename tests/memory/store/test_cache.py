@@ -142,3 +142,61 @@ def test_saving_into_an_unwritable_place_returns_false(tmp_path: Path) -> None:
         save_cache(blocker / "project.bin", _cache(), root="/r", scope="p", fingerprint="f")
         is False
     )
+
+
+# --- searching the saved texts (issue #28: a title or a request among 100,000 memories) -------
+
+
+def _texts_table(bodies: list[str]) -> RecordTable:
+    table = RecordTable()
+    for slot, body in enumerate(bodies):
+        table.put(
+            f"m{slot:05d}.md", DocRecord(KEY, slot, "user", f"T{slot}", "d", body, 0.0, 0, False)
+        )
+    table.put("bad.md", SkipRecord(KEY, "unknown_type", "the word needle in a skip"))
+    return table
+
+
+def _brute_force(table: RecordTable, needles: list[str]) -> set[str]:
+    return {
+        relative
+        for relative, record in table.items()
+        if isinstance(record, DocRecord)
+        and all(
+            any(
+                needle in text.casefold()
+                for text in (record.title, record.description, record.body)
+            )
+            for needle in needles
+        )
+    }
+
+
+def test_containing_finds_a_word_in_any_case_in_loaded_and_changed_records() -> None:
+    """Issue #28: the saved texts are searched in bulk, ASCII in lower case and the others
+    casefolded (ß is ss), and a record changed since the load is searched as it is now."""
+    loaded = round_trip(
+        _texts_table(["plain Needle here", "Straße und Weg", "nothing", "NEEDLE — dash"])
+    )
+    loaded.put("m00002.md", DocRecord(KEY, 2, "user", "T2", "d", "a needle now", 0.0, 0, False))
+    assert loaded.containing(["needle"]) == {"m00000.md", "m00002.md", "m00003.md"}
+    assert loaded.containing(["strasse"]) == {"m00001.md"}
+    assert loaded.containing(["needle", "dash"]) == {"m00003.md"}
+    assert loaded.containing(["t1"]) >= {"m00001.md"}  # titles too
+
+
+def test_containing_reads_the_texts_a_few_megabytes_at_a_time_without_missing_a_row() -> None:
+    """Rows on both sides of each read's boundary (over 4 MB of texts) are found."""
+    bodies = [("x" * 1000) + (" needle" if n % 97 == 0 else "") for n in range(9000)]
+    bodies[4190:4200] = [("y" * 1000) + " needle"] * 10  # around the first 4 MB boundary
+    table = round_trip(_texts_table(bodies))
+    assert table.containing(["needle"]) == _brute_force(table, ["needle"])
+
+
+@given(st.lists(st.text(), min_size=1, max_size=6), st.text(min_size=1, max_size=4))
+def test_containing_finds_every_record_that_holds_the_text(bodies: list[str], text: str) -> None:
+    needle = text.casefold()
+    if not needle:
+        return
+    table = round_trip(_texts_table(bodies))
+    assert table.containing([needle]) >= _brute_force(table, [needle])

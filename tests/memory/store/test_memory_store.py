@@ -466,6 +466,52 @@ def test_recent_lists_the_newest_documents_across_roots(
     assert paths_of(skipped) == ["project:project/newest.md", "project:project/old.md"]
 
 
+def test_docs_containing_finds_each_text_in_a_title_description_or_body_in_docs_order(
+    store: MemoryStore, roots: MemoryRoots
+) -> None:
+    write(project(roots), "project/old.md", name="Deploy", body="via the STRASSE", mtime=T0)
+    write(project(roots), "project/new.md", description="deploy to Straße", mtime=T0 + DAY)
+    write(roots.user, "user/u.md", body="deploy nothing else", mtime=T0 + 2 * DAY)
+    write(project(roots), "project/split.md", name="Dep", body="loy strasse", mtime=T0)
+    assert paths_of(store.docs_containing("DEPLOY", "strasse")) == [
+        "project:project/new.md",
+        "project:project/old.md",
+    ]
+    assert paths_of(store.docs_containing("nothing", newest=1)) == [
+        "project:project/new.md",
+        "user:user/u.md",
+    ]
+
+
+def test_docs_containing_on_a_saved_index_sees_files_changed_since_it_was_saved(
+    roots: MemoryRoots, tmp_path: Path
+) -> None:
+    """Issue #28: the saved texts are searched without building every memory, but only after
+    the files are checked: an edit, a new file and a deletion made while no store was open are
+    all seen."""
+    edited = write(project(roots), "project/edited.md", body="ledger", mtime=T0)
+    emptied = write(project(roots), "project/emptied.md", body="ledger", mtime=T0)
+    gone = write(project(roots), "project/gone.md", body="ledger", mtime=T0)
+    for n in range(30):
+        write(project(roots), f"project/other{n}.md", body="nothing here", mtime=T0)
+    first = MemoryStore(roots, cache_dir=tmp_path / "cache")
+    first.refresh()
+    first.save()
+    first.close()
+    write(project(roots), "project/edited.md", body="the ledger and the lantern", mtime=T0)
+    write(project(roots), "project/emptied.md", body="nothing", mtime=T0)
+    gone.unlink()
+    write(roots.user, "user/new.md", body="a LANTERN ledger")
+    second = MemoryStore(roots, cache_dir=tmp_path / "cache")
+    second.refresh()
+    assert paths_of(second.docs_containing("ledger")) == [
+        "project:project/edited.md",
+        "user:user/new.md",
+    ]
+    assert [doc.path for doc in second.docs_containing("lantern", "the")] == [edited]
+    assert emptied.exists()
+
+
 # --- index files ----------------------------------------------------------------------------
 
 

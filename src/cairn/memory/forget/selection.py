@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from cairn.content import Content
 from cairn.debug_log import get_logger
@@ -22,6 +22,9 @@ from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
 from cairn.memory.recall.selector import bounded, string_list_schema
 from cairn.memory.store.entries import MemoryEntry, parse_entries
 
+if TYPE_CHECKING:
+    from cairn.memory.store.memory_store import MemoryStore
+
 __all__ = [
     "FORGET_PURPOSE",
     "FORGET_SCHEMA",
@@ -30,15 +33,19 @@ __all__ = [
     "ForgetCandidate",
     "ForgetPlan",
     "ForgetStrategy",
+    "forget_docs",
     "heuristic_forget_matches",
     "list_forget_candidates",
     "normalize_summary",
+    "request_words",
     "select_forget_candidates",
 ]
 
 MAX_FORGET_MATCHES = 5  # entries one /forget removes at most
 FORGET_TIMEOUT_SECONDS = 8.0  # the forget selector's time limit
 MAX_FORGET_PROMPT_SEATS_PER_SCOPE = 200  # candidates per scope shown to the model (400 in all)
+PROMPT_SEATS = 2 * MAX_FORGET_PROMPT_SEATS_PER_SCOPE  # candidates shown at most; and the newest
+# memories per scope that can fill the seats the literal matches leave
 FORGET_PURPOSE = "forget"
 
 FORGET_SCHEMA = string_list_schema("selected_ids")
@@ -96,6 +103,25 @@ class ForgetPlan:
 
 def normalize_summary(text: str) -> str:
     return _SPACES.sub(" ", text).strip().lower()
+
+
+def request_words(query: str) -> list[str]:
+    """The request's words, normalized, longest first: every entry the substring match finds
+    holds each of them, and so does the title, description or body of the memory holding that
+    entry (in any case)."""
+    return sorted(set(normalize_summary(query).split()), key=len, reverse=True)
+
+
+def forget_docs(store: MemoryStore, query: str) -> list[MemoryDoc]:
+    """The memories (current with the disk) whose entries the selection can choose for
+    ``query``: all of them when every entry is shown to the model, else those holding the
+    request's words (:func:`request_words`: the substring match needs no other) and
+    each scope's newest (the model's other seats), so that among 100,000 memories only these
+    few are read and turned into candidates. The plan is the same as from every memory."""
+    store.refresh()
+    if store.count() <= PROMPT_SEATS:
+        return store.docs()
+    return store.docs_containing(*request_words(query), newest=PROMPT_SEATS)
 
 
 def _is_multi_entry(body: str, entries: Sequence[MemoryEntry]) -> bool:
@@ -170,7 +196,7 @@ def heuristic_forget_matches(
 
 def _prompt_candidates(candidates: Sequence[ForgetCandidate], query: str) -> list[ForgetCandidate]:
     """At most 200 per scope (unused seats go to the other): literal matches first, then newest."""
-    if len(candidates) <= 2 * MAX_FORGET_PROMPT_SEATS_PER_SCOPE:
+    if len(candidates) <= PROMPT_SEATS:
         return list(candidates)
     needle = normalize_summary(query)
     by_scope: dict[MemoryScope, list[ForgetCandidate]] = {"user": [], "project": []}
@@ -182,7 +208,7 @@ def _prompt_candidates(candidates: Sequence[ForgetCandidate], query: str) -> lis
         scope: min(len(items), MAX_FORGET_PROMPT_SEATS_PER_SCOPE)
         for scope, items in by_scope.items()
     }
-    spare = 2 * MAX_FORGET_PROMPT_SEATS_PER_SCOPE - sum(seats.values())
+    spare = PROMPT_SEATS - sum(seats.values())
     for scope, items in by_scope.items():
         extra = min(spare, len(items) - seats[scope])
         seats[scope] += extra

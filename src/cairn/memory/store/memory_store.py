@@ -13,6 +13,7 @@ The store is not thread-safe: use it from one thread at a time (``asyncio.to_thr
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 import time
@@ -137,6 +138,10 @@ class MemoryStore:
         started = time.perf_counter()
         tally = Tally()
         self._catch_up()
+        if not provisional:  # every root's walk starts now (the user's while the project's loads)
+            for shard in self._shards:
+                with contextlib.suppress(Exception):  # (met again, and logged, by its refresh)
+                    shard.start_check(tally)
         for shard in self._shards:
             try:
                 shard.refresh(tally, provisional=provisional)
@@ -437,7 +442,8 @@ class MemoryStore:
         Current with the disk. A path is looked up without checking every file: on a store not
         yet refreshed the saved index is opened as for :meth:`listing` and only the named file
         is checked (read again when it changed, not found when it is gone); only a title needs
-        every memory, so only the title look-up refreshes the whole store."""
+        every memory, so only the title look-up refreshes the whole store (and then builds only
+        the memories whose texts hold ``reference``: :meth:`docs_containing`)."""
         wanted = reference.strip()
         if not wanted:
             return []
@@ -454,9 +460,40 @@ class MemoryStore:
         if found:
             return found
         self.refresh()
-        docs = self.docs()
-        exact = [doc for doc in docs if doc.title.casefold() == wanted.casefold()]
-        return exact or [doc for doc in docs if wanted.casefold() in doc.title.casefold()]
+        needle = wanted.casefold()
+        titled = [doc for doc in self.docs_containing(wanted) if needle in doc.title.casefold()]
+        exact = [doc for doc in titled if doc.title.casefold() == needle]
+        return exact or titled
+
+    def docs_containing(self, *texts: str, newest: int = 0) -> list[MemoryDoc]:
+        """In :meth:`docs` order, the memories that contain each of ``texts`` ignoring case
+        (:meth:`str.casefold`; each within the title, the description or the body; the first
+        the rarest, ideally), and each root's ``newest`` most recently modified memories. Only
+        those documents are built: the saved texts are searched in bulk (a title or a request
+        looked up among 100,000 memories)."""
+        self._ensure_refreshed()
+        needles = [text.casefold() for text in texts if text]
+        return self._guarded(lambda: self._containing(needles, newest))
+
+    def _containing(self, needles: list[str], newest: int) -> list[MemoryDoc]:
+        docs: list[MemoryDoc] = []
+        for shard in self._shards:
+            found = (
+                shard.records.containing(needles)
+                if needles
+                else set(shard.records.by_slot.values())
+            )
+            chosen = [relative for relative in found if _holds(shard.doc(relative), needles)]
+            if newest:
+                chosen += [entry[2] for entry in shard.newest(newest)]
+            order = sorted(
+                {
+                    (-shard.records.mtime(relative), file_name(relative), relative)
+                    for relative in chosen
+                }
+            )
+            docs += [shard.doc(relative) for _, _, relative in order]
+        return docs
 
     def _find_paths(self, wanted: str, get: Callable[[Path], MemoryDoc | None]) -> list[MemoryDoc]:
         scope, colon, rest = wanted.partition(":")
@@ -516,6 +553,12 @@ class MemoryStore:
             shard.close()
             if shard.compactor is not None:
                 shard.compactor.join()
+
+
+def _holds(doc: MemoryDoc, needles: Sequence[str]) -> bool:
+    """Whether each of ``needles`` (casefolded) is in ``doc``'s title, description or body."""
+    texts = [text.casefold() for text in (doc.title, doc.description, doc.body)]
+    return all(any(needle in text for text in texts) for needle in needles)
 
 
 class _Docs(Sequence[MemoryDoc]):

@@ -17,6 +17,7 @@ import os
 import weakref
 import zlib
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -27,6 +28,7 @@ __all__ = ["DamagedIndex", "DocRecord", "Record", "RecordTable", "SkipRecord", "
 
 _SKIP_SLOT = -1  # the slot column of a skipped file
 _TEXTS_PER_RECORD = 3  # title, description, body (a skip: detail, "", "")
+_SCAN_BYTES = 4 * 1024 * 1024  # texts read at once when every record's texts are searched
 
 StatKey = tuple[int, int, int, int]  # (st_mtime_ns, st_size, st_ino, st_ctime_ns)
 
@@ -121,6 +123,36 @@ class _Columns(Value, frozen=False):
             for a, b in ((0, cuts[0]), (cuts[0], cuts[1]), (cuts[1], len(data)))
         ]
         return decoded[0], decoded[1], decoded[2]
+
+    def rows_containing(self, needle: str) -> list[int]:
+        """The rows whose texts may contain ``needle`` (casefolded, not empty): every row whose
+        title, description or body contains it ignoring case, and perhaps a few more (a match
+        across two texts), in row order. The texts are read a few megabytes at a time and
+        searched in bulk where they are ASCII (their casefold is then their lower case)."""
+        rows = len(self.relatives)
+        row_ends = self.text_ends[_TEXTS_PER_RECORD - 1 :: _TEXTS_PER_RECORD]
+        wanted = needle.encode() if needle.isascii() else None
+        found: list[int] = []
+        row = 0
+        while row < rows:
+            start = row_ends[row - 1] if row else 0
+            stop = max(row + 1, bisect_right(row_ends, start + _SCAN_BYTES))
+            data = self.texts.read(self.base + start, self.base + row_ends[stop - 1])
+            if data.isascii():
+                if wanted is not None:
+                    found += _hits(data.lower(), wanted, row_ends, start)
+            else:
+                for at in range(row, stop):
+                    first = (row_ends[at - 1] if at else 0) - start
+                    raw = data[first : row_ends[at] - start]
+                    if raw.isascii():
+                        hit = wanted is not None and wanted in raw.lower()
+                    else:
+                        hit = needle in _text(raw).casefold()
+                    if hit:
+                        found.append(at)
+            row = stop
+        return found
 
     def key(self, row: int) -> StatKey:
         base = row * 4
@@ -223,6 +255,30 @@ class RecordTable:
 
     def relatives(self) -> list[str]:
         return [*self._rows, *self._records]
+
+    def containing(self, needles: Sequence[str]) -> set[str]:
+        """The memories whose texts (title, description, body) may contain every one of
+        ``needles`` (casefolded, not empty; the first the rarest, ideally): every memory whose
+        title, description or body contains each of them ignoring case, perhaps a few that do not
+        (the caller checks); no record is built."""
+        first, rest = needles[0], needles[1:]
+        found = {
+            relative
+            for relative, record in self._records.items()
+            if isinstance(record, DocRecord)
+            and _holds(f"{record.title}\n{record.description}\n{record.body}", needles)
+        }
+        columns = self._columns
+        if columns is not None and self._rows:
+            relatives, slots = columns.relatives, columns.slots
+            found.update(
+                relatives[row]
+                for row in columns.rows_containing(first)
+                if slots[row] != _SKIP_SLOT
+                and relatives[row] in self._rows
+                and (not rest or _holds(_text(columns.raw(row)), rest))
+            )
+        return found
 
     def items(self) -> Iterator[tuple[str, Record]]:
         for relative in self.relatives():
@@ -363,6 +419,25 @@ class RecordTable:
             table.symlinks.add(relatives[at])
             at = columns.symlinks.find(1, at + 1)
         return table
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogatepass")
+
+
+def _holds(text: str, needles: Sequence[str]) -> bool:
+    folded = text.casefold()
+    return all(needle in folded for needle in needles)
+
+
+def _hits(lowered: bytes, wanted: bytes, row_ends: array, start: int) -> Iterator[int]:
+    """The rows (by ``row_ends``, offsets of ``lowered`` plus ``start``) where ``wanted`` is
+    found in ``lowered``, each once."""
+    at = lowered.find(wanted)
+    while at >= 0:
+        row = bisect_right(row_ends, start + at)
+        yield row
+        at = lowered.find(wanted, row_ends[row] - start)
 
 
 def _array(typecode: str, data: bytes) -> array:

@@ -290,14 +290,22 @@ class Shard:
 
     # --- refreshing ---------------------------------------------------------------------
 
+    def start_check(self, tally: Tally) -> None:
+        """Start the stat walk that checks the saved index against the files, before the index
+        is loaded: it runs in a thread (system calls, the GIL released) while this root's index
+        and the other root's load."""
+        if self.root is None or self.loaded or self.walker is not None:
+            return
+        if os.path.isdir(self.root_text):
+            self.walker = _Walker(self.root_text, self._watcher_for_walk(), self._area)
+            tally.full_walks += 1
+
     def refresh(self, tally: Tally, *, provisional: bool = False) -> None:
         if self.root is None:
             return
         if not self.loaded:
-            if not provisional and self.walker is None and os.path.isdir(self.root_text):
-                # the stat walk (system calls, the GIL released) runs while the index loads
-                self.walker = _Walker(self.root_text, self._watcher_for_walk(), self._area)
-                tally.full_walks += 1
+            if not provisional:
+                self.start_check(tally)
             self.load()
         if not self._root_usable():
             self._drop_all(tally)
@@ -541,6 +549,23 @@ class Shard:
             documents.sort()
             self.order = documents
         return self.order
+
+    def newest(self, limit: int) -> list[tuple[float, str, str]]:
+        """The first ``limit`` entries of :meth:`ordered`, without sorting every memory when
+        they are not sorted yet (Forget's newest memories in a new process)."""
+        if self.order is not None or limit >= len(self.records.by_slot):
+            return self.ordered()[:limit]
+        if limit <= 0:
+            return []
+        relatives, mtimes = self.records.doc_columns()
+        cut = sorted(mtimes, reverse=True)[limit - 1]  # (floats: a C-level sort)
+        chosen = [
+            (-mtime, relative.rpartition("/")[2], relative)
+            for relative, mtime in zip(relatives, mtimes, strict=True)
+            if mtime >= cut
+        ]
+        chosen.sort()
+        return chosen[:limit]
 
     def warnings(self) -> list[str]:
         if self.skip_messages is None:
