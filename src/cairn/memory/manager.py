@@ -392,7 +392,7 @@ class MemoryManager:
     ) -> ForgetPlan:
         """The entries ``query`` asks to forget (nothing is changed yet); at most ``limit``
         (default :data:`~cairn.memory.forget.selection.MAX_FORGET_MATCHES`)."""
-        from cairn.memory.forget import selection
+        import cairn.memory.forget.selection as selection
 
         return await selection.select_forget_candidates(
             selection.list_forget_candidates(selection.forget_docs(self.store, query)),
