@@ -235,6 +235,45 @@ def test_similar_finds_a_paraphrase_and_skips_excluded_and_removed_memories(
     assert [doc.relative_path for doc in excluded] == ["project/release.md"]
 
 
+def test_nearest_ranks_every_root_together_when_memories_are_excluded(
+    roots: MemoryRoots, model: EmbeddingModel
+) -> None:
+    """Issue #26: ``nearest`` took each root's ``limit`` best and walked them merged; with
+    memories excluded, it passed over the project's third best (0.7) for the user's second
+    (0.5). Equal scores go by root, then path."""
+    assert roots.user is not None
+    scores = {("project", "project/p1.md"): 0.9, ("project", "project/p2.md"): 0.8,
+              ("project", "project/p3.md"): 0.7, ("project", "project/tie-b.md"): 0.6,
+              ("project", "project/tie-a.md"): 0.6, ("user", "user/u1.md"): 0.85,
+              ("user", "user/u2.md"): 0.5, ("user", "user/tie.md"): 0.6}  # fmt: skip
+    for scope, relative in scores:
+        write(project(roots) if scope == "project" else roots.user, relative, relative, "x")
+    store = MemoryStore(roots)
+    store.refresh()
+    store.load_vectors(model)
+    jobs = store.vector_jobs()
+    query = np.zeros(model.dim, dtype=np.float32)
+    query[0] = 1.0
+
+    def unit(score: float) -> np.ndarray:
+        row = np.zeros(model.dim, dtype=np.float32)
+        row[0], row[1] = score, np.sqrt(1.0 - score * score)
+        return row
+
+    store.apply_vectors(jobs, np.stack([unit(scores[(job.scope, job.relative)]) for job in jobs]))
+    skip = {"project/p1.md", "user/u1.md"}
+
+    pool, vectors = store.nearest(query, limit=2, exclude=lambda doc: doc.relative_path in skip)
+    everything = store.similar(query, limit=10)
+
+    assert [doc.relative_path for doc in pool] == ["project/p2.md", "project/p3.md"]
+    assert vectors @ query == pytest.approx([0.8, 0.7])
+    assert [doc.relative_path for doc in everything] == [
+        "project/p1.md", "user/u1.md", "project/p2.md", "project/p3.md", "project/tie-a.md",
+        "project/tie-b.md", "user/tie.md", "user/u2.md",
+    ]  # fmt: skip
+
+
 def test_vectors_are_saved_beside_the_index_and_not_recomputed_in_a_new_store(
     roots: MemoryRoots,
 ) -> None:

@@ -48,6 +48,7 @@ DIVERSITY_POOL = 1_000  # nearest memories the diverse selection chooses from
 RELEVANCE_WEIGHT = 0.7  # weight of query similarity against similarity to those chosen
 INLINE_EMBED_LIMIT = 64  # missing vectors a Recall computes before it searches (~0.5 s) ...
 EMBED_CHUNK = 64  # ... a larger backlog goes to the background, this many per worker call
+_GUESSES = 16  # rows whose diversity terms are computed together (see diverse_order)
 
 _log = get_logger("MEMORY_RECALL")
 _catching_up: weakref.WeakKeyDictionary[MemoryStore, asyncio.Task[int]] = (
@@ -234,15 +235,27 @@ def diverse_order(
     # falls, so each step takes the minimum with the new row's term (the same float values as
     # computing the maximum first: both steps are monotonic); a chosen row is set to -inf.
     score = np.full(len(vectors), -1.0, dtype=np.float32) * penalty + relevance
-    similarity = np.empty(len(vectors), dtype=np.float32)
+    # A chosen row's term needs its similarity to every row: one matrix-vector product each
+    # would read the whole pool 180 times. Instead, when the row chosen has no term yet, the
+    # terms of the _GUESSES best-scored rows are computed together (one matrix product, about
+    # four times cheaper a row): the next choices are mostly among them (~1.3 rows computed
+    # per row chosen on the paraphrase set). Which rows are guessed changes only the cost.
+    terms: dict[int, Any] = {}
     chosen: list[int] = []
     while True:
         best = int(np.argmax(score))
         chosen.append(best)
         if len(chosen) == count:
             return chosen
-        np.dot(vectors, vectors[best], out=similarity)
-        similarity *= penalty
-        similarity += relevance
-        np.minimum(score, similarity, out=score)
+        term = terms.pop(best, None)
+        if term is None:
+            open_rows = np.flatnonzero(score > -np.inf)
+            if len(open_rows) > _GUESSES:
+                open_rows = open_rows[np.argpartition(score[open_rows], -_GUESSES)[-_GUESSES:]]
+            block = vectors @ vectors[open_rows].T  # (rows, guesses)
+            block *= penalty
+            block += relevance[:, None]
+            terms.update(zip(open_rows.tolist(), block.T, strict=True))
+            term = terms.pop(best)
+        np.minimum(score, term, out=score)
         score[best] = -np.inf  # each row is chosen once

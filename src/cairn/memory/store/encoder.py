@@ -7,7 +7,8 @@ vector is the mean of the last layer over the real (unpadded) tokens, scaled to 
 Checked against an independent ONNX runtime of the same model (benchmarks/README.md).
 
 Only numpy is needed: no PyTorch, no ONNX runtime. Matrix products run in float32 through
-numpy's BLAS; callers batch texts of similar length so that padding costs little.
+numpy's BLAS, on the weights as the file stores them (memory-mapped, not copied) and with the
+activations features-first; callers batch texts of similar length so that padding costs little.
 """
 
 from __future__ import annotations
@@ -31,14 +32,18 @@ class EncoderShapeError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class _Layer:
-    qkv: _Array  # (hidden, 3 × hidden): query, key and value projections side by side
+    # Every product is weight (out × in, C order: as stored) @ activations (in × tokens), the
+    # activations kept features-first: for a query's few tokens BLAS runs this about twice as
+    # fast as tokens @ weight.T (benchmarks/README.md, issue #26's fourth part), and the
+    # weights need no copy. Biases and norms are columns.
+    qkv: _Array  # (3 × hidden, hidden): query, key and value projections stacked
     qkv_bias: _Array
-    attention_out: _Array  # (hidden, hidden), transposed into a C-order copy (see _layer)
+    attention_out: _Array  # (hidden, hidden)
     attention_out_bias: _Array
     attention_norm: tuple[_Array, _Array]
-    up: _Array  # (hidden, intermediate), a C-order copy
+    up: _Array  # (intermediate, hidden)
     up_bias: _Array
-    down: _Array  # (intermediate, hidden), a C-order copy
+    down: _Array  # (hidden, intermediate)
     down_bias: _Array
     output_norm: tuple[_Array, _Array]
 
@@ -58,10 +63,19 @@ def _gelu(x: _Array) -> _Array:
 
 
 def _layer_norm(x: _Array, norm: tuple[_Array, _Array], eps: float) -> _Array:
+    """LayerNorm of each column of ``x`` (features × tokens); ``norm``: weight and bias columns.
+    ``x`` is overwritten."""
     weight, bias = norm
-    centred = x - x.mean(axis=-1, keepdims=True)
-    variance = (centred * centred).mean(axis=-1, keepdims=True)
-    return centred / np.sqrt(variance + np.float32(eps)) * weight + bias
+    x -= x.mean(axis=0, keepdims=True)
+    deviation = np.sqrt(np.einsum("ij,ij->j", x, x)[None, :] / np.float32(len(x)) + np.float32(eps))
+    x /= deviation
+    x *= weight
+    x += bias
+    return x
+
+
+def _column(array: _Array) -> _Array:
+    return np.ascontiguousarray(array.reshape(-1, 1))
 
 
 class BertEncoder:
@@ -74,8 +88,8 @@ class BertEncoder:
             self._positions = self._f32(tensors["embeddings.position_embeddings.weight"])
             self._segment = self._f32(tensors["embeddings.token_type_embeddings.weight"])[0]
             self._embedding_norm = (
-                self._f32(tensors["embeddings.LayerNorm.weight"]),
-                self._f32(tensors["embeddings.LayerNorm.bias"]),
+                _column(self._f32(tensors["embeddings.LayerNorm.weight"])),
+                _column(self._f32(tensors["embeddings.LayerNorm.bias"])),
             )
             depth = sum(1 for name in tensors if name.endswith(".attention.self.query.weight"))
             self._layers = [self._layer(tensors, f"encoder.layer.{n}.") for n in range(depth)]
@@ -89,7 +103,7 @@ class BertEncoder:
         self.vocabulary = int(self._words.shape[0])
         self._eps = eps
         for layer in self._layers:
-            if layer.qkv.shape != (self.dim, 3 * self.dim) or layer.down.shape[1] != self.dim:
+            if layer.qkv.shape != (3 * self.dim, self.dim) or layer.down.shape[0] != self.dim:
                 raise EncoderShapeError(f"a layer has the shapes {layer.qkv.shape}")
 
     @staticmethod
@@ -99,28 +113,27 @@ class BertEncoder:
         return array
 
     def _layer(self, tensors: Mapping[str, np.ndarray], prefix: str) -> _Layer:
-        # Every weight in C order: BLAS multiplies the few rows of a query by a transposed
-        # view about twice as slowly (0.6 against 0.3 ms for the feed-forward weights).
         def weight(name: str) -> _Array:
-            return self._f32(tensors[prefix + name])
+            return np.ascontiguousarray(self._f32(tensors[prefix + name]))
+
+        def bias(name: str) -> _Array:
+            return _column(self._f32(tensors[prefix + name]))
 
         parts = ("query", "key", "value")
-        projections = [weight(f"attention.self.{part}.weight") for part in parts]
-        biases = [weight(f"attention.self.{part}.bias") for part in parts]
         return _Layer(
-            qkv=np.ascontiguousarray(np.concatenate(projections).T),
-            qkv_bias=np.concatenate(biases),
-            attention_out=np.ascontiguousarray(weight("attention.output.dense.weight").T),
-            attention_out_bias=weight("attention.output.dense.bias"),
+            qkv=np.concatenate([weight(f"attention.self.{part}.weight") for part in parts]),
+            qkv_bias=np.concatenate([bias(f"attention.self.{part}.bias") for part in parts]),
+            attention_out=weight("attention.output.dense.weight"),
+            attention_out_bias=bias("attention.output.dense.bias"),
             attention_norm=(
-                weight("attention.output.LayerNorm.weight"),
-                weight("attention.output.LayerNorm.bias"),
+                bias("attention.output.LayerNorm.weight"),
+                bias("attention.output.LayerNorm.bias"),
             ),
-            up=np.ascontiguousarray(weight("intermediate.dense.weight").T),
-            up_bias=weight("intermediate.dense.bias"),
-            down=np.ascontiguousarray(weight("output.dense.weight").T),
-            down_bias=weight("output.dense.bias"),
-            output_norm=(weight("output.LayerNorm.weight"), weight("output.LayerNorm.bias")),
+            up=weight("intermediate.dense.weight"),
+            up_bias=bias("intermediate.dense.bias"),
+            down=weight("output.dense.weight"),
+            down_bias=bias("output.dense.bias"),
+            output_norm=(bias("output.LayerNorm.weight"), bias("output.LayerNorm.bias")),
         )
 
     def encode(self, ids: npt.NDArray[np.int64], mask: _Array) -> _Array:
@@ -131,25 +144,39 @@ class BertEncoder:
             raise ValueError(f"{length} tokens; the model takes at most {self.max_tokens}")
         dim, heads = self.dim, self.heads
         width = dim // heads
-        x = self._words[ids] + self._positions[:length] + self._segment
-        x = _layer_norm(x, self._embedding_norm, self._eps)
+        tokens = batch * length
+        x = self._words[ids] + self._positions[:length] + self._segment  # (batch, length, dim)
+        x = _layer_norm(np.ascontiguousarray(x.reshape(tokens, dim).T), self._embedding_norm,
+                        self._eps)  # fmt: skip
         padding = ((1.0 - mask) * _MASKED)[:, None, None, :]  # (batch, 1, 1, length)
         scale = np.float32(1 / math.sqrt(width))
         for layer in self._layers:
-            qkv = x.reshape(batch * length, dim) @ layer.qkv + layer.qkv_bias
-            qkv = qkv.reshape(batch, length, 3, heads, width).transpose(2, 0, 3, 1, 4)
-            query, key, value = qkv[0], qkv[1], qkv[2]
-            scores = query @ key.transpose(0, 1, 3, 2) * scale + padding
-            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            qkv = layer.qkv @ x
+            qkv += layer.qkv_bias
+            # (3, heads, width, batch, length) -> per batch and head: query (length × width),
+            # key and value transposed (width × length)
+            qkv = qkv.reshape(3, heads, width, batch, length).transpose(0, 3, 1, 2, 4)
+            query, key, value = qkv[0].swapaxes(2, 3), qkv[1], qkv[2]
+            scores = query @ key
+            scores *= scale
+            scores += padding
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            attended = (scores @ value).transpose(0, 2, 1, 3).reshape(batch * length, dim)
-            attended = attended @ layer.attention_out + layer.attention_out_bias
-            x = _layer_norm(attended.reshape(batch, length, dim) + x, layer.attention_norm,
-                            self._eps)  # fmt: skip
-            hidden = _gelu(x.reshape(batch * length, dim) @ layer.up + layer.up_bias)
-            out = hidden @ layer.down + layer.down_bias
-            x = _layer_norm(out.reshape(batch, length, dim) + x, layer.output_norm, self._eps)
-        weights = mask[:, :, None]
-        pooled = (x * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+            # attended, transposed: (batch, heads, width, length) -> (dim, tokens)
+            attended = (value @ scores.swapaxes(2, 3)).transpose(1, 2, 0, 3).reshape(dim, tokens)
+            out = layer.attention_out @ attended
+            out += layer.attention_out_bias
+            out += x
+            x = _layer_norm(out, layer.attention_norm, self._eps)
+            hidden = layer.up @ x
+            hidden += layer.up_bias
+            out = layer.down @ _gelu(hidden)
+            out += layer.down_bias
+            out += x
+            x = _layer_norm(out, layer.output_norm, self._eps)
+        weights = mask.reshape(1, tokens)
+        pooled = (x * weights).reshape(dim, batch, length).sum(axis=2).T  # (batch, dim)
+        pooled /= np.maximum(mask.sum(axis=1), 1.0)[:, None]
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return np.where(norms > 0, pooled / np.maximum(norms, 1e-12), 0.0).astype(np.float32)

@@ -383,45 +383,52 @@ class MemoryStore:
         ``exclude``, a document is only built when the caller reads it from the sequence."""
         import numpy as np
 
-        from cairn.memory.store.vectors import top_rows
+        from cairn.memory.store.vectors import rank_rows
 
-        scored = []
-        for index, shard in enumerate(self._shards):
-            if shard.vectors is not None:
-                relatives, scores = shard.vectors.scores(vector)
-                scored.append((index, relatives, scores, shard.vectors.used_rows()))
-        total = sum(len(shard.vectors) for shard in self._shards if shard.vectors is not None)
+        tables = [(index, shard.vectors) for index, shard in enumerate(self._shards)
+                  if shard.vectors is not None and len(shard.vectors)]  # fmt: skip
+        if limit <= 0 or not tables:
+            return _Docs(self._shards, []), np.empty((0, len(vector)), dtype=np.float32)
+        # every used row of every root, with its root and its score: one product a root
+        parts = [(index, *table.used_scores(vector)) for index, table in tables]
+        owner = np.concatenate([np.full(len(used), index) for index, used, _ in parts])
+        row = np.concatenate([used for _, used, _ in parts])
+        score = np.concatenate([scores for _, _, scores in parts])
+        names = {index: table.names for index, table in tables}
+
+        def key(at: int) -> tuple[int, str]:
+            index = int(owner[at])
+            return index, names[index][int(row[at])] or ""
+
+        kept: list[int] = []  # positions in the concatenation, best first
+        refs: list[tuple[int, str]] = []
         wanted = limit
-        chosen: list[tuple[int, str]] = []
-        where: dict[int, tuple[list[int], list[int]]] = {}  # shard -> (positions, table rows)
-        while limit > 0:
-            pooled = sorted(
-                (-score, index, relative)
-                for index, relatives, scores, used in scored
-                for relative, score in top_rows(relatives, scores, wanted, used)
-            )
-            chosen, where = [], {}
-            for _, index, relative in pooled:
-                shard = self._shards[index]
-                table = shard.vectors
-                if table is None or not isinstance(shard.records.get(relative), DocRecord):
+        while True:
+            order = rank_rows(score, wanted, key)
+            kept, refs = [], []
+            for at, index, number in zip(order.tolist(), owner[order].tolist(),
+                                         row[order].tolist(), strict=True):  # fmt: skip
+                shard, relative = self._shards[index], names[index][number]
+                if relative is None:
+                    continue
+                alive = relative in shard.docs  # a built document is a live one
+                if not alive and not isinstance(shard.records.get(relative), DocRecord):
                     continue  # removed since its vector was computed
                 if exclude is None or not exclude(shard.doc(relative)):
-                    positions, rows = where.setdefault(index, ([], []))
-                    positions.append(len(chosen))
-                    rows.append(table.rows[relative])
-                    chosen.append((index, relative))
-                    if len(chosen) == limit:
+                    kept.append(at)
+                    refs.append((index, relative))
+                    if len(kept) == limit:
                         break
-            if len(chosen) == limit or wanted >= total:
+            if len(kept) == limit or wanted >= len(score):
                 break
             wanted *= 4
-        matrix = np.empty((len(chosen), len(vector)), dtype=np.float32)
-        for index, (positions, rows) in where.items():
-            table = self._shards[index].vectors
-            assert table is not None
-            matrix[positions] = table.matrix[rows]
-        return _Docs(self._shards, chosen), matrix
+        taken = np.array(kept, dtype=np.intp)
+        matrix = np.empty((len(kept), len(vector)), dtype=np.float32)
+        for index, table in tables:
+            mine = np.flatnonzero(owner[taken] == index)
+            if mine.size:
+                matrix[mine] = table.matrix[row[taken[mine]]]
+        return _Docs(self._shards, refs), matrix
 
     def get(self, path: Path) -> MemoryDoc | None:
         """The memory stored at ``path`` (absolute), or None."""

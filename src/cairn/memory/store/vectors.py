@@ -24,7 +24,7 @@ import hashlib
 import marshal
 import zlib
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ __all__ = [
     "VectorTable",
     "embedding_text",
     "load_vectors",
+    "rank_rows",
     "save_vectors",
     "text_digest",
 ]
@@ -151,6 +152,18 @@ class VectorTable:
         """(relative path of each row, None for a free one; cosine similarity of each row to
         ``query``): one matrix-vector product over every row, no copy."""
         return self._names, self.matrix @ query
+
+    @property
+    def names(self) -> list[str | None]:
+        """The relative path of each row, None for a free one."""
+        return self._names
+
+    def used_scores(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(:meth:`used_rows`, the cosine similarity of each to ``query``): one product over the
+        matrix, no copy of it."""
+        used = self.used_rows()
+        scores = self.matrix @ query
+        return used, scores if len(used) == len(scores) else scores[used]
 
     def used_rows(self) -> np.ndarray:
         """The indexes of the rows in use, ascending (kept until a row is taken or freed)."""
@@ -308,21 +321,20 @@ def save_vectors(path: Path, table: VectorTable, *, root: str, scope: str) -> bo
     return True
 
 
-def top_rows(
-    names: Sequence[str | None], scores: np.ndarray, limit: int, used: np.ndarray | None = None
-) -> list[tuple[str, float]]:
-    """The ``limit`` best (relative, score) pairs of the used rows (``used``: their indexes,
-    when known), best first, ties by path."""
-    if used is None:
-        taken = np.fromiter((name is not None for name in names), dtype=bool, count=len(names))
-        used = np.flatnonzero(taken)
-    candidates = used
-    if limit <= 0 or not candidates.size:
-        return []
-    if candidates.size > limit:
-        best = np.argpartition(-scores[candidates], limit - 1)[:limit]
-        candidates = candidates[best]
-    rows = candidates.tolist()
-    negatives = [-score for score in scores[rows].tolist()]
-    ranked = sorted(zip(negatives, [names[i] for i in rows], strict=True))
-    return [(name, -negative) for negative, name in ranked if name is not None]
+def rank_rows(scores: np.ndarray, limit: int, key: Callable[[int], Any]) -> np.ndarray:
+    """Indexes of the ``limit`` highest ``scores``, best first; equal scores in ``key`` order
+    (one partition and one sort of the ``limit`` best, in numpy; ties, rare, in Python)."""
+    if limit <= 0 or not len(scores):
+        return np.empty(0, dtype=np.intp)
+    negative = -scores
+    if len(scores) > limit:
+        top = np.argpartition(negative, limit - 1)[:limit]
+        top = top[np.argsort(negative[top], kind="stable")]
+    else:
+        top = np.argsort(negative, kind="stable")
+    values = negative[top]
+    if bool((values[1:] == values[:-1]).any()):  # the same text twice, say: order by key
+        rows = top.tolist()
+        ranked = sorted(zip(values.tolist(), map(key, rows), rows, strict=True))
+        top = np.array([at for _, _, at in ranked], dtype=np.intp)
+    return top
