@@ -12,11 +12,11 @@ the published model's files (so vectors never come from weights nobody checked);
 cairn's own, on numpy: no PyTorch, no ONNX runtime, no tokenizer library, nothing is ever
 downloaded. Why this model, and the others measured, are in benchmarks/README.md.
 
-Cost (one core): ~8 ms for a query, 5-12 ms a memory when batched; loading 0.2-0.5 s once per
-process. numpy's BLAS is held to one thread while the model is loaded: on a busy machine two
-spinning threads cost far more CPU than they save, and Recall must not take a core from the
-user's turn. This module is imported only on the refined and background paths, never while a
-session starts or in the fast phase.
+Cost (one core, a quiet machine): ~7 ms for a query, 5-12 ms a memory when batched; loading
+0.2-0.5 s once per process. numpy's BLAS is held to one thread while the model is loaded: on a
+busy machine two spinning threads cost far more CPU than they save, and Recall must not take a
+core from the user's turn. This module is imported only on the refined and background paths,
+never while a session starts or in the fast phase.
 
 If the model cannot be loaded (the extra is not installed, a file is missing or damaged),
 :func:`load_model` logs one warning per process and returns ``None``: Recall then offers the
