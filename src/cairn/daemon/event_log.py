@@ -8,7 +8,9 @@ subscribers once committed). Any replica serves ``GET /session/{id}/events``: th
 connection per replica hears every commit's ``NOTIFY`` and fetches what is new for the sessions
 its clients watch, and a poll every :data:`POLL_SECONDS` catches a lost notification (and
 notices a session whose owner died mid-turn, so the stream reports the interrupted turn even
-when no other request comes). A session this replica holds the lease on is neither fetched
+when no other request comes). The same connection hears a draining replica's handovers (every
+``NOTIFY`` wakes each listening connection of the database once: one per replica, not two). A
+session this replica holds the lease on is neither fetched
 after a ``NOTIFY`` of its own commit nor polled: every new event of it is this replica's, handed
 over when committed.
 
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.daemon.bus import Envelope, Subscription, envelope_json, sse_frame
 from cairn.debug_log import get_logger
-from cairn.recording.store.schema import CHANNEL
+from cairn.recording.store.schema import CHANNEL, HANDOVER_CHANNEL
 
 if TYPE_CHECKING:
     import psycopg
@@ -46,6 +48,7 @@ _log = get_logger("DAEMON")
 
 FeedKey = tuple[str, str, str]  # (tenant, project, session id)
 Orphaned = Callable[["PostgresSessionStore", str], Awaitable[None]]
+HandedOver = Callable[[str, str, str], None]  # (tenant, project, session id)
 
 
 class LogBus:
@@ -152,12 +155,14 @@ class EventHub:
         max_queued: int,
         orphaned: Orphaned | None = None,
         orphan_seconds: float = 3.0,
+        handed_over: HandedOver | None = None,
     ) -> None:
         self.database = database
         self.ring_size = ring_size
         self.max_queued = max_queued
         self.orphaned = orphaned  # a watched session whose owner died with work left
         self.orphan_seconds = orphan_seconds
+        self.handed_over = handed_over  # a draining replica's queued prompts (HANDOVER_CHANNEL)
         self._feeds: dict[FeedKey, _Feed] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._pending: set[asyncio.Task[None]] = set()  # catch-ups under way
@@ -202,9 +207,12 @@ class EventHub:
         session_id: str,
         last_event_id: int | None,
         max_queued: int | None = None,
+        *,
+        head: int | None = None,
     ) -> Subscription:
         """A reader of the session's events; with ``last_event_id`` the logged events after it
-        come first (``replay_complete`` ends them, as on one daemon)."""
+        come first (``replay_complete`` ends them, as on one daemon). ``head``: the session's
+        last committed event id when this replica knows it (it holds the lease)."""
         key = _key(store, session_id)
         ended = self._ended
         feed = self._feeds.get(key)
@@ -214,7 +222,8 @@ class EventHub:
         try:
             async with feed.lock:
                 if feed.last < 0:
-                    _, head, _ = await store.events_after(session_id, 0, limit=0)
+                    if head is None:
+                        _, head, _ = await store.events_after(session_id, 0, limit=0)
                     feed.last = head
                 replay = (
                     await self._replay(store, session_id, last_event_id, feed.last)
@@ -296,11 +305,16 @@ class EventHub:
                 async with await self.database.aconnect(autocommit=True) as connection:
                     self._listener = connection
                     await connection.execute(f"LISTEN {CHANNEL}")
+                    if self.handed_over is not None:  # one listener: each NOTIFY wakes it once
+                        await connection.execute(f"LISTEN {HANDOVER_CHANNEL}")
                     self.listening.set()
                     for feed in list(self._feeds.values()):  # what committed before LISTEN
                         self._spawn(self._catch_up(feed))
                     async for notice in connection.notifies():
-                        self._notified(notice.payload)
+                        if notice.channel == CHANNEL:
+                            self._notified(notice.payload)
+                        else:
+                            self._handed(notice.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -321,6 +335,11 @@ class EventHub:
         if writer is not None and writer.lease.event_seq < int(parts[3]) <= writer.event_seq:
             return  # this replica's own commit: committed() hands its events over
         self._spawn(self._catch_up(feed))
+
+    def _handed(self, payload: str) -> None:
+        parts = payload.split("\t")
+        if len(parts) == 3 and self.handed_over is not None:
+            self.handed_over(parts[0], parts[1], parts[2])
 
     async def _poll(self) -> None:
         while True:

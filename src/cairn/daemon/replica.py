@@ -11,14 +11,14 @@ import contextlib
 import os
 import secrets
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cairn.daemon.config import RETRY_AFTER_SECONDS, DaemonConfig
 from cairn.daemon.errors import ApiError
 from cairn.database.connection import Database, DatabaseUnavailable
 from cairn.debug_log import get_logger
-from cairn.recording.store.schema import CHANNEL
+from cairn.recording.store.schema import HANDOVER_CHANNEL
 
 if TYPE_CHECKING:
     from cairn.database.migrations import Component
@@ -31,7 +31,6 @@ __all__ = [
     "default_replica_id",
     "draining",
     "hand_over",
-    "listen_for_handovers",
     "not_found",
     "replica_schema",
     "tenant_name",
@@ -39,7 +38,6 @@ __all__ = [
     "unavailable",
 ]
 
-HANDOVER_CHANNEL = f"{CHANNEL}_handover"  # queued prompts of these sessions wait for a replica
 _log = get_logger("DAEMON")
 
 
@@ -220,23 +218,3 @@ async def hand_over(database: Database, sessions: Sequence[tuple[str, str, str]]
                 await connection.execute(
                     "SELECT pg_notify(%s, %s)", (HANDOVER_CHANNEL, "\t".join(key))
                 )
-
-
-async def listen_for_handovers(
-    database: Database, handed_over: Callable[[str, str, str], None]
-) -> None:
-    """Until cancelled: ``handed_over(tenant, project, session_id)`` for each session another
-    replica handed over (:func:`hand_over`), listening again after a lost connection."""
-    while True:
-        try:
-            async with await database.aconnect(autocommit=True) as connection:
-                await connection.execute(f"LISTEN {HANDOVER_CHANNEL}")
-                async for notice in connection.notifies():
-                    parts = notice.payload.split("\t")
-                    if len(parts) == 3:
-                        handed_over(parts[0], parts[1], parts[2])
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            _log.debug(f"handover listener: {error!r}")
-        await asyncio.sleep(1.0)

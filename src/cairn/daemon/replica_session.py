@@ -49,6 +49,8 @@ class ReplicaSession(LiveSession):
         self.writer: SessionWriter | None = None
         self.record_count = 0  # the records this copy of the session was built from
         self.holds = 0  # requests using it now
+        self.admitting = 0  # admissions being written now
+        self.kept_running: set[str] = set()  # prompts admitted as running (the session was idle)
         self.lock = asyncio.Lock()  # one lease taking at a time
         self._renewing: asyncio.Task[None] | None = None
         self._row: dict[str, Any] = {}  # the row's columns as this writer last queued them
@@ -97,17 +99,21 @@ class ReplicaSession(LiveSession):
     # ----- prompts (LiveSession's hooks) -----
 
     async def started(self, item: QueuedPrompt) -> bool:
-        """The prompt is kept as running before its turn starts, so a replica resuming the
-        session reports it interrupted and never runs it again; if that cannot be written,
-        the turn does not start (the writer's failure reported it)."""
+        """The prompt is kept as running before its turn starts (by its admission when the
+        session was idle), so a replica resuming the session reports it interrupted and never
+        runs it again; if that cannot be written, the turn does not start (the writer's failure
+        reported it)."""
         writer = self.writer
         if writer is None:
             return False
-        writer.set_prompt_state(item.prompt_id, "running", running=True)
-        try:
-            await writer.drain()
-        except DatabaseUnavailable:
-            return False
+        if item.prompt_id in self.kept_running:  # its admission kept it as running
+            self.kept_running.discard(item.prompt_id)
+        else:
+            writer.set_prompt_state(item.prompt_id, "running", running=True)
+            try:
+                await writer.drain()
+            except DatabaseUnavailable:
+                return False
         if self._renewing is None or self._renewing.done():
             self._renewing = asyncio.ensure_future(self._renew())
         return True

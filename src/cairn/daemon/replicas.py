@@ -52,7 +52,6 @@ from cairn.daemon.replica import (
     ServedElsewhere,
     draining,
     hand_over,
-    listen_for_handovers,
     not_found,
     replica_schema,
     tenant_name,
@@ -112,6 +111,7 @@ class ReplicaRegistry:
             max_queued=config.max_queued_events,
             orphaned=self._watch_orphan,
             orphan_seconds=config.lease_seconds / 2,
+            handed_over=self._handed_over,
         )
         self.sessions.on_events = self.hub.committed
         self.gate = PermissionGate(open=config.token is not None, closed_because=STRICT_REASON)
@@ -119,7 +119,6 @@ class ReplicaRegistry:
         self._locks: dict[tuple[str | None, str], asyncio.Lock] = {}
         self._unreachable: dict[str, float] = {}  # owner -> until when it counts as dead
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._handover: asyncio.Task[None] | None = None
         self._lingering: dict[tuple[str | None, str], asyncio.TimerHandle] = {}
 
     # ----- lifecycle -----
@@ -129,8 +128,6 @@ class ReplicaRegistry:
         self.replica = Replica(self.config, self.database, url=url)
         await self.replica.start()
         self.hub.start()
-        listening = listen_for_handovers(self.database, self._handed_over)
-        self._handover = asyncio.ensure_future(listening)
 
     def __len__(self) -> int:
         return sum(1 for live in self._live.values() if live.leased)
@@ -535,8 +532,11 @@ class ReplicaRegistry:
             raise unavailable()
         prompt_id = uuid.uuid4().hex
         last_event_id = live.bus.last_id
+        # An idle session's prompt runs next: kept as running in its admission (one write).
+        running = live.idle and not live.admitting and not self.replica.draining
+        live.admitting += 1
         try:
-            if key is not None:  # a retried key's prompt state as this replica last set it
+            if key is not None or running:  # the row as this replica last set it, first
                 await writer.drain()
             stored = await live.store.admit(
                 live.id,
@@ -547,15 +547,20 @@ class ReplicaRegistry:
                 digest=digest,
                 client_id=client_id,
                 last_event_id=last_event_id,
+                running=running,
             )
         except LeaseLost as error:  # taken over while kept idle here: ask for it again
             live.lease_lost(error)
             raise LeaseMoved(live.id) from None
         except DatabaseUnavailable as error:
             raise unavailable() from error
+        finally:
+            live.admitting -= 1
         if stored.prompt_id != prompt_id:
             return None, stored
-        if self.replica.draining:  # kept queued: the replica taking the session over runs it
+        if running:  # runs here, draining or not (a drain waits for it as for any turn)
+            live.kept_running.add(prompt_id)
+        elif self.replica.draining:  # kept queued: the replica taking the session over runs it
             return QueuedPrompt(prompt_id, request, client_id, time.time(), last_event_id), None
         return live.requeue(prompt_id, request, client_id, last_event_id, body_hash=digest), None
 
@@ -604,9 +609,16 @@ class ReplicaRegistry:
     ) -> Subscription:
         if self.replica.draining:  # the load balancer sends the reconnect elsewhere
             raise draining()
-        await self.summary(session_id, tenant)  # 404 for another tenant's or an unknown id
+        live = self.local(session_id, tenant)
+        head = None
+        if live is not None and live.writer is not None and not live.closing:
+            head = live.writer.committed_seq  # held here: it exists, and its log is ours
+        else:
+            await self.summary(session_id, tenant)  # 404 for another tenant's or an unknown id
         try:
-            return await self.hub.subscribe(self.store_for(tenant), session_id, cursor, max_queued)
+            return await self.hub.subscribe(
+                self.store_for(tenant), session_id, cursor, max_queued, head=head
+            )
         except DatabaseUnavailable as error:
             raise unavailable() from error
 
@@ -654,7 +666,10 @@ class ReplicaRegistry:
         for live in held:
             live.release_queue()  # their prompts stay queued in the database
         deadline = time.monotonic() + self.config.drain_seconds
-        while any(live.has_active_prompt for live in held) and time.monotonic() < deadline:
+        # Prompts admitted as running (the admission began before the drain) run here too.
+        while any(live.admitting or not live.idle for live in held):
+            if time.monotonic() >= deadline:
+                break
             await asyncio.sleep(0.05)
         for live in held:
             if live.has_active_prompt:
@@ -672,8 +687,6 @@ class ReplicaRegistry:
         """The daemon stops: drain, then close every copy kept here (nothing is closed in the
         database: the sessions go on elsewhere)."""
         await self.drain()
-        if self._handover is not None:
-            self._handover.cancel()
         await self.hub.aclose()
         live, self._live = list(self._live.values()), OrderedDict()
         await asyncio.gather(*(s.session.close() for s in live), return_exceptions=True)

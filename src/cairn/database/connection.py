@@ -3,15 +3,22 @@
 :class:`Database` holds a small pool of asynchronous connections (a daemon's turns share them)
 and opens plain synchronous ones for blocking callers (migrations, worker threads). Every table
 that holds a tenant's rows has a ``tenant`` column and a row-level security policy showing a
-transaction only the rows of the tenant it named (``set_config('cairn.tenant', …, true)``), as
-the memory tables do with their namespace: :meth:`Database.transaction` names it first, so a
-query that forgot its ``WHERE tenant = …`` still sees one tenant only.
+transaction only the rows of the tenant its connection names (``cairn.tenant``), as the memory
+tables do with their namespace: :meth:`Database.transaction` names it first, so a query that
+forgot its ``WHERE tenant = …`` still sees one tenant only.
+
+A pooled connection keeps the tenant it named (``set_config(…, false)``) and names another only
+when a transaction is for another tenant (:meth:`Database.name_tenant`): one statement fewer per
+transaction. The setting lasts only if the transaction that made it commits, so the pool
+believes it only then; a connection that failed, rolled back or came back mid-transaction names
+its tenant again next time. Tenant tables are read through :meth:`Database.transaction` only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +74,8 @@ class Database:
         self.dsn = dsn
         self._psycopg = import_psycopg()
         self._idle: list[psycopg.AsyncConnection[Any]] = []
+        # The tenant each pooled connection names, once the transaction naming it committed.
+        self._tenants: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._slots = asyncio.Semaphore(pool_size)
         self._closed = False
         self.round_trips = 0  # transactions and statements sent (the benchmark reports them)
@@ -107,11 +116,13 @@ class Database:
             try:
                 yield connection
             except BaseException:
+                self._tenants.pop(connection, None)
                 await self._discard_or_reset(connection)
                 raise
             if connection.closed or connection.broken or self._closed:
                 await _close(connection)
             elif connection.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+                self._tenants.pop(connection, None)
                 await self._discard_or_reset(connection)
             else:
                 self._idle.append(connection)
@@ -133,18 +144,33 @@ class Database:
         when the block ends, rolled back if it raises. A lost connection is
         :class:`DatabaseUnavailable`."""
         try:
-            # In a pipeline: the BEGIN and the tenant go with the first query (one round trip).
-            async with (
-                self.connection() as connection,
-                connection.pipeline(),
-                connection.transaction(),
-            ):
-                await connection.execute("SELECT set_config('cairn.tenant', %s, true)", (tenant,))
-                self.round_trips += 1
-                yield connection
+            # In a pipeline: the BEGIN (and the tenant) go with the first query (one round trip).
+            async with self.connection() as connection:
+                async with connection.pipeline(), connection.transaction():
+                    named = await self.name_tenant(connection, tenant)
+                    self.round_trips += 1
+                    yield connection
+                    status = connection.info.transaction_status
+                    failed = status == self._psycopg.pq.TransactionStatus.INERROR
+                if named and not failed:  # committed: the connection names it from now on
+                    self.named(connection, tenant)
         except self._psycopg.OperationalError as error:
             message = f"the database is unavailable: {_first_line(error)}"
             raise DatabaseUnavailable(message) from None
+
+    async def name_tenant(self, connection: psycopg.AsyncConnection[Any], tenant: str) -> bool:
+        """Queue naming ``tenant`` on ``connection`` (in its transaction) unless it names it
+        already; True when it was queued: the caller records it (:attr:`_tenants`) once that
+        transaction committed, never before (a rollback undoes it)."""
+        if self._tenants.get(connection) == tenant:
+            return False
+        self._tenants.pop(connection, None)  # unknown until the naming transaction commits
+        await connection.execute("SELECT set_config('cairn.tenant', %s, false)", (tenant,))
+        return True
+
+    def named(self, connection: psycopg.AsyncConnection[Any], tenant: str) -> None:
+        """The transaction that named ``tenant`` on ``connection`` committed."""
+        self._tenants[connection] = tenant
 
     async def aclose(self) -> None:
         self._closed = True

@@ -99,3 +99,48 @@ async def test_a_release_writes_what_was_queued_then_frees_the_lease(
     assert [e.type for e in events] == ["turn_complete"]
     assert summary is not None
     assert (summary["owner"], summary["leaseLive"], summary["turns"]) == (None, False, 1)
+
+
+async def test_a_prompts_last_state_in_one_flush_is_the_one_kept(
+    store: PostgresSessionStore,
+) -> None:
+    """A flush updates a batch's prompt states in one statement: a prompt set twice in one
+    batch (running, then done) ends in its last state."""
+    lease = await store.create("s1", owner="a", cwd=Path("/work"))
+    assert lease is not None
+    await store.admit(
+        "s1", lease, prompt_id="p1", key=None, body={"text": "hi"}, digest="d",
+        client_id=None, last_event_id=0,
+    )  # fmt: skip
+    writer = store.writer(lease)
+    writer.set_prompt_state("p1", "running", running=True)
+    writer.set_prompt_state("p1", "done", running=False)
+    writer.add_event("turn_complete", event("turn_complete"))
+
+    await writer.drain()
+
+    summary = await store.summary("s1")
+    assert summary is not None and (summary["runningPrompt"], summary["prompts"]) == (None, [])
+    assert [p.state for p in await store.queued_prompts("s1")] == []
+
+
+async def test_a_prompt_admitted_running_is_the_sessions_running_prompt_at_once(
+    store: PostgresSessionStore,
+) -> None:
+    """An idle session's prompt is kept as running by its admission: a replica resuming the
+    session reports it interrupted, never runs it again."""
+    lease = await store.create("s1", owner="a", cwd=Path("/work"))
+    assert lease is not None
+    stored = await store.admit(
+        "s1", lease, prompt_id="p1", key="k1", body={"text": "hi"}, digest="d",
+        client_id=None, last_event_id=0, running=True,
+    )  # fmt: skip
+    again = await store.admit(
+        "s1", lease, prompt_id="p2", key="k1", body={"text": "hi"}, digest="d",
+        client_id=None, last_event_id=0, running=True,
+    )  # fmt: skip
+
+    summary = await store.summary("s1")
+    assert (stored.prompt_id, stored.state, again.prompt_id) == ("p1", "running", "p1")
+    assert summary is not None and summary["runningPrompt"] == "p1"
+    assert [p["promptId"] for p in summary["prompts"]] == ["p1"]

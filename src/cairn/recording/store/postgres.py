@@ -10,12 +10,13 @@ The tables are :mod:`cairn.recording.store.schema`'s. What a replica does with t
   is :class:`OwnedElsewhere`. A dead replica's lease blocks nobody past ``lease_until``.
 - **Writes.** Everything the owner writes goes through the session's :class:`SessionWriter`
   (:mod:`cairn.recording.store.writer`):
-  records, events, prompt states and metadata queue up and are flushed in order, one
-  transaction per batch (one round trip: a pipeline up to its sync is one implicit
-  transaction). Each flush first renews the lease *only if* the row still names this owner and
-  epoch, and every other statement of it checks the same: a replica that lost its lease
-  (paused past its expiry while another took over) writes nothing, and learns it
-  (:class:`LeaseLost`). Events are
+  records, events, prompt states and metadata queue up (a write waits up to
+  ``FLUSH_DELAY_SECONDS`` for the next ones) and are flushed in order, one statement per batch
+  (one round trip, one transaction). The statement renews the lease *only if* the row still
+  names this owner and epoch, and writes the batch's records, events and prompt states (one
+  multi-row insert or update each) and sends its ``NOTIFY`` only if that renewal did: a replica
+  that lost its lease (paused past its expiry while another took over) writes nothing, and
+  learns it (:class:`LeaseLost`). Events are
   handed to this process's subscribers after their commit only, so every event a client ever
   sees is in the log, and ``Last-Event-ID`` resumes on any replica without loss or duplicates.
 - **Reads** (loading, listing, replaying events) need no lease.
@@ -404,20 +405,28 @@ class PostgresSessionStore:
         digest: str,
         client_id: str | None,
         last_event_id: int,
+        running: bool = False,
     ) -> StoredPrompt:
         """Record an admitted prompt (committed before the client hears of it); the prompt
-        already admitted under ``key``, if any, instead."""
+        already admitted under ``key``, if any, instead. ``running``: the session is idle, so
+        the prompt is kept as the one running (its turn starts without another write)."""
+        key_ = self._key(session_id)
         async with self.database.transaction(self.tenant) as connection:
             cursor = await connection.execute(
-                "INSERT INTO cairn_session_prompts (tenant, project, session_id, prompt_id, "
-                "idempotency_key, body_hash, body, client_id, state, last_event_id) "
-                "SELECT %s, %s, %s, %s, %s, %s, %s, %s, 'queued', %s WHERE EXISTS (SELECT 1 "
-                "FROM cairn_sessions WHERE tenant = %s AND project = %s AND session_id = %s "
-                "AND owner = %s AND epoch = %s) ON CONFLICT DO NOTHING "
+                "WITH admitted AS (INSERT INTO cairn_session_prompts (tenant, project, "
+                "session_id, prompt_id, idempotency_key, body_hash, body, client_id, state, "
+                "last_event_id) SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s WHERE EXISTS "
+                "(SELECT 1 FROM cairn_sessions WHERE tenant = %s AND project = %s "
+                "AND session_id = %s AND owner = %s AND epoch = %s) ON CONFLICT DO NOTHING "
                 "RETURNING prompt_id, state, body, client_id, queued_at, last_event_id, "
-                "body_hash, idempotency_key",
-                (*self._key(session_id), prompt_id, key, digest, jsonb(body), client_id,
-                 last_event_id, *self._key(session_id), lease.owner, lease.epoch),
+                "body_hash, idempotency_key), "
+                "kept AS (UPDATE cairn_sessions s SET running_prompt = a.prompt_id "
+                "FROM admitted a WHERE s.tenant = %s AND s.project = %s AND s.session_id = %s "
+                "AND a.state = 'running') "
+                "SELECT * FROM admitted",
+                (*key_, prompt_id, key, digest, jsonb(body), client_id,
+                 "running" if running else "queued", last_event_id, *key_, lease.owner,
+                 lease.epoch, *key_),
             )  # fmt: skip
             row = await cursor.fetchone()
             if row is None and key is not None:
@@ -425,7 +434,7 @@ class PostgresSessionStore:
                     "SELECT prompt_id, state, body, client_id, queued_at, last_event_id, "
                     "body_hash, idempotency_key FROM cairn_session_prompts WHERE tenant = %s "
                     "AND project = %s AND session_id = %s AND idempotency_key = %s",
-                    (*self._key(session_id), key),
+                    (*key_, key),
                 )
                 row = await cursor.fetchone()
         if row is None:

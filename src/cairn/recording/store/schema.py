@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from cairn.database.migrations import Component
 
-__all__ = ["CHANNEL", "TENANT_TABLES", "sessions_schema"]
+__all__ = ["CHANNEL", "HANDOVER_CHANNEL", "TENANT_TABLES", "sessions_schema"]
 
 CHANNEL = "cairn_session_events"  # NOTIFY channel: "<tenant>\t<project>\t<session>\t<seq>"
+# NOTIFY channel: "<tenant>\t<project>\t<session>": its queued prompts wait for a replica
+HANDOVER_CHANNEL = f"{CHANNEL}_handover"
 TENANT_TABLES = (
     "cairn_sessions",
     "cairn_session_records",

@@ -1,6 +1,6 @@
 """The writes of a session this replica leased (:class:`SessionWriter`): records, events,
-prompt states and metadata, queued and flushed in order, one transaction per batch, each
-fenced by the lease's owner and epoch (see :mod:`cairn.recording.store.postgres`)."""
+prompt states and metadata, queued and flushed in order, one statement (one transaction) per
+batch, fenced by the lease's owner and epoch (see :mod:`cairn.recording.store.postgres`)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ __all__ = ["SessionWriter", "WriterSink"]
 
 _log = get_logger("SESSION_STORE")
 LEASE_MARGIN_SECONDS = 0.5  # a lease counts as ours until this long before it expires
+# A write waits this long for the ones after it (a turn's events and records go together);
+# whoever waits for it (drain, renew, release) has it written at once.
+FLUSH_DELAY_SECONDS = 0.025
 
 
 @dataclass
@@ -51,6 +54,7 @@ class SessionWriter:
         self.lease = lease
         self.session_id = lease.session_id
         self.event_seq = lease.event_seq
+        self.committed_seq = lease.event_seq  # the last event id committed
         self.record_count = lease.record_count
         self.failed: Exception | None = None
         self.released = False
@@ -64,6 +68,7 @@ class SessionWriter:
         self._queued = 0  # items added so far (records, events, prompt states, changes)
         self._written = 0  # items committed so far
         self._flushing: asyncio.Task[None] | None = None
+        self._delayed: asyncio.TimerHandle | None = None
         self._progress = asyncio.Condition()
         self._loop = asyncio.get_running_loop()
         self.on_failed: Callable[[Exception], None] | None = None
@@ -125,11 +130,19 @@ class SessionWriter:
         except RuntimeError:
             running = None
         if running is self._loop:
-            self._start()
+            self._start_soon()
         else:
-            self._loop.call_soon_threadsafe(self._start)
+            self._loop.call_soon_threadsafe(self._start_soon)
+
+    def _start_soon(self) -> None:
+        """Flush after :data:`FLUSH_DELAY_SECONDS` (a flush under way takes the batch next)."""
+        if self._delayed is None and (self._flushing is None or self._flushing.done()):
+            self._delayed = self._loop.call_later(FLUSH_DELAY_SECONDS, self._start)
 
     def _start(self) -> None:
+        if self._delayed is not None:
+            self._delayed.cancel()
+            self._delayed = None
         if self._flushing is None or self._flushing.done():
             self._flushing = self._loop.create_task(self._flush_all())
 
@@ -137,6 +150,8 @@ class SessionWriter:
         """Until everything queued so far is committed; :class:`LeaseLost` (or
         :class:`DatabaseUnavailable`) if it cannot be."""
         target = self._queued
+        if self._written < target:
+            self._start()
         async with self._progress:
             await self._progress.wait_for(lambda: self._written >= target or bool(self.failed))
         if self._written < target and self.failed is not None:
@@ -184,6 +199,7 @@ class SessionWriter:
                 self._fail(error)
                 return
             self.flushes += 1
+            self.committed_seq = batch.event_seq
             if not batch.release:
                 self.valid_until = sent + self.store.sessions.lease_seconds - LEASE_MARGIN_SECONDS
             async with self._progress:
@@ -208,32 +224,8 @@ class SessionWriter:
             self.on_failed(error)
 
     async def _write(self, batch: _Batch) -> None:
-        store, lease = self.store, self.lease
-        key = store._key(self.session_id)
-        lease_key = (lease.owner, lease.epoch)
-        meta = dict(batch.meta)
-        meta.pop("renew", None)
-        sets = ["updated_at = now()", "record_count = %s", "event_seq = %s"]
-        values: list[Any] = [batch.record_count, batch.event_seq]
-        if not batch.release:  # a release clears the lease last (see below)
-            sets.append("lease_until = now() + %s * interval '1 second'")
-            values.append(store.sessions.lease_seconds)
-        if batch.messages:
-            sets.append("message_count = message_count + %s")
-            values.append(batch.messages)
-        for column, value in meta.items():
-            if column == "first_prompt":
-                sets.append("first_prompt = COALESCE(NULLIF(first_prompt, ''), %s)")
-            elif column in ("pending", "commands"):
-                sets.append(f"{column} = %s")
-                value = jsonb(value)
-            else:
-                sets.append(f"{column} = %s")
-            values.append(value)
-        update = (
-            f"UPDATE cairn_sessions SET {', '.join(sets)} WHERE tenant = %s "  # noqa: S608
-            "AND project = %s AND session_id = %s AND owner = %s AND epoch = %s"
-        )
+        store = self.store
+        statement, values = _statement(batch, store._key(self.session_id), self.lease, store)
         database = store.database
         try:
             async with database.connection() as connection:
@@ -242,65 +234,89 @@ class SessionWriter:
                 await connection.set_autocommit(True)
                 try:
                     async with connection.pipeline():
-                        await connection.execute(
-                            "SELECT set_config('cairn.tenant', %s, true)", (store.tenant,)
-                        )
-                        fence = await connection.execute(update, (*values, *key, *lease_key))
-                        await _send(connection, batch, key, lease_key)
+                        named = await database.name_tenant(connection, store.tenant)
+                        fence = await connection.execute(statement, values)
                 finally:
                     if not connection.broken and not connection.closed:
                         await connection.set_autocommit(False)
+                if named:  # the implicit transaction committed (it would have raised)
+                    database.named(connection, store.tenant)
         except database.errors as error:
             raise DatabaseUnavailable(f"the database is unavailable: {error}") from None
         database.round_trips += 1
-        if fence.rowcount != 1:  # nothing was written (every statement checks the lease)
+        if fence.rowcount != 1:  # nothing was written (every part checks the lease)
             raise LeaseLost(f"the lease on session {self.session_id} was taken by another replica")
 
 
-# Every statement of a flush after the session's UPDATE writes only while the lease is the
-# writer's: the UPDATE locked the row, so it stays so until the commit.
-_OURS = (
-    "EXISTS (SELECT 1 FROM cairn_sessions WHERE tenant = %s AND project = %s "
-    "AND session_id = %s AND owner = %s AND epoch = %s)"
-)
-_RECORD = (
-    "INSERT INTO cairn_session_records (tenant, project, session_id, seq, record) "
-    f"SELECT %s, %s, %s, %s, %s WHERE {_OURS}"
-)
-_EVENT = (
-    "INSERT INTO cairn_session_events (tenant, project, session_id, seq, type, envelope) "
-    f"SELECT %s, %s, %s, %s, %s, %s WHERE {_OURS}"
-)
-_PROMPT = (
-    "UPDATE cairn_session_prompts SET state = %s WHERE tenant = %s AND project = %s "  # noqa: S608
-    f"AND session_id = %s AND prompt_id = %s AND {_OURS}"
-)
-_NOTIFY = f"SELECT pg_notify(%s, %s) WHERE {_OURS}"
-_RELEASE = (
-    "UPDATE cairn_sessions SET owner = NULL, lease_until = NULL WHERE tenant = %s "
-    "AND project = %s AND session_id = %s AND owner = %s AND epoch = %s"
-)
-
-
-async def _send(
-    connection: Any, batch: _Batch, key: tuple[str, str, str], lease_key: tuple[str, int]
-) -> None:
-    """A flush's statements after the session's UPDATE, into the connection's pipeline."""
-    fenced = (*key, *lease_key)
-    cursor = connection.cursor()
+def _statement(
+    batch: _Batch, key: tuple[str, str, str], lease: Lease, store: PostgresSessionStore
+) -> tuple[str, list[Any]]:
+    """A flush as one statement: the session's row updated only if the lease is still the
+    writer's (owner and epoch), and the batch's records, events and prompt states written, and
+    its ``NOTIFY`` sent, only if that update was (each part reads the update's row)."""
+    meta = dict(batch.meta)
+    meta.pop("renew", None)
+    sets = ["updated_at = now()", "record_count = %s", "event_seq = %s"]
+    values: list[Any] = [batch.record_count, batch.event_seq]
+    if batch.release:  # the lease is given up with the batch's last write
+        sets.append("owner = NULL, lease_until = NULL")
+    else:
+        sets.append("lease_until = now() + %s * interval '1 second'")
+        values.append(store.sessions.lease_seconds)
+    if batch.messages:
+        sets.append("message_count = message_count + %s")
+        values.append(batch.messages)
+    for column, value in meta.items():
+        if column == "first_prompt":
+            sets.append("first_prompt = COALESCE(NULLIF(first_prompt, ''), %s)")
+        elif column in ("pending", "commands"):
+            sets.append(f"{column} = %s")
+            value = jsonb(value)
+        else:
+            sets.append(f"{column} = %s")
+        values.append(value)
+    parts = [
+        f"WITH fence AS (UPDATE cairn_sessions SET {', '.join(sets)} WHERE tenant = %s "  # noqa: S608
+        "AND project = %s AND session_id = %s AND owner = %s AND epoch = %s RETURNING 1)"
+    ]
+    values += [*key, lease.owner, lease.epoch]
     if batch.records:
-        await cursor.executemany(_RECORD, [(*key, n, text, *fenced) for n, text in batch.records])
+        parts.append(_RECORDS)
+        values += [*key, [n for n, _ in batch.records], [text for _, text in batch.records]]
     if batch.events:
-        events = [(*key, e.seq, e.type, e.envelope, *fenced) for e in batch.events]
-        await cursor.executemany(_EVENT, events)
+        parts.append(_EVENTS)
+        events = batch.events
+        values += [*key, [e.seq for e in events], [e.type for e in events]]
+        values.append([e.envelope for e in events])
     if batch.prompts:
-        prompts = [(state, *key, prompt, *fenced) for prompt, state in batch.prompts]
-        await cursor.executemany(_PROMPT, prompts)
+        states = dict(batch.prompts)  # a prompt's last state in the batch is the one kept
+        parts.append(_PROMPTS)
+        values += [list(states), list(states.values()), *key]
+    statement = ", ".join(parts)
     if batch.events:
-        payload = "\t".join((*key, str(batch.events[-1].seq)))
-        await connection.execute(_NOTIFY, (CHANNEL, payload, *fenced))
-    if batch.release:  # last: the statements before it checked the owner it clears
-        await connection.execute(_RELEASE, fenced)
+        statement += " SELECT pg_notify(%s, %s) FROM fence"
+        values += [CHANNEL, "\t".join((*key, str(batch.events[-1].seq)))]
+    else:
+        statement += " SELECT 1 FROM fence"
+    return statement, values
+
+
+# The parts of a flush after its fence (see _statement): each writes only if the fence did.
+_RECORDS = (
+    "records AS (INSERT INTO cairn_session_records (tenant, project, session_id, seq, record) "
+    "SELECT %s, %s, %s, r.seq, r.record FROM unnest(%s::bigint[], %s::text[]) AS r(seq, record) "
+    "WHERE EXISTS (SELECT 1 FROM fence))"
+)
+_EVENTS = (
+    "events AS (INSERT INTO cairn_session_events (tenant, project, session_id, seq, type, "
+    "envelope) SELECT %s, %s, %s, e.seq, e.type, e.envelope FROM unnest(%s::bigint[], "
+    "%s::text[], %s::text[]) AS e(seq, type, envelope) WHERE EXISTS (SELECT 1 FROM fence))"
+)
+_PROMPTS = (
+    "prompts AS (UPDATE cairn_session_prompts p SET state = s.state FROM unnest(%s::text[], "
+    "%s::text[]) AS s(prompt_id, state) WHERE p.tenant = %s AND p.project = %s "
+    "AND p.session_id = %s AND p.prompt_id = s.prompt_id AND EXISTS (SELECT 1 FROM fence))"
+)
 
 
 class WriterSink:
