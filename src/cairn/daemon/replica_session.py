@@ -137,6 +137,24 @@ class ReplicaSession(LiveSession):
     async def drained(self) -> None:
         await self.registry.idle(self)
 
+    def release_queue(self) -> list[QueuedPrompt]:
+        """The waiting prompts another replica runs (a drain); a prompt its admission kept as
+        running stays: it runs here (elsewhere it would be reported interrupted)."""
+        kept = [item for item in self._queue if item.prompt_id in self.kept_running]
+        dropped = [item for item in self._queue if item.prompt_id not in self.kept_running]
+        self._queue.clear()
+        self._queue.extend(kept)
+        return dropped
+
+    async def close(self, reason: str) -> None:
+        """A prompt kept as running that had not started yet is dropped with the others (never
+        reported interrupted when the session is loaded again)."""
+        if not self.closing and self.writer is not None:
+            for item in self._queue:
+                if item.prompt_id in self.kept_running:
+                    self.writer.set_prompt_state(item.prompt_id, "dropped", running=False)
+        await super().close(reason)
+
     async def _renew(self) -> None:
         """Keep the lease while a turn runs (every write renews it too)."""
         interval = self._config.lease_seconds / 3

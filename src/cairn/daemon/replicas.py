@@ -15,6 +15,8 @@ plain round-robin load balancer serves any session of its tenant:
   ``lease_seconds / 2`` to its expiry, then given up, so the next request may land anywhere: a
   client's next prompt, usually sent at once, then skips taking the lease, reading the queue
   and giving the lease up again (a request reaching another replica meanwhile is forwarded).
+  A task checkpoint due after the turn (the session went quiet) is recorded before the lease
+  is given up (renewed meanwhile): another replica could not record it.
 - **Failover.** A replica that dies keeps its leases until they expire; a request reaching
   another replica meanwhile finds the owner unreachable and waits for the expiry (at most
   ``lease_seconds``), then takes the lease over: the prompt the dead replica was running is
@@ -91,6 +93,7 @@ __all__ = [
 FORWARDED_HEADER = "x-cairn-forwarded-by"  # a request one replica forwarded to another
 WAIT_POLL_SECONDS = 0.2  # how often a request waiting for a lease asks again
 CACHED_SESSIONS = 64  # sessions kept built after their lease is given up (reused if current)
+CHECKPOINT_POLL_SECONDS = 0.2  # how often a lease kept for a task checkpoint looks again
 _log = get_logger("DAEMON")
 
 
@@ -341,16 +344,34 @@ class ReplicaRegistry:
             timer.cancel()
 
     async def _give_up(self, live: ReplicaSession) -> None:
-        """Give the lease up if nothing runs, waits or uses the session."""
+        """Give the lease up if nothing runs, waits or uses the session, and no task
+        checkpoint is on its way (that one is recorded first: nobody else could)."""
         self._stop_lingering(live)
         # Under the session's lock: a request taking the session meanwhile waits for the
         # release (taking our own lease again would fence the writer releasing it).
         async with self._locks.setdefault((live.tenant, live.id), asyncio.Lock()):
             if live.holds or not live.idle or not live.leased:
                 return
+            if live.session.task_state.pending and not self.replica.draining:
+                await self._keep_for_checkpoint(live)
+                return
             released = await self._let_go(live)
         if released and self.replica.draining:  # prompts admitted meanwhile: another replica's
             await hand_over(self.database, [(live.store.tenant, live.store.project, live.id)])
+
+    async def _keep_for_checkpoint(self, live: ReplicaSession) -> None:
+        """Keep the lease (renewed when half of it is gone) and look again shortly: the task
+        checkpoint's side query is bounded, so this ends."""
+        writer = live.writer
+        remaining = writer.valid_until - time.monotonic() if writer is not None else 0.0
+        if writer is not None and remaining < self.config.lease_seconds / 2:
+            try:
+                await writer.renew()
+            except DatabaseUnavailable:
+                return  # the writer's failure stopped the session here
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(CHECKPOINT_POLL_SECONDS, lambda: self._spawn(self._give_up(live)))
+        self._lingering[(live.tenant, live.id)] = timer
 
     async def _let_go(self, live: ReplicaSession) -> bool:
         """Write what the session's row shows and give its lease up; False if that failed."""

@@ -131,6 +131,11 @@ class TaskState(TurnHook):
         return self._turns
 
     @property
+    def pending(self) -> bool:
+        """An update is due (the session went quiet after a turn) or being written."""
+        return self._timer is not None or self._running is not None
+
+    @property
     def fresh(self) -> bool:
         """The checkpoint covers every turn that reached the model."""
         return self.checkpoint is not None and self._covered == self._changes
