@@ -1,6 +1,7 @@
 """`cairn serve --database` replicas behind HAProxy against today's single-process daemon (#31).
 
 Usage: python benchmarks/replicas_bench.py [--sessions 50] [--prompts 5] [--rounds 3]
+       [--baseline ../other/src]
 
 The load is daemon_bench.py's: ``--sessions`` SDK clients at once, each creating a session,
 opening its event stream and sending ``--prompts`` prompts one after another to an instantly
@@ -20,7 +21,9 @@ from just before the load until the replicas have exited, divided by the turns; 
 the replicas' heartbeats, HAProxy's ``/ready`` checks (one ``SELECT 1`` per replica per
 second) and the replicas' shutdown.
 
-Medians over ``--rounds``; every process's home is its own temporary folder.
+Medians over ``--rounds``; every process's home is its own temporary folder. ``--baseline`` (the
+``src`` folder of another checkout) also runs that code's ``1 replica`` and ``1 behind HAProxy``
+in every round (``(before)`` columns), so before and after come from one run under one load.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from cairn.testing.postgres import PostgresServer
 TOKEN = "bench-token"  # noqa: S105 - a throw-away token of this run's loopback daemons
 APP_ROLE = "cairn_bench"
 CONFIGURATIONS = ("daemon", "1 replica", "1 behind HAProxy", "3 behind HAProxy")
+BEFORE = " (before)"  # a configuration of the --baseline code
 STATS_SECONDS = 11.0  # PostgreSQL: an idle backend reports its counters within 10 s
 _databases = itertools.count(1)
 
@@ -126,6 +130,7 @@ def counters(dsn: str) -> tuple[int, int]:
 
 def run(
     name: str,
+    baseline: Path | None,
     env: dict[str, str],
     project: Path,
     root: Path,
@@ -134,6 +139,8 @@ def run(
     prompts: int,
 ) -> dict[str, float]:
     replicas = 3 if name.startswith("3") else 1
+    if name.endswith(BEFORE):
+        env = {**env, "PYTHONPATH": str(baseline)}
     dsn = None if name == "daemon" else server.create_database(
         f"bench_{next(_databases)}", owner=APP_ROLE
     )  # fmt: skip
@@ -171,10 +178,14 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--prompts", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3, help="load runs (medians reported)")
+    parser.add_argument("--baseline", type=Path, help="src folder of another checkout")
     args = parser.parse_args()
+    names: tuple[str, ...] = CONFIGURATIONS
+    if args.baseline:
+        names = (*CONFIGURATIONS, f"1 replica{BEFORE}", f"1 behind HAProxy{BEFORE}")
 
     model, base_url = start_model_server()
-    results: dict[str, list[dict[str, float]]] = {name: [] for name in CONFIGURATIONS}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     try:
         with tempfile.TemporaryDirectory() as tmp, PostgresServer() as server:
             server.create_role(APP_ROLE)
@@ -182,10 +193,13 @@ def main() -> None:
             env = environment(base_url, root)
             project = make_project(root, memory=False)
             for _ in range(args.rounds):
-                for name in CONFIGURATIONS:
+                for name in names:
                     results[name].append(
-                        run(name, env, project, root, server, args.sessions, args.prompts)
-                    )
+                        run(
+                            name, args.baseline, env, project, root, server, args.sessions,
+                            args.prompts,
+                        )
+                    )  # fmt: skip
     finally:
         model.terminate()
         model.wait()
@@ -193,31 +207,36 @@ def main() -> None:
     total = args.sessions * args.prompts
     print("Load average at the end: " + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
     print()
-    print(f"| figure (median of {args.rounds}) | {' | '.join(CONFIGURATIONS)} |")
-    print(f"|---|{'---|' * len(CONFIGURATIONS)}")
+    print(f"| figure (median of {args.rounds}) | {' | '.join(names)} |")
+    print(f"|---|{'---|' * len(names)}")
 
     def median(name: str, key: str) -> float:
         return statistics.median(r[key] for r in results[name])
 
     def row(label: str, cell: str) -> None:
-        print(f"| {label} | {' | '.join(cell.format(**{k: median(n, k) for k in results[n][0]}) for n in CONFIGURATIONS)} |")  # noqa: E501
+        print(f"| {label} | {' | '.join(cell.format(**{k: median(n, k) for k in results[n][0]}) for n in names)} |")  # noqa: E501
 
     print(
         f"| completed of {total}, errors (worst round) | "
         + " | ".join(
             f"{min(r['turns'] for r in results[n]):.0f}, {max(r['errors'] for r in results[n]):.0f}"
-            for n in CONFIGURATIONS
+            for n in names
         )
         + " |"
     )
     row("prompt → turn_complete p50", "{p50:.3f} s")
     row("prompt → turn_complete p95", "{p95:.3f} s")
+    print(
+        "| p95 of each round | "
+        + " | ".join(", ".join(f"{r['p95']:.2f}" for r in results[n]) for n in names)
+        + " |"
+    )
     row("throughput", "{throughput:.1f} turns/s")
     row("wall", "{wall:.2f} s")
     row("database transactions per turn", "{transactions:.1f}")
     row("database rows written per turn", "{rows:.1f}")
     daemon_p95 = median("daemon", "p95")
-    for name in CONFIGURATIONS[1:]:
+    for name in names[1:]:
         print(f"\n{name}: p95 {median(name, 'p95') / daemon_p95:.2f}× the daemon's (target ≤ 1.5×)")
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from cairn.daemon.config import DaemonConfig
@@ -17,7 +19,12 @@ from cairn.daemon.frontend import DaemonFrontend
 from cairn.daemon.sessions import LiveSession, QueuedPrompt
 from cairn.database.connection import DatabaseUnavailable
 from cairn.debug_log import get_logger
-from cairn.recording.store.postgres import LeaseLost, PostgresSessionStore, SessionWriter
+from cairn.recording.store.postgres import (
+    LeaseLost,
+    PostgresSessionStore,
+    SessionWriter,
+    StoredPrompt,
+)
 
 if TYPE_CHECKING:
     from cairn.daemon.replicas import ReplicaRegistry
@@ -82,6 +89,20 @@ class ReplicaSession(LiveSession):
             self.writer.change(**changed)
             self._row.update(changed)
 
+    async def keep_lease(self) -> bool:
+        """Renew the lease if half of it is gone (an idle session kept for its task checkpoint,
+        whose side query is bounded); False when it cannot be (the writer's failure stopped the
+        session here)."""
+        writer = self.writer
+        if writer is None:
+            return False
+        if writer.valid_until - time.monotonic() < self._config.lease_seconds / 2:
+            try:
+                await writer.renew()
+            except DatabaseUnavailable:
+                return False
+        return True
+
     def lease_lost(self, error: LeaseLost) -> None:
         """The lease turned out to be another replica's (this one paused past its expiry):
         this copy stops (a turn running here is stopped as a failed write stops it)."""
@@ -97,6 +118,41 @@ class ReplicaSession(LiveSession):
         self.registry.forget(self)
 
     # ----- prompts (LiveSession's hooks) -----
+
+    async def keep_admission(
+        self, raw: Any, *, key: str | None, digest: str, client_id: str | None, draining: bool
+    ) -> tuple[StoredPrompt, bool]:
+        """Keep a new prompt's admission in the database, before the client hears of it: the
+        prompt as stored and True, or the one admitted earlier with ``key`` and False. An idle
+        session's prompt runs next, so its admission keeps it as running (no other write
+        before its turn); it then runs here, a drain included. :class:`LeaseLost` or
+        :class:`DatabaseUnavailable` when it cannot be kept."""
+        writer = self.writer
+        if writer is None:
+            raise DatabaseUnavailable(f"session {self.id} is not held here")
+        prompt_id = uuid.uuid4().hex
+        running = self.idle and not self.admitting and not draining
+        self.admitting += 1
+        try:
+            if key is not None or running:  # the row as this replica last set it, first
+                await writer.drain()
+            stored = await self.store.admit(
+                self.id,
+                writer.lease,
+                prompt_id=prompt_id,
+                key=key,
+                body=raw,
+                digest=digest,
+                client_id=client_id,
+                last_event_id=self.bus.last_id,
+                running=running,
+            )
+        finally:
+            self.admitting -= 1
+        new = stored.prompt_id == prompt_id
+        if new and running:
+            self.kept_running.add(prompt_id)
+        return stored, new
 
     async def started(self, item: QueuedPrompt) -> bool:
         """The prompt is kept as running before its turn starts (by its admission when the

@@ -332,11 +332,15 @@ class ReplicaRegistry:
         kept = live.writer.valid_until - self.config.lease_seconds / 2 - time.monotonic()
         linger = min(self.config.linger_seconds, kept)
         if linger > 0 and not self.replica.draining:
-            loop = asyncio.get_running_loop()
-            timer = loop.call_later(linger, lambda: self._spawn(self._give_up(live)))
-            self._lingering[(live.tenant, live.id)] = timer
+            self._linger(live, linger)
             return
         await self._give_up(live)
+
+    def _linger(self, live: ReplicaSession, seconds: float) -> None:
+        timer = asyncio.get_running_loop().call_later(
+            seconds, lambda: self._spawn(self._give_up(live))
+        )
+        self._lingering[(live.tenant, live.id)] = timer
 
     def _stop_lingering(self, live: ReplicaSession) -> None:
         timer = self._lingering.pop((live.tenant, live.id), None)
@@ -353,25 +357,12 @@ class ReplicaRegistry:
             if live.holds or not live.idle or not live.leased:
                 return
             if live.session.task_state.pending and not self.replica.draining:
-                await self._keep_for_checkpoint(live)
+                if await live.keep_lease():  # the checkpoint is recorded first: look again soon
+                    self._linger(live, CHECKPOINT_POLL_SECONDS)
                 return
             released = await self._let_go(live)
         if released and self.replica.draining:  # prompts admitted meanwhile: another replica's
             await hand_over(self.database, [(live.store.tenant, live.store.project, live.id)])
-
-    async def _keep_for_checkpoint(self, live: ReplicaSession) -> None:
-        """Keep the lease (renewed when half of it is gone) and look again shortly: the task
-        checkpoint's side query is bounded, so this ends."""
-        writer = live.writer
-        remaining = writer.valid_until - time.monotonic() if writer is not None else 0.0
-        if writer is not None and remaining < self.config.lease_seconds / 2:
-            try:
-                await writer.renew()
-            except DatabaseUnavailable:
-                return  # the writer's failure stopped the session here
-        loop = asyncio.get_running_loop()
-        timer = loop.call_later(CHECKPOINT_POLL_SECONDS, lambda: self._spawn(self._give_up(live)))
-        self._lingering[(live.tenant, live.id)] = timer
 
     async def _let_go(self, live: ReplicaSession) -> bool:
         """Write what the session's row shows and give its lease up; False if that failed."""
@@ -548,40 +539,21 @@ class ReplicaRegistry:
             if earlier is None:
                 raise
             return None, earlier
-        writer = live.writer
-        if writer is None:
+        if live.writer is None:
             raise unavailable()
-        prompt_id = uuid.uuid4().hex
-        last_event_id = live.bus.last_id
-        # An idle session's prompt runs next: kept as running in its admission (one write).
-        running = live.idle and not live.admitting and not self.replica.draining
-        live.admitting += 1
         try:
-            if key is not None or running:  # the row as this replica last set it, first
-                await writer.drain()
-            stored = await live.store.admit(
-                live.id,
-                writer.lease,
-                prompt_id=prompt_id,
-                key=key,
-                body=raw,
-                digest=digest,
-                client_id=client_id,
-                last_event_id=last_event_id,
-                running=running,
+            stored, new = await live.keep_admission(
+                raw, key=key, digest=digest, client_id=client_id, draining=self.replica.draining
             )
         except LeaseLost as error:  # taken over while kept idle here: ask for it again
             live.lease_lost(error)
             raise LeaseMoved(live.id) from None
         except DatabaseUnavailable as error:
             raise unavailable() from error
-        finally:
-            live.admitting -= 1
-        if stored.prompt_id != prompt_id:
-            return None, stored
-        if running:  # runs here, draining or not (a drain waits for it as for any turn)
-            live.kept_running.add(prompt_id)
-        elif self.replica.draining:  # kept queued: the replica taking the session over runs it
+        if not new:
+            return None, stored  # the key's earlier admission
+        prompt_id, last_event_id = stored.prompt_id, stored.last_event_id
+        if stored.state == "queued" and self.replica.draining:  # the next owner runs it
             return QueuedPrompt(prompt_id, request, client_id, time.time(), last_event_id), None
         return live.requeue(prompt_id, request, client_id, last_event_id, body_hash=digest), None
 

@@ -422,11 +422,11 @@ class PostgresSessionStore:
                 "body_hash, idempotency_key), "
                 "kept AS (UPDATE cairn_sessions s SET running_prompt = a.prompt_id "
                 "FROM admitted a WHERE s.tenant = %s AND s.project = %s AND s.session_id = %s "
-                "AND a.state = 'running') "
+                "AND s.owner = %s AND s.epoch = %s AND a.state = 'running') "
                 "SELECT * FROM admitted",
                 (*key_, prompt_id, key, digest, jsonb(body), client_id,
                  "running" if running else "queued", last_event_id, *key_, lease.owner,
-                 lease.epoch, *key_),
+                 lease.epoch, *key_, lease.owner, lease.epoch),
             )  # fmt: skip
             row = await cursor.fetchone()
             if row is None and key is not None:
