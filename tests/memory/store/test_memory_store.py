@@ -768,17 +768,50 @@ def test_an_empty_store_never_loads_the_tokenizer(tmp_path: Path) -> None:
     assert out.stdout.strip() == "False False"
 
 
-def test_warming_a_store_with_memories_loads_the_tokenizer(roots: MemoryRoots) -> None:
+def test_warming_a_store_with_memories_loads_the_stemmer(roots: MemoryRoots) -> None:
     from cairn.memory.store import tokenizer
 
     assert roots.project is not None
     write(roots.project, "project/deploy.md", description="how we deploy")
-    tokenizer._token_run.cache_clear()
     tokenizer._stem.cache_clear()
     store = MemoryStore(roots)
     try:
         assert store.warm().docs == 1
-        assert tokenizer._token_run.cache_info().currsize == 1
         assert tokenizer._stem.cache_info().currsize == 1
     finally:
         store.close()
+
+
+_ENGLISH_STORE_PROBE = """
+import sys
+from pathlib import Path
+from cairn.memory.paths import MemoryRoots
+from cairn.memory.store.memory_store import MemoryStore
+store = MemoryStore(MemoryRoots(*map(Path, sys.argv[1:4])))
+store.warm()
+english = [hit.doc.title for hit in store.rank("how do we deploy?", limit=2)]
+before = "regex" in sys.modules
+chinese = [hit.doc.title for hit in store.rank("部署 deploy", limit=2)]
+print(english, before, chinese, "regex" in sys.modules)
+"""
+
+
+def test_an_english_prompt_ranks_without_loading_regex(roots: MemoryRoots) -> None:
+    """Regression (issue #32): warming a store and ranking an English query imported ``regex``,
+    ~50 M instructions before ``cairn -p``'s first request with memories; only non-ASCII text
+    needs it, and a query with some is then tokenized by the pattern."""
+    assert roots.project is not None
+    write(roots.project, "project/deploy.md", name="deploy", description="how we deploy")
+    write(roots.project, "project/other.md", name="other", description="release notes")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _ENGLISH_STORE_PROBE,
+            *map(str, (roots.project, roots.user, roots.state_dir)),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "['deploy'] False ['deploy'] True"

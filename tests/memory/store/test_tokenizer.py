@@ -8,6 +8,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cairn.memory.store import tokenizer
 from cairn.memory.store.tokenizer import (
     MAX_QUERY_TOKENS,
     STOP_WORDS,
@@ -162,6 +163,13 @@ _ASCII_TEXT = st.lists(
 @given(st.one_of(_ASCII_TEXT, st.text()))
 def test_term_counts_are_the_counts_of_the_tokens(text: str) -> None:
     assert term_counts(text) == Counter(tokenize(text))
+
+
+@given(st.one_of(_ASCII_TEXT, st.text(st.characters(max_codepoint=127))))
+def test_ascii_text_splits_as_the_token_pattern_splits_it(text: str) -> None:
+    """ASCII text is split without ``regex`` (start-up, issue #32): into the very runs the
+    pattern finds."""
+    assert tokenizer._runs(text) == tokenizer._pattern_runs(text)
 
 
 def test_term_counts_stem_and_drop_stop_words_on_the_ascii_path() -> None:

@@ -32,8 +32,7 @@ from cairn.memory.store.lexical_index import search
 from cairn.memory.store.scan import is_memory_name, stat_file, stat_key
 from cairn.memory.store.scorer import DEFAULT_SCORER, ScorerConfig
 from cairn.memory.store.shard import Shard, Tally, VectorJob, file_name
-from cairn.memory.store.tokenizer import load as load_tokenizer
-from cairn.memory.store.tokenizer import query_tokens
+from cairn.memory.store.tokenizer import load_stemmer, query_tokens
 from cairn.values import Value
 
 if TYPE_CHECKING:
@@ -189,12 +188,12 @@ class MemoryStore:
             return action()
 
     def warm(self) -> ScanReport:
-        """A provisional :meth:`refresh`, then load what ranking a query needs when there is
-        something to rank, for a front end that can do this before the first prompt (off the
-        event loop)."""
+        """A provisional :meth:`refresh`, then load the stemmer when there is something to
+        rank, for a front end that can do this before the first prompt (off the event loop).
+        ``regex`` (~15 ms) is left to the first non-ASCII text: an English prompt never needs it."""
         report = self.refresh(provisional=True)
         if report.docs:
-            load_tokenizer()
+            load_stemmer()
         return report
 
     def _ensure_refreshed(self) -> None:

@@ -34,7 +34,8 @@ __all__ = [
     "QUERY_HEAD_TOKENS",
     "STOP_WORDS",
     "TOKENIZER_VERSION",
-    "load",
+    "load_pattern",
+    "load_stemmer",
     "normalize",
     "query_tokens",
     "surface_tokens",
@@ -66,8 +67,8 @@ _CJK = r"\p{Script=Han}\p{Script=Hiragana}\p{Script_Extensions=Katakana}\p{Scrip
 @functools.cache
 def _token_run() -> regex.Pattern[str]:
     """Group 1: a CJK run; group 2: a non-CJK run of >= 3 letters/marks/digits starting with L
-    or N. Compiled on first use: ``regex`` costs ~15 ms to import, which a session whose
-    memory store is empty never needs."""
+    or N. Compiled on first use: ``regex`` costs ~15 ms to import (~50 M instructions), which
+    only non-ASCII text needs (:func:`_runs`)."""
     import regex
 
     return regex.compile(
@@ -84,10 +85,15 @@ def _stem() -> Callable[[str], str]:
     return Stemmer.Stemmer("english").stemWord
 
 
-def load() -> None:
-    """Compile the tokenizer now (it imports ``regex`` and the stemmer), e.g. while the user
-    types a prompt."""
+def load_pattern() -> None:
+    """Compile the token pattern now (it imports ``regex``), which non-ASCII text needs, e.g.
+    before a fresh machine's first database search."""
     _token_run()
+
+
+def load_stemmer() -> None:
+    """Load the stemmer now, which every indexed or queried word needs (a store warming up
+    before the first prompt); the pattern waits for the first non-ASCII text."""
     _stem()
 
 
@@ -112,11 +118,26 @@ _STEMS: dict[str, str] = {}  # word -> stem, remembered (a dict lookup beats the
 _MAX_STEMS = 200_000  # words remembered at most (then the memo starts over)
 
 
+def _runs(text: str) -> list[tuple[str, str]]:
+    """(CJK run, other word) for each token run of ``text``, in order. ASCII text (most queries
+    and memories) skips ``regex``: NFKC leaves ASCII as it is, and there the token pattern is
+    exactly ``[a-z0-9]{3,}`` after lower-casing (see :func:`term_counts`)."""
+    if text.isascii():
+        return [("", word) for word in _ASCII_WORD.findall(text.lower())]
+    return _pattern_runs(text)
+
+
+def _pattern_runs(text: str) -> list[tuple[str, str]]:
+    """:func:`_runs` by the token pattern itself, for any text."""
+    runs: list[tuple[str, str]] = _token_run().findall(normalize(text))
+    return runs
+
+
 def _tokens(text: str, stem: Callable[[str], str] | None) -> list[str]:
     tokens: list[str] = []
     append = tokens.append
     stems = _STEMS
-    for cjk_run, word in _token_run().findall(normalize(text)):
+    for cjk_run, word in _runs(text):
         if not word:
             tokens.extend(cjk_run[i : i + 2] for i in range(len(cjk_run) - 1))
         elif stem is None:

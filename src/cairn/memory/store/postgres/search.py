@@ -96,8 +96,9 @@ class DatabaseSearch:
             return False
         try:
             from cairn.memory.store import parse  # noqa: F401 - loaded now, used by a search
+            from cairn.memory.store.tokenizer import load_pattern
 
-            tsquery_text("warm up")
+            load_pattern()  # any script's query is then only tokenized
             self._open()
             return True
         except Exception as error:
