@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -274,3 +276,28 @@ def test_a_gigabyte_evidence_file_is_unverifiable_without_being_read(
 
     assert staleness is not None and staleness.state == "unverifiable"
     assert "too large to check" in staleness.note
+
+
+_IMPORT_PROBE = """
+import dataclasses, sys
+import cairn.memory.trust.staleness
+from cairn.memory.trust import provenance
+classes = [
+    f"{name}.{value.__qualname__}"
+    for name, module in list(sys.modules.items())
+    if name.startswith("cairn.memory.trust")
+    for value in vars(module).values()
+    if isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == name
+]
+print(classes, provenance._writing.cache_info().currsize)
+"""
+
+
+def test_the_evidence_check_imports_without_dataclasses_or_write_patterns() -> None:
+    """Regression (issue 32): Recall imports these modules before a turn's first request once
+    it has a memory to deliver; their six dataclasses and the write-time patterns were ~9 ms
+    of that start-up."""
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[] 0"

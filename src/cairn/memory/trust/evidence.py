@@ -22,11 +22,11 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from cairn.debug_log import get_logger
+from cairn.values import Value
 
 __all__ = [
     "MAX_EVIDENCE_BYTES",
@@ -56,8 +56,7 @@ class Unverifiable(Exception):
     """Evidence that cannot be checked (outside the workspace, a symlink, too large, ...)."""
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(Value):
     """One evidence entry: a workspace file and its content when the fact was learned."""
 
     path: str  # POSIX, relative to the workspace
@@ -72,8 +71,7 @@ class Evidence:
         return state.digest(self.kind) == self.digest
 
 
-@dataclass(frozen=True)
-class FileState:
+class FileState(Value):
     """A workspace file as read now: its size and both digests."""
 
     size: int

@@ -34,13 +34,14 @@ workspace).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
@@ -53,6 +54,7 @@ from cairn.memory.trust.evidence import (
     tracked_paths,
     workspace_relative,
 )
+from cairn.values import Value
 
 __all__ = [
     "MAX_EVIDENCE_ENTRIES",
@@ -80,16 +82,22 @@ _FRONT_MATTER = re.compile(r"\A(\ufeff?---[ \t]*\r?\n)(.*?)(\r?\n---[ \t]*(?:\r?
 _TOP_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)[ \t]*:")
 _DECLARED_KEYS = ("evidence", "verified_by")
 _HEX = {"git": re.compile(r"[0-9a-f]{40}"), "sha256": re.compile(r"[0-9a-f]{64}")}
-_HEX_LETTER = re.compile(r"[a-df]")  # a digest with one of these is never read as a number
-_PLAIN = re.compile(r"[A-Za-z0-9_./@+-][A-Za-z0-9_./@+-]*")
-_TASK_STATUS = re.compile(
+_HEX_LETTER = r"[a-df]"  # a digest with one of these is never read as a number
+_PLAIN = r"[A-Za-z0-9_./@+-][A-Za-z0-9_./@+-]*"
+_TASK_STATUS = (
     r"\b(?:all\s+)?tests?\s+(?:now\s+|all\s+)?(?:pass(?:es|ed|ing)?|(?:are|is)\s+(?:green|passing))\b"
     r"|\b(?:build|ci|pipeline|deploy(?:ment)?)\s+(?:is\s+|now\s+)?(?:green|passing|fixed|done)\b"
     r"|\b(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?"
     r"(?:done|complete|completed|finished|merged|fixed|resolved|deployed)\b"
-    r"|\b(?:done|finished|completed|merged)\s*[.!]?\s*$",
-    re.IGNORECASE | re.MULTILINE,
+    r"|\b(?:done|finished|completed|merged)\s*[.!]?\s*$"
 )
+
+
+@functools.cache
+def _writing(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A pattern only a write uses, compiled then: Recall's reads import this module before a
+    turn's first request (issue #32), and ``_TASK_STATUS`` alone is a costly compile."""
+    return re.compile(pattern, flags)
 
 
 class TaskStatusRefused(ValueError):
@@ -97,8 +105,7 @@ class TaskStatusRefused(ValueError):
     evidence that would show it stale."""
 
 
-@dataclass(frozen=True)
-class Provenance:
+class Provenance(Value):
     """A memory's ``provenance`` block as read."""
 
     by: str = ""
@@ -116,8 +123,7 @@ class Provenance:
         return _dt.datetime.fromtimestamp(self.at, _dt.UTC).strftime("%Y-%m-%d")
 
 
-@dataclass(frozen=True)
-class Author:
+class Author(Value):
     """Who is writing memory now: what :func:`stamp` records."""
 
     by: Writer
@@ -130,8 +136,7 @@ class Author:
     versions_at_write: bool = True  # False: the run records versions when it ends (Dream)
 
 
-@dataclass(frozen=True)
-class Stamped:
+class Stamped(Value):
     content: str
     notes: tuple[str, ...] = ()  # for the writer: evidence that was not recorded, and why
 
@@ -339,7 +344,7 @@ def _without_keys(front_matter: str, keys: Sequence[str]) -> list[str]:
 def _scalar(text: str) -> str:
     """``text`` as a YAML value: plain when YAML reads it back as this very string (never a
     number, a date, ``true`` or ``null``), else JSON-quoted (a YAML double-quoted string)."""
-    if _PLAIN.fullmatch(text):
+    if _writing(_PLAIN).fullmatch(text):
         import yaml
 
         try:
@@ -352,7 +357,7 @@ def _scalar(text: str) -> str:
 
 def _hex(digest: str) -> str:
     """A hex digest as YAML keeps it a string: quoted when it has no letter (all digits)."""
-    return digest if _HEX_LETTER.search(digest) else json.dumps(digest)
+    return digest if _writing(_HEX_LETTER).search(digest) else json.dumps(digest)
 
 
 def _iso(moment: float) -> str:
@@ -423,7 +428,7 @@ def _task_status(fields: Mapping[Any, Any], body: str) -> str | None:
     entries = parse_entries(body)
     summary = entries[0].summary if entries else ""
     for text in (str(fields.get("description") or ""), summary, str(fields.get("name") or "")):
-        match = _TASK_STATUS.search(text)
+        match = _writing(_TASK_STATUS, re.IGNORECASE | re.MULTILINE).search(text)
         if match is not None:
             return match[0].strip()
     return None

@@ -22,7 +22,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cairn.debug_log import get_logger
@@ -38,7 +37,7 @@ from cairn.memory.trust.evidence import (
     stat_key,
 )
 from cairn.memory.trust.provenance import Provenance, provenance_of_text, read_provenance
-from cairn.values import replace
+from cairn.values import Value, replace
 
 __all__ = ["RACY_NS", "EvidenceCheck", "stale_note"]
 
@@ -49,8 +48,7 @@ _Found = FileState | str | None  # the file now, why it cannot be read, or None:
 _RESIZED = "<its size changed>"  # a _Found that needs no reading: the file changed
 
 
-@dataclass
-class _Known:
+class _Known(Value, frozen=False):
     key: tuple[int, int, int, int, int] | None
     found: _Found
     trusted: bool  # the stat key may stand for the content next time
@@ -120,9 +118,7 @@ class EvidenceCheck:
         marked: list[MemoryDoc] = []
         for doc in docs:
             found = self.staleness(doc)
-            marked.append(
-                doc if found == doc.staleness else replace(doc, staleness=found)
-            )
+            marked.append(doc if found == doc.staleness else replace(doc, staleness=found))
         return marked
 
     def _judge(self, doc: MemoryDoc, provenance: Provenance) -> Staleness | None:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc
-from cairn.memory.store.tokenizer import STOP_WORDS, query_tokens, surface_tokens
+from cairn.memory.store.tokenizer import STOP_WORDS, load_pattern, query_tokens, surface_tokens
 
 if TYPE_CHECKING:
     import psycopg
@@ -96,7 +96,6 @@ class DatabaseSearch:
             return False
         try:
             from cairn.memory.store import parse  # noqa: F401 - loaded now, used by a search
-            from cairn.memory.store.tokenizer import load_pattern
 
             load_pattern()  # any script's query is then only tokenized
             self._open()
