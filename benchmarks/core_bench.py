@@ -187,25 +187,50 @@ def first_request_ms(
         server.terminate()
 
 
-def instructions_to_first_send(env: dict[str, str], cwd: Path, folder: Path) -> int:
-    """Instructions ``cairn -p`` executes until its first socket send (the model request).
+# Marks the first model request with a call to os.getpgid (which cairn never calls), where
+# valgrind dumps: the start-up ends when the request's first bytes (``POST ...``) are written.
+# Dumping at the first ``sock_send`` instead, as until Dec 2 2026, ended at asyncio's first
+# self-pipe wake-up (a thread's result handed to the event loop), 50-170 M instructions before
+# the request with memory on.
+REQUEST_MARK = """
+import os, socket
 
-    Counted by valgrind's callgrind, which dumps its counters when ``sock_send`` is entered:
+
+def _marked(send):
+    def send_marked(self, data, *args):
+        if bytes(data[:5]) == b"POST ":
+            os.getpgid(0)
+        return send(self, data, *args)
+
+    return send_marked
+
+
+socket.socket.send = _marked(socket.socket.send)
+socket.socket.sendall = _marked(socket.socket.sendall)
+"""
+
+
+def instructions_to_first_send(env: dict[str, str], cwd: Path, folder: Path) -> int:
+    """Instructions ``cairn -p`` executes until it writes its first model request.
+
+    Counted by valgrind's callgrind, which dumps its counters at :data:`REQUEST_MARK`'s marker:
     unlike wall or CPU time this does not move with the machine's load. (The Recall selector's
     side query is not sent before the main request when the fast phase finds nothing to refine,
-    and with 200 memories it leaves after it; either way the first send ends the start-up.)
+    and with 200 memories it leaves after it; either way the first request ends the start-up.)
     """
     folder.mkdir(exist_ok=True)
     for old in folder.glob("cg.out*"):
         old.unlink()
+    run = f"import sys\nsys.argv = ['cairn', '-p', {FIRST_PROMPT!r}, '-y']\n"
     subprocess.run(
         [
             "valgrind",
             "--tool=callgrind",
-            "--dump-before=sock_send",
+            "--dump-line=no",
+            "--dump-before=getpgid",
             f"--callgrind-out-file={folder / 'cg.out'}",
             sys.executable,
-            *("-m", "cairn.cli.main", "-p", FIRST_PROMPT, "-y"),
+            *("-c", REQUEST_MARK + run + "from cairn.cli.main import main\nmain()\n"),
         ],
         cwd=cwd,
         env=env,
@@ -221,7 +246,7 @@ def instructions_to_first_send(env: dict[str, str], cwd: Path, folder: Path) -> 
 OUTSIDE_IMPORTS = "(outside imports)"
 # Runs `cairn -p` with a marker call (os.getsid, where valgrind dumps) on entering and leaving
 # each module's import; the labels say which module each dump's instructions belong to.
-MODULE_PROBE = f"""
+MODULE_PROBE = f"""{REQUEST_MARK}
 import atexit, os, sys
 from importlib.machinery import PathFinder
 
@@ -265,7 +290,7 @@ main()
 
 
 def instructions_by_module(env: dict[str, str], cwd: Path, folder: Path) -> Counter[str]:
-    """Instructions until the first socket send, by the module being imported (see
+    """Instructions until the first model request, by the module being imported (see
     ``MODULE_PROBE``); work outside any import is :data:`OUTSIDE_IMPORTS`."""
     folder.mkdir(exist_ok=True)
     for old in folder.glob("mod.*"):
@@ -277,7 +302,7 @@ def instructions_by_module(env: dict[str, str], cwd: Path, folder: Path) -> Coun
             "--tool=callgrind",
             "--dump-line=no",
             "--dump-before=getsid",
-            "--dump-before=sock_send",
+            "--dump-before=getpgid",
             f"--callgrind-out-file={folder / 'mod.out'}",
             sys.executable,
             *("-c", MODULE_PROBE),
@@ -293,7 +318,7 @@ def instructions_by_module(env: dict[str, str], cwd: Path, folder: Path) -> Coun
     for dump in dumps:
         text = dump.read_text()
         count = int(next(x for x in text.splitlines() if x.startswith("summary:")).split()[1])
-        if "Trigger: --dump-before=sock_send" in text:
+        if "Trigger: --dump-before=getpgid" in text:
             found[OUTSIDE_IMPORTS] += count  # the request is being sent: the start-up is over
             break
         found[next(labels)] += count
