@@ -21,6 +21,12 @@ registered by the package entry point, as they are for users who install cairn.
   process the tests start would compile cairn again (a third of a short ``cairn -p``'s CPU) and
   every worker would rewrite every test module; the suite writes the caches anyway
   (``__pycache__`` folders, ignored by git).
+- **Garbage collection.** Once a worker has collected, what it built (every test module, cairn,
+  its libraries: a quarter of a million objects) is frozen out of the collector
+  (``gc.freeze``), which would otherwise walk all of it on each full collection, and Textual's
+  render cache, which keeps the last 1,024 widgets' rendered lines of every app a process ran
+  (an ``lru_cache`` on a method), is emptied after each test: in the terminal UI's tests the
+  collector walked them for a fifth of their CPU time.
 - **Hypothesis.** No per-example deadline (speed is measured in benchmarks, never asserted in
   tests: a loaded machine made deadline-bound property tests fail at random). Profile ``ci``
   runs every property test's own example count; ``dev``, the default outside CI, runs a tenth of
@@ -30,6 +36,7 @@ registered by the package entry point, as they are for users who install cairn.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -91,6 +98,23 @@ def _run_order(item: pytest.Item, default_timeout: float) -> tuple[bool, float]:
     timeout = item.get_closest_marker("timeout")
     allowed = float(timeout.args[0]) if timeout and timeout.args else default_timeout
     return item.get_closest_marker("slow") is None, -max(allowed - default_timeout, 0)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.collect()
+    gc.freeze()  # what collection built lives as long as the process: never walk it again
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    _forget_textual_renders()
+
+
+def _forget_textual_renders() -> None:
+    """Empty Textual's cache keyed by its widgets' render caches (kept after their app ended);
+    nothing if Textual is not imported or no longer has it."""
+    styles_cache = sys.modules.get("textual._styles_cache")
+    cached = getattr(getattr(styles_cache, "StylesCache", None), "get_inner_outer", None)
+    getattr(cached, "cache_clear", lambda: None)()
 
 
 def local_examples(count: int) -> int:

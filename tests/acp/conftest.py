@@ -1,10 +1,20 @@
-"""Fixtures for the in-process ACP agent tests."""
+"""Fixtures for the in-process ACP agent tests.
+
+The test modules here import the ACP SDK at module level; it is imported first the way
+``cairn --acp`` imports it (:func:`cairn.acp._sdk.import_sdk`), which costs each test process
+a fraction of an ordinary ``import acp`` and gives the tests the SDK as cairn runs it.
+tests/acp/test_acp_sdk.py compares the two imports in processes of their own.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from cairn.acp._sdk import import_sdk
+
+import_sdk()
 
 
 @pytest.fixture

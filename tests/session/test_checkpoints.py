@@ -7,8 +7,10 @@ ends, so the tests read how many ran, for what, and how many at once.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import subprocess
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,3 +198,32 @@ async def test_the_preparation_starts_once_the_request_is_out(
 
     assert git_runs_at_request == [0]
     assert _shadow(runtime).is_prepared()
+
+
+def test_an_ended_event_loop_and_the_sessions_that_ran_on_it_are_freed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the registry of each loop's workspaces kept every ended loop alive (their
+    locks and tasks refer to it) and with it every session that had taken a checkpoint on it;
+    a test process leaked every test's app and session."""
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "cairn-home"))
+    monkeypatch.delenv("CAIRN_MEMORY_BASE_DIR", raising=False)
+    repo = make_repository(tmp_path / "repo", {"a.txt": "a\n"})
+    settings = Settings.model_validate({"memory": {"enableManagedAutoMemory": False}})
+    alive: list[weakref.ref[object]] = []
+
+    async def one_turn() -> None:
+        runtime = Runtime(cwd=repo, settings=settings, provider=ScriptedProvider(reply("Done.")))
+        session = runtime.new_session(approval_mode="yolo")
+        await _first_turns(runtime, [session])
+        assert session.checkpoints is not None
+        await session.checkpoints.prepared()
+        assert _shadow(runtime).is_prepared()
+        alive.extend([weakref.ref(asyncio.get_running_loop()), weakref.ref(session)])
+        await session.close()
+        await runtime.aclose()
+
+    asyncio.run(one_turn())
+    gc.collect()
+
+    assert [ref() for ref in alive] == [None, None]

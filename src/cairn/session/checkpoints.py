@@ -153,19 +153,33 @@ class _Workspaces:
         self.by_key: dict[tuple[object, ...], WorkspaceCheckpoints] = {}
 
 
+# Each loop's workspaces live on the loop itself, so they go with it. A registry keyed by loop
+# (even weakly) kept every ended loop alive: the workspaces' locks and tasks refer to their loop,
+# and they held every session that had taken a checkpoint on it. A loop that takes no attribute
+# of its own (a C-implemented one) falls back to the registry.
+_LOOP_ATTRIBUTE = "_cairn_checkpoint_workspaces"
 _LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Workspaces] = (
     weakref.WeakKeyDictionary()
 )
+
+
+def _loop_workspaces() -> _Workspaces:
+    loop = asyncio.get_running_loop()
+    workspaces = getattr(loop, _LOOP_ATTRIBUTE, None) or _LOOPS.get(loop)
+    if workspaces is None:
+        workspaces = _Workspaces()
+        try:
+            setattr(loop, _LOOP_ATTRIBUTE, workspaces)
+        except AttributeError:
+            _LOOPS[loop] = workspaces
+    return workspaces
 
 
 def workspace_checkpoints(
     project_root: Path, settings: CheckpointingSettings
 ) -> WorkspaceCheckpoints:
     """The process's one :class:`WorkspaceCheckpoints` for ``project_root`` and these limits."""
-    loop = asyncio.get_running_loop()
-    workspaces = _LOOPS.get(loop)
-    if workspaces is None:
-        workspaces = _LOOPS[loop] = _Workspaces()
+    workspaces = _loop_workspaces()
     key = (
         project_root,
         os.environ.get("CAIRN_HOME"),
