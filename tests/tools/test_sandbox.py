@@ -31,6 +31,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+# Unix sockets are visible host-wide (/proc/net/unix), and every sandboxed command mounts the
+# ones it lists: a test that makes and removes sockets races another worker's sandbox set-up.
+# bwrap's set-up is retried (SETUP_ATTEMPTS), but a test that removes three sockets in a row
+# outlasted those retries in a concurrent test (CI, 23:30 2026-12-02). They run one at a time.
+_HOST_SOCKETS = pytest.mark.xdist_group("host_sockets")
+
 @pytest.fixture
 def base() -> Iterator[Path]:
     """A folder outside /tmp: the sandbox's /tmp is private, so paths under the host's /tmp
@@ -400,6 +406,7 @@ def test_files_cairn_needs_inside_are_visible_even_under_the_private_tmp(
     assert done.stdout == "print('relay here')\n", done.stderr
 
 
+@_HOST_SOCKETS
 async def test_a_secret_folder_that_is_a_link_is_hidden_where_it_points(
     workspace: Path, home: Path, base: Path
 ) -> None:
@@ -449,6 +456,7 @@ def _unix_client(path: str) -> str:
 
 
 @pytest.mark.parametrize("network", ["none", "loopback"])
+@_HOST_SOCKETS
 async def test_network_none_reaches_no_host_unix_socket(
     workspace: Path, base: Path, monkeypatch: pytest.MonkeyPatch, network: str
 ) -> None:
@@ -506,6 +514,7 @@ def _bwrap_wrapper(folder: Path, sockets: list[Path], *, removes: str) -> Path:
     return folder
 
 
+@_HOST_SOCKETS
 async def test_a_socket_gone_before_bwrap_mounts_it_does_not_fail_the_command(
     workspace: Path, base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -529,6 +538,7 @@ async def test_a_socket_gone_before_bwrap_mounts_it_does_not_fail_the_command(
     assert (workspace / "runs.txt").read_text() == "ran\n"  # once, never twice
 
 
+@_HOST_SOCKETS
 async def test_a_command_that_ran_and_failed_is_not_run_again(
     workspace: Path, base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -549,6 +559,7 @@ async def test_a_command_that_ran_and_failed_is_not_run_again(
     assert (workspace / "runs.txt").read_text() == "ran\n"
 
 
+@_HOST_SOCKETS
 async def test_a_sandbox_that_cannot_be_set_up_is_tried_three_times_and_the_command_never_runs(
     workspace: Path, base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
