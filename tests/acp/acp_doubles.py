@@ -37,6 +37,8 @@ from cairn.config.settings import Settings
 from cairn.testing import ScriptedServer
 from cairn.testing.fixtures import TEST_API_KEY, TEST_MODEL
 
+from ..polling import DEADLINE_SECONDS
+
 
 def editor_read(
     path: str, buffers: Mapping[str, str], refused: Mapping[str, str]
@@ -167,7 +169,7 @@ async def connect(
         yield conn, client
     finally:
         transport.close()  # EOF for the agent: it shuts down
-        await asyncio.wait_for(serving, 10)
+        await asyncio.wait_for(serving, DEADLINE_SECONDS)
         await conn.close()
         read_pipe.close()
 

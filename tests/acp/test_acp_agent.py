@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from cairn import __version__
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 
+from ..polling import DEADLINE_SECONDS
 from .acp_doubles import FS_CAPABILITIES, agent_options, connect, send_raw
 
 pytestmark = pytest.mark.timeout(60)
@@ -383,7 +384,7 @@ async def test_cancel_ends_the_running_prompt_as_cancelled(
         )
         await scripted_server.async_wait_for_requests(1, purpose="main")
         await conn.cancel(session_id=session.session_id)
-        response = await asyncio.wait_for(running, 10)
+        response = await asyncio.wait_for(running, DEADLINE_SECONDS)
 
     assert response.stop_reason == "cancelled"
 
@@ -401,9 +402,9 @@ async def test_cancel_answers_a_pending_permission_request_as_cancelled(
         running = asyncio.ensure_future(
             conn.prompt(session_id=session.session_id, prompt=text("write"))
         )
-        await asyncio.wait_for(client.asked.wait(), 10)
+        await asyncio.wait_for(client.asked.wait(), DEADLINE_SECONDS)
         await conn.cancel(session_id=session.session_id)
-        response = await asyncio.wait_for(running, 10)
+        response = await asyncio.wait_for(running, DEADLINE_SECONDS)
 
     assert response.stop_reason == "cancelled"
     assert not (project / "new.txt").exists()
@@ -423,7 +424,7 @@ async def test_a_newer_prompt_supersedes_the_running_one(
         second = await asyncio.wait_for(
             conn.prompt(session_id=session.session_id, prompt=text("two")), 10
         )
-        first_response = await asyncio.wait_for(first, 10)
+        first_response = await asyncio.wait_for(first, DEADLINE_SECONDS)
 
     assert first_response.stop_reason == "cancelled"
     assert second.stop_reason == "end_turn"
@@ -728,7 +729,7 @@ async def test_a_pending_question_is_asked_again_after_load_and_its_answer_conti
         pending = asyncio.ensure_future(
             conn.prompt(session_id=session.session_id, prompt=text("set up the database"))
         )
-        await asyncio.wait_for(client.asked.wait(), 10)
+        await asyncio.wait_for(client.asked.wait(), DEADLINE_SECONDS)
     pending.cancel()  # its answer never comes: the editor is gone
     # The editor closed with the question open; the next one loads the session.
     before = len(scripted_server.requests)
@@ -770,7 +771,7 @@ async def test_of_three_quick_prompts_only_the_newest_runs(
         await scripted_server.async_wait_for_requests(1, purpose="main")
         second = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=text("two")))
         third = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=text("three")))
-        responses = await asyncio.wait_for(asyncio.gather(first, second, third), 10)
+        responses = await asyncio.wait_for(asyncio.gather(first, second, third), DEADLINE_SECONDS)
 
     assert [r.stop_reason for r in responses] == ["cancelled", "cancelled", "end_turn"]
     assert [r.last_user_text() for r in scripted_server.requests_for("main")] == ["one", "three"]

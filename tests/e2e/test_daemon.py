@@ -26,7 +26,7 @@ from cairn.sdk import (
 )
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 
-from ..polling import eventually_async
+from ..polling import DEADLINE_SECONDS, eventually_async
 from .conftest import CAIRN
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -289,7 +289,7 @@ async def test_sigterm_cancels_turns_flushes_recordings_and_exits(
         assert await eventually_async(lambda: bool(seen))  # connected: the events so far came
 
         served.process.send_signal(signal.SIGTERM)
-        events = await asyncio.wait_for(reader, 10)
+        events = await asyncio.wait_for(reader, DEADLINE_SECONDS)
 
     assert await asyncio.to_thread(served.process.wait, 10) == 0
     kinds = [e.type for e in events]

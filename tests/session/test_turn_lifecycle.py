@@ -43,6 +43,8 @@ from cairn.testing import (
 from cairn.testing.fixtures import TEST_API_KEY, TEST_MODEL
 from cairn.vocabulary.events import SessionEvent, TurnResult
 
+from ..polling import DEADLINE_SECONDS
+
 pytestmark = pytest.mark.timeout(60)
 
 DEPLOY_MARKER = "MARKER-DEPLOY-7731"  # in a memory the deploy prompt matches lexically
@@ -599,7 +601,7 @@ async def test_the_turn_ends_without_waiting_for_extract(make_world: Any) -> Non
     session = world.session()
     mark = world.mark()
 
-    result = await asyncio.wait_for(world.prompt(session, DEPLOY_PROMPT), 10)
+    result = await asyncio.wait_for(world.prompt(session, DEPLOY_PROMPT), DEADLINE_SECONDS)
 
     assert result.stop_reason == "end_turn"
     await world.server.async_wait_for_requests(1, purpose="extract", timeout=10)

@@ -16,6 +16,7 @@ from cairn.memory.recall.lifecycle import RecallDelivery, RecallLifecycle
 from cairn.memory.telemetry import RECALL_DELIVERY_EVENT
 from cairn.testing import RecordedRequest, Reply, ScriptedServer
 
+from ...polling import DEADLINE_SECONDS
 from ..memory_helpers import (
     DAY,
     NOW,
@@ -199,7 +200,8 @@ async def test_a_new_query_discards_the_previous_handle_and_its_fast_result(
     model = ScriptedModel(gate=asyncio.Event())
     lifecycle = _lifecycle(manager, model, wait_ms=20)
     lifecycle.begin("release", AbortController().signal, [])
-    await asyncio.wait_for(model.started.wait(), 10)  # the first handle's fast result exists now
+    # the first handle's fast result exists now
+    await asyncio.wait_for(model.started.wait(), DEADLINE_SECONDS)
     lifecycle.begin("zebra crossing", AbortController().signal, [])
     assert await _consume(lifecycle, "initial") is None
     assert [e["discard_reason"] for e in _terminal(events)] == ["new_query"]
@@ -237,7 +239,7 @@ async def test_an_abort_during_the_initial_wait_ends_it_without_a_delivery(
     lifecycle = _lifecycle(manager, model)
     lifecycle.begin("zebra crossing", turn.signal, [])
     waiting = asyncio.create_task(_consume(lifecycle, "initial"))
-    await asyncio.wait_for(model.started.wait(), 10)
+    await asyncio.wait_for(model.started.wait(), DEADLINE_SECONDS)
     turn.abort()
     assert await waiting is None
 
@@ -249,7 +251,7 @@ async def test_a_handle_swapped_during_the_initial_wait_is_refused(
     lifecycle = _lifecycle(manager, model)
     lifecycle.begin("zebra crossing", AbortController().signal, [])
     waiting = asyncio.create_task(_consume(lifecycle, "initial"))
-    await asyncio.wait_for(model.started.wait(), 10)
+    await asyncio.wait_for(model.started.wait(), DEADLINE_SECONDS)
     lifecycle.begin("release", AbortController().signal, [])
     assert await waiting is None
     assert lifecycle.pending

@@ -19,7 +19,7 @@ from cairn.memory.recall.candidates import (
 from cairn.memory.recall.query import RecallResult, recall_memories
 from cairn.memory.telemetry import RECALL_EVENT
 
-from ...polling import eventually_async
+from ...polling import DEADLINE_SECONDS, eventually_async
 from ..memory_helpers import (
     DAY,
     NOW,
@@ -204,7 +204,7 @@ async def test_a_user_abort_during_the_selector_returns_nothing_and_records_noth
     model = ScriptedModel(gate=asyncio.Event())
     controller = AbortController()
     task = asyncio.create_task(_recall(manager, "release", provider=model, abort=controller))
-    await asyncio.wait_for(model.started.wait(), 10)
+    await asyncio.wait_for(model.started.wait(), DEADLINE_SECONDS)
     controller.abort("user")
     assert await task == RecallResult()
     assert events.named(RECALL_EVENT) == []

@@ -21,6 +21,7 @@ from cairn.memory.recall.selector import (
     select_memories,
 )
 
+from ...polling import DEADLINE_SECONDS
 from ..memory_helpers import NOW, ScriptedModel, make_doc, user_text
 
 
@@ -174,7 +175,7 @@ async def test_an_abort_stops_the_selector_with_aborted() -> None:
     task = asyncio.create_task(
         select_memories(model, "q", [make_doc("a")], abort=controller.signal)
     )
-    await asyncio.wait_for(model.started.wait(), 10)
+    await asyncio.wait_for(model.started.wait(), DEADLINE_SECONDS)
     controller.abort("user")
     with pytest.raises(Aborted):
         await task
