@@ -44,7 +44,8 @@ telemetry), whether the request carried a memory, and the background warm-up's w
 ``--work DIR`` keeps the generated memories in DIR and reuses them on the next run (their saved
 index is removed first, so the first scan is one again); ``--cli-only`` measures show, search and
 forget alone, on the saved index, e.g.
-``--work /tmp/scale --sizes 100000 --postgres 0 --cli-only --cli-runs 3``.
+``--work /tmp/scale --sizes 100000 --postgres 0 --cli-only --cli-runs 3``; add
+``--baseline /other/tree/src`` to run each command on that tree too, right after this one's.
 
 After the table, the 100,000 column against the issue's targets (files): target, measured,
 met ("well under a second" for show, search and forget is read as < 1 s wall here). The wall
@@ -237,11 +238,18 @@ def _title(project: Path, env: dict[str, str], relative: str) -> str:
     return text.split("\nname: ", 1)[1].split("\n", 1)[0]
 
 
-def cli_rows(project: Path, env: dict[str, str], count: int, runs: int) -> dict[str, str]:
+def cli_rows(
+    project: Path, env: dict[str, str], count: int, runs: int, baseline: Path | None = None
+) -> dict[str, str]:
     """``cairn memory`` show (by path and by title), search and forget (the substring match:
     no model endpoint; each forget undone by ``cairn memory restore``, not timed), each a whole
-    command in a new process: medians of ``runs``, wall and CPU."""
+    command in a new process: medians of ``runs``, wall and CPU. With ``baseline`` (another
+    tree's ``src``), each command also runs on that tree right after this one's (its rows
+    end in ", baseline"); both share the saved index."""
     quiet = {k: v for k, v in env.items() if not k.startswith("OPENAI_")}  # forget: no model
+    trees = {"": quiet}
+    if baseline is not None:
+        trees[", baseline"] = {**quiet, "PYTHONPATH": str(baseline)}
     path = f"{TYPES[(count // 2) % 4]}/note-{count // 2:06d}.md"
     wanted = f"{TYPES[(count // 3) % 4]}/note-{count // 3:06d}.md"
     title = _title(project, env, wanted)
@@ -252,14 +260,18 @@ def cli_rows(project: Path, env: dict[str, str], count: int, runs: int) -> dict[
         "`cairn memory forget <title> --yes`": ("forget", title, "--yes"),
         "(`cairn memory path`: the command's start-up alone)": ("path",),
     }
-    timed: dict[str, list[tuple[float, float]]] = {label: [] for label in commands}
+    timed: dict[str, list[tuple[float, float]]] = {
+        label + tree: [] for label in commands for tree in trees
+    }
     # as an installed cairn runs: bytecode compiled (PYTHONDONTWRITEBYTECODE would leave none)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    for source in (ROOT / "src", *([baseline] if baseline is not None else [])):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(source)], check=True)
     for _ in range(runs):
         for label, args in commands.items():
-            timed[label].append(_timed(project, quiet, *args))
-            if args[0] == "forget":
-                _timed(project, quiet, "restore")
+            for tree, tree_env in trees.items():  # interleaved: this tree, then the baseline
+                timed[label + tree].append(_timed(project, tree_env, *args))
+                if args[0] == "forget":
+                    _timed(project, tree_env, "restore")
     return {
         label: f"{_s(statistics.median(w for w, _ in times))} wall, "
         f"{_s(statistics.median(c for _, c in times))} CPU"
@@ -324,13 +336,19 @@ def saved(home: Path) -> bool:
 
 
 def files_column(
-    count: int, base: Path, queries: int, writes: int, cli_runs: int, cli_only: bool = False
+    count: int,
+    base: Path,
+    queries: int,
+    writes: int,
+    cli_runs: int,
+    cli_only: bool = False,
+    baseline: Path | None = None,
 ) -> dict[str, str]:
     home, project, env = corpus(count, base)
     if cli_only:  # the commands alone, on a saved index (made now if there is none)
         if not saved(home):
             _child("scan", project, env)
-        return cli_rows(project, env, count, cli_runs)
+        return cli_rows(project, env, count, cli_runs, baseline)
     _drop_indexes(home)
     scan = _child("scan", project, env)
     assert scan["docs"] == count, scan
@@ -503,6 +521,12 @@ def main() -> None:
         help="the `cairn memory` commands alone (on a saved index)",
     )
     parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="with --cli-only: another tree's src (e.g. /tmp/base-ef12/src), each command run "
+        "on it right after this tree's",
+    )
+    parser.add_argument(
         "--work",
         type=Path,
         help="keep the generated memories in this folder "
@@ -520,7 +544,7 @@ def main() -> None:
             base.mkdir(parents=True, exist_ok=True)
         columns = {
             count: files_column(count, base, args.queries, args.writes, args.cli_runs,
-                                args.cli_only)
+                                args.cli_only, args.baseline)
             for count in sizes
         }  # fmt: skip
         pg = (

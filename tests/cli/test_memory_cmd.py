@@ -317,6 +317,50 @@ def test_search_after_the_index_was_saved_sees_files_changed_since(cli: Cli) -> 
     assert "the lantern rule" not in result.output and "lantern.md" not in result.output
 
 
+def _cairn(cli: Cli, *args: str) -> subprocess.CompletedProcess[str]:
+    """``cairn memory ...`` as its own process (the walks start before its modules load)."""
+    env = {k: v for k, v in {**os.environ, **cli.env}.items() if v is not None}
+    return subprocess.run([sys.executable, "-m", "cairn.cli.main", "memory", *args],
+                          cwd=cli.project, env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+
+
+def test_search_sees_an_edit_in_place_to_the_same_size_and_time_since_the_last_search(
+    cli: Cli,
+) -> None:
+    """Issue #28: the files are checked by find (started before the command's modules load)
+    against what the last check saw; an edit that keeps the size and the mtime (only the
+    ctime moves) is still seen."""
+    edited = cli.write("uv", title="Use uv", description="Install with uv tool")
+    cli.write("lamp", title="Lamp", description="the lamp rule")
+    _saved(cli)
+    for _ in range(2):  # the second against what the first saw
+        done = _cairn(cli, "search", "lamp")
+        assert done.returncode == 0 and "Lamp" in done.stdout, done.stderr
+    info = edited.stat()
+    edited.write_text(edited.read_text().replace("uv tool", "a lamp."))
+    os.utime(edited, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert edited.stat().st_size == info.st_size
+    done = _cairn(cli, "search", "lamp")
+    assert done.returncode == 0 and "Use uv" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_walk_started_for_a_command_that_fails_leaves_no_process_behind(cli: Cli) -> None:
+    cli.write("uv", title="Use uv", description="Install with uv")
+    _saved(cli)
+    done = _cairn(cli, "search", "uv", "--no-such-option")
+    assert done.returncode == 42
+    root = os.fsencode(cli.root)
+    running = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                running += [entry.name] if root in (entry / "cmdline").read_bytes() else []
+            except OSError:
+                continue
+    assert running == []
+
+
 def test_forget_after_the_index_was_saved_finds_a_memory_by_its_new_text(cli: Cli) -> None:
     """Issue #28: forget matches what the files say now, not what the saved index says."""
     edited = cli.write("uv", title="Use uv", description="Install with uv")

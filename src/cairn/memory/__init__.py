@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from cairn.memory.recall.query import RecallResult
     from cairn.memory.store.history import HistoryEntry
     from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
+    from cairn.memory.store.walker import start_early_checks
     from cairn.vocabulary.recall import RecallDelivery
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ScoredDoc",
     "memory_roots",
     "remember_tool_name",
+    "start_early_checks",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -71,6 +73,7 @@ __getattr__, __dir__ = lazy_exports(
         "MemoryStore": "store.memory_store",
         "ScanReport": "store.memory_store",
         "ScoredDoc": "store.memory_store",
+        "start_early_checks": "store.walker",
     },
     __all__,
 )

@@ -32,6 +32,7 @@ __all__ = [
     "PROJECT_SCOPE_ENV",
     "TYPE_FOLDERS",
     "MemoryRoots",
+    "index_paths",
     "memory_base",
     "memory_roots",
     "namespace_key",
@@ -122,3 +123,15 @@ def memory_roots(project_root: Path, *, environ: Mapping[str, str] = os.environ)
     if not project_root.is_dir():
         project = None
     return MemoryRoots(project=project, user=base / "memories", state_dir=state_dir)
+
+
+INDEX_FOLDER = "recall-index"  # the saved search index: under the project state folder, and
+# under the memory base for user memory
+
+
+def index_paths(roots: MemoryRoots) -> tuple[Path, Path]:
+    """Where the saved search indexes of ``roots`` are: the project's, the user's."""
+    return (
+        roots.state_dir / INDEX_FOLDER / "project.bin",
+        roots.base / INDEX_FOLDER / "user.bin",
+    )

@@ -115,6 +115,7 @@ class ShardCache(Value, frozen=False):
     journal_entries: int = 0  # journal entries replayed onto the snapshot
     journal_bytes: int = 0
     journal_damaged: bool = False  # the journal had a torn or damaged tail
+    journal_relatives: list[str] = field(default_factory=list)  # what each replayed entry named
 
 
 # --- the journal's entries ------------------------------------------------------------------
@@ -148,6 +149,7 @@ def change_entry(
 def _apply(cache: ShardCache, payload: bytes) -> None:
     entry = marshal.loads(payload)  # noqa: S302 - our own file, checksummed
     op, relative = entry[0], entry[1]
+    cache.journal_relatives.append(relative)
     old_key, old_terms = entry[-2], entry[-1]
     records, index = cache.records, cache.index
     current = records.get(relative)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, overload
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc
-from cairn.memory.paths import MemoryRoots
+from cairn.memory.paths import MemoryRoots, index_paths
 from cairn.memory.store.bulk import BULK_MIN_FILES, default_workers
 from cairn.memory.store.cache import DamagedIndex, DocRecord
 from cairn.memory.store.index_file import MAX_INDEX_LINES, write_index
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["MemoryStore", "ScanReport", "ScoredDoc", "VectorJob", "VectorSync"]
 
 _T = TypeVar("_T")
-_CACHE_FOLDER = "recall-index"  # under the project state dir, and under the memory base (user)
 _log = get_logger("MEMORY")
 
 
@@ -82,10 +81,7 @@ class VectorSync(Protocol):
 def _default_cache_paths(roots: MemoryRoots, cache_dir: Path | None) -> tuple[Path, Path]:
     if cache_dir is not None:
         return cache_dir / "project.bin", cache_dir / "user.bin"
-    return (
-        roots.state_dir / _CACHE_FOLDER / "project.bin",
-        roots.base / _CACHE_FOLDER / "user.bin",
-    )
+    return index_paths(roots)
 
 
 class MemoryStore:

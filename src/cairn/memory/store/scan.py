@@ -19,13 +19,18 @@ import stat
 from collections.abc import Callable
 from dataclasses import field
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from cairn.memory.paths import INDEX_FILE_NAME
-from cairn.memory.store.cache import StatKey
-from cairn.memory.store.watch import TreeWatcher
 from cairn.values import Value
 
-__all__ = ["Walk", "is_memory_name", "list_names", "stat_file", "stat_key", "walk_root"]
+if TYPE_CHECKING:
+    from cairn.memory.store.records import StatKey
+    from cairn.memory.store.watch import TreeWatcher
+
+__all__ = [
+    "Walk", "is_memory_name", "list_names", "stat_file", "stat_key", "walk_root", "walk_symlink",
+]  # fmt: skip
 
 _MEMORY_SUFFIX = ".md"
 _UNREADABLE = os.stat_result((stat.S_IFREG,) + (0,) * 9)  # a file that cannot be stat-ed
@@ -41,6 +46,8 @@ class Walk(Value, frozen=False):
     infos: dict[str, os.stat_result] = field(default_factory=dict)  # symlinks followed
     symlinks: set[str] = field(default_factory=set)  # symlinked files inside the root
     warnings: list[str] = field(default_factory=list)  # one per skipped folder
+    # find's records of the plain files (see find_walk), which are then not in keys and infos
+    listing: bytes | None = None
 
 
 def is_memory_name(name: str) -> bool:
@@ -120,14 +127,16 @@ def walk_root(root: str, watcher: TreeWatcher | None = None) -> Walk:
                 pending.append((f"{prefix}{name}/", base + name))
             elif kind == stat.S_IFLNK:
                 real_root = real_root or os.path.realpath(root)
-                _walk_symlink(walk, base + name, prefix + name, real_root)
+                walk_symlink(walk, base + name, prefix + name, real_root)
             elif name.endswith(_MEMORY_SUFFIX) and name != INDEX_FILE_NAME:
                 walk.infos[prefix + name] = info  # FIFOs and devices too: parsing warns about them
     walk.keys.update(zip(walk.infos, map(stat_key, walk.infos.values()), strict=True))
     return walk
 
 
-def _walk_symlink(walk: Walk, path: str, relative: str, real_root: str) -> None:
+def walk_symlink(walk: Walk, path: str, relative: str, real_root: str) -> None:
+    """Add the symlink at ``path`` to ``walk`` as the walk sees it: a memory file (its target's
+    stat), nothing, or a warning for a folder leading out of the root."""
     if os.path.isdir(path):
         if not _inside(real_root, os.path.realpath(path)):
             walk.warnings.append(f"{path}: folder skipped (symlink leading out of the memory root)")

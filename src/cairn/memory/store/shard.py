@@ -14,7 +14,6 @@ import os
 import threading
 import time
 from bisect import bisect_left, insort
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +34,7 @@ from cairn.memory.store.cache import (
     needs_compaction,
     save_cache,
 )
+from cairn.memory.store.find_walk import listing_keys
 from cairn.memory.store.parse import ParseSkip, parse_memory_file
 from cairn.memory.store.postings import PostingArea
 from cairn.memory.store.scan import (
@@ -46,7 +46,9 @@ from cairn.memory.store.scan import (
     walk_root,
 )
 from cairn.memory.store.scorer import ScorerConfig, term_weights
+from cairn.memory.store.seen import Seen, listing_changes, write_seen
 from cairn.memory.store.tokenizer import tokenize
+from cairn.memory.store.walker import Walker, claim_early_check
 from cairn.memory.store.watch import TreeWatcher, open_watcher
 from cairn.values import Value
 
@@ -86,41 +88,6 @@ def file_name(relative: str) -> str:
     return relative.rsplit("/", 1)[-1]
 
 
-class _Walker:
-    """A stat walk of a root in a thread of its own, and the check of the saved posting lists:
-    the validation of a saved index that a provisional refresh does not wait for (the store
-    itself is only touched by its caller)."""
-
-    def __init__(
-        self, root: str, watcher: TreeWatcher | None, area: Callable[[], PostingArea | None]
-    ) -> None:
-        self._root = root
-        self._watcher = watcher
-        self._area = area  # asked after the walk: the index may still be loading at its start
-        self.area_ok = True
-        self._result: Walk | BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="cairn-memory-walk", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._result = walk_root(self._root, self._watcher)
-            area = self._area()
-            self.area_ok = area is None or area.verify()
-        except BaseException as error:  # handed to the caller by result()
-            self._result = error
-
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def result(self) -> Walk:
-        self._thread.join()
-        if isinstance(self._result, BaseException):
-            raise self._result
-        assert self._result is not None
-        return self._result
-
-
 class Shard:
     """One memory root: its parse cache, lexical index, watcher and lazily built documents."""
 
@@ -149,7 +116,7 @@ class Shard:
         self.watcher: TreeWatcher | None = None
         self.loaded = False
         self.walked = False  # a full walk registered watches on every folder
-        self.walker: _Walker | None = None  # a provisional refresh's walk, still to be applied
+        self.walker: Walker | None = None  # a provisional refresh's walk, still to be applied
         self.snapshot_wanted = False  # no usable snapshot on disk: the next save writes one
         # What changed since the last save, for the journal: relative path -> (stat key and
         # terms of the version on disk, the new version's term weights or None)
@@ -159,6 +126,10 @@ class Shard:
         self.order: list[tuple[float, str, str]] | None = None  # docs() order, kept sorted
         self.skip_messages: list[str] | None = None  # warnings of skipped files (cached)
         self.vectors: VectorTable | None = None  # loaded on the refined path only
+        # The saved index the records were loaded from (snapshot generation, journal entries
+        # replayed; None: unknown), and every memory changed since: see seen.py
+        self.seen_base: tuple[str, int] | None = None
+        self.touched: set[str] = set()
 
     @property
     def provisional(self) -> bool:
@@ -191,6 +162,14 @@ class Shard:
         else:
             self.cache = cached
             self.snapshot_wanted = needs_compaction(cached)
+            self._loaded_as_saved()
+
+    def _loaded_as_saved(self) -> None:
+        """The records are now the saved index's (what a check's seen file is relative to)."""
+        cache = self.cache
+        damaged = cache.journal_damaged
+        self.seen_base = None if damaged else (cache.generation, cache.journal_entries)
+        self.touched.clear()
 
     def save(self) -> None:
         self.save_vectors()
@@ -216,6 +195,7 @@ class Shard:
                       fingerprint=fingerprint):  # fmt: skip
             self._clear_pending()
             self.snapshot_wanted = False
+            self._loaded_as_saved()
 
     def _clear_pending(self) -> None:
         self.pending.clear()
@@ -297,8 +277,21 @@ class Shard:
         if self.root is None or self.loaded or self.walker is not None:
             return
         if os.path.isdir(self.root_text):
-            self.walker = _Walker(self.root_text, self._watcher_for_walk(), self._area)
-            tally.full_walks += 1
+            self._start_walker(tally)
+
+    def _start_walker(self, tally: Tally) -> None:
+        tally.full_walks += 1
+        early = None if self.loaded else claim_early_check(self.root_text, self.cache_path)
+        if early is not None and self.watch and self.watcher is None:
+            early.area, self.watcher, self.walker = self._area, early.watcher, early
+            return
+        if early is not None:
+            early.stop()
+        saved = self.cache_path is not None and (
+            bool(self.cache.generation) if self.loaded else self.cache_path.exists()
+        )  # (find's walk pays only against a saved index: a first scan wants every stat)
+        self.walker = Walker(self.root_text, self._watcher_for_walk(), self._area,
+                             self.cache_path if saved else None)  # fmt: skip
 
     def refresh(self, tally: Tally, *, provisional: bool = False) -> None:
         if self.root is None:
@@ -314,11 +307,13 @@ class Shard:
             if provisional and not self.walker.done():
                 return  # still checking the saved index against the files
             walker, self.walker = self.walker, None
-            walk = walker.result()
             area = self.cache.index.area
+            if area is not None and not walker.done():
+                area.verify()  # here, while the walk runs, rather than after it in its thread
+            walk = walker.result()
             if not walker.area_ok or (area is not None and not area.verify()):
                 raise DamagedIndex("the saved posting lists are damaged")
-            self._apply_walk(walk, tally)
+            self._apply_walk(walk, tally, walker.seen)
             return
         if self.watcher is not None and self.walked:
             changes = self.watcher.drain()
@@ -326,8 +321,7 @@ class Shard:
                 self._restat({*changes.files, *self.records.symlinks}, tally)
                 return
         if provisional and self.cache.generation and len(self.records) and not self.walked:
-            self.walker = _Walker(self.root_text, self._watcher_for_walk(), self._area)
-            tally.full_walks += 1
+            self._start_walker(tally)
             return
         area = self.cache.index.area
         if area is not None and not self.walked and not area.verify():
@@ -366,12 +360,15 @@ class Shard:
         tally.full_walks += 1
         self._apply_walk(walk, tally)
 
-    def _apply_walk(self, walk: Walk, tally: Tally) -> None:
+    def _apply_walk(self, walk: Walk, tally: Tally, seen: Seen | None = None) -> None:
         self.walked = True
         for warning in walk.warnings:
             if warning not in self.folder_warnings:
                 _log.warning(warning)
         self.folder_warnings = walk.warnings
+        if walk.listing is not None:
+            self._apply_listing(walk, walk.listing, seen, tally)
+            return
         known = self.records.keys
         if walk.keys == known:
             return  # the usual case: nothing changed, decided in one C-level comparison
@@ -382,6 +379,59 @@ class Shard:
         for relative, key in walk.keys.items():
             if known.get(relative) != key:
                 self._update(relative, walk.infos[relative], relative in walk.symlinks, tally)
+
+    def _apply_listing(self, walk: Walk, listing: bytes, seen: Seen | None, tally: Tally) -> None:
+        """Apply ``find``'s walk: against what the last check saw (``seen``) when it was made
+        on the saved index these records were loaded from, else against every record. The
+        files that differ are stat-ed again from here and read when changed (as after an
+        inotify event); what this check saw is then kept for the next one."""
+        base, others = self.seen_base, set(walk.keys)  # (walk.keys: the symlinks)
+        changes = None
+        if (
+            seen is not None
+            and base is not None
+            and (seen.generation, base[1]) == (base[0], max(base[1], seen.entries))
+        ):  # the same snapshot, and no fewer journal entries replayed
+            changes = listing_changes(seen.listing, listing)
+            others.update(seen.changed, self.cache.journal_relatives[seen.entries :],
+                          self.touched, self.records.symlinks)  # fmt: skip
+        if changes is None:
+            keys = listing_keys(listing)
+            if keys is None:
+                self._full_walk(tally)
+                return
+            keys.update(walk.keys)
+            known = self.records.keys
+            if (
+                not known
+                and len(keys) >= self.bulk_files
+                and self._bulk_build(Walk(keys=keys), tally)
+            ):
+                return
+            changes = dict.fromkeys(known.keys() - keys.keys())
+            changes.update((relative, key) for relative, key in keys.items()
+                           if known.get(relative) != key)  # fmt: skip
+        for relative, key in changes.items():
+            if key is None:
+                if relative in self.records:
+                    self._remove(relative, tally)
+            elif self.records.stat_key(relative) != key:
+                others.add(relative)
+        self._restat(others, tally)
+        self._remember_seen(listing, seen, {*changes, *others})
+
+    def _remember_seen(self, listing: bytes, seen: Seen | None, examined: set[str]) -> None:
+        base = self.seen_base
+        if base is None or self.cache_path is None:
+            return
+        changed = self.touched | examined
+        if (
+            seen is not None
+            and (seen.generation, seen.entries) == base
+            and (seen.changed == changed and seen.listing == listing)
+        ):
+            return
+        write_seen(self.cache_path, self.root_text, *base, sorted(changed), listing)
 
     def _bulk_build(self, walk: Walk, tally: Tally) -> bool:
         """The first scan of a large root, into a new saved index (see
@@ -402,6 +452,7 @@ class Shard:
         self.skip_messages = None
         self._clear_pending()
         self.snapshot_wanted = False
+        self._loaded_as_saved()
         tally.reparsed += len(relatives)
         tally.reindex_seconds += time.perf_counter() - started
         return True
@@ -411,15 +462,15 @@ class Shard:
                           fingerprint=self.scorer.fingerprint())  # fmt: skip
 
     def _restat(self, candidates: set[str], tally: Tally) -> None:
-        known = self.records.keys
+        records = self.records  # (looked up one by one: no table of every stat key built)
         for relative in candidates:
             if not is_memory_name(file_name(relative)):
                 continue
             found = stat_file(self.root_text, relative)
             if found is None:
-                if relative in known:
+                if relative in records:
                     self._remove(relative, tally)
-            elif known.get(relative) != stat_key(found[0]):
+            elif records.stat_key(relative) != stat_key(found[0]):
                 self._update(relative, found[0], found[1], tally)
 
     # --- listing without the full check ------------------------------------------------
@@ -470,6 +521,7 @@ class Shard:
     # --- applying changes ---------------------------------------------------------------
 
     def _unindex(self, relative: str) -> None:
+        self.touched.add(relative)
         record = self.records.pop(relative)
         self.docs.pop(relative, None)
         terms: set[str] | None = None
@@ -591,6 +643,8 @@ class Shard:
         self.walker = None
         self.walked = False
         self.snapshot_wanted = True
+        self.seen_base = None
+        self.touched.clear()
 
     def close(self) -> None:
         if self.watcher is not None:
