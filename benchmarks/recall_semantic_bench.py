@@ -43,7 +43,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,14 +172,15 @@ class Bench:
         lexical = [hit.doc for hit in self.store.rank(query, limit=LEXICAL_CANDIDATE_LIMIT)]
         from cairn.memory.recall.semantic import nearest_diverse
 
-        similar: list[Any] = []
+        similar: Iterable[Any] = []
+        taken = {doc.path for doc in lexical}
         if semantic and self.model is not None:
             vector = self.model.embed_query(query)
-            if semantic == "diverse":
+            if semantic == "diverse":  # chosen as build_candidates reads them, as Recall does
                 similar = nearest_diverse(self.store, vector, limit=SEMANTIC_CANDIDATE_LIMIT)
             else:
                 similar = self.store.similar(vector, limit=SEMANTIC_CANDIDATE_LIMIT)
-        taken = {doc.path for doc in [*lexical, *similar]}
+                taken |= {doc.path for doc in similar}
         recent = self.store.recent(
             limit=MAX_MODEL_CANDIDATE_DOCS, exclude=lambda doc: doc.path in taken
         )

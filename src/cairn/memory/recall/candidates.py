@@ -45,7 +45,7 @@ class Candidates(Value):
 
 
 def _alternate(
-    first: Sequence[MemoryDoc], second: Sequence[MemoryDoc], *, second_each: int = 1
+    first: Sequence[MemoryDoc], second: Iterable[MemoryDoc], *, second_each: int = 1
 ) -> Iterator[MemoryDoc]:
     """first[0], then ``second_each`` of second, first[1], the next ``second_each`` of second,
     ...; each document once, and the rest of either list when the other runs out."""
@@ -68,7 +68,7 @@ def build_candidates(
     newest_first: Iterable[MemoryDoc],
     *,
     limit: int,
-    semantic: Sequence[MemoryDoc] = (),
+    semantic: Iterable[MemoryDoc] = (),
     semantic_each: int = SEMANTIC_SEATS_PER_LEXICAL,
 ) -> Candidates:
     """Relevant documents (one lexical, then ``semantic_each`` semantic ones, in turn)
@@ -76,9 +76,9 @@ def build_candidates(
 
     ``lexical`` is the ranked lexical selection over the eligible pool (best first, up to
     ``max(180, limit)`` long); ``semantic`` the eligible documents nearest in meaning (best
-    first, up to 180); ``newest_first`` yields eligible documents by mtime, newest first (read
-    lazily, only as far as the free seats need; relevant ones in it are skipped). The fallback
-    is the lexical top ``limit``.
+    first, up to 180; read lazily, only as far as the relevant seats need); ``newest_first``
+    yields eligible documents by mtime, newest first (read lazily, only as far as the free
+    seats need; relevant ones in it are skipped). The fallback is the lexical top ``limit``.
     """
     mixed = _alternate(lexical, semantic, second_each=semantic_each)
     relevant = list(itertools.islice(mixed, LEXICAL_CANDIDATE_LIMIT))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import field
 from pathlib import Path
@@ -153,7 +153,7 @@ async def recall_memories(
     fallback = lexical[:limit]
     if provider is None:
         return finish(_heuristic(mark(fallback), now))
-    similar: list[MemoryDoc] = []
+    similar: Iterable[MemoryDoc] = ()
     if semantic:
         if before_semantic is not None:
             await before_semantic()
@@ -163,7 +163,9 @@ async def recall_memories(
             store, query, limit=SEMANTIC_CANDIDATE_LIMIT, exclude=ineligible
         )
         timings.semantic_ms = clock.lap_ms()
-    taken = {doc.path for doc in [*lexical[:LEXICAL_CANDIDATE_LIMIT], *similar]}
+    # The semantic candidates are chosen as build_candidates reads them (~130 of 180); the
+    # newest that are among them are dropped there, with every other candidate shown.
+    taken = {doc.path for doc in lexical[:LEXICAL_CANDIDATE_LIMIT]}
     recent = store.recent(
         limit=MAX_MODEL_CANDIDATE_DOCS,
         exclude=lambda doc: doc.path in taken or ineligible(doc),

@@ -22,8 +22,9 @@ else goes wrong, there are no semantic candidates and the selector sees lexical 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from cairn.debug_log import get_logger
@@ -39,6 +40,7 @@ __all__ = [
     "RELEVANCE_WEIGHT",
     "compute_vectors",
     "diverse_order",
+    "iter_diverse_order",
     "nearest_diverse",
     "semantic_candidates",
     "update_vectors",
@@ -179,14 +181,15 @@ async def semantic_candidates(
     *,
     limit: int,
     exclude: Callable[[MemoryDoc], bool] | None = None,
-) -> list[MemoryDoc]:
+) -> Iterator[MemoryDoc]:
     """Up to ``limit`` eligible memories near in meaning to ``query`` and unlike each other (see
-    the module docstring); ``[]`` when the model is unavailable. Never raises but for
-    cancellation."""
+    the module docstring), chosen one by one as they are read (the candidate list reads ~130 of
+    180: the rest is never computed); empty when the model is unavailable. Neither this nor the
+    iterator raises but for cancellation."""
     try:
         model = await asyncio.to_thread(_prepare, store)
         if model is None:
-            return []
+            return iter(())
         running = _catching_up.get(store)
         if running is None or running.done():
             jobs = store.vector_jobs()
@@ -195,12 +198,20 @@ async def semantic_candidates(
             elif jobs:
                 await _catch_up(store, model, save=False, jobs=jobs)
         vector = await asyncio.to_thread(model.embed_query, query)  # type: ignore[attr-defined]
-        return nearest_diverse(store, vector, limit=limit, exclude=exclude)
+        return _guarded(nearest_diverse(store, vector, limit=limit, exclude=exclude))
     except asyncio.CancelledError:
         raise
     except Exception as error:  # best effort: lexical and recent candidates still go out
         _log.warning(f"semantic recall candidates failed: {error!r}")
-        return []
+        return iter(())
+
+
+def _guarded(docs: Iterator[MemoryDoc]) -> Iterator[MemoryDoc]:
+    """``docs``, ending early (with a warning) instead of raising."""
+    try:
+        yield from docs
+    except Exception as error:
+        _log.warning(f"semantic recall candidates failed: {error!r}")
 
 
 def nearest_diverse(
@@ -209,26 +220,39 @@ def nearest_diverse(
     *,
     limit: int,
     exclude: Callable[[MemoryDoc], bool] | None = None,
-) -> list[MemoryDoc]:
+) -> Iterator[MemoryDoc]:
     """Up to ``limit`` of the :data:`DIVERSITY_POOL` memories nearest to ``vector`` (a query's
-    embedding), chosen by :func:`diverse_order`."""
+    embedding), in :func:`iter_diverse_order`'s order, each chosen when it is read (the pool is
+    found at once)."""
     pool, vectors = store.nearest(vector, limit=max(limit, DIVERSITY_POOL), exclude=exclude)
-    return [pool[index] for index in diverse_order(vector, vectors, limit=limit)]
+    return (pool[index] for index in iter_diverse_order(vector, vectors, limit=limit))
 
 
 def diverse_order(
     query: Any, vectors: Any, *, limit: int, weight: float = RELEVANCE_WEIGHT
 ) -> list[int]:
+    """:func:`iter_diverse_order`, all at once."""
+    return list(iter_diverse_order(query, vectors, limit=limit, weight=weight))
+
+
+def iter_diverse_order(
+    query: Any, vectors: Any, *, limit: int, weight: float = RELEVANCE_WEIGHT
+) -> Iterator[int]:
     """Maximal marginal relevance: indexes of up to ``limit`` rows of ``vectors`` (unit length),
     each next one maximising ``weight × cos(row, query) − (1 − weight) × max cos(row, chosen)``.
-    The first is the nearest; ties go to the earlier row."""
-    import numpy as np
-
+    The first is the nearest; ties go to the earlier row. Lazy: each row is chosen when it is
+    read (a reader that stops early saves the rest)."""
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"the relevance weight must be within 0..1, not {weight}")
     count = min(limit, len(vectors))
     if count <= 0:
-        return []
+        return iter(())
+    return itertools.islice(_mmr(query, vectors, weight), count)
+
+
+def _mmr(query: Any, vectors: Any, weight: float) -> Iterator[int]:
+    import numpy as np
+
     relevance = weight * (vectors @ query).astype(np.float32)
     penalty = np.float32(weight - 1.0)
     # score = relevance + penalty × (max cos to the chosen so far, -1 before any): it only
@@ -242,12 +266,9 @@ def diverse_order(
     # per row chosen on the paraphrase set). Which rows are guessed changes the cost, not the
     # choice (but for float32 rounding in near-ties).
     terms: dict[int, Any] = {}
-    chosen: list[int] = []
-    while True:
+    for _ in range(len(vectors)):
         best = int(np.argmax(score))
-        chosen.append(best)
-        if len(chosen) == count:
-            return chosen
+        yield best  # the last one's term is never computed: the reader stops first
         term = terms.pop(best, None)
         if term is None:
             open_rows = np.flatnonzero(score > -np.inf)

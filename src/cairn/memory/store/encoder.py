@@ -6,9 +6,12 @@ and a GELU feed-forward block, each followed by a residual sum and LayerNorm; th
 vector is the mean of the last layer over the real (unpadded) tokens, scaled to unit length.
 Checked against an independent ONNX runtime of the same model (benchmarks/README.md).
 
-Only numpy is needed: no PyTorch, no ONNX runtime. Matrix products run in float32 through
-numpy's BLAS, on the weights as the file stores them (memory-mapped, not copied) and with the
-activations features-first; callers batch texts of similar length so that padding costs little.
+Only numpy is needed: no PyTorch, no ONNX runtime. Recall runs it when onnxruntime is
+missing; with onnxruntime, :mod:`cairn.memory.store.onnx_encoder` runs the same layers in int8
+(and takes :meth:`BertEncoder.embed` and :meth:`BertEncoder.pool` from here). Matrix products
+run in float32 through numpy's BLAS, on the weights as the file stores them (memory-mapped, not
+copied) and with the activations features-first; callers batch texts of similar length so that
+padding costs little.
 """
 
 from __future__ import annotations
@@ -136,18 +139,42 @@ class BertEncoder:
             output_norm=(bias("output.LayerNorm.weight"), bias("output.LayerNorm.bias")),
         )
 
+    @property
+    def layers(self) -> list[_Layer]:
+        return self._layers
+
+    @property
+    def eps(self) -> float:
+        return self._eps
+
+    def embed(self, ids: npt.NDArray[np.int64]) -> _Array:
+        """The normalised embeddings of ``ids`` (batch × length), features-first (dim × tokens)."""
+        batch, length = ids.shape
+        if length > self.max_tokens:
+            raise ValueError(f"{length} tokens; the model takes at most {self.max_tokens}")
+        x = self._words[ids] + self._positions[:length] + self._segment  # (batch, length, dim)
+        return _layer_norm(np.ascontiguousarray(x.reshape(batch * length, self.dim).T),
+                           self._embedding_norm, self._eps)  # fmt: skip
+
+    @staticmethod
+    def pool(x: _Array, mask: _Array) -> _Array:
+        """Unit-length means of the last layer ``x`` (dim × tokens) over the real tokens of each
+        sequence (``mask``: batch × length); a row whose mask is all zero comes out zero."""
+        batch, length = mask.shape
+        dim = x.shape[0]
+        pooled = (x * mask.reshape(1, batch * length)).reshape(dim, batch, length).sum(axis=2).T
+        pooled /= np.maximum(mask.sum(axis=1), 1.0)[:, None]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.where(norms > 0, pooled / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
+
     def encode(self, ids: npt.NDArray[np.int64], mask: _Array) -> _Array:
         """One unit-length row per sequence of ``ids`` (batch × length, padded; ``mask`` is 1.0
         at real tokens, 0.0 at padding). Rows whose mask is all zero come out zero."""
         batch, length = ids.shape
-        if length > self.max_tokens:
-            raise ValueError(f"{length} tokens; the model takes at most {self.max_tokens}")
         dim, heads = self.dim, self.heads
         width = dim // heads
         tokens = batch * length
-        x = self._words[ids] + self._positions[:length] + self._segment  # (batch, length, dim)
-        x = _layer_norm(np.ascontiguousarray(x.reshape(tokens, dim).T), self._embedding_norm,
-                        self._eps)  # fmt: skip
+        x = self.embed(ids)
         padding = ((1.0 - mask) * _MASKED)[:, None, None, :]  # (batch, 1, 1, length)
         scale = np.float32(1 / math.sqrt(width))
         for layer in self._layers:
@@ -175,8 +202,4 @@ class BertEncoder:
             out += layer.down_bias
             out += x
             x = _layer_norm(out, layer.output_norm, self._eps)
-        weights = mask.reshape(1, tokens)
-        pooled = (x * weights).reshape(dim, batch, length).sum(axis=2).T  # (batch, dim)
-        pooled /= np.maximum(mask.sum(axis=1), 1.0)[:, None]
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return np.where(norms > 0, pooled / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
+        return self.pool(x, mask)
