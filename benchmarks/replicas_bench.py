@@ -19,7 +19,9 @@ fresh database per round. Database work per turn comes from PostgreSQL's own cou
 database (``pg_stat_database``): transactions committed and rows written (inserted + updated)
 from just before the load until the replicas have exited, divided by the turns; they include
 the replicas' heartbeats, HAProxy's ``/ready`` checks (one ``SELECT 1`` per replica per
-second) and the replicas' shutdown.
+second) and the replicas' shutdown. CPU per turn is read from ``/proc`` around the load: the
+``cairn serve`` processes' (every replica's), and PostgreSQL's (the server and its backends,
+those that exited included), which shares the machine's cores with the replicas.
 
 Medians over ``--rounds``; every process's home is its own temporary folder. ``--baseline`` (the
 ``src`` folder of another checkout) also runs that code's ``1 replica`` and ``1 behind HAProxy``
@@ -90,12 +92,40 @@ def ready(port: int) -> bool:
     return answer.status_code == 200
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """User + system CPU of a live process (with ``children``: of its waited-for children too)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / _TICKS
+
+
+def postgres_cpu(pid: int) -> float:
+    """The PostgreSQL server's CPU so far: the postmaster's, its exited backends' (it waits for
+    them) and its live ones'."""
+    total = cpu_seconds(pid, children=True)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it exited meanwhile
+        if int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / _TICKS
+    return total
+
+
 @contextmanager
 def daemons(
     env: dict[str, str], project: Path, root: Path, count: int, dsn: str | None
-) -> Iterator[list[int]]:
+) -> Iterator[tuple[list[int], list[int]]]:
     """``count`` daemons (replicas of ``dsn``, or one plain daemon), each with its own home;
-    their ports once each is ready."""
+    their ports and process ids once each is ready."""
     ports = [free_port() for _ in range(count)]
     processes: list[subprocess.Popen[bytes]] = []
     try:
@@ -110,7 +140,7 @@ def daemons(
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"cairn serve on {port} did not get ready")
                 time.sleep(0.05)
-        yield ports
+        yield ports, [process.pid for process in processes]
     finally:
         for process in processes:
             stop(process)
@@ -145,7 +175,7 @@ def run(
         f"bench_{next(_databases)}", owner=APP_ROLE
     )  # fmt: skip
     with ExitStack() as stack:
-        ports = stack.enter_context(daemons(env, project, root, replicas, dsn))
+        ports, pids = stack.enter_context(daemons(env, project, root, replicas, dsn))
         url = f"http://127.0.0.1:{ports[0]}"
         if "HAProxy" in name:
             balancer = stack.enter_context(
@@ -156,7 +186,9 @@ def run(
         if admin:  # an idle backend reports its counters within 10 s (and HAProxy is up)
             time.sleep(STATS_SECONDS)
         before = counters(admin) if admin else (0, 0)
+        cpu_before = [cpu_seconds(pid) for pid in pids], postgres_cpu(server.pid)
         result, wall = asyncio.run(load(url, sessions, prompts, TOKEN))
+        cpu_after = [cpu_seconds(pid) for pid in pids], postgres_cpu(server.pid)
     after = counters(admin) if admin else (0, 0)  # the replicas exited: every count reported
     for error in result.errors[:5]:
         print(f"{name}: error: {error}")
@@ -170,6 +202,8 @@ def run(
         "p95": percentile(result.latencies, 0.95) if result.latencies else float("nan"),
         "transactions": (after[0] - before[0]) / turns,
         "rows": (after[1] - before[1]) / turns,
+        "cpu": 1000 * (sum(cpu_after[0]) - sum(cpu_before[0])) / turns,
+        "postgres_cpu": 1000 * (cpu_after[1] - cpu_before[1]) / turns if dsn else 0.0,
     }
 
 
@@ -235,6 +269,8 @@ def main() -> None:
     row("wall", "{wall:.2f} s")
     row("database transactions per turn", "{transactions:.1f}")
     row("database rows written per turn", "{rows:.1f}")
+    row("cairn serve CPU per turn", "{cpu:.1f} ms")
+    row("PostgreSQL CPU per turn", "{postgres_cpu:.1f} ms")
     daemon_p95 = median("daemon", "p95")
     for name in names[1:]:
         print(f"\n{name}: p95 {median(name, 'p95') / daemon_p95:.2f}× the daemon's (target ≤ 1.5×)")

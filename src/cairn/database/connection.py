@@ -11,7 +11,10 @@ A pooled connection keeps the tenant it named (``set_config(…, false)``) and n
 when a transaction is for another tenant (:meth:`Database.name_tenant`): one statement fewer per
 transaction. The setting lasts only if the transaction that made it commits, so the pool
 believes it only then; a connection that failed, rolled back or came back mid-transaction names
-its tenant again next time. Tenant tables are read through :meth:`Database.transaction` only.
+its tenant again next time. Tenant tables are read and written through
+:meth:`Database.transaction` (several statements, one transaction) or
+:meth:`Database.statements` (pooled connections are in autocommit: each statement its own
+transaction), both naming the tenant first.
 """
 
 from __future__ import annotations
@@ -112,7 +115,8 @@ class Database:
         if self._closed:
             raise DatabaseUnavailable("the database connection is closed")
         async with self._slots:
-            connection = self._idle.pop() if self._idle else await self.aconnect()
+            # Autocommit: a lone statement is its own transaction (no BEGIN and COMMIT).
+            connection = self._idle.pop() if self._idle else await self.aconnect(autocommit=True)
             try:
                 yield connection
             except BaseException:
@@ -154,6 +158,26 @@ class Database:
                     failed = status == self._psycopg.pq.TransactionStatus.INERROR
                 if named and not failed:  # committed: the connection names it from now on
                     self.named(connection, tenant)
+        except self._psycopg.OperationalError as error:
+            message = f"the database is unavailable: {_first_line(error)}"
+            raise DatabaseUnavailable(message) from None
+
+    @contextlib.asynccontextmanager
+    async def statements(self, tenant: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection naming ``tenant``, outside any transaction: each statement is
+        its own transaction, one round trip (a pipeline and a transaction block cost the
+        driver several times a lone statement's CPU). For reads, and writes of one statement;
+        a lost connection is :class:`DatabaseUnavailable`."""
+        try:
+            async with self.connection() as connection:
+                if self._tenants.get(connection) != tenant:
+                    self._tenants.pop(connection, None)
+                    await connection.execute(
+                        "SELECT set_config('cairn.tenant', %s, false)", (tenant,)
+                    )
+                    self._tenants[connection] = tenant  # committed: it was its own transaction
+                self.round_trips += 1
+                yield connection
         except self._psycopg.OperationalError as error:
             message = f"the database is unavailable: {_first_line(error)}"
             raise DatabaseUnavailable(message) from None

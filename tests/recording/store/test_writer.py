@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -48,14 +49,16 @@ def event(kind: str) -> Callable[[int], str]:
     return lambda seq: json.dumps({"id": seq, "type": kind})
 
 
-def records(dsn: str, session_id: str) -> int:
+def logged(dsn: str, query: str, session_id: str) -> list[tuple[Any, ...]]:
+    """The rows of ``query`` about ``session_id``, read on a connection of the test's own."""
     with psycopg.connect(dsn, autocommit=True) as connection:
         connection.execute("SELECT set_config('cairn.tenant', '(none)', false)")
-        row = connection.execute(
-            "SELECT count(*) FROM cairn_session_records WHERE session_id = %s", (session_id,)
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+        return connection.execute(query, (session_id,)).fetchall()
+
+
+def records(dsn: str, session_id: str) -> int:
+    query = "SELECT count(*) FROM cairn_session_records WHERE session_id = %s"
+    return int(logged(dsn, query, session_id)[0][0])
 
 
 async def test_a_writer_whose_lease_was_taken_over_writes_nothing_and_learns_it(

@@ -11,12 +11,13 @@ The tables are :mod:`cairn.recording.store.schema`'s. What a replica does with t
 - **Writes.** Everything the owner writes goes through the session's :class:`SessionWriter`
   (:mod:`cairn.recording.store.writer`):
   records, events, prompt states and metadata queue up (a write waits up to
-  ``FLUSH_DELAY_SECONDS`` for the next ones) and are flushed in order, one statement per batch
-  (one round trip, one transaction). The statement renews the lease *only if* the row still
-  names this owner and epoch, and writes the batch's records, events and prompt states (one
-  multi-row insert or update each) and sends its ``NOTIFY`` only if that renewal did: a replica
-  that lost its lease (paused past its expiry while another took over) writes nothing, and
-  learns it (:class:`LeaseLost`). Events are
+  ``FLUSH_DELAY_SECONDS`` for the next ones) and are flushed in order, one write per batch; the
+  writes of every session flushing at once go in one statement, one transaction, one round
+  trip (:class:`~cairn.recording.store.commits.GroupCommit`). A write renews the lease *only
+  if* the row still names this owner and epoch, and writes the batch's records, events and
+  prompt states (one multi-row insert or update each) and sends its ``NOTIFY`` only if that
+  renewal did: a replica that lost its lease (paused past its expiry while another took over)
+  writes nothing, and learns it (:class:`LeaseLost`). Events are
   handed to this process's subscribers after their commit only, so every event a client ever
   sees is in the log, and ``Last-Event-ID`` resumes on any replica without loss or duplicates.
 - **Reads** (loading, listing, replaying events) need no lease.
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from cairn.config.paths import project_key
 from cairn.database.connection import NO_TENANT, Database
 from cairn.debug_log import get_logger
+from cairn.recording.store.commits import GroupCommit
 from cairn.recording.store.rows import (
     Lease,
     LeaseLost,
@@ -73,6 +75,7 @@ BLOCKING_CALL_TIMEOUT_SECONDS = 60.0  # a worker thread's wait for the event loo
 _log = get_logger("SESSION_STORE")
 _T = TypeVar("_T")
 
+
 class PostgresSessions:
     """The session store of one process over one database (the daemon has one): a
     :class:`PostgresSessionStore` per project and tenant, on the daemon's event loop."""
@@ -82,6 +85,7 @@ class PostgresSessions:
         self.lease_seconds = lease_seconds
         self.loop: asyncio.AbstractEventLoop | None = None
         self._stores: dict[tuple[str, str], PostgresSessionStore] = {}
+        self._commits: dict[str, GroupCommit] = {}  # by tenant
         # Called with each committed batch of events (the replica's subscribers get them).
         self.on_events: Callable[[PostgresSessionStore, str, list[StoredEvent]], None] | None = None
 
@@ -91,6 +95,13 @@ class PostgresSessions:
     def __call__(self, project_root: Path, tenant: str | None) -> PostgresSessionStore:
         """:data:`~cairn.recording.store.base.SessionStores`: the store of a runtime."""
         return self.store(project_key(project_root), tenant)
+
+    def commits(self, tenant: str) -> GroupCommit:
+        """The group commit of ``tenant``'s session writes (one transaction names one tenant)."""
+        commits = self._commits.get(tenant)
+        if commits is None:
+            commits = self._commits[tenant] = GroupCommit(self.database, tenant)
+        return commits
 
     def store(self, project: str, tenant: str | None) -> PostgresSessionStore:
         key = (project, tenant or NO_TENANT)
@@ -156,7 +167,7 @@ class PostgresSessionStore:
     async def aload(self, session_id: str) -> LoadedSession:
         from cairn.recording.reader import SessionLoadError, loaded_from_records
 
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             cursor = await connection.execute(
                 "SELECT record FROM cairn_session_records WHERE tenant = %s AND project = %s "
                 "AND session_id = %s ORDER BY seq",
@@ -186,7 +197,7 @@ class PostgresSessionStore:
         return await cursor.fetchone() is not None
 
     async def aexists(self, session_id: str) -> bool:
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             return await self._row_exists(connection, session_id)
 
     async def alist(
@@ -198,7 +209,7 @@ class PostgresSessionStore:
         params: list[Any] = [self.tenant, self.project]
         if cwd is not None:
             params.append(str(cwd))
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             query = (
                 "SELECT session_id, created_at, updated_at, first_prompt, last_recap, "  # noqa: S608
                 f"message_count, title, cwd FROM cairn_sessions WHERE {where} "
@@ -223,7 +234,7 @@ class PostgresSessionStore:
 
     async def alisting(self, *, limit: int = 50) -> builtins.list[dict[str, Any]]:
         """The sessions as the daemon lists them, newest first (closed ones too)."""
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             cursor = await connection.execute(
                 "SELECT session_id, created_at, updated_at, first_prompt, last_recap, "
                 "message_count, title, cwd, state, owner, lease_until > now(), running_prompt "
@@ -250,7 +261,7 @@ class PostgresSessionStore:
 
     async def summary(self, session_id: str) -> dict[str, Any] | None:
         """The session's row as the daemon's status and listing read it (None: unknown)."""
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             session = await connection.execute(
                 "SELECT s.state, s.created_at, s.updated_at, s.event_seq, s.owner, "
                 "s.lease_until > now(), s.running_prompt, s.pending, s.commands, s.cwd, r.url, "
@@ -265,7 +276,7 @@ class PostgresSessionStore:
                 "AND state IN ('queued', 'running') ORDER BY position",
                 self._key(session_id),
             )
-            row = await session.fetchone()  # both queries went in one round trip
+            row = await session.fetchone()
             prompts = await cursor.fetchall()
         if row is None:
             return None
@@ -303,7 +314,7 @@ class PostgresSessionStore:
         with the session's last event id and the earliest id still kept."""
         bound = " AND seq <= %s" if until is not None else ""
         params: tuple[Any, ...] = (*self._key(session_id), after)
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             query = (
                 "SELECT seq, type, envelope FROM cairn_session_events WHERE tenant = %s "  # noqa: S608
                 f"AND project = %s AND session_id = %s AND seq > %s{bound} "
@@ -319,14 +330,14 @@ class PostgresSessionStore:
                 "AND s.session_id = %s",
                 self._key(session_id),
             )
-            rows = await events.fetchall()  # both queries went in one round trip
+            rows = await events.fetchall()
             head = await cursor.fetchone()
         last = int(head[0]) if head else 0
         earliest = int(head[1]) if head and head[1] is not None else last + 1
         return [StoredEvent(int(r[0]), r[1], r[2]) for r in rows], last, earliest
 
     async def prompt_by_key(self, session_id: str, key: str) -> StoredPrompt | None:
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             cursor = await connection.execute(
                 "SELECT prompt_id, state, body, client_id, queued_at, last_event_id, body_hash, "
                 "idempotency_key FROM cairn_session_prompts WHERE tenant = %s AND project = %s "
@@ -337,7 +348,7 @@ class PostgresSessionStore:
         return stored_prompt(row) if row else None
 
     async def queued_prompts(self, session_id: str) -> builtins.list[StoredPrompt]:
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             cursor = await connection.execute(
                 "SELECT prompt_id, state, body, client_id, queued_at, last_event_id, body_hash, "
                 "idempotency_key FROM cairn_session_prompts WHERE tenant = %s AND project = %s "
@@ -352,7 +363,7 @@ class PostgresSessionStore:
     async def create(self, session_id: str, *, owner: str, cwd: Path) -> Lease | None:
         """A new session's row, leased to ``owner``; None when the id is taken already."""
         taken_at = time.monotonic()
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             cursor = await connection.execute(
                 "INSERT INTO cairn_sessions (tenant, project, session_id, cwd, owner, epoch, "
                 "lease_until) VALUES (%s, %s, %s, %s, %s, 1, now() + %s * interval '1 second') "
@@ -370,7 +381,7 @@ class PostgresSessionStore:
         """Take the session's lease (free, expired, or ours already); None when there is no
         such session; :class:`OwnedElsewhere` when another replica holds it."""
         taken_at = time.monotonic()
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             cursor = await connection.execute(
                 "UPDATE cairn_sessions SET owner = %s, epoch = epoch + 1, "
                 "lease_until = now() + %s * interval '1 second' "
@@ -411,7 +422,7 @@ class PostgresSessionStore:
         already admitted under ``key``, if any, instead. ``running``: the session is idle, so
         the prompt is kept as the one running (its turn starts without another write)."""
         key_ = self._key(session_id)
-        async with self.database.transaction(self.tenant) as connection:
+        async with self.database.statements(self.tenant) as connection:
             cursor = await connection.execute(
                 "WITH admitted AS (INSERT INTO cairn_session_prompts (tenant, project, "
                 "session_id, prompt_id, idempotency_key, body_hash, body, client_id, state, "

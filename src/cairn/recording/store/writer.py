@@ -1,6 +1,7 @@
 """The writes of a session this replica leased (:class:`SessionWriter`): records, events,
-prompt states and metadata, queued and flushed in order, one statement (one transaction) per
-batch, fenced by the lease's owner and epoch (see :mod:`cairn.recording.store.postgres`)."""
+prompt states and metadata, queued and flushed in order, one statement per batch, fenced by the
+lease's owner and epoch (see :mod:`cairn.recording.store.postgres`); the statements of the
+sessions flushing at once share a transaction (:mod:`cairn.recording.store.commits`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cairn.database.connection import DatabaseUnavailable
 from cairn.debug_log import get_logger
 from cairn.recording.records import ASSISTANT, TITLE_SUBTYPE, USER, payload_of, recap_texts
+from cairn.recording.store.commits import Statement
 from cairn.recording.store.rows import Lease, LeaseLost, StoredEvent, jsonb
 from cairn.recording.store.schema import CHANNEL
 
@@ -225,35 +227,23 @@ class SessionWriter:
 
     async def _write(self, batch: _Batch) -> None:
         store = self.store
-        statement, values = _statement(batch, store._key(self.session_id), self.lease, store)
-        database = store.database
+        statement = _statement(batch, store._key(self.session_id), self.lease, store)
+        # With the other sessions' writes waiting now, in one statement (GroupCommit).
         try:
-            async with database.connection() as connection:
-                # One round trip: no BEGIN or COMMIT of its own, the statements up to the
-                # pipeline's sync are one (implicit) transaction.
-                await connection.set_autocommit(True)
-                try:
-                    async with connection.pipeline():
-                        named = await database.name_tenant(connection, store.tenant)
-                        fence = await connection.execute(statement, values)
-                finally:
-                    if not connection.broken and not connection.closed:
-                        await connection.set_autocommit(False)
-                if named:  # the implicit transaction committed (it would have raised)
-                    database.named(connection, store.tenant)
-        except database.errors as error:
-            raise DatabaseUnavailable(f"the database is unavailable: {error}") from None
-        database.round_trips += 1
-        if fence.rowcount != 1:  # nothing was written (every part checks the lease)
+            fenced = await store.sessions.commits(store.tenant).write(statement)
+        except DatabaseUnavailable as error:
+            raise DatabaseUnavailable(f"writing session {self.session_id}: {error}") from None
+        if fenced != 1:  # nothing was written (every part checks the lease)
             raise LeaseLost(f"the lease on session {self.session_id} was taken by another replica")
 
 
 def _statement(
     batch: _Batch, key: tuple[str, str, str], lease: Lease, store: PostgresSessionStore
-) -> tuple[str, list[Any]]:
-    """A flush as one statement: the session's row updated only if the lease is still the
-    writer's (owner and epoch), and the batch's records, events and prompt states written, and
-    its ``NOTIFY`` sent, only if that update was (each part reads the update's row)."""
+) -> Statement:
+    """A flush as the parts of one statement: the session's row updated only if the lease is
+    still the writer's (owner and epoch), and the batch's records, events and prompt states
+    written, and its ``NOTIFY`` sent, only if that update was (each part reads the update's
+    row); its result is 1 if it was, else 0."""
     meta = dict(batch.meta)
     meta.pop("renew", None)
     sets = ["updated_at = now()", "record_count = %s", "event_seq = %s"]
@@ -276,7 +266,7 @@ def _statement(
             sets.append(f"{column} = %s")
         values.append(value)
     parts = [
-        f"WITH fence AS (UPDATE cairn_sessions SET {', '.join(sets)} WHERE tenant = %s "  # noqa: S608
+        f"{{p}}fence AS (UPDATE cairn_sessions SET {', '.join(sets)} WHERE tenant = %s "  # noqa: S608
         "AND project = %s AND session_id = %s AND owner = %s AND epoch = %s RETURNING 1)"
     ]
     values += [*key, lease.owner, lease.epoch]
@@ -292,30 +282,30 @@ def _statement(
         states = dict(batch.prompts)  # a prompt's last state in the batch is the one kept
         parts.append(_PROMPTS)
         values += [list(states), list(states.values()), *key]
-    statement = ", ".join(parts)
-    if batch.events:
-        statement += " SELECT pg_notify(%s, %s) FROM fence"
+    result = "(SELECT count(*) FROM {p}fence)"
+    if batch.events:  # a CTE with a volatile call is run once, whole, when it is read
+        parts.append("{p}notified AS (SELECT pg_notify(%s, %s) FROM {p}fence)")
         values += [CHANNEL, "\t".join((*key, str(batch.events[-1].seq)))]
-    else:
-        statement += " SELECT 1 FROM fence"
-    return statement, values
+        result = "(SELECT count(*) FROM {p}notified)"
+    return Statement(", ".join(parts), result, values)
 
 
 # The parts of a flush after its fence (see _statement): each writes only if the fence did.
+# Arrays go in binary (%b): a text array's elements (JSON) need no escaping then.
 _RECORDS = (
-    "records AS (INSERT INTO cairn_session_records (tenant, project, session_id, seq, record) "
-    "SELECT %s, %s, %s, r.seq, r.record FROM unnest(%s::bigint[], %s::text[]) AS r(seq, record) "
-    "WHERE EXISTS (SELECT 1 FROM fence))"
+    "{p}records AS (INSERT INTO cairn_session_records (tenant, project, session_id, seq, record) "
+    "SELECT %s, %s, %s, r.seq, r.record FROM unnest(%b::bigint[], %b::text[]) AS r(seq, record) "
+    "WHERE EXISTS (SELECT 1 FROM {p}fence))"
 )
 _EVENTS = (
-    "events AS (INSERT INTO cairn_session_events (tenant, project, session_id, seq, type, "
-    "envelope) SELECT %s, %s, %s, e.seq, e.type, e.envelope FROM unnest(%s::bigint[], "
-    "%s::text[], %s::text[]) AS e(seq, type, envelope) WHERE EXISTS (SELECT 1 FROM fence))"
+    "{p}events AS (INSERT INTO cairn_session_events (tenant, project, session_id, seq, type, "
+    "envelope) SELECT %s, %s, %s, e.seq, e.type, e.envelope FROM unnest(%b::bigint[], "
+    "%b::text[], %b::text[]) AS e(seq, type, envelope) WHERE EXISTS (SELECT 1 FROM {p}fence))"
 )
 _PROMPTS = (
-    "prompts AS (UPDATE cairn_session_prompts p SET state = s.state FROM unnest(%s::text[], "
-    "%s::text[]) AS s(prompt_id, state) WHERE p.tenant = %s AND p.project = %s "
-    "AND p.session_id = %s AND p.prompt_id = s.prompt_id AND EXISTS (SELECT 1 FROM fence))"
+    "{p}prompts AS (UPDATE cairn_session_prompts p SET state = s.state FROM unnest(%b::text[], "
+    "%b::text[]) AS s(prompt_id, state) WHERE p.tenant = %s AND p.project = %s "
+    "AND p.session_id = %s AND p.prompt_id = s.prompt_id AND EXISTS (SELECT 1 FROM {p}fence))"
 )
 
 
