@@ -395,7 +395,7 @@ class MemoryManager:
         import cairn.memory.forget.selection as selection
 
         return await selection.select_forget_candidates(
-            selection.list_forget_candidates(selection.forget_docs(self.store, query)),
+            selection.list_forget_candidates(selection.forget_docs(self.store, query, provider)),
             query,
             provider=provider,
             limit=selection.MAX_FORGET_MATCHES if limit is None else limit,

@@ -15,6 +15,7 @@ from cairn.memory.forget.selection import (
     PROMPT_SEATS,
     ForgetPlan,
     _prompt_candidates,
+    forget_docs,
     heuristic_forget_matches,
     list_forget_candidates,
     request_words,
@@ -189,6 +190,18 @@ async def test_in_a_large_memory_the_plan_is_the_one_every_memory_gives(tmp_path
         assert len(shown) == PROMPT_SEATS
         assert user_text(sent).count("\nid: ") == len(shown)
         assert all(f"id: {c.id}\n" in user_text(sent) for c in shown), request
+
+
+def test_without_a_model_only_the_memories_holding_the_request_are_read(tmp_path: Path) -> None:
+    """Issue #28: the newest memories fill the model's seats; the substring match alone (no
+    model configured) needs none of them."""
+    _many_memories(tmp_path)
+    manager = make_manager(tmp_path)
+    read = forget_docs(manager.store, "never PIP", provider=None)
+    assert [doc.relative_path for doc in read] == ["project/uv.md"]
+    assert (
+        len(forget_docs(manager.store, "never PIP", ScriptedModel(selected_ids([])))) > PROMPT_SEATS
+    )
 
 
 async def test_in_a_large_memory_an_edit_made_after_the_index_was_saved_is_found(

@@ -112,16 +112,18 @@ def request_words(query: str) -> list[str]:
     return sorted(set(normalize_summary(query).split()), key=len, reverse=True)
 
 
-def forget_docs(store: MemoryStore, query: str) -> list[MemoryDoc]:
+def forget_docs(store: MemoryStore, query: str, provider: Provider | None) -> list[MemoryDoc]:
     """The memories (current with the disk) whose entries the selection can choose for
     ``query``: all of them when every entry is shown to the model, else those holding the
-    request's words (:func:`request_words`: the substring match needs no other) and
-    each scope's newest (the model's other seats), so that among 100,000 memories only these
-    few are read and turned into candidates. The plan is the same as from every memory."""
+    request's words (:func:`request_words`: the substring match needs no other) and, when
+    there is a model (``provider``), each scope's newest (its other seats), so that among
+    100,000 memories only these few are read and turned into candidates. The plan is the same
+    as from every memory."""
     store.refresh()
     if store.count() <= PROMPT_SEATS:
         return store.docs()
-    return store.docs_containing(*request_words(query), newest=PROMPT_SEATS)
+    newest = PROMPT_SEATS if provider is not None else 0
+    return store.docs_containing(*request_words(query), newest=newest)
 
 
 def _is_multi_entry(body: str, entries: Sequence[MemoryEntry]) -> bool:

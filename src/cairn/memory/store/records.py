@@ -307,8 +307,16 @@ class RecordTable:
         if unchanged and not self._records and not self.skips:
             assert columns is not None
             return columns.relatives, columns.mtimes
-        relatives = list(self.by_slot.values())
-        return relatives, [self.mtime(relative) for relative in relatives]
+        rows, skips = self._rows, self.skips
+        relatives = [relative for relative in rows if relative not in skips] if skips else [*rows]
+        mtimes: list[float] = []
+        if columns is not None:  # the loaded rows' mtimes in C-level loops, then the records'
+            mtimes += map(columns.mtimes.__getitem__, map(rows.__getitem__, relatives))
+        for relative, record in self._records.items():
+            if isinstance(record, DocRecord):
+                relatives.append(relative)
+                mtimes.append(record.mtime)
+        return relatives, mtimes
 
     def skipped(self) -> Iterator[tuple[str, SkipRecord]]:
         for relative in sorted(self.skips):
