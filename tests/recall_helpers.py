@@ -18,6 +18,7 @@ class RecordingRecall:
     surfaced_paths: set[str] = field(default_factory=set)
     begun: list[tuple[str, list[str]]] = field(default_factory=list)
     consumed: list[str] = field(default_factory=list)
+    sent: int = 0  # requests written while this handle was attached
 
     def begin(self, query: str, signal: AbortSignal, recent_tools: Sequence[str]) -> None:
         self.begun.append((query, list(recent_tools)))
@@ -30,6 +31,9 @@ class RecordingRecall:
             return None
         phase: RecallPhase = "fast" if point == "initial" else "refined"
         return RecallDelivery(self.prompt, [], phase, "heuristic")
+
+    def request_sent(self) -> None:
+        self.sent += 1
 
     def finish(self) -> None:
         pass

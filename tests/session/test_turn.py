@@ -59,6 +59,18 @@ async def test_recall_joins_the_tool_results_right_after_the_function_responses(
     assert [e.phase for e in shown] == ["fast", "refined"]  # the session shows both
 
 
+async def test_recall_is_told_when_each_request_of_the_turn_is_sent(make_world: MakeWorld) -> None:
+    """Recall's refinement waits for the first request to be written (issue #32)."""
+    world = make_world()
+    world.provider.enqueue(tool_call("glob", {"pattern": "*.md"}), reply("ok"), purpose="main")
+    recall = RecordingRecall()
+    session = _recalling(world, recall)
+
+    await world.prompt(session, "deploy it")
+
+    assert recall.sent == len(world.main_requests()) == 2
+
+
 async def test_recall_goes_with_a_fresh_prompt_and_nowhere_without_function_responses(
     make_world: MakeWorld,
 ) -> None:

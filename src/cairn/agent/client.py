@@ -110,6 +110,10 @@ class RecallHandle(Protocol):
         """The memory ready for ``point`` (``None``: nothing, or not yet)."""
         ...
 
+    def request_sent(self) -> None:
+        """The turn's request was written to the endpoint (work it must not wait for may run)."""
+        ...
+
     def finish(self) -> None: ...
 
     def cancel(self, reason: str) -> None: ...
@@ -563,6 +567,7 @@ class AgentClient:
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             max_attempts=self.settings.model.generation_config.max_retries,
+            on_sent=self._recall.request_sent if self._recall is not None else None,
         )
         texts: list[str] = []
         thoughts = _Thoughts()

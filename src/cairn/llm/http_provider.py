@@ -18,7 +18,7 @@ import functools
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Protocol
 
@@ -280,7 +280,9 @@ class HttpProvider(UsageReports, ABC):
         while True:
             body = self.build_body(request, strategy)
             events = retry_stream(
-                functools.partial(self._attempt, body, headers, request.session_id),
+                functools.partial(
+                    self._attempt, body, headers, request.session_id, request.on_sent
+                ),
                 policy=self._retry,
                 max_attempts=max(1, request.max_attempts or self._retry.max_attempts),
                 sleep=self._sleep,
@@ -334,7 +336,11 @@ class HttpProvider(UsageReports, ABC):
         return headers
 
     async def _attempt(
-        self, body: dict[str, Any], headers: dict[str, str], session_id: str | None
+        self,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        session_id: str | None,
+        on_sent: Callable[[], None] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         url = self.endpoint_url()
         client = await self._clients.get(session_id)
@@ -348,7 +354,13 @@ class HttpProvider(UsageReports, ABC):
             try:
                 async with asyncio.timeout(self._deadline):
                     response = await stack.enter_async_context(
-                        client.stream("POST", self._url, json=body, headers=headers)
+                        client.stream(
+                            "POST",
+                            self._url,
+                            json=body,
+                            headers=headers,
+                            extensions=None if on_sent is None else {"trace": _sent(on_sent)},
+                        )
                     )
                     if response.status_code != 200:
                         raise http_error(
@@ -371,6 +383,19 @@ class HttpProvider(UsageReports, ABC):
             )
             async for event in _read_stream(self.new_parser(), payloads):
                 yield event
+
+
+def _sent(on_sent: Callable[[], None]) -> Callable[[str, Mapping[str, Any]], Awaitable[None]]:
+    """httpcore's ``trace`` extension calling ``on_sent`` once the request body is written."""
+
+    async def trace(event: str, _info: Mapping[str, Any]) -> None:
+        if event.endswith(".send_request_body.complete"):  # http11. or http2.
+            try:
+                on_sent()
+            except Exception as exc:  # a listener's bug never fails the request
+                _log.warning(f"request-sent listener failed: {exc!r}")
+
+    return trace
 
 
 def parse_model_list(raw: bytes, url: str) -> list[ListedModel]:

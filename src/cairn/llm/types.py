@@ -59,6 +59,9 @@ class ModelRequest(Value, frozen=False):
     response_schema: Mapping[str, Any] | None = None  # answer with one JSON object of this shape
     max_attempts: int | None = None  # None: the provider's configured budget
     allow_thinking: bool = True  # extended thinking, where configured (off for side queries)
+    # Called once the request is written to the endpoint (each attempt): Recall's refinement
+    # waits for the turn's first request to be out before it ranks the selector's candidates.
+    on_sent: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def json_mode(self) -> bool:

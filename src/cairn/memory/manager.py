@@ -307,6 +307,7 @@ class MemoryManager:
         on_fast_result: Callable[[RecallResult], None] | None = None,
         session_id: str | None = None,
         before_semantic: Callable[[], Awaitable[object]] | None = None,
+        after_fast: Callable[[], Awaitable[object]] | None = None,
     ) -> RecallResult:
         """Relevant memories for ``query``; never raises (a failure is an empty result)."""
         if not self.enabled:
@@ -334,6 +335,7 @@ class MemoryManager:
                 marks=self._marks(session_id),
                 semantic=self.settings.memory.semantic_candidates,
                 before_semantic=before_semantic,
+                after_fast=after_fast,
             )
         except Exception as exc:  # Recall is best effort: it never fails a turn
             _log.warning(f"recall failed: {exc!r}")

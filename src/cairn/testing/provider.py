@@ -118,6 +118,8 @@ class ScriptedProvider(UsageReports):
 
         async def attempt() -> AsyncIterator[StreamEvent]:
             snapshot = self._record(request)
+            if request.on_sent is not None:  # received: as the real provider once it is written
+                request.on_sent()
             answer = await self._choose_reply(snapshot)
             async for event in self._play(answer, snapshot):
                 yield event

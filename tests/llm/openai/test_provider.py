@@ -91,6 +91,26 @@ async def test_text_chunks_stream_as_text_deltas_then_finished(
     assert events[-1].reason == "stop"
 
 
+async def test_on_sent_is_told_when_each_attempt_is_written_before_its_answer(
+    scripted_server: ScriptedServer, provider: OpenAIProvider
+) -> None:
+    """Recall's refinement waits for this (issue #32): told once per attempt, as soon as the
+    body is written, while the answer is still to come."""
+    scripted_server.enqueue(error_reply(503), reply("late", delay=0.3))
+    events: list[StreamEvent] = []
+    seen: list[tuple[int, int]] = []  # (events streamed, requests received) at each call
+
+    def on_sent() -> None:
+        seen.append((len(events), len(scripted_server.requests)))
+
+    async for event in provider.stream(ask(on_sent=on_sent)):
+        events.append(event)
+
+    assert texts(events) == ["late"]
+    assert [streamed for streamed, _received in seen] == [0, 1]  # the retry notice came first
+    assert len(seen) == len(scripted_server.requests) == 2
+
+
 async def test_reasoning_content_becomes_thought_deltas(
     scripted_server: ScriptedServer, provider: OpenAIProvider
 ) -> None:

@@ -11,7 +11,9 @@ import pytest
 from cairn.abort import AbortController
 from cairn.llm.errors import ProviderError
 from cairn.llm.openai import OpenAIProvider
+from cairn.llm.types import ModelRequest
 from cairn.memory.manager import MemoryManager
+from cairn.memory.recall import lifecycle as lifecycle_module
 from cairn.memory.recall.lifecycle import RecallDelivery, RecallLifecycle
 from cairn.memory.telemetry import RECALL_DELIVERY_EVENT
 from cairn.testing import RecordedRequest, Reply, ScriptedServer
@@ -416,3 +418,45 @@ async def test_a_fast_phase_slower_than_the_initial_wait_is_still_delivered(
     delivery = await _consume(lifecycle, "initial")
     assert delivery is not None and delivery.phase == "fast"
     assert sorted(_names(delivery)) == ["release", "release-train"]
+
+
+async def test_the_selector_is_asked_only_once_the_first_request_is_written(
+    manager: MemoryManager, events: Events
+) -> None:
+    """Issue #32: ranking and building the selector's candidates ran between the fast result
+    and the turn's first request leaving; the refinement now waits until that request is
+    written, and its result still reaches the next tool-result send."""
+    written: list[bool] = []  # whether the request was out when the selector was asked
+    chosen = pick("release-owner")
+
+    def answer(request: ModelRequest) -> str:
+        written.append(sent)
+        return chosen(request)
+
+    sent = False
+    model = ScriptedModel(answer)
+    lifecycle = _lifecycle(manager, model)
+    lifecycle.begin("release", AbortController().signal, [])
+    fast = await _consume(lifecycle, "initial")
+    assert fast is not None and fast.phase == "fast"
+    await asyncio.sleep(0.05)  # room for a selector that would not wait
+    sent = True
+    lifecycle.request_sent()
+    await lifecycle.wait_settled()
+    refined = await _consume(lifecycle, "tool_result")
+    assert written == [True]
+    assert refined is not None and refined.phase == "refined"
+    assert _names(refined) == ["release-owner"]
+    assert [e["delivery_point"] for e in _terminal(events)] == ["tool_result"]
+
+
+async def test_a_request_that_is_never_written_delays_the_selector_only_to_its_ceiling(
+    manager: MemoryManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lifecycle_module, "REQUEST_SENT_WAIT_S", 0.05)
+    model = ScriptedModel(pick("release-owner"))
+    lifecycle = _lifecycle(manager, model)
+    lifecycle.begin("release", AbortController().signal, [])
+    assert await _consume(lifecycle, "initial") is not None
+    await asyncio.wait_for(model.started.wait(), GUARD_SECONDS)
+    assert len(model.requests) == 1

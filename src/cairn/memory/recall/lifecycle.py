@@ -12,6 +12,9 @@ front end reaches it through the client's ``begin_recall`` / ``consume_recall`` 
   and keeps the handle pending; once recall has settled it delivers the refined result minus the
   documents the fast phase already delivered. At ``tool_result`` it never waits and delivers
   only a settled result.
+- :meth:`RecallLifecycle.request_sent` is told (by the agent client) when the turn's request
+  has been written: only then does recall rank the selector's candidates and ask the selector,
+  so none of that work runs between the fast result and the first request leaving.
 - :meth:`RecallLifecycle.finish` closes a handle that found no safe delivery point.
 
 Every delivered path joins :attr:`RecallLifecycle.surfaced_paths`, which later recalls exclude,
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["INITIAL_RECALL_WAIT_MS", "RecallDelivery", "RecallLifecycle"]
 
 INITIAL_RECALL_WAIT_MS = 100  # the longest the first request of a turn waits for Recall
+REQUEST_SENT_WAIT_S = 1.0  # the longest the refinement waits for the first request to be written
 SEMANTIC_START_WAIT_S = 1.0  # the longest semantic candidates wait for the first request ...
 SEMANTIC_SETTLE_S = 0.25  # ... and then for it to leave, before their model loads
 
@@ -63,6 +67,9 @@ class _Handle:
         # Set once the turn's first request has taken its memory (or the handle closed): the
         # semantic candidates wait for it, so loading their model never delays that request.
         self.first_request = asyncio.Event()
+        # Set once the turn's first request has been written (or the handle closed): ranking the
+        # selector's candidates waits for it, so that work never delays the request.
+        self.sent = asyncio.Event()
 
     @property
     def settled(self) -> bool:
@@ -132,7 +139,14 @@ class RecallLifecycle:
         handle = self._handle
         if handle is not None and handle.task is not None:
             handle.first_request.set()  # nothing to protect: the caller waits for the result
+            handle.sent.set()
             await asyncio.shield(handle.task)
+
+    def request_sent(self) -> None:
+        """The turn's request has been written to the endpoint: the refinement may go on."""
+        handle = self._handle
+        if handle is not None:
+            handle.sent.set()
 
     def finish(self) -> None:
         """Close the handle at the end of a turn (``no_safe_delivery_point``); idempotent."""
@@ -161,6 +175,7 @@ class RecallLifecycle:
                 on_fast_result=lambda fast: self._on_fast(handle, fast),
                 session_id=self._session_id,
                 before_semantic=lambda: _first_request(handle),
+                after_fast=lambda: _request_written(handle),
             )
         except asyncio.CancelledError:
             result = RecallResult()
@@ -229,6 +244,7 @@ class RecallLifecycle:
     def _close(self, handle: _Handle) -> None:
         handle.closed = True
         handle.first_request.set()
+        handle.sent.set()
         handle.unlink_parent()
         handle.controller.abort("recall closed")
         handle.progress.set()
@@ -264,6 +280,15 @@ async def _first_request(handle: _Handle) -> None:
         async with asyncio.timeout(SEMANTIC_START_WAIT_S):
             await handle.first_request.wait()
             await asyncio.sleep(SEMANTIC_SETTLE_S)
+
+
+async def _request_written(handle: _Handle) -> None:
+    """Until the turn's first request has been written (it took the fast result first): the
+    selector's candidates are ranked while the model reads it. A handle whose request never
+    leaves (a caller without a model request) goes on after :data:`REQUEST_SENT_WAIT_S`."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(REQUEST_SENT_WAIT_S):
+            await handle.sent.wait()
 
 
 def _as_reason(reason: str) -> DiscardReason:

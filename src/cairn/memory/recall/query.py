@@ -11,8 +11,11 @@
    aborts, the result is empty and nothing is recorded.
 
 The fast phase never awaits, so it runs in the first step of the recall task and is published
-before a caller's bounded wait can expire, however busy the machine is; recall then yields once
-so a waiting consumer takes the fast result before the selector's candidates are ranked and built.
+before a caller's bounded wait can expire, however busy the machine is. Once a fast result is
+published, recall waits for ``after_fast`` (the lifecycle: until the turn's first request has
+been written) before it ranks and builds the selector's candidates, so that work (~180 documents
+ranked, up to 200 built) never runs between the fast result and the request leaving; without
+``after_fast`` it yields once.
 The semantic candidates wait for ``before_semantic`` (the lifecycle: until the turn's first
 request has taken its memory), so loading the model never competes with a session's start.
 """
@@ -98,6 +101,7 @@ async def recall_memories(
     marks: Callable[[Sequence[MemoryDoc]], list[MemoryDoc]] | None = None,
     semantic: bool = False,
     before_semantic: Callable[[], Awaitable[object]] | None = None,
+    after_fast: Callable[[], Awaitable[object]] | None = None,
 ) -> RecallResult:
     """Recall memories for ``query`` (see the module docstring). Raises only on a bug.
 
@@ -146,7 +150,13 @@ async def recall_memories(
             fast_prompt = render_relevant_memory(fast_docs, now=now())
             _publish(on_fast_result, RecallResult(fast_prompt, fast_docs, "heuristic"))
         timings.fast_ms = clock.lap_ms()
-        await asyncio.sleep(0)  # a waiting consumer takes the fast result before the rest
+        if fast_docs and after_fast is not None:
+            await after_fast()  # the refinement waits for the turn's request to be written
+            clock.lap_ms()  # the wait is no step's work
+            if abort.aborted:
+                return RecallResult()
+        else:
+            await asyncio.sleep(0)  # a waiting consumer takes the fast result before the rest
         # Fewer hits than asked for: the pool holds no other lexical match.
         lexical = ranked(wanted) if len(fast_docs) == MAX_FAST_RECALL_DOCS else fast_docs
 
