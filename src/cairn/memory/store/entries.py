@@ -13,6 +13,7 @@ Whitespace inside values is collapsed.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -28,14 +29,21 @@ __all__ = [
 
 EMPTY_BODY_PLACEHOLDER = "_No entries yet._"  # what an empty legacy topic file holds
 
-_HEADING = re.compile(r"^#{1,6}(?:\s|$)")
-_FIELD = re.compile(
-    r"^(?P<indent>[ \t]*)(?:[-*][ \t]+)?(?:\*\*)?(?P<key>why|how[ _]to[ _]apply)(?:\*\*)?"
-    r"[ \t]*:(?:\*\*)?[ \t]*(?P<value>.*)$",
-    re.IGNORECASE,
-)
-_BULLET = re.compile(r"^[-*][ \t]+(?P<value>.*)$")
-_SPACES = re.compile(r"\s+")
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Heading, field, bullet, whitespace run: compiled on first use (a start-up reads no
+    entries, and compiling them cost ~2 M instructions before the first request)."""
+    return (
+        re.compile(r"^#{1,6}(?:\s|$)"),
+        re.compile(
+            r"^(?P<indent>[ \t]*)(?:[-*][ \t]+)?(?:\*\*)?(?P<key>why|how[ _]to[ _]apply)(?:\*\*)?"
+            r"[ \t]*:(?:\*\*)?[ \t]*(?P<value>.*)$",
+            re.IGNORECASE,
+        ),
+        re.compile(r"^[-*][ \t]+(?P<value>.*)$"),
+        re.compile(r"\s+"),
+    )
 
 
 class MemoryEntry(Value):
@@ -50,7 +58,7 @@ class MemoryEntry(Value):
 
 
 def _collapse(text: str) -> str:
-    return _SPACES.sub(" ", text).strip()
+    return _patterns()[3].sub(" ", text).strip()
 
 
 def _with_field(entry: MemoryEntry, key: str, value: str) -> MemoryEntry:
@@ -62,19 +70,20 @@ def _with_field(entry: MemoryEntry, key: str, value: str) -> MemoryEntry:
 def parse_entries(body: str) -> list[MemoryEntry]:
     """The entries of a memory body, in order; an empty or placeholder body has none."""
     entries: list[MemoryEntry] = []
+    heading, field_line, bullet_line, _spaces = _patterns()
     for raw in body.replace("\r\n", "\n").split("\n"):
         line = raw.rstrip()
         stripped = line.strip()
-        if not stripped or stripped == EMPTY_BODY_PLACEHOLDER or _HEADING.match(stripped):
+        if not stripped or stripped == EMPTY_BODY_PLACEHOLDER or heading.match(stripped):
             continue
-        field = _FIELD.match(line)
+        field = field_line.match(line)
         if field is not None:
             if entries:
                 entries[-1] = _with_field(entries[-1], field["key"], _collapse(field["value"]))
             continue
         if line[:1] in (" ", "\t"):
             continue  # indented prose under a bullet belongs to no field
-        bullet = _BULLET.match(line)
+        bullet = bullet_line.match(line)
         if bullet is not None:
             entries.append(MemoryEntry(summary=_collapse(bullet["value"])))
         elif not entries:

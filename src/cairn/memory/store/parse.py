@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -63,12 +64,19 @@ SkipReason: TypeAlias = Literal[
     "unreadable",
 ]
 
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?:(.*?)\n)?---[ \t]*(?:\n(.*))?\Z", re.DOTALL)
-_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):[ \t]+(?P<value>.*?)[ \t]*$")
+# Patterns as text, compiled on first use (:func:`_compiled`): a start-up whose saved index is
+# current parses no file, and compiling them cost ~3 M instructions before the first request.
+_FRONT_MATTER = r"(?s)\A---[ \t]*\n(?:(.*?)\n)?---[ \t]*(?:\n(.*))?\Z"
+_KEY_LINE = r"^(?P<key>[A-Za-z_][\w-]*):[ \t]+(?P<value>.*?)[ \t]*$"
 _FIXED_VOCABULARY_KEYS = frozenset({"type", "category"})  # their ` #` stays a YAML comment
 _FREE_TEXT_KEYS = ("name", "title", "description")
 _YAML_INDICATORS = tuple("\"'|>[{&*!%@`")
-_SPACES = re.compile(r"\s+")
+_SPACES = r"\s+"
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 class ParseSkip(Value):
@@ -100,8 +108,9 @@ def valid_name(path: Path | str) -> bool:
 def _quote_hash_values(front_matter: str) -> str:
     """Quote free-text values holding `` #`` so YAML keeps them instead of reading a comment."""
     lines = front_matter.split("\n")
+    key_line = _compiled(_KEY_LINE)
     for i, line in enumerate(lines):
-        match = _KEY_LINE.match(line)
+        match = key_line.match(line)
         if match is None or match["key"] in _FIXED_VOCABULARY_KEYS:
             continue
         value = match["value"]
@@ -125,9 +134,9 @@ def _load_yaml(front_matter: str) -> dict[Any, Any] | None:
 
 
 _READ_KEYS = frozenset({"name", "title", "description", "type"})  # what a memory reads
-_TOP_KEY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):(?:[ ]+(?P<value>.*?))?[ ]*$")
+_TOP_KEY_LINE = r"^(?P<key>[A-Za-z_][\w-]*):(?:[ ]+(?P<value>.*?))?[ ]*$"
 _PLAIN_UNSAFE_START = tuple("\"'|>[]{}&*!%@`-?:,#")  # what may make a value YAML, not text
-_FLOW_OK = re.compile(r"^\[[^\[\]{}\"'#]*\]$")  # a one-line flow list: `evidence: [a, b]`
+_FLOW_OK = r"^\[[^\[\]{}\"'#]*\]$"  # a one-line flow list: `evidence: [a, b]`
 
 
 def _plain(value: str) -> bool:
@@ -148,6 +157,7 @@ def _simple_fields(front_matter: str) -> dict[str, str] | None:
     fields: dict[str, str] = {}
     seen: set[str] = set()
     nested = False  # inside the indented block of a key that is not read
+    top_key_line = _compiled(_TOP_KEY_LINE)
     for line in front_matter.split("\n"):
         if not line.strip():
             continue
@@ -155,14 +165,14 @@ def _simple_fields(front_matter: str) -> dict[str, str] | None:
             if not nested:
                 return None
             continue
-        match = _TOP_KEY_LINE.match(line)
+        match = top_key_line.match(line)
         if match is None or match["key"] in seen:
             return None
         key, value = match["key"], match["value"] or ""
         seen.add(key)
         if key not in _READ_KEYS:
             nested = True
-            if value[:1] in ("[", "{") and not _FLOW_OK.match(value):
+            if value[:1] in ("[", "{") and not _compiled(_FLOW_OK).match(value):
                 return None  # a flow collection may go on over the next lines
             if value[:1] in ("'", '"', "|", ">", "&", "*", "!"):
                 return None  # quoted, block or tagged: may span lines or change the document
@@ -186,8 +196,9 @@ def _unquote(value: str) -> str:
 def _load_key_lines(front_matter: str) -> dict[str, str]:
     """Plain ``key: value`` lines: how front matter YAML rejects (``a: b: c``) is still read."""
     fields: dict[str, str] = {}
+    key_line = _compiled(_KEY_LINE)
     for line in front_matter.split("\n"):
-        match = _KEY_LINE.match(line)
+        match = key_line.match(line)
         if match is not None and match["key"] not in fields:
             fields[match["key"]] = _unquote(match["value"])
     return fields
@@ -248,7 +259,7 @@ def memory_fields(text: str) -> MemoryFields | tuple[SkipReason, str]:
     """The type, title, description and body of a memory file's text (CRLF or LF), or the
     reason and detail of why it is not a memory."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    match = _FRONT_MATTER.match(text)
+    match = _compiled(_FRONT_MATTER).match(text)
     if match is None:
         return "invalid_front_matter", "no '---' front matter block"
     front_matter, body = match[1] or "", match[2] or ""
@@ -307,7 +318,7 @@ def memory_file_problem(text: str) -> str | None:
     )
     if isinstance(parsed, ParseSkip):
         return parsed.detail
-    match = _FRONT_MATTER.match(text.removeprefix("\ufeff").replace("\r\n", "\n"))
+    match = _compiled(_FRONT_MATTER).match(text.removeprefix("\ufeff").replace("\r\n", "\n"))
     fields = _load_yaml(match[1] or "") if match is not None else None
     if fields is None:
         fields = _load_key_lines(match[1] or "") if match is not None else {}
@@ -431,8 +442,8 @@ def render_memory_file(name: str, description: str, type: MemoryType, body: str)
         raise ValueError(f"memory type must be one of {', '.join(MEMORY_TYPES)}, not {type!r}")
     lines = [
         "---",
-        _yaml_scalar_line("name", _SPACES.sub(" ", name).strip()),
-        _yaml_scalar_line("description", _SPACES.sub(" ", description).strip()),
+        _yaml_scalar_line("name", _compiled(_SPACES).sub(" ", name).strip()),
+        _yaml_scalar_line("description", _compiled(_SPACES).sub(" ", description).strip()),
         f"type: {type}",
         "---",
         "",
