@@ -155,6 +155,18 @@ async def test_a_damaged_line_of_the_day_file_is_skipped(tmp_path: Path) -> None
     assert (day["extract"].input_tokens, day["extract"].output_tokens) == (150, 10)
 
 
+def test_the_day_file_and_its_private_folder_are_made_by_the_first_answer(tmp_path: Path) -> None:
+    folder = tmp_path / "home" / "usage"
+    ledger = UsageLedger(folder, clock=lambda: 1_780_000_000.0)
+    request = ModelRequest(model="m", contents=[], purpose="main", session_id="s")
+
+    ledger.record(request, Usage(input_tokens=7, output_tokens=1))
+    ledger.record(request, Usage(input_tokens=5, output_tokens=2))
+
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert ledger.day()["main"].input_tokens == 12
+
+
 async def test_a_day_file_that_cannot_be_written_leaves_the_request_alone(
     tmp_path: Path,
 ) -> None:

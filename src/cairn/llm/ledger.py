@@ -101,6 +101,7 @@ class UsageLedger:
         self._clock = clock
         self._sessions: dict[str, dict[str, dict[str, Usage]]] = {}
         self._warned: set[Path] = set()
+        self._last_day_file: tuple[_dt.date, Path] | None = None
 
     def watch(self, provider: Provider) -> None:
         """Count every answer ``provider`` streams from now on."""
@@ -173,11 +174,18 @@ class UsageLedger:
 
     def _day_file(self, day: _dt.date) -> Path:
         assert self.folder is not None
-        return self.folder / f"{day.isoformat()}.jsonl"
+        last = self._last_day_file
+        if last is None or last[0] != day:  # one path a day, not one per answer
+            last = self._last_day_file = (day, self.folder / f"{day.isoformat()}.jsonl")
+        return last[1]
 
     def _append(self, path: Path, line: str) -> None:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:  # the first answer of this home: its folder is made once
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, flags, 0o600)
         try:
             os.write(fd, line.encode("utf-8"))
         finally:
