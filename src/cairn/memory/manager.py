@@ -47,11 +47,7 @@ if TYPE_CHECKING:
     # Loaded on first use: the task modules pull in the agent loop and tools, and Forget and
     # the task records (~8 ms together) are not needed before a session's first request.
     from cairn.memory.background.dream.run import DreamReport
-    from cairn.memory.background.tasks import (
-        MemoryRuntime,
-        MemorySpace,
-        MemoryTask,
-    )
+    from cairn.memory.background.tasks import MemoryRuntime, MemorySpace, MemoryTask
     from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan
     from cairn.memory.forget.tombstones import Tombstone
     from cairn.memory.forget.trash import ForgetReport

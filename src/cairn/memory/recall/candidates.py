@@ -20,6 +20,7 @@ from cairn.values import Value
 __all__ = [
     "LEXICAL_CANDIDATE_LIMIT",
     "MAX_MODEL_CANDIDATE_DOCS",
+    "MAX_RELEVANT_DOCS",
     "RECENT_MODEL_CANDIDATE_RESERVE",
     "SEMANTIC_CANDIDATE_LIMIT",
     "SEMANTIC_SEATS_PER_LEXICAL",
@@ -27,6 +28,7 @@ __all__ = [
     "build_candidates",
 ]
 
+MAX_RELEVANT_DOCS = 5  # documents per Recall delivery; the selector picks "up to 5"
 MAX_MODEL_CANDIDATE_DOCS = 200  # documents offered to the selector
 RECENT_MODEL_CANDIDATE_RESERVE = 20  # seats kept for the most recent documents
 LEXICAL_CANDIDATE_LIMIT = MAX_MODEL_CANDIDATE_DOCS - RECENT_MODEL_CANDIDATE_RESERVE  # 180

@@ -37,13 +37,12 @@ from cairn.memory.document import MemoryDoc
 from cairn.memory.recall.candidates import (
     LEXICAL_CANDIDATE_LIMIT,
     MAX_MODEL_CANDIDATE_DOCS,
+    MAX_RELEVANT_DOCS,
     SEMANTIC_CANDIDATE_LIMIT,
     build_candidates,
 )
 from cairn.memory.recall.noise import is_noise, tool_aliases
 from cairn.memory.recall.render import render_relevant_memory
-from cairn.memory.recall.selector import MAX_RELEVANT_DOCS, SelectorError, select_memories
-from cairn.memory.recall.semantic import semantic_candidates
 from cairn.memory.store.memory_store import MemoryStore
 from cairn.memory.telemetry import RecallTimings, emit_recall
 from cairn.values import Value
@@ -163,6 +162,10 @@ async def recall_memories(
     fallback = lexical[:limit]
     if provider is None:
         return finish(_heuristic(mark(fallback), now))
+    # The refinement's modules: imported here, after the first request (issue #32).
+    from cairn.memory.recall.selector import SelectorError, select_memories
+    from cairn.memory.recall.semantic import semantic_candidates
+
     similar: Iterable[MemoryDoc] = ()
     if semantic:
         if before_semantic is not None:

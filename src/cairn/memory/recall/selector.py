@@ -27,6 +27,7 @@ from cairn.content import Content
 from cairn.llm.side_query import side_query
 from cairn.llm.types import Provider
 from cairn.memory.document import MemoryDoc
+from cairn.memory.recall.candidates import MAX_RELEVANT_DOCS
 from cairn.values import Value
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ __all__ = [
     "string_list_schema",
 ]
 
-MAX_RELEVANT_DOCS = 5  # documents per Recall delivery; the selector picks "up to 5"
 MAX_MODEL_MANIFEST_BYTES = 25_000  # UTF-8 budget of the selector manifest
 MAX_MANIFEST_DESCRIPTION_CHARS = 512  # description characters per manifest line
 MAX_MANIFEST_NAME_CHARS = 120  # name characters per manifest line
