@@ -192,7 +192,36 @@ def first_request_ms(
 # Dumping at the first ``sock_send`` instead, as until Dec 2 2026, ended at asyncio's first
 # self-pipe wake-up (a thread's result handed to the event loop), 50-170 M instructions before
 # the request with memory on.
-REQUEST_MARK = """
+# Valgrind runs ~50x slower than the machine, so Recall's timers (the refinement's 1 s wait for
+# the first request to be written, the semantic phase's 250 ms settle after it took its memory)
+# would expire before the request and count work that at full speed comes after it. Holding
+# them open (set when the module loads, so a memory-off start imports nothing more) keeps the
+# order of a real start-up. A tree without a timer just gets an unused attribute.
+HOLD_RECALL_TIMERS = """
+import sys
+from importlib.machinery import PathFinder
+
+
+class _HoldRecallTimers:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "cairn.memory.recall.lifecycle":
+            return None
+        spec = PathFinder.find_spec(name, path, target)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            module.REQUEST_SENT_WAIT_S = module.SEMANTIC_SETTLE_S = 600.0
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _HoldRecallTimers)
+"""
+REQUEST_MARK = (
+    """
 import os, socket
 
 
@@ -208,15 +237,19 @@ def _marked(send):
 socket.socket.send = _marked(socket.socket.send)
 socket.socket.sendall = _marked(socket.socket.sendall)
 """
+    + HOLD_RECALL_TIMERS
+)
 
 
 def instructions_to_first_send(env: dict[str, str], cwd: Path, folder: Path) -> int:
     """Instructions ``cairn -p`` executes until it writes its first model request.
 
     Counted by valgrind's callgrind, which dumps its counters at :data:`REQUEST_MARK`'s marker:
-    unlike wall or CPU time this does not move with the machine's load. (The Recall selector's
-    side query is not sent before the main request when the fast phase finds nothing to refine,
-    and with 200 memories it leaves after it; either way the first request ends the start-up.)
+    unlike wall or CPU time this does not move with the machine's load. Recall's timers are held
+    open (:data:`HOLD_RECALL_TIMERS`) so the slowdown does not move its work before the request.
+    (The Recall selector's side query is not sent before the main request when the fast phase
+    finds nothing to refine, and with 200 memories it leaves after it; either way the first
+    request ends the start-up.)
     """
     folder.mkdir(exist_ok=True)
     for old in folder.glob("cg.out*"):
