@@ -39,6 +39,8 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Collection
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -54,10 +56,26 @@ POSTGRES_GROUP = "postgres"
 LOCAL_EXAMPLES_DIVISOR = 10  # the dev profile runs this fraction of each test's examples
 LOCAL_EXAMPLES_MINIMUM = 10
 
+MATRIX_SHARE = 10  # the dev profile runs one case in this many of a test marked `matrix`
+MATRIX_TENTH_VARIABLE = "CAIRN_MATRIX_TENTH"
+
 settings.register_profile("ci", deadline=None)
 settings.register_profile("dev", deadline=None)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 settings.load_profile(PROFILE)
+
+
+def _matrix_tenth() -> int:
+    """Today's tenth, or the one ``CAIRN_MATRIX_TENTH`` names; chosen once by the controller
+    (which imports this first) and inherited by its workers, so they collect alike."""
+    today = str(datetime.now(UTC).date().toordinal() % MATRIX_SHARE)
+    chosen = os.environ.setdefault(MATRIX_TENTH_VARIABLE, today)
+    if chosen not in {str(tenth) for tenth in range(MATRIX_SHARE)}:
+        raise pytest.UsageError(f"{MATRIX_TENTH_VARIABLE} is 0 to 9, not {chosen!r}")
+    return int(chosen)
+
+
+MATRIX_TENTH = _matrix_tenth()
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -87,8 +105,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(POSTGRES_GROUP))
         if PROFILE == "dev":
             _fewer_examples(getattr(item, "obj", None), scaled)
+    if PROFILE == "dev":
+        named = {arg.rsplit("::", 1)[-1] for arg in config.args if "[" in arg}
+        left_out = matrix_left_out(items, MATRIX_TENTH, named)
+        if left_out:  # reported as deselected
+            config.hook.pytest_deselected(items=left_out)
+            dropped = set(map(id, left_out))
+            items[:] = [item for item in items if id(item) not in dropped]
     default = float(config.getini("timeout") or 0)
     items.sort(key=lambda item: _run_order(item, default))
+
+
+def matrix_left_out(
+    items: list[pytest.Item], tenth: int, named: Collection[str] = ()
+) -> list[pytest.Item]:
+    """The cases of the tests marked ``matrix`` that the dev profile leaves out: all but every
+    ``MATRIX_SHARE``-th case of each test, counted from ``tenth``, and never one in ``named``."""
+    seen: dict[tuple[str, str], int] = {}
+    left_out = []
+    for item in items:
+        if item.get_closest_marker("matrix") is None:
+            continue
+        test = (str(item.path), getattr(item, "originalname", item.name))
+        position = seen[test] = seen.get(test, -1) + 1
+        if position % MATRIX_SHARE != tenth and item.name not in named:
+            left_out.append(item)
+    return left_out
 
 
 def _run_order(item: pytest.Item, default_timeout: float) -> tuple[bool, float]:

@@ -33,6 +33,7 @@ def test_the_recorded_cases_are_the_schema_s_cases() -> None:
     assert [case["settings"] for case in RECORDED] == CASES
 
 
+@pytest.mark.matrix  # locally a tenth a day (tests/conftest.py); CI all
 @pytest.mark.parametrize("index", range(len(RECORDED)))
 def test_a_settings_file_reads_as_the_pydantic_models_read_it(index: int) -> None:
     assert outcome(settings_as_read, CASES[index]) == RECORDED[index]["outcome"]

@@ -201,6 +201,7 @@ def load(project: Path, data: dict[str, Any], *, trusted: bool) -> Settings | No
 DEFAULTS = Settings.from_valid({}, set())
 
 
+@pytest.mark.matrix  # locally a tenth a day (tests/conftest.py); CI all
 @pytest.mark.parametrize("key", schema_keys(), ids=repr)
 def test_every_spelling_of_a_key_is_allowlisted_or_needs_trust(project: Path, key: Key) -> None:
     values = candidates(key.info.annotation)[:MAX_VALUES_PER_KEY]
@@ -227,6 +228,7 @@ def test_every_spelling_of_a_key_is_allowlisted_or_needs_trust(project: Path, ke
         assert effective, f"no value tried for {key} takes effect: the test proves nothing"
 
 
+@pytest.mark.matrix
 @pytest.mark.parametrize("section", schema_sections(), ids=repr)
 def test_a_section_written_in_short_is_decided_like_its_keys(project: Path, section: Key) -> None:
     """``"sandbox": false`` is ``{"enabled": false}``: any non-object a section's validator
