@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         collect_context_files,
         render_context_files,
     )
+    from cairn.config.file_stamps import Inputs
     from cairn.config.loader import (
         Endpoint,
         LoadedSettings,
@@ -31,6 +32,7 @@ __all__ = [
     "ApprovalMode",
     "ContextFile",
     "Endpoint",
+    "Inputs",
     "LoadedSettings",
     "NoAuthError",
     "Settings",
@@ -47,6 +49,7 @@ __getattr__, __dir__ = lazy_exports(
         "ContextFile": "context_files",
         "collect_context_files": "context_files",
         "render_context_files": "context_files",
+        "Inputs": "file_stamps",
         "Endpoint": "loader",
         "LoadedSettings": "loader",
         "NoAuthError": "loader",

@@ -24,6 +24,10 @@ A project file can never trust itself: its ``security`` trust keys are ignored. 
 loader keeps only the allowed keys of an untrusted project file (the hooks then never run) and
 shows :attr:`ProjectTrust.notice`; the MCP manager skips ``.mcp.json`` unless
 ``project_trust(root).trusted``.
+
+A process deciding again and again (a session each) keeps what a project's files would run
+while every file the check read is unchanged (:data:`COMMANDS_CACHE`); the rest of the decision
+(the user's settings, ``trusted-folders.json``, ``--trust``) is read every time.
 """
 
 from __future__ import annotations
@@ -33,14 +37,16 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import re
-import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from cairn.config.claude_hooks import CLAUDE_PROJECT_FILES
+from cairn.config.extension_folders import MAX_DEPTH
+from cairn.config.file_stamps import Inputs, StampedCache
 from cairn.config.loader import SettingsError, read_settings_file, settings_as_read
 from cairn.config.paths import cairn_home, find_git_root, user_settings_path
+from cairn.config.programs import programs
 from cairn.config.settings import Settings
 from cairn.config.untrusted import (
     PROJECT_IGNORED,
@@ -54,12 +60,14 @@ from cairn.values import Value
 from cairn.vocabulary.terminal import escape_for_terminal
 
 __all__ = [
+    "COMMANDS_CACHE",
     "PROJECT_IGNORED",
     "TRUST_FILE_NAME",
     "UNTRUSTED_PROJECT_KEYS",
     "ProjectCommand",
     "ProjectTrust",
     "TrustFileError",
+    "commands_kept",
     "fingerprint",
     "forget_folder",
     "keep_trust_after_approved_change",
@@ -75,13 +83,13 @@ __all__ = [
 ]
 
 TRUST_FILE_NAME = "trusted-folders.json"
+# What each project's files would run, kept while every file the check read is unchanged
+# (:mod:`cairn.config.file_stamps`); the decision on it is made again on every call.
+COMMANDS_CACHE: StampedCache[tuple[ProjectCommand, ...]] = StampedCache()
 _SETTINGS = ".cairn/settings.json"
 _MCP_JSON = ".mcp.json"
 _run_trust = {"granted": False}
 MAX_SCRIPT_BYTES = 16 << 20  # of a project script read into the fingerprint
-# Programs whose first argument is the script they run.
-_INTERPRETERS = frozenset({"python", "bash", "sh", "zsh", "node", "deno", "bun", "ruby", "perl"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 # Command and skill files of a project whose ``allowed-tools`` grant tools (the extensions).
 _GRANT_FOLDERS = tuple(
@@ -256,10 +264,7 @@ def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
         return command
     root = folder.resolve()
     scripts = []
-    for word in _programs(command.text):
-        for name in _PROJECT_DIR_NAMES:
-            word = word.replace(name, str(root))
-        path = Path(word) if os.path.isabs(word) else root / word
+    for path in _program_paths(command, root):
         with contextlib.suppress(OSError, ValueError):
             resolved = path.resolve()
             if root in resolved.parents and resolved.is_file():
@@ -272,41 +277,16 @@ def _with_scripts(command: ProjectCommand, folder: Path) -> ProjectCommand:
     )
 
 
-def _programs(text: str) -> list[str]:
-    """What a command line runs: each command's program, and the script an interpreter is
-    given (``python hooks/check.py``); not its other arguments (data files change)."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>")
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:
-        tokens = text.split()
-    programs: list[str] = []
-    segment: list[str] = []
-    redirect_target = False
-    for token in [*tokens, ";"]:
-        if token and all(c in "<>" for c in token):
-            redirect_target = True  # "> file": the file is no program
-        elif token and all(c in ";&|()" for c in token):
-            programs += _segment_programs(segment)
-            segment, redirect_target = [], False
-        elif redirect_target:
-            redirect_target = False
-        else:
-            segment.append(token)
-    return programs
-
-
-def _segment_programs(words: list[str]) -> list[str]:
-    words = [w for w in words if not _ASSIGNMENT.match(w)]
-    if not words:
-        return []
-    found = [words[0]]
-    if os.path.basename(words[0]).rstrip("0123456789.") in _INTERPRETERS:
-        script = next((w for w in words[1:] if not w.startswith("-")), None)
-        if script is not None:
-            found.append(script)
-    return found
+def _program_paths(command: ProjectCommand, root: Path) -> list[Path]:
+    """The files a hook or server command runs (its programs and scripts), as paths."""
+    paths: list[Path] = []
+    if command.kind not in ("hook", "mcp"):
+        return paths
+    for word in programs(command.text):
+        for name in _PROJECT_DIR_NAMES:
+            word = word.replace(name, str(root))
+        paths.append(Path(word) if os.path.isabs(word) else root / word)
+    return paths
 
 
 def _settings_commands(raw: Mapping[str, Any], validated: Settings) -> Iterable[ProjectCommand]:
@@ -502,7 +482,14 @@ def project_trust(
     ``validated``: the project file as the settings read it.
     """
     root = project_root_of(folder)
-    commands = tuple(project_commands(root, project_settings, validated))
+    if project_settings is None and validated is None:
+        commands = COMMANDS_CACHE.get(
+            _cache_key(root),
+            lambda: tuple(project_commands(root)),
+            lambda found: _read_by_check(root, found),
+        )
+    else:  # the caller's reading of the settings file decides (one reading)
+        commands = tuple(project_commands(root, project_settings, validated))
     if not commands:
         return ProjectTrust(root, commands, True, "no commands")
     user = dict(user_settings) if user_settings is not None else _read_json(user_settings_path())
@@ -523,6 +510,32 @@ def project_trust(
             return ProjectTrust(root, commands, True, "trusted")
         return ProjectTrust(root, commands, False, "commands changed", changed=True)
     return ProjectTrust(root, commands, False, "declined", declined=same)
+
+
+def commands_kept(folder: Path) -> bool:
+    """Is the listing of ``folder``'s commands kept, with none of its files changed since?"""
+    return COMMANDS_CACHE.kept(_cache_key(project_root_of(folder)))
+
+
+def _cache_key(root: Path) -> tuple[object, ...]:
+    # The environment too: `$VAR` in a settings file, and where the home folder is.
+    return (str(root), os.path.expanduser("~"), tuple(sorted(os.environ.items())))
+
+
+def _read_by_check(root: Path, commands: Iterable[ProjectCommand]) -> Inputs:
+    """Every path :func:`project_commands` reads for ``root`` (the settings files in both
+    spellings, ``.mcp.json``, the command and skill folders, the scripts ``commands`` run),
+    whether there or not: the key its answer is kept under in :data:`COMMANDS_CACHE`."""
+    inputs = Inputs()
+    top = inputs.resolved(str(root))
+    for relative in (".", _SETTINGS, _MCP_JSON, *CLAUDE_PROJECT_FILES):
+        inputs.file(os.path.join(top, relative))
+    for relative in _GRANT_FOLDERS:
+        inputs.tree(os.path.join(top, relative), MAX_DEPTH)
+    for command in commands:
+        for path in _program_paths(command, root):
+            inputs.file(inputs.resolved(str(path)))
+    return inputs
 
 
 def _inside_any(root: Path, folders: Any) -> bool:

@@ -9,13 +9,14 @@ A name defined twice keeps the definition from the folder that comes first
 
 from __future__ import annotations
 
-import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from cairn.config import Inputs
 from cairn.config.extension_folders import MAX_DEPTH, Folder, Kind, Origin, folders
 from cairn.debug_log import get_logger
 from cairn.extensions.agent_definition import GENERAL_PURPOSE, AgentDefinition
@@ -58,6 +59,7 @@ class Catalog(Value, frozen=False):
     state: CatalogState = field(default_factory=CatalogState)
     generation: int = 0  # grows each time the state changes
     _fingerprint: tuple[object, ...] | None = None
+    _paths: tuple[str, ...] | None = None  # the folders' (their settings do not change)
     _warned: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -92,10 +94,14 @@ class Catalog(Value, frozen=False):
         """Read the folders again if anything in them changed; True when the state did.
         Safe to call from several threads."""
         with self._lock:
-            fingerprint = self._fingerprint_now()
+            started = time.time_ns()
+            inputs = self._fingerprint_now()
+            fingerprint = inputs.stamps()
             if fingerprint == self._fingerprint:
                 return False
-            self._fingerprint = fingerprint
+            # A file changed within a timestamp's granularity may change again unseen: read
+            # the folders again next time (cairn.config.file_stamps).
+            self._fingerprint = fingerprint if inputs.settled(started) else None
             state = self._read()
             if state == self.state:
                 return False
@@ -143,11 +149,14 @@ class Catalog(Value, frozen=False):
             agents.append(GENERAL_PURPOSE)
         return CatalogState(tuple(commands), tuple(skills), tuple(agents), tuple(warnings))
 
-    def _fingerprint_now(self) -> tuple[object, ...]:
-        entries: list[object] = []
-        for folder in self._all_folders():
-            _fingerprint_folder(folder.path, entries, depth=0)
-        return tuple(entries)
+    def _fingerprint_now(self) -> Inputs:
+        """Everything under the folders, stamped (the folders are found once)."""
+        if self._paths is None:
+            self._paths = tuple(str(folder.path.absolute()) for folder in self._all_folders())
+        inputs = Inputs(MAX_FINGERPRINT_ENTRIES, parents=False)
+        for path in self._paths:
+            inputs.tree(path, MAX_DEPTH)
+        return inputs
 
 
 def _existing(found: Iterable[Folder]) -> list[Folder]:
@@ -172,24 +181,3 @@ def _first_wins(
                 continue
             kept[item.name.lower()] = item
     return list(kept.values())
-
-
-def _fingerprint_folder(path: Path, entries: list[object], *, depth: int) -> None:
-    """Name, size and modification time of everything under ``path`` (links followed)."""
-    if len(entries) >= MAX_FINGERPRINT_ENTRIES:
-        return
-    try:
-        info = path.stat()
-    except OSError:
-        entries.append((str(path), None))
-        return
-    entries.append((str(path), info.st_mtime_ns, info.st_size))
-    if not os.path.isdir(path) or depth > MAX_DEPTH:
-        return
-    try:
-        names = sorted(os.listdir(path))
-    except OSError:
-        return
-    for name in names:
-        if not name.startswith("."):
-            _fingerprint_folder(path / name, entries, depth=depth + 1)
