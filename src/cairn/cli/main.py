@@ -1,8 +1,11 @@
 """The ``cairn`` command. Only argument handling lives here; every feature is in its package.
 
 :func:`main` reads the command lines that start an agent (``cairn -p``, ``cairn --acp``,
-``cairn serve``) with :func:`cairn.cli.options.parse_fast` and hands everything else to the typer
-app in :mod:`cairn.cli.app`; both end in :mod:`cairn.cli.dispatch`, which runs the front end.
+``cairn serve``) with :func:`cairn.cli.options.parse_fast` and the plain forms of
+``cairn memory search|show|forget|list`` with :func:`cairn.cli.memory_argv.read_quick`, and hands
+everything else to the typer app in :mod:`cairn.cli.app`. Whichever parser read it, an agent's
+command line ends in :mod:`cairn.cli.dispatch` (which runs the front end) and those memory
+commands in :mod:`cairn.cli.memory_actions`.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def main() -> None:
         if isinstance(options, ServeOptions):
             sys.exit(run_serve(options))
         _check_memory_early(argv)
+        _run_memory_quickly(argv)
         from cairn.cli.app import app, command_names, mount_command_groups
 
         commands = command_names()
@@ -78,6 +82,18 @@ def _check_memory_early(argv: list[str]) -> None:
 
     with contextlib.suppress(Exception):  # the command then walks the files itself
         start_early_checks(Path.cwd())
+
+
+def _run_memory_quickly(argv: list[str]) -> None:
+    """``cairn memory search|show|forget|list`` in a plain form: run without typer (whose
+    import is most of their start-up) and exit; any other command line returns."""
+    if argv[:1] != ["memory"]:
+        return
+    from cairn.cli.memory_argv import read_quick, run_quick
+
+    if (quick := read_quick(argv)) is not None:
+        run_quick(quick)
+        sys.exit(ExitCode.OK)
 
 
 def _report_crash(exc: Exception) -> None:

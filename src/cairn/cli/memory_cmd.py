@@ -1,13 +1,14 @@
 """``cairn memory``: list, show, search, recall, forget, restore, reindex, dream, log, path.
 
 Argument parsing and output only; the work is done by :class:`cairn.memory.MemoryManager`.
+``list``, ``show``, ``search`` and ``forget`` are :mod:`cairn.cli.memory_actions`', which
+:mod:`cairn.cli.memory_argv` also runs without typer for their plain command lines.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-import sys
 import uuid
 from enum import StrEnum
 from pathlib import Path
@@ -17,14 +18,14 @@ import typer
 from rich.table import Table
 
 from cairn.abort import AbortController
+from cairn.cli import memory_actions as actions
 from cairn.cli import memory_console as console
 from cairn.cli.app import group_app
-from cairn.cli.memory_listing import print_memories
 from cairn.config.loader import NoAuthError, resolve_endpoint
 from cairn.config.paths import project_root
 from cairn.config.settings import Settings
 from cairn.exit_codes import ExitCode
-from cairn.memory.document import MemoryDoc, MemoryScope
+from cairn.memory.document import MemoryScope
 from cairn.memory.manager import MemoryManager
 from cairn.memory.recall.query import RecallResult
 
@@ -32,8 +33,6 @@ if TYPE_CHECKING:
     from cairn.config.loader import Endpoint
     from cairn.llm.types import Provider
     from cairn.memory.background.dream.run import DreamReport
-    from cairn.memory.forget.selection import ForgetPlan
-    from cairn.memory.forget.trash import ForgetReport
     from cairn.memory.store.history import HistoryEntry
     from cairn.memory.trust.versions import Version
 
@@ -83,7 +82,7 @@ def list_memories(
     limit: Annotated[
         int,
         typer.Option("--limit", "-n", help="Only the N most recently changed (0: every one)."),
-    ] = 0,
+    ] = actions.LIST_LIMIT,
 ) -> None:
     """List every memory, newest first: type, scope, age, title and path."""
 
@@ -95,12 +94,7 @@ def list_memories(
         if stale:
             _list_stale(manager)
             return
-        total, docs = manager.iter_docs()
-        if not total:
-            roots = ", ".join(str(root) for root in manager.root_map().values())
-            console.out().print(f"No memories yet. They are kept in: {roots}")
-            return
-        print_memories(docs, now=manager.clock(), total=total, limit=max(limit, 0))
+        actions.list_newest(manager, limit)
 
     console.run(command)
 
@@ -183,71 +177,18 @@ def _list_forgotten(manager: MemoryManager) -> None:
 @memory_app.command("show")
 def show(reference: Annotated[str, typer.Argument(help="A path or a title.")]) -> None:
     """Show one memory, found by path (absolute or relative to its root) or by title."""
-
-    def command() -> None:
-        manager = console.manager()
-        found = manager.find(reference)
-        if not found:
-            console.fail(f"no memory matches {reference!r} (see `cairn memory list`)")
-        if len(found) > 1:
-            names = "; ".join(f"{doc.scope}:{doc.relative_path}" for doc in found[:10])
-            console.fail(
-                f"{len(found)} memories match {reference!r}: {names}. Name one by its path."
-            )
-        doc = found[0]
-        out = console.out()
-        out.print(f"{doc.title}", style="bold", markup=False)
-        out.print(
-            f"{doc.type} · {doc.scope} · saved {console.age(manager, doc)} · {doc.path}",
-            markup=False,
-        )
-        if doc.description:
-            out.print(doc.description, style="italic", markup=False)
-        _print_provenance(manager, doc)
-        out.print()
-        out.print(doc.body or "(no body)", markup=False)
-
-    console.run(command)
-
-
-def _print_provenance(manager: MemoryManager, doc: MemoryDoc) -> None:
-    provenance = manager.provenance(doc)
-    if provenance is None:
-        return
-    out = console.out()
-    where = f" in session {provenance.session[:8]}" if provenance.session else ""
-    turn = f", turn {provenance.turn}" if provenance.turn is not None else ""
-    learned = f"learned by {provenance.by or 'an unknown writer'}{where}{turn} on {provenance.date}"
-    out.print(learned, markup=False)
-    if provenance.verified_by:
-        out.print(f"verified by: {provenance.verified_by}", markup=False)
-    for entry in provenance.evidence:
-        out.print(f"evidence: {entry.path} ({entry.kind} {entry.digest[:12]})", markup=False)
-    [checked] = manager.staleness([doc])
-    if checked.staleness is not None:
-        out.print(f"{checked.staleness.label}: {checked.staleness.note}", markup=False)
+    console.run(lambda: actions.show(reference))
 
 
 @memory_app.command("search")
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Results shown.")] = 10,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=1, help="Results shown.")
+    ] = actions.SEARCH_LIMIT,
 ) -> None:
     """Rank memories with Recall's fast scorer and show the scores."""
-
-    def command() -> None:
-        manager = console.manager()
-        hits = manager.search(query, limit=limit)
-        if not hits:
-            console.out().print(f"No memory matches: {query}", markup=False)
-            raise typer.Exit(ExitCode.ERROR)
-        table = Table("Score", "Type", "Scope", "Title", "Path")
-        for hit in hits:
-            doc = hit.doc
-            table.add_row(f"{hit.score:.3f}", doc.type, doc.scope, doc.title, doc.relative_path)
-        console.out().print(table)
-
-    console.run(command)
+    console.run(lambda: actions.search(query, limit))
 
 
 def _print_result(title: str, result: RecallResult) -> None:
@@ -308,58 +249,13 @@ async def _recall_both(
     return fast, refined
 
 
-def _show_plan(plan: ForgetPlan) -> None:
-    table = Table("Entry", "Type", "Summary", title=f"To forget ({plan.strategy} match)")
-    for match in plan.matches:
-        label = match.id + (" (pinned)" if match.pinned else "")
-        table.add_row(label, match.type, match.summary or match.title)
-    console.out().print(table)
-
-
-def _print_report(report: ForgetReport) -> None:
-    if not report.ok:
-        console.fail(report.message)
-    console.out().print(report.message, markup=False)
-    for problem in report.problems:
-        console.out().print(f"skipped: {problem}", markup=False)
-
-
 @memory_app.command("forget")
 def forget(
     text: Annotated[str, typer.Argument(help="The memory to forget, in your own words.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Forget the memory entries TEXT describes (up to 5). They go to a trash folder."""
-
-    def command() -> None:
-        if not text.strip():
-            console.fail("Usage: cairn memory forget <memory text to remove>", ExitCode.BAD_INPUT)
-        manager = console.manager()
-        plan = asyncio.run(_select(manager, text))
-        if not plan.matches:
-            console.fail(f"No memory entries matched: {text}")
-        _show_plan(plan)
-        if not yes:
-            if not sys.stdin.isatty():
-                console.fail(
-                    "not forgetting without confirmation: stdin is not a terminal; add --yes"
-                )
-            count = len(plan.matches)
-            question = f"Forget {count} {'entry' if count == 1 else 'entries'}?"
-            if not typer.confirm(question, default=False):
-                console.fail("Nothing was forgotten.")
-        _print_report(manager.apply_forget(plan))
-
-    console.run(command)
-
-
-async def _select(manager: MemoryManager, text: str) -> ForgetPlan:
-    provider = console.provider(manager)
-    try:
-        return await manager.select_forget(text, provider=provider)
-    finally:
-        if provider is not None:
-            await provider.aclose()
+    console.run(lambda: actions.forget(text, yes=yes))
 
 
 @memory_app.command("restore")
@@ -380,7 +276,7 @@ def restore(
     if memory is None:
         if version is not None:
             console.fail("--version needs a memory: cairn memory restore <memory> --version N")
-        console.run(lambda: _print_report(console.manager().restore_last_forget()))
+        console.run(lambda: actions.print_report(console.manager().restore_last_forget()))
         return
 
     def command() -> None:
@@ -461,7 +357,7 @@ def dream() -> None:
         report = asyncio.run(_dream(cwd, settings, endpoint))
         console.out().print(str(report), markup=False)
         if report.status in ("failed", "cancelled", "skipped"):
-            raise typer.Exit(ExitCode.ERROR)
+            raise SystemExit(ExitCode.ERROR)
 
     console.run(command)
 

@@ -1,15 +1,21 @@
 """How ``cairn memory``'s commands talk: the console, known failures as one-line messages
-with a nonzero exit code, and the memory manager of the current folder (``--tenant``'s)."""
+with a nonzero exit code, and the memory manager of the current folder (``--tenant``'s).
+
+Neither typer nor rich is imported here: ``cairn memory search|show|forget|list`` run without
+typer (:mod:`cairn.cli.memory_argv`), and rich is loaded only for a terminal, a table, or a text
+that rich would print differently from the text itself (:func:`prints_as_is`): into a pipe,
+``show`` and ``list`` write their lines directly, byte for byte what rich would write.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
-
-import typer
-from rich.console import Console
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from cairn.config.loader import NoAuthError, SettingsError, load_settings, resolve_endpoint
 from cairn.config.paths import project_root
@@ -22,9 +28,26 @@ from cairn.memory.store.backend import MemoryBackendError
 from cairn.memory.store.transfer import TransferError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from cairn.llm.types import Provider
 
-__all__ = ["age", "fail", "manager", "out", "provider", "run", "settings", "tenant", "use_tenant"]
+__all__ = [
+    "age",
+    "fail",
+    "manager",
+    "out",
+    "prints_as_is",
+    "provider",
+    "run",
+    "say",
+    "settings",
+    "tenant",
+    "use_tenant",
+]
+
+_EMOJI_CODE = re.compile(r":\S*?:")  # rich replaces `:name:` emoji codes even with markup off
+_TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE")  # rich treats a pipe as a terminal
 
 _tenant: list[str | None] = [None]  # --tenant: a `cairn serve --tenant-header` tenant's memory
 
@@ -37,16 +60,56 @@ def tenant() -> str | None:
     return _tenant[0]
 
 
-def out() -> Console:
+def out(*, stderr: bool = False) -> Console:
+    from rich.console import Console
+
     # soft_wrap: paths and messages stay on one line, so they can be copied whole.
-    return Console(highlight=False, soft_wrap=True)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def prints_as_is(stream: TextIO, text: str) -> bool:
+    """Whether :func:`out`'s ``print(text, markup=False)`` writes ``text`` to ``stream`` as it
+    is, plus the line end: not a terminal (no styles), and nothing rich would change (emoji
+    codes, control characters and tabs, other spaces than ' ', trailing whitespace, which rich
+    trims past the width, or a character the stream's encoding may not hold)."""
+    if any(os.environ.get(name) is not None for name in _TERMINAL_VARIABLES):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    if isatty is None or isatty():
+        return False
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+    if not text.isascii() and encoding != "utf8":
+        return False
+    return not _EMOJI_CODE.search(text) and all(
+        line.isprintable() and line == line.rstrip() for line in text.split("\n")
+    )
+
+
+def say(text: str = "", *, style: str | None = None, stderr: bool = False) -> None:
+    """``out().print(text, style=style, markup=False)``, written directly where that is
+    ``text`` itself (:func:`prints_as_is`)."""
+    stream = sys.stderr if stderr else sys.stdout
+    if prints_as_is(stream, text):
+        stream.write(text + "\n")
+        stream.flush()
+    else:
+        out(stderr=stderr).print(text, style=style, markup=False)
+
+
+def _labelled(label: str, color: str, message: str) -> None:
+    """``label: message`` on stderr, the label in ``color`` on a terminal."""
+    if prints_as_is(sys.stderr, message):
+        sys.stderr.write(f"{label}: {message}\n")
+        sys.stderr.flush()
+        return
+    err = out(stderr=True)
+    err.print(f"[{color}]{label}:[/{color}] ", end="")
+    err.print(message, markup=False)
 
 
 def fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
-    err.print("[red]error:[/red] ", end="")
-    err.print(message, markup=False)
-    raise typer.Exit(code)
+    _labelled("error", "red", message)
+    raise SystemExit(code)
 
 
 @contextmanager
@@ -54,8 +117,6 @@ def errors_as_messages() -> Iterator[None]:
     """Known failures become one-line messages with a nonzero exit code, never tracebacks."""
     try:
         yield
-    except typer.Exit:
-        raise
     except SettingsError as exc:
         fail(str(exc), ExitCode.CONFIG)
     except (TransferError, MemoryBackendError) as exc:
@@ -69,16 +130,21 @@ def errors_as_messages() -> Iterator[None]:
 def settings(cwd: Path) -> Settings:
     """The settings of ``cwd``, their warnings (unknown keys, ...) printed on stderr."""
     loaded = load_settings(cwd)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
     for warning in loaded.warnings:
-        err.print("[yellow]warning:[/yellow] ", end="")
-        err.print(warning, markup=False)
+        _labelled("warning", "yellow", warning)
     return loaded.settings
 
 
-def manager() -> MemoryManager:
+def manager(*, reads_only: bool = False) -> MemoryManager:
+    """The memory of the current folder; ``reads_only`` for a command that changes nothing
+    (the saved posting lists are then checked one by one as they are read, not all at open)."""
     cwd = Path.cwd()
-    manager = MemoryManager(project_root(cwd), settings=settings(cwd), tenant=_tenant[0])
+    manager = MemoryManager(
+        project_root(cwd),
+        settings=settings(cwd),
+        tenant=_tenant[0],
+        check_postings=not reads_only,
+    )
     if manager.backend_error:  # a command must not quietly act on the wrong memory
         manager.close()
         fail(manager.backend_error)

@@ -44,8 +44,7 @@ from cairn.memory.telemetry import emit_forget
 from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef, Notice
 
 if TYPE_CHECKING:
-    # Loaded on first use: the task modules pull in the agent loop and tools, and Forget and
-    # the task records (~8 ms together) are not needed before a session's first request.
+    # Loaded on first use: the task modules pull in the agent loop; Forget waits for a request.
     from cairn.memory.background.dream.run import DreamReport
     from cairn.memory.background.tasks import MemoryRuntime, MemorySpace, MemoryTask
     from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan
@@ -81,10 +80,11 @@ class MemoryManager:
         clock: Callable[[], float] = time.time,
         available_memory: AvailableMemory = available_memory_mb,
         tenant: str | None = None,
+        check_postings: bool = True,
     ) -> None:
         """``clock`` dates meta.json and drives Dream's time gates; ``available_memory`` (MiB)
-        feeds the memory-pressure gate. Both are injectable for tests. A daemon ``tenant`` has
-        a memory of its own (folders and database namespaces), apart from every other's."""
+        feeds the memory-pressure gate (both injectable). A daemon ``tenant`` has a memory of
+        its own (folders, database namespaces). ``check_postings``: see :class:`MemoryStore`."""
         self.project_root = Path(project_root)
         self.tenant = tenant
         self.settings = settings
@@ -95,7 +95,9 @@ class MemoryManager:
         self.roots: MemoryRoots = self.backend.roots
         # Evidence paths are relative to the folder the project memory belongs to (git root).
         self.workspace = workspace_folder(self.project_root, environ=environ)
-        self.store = MemoryStore(self.roots, clock=clock, before_refresh=self.backend.ensure_pulled)
+        pulled = self.backend.ensure_pulled
+        self.store = MemoryStore(self.roots, clock=clock, before_refresh=pulled,
+                                 check_postings=check_postings)  # fmt: skip
         self.store.vector_sync = self.backend.vector_sync()
         self.generation = 0  # bumped whenever a task or Forget changed memory files
         self._listeners: list[ChangeListener] = []

@@ -101,8 +101,10 @@ class Shard:
         watch: bool,
         bulk_files: int,
         workers: int,
+        check_postings: bool = True,
     ) -> None:
         self.scope = scope
+        self.check_postings = check_postings  # the saved lists as a whole, beside the walk
         self.bulk_files = bulk_files  # files a first scan reads through a new snapshot
         self.workers = workers
         self.root = Path(os.path.abspath(root)) if root is not None else None
@@ -307,7 +309,7 @@ class Shard:
             if provisional and not self.walker.done():
                 return  # still checking the saved index against the files
             walker, self.walker = self.walker, None
-            area = self.cache.index.area
+            area = self._area()
             if area is not None and not walker.done():
                 area.verify()  # here, while the walk runs, rather than after it in its thread
             walk = walker.result()
@@ -323,14 +325,15 @@ class Shard:
         if provisional and self.cache.generation and len(self.records) and not self.walked:
             self._start_walker(tally)
             return
-        area = self.cache.index.area
+        area = self._area()
         if area is not None and not self.walked and not area.verify():
             raise DamagedIndex("the saved posting lists are damaged")
         self._full_walk(tally)
 
     def _area(self) -> PostingArea | None:
-        """The saved posting lists still on disk (for a walker to check once it has walked)."""
-        return self.cache.index.area
+        """The saved posting lists still on disk, to be checked as a whole (by a walker once it
+        has walked): None when there are none, or when only each list read is checked."""
+        return self.cache.index.area if self.check_postings else None
 
     def _root_usable(self) -> bool:
         if self.scope == "project" and os.path.islink(self.root_text):
