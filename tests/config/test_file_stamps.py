@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from cairn.config.file_stamps import RACY_NS, Inputs, StampedCache, stamp
 
 from ..polling import eventually
@@ -155,3 +157,17 @@ def test_an_answer_reading_more_paths_than_the_limit_is_not_kept(tmp_path: Path)
 def test_a_missing_path_has_no_stamp(tmp_path: Path) -> None:
     assert stamp(str(tmp_path / "missing")) is None
     assert stamp(str(tmp_path)) is not None
+
+
+def test_an_environment_variable_read_is_an_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAIRN_TEST_STAMPED", "one")
+    monkeypatch.delenv("CAIRN_TEST_UNSET", raising=False)
+    found = Inputs()
+    found.variable("CAIRN_TEST_STAMPED")
+    found.variable("CAIRN_TEST_UNSET")
+    monkeypatch.setenv("CAIRN_TEST_OTHER", "x")  # not read: no change
+    assert found.unchanged()
+
+    monkeypatch.setenv("CAIRN_TEST_UNSET", "")
+
+    assert not found.unchanged()

@@ -60,6 +60,7 @@ class Inputs:
         self.over = False  # more paths than ``limit``: the answer is not kept
         self._stamps: dict[str, Stamp] = {}
         self._links: dict[str, str] = {}  # path -> where it leads (for a decision on that)
+        self._variables: dict[str, str | None] = {}  # environment variable -> its value
 
     def file(self, path: str) -> Stamp:
         """``path`` and the folders it sits in, up to the first one that exists (where it
@@ -97,10 +98,16 @@ class Inputs:
         self._links[path] = real
         return real
 
+    def variable(self, name: str) -> None:
+        """The environment variable ``name`` (set or not) is an input too."""
+        self._variables[name] = os.environ.get(name)
+
     def unchanged(self) -> bool:
-        """Is every path still what it was when recorded?"""
-        return all(stamp(path) == was for path, was in self._stamps.items()) and all(
-            os.path.realpath(path) == real for path, real in self._links.items()
+        """Is every input still what it was when recorded?"""
+        return (
+            all(os.environ.get(name) == was for name, was in self._variables.items())
+            and all(stamp(path) == was for path, was in self._stamps.items())
+            and all(os.path.realpath(path) == real for path, real in self._links.items())
         )
 
     def settled(self, since_ns: int) -> bool:

@@ -39,6 +39,7 @@ __all__ = [
     "merge_settings_dicts",
     "project_settings_path",
     "read_settings_file",
+    "referenced_variables",
     "resolve_endpoint",
     "settings_as_read",
     "validate_settings",
@@ -548,6 +549,18 @@ def _text(path: Path) -> str:
         return _read_text(path)
     except SettingsError:
         return ""
+
+
+def referenced_variables(value: Any) -> set[str]:
+    """The environment variables a settings file's object names as ``$VAR`` or ``${VAR}``:
+    all :func:`settings_as_read` reads of the environment."""
+    if isinstance(value, str):
+        return {m.group(1) or m.group(2) for m in _ENV_REF.finditer(value)}
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return set().union(*(referenced_variables(v) for v in value))
+    return set()
 
 
 def _interpolate(value: Any) -> Any:

@@ -44,7 +44,12 @@ from typing import Any, Literal
 from cairn.config.claude_hooks import CLAUDE_PROJECT_FILES
 from cairn.config.extension_folders import MAX_DEPTH
 from cairn.config.file_stamps import Inputs, StampedCache
-from cairn.config.loader import SettingsError, read_settings_file, settings_as_read
+from cairn.config.loader import (
+    SettingsError,
+    read_settings_file,
+    referenced_variables,
+    settings_as_read,
+)
 from cairn.config.paths import cairn_home, find_git_root, user_settings_path
 from cairn.config.programs import programs
 from cairn.config.settings import Settings
@@ -517,15 +522,16 @@ def commands_kept(folder: Path) -> bool:
     return COMMANDS_CACHE.kept(_cache_key(project_root_of(folder)))
 
 
-def _cache_key(root: Path) -> tuple[object, ...]:
-    # The environment too: `$VAR` in a settings file, and where the home folder is.
-    return (str(root), os.path.expanduser("~"), tuple(sorted(os.environ.items())))
+def _cache_key(root: Path) -> tuple[str, str]:
+    # And the home folder: at the home folder, .claude/settings.json is the user's own file.
+    return (str(root), os.path.expanduser("~"))
 
 
 def _read_by_check(root: Path, commands: Iterable[ProjectCommand]) -> Inputs:
     """Every path :func:`project_commands` reads for ``root`` (the settings files in both
     spellings, ``.mcp.json``, the command and skill folders, the scripts ``commands`` run),
-    whether there or not: the key its answer is kept under in :data:`COMMANDS_CACHE`."""
+    whether there or not, and the environment variables the settings file names: what its
+    answer is kept with in :data:`COMMANDS_CACHE`."""
     inputs = Inputs()
     top = inputs.resolved(str(root))
     for relative in (".", _SETTINGS, _MCP_JSON, *CLAUDE_PROJECT_FILES):
@@ -535,6 +541,11 @@ def _read_by_check(root: Path, commands: Iterable[ProjectCommand]) -> Inputs:
     for command in commands:
         for path in _program_paths(command, root):
             inputs.file(inputs.resolved(str(path)))
+    with contextlib.suppress(SettingsError):  # unusable: it reads no variable
+        settings = Path(top, _SETTINGS)
+        raw = read_settings_file(settings) if os.path.lexists(settings) else {}
+        for name in sorted(referenced_variables(raw)):
+            inputs.variable(name)  # `$VAR`: the file as the settings read it
     return inputs
 
 
