@@ -14,6 +14,8 @@ the project, so building its checkpoints' shadow index takes as long as in a rea
   (median);
 - first session: wall time from spawning to the first ``POST /session`` answered: the daemon
   listens before it loads the session runtime, and that request waits for it (median);
+- session creation: the CPU of the daemon's event-loop thread per ``POST /session``, with
+  ``--sessions`` sessions created one after another in a daemon of its own (median);
 - idle RSS: the resident memory of the daemon and every process it started, 1 s after that
   first session was created (median);
 - load: ``--sessions`` SDK clients at once, each creating a session, opening its event stream and
@@ -182,6 +184,30 @@ def boot(env: dict[str, str], project: Path) -> tuple[float, float, int, float]:
         stop(process)
 
 
+def loop_cpu_ns(pid: int) -> int:
+    """CPU time of the daemon's main thread (its event loop), in ns (``/proc/<pid>/schedstat``)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
+def creation_cpu(env: dict[str, str], project: Path, count: int) -> float:
+    """Seconds of the event loop's CPU per ``POST /session``: ``count`` created one after
+    another, after a first one that loads the session runtime."""
+    port = free_port()
+    process = spawn(env, project, port)
+    try:
+        while not health_ok(port):
+            time.sleep(HEALTH_POLL_SECONDS)
+        if not create_session(port):
+            raise RuntimeError("POST /session failed")
+        before = loop_cpu_ns(process.pid)
+        for _ in range(count):
+            if not create_session(port):
+                raise RuntimeError("POST /session failed")
+        return (loop_cpu_ns(process.pid) - before) / count / 1e9
+    finally:
+        stop(process)
+
+
 @dataclass
 class LoadResult:
     latencies: list[float] = field(default_factory=list)
@@ -279,6 +305,7 @@ def main() -> None:
     model, base_url = start_model_server()
     trees = {"cairn": None, "baseline": args.baseline} if args.baseline else {"cairn": None}
     boots: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in trees}
+    creations: dict[str, list[float]] = {name: [] for name in trees}
     loads: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -292,6 +319,7 @@ def main() -> None:
             for _ in range(args.boots):
                 for name in trees:
                     boots[name].append(boot(envs[name], project))
+                    creations[name].append(creation_cpu(envs[name], project, args.sessions))
             for _ in range(args.rounds):
                 for name in trees:
                     loads[name].append(run_load(envs[name], project, args.sessions, args.prompts))
@@ -329,6 +357,11 @@ def main() -> None:
     row(
         "spawn → first POST /session answered (median)",
         [f"{statistics.median(b[1] for b in boots[n]) * 1000:.0f} ms" for n in trees],
+        "–",
+    )
+    row(
+        f"event-loop CPU per POST /session, {args.sessions} in a row (median of {args.boots})",
+        [f"{statistics.median(creations[n]) * 1000:.2f} ms" for n in trees],
         "–",
     )
     row(
