@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cairn.agent.prompt import (
     CORE_PROMPT,
+    LISTINGS,
     MAX_LISTING_ENTRIES,
     STARTUP_CONTEXT_ACK,
     build_system_prompt,
@@ -14,6 +15,8 @@ from cairn.agent.prompt import (
 )
 from cairn.agent.reminders import is_system_reminder
 from cairn.content import Text
+
+from ..polling import eventually
 
 SEPARATOR = "\n\n---\n\n"
 LISTING_INTRO = "Here is the folder structure of the current working directory:\n\n"
@@ -135,3 +138,39 @@ def test_a_long_listing_of_folders_is_capped_too(tmp_path: Path) -> None:
 
     assert len(lines) == MAX_LISTING_ENTRIES + 1
     assert lines[-1].strip() == TRUNCATED
+
+
+def _kept(cwd: Path) -> None:
+    """Wait until the listing of ``cwd`` is kept (its folders older than a timestamp's
+    granularity), as in a daemon whose sessions start long after the files were written."""
+    assert eventually(lambda: bool(_listing(cwd)) and LISTINGS.kept(str(cwd)))
+
+
+def test_a_kept_listing_shows_a_file_added_two_levels_down_at_once(tmp_path: Path) -> None:
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "a.py").write_text("x")
+    _kept(tmp_path)
+    hits = LISTINGS.hits
+
+    assert _listing(tmp_path) == ["src/", "  pkg/", "    a.py"]
+    assert LISTINGS.hits == hits + 1  # given again, not walked
+
+    (tmp_path / "src" / "pkg" / "b.py").write_text("x")
+
+    assert _listing(tmp_path) == ["src/", "  pkg/", "    a.py", "    b.py"]
+
+
+def test_a_link_whose_target_becomes_a_folder_changes_a_kept_listing(tmp_path: Path) -> None:
+    """A link is listed as a file only while it leads to one; its own folder does not change
+    when its target does."""
+    project, target = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    target.write_text("x")
+    (project / "data").symlink_to(target)
+    _kept(project)
+    assert _listing(project) == ["data"]
+
+    target.unlink()
+    target.mkdir()
+
+    assert _listing(project) == ["(empty folder)"]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cairn.agent.reminders import system_reminder
+from cairn.config import Inputs, StampedCache
 from cairn.content import Content, Text
 from cairn.values import Value
 
@@ -16,6 +17,8 @@ __all__ = ["STARTUP_CONTEXT_ACK", "SystemPrompt", "build_system_prompt", "startu
 STARTUP_CONTEXT_ACK = "Got it. Thanks for the context!"
 MAX_LISTING_ENTRIES = 200  # workspace entries shown in the startup context
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache"}
+# Each folder's listing, kept while every folder it lists is unchanged (a session each).
+LISTINGS: StampedCache[tuple[str, tuple[str, ...]]] = StampedCache()
 
 CORE_PROMPT = """\
 You are cairn, an AI coding agent working in the user's terminal, inside their project.
@@ -94,9 +97,25 @@ def startup_context(
 
 
 def _listing(cwd: Path) -> str:
+    """The folder structure, as kept in :data:`LISTINGS` while no folder it lists changed."""
+    text, _ = LISTINGS.get(str(cwd), lambda: _walk(cwd), _listed_folders)
+    return text
+
+
+def _listed_folders(listing: tuple[str, tuple[str, ...]]) -> Inputs:
+    inputs = Inputs(parents=False)  # a folder's times move when an entry comes or goes
+    for folder in listing[1]:
+        inputs.folder(folder)
+    return inputs
+
+
+def _walk(cwd: Path) -> tuple[str, tuple[str, ...]]:
+    """The listing, and the folders whose entries it read."""
     lines: list[str] = []
+    visited: list[str] = []
     try:
         for root, dirs, files in os.walk(cwd):
+            visited.append(root)
             depth = len(Path(root).relative_to(cwd).parts)
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
             if depth >= 2:
@@ -108,10 +127,10 @@ def _listing(cwd: Path) -> str:
                 lines.append(entry)
                 if len(lines) >= MAX_LISTING_ENTRIES:
                     lines.append(f"{indent}... (listing truncated)")
-                    return "\n".join(lines)
+                    return "\n".join(lines), tuple(visited)
     except OSError:
-        return "(the folder could not be listed)"
-    return "\n".join(lines) or "(empty folder)"
+        return "(the folder could not be listed)", tuple(visited)
+    return "\n".join(lines) or "(empty folder)", tuple(visited)
 
 
 def _operating_system() -> str:

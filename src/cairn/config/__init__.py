@@ -16,7 +16,7 @@ if TYPE_CHECKING:
         collect_context_files,
         render_context_files,
     )
-    from cairn.config.file_stamps import Inputs
+    from cairn.config.file_stamps import Inputs, StampedCache
     from cairn.config.loader import (
         Endpoint,
         LoadedSettings,
@@ -37,6 +37,7 @@ __all__ = [
     "NoAuthError",
     "Settings",
     "SettingsError",
+    "StampedCache",
     "collect_context_files",
     "load_settings",
     "render_context_files",
@@ -50,6 +51,7 @@ __getattr__, __dir__ = lazy_exports(
         "collect_context_files": "context_files",
         "render_context_files": "context_files",
         "Inputs": "file_stamps",
+        "StampedCache": "file_stamps",
         "Endpoint": "loader",
         "LoadedSettings": "loader",
         "NoAuthError": "loader",

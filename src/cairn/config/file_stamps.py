@@ -92,6 +92,20 @@ class Inputs:
             if found is not None and stat.S_ISDIR(found[0]):
                 self.tree(child, depth - 1)
 
+    def folder(self, path: str) -> None:
+        """A folder whose names were read: the folder (its times move when an entry is added,
+        removed or renamed) and each link in it (where a link leads decides whether it is a
+        folder)."""
+        if self.file(path) is None:
+            return
+        try:
+            with os.scandir(path) as entries:
+                links = [entry.path for entry in entries if entry.is_symlink()]
+        except OSError:
+            return
+        for link in links:
+            self._add(link)
+
     def resolved(self, path: str) -> str:
         """Where ``path`` leads through links; a later call that leads elsewhere is a change."""
         real = os.path.realpath(path)
