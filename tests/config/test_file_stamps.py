@@ -171,3 +171,11 @@ def test_an_environment_variable_read_is_an_input(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("CAIRN_TEST_UNSET", "")
 
     assert not found.unchanged()
+
+
+def test_a_path_no_file_can_have_is_an_input_that_does_not_raise() -> None:
+    """A hook command may name anything, a NUL byte included (the check skips it)."""
+    found = Inputs()
+    found.file(found.resolved("hooks/\0check.py"))
+
+    assert found.unchanged()

@@ -463,3 +463,14 @@ def test_the_safety_page_lists_exactly_the_keys_an_untrusted_project_may_set() -
     listed = [row.split("`")[1] for row in table.splitlines() if row.startswith("| `")]
 
     assert listed == list(UNTRUSTED_PROJECT_KEYS)
+
+
+def test_a_hook_naming_a_nul_byte_is_listed_not_a_crash(home: Path, project: Path) -> None:
+    """Regression (#32): keeping the listing followed the paths a hook runs without the check's
+    guard, and a command naming a NUL byte raised ValueError out of every trust decision."""
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": "python hooks/\0x.py"}]}]}
+    _project_settings(project, {"hooks": hooks})
+
+    trust = project_trust(project)
+
+    assert not trust.trusted and [c.key for c in trust.commands] == ["hooks.Stop"]

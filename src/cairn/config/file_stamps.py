@@ -49,6 +49,14 @@ def stamp(path: str) -> Stamp:
     )
 
 
+def _leads_to(path: str) -> str:
+    """Where ``path`` leads through links; "" for a path no file can have (a NUL byte)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return ""
+
+
 class Inputs:
     """The paths one answer was computed from and what each was when it was read."""
 
@@ -108,8 +116,7 @@ class Inputs:
 
     def resolved(self, path: str) -> str:
         """Where ``path`` leads through links; a later call that leads elsewhere is a change."""
-        real = os.path.realpath(path)
-        self._links[path] = real
+        real = self._links[path] = _leads_to(path)
         return real
 
     def variable(self, name: str) -> None:
@@ -121,7 +128,7 @@ class Inputs:
         return (
             all(os.environ.get(name) == was for name, was in self._variables.items())
             and all(stamp(path) == was for path, was in self._stamps.items())
-            and all(os.path.realpath(path) == real for path, real in self._links.items())
+            and all(_leads_to(path) == real for path, real in self._links.items())
         )
 
     def settled(self, since_ns: int) -> bool:
