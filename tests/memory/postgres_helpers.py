@@ -42,3 +42,18 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_dsn(postgres_server: PostgresServer) -> str:
     """A fresh database owned by the ordinary role; the DSN cairn connects with."""
     return postgres_server.create_database(f"memory_{next(_numbers)}", owner=APP_ROLE)
+
+
+def end_connections(dsn: str) -> int:
+    """``pg_terminate_backend`` on every other connection to ``dsn``'s database (as a
+    PostgreSQL restart or a proxy's idle timeout ends them), waiting until each has ended; how
+    many there were."""
+    import psycopg  # only the tests that end connections need the driver
+
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        row = admin.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) FROM "
+            "pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])

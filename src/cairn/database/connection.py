@@ -15,12 +15,25 @@ its tenant again next time. Tenant tables are read and written through
 :meth:`Database.transaction` (several statements, one transaction) or
 :meth:`Database.statements` (pooled connections are in autocommit: each statement its own
 transaction), both naming the tenant first.
+
+A pooled connection can die while it waits in the pool (PostgreSQL restarted, the backend was
+ended by ``pg_terminate_backend``, a proxy closed it after an idle timeout): the pool checks it
+when handing it out, so nobody's statement runs on a dead one. Free on every checkout: a server
+that ended a connection has said so (its goodbye, or the end of the stream, waits on the
+socket), and an idle connection's server says nothing otherwise. After
+:data:`IDLE_CHECK_SECONDS` unused, also a ``SELECT 1`` bounded by :data:`PING_TIMEOUT_SECONDS`
+(a connection a network dropped silently). A dead connection is closed and the next one tried,
+else a new one opened; a failed ``SELECT 1`` closes every idle one (they went the same way).
+A connection lost *during* a statement is the caller's to judge: the statement may have
+committed (see :mod:`cairn.recording.store.commits`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import select
+import time
 import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -41,6 +54,8 @@ __all__ = [
 DATABASE_ENV = "CAIRN_DATABASE_URL"
 CONNECT_TIMEOUT_SECONDS = 5  # a database that does not answer within this is unavailable
 POOL_SIZE = 8  # connections a process keeps at most (the daemon's turns take turns on them)
+IDLE_CHECK_SECONDS = 30.0  # a pooled connection unused this long answers a SELECT 1 first
+PING_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS  # ... within this, or it is closed
 # The tenant of a daemon that serves none: no tenant name can be this (cairn.daemon.tenancy).
 NO_TENANT = "(none)"
 
@@ -73,15 +88,24 @@ def redact(dsn: str) -> str:
 class Database:
     """One PostgreSQL database: a pool of asynchronous connections and plain ones on demand."""
 
-    def __init__(self, dsn: str, *, pool_size: int = POOL_SIZE) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        pool_size: int = POOL_SIZE,
+        idle_check_seconds: float = IDLE_CHECK_SECONDS,
+    ) -> None:
         self.dsn = dsn
+        self.idle_check_seconds = idle_check_seconds
         self._psycopg = import_psycopg()
-        self._idle: list[psycopg.AsyncConnection[Any]] = []
+        # Idle pooled connections, with when each was given back (the last one is used first).
+        self._idle: list[tuple[psycopg.AsyncConnection[Any], float]] = []
         # The tenant each pooled connection names, once the transaction naming it committed.
         self._tenants: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._slots = asyncio.Semaphore(pool_size)
         self._closed = False
         self.round_trips = 0  # transactions and statements sent (the benchmark reports them)
+        self.replaced = 0  # dead pooled connections closed at checkout (tests read it)
 
     @property
     def errors(self) -> type[Exception]:
@@ -115,8 +139,7 @@ class Database:
         if self._closed:
             raise DatabaseUnavailable("the database connection is closed")
         async with self._slots:
-            # Autocommit: a lone statement is its own transaction (no BEGIN and COMMIT).
-            connection = self._idle.pop() if self._idle else await self.aconnect(autocommit=True)
+            connection = await self._checkout()
             try:
                 yield connection
             except BaseException:
@@ -129,7 +152,42 @@ class Database:
                 self._tenants.pop(connection, None)
                 await self._discard_or_reset(connection)
             else:
-                self._idle.append(connection)
+                self._idle.append((connection, time.monotonic()))
+
+    async def _checkout(self) -> psycopg.AsyncConnection[Any]:
+        """A live idle connection (the dead ones closed on the way), else a new one."""
+        while self._idle:
+            connection, since = self._idle.pop()
+            if _ended(connection):
+                self.replaced += 1
+                await _close(connection)
+                continue
+            recent = time.monotonic() - since < self.idle_check_seconds
+            if recent or await self._answers(connection):
+                return connection
+            self.replaced += 1 + len(self._idle)  # the others idle as long went the same way
+            idle, self._idle = self._idle, []
+            for other, _ in idle:
+                await _close(other)
+        # Autocommit: a lone statement is its own transaction (no BEGIN and COMMIT).
+        return await self.aconnect(autocommit=True)
+
+    async def _answers(self, connection: psycopg.AsyncConnection[Any]) -> bool:
+        """Whether ``connection`` answers ``SELECT 1`` within :data:`PING_TIMEOUT_SECONDS`;
+        closed if not (closing it, not cancelling the query, ends a wait on a dead network)."""
+        ping = asyncio.ensure_future(connection.execute("SELECT 1"))
+        try:
+            await asyncio.wait_for(asyncio.shield(ping), PING_TIMEOUT_SECONDS)
+        except BaseException as error:
+            await _close(connection)
+            ping.cancel()
+            with contextlib.suppress(BaseException):
+                await ping
+            if isinstance(error, (TimeoutError, self._psycopg.Error)):
+                return False
+            raise
+        self.round_trips += 1
+        return True
 
     async def _discard_or_reset(self, connection: psycopg.AsyncConnection[Any]) -> None:
         if connection.closed or connection.broken or self._closed:
@@ -140,7 +198,7 @@ class Database:
         except Exception:
             await _close(connection)
         else:
-            self._idle.append(connection)
+            self._idle.append((connection, time.monotonic()))
 
     @contextlib.asynccontextmanager
     async def transaction(self, tenant: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
@@ -199,8 +257,21 @@ class Database:
     async def aclose(self) -> None:
         self._closed = True
         idle, self._idle = self._idle, []
-        for connection in idle:
+        for connection, _ in idle:
             await _close(connection)
+
+
+def _ended(connection: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether an idle connection is over, without a round trip: closed, broken, or its socket
+    has something to read (a server speaks to an idle connection only to end it)."""
+    if connection.closed or connection.broken:
+        return True
+    try:
+        poll = select.poll()  # not select(): a daemon's descriptors may pass FD_SETSIZE
+        poll.register(connection.fileno(), select.POLLIN)
+        return bool(poll.poll(0))
+    except (OSError, ValueError):
+        return True
 
 
 async def _close(connection: psycopg.AsyncConnection[Any]) -> None:

@@ -112,17 +112,28 @@ class PostgresServer(Service):
             self._run("initdb", "-D", str(root / "data"), "-U", SUPERUSER, "--auth=trust",
                       "-E", "UTF8", "--locale=C", "--no-sync")  # fmt: skip
             self.port = _free_port()
-            self._server = self._spawn(
-                "postgres", "-D", str(root / "data"), "-c", "listen_addresses=127.0.0.1",
-                "-p", str(self.port), "-c", f"unix_socket_directories={root}", "-c", "fsync=off",
-                "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-                "-c", "max_connections=200", log=root / "server.log",
-            )  # fmt: skip
-            self._wait_until_ready(root / "data" / "postmaster.pid")
+            self._serve(root)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def restart(self) -> None:
+        """Stop the server as an operator does (a fast shutdown: every connection is ended) and
+        start it again on the same port and data."""
+        root, server = self._running()
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=START_TIMEOUT_SECONDS)
+        self._serve(root)
+
+    def _serve(self, root: Path) -> None:
+        self._server = self._spawn(
+            "postgres", "-D", str(root / "data"), "-c", "listen_addresses=127.0.0.1",
+            "-p", str(self.port), "-c", f"unix_socket_directories={root}", "-c", "fsync=off",
+            "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+            "-c", "max_connections=200", log=root / "server.log",
+        )  # fmt: skip
+        self._wait_until_ready(root / "data" / "postmaster.pid")
 
     def create_role(self, name: str) -> None:
         """An ordinary login role (row-level security applies to it, unlike the superuser)."""

@@ -10,10 +10,25 @@ busy replica writes many sessions at once and an idle one writes at once.
 
 Every write still fences its own session (a writer that lost its lease learns it from its own
 row count in the statement's result), and a writer hears of its batch only once the group
-committed. A group is all or nothing: a lost connection fails every write in it
-(:class:`~cairn.database.connection.DatabaseUnavailable`, nothing of it written); a write the
-database refuses (bad data) fails the statement, and the group's writes are then sent one by
-one, so only the refused one fails.
+committed. A group is all or nothing: a write the database refuses (bad data) fails the
+statement, and the group's writes are then sent one by one, so only the refused one fails.
+
+**A lost connection.** The pool hands out no connection that died while idle (a PostgreSQL
+restart, ``pg_terminate_backend``, a proxy's idle timeout: :mod:`cairn.database.connection`).
+One lost while the group is under way goes again once, on a fresh connection, when the group
+cannot have been committed twice by that:
+
+- lost before the group's statement was sent (naming the tenant failed): nothing of it ran;
+- lost during the statement, when every write in it is idempotent (:attr:`Statement.idempotent`:
+  a lease renewal, prompt states, metadata: absolute values, the same row count again). The
+  statement may have committed just before the connection went (the answer lost on the way),
+  so a write that is not idempotent is never sent again: records and events would collide with
+  their own rows (a refusal, not a duplicate, but the turn would fail all the same), a message
+  count would grow twice, and a lease given up would read as lost. Those fail as before.
+
+Otherwise (a second loss, a database that does not answer) every write in the group fails with
+:class:`~cairn.database.connection.DatabaseUnavailable`: the turns' 503, within the pool's
+connect timeout.
 """
 
 from __future__ import annotations
@@ -36,11 +51,22 @@ _log = get_logger("SESSION_STORE")
 class Statement(NamedTuple):
     """One session's write as parts of a statement: ``ctes`` (common table expressions, their
     names prefixed ``{p}``) and ``result`` (an expression over them, the write's row count),
-    with the values of their ``%s`` placeholders, in order."""
+    with the values of their ``%s`` placeholders, in order. ``idempotent``: running it again
+    after it committed changes nothing and gives the same result (it may go again after a
+    connection lost mid-statement)."""
 
     ctes: str
     result: str
     values: list[Any]
+    idempotent: bool = False
+
+
+class _Unsent(Exception):
+    """The connection was lost before the group's statement was sent (``error``: why)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 _Waiting = tuple[Statement, "asyncio.Future[int]"]
@@ -53,6 +79,7 @@ class GroupCommit:
         self.database = database
         self.tenant = tenant
         self.transactions = 0  # groups committed (tests and the benchmark read it)
+        self.resent = 0  # groups sent again after a lost connection (tests read it)
         self._waiting: list[_Waiting] = []
         self._running: asyncio.Task[None] | None = None
 
@@ -80,7 +107,7 @@ class GroupCommit:
 
     async def _commit(self, group: list[_Waiting]) -> None:
         try:
-            counts = await self._send([statement for statement, _ in group])
+            counts = await self._send_again_if_lost([statement for statement, _ in group])
         except self.database.errors as error:
             if len(group) > 1 and not _lost(error):  # refused: find which one, write the rest
                 _log.warning(f"a group of {len(group)} writes was refused ({error}); one by one")
@@ -97,6 +124,24 @@ class GroupCommit:
         for (_, done), count in zip(group, counts, strict=True):
             if not done.done():
                 done.set_result(count)
+
+    async def _send_again_if_lost(self, statements: list[Statement]) -> list[int]:
+        """:meth:`_send`, once more on a fresh connection when the connection was lost and the
+        group cannot be committed twice by it (see the module docstring)."""
+        try:
+            return await self._send(statements)
+        except _Unsent as unsent:
+            lost = unsent.error
+        except self.database.errors as error:
+            if not (_lost(error) and all(statement.idempotent for statement in statements)):
+                raise
+            lost = error
+        _log.warning(f"connection lost under a group of {len(statements)} writes ({lost}); again")
+        self.resent += 1
+        try:
+            return await self._send(statements)
+        except _Unsent as unsent:
+            raise unsent.error from None
 
     async def _send(self, statements: list[Statement]) -> list[int]:
         """The statements as one (one transaction, one round trip): each one's expressions
@@ -118,7 +163,10 @@ class GroupCommit:
         query = f"WITH {ctes} SELECT {', '.join(results)}"
         database = self.database
         async with database.connection() as connection:
-            named = await database.name_tenant(connection, self.tenant)
+            try:
+                named = await database.name_tenant(connection, self.tenant)
+            except database.errors as error:
+                raise (_Unsent(error) if _lost(error) else error) from None
             if named:  # in autocommit: committed at once
                 database.named(connection, self.tenant)
             cursor = await connection.execute(query, values)

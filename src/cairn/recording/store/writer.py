@@ -287,7 +287,9 @@ def _statement(
         parts.append("{p}notified AS (SELECT pg_notify(%s, %s) FROM {p}fence)")
         values += [CHANNEL, "\t".join((*key, str(batch.events[-1].seq)))]
         result = "(SELECT count(*) FROM {p}notified)"
-    return Statement(", ".join(parts), result, values)
+    # Absolute values only, the lease kept: the same again after it committed (GroupCommit).
+    idempotent = not (batch.records or batch.events or batch.release or batch.messages)
+    return Statement(", ".join(parts), result, values, idempotent)
 
 
 # The parts of a flush after its fence (see _statement): each writes only if the fence did.
