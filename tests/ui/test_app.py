@@ -23,7 +23,8 @@ from cairn.ui.transcript import (
 from .conftest import MODEL, send, settle, until
 from .helpers import screen_text
 
-SIZE = (100, 36)
+SIZE = (80, 30)  # small: every row and column drawn costs CPU in each redraw
+TALL = (100, 36)  # a plan under the welcome and the call
 
 
 def views(app, kind):
@@ -594,7 +595,7 @@ async def test_todo_list_is_shown_as_a_plan(make_app, scripted_server):
     scripted_server.enqueue(tool_call("todo_write", {"todos": todos}), purpose="main")
     scripted_server.enqueue(reply("Working on the tests."), purpose="main")
     app = make_app()
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=TALL) as pilot:
         await send(pilot, "plan it")
         await settle(pilot)
 

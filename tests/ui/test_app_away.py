@@ -15,7 +15,7 @@ from cairn.ui.transcript import RecapView, SteerView
 from .conftest import away_for, send, settle, until, user_turns
 from .helpers import screen_text
 
-SIZE = (100, 36)
+SIZE = (80, 24)  # small: every row and column drawn costs CPU in each redraw
 RECAP = "Refactoring the settings loader. Next: run the failing test."
 ON = {"general": {"showSessionRecap": True}}
 

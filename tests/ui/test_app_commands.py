@@ -17,7 +17,8 @@ from ..memory.memory_helpers import unstamped
 from .conftest import send, settle, until, user_turns
 from .helpers import screen_text
 
-SIZE = (100, 40)
+SIZE = (80, 30)  # small: every row and column drawn costs CPU in each redraw
+WIDE = (100, 40)  # the memory commands' hints on one line each
 
 
 def status(app) -> str:
@@ -144,7 +145,7 @@ async def test_remember_saves_a_memory_shown_as_a_quiet_item_then_a_new_session_
     scripted_server.enqueue(write, reply("Saved: you prefer tabs."), purpose="main")
     scripted_server.default = reply('{"selected_memories": []}')
     app = make_app(MEMORY_ON)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=WIDE) as pilot:
         await send(pilot, "/remember I prefer tabs")
         await settle(pilot)
 
@@ -158,7 +159,7 @@ async def test_remember_saves_a_memory_shown_as_a_quiet_item_then_a_new_session_
 
     scripted_server.enqueue(reply("Tabs it is."), purpose="main")
     app = make_app(MEMORY_ON, session_id="0a1b2c3d-0000-4000-8000-000000000002")
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=WIDE) as pilot:
         await send(pilot, "should I indent with tabs or spaces?")
         await settle(pilot)
 
@@ -357,7 +358,7 @@ async def test_forget_asks_in_a_choice_list_before_removing(make_app, scripted_s
     selected = '{"selected_ids": ["project:feedback/prefers-tabs.md"]}'
     scripted_server.enqueue(reply(selected), purpose="forget")
     app = make_app(MEMORY_ON)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=WIDE) as pilot:
         path = write_memory(app)
         await send(pilot, "/forget the tabs preference")
         await until(pilot, lambda: "Forget these memories?" in screen_text(app))

@@ -13,7 +13,7 @@ from cairn.testing import reply
 from .conftest import send, settle
 from .helpers import screen_text
 
-SIZE = (100, 30)
+SIZE = (80, 24)  # small: every row and column drawn costs CPU in each redraw
 
 
 async def test_an_at_image_mention_is_attached_as_an_image(make_app, scripted_server, project):

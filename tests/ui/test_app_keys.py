@@ -13,7 +13,7 @@ from cairn.ui.transcript import NoticeView
 from .conftest import send, settle, slow, until
 from .helpers import burst, screen_text
 
-SIZE = (100, 36)
+SIZE = (80, 24)  # small: every row and column drawn costs CPU in each redraw
 STILL_RUNNING = 60  # seconds a scripted answer takes: the turn runs until the test ends it
 
 

@@ -11,7 +11,7 @@ from cairn.ui.transcript import AssistantView, NoticeView, RecapView, ToolCallVi
 from .conftest import record_session, send, settle, until
 from .helpers import screen_text
 
-SIZE = (100, 40)
+SIZE = (80, 24)  # small: every row and column drawn costs CPU in each redraw
 OLD = "11111111-2222-4333-8444-555555555555"
 OTHER = "99999999-2222-4333-8444-555555555555"
 RECAP = "Adding retries to the fetcher. Next: test the backoff."

@@ -8,7 +8,7 @@ from cairn.ui.transcript import SubagentView, ToolCallView
 from .conftest import send, settle
 from .helpers import screen_text
 
-SIZE = (100, 50)
+SIZE = (80, 24)  # small: every row and column drawn costs CPU in each redraw
 
 
 async def test_a_subagents_steps_show_collapsed_under_its_call_and_open_on_click(

@@ -11,7 +11,7 @@ from cairn.ui.transcript import ToolCallView, ToolOutput
 from .conftest import record_session, send, settle
 from .helpers import screen_text
 
-SIZE = (100, 70)
+SIZE = (80, 24)  # small: every row and column drawn costs CPU in each redraw
 COUNT_TO_30 = "for i in $(seq 1 30); do echo line-$i; done"
 
 

@@ -11,7 +11,7 @@ from cairn.ui.dialogs import SettingsScreen
 from .conftest import send, until
 from .helpers import screen_text
 
-SIZE = (110, 40)
+SIZE = (80, 30)  # small: every row and column drawn costs CPU in each redraw
 
 
 def user_settings() -> dict:

@@ -11,7 +11,7 @@ from cairn.ui.transcript import NoticeView, UserView
 from .conftest import AppFactory, send, settle
 from .helpers import screen_text
 
-SIZE = (110, 36)
+SIZE = (80, 24)  # small: every row and column drawn costs CPU in each redraw
 
 
 def _notices(app) -> list[str]:  # type: ignore[no-untyped-def]

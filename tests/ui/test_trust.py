@@ -11,7 +11,7 @@ from textual.widgets import Static
 from cairn.config.trust import project_trust, trust_folder
 from cairn.ui.trust import TrustApp
 
-SIZE = (100, 30)
+SIZE = (80, 24)  # small: every row and column drawn costs CPU in each redraw
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ from cairn.ui.prompt import CompletionMenu, PromptInput
 from cairn.ui.rewind import RewindCommand
 from cairn.ui.shell import start_shell
 from cairn.ui.status import StatusLine
-from cairn.ui.styles import CSS, NARROW_COLUMNS
+from cairn.ui.styles import CSS, NARROW_COLUMNS, share_parsed_css
 from cairn.ui.terminal_filter import ControlCharacterFilter
 from cairn.ui.transcript import (
     NoticeView,
@@ -131,6 +131,7 @@ class CairnApp(App[int]):
         The app closes ``runtime`` on exit.
         """
         super().__init__()
+        share_parsed_css(self)
         self.runtime = runtime
         self.frontend = TuiFrontend(self, runtime.cwd)
         self.history = InputHistory()

@@ -82,7 +82,9 @@ class StatusLine(Static):
             self._timer.stop()
             self._timer = None
         self.state = replace(self.state, **changes)  # type: ignore[arg-type]
-        self.update(self.render_state())
+        # one line of the screen's width whatever it says: a repaint, never a layout of the
+        # whole screen (ten a second while a turn runs)
+        self.update(self.render_state(), layout=False)
 
     def tick(self) -> None:
         """Redraw the elapsed time and the spinner's frame for it."""

@@ -18,6 +18,7 @@ from textual.widgets import OptionList, Static
 
 from cairn.config.trust import ProjectTrust, trust_folder
 from cairn.ui.choices import numbered_options
+from cairn.ui.styles import share_parsed_css
 from cairn.vocabulary.terminal import escape_for_terminal
 
 __all__ = ["TrustApp", "TrustChoice", "ask_to_trust"]
@@ -53,6 +54,7 @@ class TrustApp(App[TrustChoice]):
 
     def __init__(self, trust: ProjectTrust) -> None:
         super().__init__()
+        share_parsed_css(self)
         self.trust = trust
 
     def compose(self) -> Any:
