@@ -16,7 +16,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,6 +262,15 @@ class Follower:
             await self._task
 
 
+async def turn_end(stream: AsyncGenerator[DaemonEvent, None], prompt_id: str) -> DaemonEvent:
+    """The ``turn_complete`` of ``prompt_id`` on ``stream`` (closed then)."""
+    async with contextlib.aclosing(stream) as events:
+        async for event in events:
+            if event.type == "turn_complete" and event.prompt_id == prompt_id:
+                return event
+    raise AssertionError(f"the stream ended before {prompt_id} completed")
+
+
 async def test_prompts_land_on_any_replica_and_a_stream_on_one_sees_another_run_the_turn(
     cluster: Cluster, scripted_server: ScriptedServer
 ) -> None:
@@ -281,12 +290,12 @@ async def test_prompts_land_on_any_replica_and_a_stream_on_one_sees_another_run_
             DaemonClient(runner.url, TOKEN) as on_runner,
             DaemonClient(watcher.url, TOKEN) as on_watcher,
         ):
-            streamed = on_watcher.events(sessions[0])
             admission = await on_runner.prompt(sessions[0], "run by r1, watched on r2")
-            async with contextlib.aclosing(streamed) as events:
-                async for event in events:
-                    if event.type == "turn_complete" and event.prompt_id == admission.prompt_id:
-                        break
+            # From the admission's event id: a stream opened once the turn ended (a loaded
+            # machine) replays it. Regression: it opened at the session's last id then, after
+            # turn_complete, and waited for it until the test's timeout.
+            streamed = on_watcher.events(sessions[0], last_event_id=admission.last_event_id)
+            event = await asyncio.wait_for(turn_end(streamed, admission.prompt_id), REPLICA_WAIT)
 
     assert {a.replica_id for a in admissions} == {r.name for r in cluster.replicas}
     assert admission.replica_id == runner.name
