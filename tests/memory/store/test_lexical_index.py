@@ -305,3 +305,42 @@ def test_an_index_updated_step_by_step_ranks_exactly_like_one_rebuilt_from_scrat
 
 def test_hit_is_a_small_value_object() -> None:
     assert Hit(0, 1, 2.0) == Hit(0, 1, 2.0)
+
+
+@settings(max_examples=100)
+@given(saved=st.lists(st.dictionaries(_few_terms, st.integers(1, 255), min_size=1), min_size=1,
+                     max_size=30),
+       operations=st.lists(_operation, max_size=60), reads=st.lists(_few_terms, max_size=3),
+       terms=st.lists(_few_terms, max_size=4), limit=st.integers(1, 10))  # fmt: skip
+def test_changes_to_lists_still_packed_are_made_when_the_list_is_read(
+    saved: list[Doc],
+    operations: list[tuple[str, object]],
+    reads: list[str],
+    terms: list[str],
+    limit: int,
+) -> None:
+    """Issue #28: an index loaded from its saved state notes changes to lists it has not read
+    (a journal's replay reads none); it then equals an index that made every change at once:
+    its lists, frequencies, ranking and saved state."""
+    eager, _ = build(saved)
+    packed = LexicalIndex.from_state(eager.to_state())
+    live = {slot: doc for slot, doc in enumerate(saved)}
+    for kind, value in operations:
+        if kind == "add":
+            assert isinstance(value, dict)
+            slot = eager.add(value)
+            assert packed.add(value) == slot
+            live[slot] = value
+        elif live:
+            assert isinstance(value, int)
+            slot = sorted(live)[value % len(live)]
+            doc = live.pop(slot)
+            eager.remove(slot, doc)
+            packed.remove(slot, doc)
+        for term in reads:  # some lists read between the changes, others never
+            assert packed.posting(term) == eager.posting(term)
+    for term in ("a", "b", "c", "d"):
+        assert packed.doc_frequency(term) == eager.doc_frequency(term)
+    keys = {slot: slot for slot in live}
+    assert ranked([packed], [keys], terms, limit) == ranked([eager], [keys], terms, limit)
+    assert packed.to_state() == eager.to_state()

@@ -21,7 +21,8 @@ On disk (``recall-index/`` of the root's state folder), three files per root:
 - ``<scope>.jnl``, the *journal* (:mod:`~cairn.memory.store.journal`): one entry per memory
   written, changed or removed since the snapshot, each carrying the new record with its term
   weights (and the terms of the version it replaces), so a write appends a few kilobytes instead
-  of rewriting the snapshot. Loading replays it onto the snapshot; once it has grown, it is
+  of rewriting the snapshot. Loading replays it onto the snapshot (a change to a posting list
+  still on disk is noted, and made when that list is first read); once it has grown, it is
   compacted into a new snapshot (:func:`compact`, in the background for a large memory).
 
 Any problem (a file missing, damaged or truncated, another format, Python, scorer or root) means

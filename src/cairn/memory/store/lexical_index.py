@@ -165,6 +165,20 @@ class _Scatter:
         return plus - (0 if self._minus is None else _pack(self._minus))
 
 
+def _edited(found: Posting | None, edits: list[tuple[int, int]]) -> Posting:
+    """A list read from its packed form with the changes noted since (see ``_edits``)."""
+    slots, weights = found if found is not None else (array(SLOT_TYPE), array(WEIGHT_TYPE))
+    for slot, weight in edits:
+        at = bisect_left(slots, slot)
+        if weight:  # added: its slot was free, so not in the list
+            slots.insert(at, slot)
+            weights.insert(at, weight)
+        elif at < len(slots) and slots[at] == slot:
+            del slots[at]
+            del weights[at]
+    return slots, weights
+
+
 def _free_slots(used: bytearray) -> list[int]:
     """Slots not in use, as a heap (already sorted)."""
     return _offsets_of(used, 0)
@@ -190,6 +204,9 @@ class LexicalIndex:
         self._doc_count = 0
         self._dense: OrderedDict[str, _PackedTerm] = OrderedDict()
         self._packed = PackedPostings([], array("q"), array(SLOT_TYPE), array(WEIGHT_TYPE))
+        # Changes to lists still packed (on disk), in order: (slot, weight; 0: removed). They
+        # are made when the list is first used, so replaying a journal reads no list.
+        self._edits: dict[str, list[tuple[int, int]]] = {}
         self.damaged = False  # a saved posting list did not check out when read
 
     @property
@@ -211,10 +228,13 @@ class LexicalIndex:
         except DamagedIndex:
             self.damaged = True
             raise
-        if found is None:
-            return None
-        if found[0] and not 0 <= found[0][0] <= found[0][-1] < len(self._used):
+        if found and found[0] and not 0 <= found[0][0] <= found[0][-1] < len(self._used):
             raise ValueError(f"damaged index: posting of {term!r} points past the slot table")
+        edits = self._edits.pop(term, None)
+        if edits:
+            found = _edited(found, edits)
+        if found is None or not found[0]:
+            return None
         self._postings[term] = found
         return found
 
@@ -222,7 +242,17 @@ class LexicalIndex:
         found = self._postings.get(term)
         if found is not None:
             return len(found[0])
+        if term in self._edits:
+            found = self.posting(term)
+            return 0 if found is None else len(found[0])
         return self._packed.size(term)
+
+    def _edit_later(self, term: str, slot: int, weight: int) -> bool:
+        """Note a change to ``term``'s list when that list is still packed (not read yet)."""
+        if term in self._postings or (term not in self._edits and not self._packed.size(term)):
+            return False
+        self._edits.setdefault(term, []).append((slot, weight))
+        return True
 
     # --- changes ------------------------------------------------------------------------
 
@@ -240,6 +270,8 @@ class LexicalIndex:
         for term, weight in weights.items():
             if not 1 <= weight <= MAX_TERM_WEIGHT:
                 raise ValueError(f"weight of {term!r} must be 1..{MAX_TERM_WEIGHT}, not {weight}")
+            if self._edit_later(term, slot, weight):
+                continue
             found = self.posting(term)
             if found is None:
                 found = (array(SLOT_TYPE), array(WEIGHT_TYPE))
@@ -259,6 +291,8 @@ class LexicalIndex:
         if not 0 <= slot < len(self._used) or not self._used[slot]:
             raise ValueError(f"slot {slot} holds no document")
         for term in terms:
+            if self._edit_later(term, slot, 0):
+                continue
             found = self.posting(term)
             if found is None:
                 continue
@@ -333,6 +367,8 @@ class LexicalIndex:
         :class:`DamagedIndex` when lists left on disk do not check out."""
         try:
             self._packed.load()
+            for term in list(self._edits):
+                self.posting(term)  # its changes made
         except DamagedIndex:
             self.damaged = True
             raise
