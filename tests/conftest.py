@@ -49,6 +49,8 @@ from hypothesis import settings
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # for the processes the tests start
 sys.dont_write_bytecode = False  # for this one: pytest's rewritten test modules, cairn's own
 
+pytest_plugins = ["tests.batched_xdist"]  # how xdist hands out the tests and reports them
+
 E2E = Path(__file__).parent / "e2e"  # real processes: every test there is slow
 QUICK_LOOP = "not slow"  # the mark expression of the quick loop (README)
 WORKERS_PER_CORE = 2
