@@ -17,6 +17,10 @@ registered by the package entry point, as they are for users who install cairn.
   ``PYTEST_XDIST_AUTO_NUM_WORKERS`` (or ``-n N``) sets the number; ``-n 0`` runs in one process.
   Tests marked ``xdist_group(name)`` run in one worker, one after another; every test that uses
   the PostgreSQL server is put in the group ``postgres``, so a run starts one cluster.
+  ``tests/batched_xdist.py`` keeps that meaning but hands the other tests out in chunks and has
+  each worker send a test's reports in one message (xdist's own ``loadgroup`` spent most of a
+  cheap test's CPU on one round trip and six messages a test), and anyio's pytest plugin, which
+  no test uses, is off (``-p no:anyio``: it wraps every fixture and test call).
 - **Bytecode.** Where ``PYTHONDONTWRITEBYTECODE`` is set (as in some containers), every cairn
   process the tests start would compile cairn again (a third of a short ``cairn -p``'s CPU) and
   every worker would rewrite every test module; the suite writes the caches anyway
