@@ -422,7 +422,7 @@ async def test_a_newer_prompt_supersedes_the_running_one(
         )
         await scripted_server.async_wait_for_requests(1, purpose="main")
         second = await asyncio.wait_for(
-            conn.prompt(session_id=session.session_id, prompt=text("two")), 10
+            conn.prompt(session_id=session.session_id, prompt=text("two")), DEADLINE_SECONDS
         )
         first_response = await asyncio.wait_for(first, DEADLINE_SECONDS)
 
@@ -485,7 +485,7 @@ def _wire_index(client: object, match: object) -> int:
     return next(i for i, message in enumerate(wire) if match(message))  # type: ignore[operator]
 
 
-async def _wait_for(condition: object, timeout: float = 5.0) -> None:
+async def _wait_for(condition: object, timeout: float = DEADLINE_SECONDS) -> None:
     async with asyncio.timeout(timeout):
         while not condition():  # type: ignore[operator]
             await asyncio.sleep(0.01)
@@ -741,7 +741,7 @@ async def test_a_pending_question_is_asked_again_after_load_and_its_answer_conti
             client.permission_answers.append("choice-0")
             await conn.initialize(protocol_version=1)
             await conn.load_session(cwd=str(project), session_id=session.session_id)
-            await _wait_for(lambda: "Postgres it is." in client.agent_text(), timeout=10)
+            await _wait_for(lambda: "Postgres it is." in client.agent_text())
     finally:
         unsubscribe()
 
