@@ -17,6 +17,7 @@ from cairn.mcp.manager import SessionMcp
 from cairn.testing.mcp import pid_alive
 from cairn.tools.base import ToolContext
 
+from ..polling import eventually_async
 from .helpers import raw_config, server_log, stdio_config, tools_server
 
 pytestmark = pytest.mark.slow
@@ -88,10 +89,7 @@ async def test_closing_a_server_still_in_initialize_stops_it(tmp_path: Path) -> 
     server = tools_server(tmp_path, MCP_TEST_HANG_SECONDS="60")
     connection = McpConnection(stdio_config(server), cwd=tmp_path)
     connection.start()
-    for _ in range(500):
-        if server.pids():
-            break
-        await asyncio.sleep(0.01)
+    await eventually_async(lambda: bool(server.pids()))
     assert not await connection.wait_ready(0.2)
     await connection.aclose()
     assert connection.status == "closed"
@@ -247,11 +245,7 @@ async def test_a_crash_mid_call_is_an_error_and_the_next_call_restarts_the_serve
     try:
         with pytest.raises(McpCallError, match="went away during the tool crash call"):
             await connection.call_tool("crash", {}, timeout=10)
-        await asyncio.sleep(0)  # let the owner task notice the exit
-        for _ in range(200):
-            if connection.status == "failed":
-                break
-            await asyncio.sleep(0.01)
+        await eventually_async(lambda: connection.status == "failed")
         assert connection.status == "failed"
         assert connection.error is not None and "exited with code 7" in connection.error
         assert connection.restartable
@@ -290,10 +284,7 @@ async def test_a_call_past_its_timeout_is_cancelled_on_the_server(tmp_path: Path
     try:
         with pytest.raises(McpCallError, match=r"ran past its 0\.5 s timeout and was cancelled"):
             await connection.call_tool("slow", {"seconds": 30}, timeout=0.5)
-        for _ in range(300):
-            if "cancelled slow" in server_log(tmp_path):
-                break
-            await asyncio.sleep(0.01)
+        await eventually_async(lambda: "cancelled slow" in server_log(tmp_path))
         assert "cancelled slow" in server_log(tmp_path)
         result = await connection.call_tool("echo", {"text": "after"}, timeout=10)
         assert result.content[0].text == "echo: after"
@@ -312,10 +303,7 @@ async def test_cancelling_the_caller_cancels_the_call_on_the_server(tmp_path: Pa
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
-        for _ in range(300):
-            if "cancelled slow" in server_log(tmp_path):
-                break
-            await asyncio.sleep(0.01)
+        await eventually_async(lambda: "cancelled slow" in server_log(tmp_path))
         assert "cancelled slow" in server_log(tmp_path)
     finally:
         await connection.aclose()
