@@ -165,9 +165,10 @@ async def run_command(
 
 
 def reaped(argv: list[str], mode: str, report_fd: int | None = None) -> list[str]:
-    """``argv`` run under the subreaper (:mod:`cairn.hooks.reaper`): ``hook`` or ``server``
-    mode; ``report_fd``: where it writes the command's PID (an fd passed to it). Elsewhere
-    than Linux, ``argv`` itself."""
+    """``argv`` run under the subreaper (:mod:`cairn.hooks.reaper`): ``hook``, ``server`` or
+    ``shell`` mode; ``report_fd``: where it writes the command's PID (an fd passed to it).
+    Elsewhere than Linux, ``argv`` itself. Start it from the event loop's thread: the reaper's
+    parent-death signal comes when the *thread* that started it exits, not the process."""
     if not SUBREAPER:
         return argv
     python = os.path.realpath(sys.executable)

@@ -16,7 +16,9 @@ cannot be started) to ``REPORT_FD`` when given, and waits:
   too, unless the command was being stopped (a SIGTERM came first: cairn stops a timed-out,
   aborted or cancelled command so), when everything it started is killed with it;
 - cairn goes away, even killed with SIGKILL (``PR_SET_PDEATHSIG`` sends the reaper SIGHUP), or
-  sends SIGHUP itself: it kills everything the command started, then exits;
+  sends SIGHUP itself: it kills everything the command started, then exits. Only the first
+  SIGHUP counts: the kernel sends the parent-death signal again each time the reaper passes to
+  another of a dying cairn's threads, and a later one must not cut the killing short;
 - SIGTERM and SIGINT are the command's business (cairn signals the whole process group); in
   ``shell`` mode a SIGTERM also marks the command as being stopped.
 
@@ -46,6 +48,9 @@ MODES = ("hook", "server", "shell")
 
 class _Orphaned(Exception):
     """cairn is gone (or asked for everything to end now)."""
+
+
+_hung_up: list[int] = []  # the SIGHUP that raised _Orphaned, once one has
 
 
 def descendants(root: int) -> list[int]:
@@ -179,6 +184,12 @@ def _reap() -> None:
 
 
 def _orphaned(signum: int, frame: object) -> None:
+    """Raise :class:`_Orphaned` on the first SIGHUP only: a killed multi-threaded cairn hands the
+    reaper from thread to thread as they exit, each handover another SIGHUP, and a second raise
+    would end the reaper in the middle of its kill_tree, leaving the command's children to init."""
+    if _hung_up:
+        return
+    _hung_up.append(signum)
     raise _Orphaned
 
 
