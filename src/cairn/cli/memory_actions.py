@@ -40,7 +40,7 @@ def list_newest(manager: MemoryManager, limit: int) -> None:
 
 def show(reference: str) -> None:
     """``cairn memory show REFERENCE``: one memory, by path or title."""
-    manager = console.manager(reads_only=True)
+    manager = console.manager(check_postings=False)
     found = manager.find(reference)
     if not found:
         console.fail(f"no memory matches {reference!r} (see `cairn memory list`)")
@@ -76,7 +76,7 @@ def _print_provenance(manager: MemoryManager, doc: MemoryDoc) -> None:
 
 def search(query: str, limit: int) -> None:
     """``cairn memory search QUERY``: the fast scorer's best ``limit``, with their scores."""
-    manager = console.manager(reads_only=True)
+    manager = console.manager(check_postings=False)
     hits = manager.search(query, limit=limit)
     if not hits:
         console.say(f"No memory matches: {query}")
@@ -95,7 +95,9 @@ def forget(text: str, *, yes: bool) -> None:
     confirmation on a terminal unless ``yes``."""
     if not text.strip():
         console.fail("Usage: cairn memory forget <memory text to remove>", ExitCode.BAD_INPUT)
-    manager = console.manager()
+    # (a forget reads no posting list: it notes the removal of its memories' terms, and a
+    # compaction checks every list before it rewrites them)
+    manager = console.manager(check_postings=False)
     plan = asyncio.run(_select(manager, text))
     if not plan.matches:
         console.fail(f"No memory entries matched: {text}")

@@ -135,15 +135,16 @@ def settings(cwd: Path) -> Settings:
     return loaded.settings
 
 
-def manager(*, reads_only: bool = False) -> MemoryManager:
-    """The memory of the current folder; ``reads_only`` for a command that changes nothing
-    (the saved posting lists are then checked one by one as they are read, not all at open)."""
+def manager(*, check_postings: bool = True) -> MemoryManager:
+    """The memory of the current folder; ``check_postings=False`` for a command that reads no
+    posting list it does not check as it reads it (see :class:`MemoryStore`): the saved lists
+    are then not checked as a whole at open."""
     cwd = Path.cwd()
     manager = MemoryManager(
         project_root(cwd),
         settings=settings(cwd),
         tenant=_tenant[0],
-        check_postings=not reads_only,
+        check_postings=check_postings,
     )
     if manager.backend_error:  # a command must not quietly act on the wrong memory
         manager.close()

@@ -453,7 +453,7 @@ class MemoryManager:
         with _hold_roots(self.root_paths()):
             report = restore_last_forget(self.root_map(), now=self.clock(), session_id=session_id)
             if report.ok:
-                self._after_change("restore", report.files, session_id, "")
+                self._after_change("restore", report.files, session_id, "", *report.removed)
                 removed = [
                     self.memory_ref(scope, relative, Path(relative).stem)  # type: ignore[arg-type]
                     for scope, relative in (label.split(":", 1) for label in report.removed)
@@ -467,12 +467,12 @@ class MemoryManager:
         return report
 
     def _after_change(
-        self, operation: str, labels: Sequence[str], session_id: str, detail: str
+        self, operation: str, labels: Sequence[str], session_id: str, detail: str, *removed: str
     ) -> None:
-        """Indexes and audit trail after Forget or restore (call with the roots locked)."""
+        """Indexes (of the roots changed) and audit trail after Forget or restore (locked)."""
         from cairn.memory.store import history
 
-        self._rebuild_indexes()
+        self._rebuild_indexes({label.split(":", 1)[0] for label in (*labels, *removed)})
         now = self.clock()
         for scope, root in self.root_map().items():
             files = [label.split(":", 1)[1] for label in labels if label.startswith(f"{scope}:")]
@@ -490,8 +490,8 @@ class MemoryManager:
         ]
         return self.describe_change("dream", labels, created=created, removed=removed)
 
-    def _rebuild_indexes(self) -> None:
-        self.store.rebuild_index_files()
+    def _rebuild_indexes(self, scopes: AbstractSet[str] | None = None) -> None:
+        self.store.rebuild_index_files(scopes)
         self.store.save()
 
     def root_paths(self) -> list[Path]:

@@ -355,3 +355,28 @@ def test_a_truncated_snapshot_is_rebuilt_at_open_even_by_a_store_that_only_reads
     assert reopened.refresh().reparsed == 12  # every project file read again
     assert ranking(reopened) == fresh_ranking(roots, tmp_path)
     assert len(warnings_about(log, tmp_path)) == 1
+
+
+def test_a_removal_without_the_whole_check_leaves_damaged_lists_to_the_next_full_check(
+    roots: MemoryRoots, cache: Path, tmp_path: Path, log: Path
+) -> None:
+    """Issue #28: `cairn memory forget` no longer checks the whole posting area at open. Its
+    write reads no list (the removal is noted in the journal), so damage there is still found,
+    with one warning, by the next store that checks them all, and nothing of the write is
+    lost."""
+    seed(roots)
+    saved_store(roots, cache).close()
+    _damage_posting_lists(cache / "project.bin")
+    forgetting = MemoryStore(roots, cache_dir=cache, check_postings=False)
+    forgetting.refresh()
+    (project(roots) / "project/m3.md").unlink()
+    forgetting.refresh()
+    forgetting.save()  # (a journal entry: the index is not rewritten)
+    forgetting.close()
+    assert not log.exists() or warnings_about(log, tmp_path) == []  # (no warning yet)
+
+    checking = MemoryStore(roots, cache_dir=cache)
+    assert checking.refresh().reparsed == 11  # the check failed: every project file read again
+    assert "project/m3.md" not in {doc.relative_path for doc in checking.docs()}
+    assert ranking(checking) == fresh_ranking(roots, tmp_path)
+    assert len(warnings_about(log, tmp_path)) == 1

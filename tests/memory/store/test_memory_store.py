@@ -527,6 +527,35 @@ def test_rebuild_writes_each_existing_roots_index_in_docs_order(
     assert store.refresh().docs == 2  # the index itself is not a memory
 
 
+def test_a_reopened_saved_index_writes_the_index_of_its_newest_memories_as_a_fresh_store(
+    roots: MemoryRoots, tmp_path: Path
+) -> None:
+    """Issue #28: after a change, a new process (a `cairn memory forget`) finds the newest 200
+    memories from the saved mtimes with a heap instead of sorting every memory: equal ties,
+    skipped files, and memories changed or removed since the index was saved included."""
+    root = project(roots)
+    for n in range(230):
+        write(root, f"project/m{n:03d}.md", description=f"fact {n}", mtime=T0 + (n % 150) * DAY)
+    (root / "project" / "broken.md").write_text("no front matter", "utf-8")
+    saved = MemoryStore(roots, cache_dir=tmp_path / "saved")
+    saved.refresh()
+    saved.save()
+    saved.close()
+    (root / "project" / "m149.md").unlink()  # one of the newest, gone
+    write(root, "project/m010.md", description="edited", mtime=T0 + 400 * DAY)  # old, now newest
+    write(root, "project/new.md", description="new", mtime=T0 + 149 * DAY)  # ties the newest
+    reopened = MemoryStore(roots, cache_dir=tmp_path / "saved")
+    reopened.rebuild_index_files({"project"})
+    written = (root / "MEMORY.md").read_text("utf-8")
+    assert not roots.user.exists()  # a scope not named: its index not written
+
+    (root / "MEMORY.md").unlink()
+    fresh = MemoryStore(roots, cache_dir=tmp_path / "fresh")
+    fresh.rebuild_index_files()
+    assert written == (root / "MEMORY.md").read_text("utf-8")
+    assert written.startswith("- [m010](project/m010.md) — edited\n- [new](project/new.md) — new\n")
+
+
 # --- persistence ----------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ import contextlib
 import heapq
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, overload
@@ -104,10 +104,12 @@ class MemoryStore:
         ``before_refresh`` runs first at each refresh (a database backend catching up). A first
         scan of ``bulk_files`` files or more reads them in ``workers`` processes (default: one
         per core, at most 4) straight into a new saved index. ``check_postings=False`` (a
-        command that only reads): a saved index's posting lists are not checked as a whole
-        beside the check of the files (37 MB at 100,000 memories), only each list as it is
-        read, which is all that a read relies on; damage in a list nothing read is found by
-        the next process that checks them all (a session, a write)."""
+        command that reads few lists: ``cairn memory search``, ``show``, ``forget``): a saved
+        index's posting lists are not checked as a whole beside the check of the files (37 MB
+        at 100,000 memories), only each list as it is read, which is all that a read relies on
+        (a write notes its changes to a list it has not read; a compaction checks every list
+        before it rewrites them); damage in a list nothing read is found by the next process
+        that checks them all (a session)."""
         project_cache, user_cache = _default_cache_paths(roots, cache_dir)
         self.roots = roots
         self._clock = clock
@@ -532,20 +534,23 @@ class MemoryStore:
             if shard.root is not None and target.startswith(shard.root_text + os.sep):
                 yield shard, Path(os.path.relpath(target, shard.root_text)).as_posix()
 
-    def rebuild_index_files(self) -> None:
-        """Regenerate each existing root's ``MEMORY.md`` (atomically) from the current docs:
-        only the newest memories make its lines, so only they are read."""
+    def rebuild_index_files(self, scopes: Collection[str] | None = None) -> None:
+        """Regenerate each existing root's ``MEMORY.md`` (atomically) from the current docs, or
+        only the roots of ``scopes`` (those a change touched): only the newest memories make
+        its lines, so only they are read, and they are found without sorting every memory."""
         self.refresh()
-        self._guarded(self._write_index_files)
+        self._guarded(lambda: self._write_index_files(scopes))
 
-    def _write_index_files(self) -> None:
+    def _write_index_files(self, scopes: Collection[str] | None) -> None:
         for shard in self._shards:
             if shard.root is None or not os.path.isdir(shard.root_text):
                 continue
-            ordered = shard.ordered()
-            docs = [shard.doc(entry[2]) for entry in ordered[:MAX_INDEX_LINES]]
+            if scopes is not None and shard.scope not in scopes:
+                continue
+            newest = shard.newest(MAX_INDEX_LINES)
+            docs = [shard.doc(entry[2]) for entry in newest]
             try:
-                write_index(shard.root, docs, total=len(ordered))
+                write_index(shard.root, docs, total=len(shard.records.by_slot))
             except OSError as error:
                 _log.warning(f"{shard.root_text}: MEMORY.md not written: {error}")
 

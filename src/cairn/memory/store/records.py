@@ -13,6 +13,8 @@ the table.
 
 from __future__ import annotations
 
+import heapq
+import math
 import os
 import weakref
 import zlib
@@ -317,6 +319,27 @@ class RecordTable:
                 relatives.append(relative)
                 mtimes.append(record.mtime)
         return relatives, mtimes
+
+    def newest_docs(self, limit: int) -> list[tuple[float, str]]:
+        """(mtime, relative path) of the ``limit`` most recently modified memories and of any
+        tied with the last of them, perhaps a few more, in no order; no record is built, and
+        the loaded rows are cut by their mtime column (a heap of ``limit``, no sort)."""
+        found = [(record.mtime, relative) for relative, record in self._records.items()
+                 if isinstance(record, DocRecord)]  # fmt: skip
+        columns, rows = self._columns, self._rows
+        if columns is None or not rows or limit <= 0:
+            return found
+        mtimes, relatives, slots = columns.mtimes, columns.relatives, columns.slots
+        # Rows no longer loaded (changed or removed since) and skipped files' rows may be
+        # among the newest of the column: the cut leaves room for them.
+        room = limit + len(relatives) - len(rows) + len(self.skips)
+        cut = heapq.nlargest(room, mtimes)[-1] if room < len(mtimes) else -math.inf
+        found += [
+            (mtime, relatives[row])
+            for row, mtime in enumerate(mtimes)
+            if mtime >= cut and slots[row] != _SKIP_SLOT and rows.get(relatives[row]) == row
+        ]
+        return found
 
     def skipped(self) -> Iterator[tuple[str, SkipRecord]]:
         for relative in sorted(self.skips):

@@ -612,12 +612,9 @@ class Shard:
             return self.ordered()[:limit]
         if limit <= 0:
             return []
-        relatives, mtimes = self.records.doc_columns()
-        cut = sorted(mtimes, reverse=True)[limit - 1]  # (floats: a C-level sort)
         chosen = [
-            (-mtime, relative.rpartition("/")[2], relative)
-            for relative, mtime in zip(relatives, mtimes, strict=True)
-            if mtime >= cut
+            (-mtime, file_name(relative), relative)
+            for mtime, relative in self.records.newest_docs(limit)
         ]
         chosen.sort()
         return chosen[:limit]
