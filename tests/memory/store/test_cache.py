@@ -200,3 +200,29 @@ def test_containing_finds_every_record_that_holds_the_text(bodies: list[str], te
         return
     table = round_trip(_texts_table(bodies))
     assert table.containing([needle]) >= _brute_force(table, [needle])
+
+
+def test_containing_searches_for_a_number_in_the_texts_without_lower_casing_them() -> None:
+    """Issue #28: a request or title holding a word without letters (a number) is looked up by
+    that word in the texts as they are (no lower-cased copy of 100,000 memories' texts), the
+    rest checked on the rows holding it; a number common in the texts falls back to the
+    lower-cased search. The same memories are found either way."""
+    bodies = [f"Note {n} about the DEPLOY of 2026 build {n * 7}" for n in range(200)]
+    bodies[33] = "the deploy NOTE 33333 of 2026"
+    table = round_trip(_texts_table(bodies))
+    for needles in (["note 33333"], ["deploy", "33333"], ["deploy", "2026"], ["2026 build 7"]):
+        assert table.containing(needles) == _brute_force(table, needles), needles
+
+
+@given(
+    st.lists(st.text(alphabet="aB1 2-é", max_size=12), min_size=1, max_size=40),
+    st.lists(st.text(alphabet="ab1 2-É", min_size=1, max_size=6), min_size=1, max_size=3),
+)
+def test_containing_with_words_without_letters_finds_every_record_holding_all_texts(
+    bodies: list[str], texts: list[str]
+) -> None:
+    needles = [text.casefold() for text in texts if text.strip()]
+    if not needles:
+        return
+    table = round_trip(_texts_table(bodies))
+    assert table.containing(needles) >= _brute_force(table, needles)

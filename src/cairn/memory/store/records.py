@@ -31,6 +31,8 @@ __all__ = ["DamagedIndex", "DocRecord", "Record", "RecordTable", "SkipRecord", "
 _SKIP_SLOT = -1  # the slot column of a skipped file
 _TEXTS_PER_RECORD = 3  # title, description, body (a skip: detail, "", "")
 _SCAN_BYTES = 4 * 1024 * 1024  # texts read at once when every record's texts are searched
+_COMMON_SHARE = 16  # a word without letters held by over 1/16 of the rows searched: common
+_CASELESS_MIN = 3  # characters of such a word at least, to search the texts for it
 
 StatKey = tuple[int, int, int, int]  # (st_mtime_ns, st_size, st_ino, st_ctime_ns)
 
@@ -126,14 +128,18 @@ class _Columns(Value, frozen=False):
         ]
         return decoded[0], decoded[1], decoded[2]
 
-    def rows_containing(self, needle: str) -> list[int]:
+    def rows_containing(self, needle: str, caseless: str = "") -> list[int]:
         """The rows whose texts may contain ``needle`` (casefolded, not empty): every row whose
         title, description or body contains it ignoring case, and perhaps a few more (a match
-        across two texts), in row order. The texts are read a few megabytes at a time and
-        searched in bulk where they are ASCII (their casefold is then their lower case)."""
+        across two texts, or a row holding only ``caseless``), in row order. The texts are read
+        a few megabytes at a time and searched in bulk where they are ASCII (their casefold is
+        then their lower case). ``caseless``, a part of ``needle`` without letters (ASCII): in
+        ASCII texts the rows holding it are found without lower-casing the texts first, unless
+        it is common there (then ``needle`` is searched as above)."""
         rows = len(self.relatives)
         row_ends = self.text_ends[_TEXTS_PER_RECORD - 1 :: _TEXTS_PER_RECORD]
         wanted = needle.encode() if needle.isascii() else None
+        anchor = caseless.encode()
         found: list[int] = []
         row = 0
         while row < rows:
@@ -142,7 +148,7 @@ class _Columns(Value, frozen=False):
             data = self.texts.read(self.base + start, self.base + row_ends[stop - 1])
             if data.isascii():
                 if wanted is not None:
-                    found += _hits(data.lower(), wanted, row_ends, start)
+                    found += _ascii_hits(data, wanted, anchor, row_ends, start, stop - row)
             else:
                 for at in range(row, stop):
                     first = (row_ends[at - 1] if at else 0) - start
@@ -273,12 +279,14 @@ class RecordTable:
         columns = self._columns
         if columns is not None and self._rows:
             relatives, slots = columns.relatives, columns.slots
+            caseless = _caseless_word(needles)
+            check = needles if caseless else rest  # (a row may hold only the caseless word)
             found.update(
                 relatives[row]
-                for row in columns.rows_containing(first)
+                for row in columns.rows_containing(first, caseless)
                 if slots[row] != _SKIP_SLOT
                 and relatives[row] in self._rows
-                and (not rest or _holds(_text(columns.raw(row)), rest))
+                and (not check or _holds(_text(columns.raw(row)), check))
             )
         return found
 
@@ -452,6 +460,19 @@ class RecordTable:
         return table
 
 
+def _caseless_word(needles: Sequence[str]) -> str:
+    """The longest word of ``needles`` (split at white space) made of ASCII characters other
+    than letters (a number, an identifier's digits), of 3 characters or more; "" when none.
+    Every text holding all the needles holds it, and it is found without lower-casing."""
+    words = [
+        word
+        for needle in needles
+        for word in needle.split()
+        if len(word) >= _CASELESS_MIN and word.isascii() and word.lower() == word.upper()
+    ]
+    return max(words, key=len, default="")
+
+
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogatepass")
 
@@ -459,6 +480,19 @@ def _text(raw: bytes) -> str:
 def _holds(text: str, needles: Sequence[str]) -> bool:
     folded = text.casefold()
     return all(needle in folded for needle in needles)
+
+
+def _ascii_hits(
+    data: bytes, wanted: bytes, anchor: bytes, row_ends: array, start: int, rows: int
+) -> list[int]:
+    """The rows of ASCII ``data`` (``rows`` of them) holding ``wanted`` ignoring case; or,
+    when ``anchor`` (a part of it without letters) is held by few of them, those holding
+    ``anchor``, found without a lower-cased copy of ``data``."""
+    if anchor:
+        hits = list(_hits(data, anchor, row_ends, start))
+        if len(hits) * _COMMON_SHARE <= rows:
+            return hits
+    return list(_hits(data.lower(), wanted, row_ends, start))
 
 
 def _hits(lowered: bytes, wanted: bytes, row_ends: array, start: int) -> Iterator[int]:
