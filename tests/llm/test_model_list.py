@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from cairn.llm.anthropic import AnthropicProvider
@@ -9,22 +11,30 @@ from cairn.llm.errors import ProviderError
 from cairn.llm.http_provider import HttpProvider, parse_model_list
 from cairn.llm.openai import OpenAIProvider
 from cairn.llm.types import ListedModel
-from cairn.testing import ScriptedServer
+from cairn.testing import RecordedRequest, ScriptedServer
 
 
 @pytest.mark.parametrize("wire", [OpenAIProvider, AnthropicProvider])
 async def test_the_endpoint_lists_its_models_on_both_wires(wire: type[HttpProvider]) -> None:
+    key = f"key-{uuid.uuid4()}"
     with ScriptedServer(models=["alpha", "beta"]) as server:
-        provider = wire(base_url=server.base_url, api_key="k", model="alpha")
+        provider = wire(base_url=server.base_url, api_key=key, model="alpha")
         try:
             listed = await provider.list_models()
         finally:
             await provider.aclose()
-        [request] = server.other_requests
+        # Only this provider's requests: a cairn process of another test may still be sending
+        # to the port this server now has (seen once on a loaded machine).
+        [request] = [r for r in server.other_requests if key in _credentials(r)]
 
     assert listed == [ListedModel("alpha", "alpha"), ListedModel("beta", "beta")]
     assert (request.method, request.purpose) == ("GET", "models")
     assert request.path == "/v1/models"
+
+
+def _credentials(request: RecordedRequest) -> str:
+    """The key a request carries on either wire (``Authorization: Bearer`` or ``x-api-key``)."""
+    return f"{request.headers.get('authorization')} {request.headers.get('x-api-key')}"
 
 
 async def test_an_endpoint_that_does_not_answer_is_a_provider_error() -> None:

@@ -18,7 +18,11 @@ if TYPE_CHECKING:
     from cairn.memory.forget.trash import ForgetReport
     from cairn.memory.manager import MemoryManager
     from cairn.memory.paths import MemoryRoots, memory_roots
-    from cairn.memory.recall.lifecycle import INITIAL_RECALL_WAIT_MS, RecallLifecycle
+    from cairn.memory.recall.lifecycle import (
+        INITIAL_RECALL_WAIT_MS,
+        RecallLifecycle,
+        initial_recall_wait_ms,
+    )
     from cairn.memory.recall.noise import remember_tool_name
     from cairn.memory.recall.query import RecallResult
     from cairn.memory.store.history import HistoryEntry
@@ -45,6 +49,7 @@ __all__ = [
     "RecallResult",
     "ScanReport",
     "ScoredDoc",
+    "initial_recall_wait_ms",
     "memory_roots",
     "remember_tool_name",
     "start_early_checks",
@@ -69,6 +74,7 @@ __getattr__, __dir__ = lazy_exports(
         "INITIAL_RECALL_WAIT_MS": "recall.lifecycle",
         "RecallDelivery": "cairn.vocabulary.recall",
         "RecallLifecycle": "recall.lifecycle",
+        "initial_recall_wait_ms": "recall.lifecycle",
         "RecallResult": "recall.query",
         "MemoryStore": "store.memory_store",
         "ScanReport": "store.memory_store",

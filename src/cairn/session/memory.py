@@ -68,12 +68,17 @@ class SessionMemory:
         told to the session's listeners from then on."""
         if not self.runtime.memory_enabled:
             return None
-        from cairn.memory import RecallLifecycle
+        from cairn.memory import RecallLifecycle, initial_recall_wait_ms
 
         manager = self.runtime.memory_manager()
         if self._unlisten is None:
             self._unlisten = manager.add_change_listener(self._changed)
-        return RecallLifecycle(manager, self.runtime.provider, session_id=self.session_id)
+        return RecallLifecycle(
+            manager,
+            self.runtime.provider,
+            session_id=self.session_id,
+            initial_wait_ms=initial_recall_wait_ms(),
+        )
 
     async def _changed(self, session_id: str, change: MemoryChanged | Notice) -> None:
         """What Extract saved (or that it failed) for this session, after its turn."""
@@ -112,9 +117,9 @@ class SessionMemory:
         typed = request is not None and request.fresh and request.text.lstrip()[:1] != "/"
         warm_up = self.runtime.memory_manager().warm_up
         if typed and warm_up.search is not None:
-            from cairn.memory import INITIAL_RECALL_WAIT_MS
+            from cairn.memory import initial_recall_wait_ms
 
-            await warm_up.search_ready(INITIAL_RECALL_WAIT_MS / 1000)
+            await warm_up.search_ready(initial_recall_wait_ms() / 1000)
             return False
         await self.runtime.memory_ready()
         return self._generation == -1
