@@ -129,8 +129,13 @@ def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     environment["GROUPED_LOG"] = str(tmp_path / "grouped.jsonl")
     environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")])
+    # xdist and the plugin under test only: loading every installed plugin (hypothesis, asyncio,
+    # the snapshots, cairn's fixtures) in the three runs' nine processes was two thirds of the
+    # test's CPU (16 s, now 5 s; benchmarks/README.md, issue #25)
+    environment["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    plugins = ["-p", "xdist.plugin", "-p", "tests.batched_xdist"]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.batched_xdist", "-n", "2", *args],
+        [sys.executable, "-m", "pytest", *plugins, "-n", "2", *args],
         cwd=tmp_path,
         env=environment,
         capture_output=True,
