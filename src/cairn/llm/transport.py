@@ -25,6 +25,7 @@ from cairn.llm.errors import (
     ProviderError,
     UnreachableError,
 )
+from cairn.llm.network import AsyncioTransport
 from cairn.llm.retry import is_retryable_status
 
 __all__ = [
@@ -64,6 +65,9 @@ class ClientPools:
     ``https://`` the verifying context is built in a worker thread as soon as the provider
     exists (OpenSSL releases the GIL while it parses the CA bundle), and the first request
     waits for it only if it is not ready yet.
+
+    Each client's connections run on asyncio protocols (:mod:`cairn.llm.network`), not anyio
+    streams: the same requests and errors for less CPU a request.
     """
 
     def __init__(
@@ -98,7 +102,9 @@ class ClientPools:
             client = self._clients[index]  # another request may have created it meanwhile
             if client is None:
                 client = httpx.AsyncClient(
-                    timeout=self._timeout, limits=self._limits, trust_env=False, verify=tls
+                    timeout=self._timeout,
+                    trust_env=False,
+                    transport=AsyncioTransport(tls, self._limits),
                 )
                 self._clients[index] = client
         return client
