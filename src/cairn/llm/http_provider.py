@@ -28,6 +28,7 @@ from cairn.llm.context_window import probe_context_window
 from cairn.llm.errors import ContextOverflowError, ProviderError
 from cairn.llm.ledger import UsageReports
 from cairn.llm.limits import output_limit, smaller_output_limit
+from cairn.llm.request_json import request_json
 from cairn.llm.retry import RetryPolicy, retry_stream
 from cairn.llm.structured import ENDPOINTS, Strategy, downgrade
 from cairn.llm.transport import (
@@ -357,8 +358,8 @@ class HttpProvider(UsageReports, ABC):
                         client.stream(
                             "POST",
                             self._url,
-                            json=body,
-                            headers=headers,
+                            content=request_json(body),
+                            headers={**headers, "Content-Type": "application/json"},
                             extensions=None if on_sent is None else {"trace": _sent(on_sent)},
                         )
                     )

@@ -12,6 +12,7 @@ from typing import Any
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Image, Text, Thought
 from cairn.images import image_note
+from cairn.llm.request_json import ToolListEncoder
 from cairn.llm.structured import (
     RESPOND_TOOL,
     Strategy,
@@ -68,9 +69,8 @@ def build_request_body(request: ModelRequest, options: WireOptions | None = None
         "stream_options": {"include_usage": True},
     }
     if tools:
-        body["tools"] = [_tool(t) for t in tools]
-        if options.cache:  # the declarations are the stable part of every request's prefix
-            body["tools"][-1]["cache_control"] = dict(EPHEMERAL)
+        # the declarations are the stable part of every request's prefix: marked for caching
+        body["tools"] = _TOOLS(tools, {"cache_control": dict(EPHEMERAL)} if options.cache else None)
     if schema is not None and options.structured == "tool":
         body["tool_choice"] = {"type": "function", "function": {"name": RESPOND_TOOL}}
     if request.max_output_tokens is not None:
@@ -94,6 +94,9 @@ def _tool(tool: ToolDeclaration) -> dict[str, Any]:
             "parameters": dict(tool.parameters),
         },
     }
+
+
+_TOOLS = ToolListEncoder(_tool)  # each declaration's entry and JSON, made once
 
 
 def to_openai_messages(
