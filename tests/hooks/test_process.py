@@ -10,8 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from cairn.hooks.process import MAX_OUTPUT_BYTES, run_command, timeout_seconds
+from cairn.hooks.process import (
+    MAX_OUTPUT_BYTES,
+    reaped,
+    run_command,
+    spawn_group,
+    timeout_seconds,
+)
+from cairn.hooks.reaper import descendants
 
+from ..polling import eventually
 from ..process_helpers import pid_alive
 from .helpers import TEST_PATH
 
@@ -163,3 +171,59 @@ async def test_a_cancelled_hooks_setsid_child_is_killed(tmp_path):
     finally:
         with contextlib.suppress(OSError):
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+async def test_a_spawn_cancelled_after_its_command_started_kills_its_setsid_children(tmp_path):
+    """Regression: a cancel that reached spawn_group while asyncio was still connecting the pipes
+    SIGKILLed the reaper's process group only; when the event loop was slow enough for the reaper
+    to have started the command meanwhile, the command's `setsid` child and double-forked daemon
+    (outside the group) went to init and outlived the cancelled spawn."""
+    setsid_pid, daemon_pid = tmp_path / "setsid.pid", tmp_path / "daemon.pid"
+    command = (
+        f"setsid sleep 3600 & echo $! > {setsid_pid}; "
+        f"(setsid sh -c 'sleep 3601 & echo $! > {daemon_pid}' &); sleep 30"
+    )
+    spawning = asyncio.create_task(
+        spawn_group(
+            lambda: asyncio.SubprocessProtocol(),
+            reaped(["bash", "-c", command], "hook"),
+            cwd=tmp_path,
+            env=ENV,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    )
+    try:
+        # The fork happens in one step of the spawn; connecting the pipes takes several more.
+        while not _started_by_us(str(setsid_pid)):
+            assert not spawning.done(), "the spawn ended before its process could be seen"
+            await asyncio.sleep(0)
+        # A slow event loop: nothing else on it runs until the command has started its children.
+        assert eventually(lambda: _written(setsid_pid) and _written(daemon_pid)), "no children"
+        assert not spawning.done()
+        spawning.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await spawning
+        for path in (setsid_pid, daemon_pid):
+            pid = int(path.read_text())
+            assert await _wait_dead(pid), f"{pid} outlived its cancelled spawn"
+    finally:
+        for path in (setsid_pid, daemon_pid):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(path.read_text()), signal.SIGKILL)
+
+
+def _started_by_us(marker: str) -> bool:
+    """Whether a process below this one has ``marker`` on its command line."""
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+    return False
+
+
+def _written(pid_file: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return pid_file.read_text().endswith("\n")
+    return False

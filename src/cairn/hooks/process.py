@@ -106,7 +106,9 @@ async def spawn_group(
 
     The start is shielded: a cancel that arrives while asyncio connects the pipes would make it
     kill the leader alone and leave its children running; instead the start completes, the
-    whole group is killed, and the cancel goes on. ``OSError`` means it could not start.
+    command is killed with everything it started (:func:`kill_everything`: under the reaper,
+    ``setsid`` children of a command already running too), and the cancel goes on.
+    ``OSError`` means it could not start.
     """
     loop = asyncio.get_running_loop()
     starting = loop.subprocess_exec(protocol, *argv, start_new_session=True, **options)
@@ -116,7 +118,7 @@ async def spawn_group(
     except asyncio.CancelledError:
         with contextlib.suppress(OSError):
             transport, _ = await spawn
-            _kill_group(transport.get_pid(), signal.SIGKILL)
+            kill_everything(transport.get_pid())
             transport.close()
         raise
 
