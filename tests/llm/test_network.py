@@ -166,6 +166,23 @@ async def test_a_streamed_response_arrives_piece_by_piece(kind: str) -> None:
     assert (first, rest) == (b"first", b"second")
 
 
+async def test_an_answer_before_the_whole_request_was_read(kind: str) -> None:
+    """A server refusing a large body answers at once and ends its side of the stream."""
+
+    async def early(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 4\r\n\r\nbig!")
+        await writer.drain()
+        writer.write_eof()
+        while await reader.read(65536):  # until the client stops sending
+            pass
+
+    async with serving(early) as server, client(kind) as http:
+        answer = await http.post(f"http://127.0.0.1:{server.port}/", content=b"x" * 4_000_000)
+
+    assert (answer.status_code, answer.text) == (413, "big!")
+
+
 async def test_a_server_that_never_answers_is_a_read_timeout(kind: str) -> None:
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)

@@ -40,7 +40,8 @@ class _Protocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
-        self.closed = False  # the peer ended the stream or the connection was lost
+        self.closed = False  # the peer ended its stream, or the connection was lost
+        self.lost = False  # the connection is gone: nothing more can be written
         self.error: BaseException | None = None
         self.reading_paused = False
         self.writing_paused = False
@@ -61,10 +62,14 @@ class _Protocol(asyncio.Protocol):
     def eof_received(self) -> bool:
         self.closed = True
         self._wake_reader()
-        return False  # close the transport
+        # Half-closed, as anyio keeps it: the request may still be written (a server that
+        # answers early); asyncio's TLS transports cannot stay open, and say so if asked.
+        assert self.transport is not None
+        return self.transport.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.lost = True
         self.error = exc
         self._wake_reader()
         waiter = self._drain_waiter
@@ -154,7 +159,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if not buffer:
             return
         protocol = self._protocol
-        if protocol.closed or self._transport.is_closing():
+        if protocol.lost or self._transport.is_closing():
             raise httpcore.WriteError(str(protocol.error or "the connection is closed"))
         self._transport.write(buffer)
         if protocol.writing_paused:
