@@ -26,6 +26,13 @@ the project, so building its checkpoints' shadow index takes as long as in a rea
   by the turns, and "checkpoint processes" the most checkpoint preparers and git processes
   alive at once.
 
+``--instructions`` (valgrind) also counts the instructions the daemon executes per turn: a
+daemon under callgrind, warmed up with 2 sessions × 2 prompts, instrumented only while
+``--instruction-sessions`` (1) sessions × ``--instruction-prompts`` (20) prompts run; creating
+those sessions is counted too. Unlike CPU time on a shared machine this count does not move with
+the load, with one session at a time (with several, a loaded server's work depends on timing:
+how many events a loop pass handles, how many frames one write carries).
+
 ``--rounds N`` repeats the load N times (medians reported). ``--baseline`` (the ``src`` folder of
 another checkout) runs that code too, boots and load rounds alternating with this tree's, so
 before/after figures come from one run under the same machine load.
@@ -289,6 +296,47 @@ def run_load(env: dict[str, str], project: Path, sessions: int, prompts: int) ->
     }
 
 
+CALLGRIND_POLL_SECONDS = 0.1  # how often a daemon under valgrind is asked for /health
+
+
+def instructions_per_turn(
+    env: dict[str, str], project: Path, sessions: int, prompts: int, folder: Path
+) -> tuple[float, int]:
+    """(instructions the daemon executed per turn under a small load, turns), by callgrind."""
+    port = free_port()
+    out = folder / "callgrind.out"
+    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    process = subprocess.Popen(
+        [*valgrind, *CAIRN, "--port", str(port)],
+        cwd=project,
+        env={**env, "CAIRN_HOME": str(folder / "cairn-home")},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while not health_ok(port):
+            if process.poll() is not None:
+                raise RuntimeError(f"cairn serve under valgrind exited with {process.returncode}")
+            time.sleep(CALLGRIND_POLL_SECONDS)
+        url = f"http://127.0.0.1:{port}"
+        asyncio.run(load(url, 2, 2))  # imports and first-use work, not counted
+        pid = str(process.pid)
+        subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
+        result, _ = asyncio.run(load(url, sessions, prompts))
+        subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
+    finally:
+        process.terminate()
+        process.wait(300)
+    if result.errors:
+        raise RuntimeError(f"the counted load failed: {result.errors[0]}")
+    total = 0
+    for line in out.read_text().splitlines():
+        if line.startswith("totals:"):
+            total = int(line.split()[1])
+    return total / len(result.latencies), len(result.latencies)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boots", type=int, default=10)
@@ -300,6 +348,11 @@ def main() -> None:
         "--files", type=int, default=0, help="source files in the project (its checkpoints)"
     )
     parser.add_argument("--baseline", type=Path, help="src folder of another checkout")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions per turn (valgrind)"
+    )
+    parser.add_argument("--instruction-sessions", type=int, default=1)
+    parser.add_argument("--instruction-prompts", type=int, default=20)
     args = parser.parse_args()
 
     model, base_url = start_model_server()
@@ -307,6 +360,7 @@ def main() -> None:
     boots: dict[str, list[tuple[float, float, int, float]]] = {name: [] for name in trees}
     creations: dict[str, list[float]] = {name: [] for name in trees}
     loads: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+    counted: dict[str, tuple[float, int]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
@@ -323,6 +377,12 @@ def main() -> None:
             for _ in range(args.rounds):
                 for name in trees:
                     loads[name].append(run_load(envs[name], project, args.sessions, args.prompts))
+            for name in trees if args.instructions else ():
+                folder = root / f"callgrind-{name}"
+                folder.mkdir()
+                counted[name] = instructions_per_turn(
+                    envs[name], project, args.instruction_sessions, args.instruction_prompts, folder
+                )
     finally:
         model.terminate()
         model.wait()
@@ -390,6 +450,13 @@ def main() -> None:
         [f"{median_of(n, 'cpu_per_turn_ms'):.1f} ms" for n in trees],
         "–",
     )
+    if counted:
+        row(
+            f"instructions per turn, the daemon alone ({args.instruction_sessions} sessions × "
+            f"{args.instruction_prompts} prompts, callgrind)",
+            [f"{counted[n][0] / 1e6:.2f} M" for n in trees],
+            "–",
+        )
     row(
         "peak RSS, daemon and children (worst round)",
         [f"{max(r['peak_rss_mb'] for r in loads[n]):.0f} MB" for n in trees],
