@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from cairn.debug_log import mirror_warnings
 from cairn.mcp.config import ServerConfig
 from cairn.mcp.connection import MAX_RESTARTS, McpCallError, McpConnection
 from cairn.mcp.manager import SessionMcp
-from cairn.testing.mcp import pid_alive
+from cairn.testing.mcp import RunningMcpServer, pid_alive
 from cairn.tools.base import ToolContext
 
 from ..polling import eventually_async
@@ -327,18 +329,39 @@ async def test_a_tool_list_change_adds_the_new_tool(tmp_path: Path) -> None:
         await view.aclose()
 
 
+ServeHttp = Callable[[str], RunningMcpServer]
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeHttp]:
+    """``http_server(transport)``: the module's one test server over HTTP or SSE, started on
+    first use (a server start is ~1.5 s of CPU) and shared by the tests that only connect to it
+    and call ``echo``: each makes its own connection, the server keeps no state between them."""
+    with contextlib.ExitStack() as running:
+        started: dict[str, RunningMcpServer] = {}
+
+        def serve(transport: str) -> RunningMcpServer:
+            if transport not in started:
+                server = tools_server(tmp_path_factory.mktemp(f"mcp-{transport}"))
+                started[transport] = running.enter_context(server.serve_http(transport))  # type: ignore[arg-type]
+            return started[transport]
+
+        yield serve
+
+
 @pytest.mark.parametrize("transport", ["http", "sse"])
-async def test_http_and_sse_servers_are_listed_and_called(tmp_path: Path, transport: str) -> None:
-    server = tools_server(tmp_path)
-    with server.serve_http(transport) as running:  # type: ignore[arg-type]
-        config = ServerConfig("web", transport, url=running.url)  # type: ignore[arg-type]
-        connection = await _connected(config, tmp_path)
-        try:
-            assert connection.status == "connected", connection.error
-            result = await connection.call_tool("echo", {"text": transport}, timeout=10)
-            assert result.content[0].text == f"echo: {transport}"
-        finally:
-            await connection.aclose()
+async def test_http_and_sse_servers_are_listed_and_called(
+    tmp_path: Path, transport: str, http_server: ServeHttp
+) -> None:
+    running = http_server(transport)
+    config = ServerConfig("web", transport, url=running.url)  # type: ignore[arg-type]
+    connection = await _connected(config, tmp_path)
+    try:
+        assert connection.status == "connected", connection.error
+        result = await connection.call_tool("echo", {"text": transport}, timeout=10)
+        assert result.content[0].text == f"echo: {transport}"
+    finally:
+        await connection.aclose()
 
 
 async def test_an_http_server_that_is_not_there_fails_with_the_reason(tmp_path: Path) -> None:
@@ -352,18 +375,17 @@ async def test_an_http_server_that_is_not_there_fails_with_the_reason(tmp_path: 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])
 async def test_a_public_only_server_on_a_loopback_address_is_not_connected_to(
-    tmp_path: Path, transport: str
+    tmp_path: Path, transport: str, http_server: ServeHttp
 ) -> None:
     """#24 follow-up: a daemon tenant's HTTP or SSE server (``public_only``) on loopback is
     refused as it is connected to, with the reason and what allows it, and never reached."""
-    server = tools_server(tmp_path)
-    with server.serve_http(transport) as running:  # type: ignore[arg-type]
-        reachable = ServerConfig("web", transport, url=running.url)  # type: ignore[arg-type]
-        config = replace(reachable, public_only=True)
-        connection = await _connected(config, tmp_path)
-        await connection.aclose()
-        connected = await _connected(reachable, tmp_path)  # the same server, not public_only
-        await connected.aclose()
+    running = http_server(transport)
+    reachable = ServerConfig("web", transport, url=running.url)  # type: ignore[arg-type]
+    config = replace(reachable, public_only=True)
+    connection = await _connected(config, tmp_path)
+    await connection.aclose()
+    connected = await _connected(reachable, tmp_path)  # the same server, not public_only
+    await connected.aclose()
 
     assert connection.status in ("failed", "closed") and connection.error is not None
     assert "127.0.0.1 is refused" in connection.error and "a loopback address" in connection.error

@@ -200,10 +200,11 @@ async def _serve_on_a_free_port(app: Any, transport: str) -> None:
 
 
 def _load_app(script: Path) -> Any:
+    sys.path.insert(0, str(script.parent))
+    # The script first: one that exits or hangs before it imports the SDK never pays for it.
+    namespace = runpy.run_path(str(script), run_name="cairn_mcp_script")
     from mcp.server.fastmcp import FastMCP
 
-    sys.path.insert(0, str(script.parent))
-    namespace = runpy.run_path(str(script), run_name="cairn_mcp_script")
     for name in _APP_NAMES:
         if isinstance(namespace.get(name), FastMCP):
             return namespace[name]

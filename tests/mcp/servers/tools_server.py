@@ -10,15 +10,28 @@ MCP_TEST_REPORT_ENV=A,B: log "env {json}" at start, the values of these variable
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import sys
 import time
 
-import anyio
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import ImageContent, TextContent, ToolAnnotations
+# A server told to fail or to hang does so before importing the MCP SDK (~1.5 s of CPU, most of
+# a server's start): the client sees the same exit or silence, and the test does not pay for it.
+if os.environ.get("MCP_TEST_FAIL_START"):
+    print("fatal: the test server was told to fail", file=sys.stderr)
+    sys.exit(3)
+if os.environ.get("MCP_TEST_GARBAGE"):
+    print("this is not JSON-RPC", flush=True)
+    print("{not json either", flush=True)
+hang = float(os.environ.get("MCP_TEST_HANG_SECONDS", "0"))
+if hang:
+    time.sleep(hang)
+
+import base64  # noqa: E402
+import json  # noqa: E402
+
+import anyio  # noqa: E402
+from mcp.server.fastmcp import Context, FastMCP  # noqa: E402
+from mcp.types import ImageContent, TextContent, ToolAnnotations  # noqa: E402
 
 LOG = os.environ.get("MCP_TEST_LOG")
 
@@ -29,16 +42,7 @@ def log(event: str) -> None:
             handle.write(event + "\n")
 
 
-if os.environ.get("MCP_TEST_FAIL_START"):
-    print("fatal: the test server was told to fail", file=sys.stderr)
-    sys.exit(3)
-if os.environ.get("MCP_TEST_GARBAGE"):
-    print("this is not JSON-RPC", flush=True)
-    print("{not json either", flush=True)
-hang = float(os.environ.get("MCP_TEST_HANG_SECONDS", "0"))
-if hang:
-    time.sleep(hang)
-if os.environ.get("MCP_TEST_WAIT_FOR"):
+if os.environ.get("MCP_TEST_WAIT_FOR"):  # after the imports: it serves at once when told
     while not os.path.exists(os.environ["MCP_TEST_WAIT_FOR"]):
         time.sleep(0.02)
 
