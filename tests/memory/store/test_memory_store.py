@@ -527,6 +527,30 @@ def test_rebuild_writes_each_existing_roots_index_in_docs_order(
     assert store.refresh().docs == 2  # the index itself is not a memory
 
 
+def test_a_listing_yields_each_memory_once_in_its_saved_order_from_a_first_page_unsorted(
+    roots: MemoryRoots, tmp_path: Path
+) -> None:
+    """Issue #28: `cairn memory list` takes its first page (200) from a heap over the saved
+    dates, then sorts the rest: a memory of the page re-read because it changed is not listed
+    again after it, a removed one not at all, and the rest keep their saved order."""
+    root = project(roots)
+    for n in range(230):
+        write(root, f"project/m{n:03d}.md", description=f"fact {n}", mtime=T0 + n * DAY)
+    saved = MemoryStore(roots, cache_dir=tmp_path / "saved")
+    saved.refresh()
+    saved.save()
+    saved.close()
+    (root / "project" / "m229.md").unlink()
+    write(root, "project/m228.md", description="now the oldest", mtime=T0 - DAY)
+    write(root, "project/m005.md", description="now the newest", mtime=T0 + 900 * DAY)
+    total, docs = MemoryStore(roots, cache_dir=tmp_path / "saved").listing()
+    listed = [(doc.relative_path, doc.description) for doc in docs]
+    assert total == 229
+    assert [path for path, _ in listed] == [f"project/m{n:03d}.md" for n in range(228, -1, -1)]
+    assert listed[0][1] == "now the oldest"
+    assert listed[-6][1] == "now the newest"
+
+
 def test_a_reopened_saved_index_writes_the_index_of_its_newest_memories_as_a_fresh_store(
     roots: MemoryRoots, tmp_path: Path
 ) -> None:

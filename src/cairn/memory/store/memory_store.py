@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["MemoryStore", "ScanReport", "ScoredDoc", "VectorJob", "VectorSync"]
 
 _T = TypeVar("_T")
+_FIRST_PAGE = 200  # memories a listing yields before it sorts all of a root's (a CLI page)
 _log = get_logger("MEMORY")
 
 
@@ -259,10 +260,21 @@ class MemoryStore:
         return tally
 
     def _listed(self, tally: Tally) -> Iterator[MemoryDoc]:
+        """Each shard's memories in :meth:`docs` order, each checked just before it is
+        yielded: the first page found without sorting them all (a listing that stops there
+        sorts nothing), then the others in their order as it was before the page (a memory
+        the page re-read is not yielded again; only the page's own memories were checked)."""
         for shard in self._shards:
-            for _, _, relative in list(shard.ordered()):
+            page = shard.newest(_FIRST_PAGE)
+            for _, _, relative in page:
                 doc = shard.listed(relative, tally)
                 if doc is not None:
+                    yield doc
+            if len(page) < _FIRST_PAGE:
+                continue
+            shown = {relative for _, _, relative in page}
+            for _, _, relative in list(shard.ordered()):
+                if relative not in shown and (doc := shard.listed(relative, tally)) is not None:
                     yield doc
 
     def recent(
