@@ -10,7 +10,9 @@ connections as it would in production (a superuser would bypass it).
 from __future__ import annotations
 
 import itertools
+import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -57,3 +59,15 @@ def end_connections(dsn: str) -> int:
         ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def socket_keepalive(connection: Any) -> dict[str, int]:
+    """The keepalive settings the kernel holds for ``connection``'s socket, by libpq's names."""
+    with socket.fromfd(connection.fileno(), socket.AF_INET, socket.SOCK_STREAM) as sock:
+        return {
+            "keepalives": sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+            "keepalives_idle": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+            "keepalives_interval": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+            "keepalives_count": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+            "tcp_user_timeout": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT),
+        }

@@ -1,7 +1,7 @@
 """PostgreSQL for the parts of cairn that share state between processes and machines: the
 connection (a small pool of asynchronous connections, a transaction per tenant under
-row-level security) and the one versioned migration runner every set of tables uses (the
-memory backend's, the session store's; ``cairn db migrate``).
+row-level security, TCP keepalive on each) and the one versioned migration runner every set of
+tables uses (the memory backend's, the session store's; ``cairn db migrate``).
 
 psycopg is imported only when a database is used: ``cairn -p`` and a daemon without one never
 load it.
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         DatabaseUnavailable,
         import_psycopg,
     )
+    from cairn.database.keepalive import keepalive_options
     from cairn.database.migrations import (
         Component,
         ComponentStatus,
@@ -38,6 +39,7 @@ __all__ = [
     "Migration",
     "MigrationError",
     "import_psycopg",
+    "keepalive_options",
     "migrate",
     "schema_status",
 ]
@@ -49,6 +51,7 @@ __getattr__, __dir__ = lazy_exports(
         "Database": "connection",
         "DatabaseUnavailable": "connection",
         "import_psycopg": "connection",
+        "keepalive_options": "keepalive",
         "Component": "migrations",
         "ComponentStatus": "migrations",
         "Migration": "migrations",

@@ -13,15 +13,17 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from cairn.config.settings import Settings
+from cairn.database.keepalive import KEEPALIVE_PARAMETERS
 from cairn.memory.manager import MemoryManager
 from cairn.memory.store.locks import LOCK_WAIT_SECONDS, hold_roots, root_lock_path
 from cairn.memory.store.postgres.schema import SCHEMA_VERSION, TABLES
 
 from ...polling import eventually
 from ..memory_helpers import NOW
-from ..postgres_helpers import postgres_dsn, postgres_server
+from ..postgres_helpers import postgres_dsn, postgres_server, socket_keepalive
 from .test_backend_contract import DEPLOY, titles, write
 
 __all__ = ["postgres_dsn", "postgres_server"]  # fixtures
@@ -34,7 +36,8 @@ Machine = Callable[..., MemoryManager]
 @pytest.fixture
 def machine(postgres_dsn: str, tmp_path: Path) -> Iterator[Machine]:
     """``machine(name, namespace="team", poll=0.2, tenant=None)``: a manager with its own home
-    (of a daemon ``tenant``, when given); ``refused``: the backend must refuse the namespace."""
+    (of a daemon ``tenant``, when given); ``refused``: the backend must refuse the namespace;
+    ``dsn``: another DSN for the same database."""
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     made: list[MemoryManager] = []
@@ -46,8 +49,9 @@ def machine(postgres_dsn: str, tmp_path: Path) -> Iterator[Machine]:
         poll: float = 0.2,
         tenant: str | None = None,
         refused: bool = False,
+        dsn: str = postgres_dsn,
     ) -> MemoryManager:
-        postgres: dict[str, Any] = {"dsn": postgres_dsn, "namespace": namespace}
+        postgres: dict[str, Any] = {"dsn": dsn, "namespace": namespace}
         postgres["pollSeconds"] = poll
         settings = Settings.model_validate(
             {"memory": {"backend": "postgres", "postgres": postgres}}
@@ -92,6 +96,18 @@ def test_a_missed_notification_is_caught_up_by_the_poll(
         )
 
     assert eventually(lambda: titles(bob) == ["Deploy with make"])
+
+
+def test_the_memory_databases_connections_carry_the_keepalive_options(
+    machine: Machine, postgres_dsn: str
+) -> None:
+    """A database host that vanishes without a word is noticed (docs/memory.md); a DSN's own
+    keepalive value wins."""
+    with machine("alice").backend.connect() as connection:
+        assert socket_keepalive(connection) == KEEPALIVE_PARAMETERS
+    own = machine("bob", dsn=make_conninfo(postgres_dsn, keepalives_idle=7))
+    with own.backend.connect() as connection:
+        assert socket_keepalive(connection) == {**KEEPALIVE_PARAMETERS, "keepalives_idle": 7}
 
 
 def test_namespaces_never_see_each_others_memories(machine: Machine) -> None:
@@ -317,9 +333,7 @@ def test_a_process_that_saw_an_older_schema_leaves_a_migrated_one_to_its_writers
         late.execute("SET lock_timeout = '5s'")
         late.commit()
         migrate_under_lock(late)  # what the second machine does after waiting for the lock
-        writer.execute(
-            "UPDATE cairn_memory_docs SET mtime = mtime WHERE path = 'project/cache.md'"
-        )
+        writer.execute("UPDATE cairn_memory_docs SET mtime = mtime WHERE path = 'project/cache.md'")
         writer.commit()
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cairn.database import keepalive_options
 from cairn.debug_log import get_logger
 from cairn.memory.paths import MemoryRoots
 from cairn.memory.store.backend import MemoryBackendError
@@ -122,6 +123,7 @@ class PostgresBackend:
             self.shards.append(Shard(config.user_namespace, "user", user_root))
         self.roots = MemoryRoots(project=project.root, user=user_root, state_dir=mirror)
         self._psycopg = _import_psycopg()
+        self._keepalive = keepalive_options(config.dsn)  # a host gone silent is noticed
         # Two connections: one for write sections (serialized by the mirror's local locks),
         # one for catching up outside them (the feed, the first read).
         self._connection: psycopg.Connection[Any] | None = None
@@ -139,7 +141,10 @@ class PostgresBackend:
     def connect(self, **options: Any) -> psycopg.Connection[Any]:
         try:
             return self._psycopg.connect(
-                self.config.dsn, connect_timeout=CONNECT_TIMEOUT_SECONDS, **options
+                self.config.dsn,
+                connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                **self._keepalive,
+                **options,
             )
         except self._psycopg.Error as error:
             raise MemoryBackendError(f"cannot reach the memory database: {error}") from None
