@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeVar
 
 from cairn.llm._httpx import httpx
+from cairn.llm.connections import ConnectionPool
 from cairn.llm.context_window import context_overflow
 from cairn.llm.errors import (
     ContextOverflowError,
@@ -25,7 +26,6 @@ from cairn.llm.errors import (
     ProviderError,
     UnreachableError,
 )
-from cairn.llm.network import AsyncioTransport
 from cairn.llm.retry import is_retryable_status
 
 __all__ = [
@@ -53,21 +53,19 @@ _T = TypeVar("_T")
 class ClientPools:
     """A provider's HTTP clients, created on first use, one per slice of the sessions.
 
-    httpcore's connection pool re-checks every pooled connection whenever a request starts or a
-    response ends (a ``poll()`` per idle connection and a count of idle connections per idle
-    connection), so one pool serving 50 concurrent sessions costs more CPU than the rest of a
-    turn. Each of ``pools`` clients serves the sessions whose id hashes to it, which keeps its
-    connection list short; a session always uses the same client, so its connection stays warm.
-    Requests without a session id use the first client.
+    A connection pool checks its idle connections whenever a request starts (httpcore's, before
+    :mod:`cairn.llm.connections`, polled each one and counted them all per connection, which
+    for 50 concurrent sessions cost more CPU than the rest of a turn). Each of ``pools``
+    clients serves the sessions whose id hashes to it, which keeps its connection list short; a
+    session always uses the same client, so its connection stays warm. Requests without a
+    session id use the first client.
 
-    TLS: an ``http://`` endpoint gets a context with no CA certificates (loading the bundle
-    costs ~40 ms at start-up; should TLS ever be attempted, every certificate is refused). For
-    ``https://`` the verifying context is built in a worker thread as soon as the provider
-    exists (OpenSSL releases the GIL while it parses the CA bundle), and the first request
-    waits for it only if it is not ready yet.
-
-    Each client's connections run on asyncio protocols (:mod:`cairn.llm.network`), not anyio
-    streams: the same requests and errors for less CPU a request.
+    Each client sends over a :class:`~cairn.llm.connections.ConnectionPool` (HTTP/1.1 on
+    asyncio's streams, without httpcore and anyio). TLS: an ``http://`` endpoint's pool has no
+    context (building one costs start-up time; should TLS ever be attempted, every certificate is
+    refused). For ``https://`` the verifying context is built in a worker thread as soon as the
+    provider exists (OpenSSL releases the GIL while it parses the CA bundle), and the first
+    request waits for it only if it is not ready yet.
     """
 
     def __init__(
@@ -83,11 +81,6 @@ class ClientPools:
         self.owned = client is None
         count = 1 if client is not None else max(1, pools)
         self._clients: list[httpx.AsyncClient | None] = [client, *([None] * (count - 1))]
-        # Each pool keeps the limits one pool had: a pool never gets fewer connections than
-        # its sessions need at once (no queueing behind an unlucky hash), and idle ones expire.
-        self._limits = httpx.Limits(
-            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS
-        )
         self._tls = None if client is not None else tls_context(base_url)
 
     async def get(self, session_id: str | None) -> httpx.AsyncClient:
@@ -101,11 +94,14 @@ class ClientPools:
                 raise ProviderError(f"cannot set up TLS for {self._base_url}: {exc}") from exc
             client = self._clients[index]  # another request may have created it meanwhile
             if client is None:
-                client = httpx.AsyncClient(
-                    timeout=self._timeout,
-                    trust_env=False,
-                    transport=AsyncioTransport(tls, self._limits),
+                # Each pool keeps the limits one pool had: a pool never gets fewer connections
+                # than its sessions need at once (no queueing behind an unlucky hash).
+                pool = ConnectionPool(
+                    max_connections=MAX_CONNECTIONS,
+                    max_keepalive=MAX_KEEPALIVE_CONNECTIONS,
+                    tls=tls,
                 )
+                client = httpx.AsyncClient(timeout=self._timeout, transport=pool, trust_env=False)
                 self._clients[index] = client
         return client
 
@@ -117,12 +113,13 @@ class ClientPools:
                 await client.aclose()
 
 
-def tls_context(base_url: str) -> concurrent.futures.Future[ssl.SSLContext]:
-    """The TLS context for connections to ``base_url`` (see :class:`ClientPools`)."""
+def tls_context(base_url: str) -> concurrent.futures.Future[ssl.SSLContext | None]:
+    """The TLS context for connections to ``base_url`` (see :class:`ClientPools`): none for
+    ``http://``."""
     if base_url.lower().startswith("https:"):
         return _in_thread(lambda: httpx.create_ssl_context(trust_env=False))
-    future: concurrent.futures.Future[ssl.SSLContext] = concurrent.futures.Future()
-    future.set_result(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))  # verifying, and trusting no CA
+    future: concurrent.futures.Future[ssl.SSLContext | None] = concurrent.futures.Future()
+    future.set_result(None)
     return future
 
 

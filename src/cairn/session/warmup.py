@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["SESSION_MODULES", "warm_up"]
 
 # Loaded on first use by a session's parts: creating one (recorder, checkpoints, commands and
-# skills, hooks), listing and resuming recordings, /rewind; and the provider's streaming stack
-# (httpx loads its connection code on the first request).
+# skills, hooks), listing and resuming recordings, /rewind; and web_fetch's HTTP stack (httpx
+# loads httpcore and anyio on its first request; the provider's own connections need neither).
 SESSION_MODULES = (
     "cairn.recording.recorder",
     "cairn.recording.listing",

@@ -12,6 +12,7 @@ import pytest
 
 from cairn.content import Content, FunctionCall, FunctionResponse, Text, Thought
 from cairn.llm._httpx import httpx
+from cairn.llm.connections import untrusting_context
 from cairn.llm.errors import InvalidStreamError, ProviderError
 from cairn.llm.openai import OpenAIProvider
 from cairn.llm.retry import RetryPolicy
@@ -262,10 +263,12 @@ async def test_each_session_keeps_to_one_pool_and_reuses_its_connection(
     assert 1 < len({r.connection for r in scripted_server.requests}) <= 4
 
 
-def test_an_http_endpoint_gets_a_tls_context_that_trusts_nothing() -> None:
+def test_an_http_endpoint_gets_no_tls_context_and_its_pool_trusts_nothing() -> None:
     """Loading the CA bundle costs ~40 ms at start-up, and http:// never uses TLS; should it
-    ever, the context still verifies, and with no CA every certificate is refused."""
-    context = tls_context("http://127.0.0.1:8000/v1").result()
+    ever, the pool's context still verifies, and with no CA every certificate is refused."""
+    assert tls_context("http://127.0.0.1:8000/v1").result() is None
+
+    context = untrusting_context()
 
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname

@@ -1,0 +1,345 @@
+"""The providers' HTTP/1.1 connections: httpx's transport seam on asyncio's streams and h11.
+
+httpx's own transport hands each request to httpcore, whose import brings anyio (its locks and
+network backend) and both of httpcore's halves, synchronous and asynchronous: ~125 M
+instructions, about a sixth of ``cairn -p``'s start-up before its first request
+(benchmarks/README.md, issue 32). A provider speaks plain HTTP/1.1 to one endpoint, so
+:class:`ConnectionPool` does what it needs with what an asyncio program has loaded anyway, and
+h11 (the same HTTP/1.1 state machine httpcore drives) for the protocol:
+
+- connections kept open per origin and reused, newest first; an idle one the server closed, or
+  one idle for :data:`KEEPALIVE_EXPIRY` seconds, is dropped instead; at most ``max_keepalive``
+  are kept idle, and at most ``max_connections`` are open at once (a request over the bound
+  waits for one, up to the pool timeout);
+- httpx's timeouts (connect, write, read for each read, pool) and its exceptions, as its own
+  transport raises them (:func:`cairn.llm.transport.request_errors` reads them);
+- the ``trace`` extension's events under httpcore's names (``http11.send_request_body.complete``
+  tells Recall the request is out);
+- TLS with the context it is given; a connection a response was not read to its end, or whose
+  request failed or was cancelled, is closed, never reused.
+
+HTTP/2, proxies and Unix sockets are not spoken here (the providers use none of them); web_fetch
+keeps httpx's transport with its checked network backend (:mod:`cairn.tools.web_address`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import select
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import h11
+
+from cairn.llm._httpx import httpx
+
+__all__ = ["KEEPALIVE_EXPIRY", "ConnectionPool", "untrusting_context"]
+
+KEEPALIVE_EXPIRY = 5.0  # seconds an idle connection is kept (httpx's default)
+HAPPY_EYEBALLS_DELAY = 0.25  # seconds before trying a host's next address (anyio's, httpcore's)
+READ_SIZE = 64 * 1024
+DISCONNECTED = "Server disconnected without sending a response."  # httpcore's words
+
+_Origin = tuple[bytes, str, int]
+_Trace = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+def untrusting_context() -> ssl.SSLContext:
+    """A TLS context that verifies, and trusts no CA: every certificate is refused (for a pool
+    given no context, whose endpoint is ``http://``, should TLS ever be attempted)."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+class _Connection:
+    """One HTTP/1.1 connection: the streams and the h11 state of its current exchange."""
+
+    def __init__(self, origin: _Origin, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.origin = origin
+        self.reader = reader
+        self.writer = writer
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.idle_since = 0.0
+
+    def reusable(self, now: float) -> bool:
+        """Idle, fresh, and not closed by the server meanwhile (nor sent anything unasked):
+        an idle socket with something to read has its end, or bytes no request asked for,
+        whether or not the event loop has read them yet (as httpcore checks)."""
+        if now - self.idle_since >= KEEPALIVE_EXPIRY or self.writer.is_closing():
+            return False
+        if self.reader.at_eof() or self.reader._buffer:  # type: ignore[attr-defined]
+            return False
+        sock = self.writer.get_extra_info("socket")
+        return sock is None or not _readable(sock.fileno())
+
+    def close(self) -> None:
+        self.writer.close()  # asyncio closes the socket once what is buffered is written
+
+    async def send(
+        self, request: httpx.Request, timeouts: dict[str, Any], trace: _Trace | None
+    ) -> h11.Response:
+        """Write ``request`` (its head, then its body); read the response's head."""
+        url = request.url
+        head = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
+        await _traced(trace, "http11.send_request_headers", {"request": request})
+        await self._write(self.h11.send(head), timeouts.get("write"))
+        await _traced(trace, "http11.send_request_headers.complete", {})
+        await _traced(trace, "http11.send_request_body", {"request": request})
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        async for chunk in request.stream:
+            if chunk:
+                await self._write(self.h11.send(h11.Data(data=chunk)), timeouts.get("write"))
+        await self._write(self.h11.send(h11.EndOfMessage()), timeouts.get("write"))
+        await _traced(trace, "http11.send_request_body.complete", {})
+        await _traced(trace, "http11.receive_response_headers", {"request": request})
+        while True:
+            event = await self._next_event(timeouts.get("read"))
+            if isinstance(event, h11.InformationalResponse):
+                continue  # e.g. 100 Continue: the final response follows
+            assert isinstance(event, h11.Response)
+            await _traced(trace, "http11.receive_response_headers.complete", {})
+            return event
+
+    async def body(self, read_timeout: float | None) -> AsyncIterator[bytes]:
+        while True:
+            event = await self._next_event(read_timeout)
+            if isinstance(event, h11.Data):
+                yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return
+
+    def finish(self) -> bool:
+        """After a whole response: ready for the next request (True), or to be closed."""
+        if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
+            self.h11.start_next_cycle()
+            return True
+        return False
+
+    async def _write(self, data: bytes | None, timeout: float | None) -> None:
+        if not data:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                self.writer.write(data)
+                await self.writer.drain()
+        except TimeoutError:
+            raise httpx.WriteTimeout("timed out writing the request") from None
+        except OSError as exc:
+            raise httpx.WriteError(str(exc) or type(exc).__name__) from exc
+
+    async def _next_event(self, timeout: float | None) -> Any:
+        while True:
+            try:
+                event = self.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(str(exc)) from exc
+            if event is not h11.NEED_DATA:
+                if isinstance(event, h11.ConnectionClosed):
+                    raise httpx.RemoteProtocolError(DISCONNECTED)
+                return event
+            try:
+                async with asyncio.timeout(timeout):
+                    data = await self.reader.read(READ_SIZE)
+            except TimeoutError:
+                raise httpx.ReadTimeout("timed out reading the response") from None
+            except OSError as exc:
+                raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
+            if not data and self.h11.their_state is h11.SEND_RESPONSE:
+                raise httpx.RemoteProtocolError(DISCONNECTED)
+            try:
+                self.h11.receive_data(data)
+            except h11.RemoteProtocolError as exc:
+                raise httpx.RemoteProtocolError(str(exc)) from exc
+
+
+def _readable(fd: int) -> bool:
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])  # pragma: no cover - without poll()
+
+
+async def _traced(trace: _Trace | None, name: str, info: dict[str, Any]) -> None:
+    if trace is not None:
+        if not name.endswith(".complete"):
+            name += ".started"
+        await trace(name, info)
+
+
+class _ResponseBody(httpx.AsyncByteStream):
+    """A response's body, read from its connection; the connection goes back to the pool once
+    the body has ended, and is closed if the body is closed before that."""
+
+    def __init__(self, pool: ConnectionPool, connection: _Connection, read_timeout: float | None):
+        self._pool = pool
+        self._connection: _Connection | None = connection
+        self._read_timeout = read_timeout
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        connection = self._connection
+        if connection is None:
+            raise httpx.StreamClosed()
+        try:
+            async for chunk in connection.body(self._read_timeout):
+                yield chunk
+        except BaseException:
+            self._end(reuse=False)
+            raise
+        self._end(reuse=True)
+
+    async def aclose(self) -> None:
+        self._end(reuse=False)  # a no-op once the body has ended
+
+    def _end(self, *, reuse: bool) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            self._pool._release(connection, reuse=reuse and connection.finish())
+
+
+class ConnectionPool(httpx.AsyncBaseTransport):
+    """HTTP/1.1 connections for one client (see the module's docstring).
+
+    ``tls`` is the context for ``https://`` origins; without one, a TLS connection verifies
+    against no CA at all (every certificate is refused), as for an ``http://`` endpoint's
+    client, which should never need one.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_connections: int,
+        max_keepalive: int,
+        tls: ssl.SSLContext | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max_connections = max_connections
+        self._max_keepalive = max_keepalive
+        self._tls = tls
+        self._clock = clock
+        self._idle: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
+        self._open = 0  # connections open, idle or in use, and being opened
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        scheme = request.url.raw_scheme
+        if scheme not in (b"http", b"https"):
+            raise httpx.UnsupportedProtocol(
+                f"Request URL has an unsupported protocol '{scheme.decode()}://'."
+            )
+        port = request.url.port or (443 if scheme == b"https" else 80)
+        origin: _Origin = (scheme, request.url.host, port)
+        timeouts = request.extensions.get("timeout", {})
+        trace = request.extensions.get("trace")
+        connection = await self._acquire(origin, timeouts)
+        try:
+            head = await connection.send(request, timeouts, trace)
+        except BaseException:
+            self._release(connection, reuse=False)
+            raise
+        return httpx.Response(
+            head.status_code,
+            headers=head.headers.raw_items(),
+            stream=_ResponseBody(self, connection, timeouts.get("read")),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": bytes(head.reason)},
+        )
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for connection in self._idle:
+            connection.close()
+            self._open -= 1
+        self._idle.clear()
+
+    async def _acquire(self, origin: _Origin, timeouts: dict[str, Any]) -> _Connection:
+        if self._closed:
+            raise RuntimeError("the connection pool is closed")
+        now = self._clock()
+        for connection in reversed(self._idle):  # the newest first: the likeliest still open
+            if connection.origin == origin:
+                del self._idle[connection]
+                if connection.reusable(now):
+                    return connection
+                connection.close()
+                self._open -= 1
+                break
+        self._expire(now)
+        if self._open >= self._max_connections:
+            if self._idle:  # another origin's idle connection makes room
+                self._idle.popitem(last=False)[0].close()
+                self._open -= 1
+            else:
+                await self._wait_for_room(timeouts.get("pool"))
+                return await self._acquire(origin, timeouts)
+        self._open += 1
+        try:
+            return await self._connect(origin, timeouts.get("connect"))
+        except BaseException:
+            self._open -= 1
+            self._wake()
+            raise
+
+    async def _wait_for_room(self, timeout: float | None) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+        except TimeoutError:
+            raise httpx.PoolTimeout("timed out waiting for a connection") from None
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    async def _connect(self, origin: _Origin, timeout: float | None) -> _Connection:
+        scheme, host, port = origin
+        tls = None
+        if scheme == b"https":
+            tls = self._tls if self._tls is not None else untrusting_context()
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_connection(
+                    host,
+                    port,
+                    ssl=tls,
+                    server_hostname=host if tls is not None else None,
+                    happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY,
+                    limit=READ_SIZE,
+                )
+        except TimeoutError:
+            raise httpx.ConnectTimeout(f"timed out connecting to {host}:{port}") from None
+        except OSError as exc:  # refused, unresolvable, a TLS failure
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        return _Connection(origin, reader, writer)
+
+    def _release(self, connection: _Connection, *, reuse: bool) -> None:
+        if reuse and not self._closed:
+            connection.idle_since = self._clock()
+            self._idle[connection] = None
+            while len(self._idle) > self._max_keepalive:
+                self._idle.popitem(last=False)[0].close()
+                self._open -= 1
+        else:
+            connection.close()
+            self._open -= 1
+        self._wake()
+
+    def _expire(self, now: float) -> None:
+        """Close the connections idle too long (the oldest come first; no socket is polled)."""
+        while self._idle:
+            oldest = next(iter(self._idle))
+            if now - oldest.idle_since < KEEPALIVE_EXPIRY:
+                return
+            del self._idle[oldest]
+            oldest.close()
+            self._open -= 1
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
