@@ -40,7 +40,8 @@ __all__ = ["KEEPALIVE_EXPIRY", "ConnectionPool", "untrusting_context"]
 
 KEEPALIVE_EXPIRY = 5.0  # seconds an idle connection is kept (httpx's default)
 HAPPY_EYEBALLS_DELAY = 0.25  # seconds before trying a host's next address (anyio's, httpcore's)
-READ_SIZE = 64 * 1024
+READ_SIZE = 64 * 1024  # bytes read at once (httpcore's)
+MAX_HEAD_SIZE = 100 * 1024  # bytes of a response's head (httpcore's bound)
 DISCONNECTED = "Server disconnected without sending a response."  # httpcore's words
 
 _Origin = tuple[bytes, str, int]
@@ -60,7 +61,7 @@ class _Connection:
         self.origin = origin
         self.reader = reader
         self.writer = writer
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_SIZE)
         self.idle_since = 0.0
 
     def reusable(self, now: float) -> bool:
@@ -288,11 +289,14 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         try:
             async with asyncio.timeout(timeout):
                 await waiter
-        except TimeoutError:
-            raise httpx.PoolTimeout("timed out waiting for a connection") from None
-        finally:
+        except BaseException as exc:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
+            elif waiter.done() and not waiter.cancelled():
+                self._wake()  # woken, then cancelled or timed out: the room goes to the next
+            if isinstance(exc, TimeoutError):
+                raise httpx.PoolTimeout("timed out waiting for a connection") from None
+            raise
 
     async def _connect(self, origin: _Origin, timeout: float | None) -> _Connection:
         scheme, host, port = origin
