@@ -1,7 +1,7 @@
 """Agent-core figures: start-up to the first model request, and cairn's CPU per tool call.
 
 Usage: python benchmarks/core_bench.py [--runs 15] [--baseline ../other/src] [--instructions]
-       [--by-module 40] [--tool-instructions]
+       [--by-module 40] [--request-cpu] [--tool-instructions]
 
 The scripted model server runs in its own process (``python -m cairn.testing.server``) so its
 CPU is not counted as cairn's. Figures:
@@ -21,6 +21,10 @@ so before/after figures come from one run under the same load. ``--instructions`
 with valgrind, the CPU instructions each case executes until its first request: a figure that
 does not move with the load of a shared machine (wall and CPU times here move by ±30 %). The
 debug log is on, as for a user (``CAIRN_DEBUG_LOG_FILE`` unset).
+
+``--request-cpu`` times the CPU of one model request in a process of its own (the provider
+against the scripted server on a warm connection, :data:`REQUEST_PROBE`), with the baseline's
+runs interleaved.
 
 ``--tool-instructions`` (valgrind) counts the instructions of the tool-call turn instead of its CPU
 time: (instructions of the turn with tools - those of the turn without) / 30, for this tree and,
@@ -399,6 +403,62 @@ def seed_memories(project: Path, count: int, env: dict[str, str]) -> None:
     manager.close()
 
 
+# CPU of one model request in a process of its own: the provider against the scripted server,
+# sequential requests on a warm connection (the request built and written, the streamed answer
+# read); the first one (connecting, first imports) is not counted.
+REQUEST_PROBE = """
+import asyncio, sys, time
+from cairn.content import Content, Text
+from cairn.llm.openai import OpenAIProvider
+from cairn.llm.types import ModelRequest
+
+
+async def main(base_url, count):
+    provider = OpenAIProvider(base_url=base_url, api_key="bench", model="scripted-model")
+    request = ModelRequest(model="scripted-model", contents=[Content("user", [Text("hi")])])
+
+    async def one():
+        async for _ in provider.stream(request):
+            pass
+
+    await one()
+    started = time.process_time()
+    for _ in range(count):
+        await one()
+    print((time.process_time() - started) / count * 1000)
+    await provider.aclose()
+
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+REQUESTS_PER_RUN = 150
+
+
+def request_cpu_ms(runs: int, workdir: Path, baseline: Path | None) -> dict[str, list[float]]:
+    """CPU per model request (:data:`REQUEST_PROBE`), this tree's and the baseline's runs
+    interleaved."""
+    server, base_url = start_server([], workdir / "requests.jsonl")
+    trees = {"this tree": None, **({"baseline": baseline} if baseline else {})}
+    found: dict[str, list[float]] = {name: [] for name in trees}
+    try:
+        for _ in range(runs):
+            for name, src in trees.items():
+                env = make_env(base_url, workdir / "home-requests")
+                if src is not None:
+                    env["PYTHONPATH"] = str(src)
+                done = subprocess.run(
+                    [sys.executable, "-c", REQUEST_PROBE, base_url, str(REQUESTS_PER_RUN)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                found[name].append(float(done.stdout.split()[-1]))
+    finally:
+        server.terminate()
+    return found
+
+
 TOOL_CALLS_PER_TURN = 30  # many calls per turn so the per-call figure stands above the noise
 
 
@@ -561,6 +621,11 @@ def main() -> None:
         help="also show the N modules whose imports differ most from the baseline's (valgrind)",
     )
     parser.add_argument(
+        "--request-cpu",
+        action="store_true",
+        help="also time the CPU of one model request, with the baseline's interleaved",
+    )
+    parser.add_argument(
         "--tool-instructions",
         action="store_true",
         help="also count the instructions per tool call, with the baseline's too (valgrind)",
@@ -572,6 +637,7 @@ def main() -> None:
             args.runs, workdir, args.baseline, args.instructions, args.by_module
         )
         plain, tools = tool_call_cpu_ms(max(5, args.runs // 2), workdir)
+        per_request = request_cpu_ms(args.runs, workdir, args.baseline) if args.request_cpu else {}
         tool_instructions = {}
         if args.tool_instructions:
             trees = {"this tree": None, **({"baseline": args.baseline} if args.baseline else {})}
@@ -612,6 +678,11 @@ def main() -> None:
         f"| cairn CPU per tool call (ms) | {statistics.median(per_call):.1f} | "
         f"{min(per_call):.1f} | | < 5 |"
     )
+    for name, samples in per_request.items():
+        print(
+            f"| CPU of one model request, {name} (ms) | {statistics.median(samples):.2f} | "
+            f"{min(samples):.2f} | | |"
+        )
     for name, per_call_instructions in tool_instructions.items():
         print(
             f"| instructions per tool call, {name} (M) | "
