@@ -1,7 +1,7 @@
-"""The asyncio backend under the providers' connection pools, against real sockets.
+"""The providers' HTTP/1.1 connections (:mod:`cairn.llm.connections`) against real sockets.
 
-Every case runs through httpx's default transport (anyio streams) too: what a request sends,
-receives and raises must be the same over both.
+Every case runs through httpx's default transport (httpcore on anyio streams) too: what a
+request sends, receives and raises must be the same over both.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 from cairn.llm._httpx import httpx
-from cairn.llm.network import AsyncioTransport
+from cairn.llm.connections import ConnectionPool
 
 from ..polling import eventually_async
 
-LIMITS = httpx.Limits(max_connections=10, max_keepalive_connections=10)
+MAX_CONNECTIONS = 10
+LIMITS = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
@@ -30,13 +31,15 @@ def client(
     kind: str, context: ssl.SSLContext | None = None, timeout: float = 30
 ) -> httpx.AsyncClient:
     context = context or ssl.create_default_context()
-    if kind == "asyncio":
-        transport = AsyncioTransport(context, LIMITS)
-        return httpx.AsyncClient(timeout=timeout, trust_env=False, transport=transport)
+    if kind == "cairn":
+        pool = ConnectionPool(
+            max_connections=MAX_CONNECTIONS, max_keepalive=MAX_CONNECTIONS, tls=context
+        )
+        return httpx.AsyncClient(timeout=timeout, trust_env=False, transport=pool)
     return httpx.AsyncClient(timeout=timeout, trust_env=False, limits=LIMITS, verify=context)
 
 
-@pytest.fixture(params=["asyncio", "anyio"])
+@pytest.fixture(params=["cairn", "httpx"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
