@@ -838,6 +838,9 @@ async def test_a_loaded_session_shows_subagent_steps_commands_and_context_as_liv
     scripted_server.enqueue(
         tool_call("list_directory", {"path": "."}), reply("Notes."), purpose="subagent"
     )
+    # Extract (after the first turn, in the background) saves nothing: unscripted, it failed and
+    # its notice could come after the command's answer on a loaded machine.
+    scripted_server.enqueue(reply("Nothing worth keeping."), purpose="extract")
     async with connect(agent_options(scripted_server, project)) as (conn, live):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(project))
@@ -867,3 +870,4 @@ async def test_a_loaded_session_shows_subagent_steps_commands_and_context_as_liv
     used = [u.used for u in live.of_kind("usage_update")]
     assert [u.used for u in loaded.of_kind("usage_update")] == [used[-1]]
     assert used[-1] > 0
+    assert scripted_server.errors == []  # every request was scripted, Extract's too
