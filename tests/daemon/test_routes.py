@@ -12,6 +12,7 @@ import httpx
 from cairn.daemon.routes import FEATURES
 from cairn.testing import Reply, ScriptedServer, error_reply, reply, tool_call
 
+from ..polling import eventually_async
 from .conftest import StartDaemon
 from .helpers import TOKEN, RunningDaemon, collect_until, of_type, updates
 
@@ -717,9 +718,7 @@ async def test_a_client_disconnect_cancels_the_recap_query(
         [request] = await scripted_server.async_wait_for_requests(1, purpose="recap")
         recap.cancel()  # closes the connection to the daemon
 
-    async with asyncio.timeout(5):
-        while not scripted_server.dropped:
-            await asyncio.sleep(0.02)
+    assert await eventually_async(lambda: bool(scripted_server.dropped))
     assert scripted_server.dropped == [request]
     body = (await daemon.http.get("/health", params={"deep": "1"})).json()
     assert body["activeRecaps"] == 0

@@ -233,9 +233,7 @@ async def test_cancelling_a_recap_by_disconnecting_stops_the_model_query(
         [request] = await scripted_server.async_wait_for_requests(1, purpose="recap")
 
         call.cancel()  # the HTTP connection to the daemon closes
-        async with asyncio.timeout(5):
-            while not scripted_server.dropped:
-                await asyncio.sleep(0.02)
+        assert await eventually_async(lambda: bool(scripted_server.dropped))
         health = await client.health()
 
     assert scripted_server.dropped == [request]

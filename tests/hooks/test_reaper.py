@@ -38,13 +38,15 @@ def _children(pids: Path) -> list[int]:
     return [int(pid) for pid in found()]
 
 
-def _hang_up_until_gone(reaper: subprocess.Popen[bytes]) -> None:
-    """SIGHUP after SIGHUP until the reaper exits, as a killed multi-threaded cairn sends them."""
+def _hang_up_until_gone(reaper: subprocess.Popen[bytes]) -> bool:
+    """SIGHUP after SIGHUP until the reaper exits, as a killed multi-threaded cairn sends them;
+    whether it exited within the suite's deadline."""
     deadline = time.monotonic() + DEADLINE_SECONDS
     while reaper.poll() is None and time.monotonic() < deadline:
         with contextlib.suppress(ProcessLookupError):
             os.kill(reaper.pid, signal.SIGHUP)
         time.sleep(HANG_UP_GAP_SECONDS)
+    return reaper.poll() is not None
 
 
 @pytest.mark.parametrize("mode", ["server", "hook", "shell"])
@@ -63,7 +65,7 @@ def test_a_repeated_parent_death_signal_still_kills_everything(mode: str, tmp_pa
     try:
         children = _children(pids)
 
-        _hang_up_until_gone(reaper)
+        assert _hang_up_until_gone(reaper), "the reaper outlived its hang-ups"
 
         assert [pid for pid in children if not wait_until_dead(pid)] == []
     finally:

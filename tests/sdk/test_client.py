@@ -25,6 +25,7 @@ from cairn.sdk import (
 )
 from cairn.testing import Reply, ScriptedServer, error_reply, reply, tool_call
 
+from ..polling import eventually_async
 from .conftest import Daemon, StartDaemon
 
 TOKEN = "sdk-token"
@@ -317,9 +318,7 @@ async def test_cancelling_a_recap_call_cancels_the_model_query(
         [request] = await scripted_server.async_wait_for_requests(1, purpose="recap")
 
         call.cancel()
-        async with asyncio.timeout(5):
-            while not scripted_server.dropped:
-                await asyncio.sleep(0.02)
+        assert await eventually_async(lambda: bool(scripted_server.dropped))
 
     assert scripted_server.dropped == [request]
 

@@ -18,7 +18,7 @@ from cairn.memory.recall.lifecycle import RecallDelivery, RecallLifecycle
 from cairn.memory.telemetry import RECALL_DELIVERY_EVENT
 from cairn.testing import RecordedRequest, Reply, ScriptedServer
 
-from ...polling import DEADLINE_SECONDS
+from ...polling import DEADLINE_SECONDS, eventually_async
 from ..memory_helpers import (
     DAY,
     NOW,
@@ -228,7 +228,7 @@ async def test_a_turn_already_aborted_never_starts_recall(
     model = ScriptedModel()
     lifecycle = _lifecycle(manager, model)
     lifecycle.begin("release", turn.signal, [])
-    await asyncio.sleep(0.02)
+    assert await eventually_async(lambda: bool(_terminal(events)))
     assert model.requests == []
     assert [e["discard_reason"] for e in _terminal(events)] == ["abort"]
 
