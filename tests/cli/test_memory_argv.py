@@ -1,9 +1,12 @@
 """``cairn memory search|show|forget|list`` read without typer (issue #28: the command's
 start-up was half of a search at 100,000 memories).
 
-Each quick command line is compared, as a real ``cairn`` process, with the same command after
-a ``--`` (typer's path: the quick reader leaves ``--`` to typer, which reads the words after it
-as the arguments): stdout, stderr and the exit code must be the same bytes.
+Each quick command line is compared with the same command after a ``--`` (typer's path: the
+quick reader leaves ``--`` to typer, which reads the words after it as the arguments): stdout,
+stderr and the exit code must be the same bytes. The commands run through ``cairn``'s entry
+point inside the test process (tests/entry_point.py: what is compared is the command's output,
+not the process); real ``cairn`` processes check that they print what the entry point prints
+here, and that a quick command's process imports neither typer nor pydantic.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import pytest
 
 from cairn.cli.memory_argv import QuickCommand, read_quick
 from cairn.memory.paths import memory_roots
+
+from ..entry_point import run_main
 
 
 @pytest.mark.parametrize(
@@ -82,7 +87,8 @@ def test_a_tenant_named_by_the_environment_is_left_to_typer() -> None:
 
 
 class Project:
-    """A project with its own CAIRN_HOME, and ``cairn`` run in it as a process."""
+    """A project with its own CAIRN_HOME, and ``cairn`` run in it: through its entry point in
+    this process (``cairn``), or as a process (``process``)."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.project = tmp_path / "project"
@@ -105,7 +111,11 @@ class Project:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"---\n{front}type: project\n---\n\n{body}\n")
 
-    def cairn(self, *args: str, extra: str = "") -> tuple[int, str, str]:
+    def cairn(self, *args: str) -> tuple[int, str, str]:
+        done = run_main(args, cwd=self.project, env=self.env)
+        return done.returncode, done.stdout, done.stderr
+
+    def process(self, *args: str, extra: str = "") -> tuple[int, str, str]:
         command = [sys.executable, *([extra] if extra else []), "-m", "cairn.cli.main", *args]
         done = subprocess.run(command, cwd=self.project, env=self.env, capture_output=True,
                               text=True, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
@@ -190,6 +200,22 @@ def test_an_empty_memory_lists_where_memories_go_as_typer_does(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
+    "args",
+    [
+        ("memory", "search", "install uv"),  # the quick path, a rich table
+        ("memory", "show", "--", "Use uvx"),  # typer's path, rich's own output
+        ("memory", "forget", "install with uv"),  # refused: an error and its exit code
+    ],
+)
+def test_a_cairn_process_prints_what_its_entry_point_prints_here(
+    project: Project, args: tuple[str, ...]
+) -> None:
+    """The real-process check of the comparisons above: the same bytes and exit code from a
+    ``cairn`` process as from the entry point run in this process."""
+    assert project.process(*args) == project.cairn(*args)
+
+
+@pytest.mark.parametrize(
     ("args", "loaded"),
     [
         (("memory", "show", "Lunch"), ()),  # into a pipe: plain text, no rich
@@ -200,7 +226,7 @@ def test_an_empty_memory_lists_where_memories_go_as_typer_does(tmp_path: Path) -
 def test_a_quick_command_imports_neither_typer_nor_pydantic(
     project: Project, args: tuple[str, ...], loaded: tuple[str, ...]
 ) -> None:
-    code, _, imports = project.cairn(*args, extra="-Ximporttime")
+    code, _, imports = project.process(*args, extra="-Ximporttime")
     assert code == 0, imports
     modules = {line.rsplit("|", 1)[-1].strip() for line in imports.splitlines() if "|" in line}
     assert not {"typer", "click", "pydantic"} & modules

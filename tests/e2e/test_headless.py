@@ -1,4 +1,11 @@
-"""``cairn -p`` as a real process against the scripted model server."""
+"""``cairn -p`` as a real process against the scripted model server.
+
+The tests of a command line refused before any turn starts (a usage error, a misspelt command,
+an empty prompt) run it through cairn's entry point in this process (``run_here``,
+tests/entry_point.py): what they check is the argument handling, its message and exit code.
+The exit code of bad input through a real process stays checked
+(``test_a_bare_p_reads_the_prompt_from_stdin_as_claude_p_does``).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,18 @@ import pytest
 
 from cairn.testing import Reply, ScriptedServer, error_reply, reply, tool_call
 
+from ..entry_point import run_main
 from .conftest import CAIRN, RunCairn, write_settings
+
+
+@pytest.fixture
+def run_here(cairn_env: dict[str, str], project: Path) -> RunCairn:
+    """``run_cairn``'s command line run through cairn's entry point in this process."""
+
+    def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+        return run_main(args, cwd=project, env=cairn_env, input=input or "")
+
+    return run
 
 
 def test_a_tool_call_loop_runs_the_tool_and_sends_its_result_back(
@@ -87,8 +105,8 @@ def test_partial_messages_stream_each_chunk_as_a_stream_event(
     assert kinds[-1] == "result"
 
 
-def test_partial_messages_without_stream_json_is_bad_input(run_cairn: RunCairn) -> None:
-    done = run_cairn("-p", "hi", "--include-partial-messages")
+def test_partial_messages_without_stream_json_is_bad_input(run_here: RunCairn) -> None:
+    done = run_here("-p", "hi", "--include-partial-messages")
 
     assert done.returncode == 42
     assert done.stderr == "--include-partial-messages needs --output-format stream-json\n"
@@ -147,11 +165,11 @@ def test_a_prompt_on_the_command_line_with_piped_input_runs_headless(
 
 
 def test_a_misspelt_command_is_not_sent_as_a_prompt(
-    run_cairn: RunCairn, scripted_server: ScriptedServer
+    run_here: RunCairn, scripted_server: ScriptedServer
 ) -> None:
     """Words that name no command are a first prompt, but `cairn memroy list` is a typo: it
     says which command was meant instead of sending "memroy list" to the model."""
-    done = run_cairn("memroy", "list", input="piped\n")
+    done = run_here("memroy", "list", input="piped\n")
 
     assert done.returncode == 42
     assert "cairn memory" in done.stderr and "memroy" in done.stderr
@@ -159,9 +177,9 @@ def test_a_misspelt_command_is_not_sent_as_a_prompt(
 
 
 def test_an_unknown_command_word_with_options_still_says_what_is_wrong(
-    run_cairn: RunCairn, scripted_server: ScriptedServer
+    run_here: RunCairn, scripted_server: ScriptedServer
 ) -> None:
-    done = run_cairn("fix it", "--no-such-option")
+    done = run_here("fix it", "--no-such-option")
 
     assert done.returncode == 42
     assert "--no-such-option" in done.stderr
@@ -179,8 +197,8 @@ def test_no_endpoint_configured_is_one_clear_message_and_exit_41(
     assert scripted_server.requests == []
 
 
-def test_an_empty_prompt_is_bad_input(run_cairn: RunCairn) -> None:
-    done = run_cairn("-p", "   ")
+def test_an_empty_prompt_is_bad_input(run_here: RunCairn) -> None:
+    done = run_here("-p", "   ")
     assert done.returncode == 42
     assert "No prompt" in done.stderr
 
@@ -504,15 +522,15 @@ def test_repeating_the_same_tool_call_is_stopped_by_loop_detection(
     assert len(scripted_server.requests) == 5
 
 
-def test_an_invalid_flag_value_is_bad_input(run_cairn: RunCairn) -> None:
-    done = run_cairn("-p", "hi", "--approval-mode", "sometimes")
+def test_an_invalid_flag_value_is_bad_input(run_here: RunCairn) -> None:
+    done = run_here("-p", "hi", "--approval-mode", "sometimes")
     assert done.returncode == 42
     assert "--approval-mode" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_an_unknown_option_is_bad_input(run_cairn: RunCairn) -> None:
-    done = run_cairn("--no-such-option")
+def test_an_unknown_option_is_bad_input(run_here: RunCairn) -> None:
+    done = run_here("--no-such-option")
     assert done.returncode == 42
     assert "No such option" in done.stderr
 

@@ -1,5 +1,10 @@
 """Projects whose paths differ only in punctuation keep their own state (real ``cairn``
-processes, real git repositories), and folders of the earlier key layout are migrated."""
+processes, real git repositories), and folders of the earlier key layout are migrated.
+
+The turns are real ``cairn -p`` processes (16 of them: what makes this module cost what it
+does); ``cairn rewind`` runs through cairn's entry point in this process (tests/entry_point.py;
+tests/e2e/test_rewind.py keeps real-process rewinds).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import pytest
 from cairn.config.paths import project_key, reference_project_key
 from cairn.testing import ScriptedServer, reply, tool_call
 
+from ..entry_point import run_main
 from ..git_helpers import make_repository, tree_state
 from .conftest import CAIRN, write_settings
 
@@ -83,7 +89,7 @@ def test_rewind_in_one_project_never_restores_its_punctuation_twins_files(
     _turn(first, cairn_env, "WRITE-IN-FIRST", first=True)  # the newest session of all
     first_after = tree_state(first)
 
-    done = _cairn(second, cairn_env, "rewind", "1", "--code-only")
+    done = run_main(["rewind", "1", "--code-only"], cwd=second, env=cairn_env)
     assert done.returncode == 0, done.stderr
     assert tree_state(second) == second_before_its_turn  # its own turn undone, nothing else
     assert tree_state(first) == first_after
@@ -126,7 +132,7 @@ def test_a_project_folder_of_the_earlier_key_layout_is_migrated_with_everything(
     after = {str(p.relative_to(migrated)) for p in migrated.rglob("*")}
     assert set(before) <= after
     assert (migrated / "memory" / "project" / "fact.md").read_text().endswith("kept\n")
-    listing = _cairn(root, cairn_env, "rewind", "--list")
+    listing = run_main(["rewind", "--list"], cwd=root, env=cairn_env)
     assert listing.returncode == 0 and "EARLIER-PROMPT" in listing.stdout, listing.stderr
 
 

@@ -1,14 +1,21 @@
-"""``cairn rewind`` and ``cairn -p --continue`` as real processes on a real git repository."""
+"""``cairn rewind`` and ``cairn -p --continue`` on a real git repository.
+
+The turns are real ``cairn -p`` processes. ``cairn rewind`` runs through cairn's entry point in
+this process (tests/entry_point.py: what is checked is the command's work and its messages),
+except for one successful rewind and one refused one, which stay real processes.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
 from cairn.testing import ScriptedServer, reply, tool_call
 
+from ..entry_point import run_main
 from ..git_helpers import make_repository, repository_state, tree_state
 from .conftest import RunCairn, write_settings
 
@@ -27,12 +34,17 @@ def _turn(run_cairn: RunCairn, prompt: str, *, first: bool = False) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def _rewind(project: Path, env: dict[str, str], *args: str) -> CompletedProcess[str]:
+    """``cairn rewind *args`` in ``project``, run in this process."""
+    return run_main(["rewind", *args], cwd=project, env=env)
+
+
 def _sent_text(server: ScriptedServer) -> str:
     return json.dumps(server.requests[-1].messages)
 
 
 def test_rewinding_a_headless_session_from_the_command_line(
-    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, cairn_env: dict[str, str]
 ) -> None:
     user_repo = repository_state(project)
     states = [tree_state(project)]
@@ -53,20 +65,20 @@ def test_rewinding_a_headless_session_from_the_command_line(
     )
     _turn(run_cairn, "DELETE-THE-APP")
 
-    listing = run_cairn("rewind", "--list")
+    listing = _rewind(project, cairn_env, "--list")
     assert listing.returncode == 0, listing.stderr
     lines = listing.stdout.splitlines()
     assert lines[1].startswith("  3. DELETE-THE-APP") and "app.py" in lines[1]
     assert lines[3].startswith("  1. EDIT-THE-README") and "README.md" in lines[3]
 
-    code = run_cairn("rewind", "2", "--code-only")
+    code = run_cairn("rewind", "2", "--code-only")  # a real process
     assert code.returncode == 0, code.stderr
     assert tree_state(project) == states[1]
-    undo = run_cairn("rewind", "--undo")
+    undo = _rewind(project, cairn_env, "--undo")
     assert undo.returncode == 0, undo.stderr
     assert not (project / "app.py").exists() and (project / "lib" / "new.py").exists()
 
-    talk = run_cairn("rewind", "2", "--conversation-only")
+    talk = _rewind(project, cairn_env, "2", "--conversation-only")
     assert talk.returncode == 0, talk.stderr
     assert "Resume with: cairn --resume" in talk.stdout
     scripted_server.enqueue(reply("Continuing."))
@@ -79,9 +91,9 @@ def test_rewinding_a_headless_session_from_the_command_line(
 
 
 def test_bad_rewind_requests_exit_42_with_a_message(
-    run_cairn: RunCairn, scripted_server: ScriptedServer
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, cairn_env: dict[str, str]
 ) -> None:
-    none_yet = run_cairn("rewind", "--list")
+    none_yet = run_cairn("rewind", "--list")  # a real process
     assert none_yet.returncode == 42 and "no recorded session" in none_yet.stderr
 
     scripted_server.enqueue(reply("Hi."))
@@ -92,14 +104,14 @@ def test_bad_rewind_requests_exit_42_with_a_message(
         (("rewind", "--undo"), "no rewind to undo"),
         (("rewind", "--session", "not-a-session", "--list"), "no session found"),
     ]:
-        done = run_cairn(*args)
+        done = run_main(args, cwd=project, env=cairn_env)
         assert done.returncode == 42, (args, done.stderr)
         assert message in done.stderr
         assert "Traceback" not in done.stderr
 
 
 def test_a_turn_that_took_no_checkpoint_is_said_not_reported_as_unchanged(
-    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path
+    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, cairn_env: dict[str, str]
 ) -> None:
     """Regression (issue 24): in a project over the file cap no checkpoint was taken, and
     `cairn rewind` said "no files changed since that turn" although the turn had changed one."""
@@ -116,11 +128,11 @@ def test_a_turn_that_took_no_checkpoint_is_said_not_reported_as_unchanged(
     )
     _turn(run_cairn, "EDIT-IN-A-BIG-PROJECT", first=True)
 
-    code = run_cairn("rewind", "1", "--code-only")
+    code = _rewind(project, cairn_env, "1", "--code-only")
     assert code.returncode == 42
     assert "took no checkpoint" in code.stderr and "maxFiles" in code.stderr
 
-    both = run_cairn("rewind", "1")
+    both = _rewind(project, cairn_env, "1")
     assert both.returncode == 0, both.stderr
     assert "no files changed" not in both.stdout
     assert "took no checkpoint" in both.stdout and "maxFiles" in both.stdout, both.stdout

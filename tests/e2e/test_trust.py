@@ -1,4 +1,9 @@
-"""Trusted folders with real processes: an untrusted project's hook does not run, until trusted."""
+"""Trusted folders with real processes: an untrusted project's hook does not run, until trusted.
+
+The agents (``cairn -p``, ``cairn --acp``) whose trust is checked are real processes; ``cairn
+trust``, the command that writes and lists the trust, runs through cairn's entry point in this
+process (tests/entry_point.py) except once, where the first test trusts with a real process.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,13 @@ from typing import Any
 
 from cairn.testing import ScriptedServer, reply
 
+from ..entry_point import run_main
 from .conftest import CAIRN, RunCairn, write_settings
+
+
+def _trust(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``cairn trust *args`` in ``project``, run in this process."""
+    return run_main(["trust", *args], cwd=project, env=env)
 
 
 def _hook_settings(project: Path, marker: Path, *, extra: str = "") -> None:
@@ -30,7 +41,11 @@ def _runs(marker: Path) -> int:
 
 
 def test_an_untrusted_projects_hook_runs_only_after_cairn_trust(
-    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    cairn_env: dict[str, str],
 ) -> None:
     marker = tmp_path / "hook-ran"
     _hook_settings(project, marker)
@@ -59,24 +74,28 @@ def test_an_untrusted_projects_hook_runs_only_after_cairn_trust(
     once = run_cairn("-p", "once more", "--trust")
     assert once.returncode == 0, once.stderr
     assert _runs(marker) == 2
-    [listed] = run_cairn("trust", "--list").stdout.splitlines()
+    [listed] = _trust(project, cairn_env, "--list").stdout.splitlines()
     assert listed.split()[:2] == ["changed", str(project)]  # trusted once, changed since
 
 
 def test_revoking_trust_turns_the_hook_off_again(
-    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    cairn_env: dict[str, str],
 ) -> None:
     marker = tmp_path / "hook-ran"
     _hook_settings(project, marker)
     scripted_server.default = reply("Answered.")
-    assert run_cairn("trust").returncode == 0
+    assert _trust(project, cairn_env).returncode == 0
 
-    revoked = run_cairn("trust", "--revoke")
+    revoked = _trust(project, cairn_env, "--revoke")
     assert revoked.returncode == 0 and "revoked" in revoked.stdout
     run_cairn("-p", "hello")
 
     assert _runs(marker) == 0
-    bad = run_cairn("trust", str(tmp_path / "missing"))
+    bad = _trust(project, cairn_env, str(tmp_path / "missing"))
     assert bad.returncode == 42 and "is not a folder" in bad.stderr
 
 
@@ -129,7 +148,11 @@ def _call(process: subprocess.Popen[bytes], message: dict[str, Any]) -> dict[str
 
 
 def test_an_untrusted_projects_mcp_server_starts_only_after_cairn_trust(
-    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    cairn_env: dict[str, str],
 ) -> None:
     """A stdio server of the project's .mcp.json: not started by `cairn -p` (its tools are not
     offered to the model) until the folder is trusted."""
@@ -148,7 +171,7 @@ def test_an_untrusted_projects_mcp_server_starts_only_after_cairn_trust(
     offered = scripted_server.requests_for("main")[-1].tool_names
     assert not any(name.startswith("mcp__") for name in offered)
 
-    assert run_cairn("trust").returncode == 0
+    assert _trust(project, cairn_env).returncode == 0
     trusted = run_cairn("-p", "hello again")
     assert trusted.returncode == 0, trusted.stderr
     assert "start" in server_log.read_text()

@@ -14,6 +14,7 @@ import pytest
 
 from cairn.testing import ScriptedServer, reply, tool_call
 
+from ..entry_point import run_main
 from .conftest import RunCairn, write_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -224,14 +225,19 @@ def test_a_project_skills_allowed_tools_grant_nothing_when_the_model_loads_it(
 
 
 def test_a_grant_the_user_trusted_runs_as_the_loader_read_it(
-    run_cairn: RunCairn, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    cairn_env: dict[str, str],
 ) -> None:
     """What `cairn trust` lists is what the loader grants: trusted, the flow-mapping command of
-    the regression above runs its step unasked."""
+    the regression above runs its step unasked. (`cairn trust` runs through cairn's entry point
+    in this process, tests/entry_point.py; the `cairn -p` it lets run the step is real.)"""
     _flow_mapping(project, tmp_path)
     scripted_server.default = reply("Shipped.")
 
-    listed = run_cairn("trust")
+    listed = run_main(["trust"], cwd=project, env=cairn_env)
     done = run_cairn("-p", "/ship")
 
     assert listed.returncode == 0, listed.stderr
