@@ -1,4 +1,4 @@
-"""``cairn mcp list|get|add|remove`` as real processes, against a real FastMCP server."""
+"""``cairn mcp list|get|add|remove`` as real processes, against a real MCP server."""
 
 from __future__ import annotations
 

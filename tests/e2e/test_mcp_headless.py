@@ -1,4 +1,4 @@
-"""MCP servers through the real ``cairn -p`` process, with real FastMCP servers."""
+"""MCP servers through the real ``cairn -p`` process, with real MCP servers (the official SDK's)."""
 
 from __future__ import annotations
 

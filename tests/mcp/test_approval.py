@@ -1,4 +1,4 @@
-"""Approval of MCP tool calls through the real scheduler, against a real FastMCP server.
+"""Approval of MCP tool calls through the real scheduler, against a real MCP server.
 
 Tests that only call tools share one server a module (one untrusted, one trusted): starting one
 costs a Python process importing the MCP SDK. The calls that reach it carry texts no other test

@@ -1,4 +1,4 @@
-"""Connections to real MCP servers (FastMCP processes over stdio and HTTP on 127.0.0.1)."""
+"""Connections to real MCP servers (the SDK's, as processes over stdio and HTTP on 127.0.0.1)."""
 
 from __future__ import annotations
 

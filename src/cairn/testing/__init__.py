@@ -5,8 +5,9 @@
 - :class:`ScriptedProvider`: the same replies played in process, without HTTP.
 - :class:`ScriptedFrontend`: the person at the front end, answering approvals and questions
   from scripts and recording what it was asked (:data:`NEVER`: an answer that never comes).
-- :class:`FastMCPServer`: a FastMCP server script run over stdio (by cairn) or streamable HTTP
-  on 127.0.0.1 (by the helper), for tests of MCP settings.
+- :class:`FastMCPServer`: an MCP server script (FastMCP or the SDK's low-level ``Server``) run
+  over stdio (by cairn) or streamable HTTP on 127.0.0.1 (by the helper), for tests of MCP
+  settings.
 - ``cairn.testing.fixtures``: a pytest plugin with the ``scripted_server`` and ``cairn_env``
   fixtures (a pytest plugin registered by the package: no configuration needed).
 

@@ -1,7 +1,8 @@
-"""Run a FastMCP server script for tests: over stdio (cairn starts it) or HTTP on 127.0.0.1.
+"""Run an MCP server script for tests: over stdio (cairn starts it) or HTTP on 127.0.0.1.
 
-A FastMCP script is any Python file that creates a ``FastMCP`` instance (``app = FastMCP(...)``
-with ``@app.tool()`` functions); a ``__main__`` block is not needed.
+A server script is any Python file that creates a ``FastMCP`` instance (``app = FastMCP(...)``
+with ``@app.tool()`` functions) or a low-level ``mcp.server.lowlevel.Server`` with its handlers;
+a ``__main__`` block is not needed.
 
 >>> server = FastMCPServer("tests/servers/notes.py")
 >>> settings = {"mcpServers": {"notes": server.stdio_config()}}   # cairn starts it
@@ -13,6 +14,10 @@ From a shell: ``python -m cairn.testing.mcp server.py --transport http --port 81
 servers of tests run in parallel never race for a port).
 Every process started this way appends its PID to ``pid_file`` (when given), so a test can
 check that none outlives the cairn process that used it.
+
+The process imports the parts of the SDK its script uses and no more (:func:`lean_sdk_imports`):
+the ``mcp`` package's ``__init__`` imports the client, the server and FastMCP (Starlette,
+uvicorn, rich) whatever is used, ~0.5 s of CPU that a low-level server does not need.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["FastMCPServer", "RunningMcpServer", "main", "pid_alive"]
+__all__ = ["FastMCPServer", "RunningMcpServer", "lean_sdk_imports", "main", "pid_alive"]
 
 HTTP_START_TIMEOUT = 30.0  # seconds for a server process to accept connections
 _PID_FILE_ENV = "CAIRN_TEST_MCP_PID_FILE"
@@ -57,7 +62,7 @@ class RunningMcpServer:
 
 
 class FastMCPServer:
-    """A FastMCP server script and how to run it."""
+    """An MCP server script (FastMCP or a low-level ``Server``) and how to run it."""
 
     def __init__(
         self,
@@ -163,7 +168,7 @@ def _announced_port(process: subprocess.Popen[bytes]) -> int:
 def main(argv: list[str] | None = None) -> None:
     """``python -m cairn.testing.mcp SCRIPT [--transport stdio|http|sse] [--port N]``."""
     parser = argparse.ArgumentParser(prog="python -m cairn.testing.mcp")
-    parser.add_argument("script", help="a Python file that creates a FastMCP instance")
+    parser.add_argument("script", help="a Python file that creates a FastMCP or Server instance")
     parser.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
     parser.add_argument("--port", type=int, default=8000)
     options = parser.parse_args(argv)
@@ -171,7 +176,13 @@ def main(argv: list[str] | None = None) -> None:
     if pid_file:
         with open(pid_file, "a", encoding="utf-8") as handle:
             handle.write(f"{os.getpid()}\n")
+    lean_sdk_imports()
     app = _load_app(Path(options.script))
+    if not _is_fastmcp(app):
+        import anyio
+
+        anyio.run(_serve_lowlevel, app, options.transport, options.port)
+        return
     if options.transport == "stdio":
         app.run("stdio")
         return
@@ -183,6 +194,134 @@ def main(argv: list[str] | None = None) -> None:
     import anyio
 
     anyio.run(_serve_on_a_free_port, app, options.transport)
+
+
+def lean_sdk_imports() -> None:
+    """Have ``import mcp.x.y`` run only the modules on its way, not the packages' ``__init__``.
+
+    ``mcp/__init__.py`` imports the client, ``mcp/server/__init__.py`` imports FastMCP (with
+    Starlette, uvicorn, pydantic-settings and rich): ~0.5 s of CPU that a low-level server never
+    uses. Both packages are registered here as modules whose ``__init__`` has not run; the SDK's
+    own modules import each other by full name, so each still gets what it imports. A name the
+    ``__init__`` would have defined (``from mcp import ClientSession``) runs it on first use, so
+    no import fails. The ``jsonschema`` and ``httpx`` modules the low-level server imports for
+    its input validation and one error code load on first use too (~0.4 s with what they import).
+    """
+    import importlib.util
+
+    for name in ("mcp", "mcp.server"):
+        if name in sys.modules:
+            continue
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return  # no SDK: the script's own import says so
+        package = importlib.util.module_from_spec(spec)
+        package.__dict__["__getattr__"] = _run_init_on_first_use(package, spec)
+        sys.modules[name] = package
+        if "." in name:
+            parent, _, child = name.rpartition(".")
+            setattr(sys.modules[parent], child, package)
+    for name in ("jsonschema", "httpx"):  # the low-level server's: validation, an error code
+        spec = importlib.util.find_spec(name)
+        if name not in sys.modules and spec is not None:
+            sys.modules[name] = _loaded_on_first_use(name, spec)
+
+
+def _loaded_on_first_use(name: str, spec: Any) -> Any:
+    """A stand-in for module ``name`` that imports it when one of its names is first used.
+
+    (``importlib.util.LazyLoader`` loads at the next ``import name`` already: the import system
+    reads the module's ``__spec__``, which this stand-in has without loading.)"""
+    import importlib
+    import types
+
+    stand_in = types.ModuleType(name)
+    stand_in.__spec__ = spec
+
+    def load(attribute: str) -> Any:
+        if sys.modules.get(name) is stand_in:
+            del sys.modules[name]
+        module = importlib.import_module(name)
+        stand_in.__dict__.update(module.__dict__)  # who imported the stand-in sees it all
+        return getattr(module, attribute)
+
+    stand_in.__dict__["__getattr__"] = load
+    return stand_in
+
+
+def _run_init_on_first_use(package: Any, spec: Any) -> Any:
+    import importlib
+
+    def package_attribute(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        submodule = f"{package.__name__}.{name}"
+        try:  # a submodule (``from mcp import types``): import it, as the __init__ would
+            return importlib.import_module(submodule)
+        except ModuleNotFoundError as error:
+            if error.name != submodule:
+                raise
+        del package.__dict__["__getattr__"]
+        spec.loader.exec_module(package)  # a name the __init__ defines: run it now
+        return getattr(package, name)
+
+    return package_attribute
+
+
+def _is_fastmcp(app: Any) -> bool:
+    fastmcp = sys.modules.get("mcp.server.fastmcp.server")
+    return fastmcp is not None and isinstance(app, fastmcp.FastMCP)
+
+
+async def _serve_lowlevel(app: Any, transport: str, port: int) -> None:
+    """Serve a low-level ``Server`` over stdio, or HTTP/SSE as FastMCP serves its own (the same
+    paths: ``/mcp``, ``/sse`` and ``/messages/``)."""
+    if transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await app.run(read, write, app.create_initialization_options())
+        return
+    import uvicorn
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", port))
+    listener.listen(128)
+    if not port:
+        print(listener.getsockname()[1], flush=True)
+    config = uvicorn.Config(_lowlevel_asgi(app, transport), log_level="warning")
+    await uvicorn.Server(config).serve(sockets=[listener])
+
+
+def _lowlevel_asgi(app: Any, transport: str) -> Any:
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    if transport == "http":
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        manager = StreamableHTTPSessionManager(app=app)
+
+        class Endpoint:  # an ASGI app, not a request handler, for Starlette's Route
+            async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+                await manager.handle_request(scope, receive, send)
+
+        return Starlette(routes=[Route("/mcp", Endpoint())], lifespan=lambda _: manager.run())
+    from mcp.server.sse import SseServerTransport
+
+    sse = SseServerTransport("/messages/")
+
+    async def events(request: Any) -> Response:
+        async with sse.connect_sse(request.scope, request.receive, request._send) as streams:
+            await app.run(streams[0], streams[1], app.create_initialization_options())
+        return Response()
+
+    routes = [
+        Route("/sse", endpoint=events, methods=["GET"]),
+        Mount("/messages/", app=sse.handle_post_message),
+    ]
+    return Starlette(routes=routes)
 
 
 async def _serve_on_a_free_port(app: Any, transport: str) -> None:
@@ -203,14 +342,20 @@ def _load_app(script: Path) -> Any:
     sys.path.insert(0, str(script.parent))
     # The script first: one that exits or hangs before it imports the SDK never pays for it.
     namespace = runpy.run_path(str(script), run_name="cairn_mcp_script")
-    from mcp.server.fastmcp import FastMCP
-
+    kinds = [
+        module.__dict__[name]
+        for module, name in (
+            (sys.modules.get("mcp.server.fastmcp.server"), "FastMCP"),
+            (sys.modules.get("mcp.server.lowlevel.server"), "Server"),
+        )
+        if module is not None
+    ]  # only what the script imported: FastMCP's import is most of its cost
     for name in _APP_NAMES:
-        if isinstance(namespace.get(name), FastMCP):
+        if kinds and isinstance(namespace.get(name), tuple(kinds)):
             return namespace[name]
-    found = [value for value in namespace.values() if isinstance(value, FastMCP)]
+    found = [value for value in namespace.values() if kinds and isinstance(value, tuple(kinds))]
     if not found:
-        raise SystemExit(f"{script}: no FastMCP instance found")
+        raise SystemExit(f"{script}: no FastMCP or Server instance found")
     return found[0]
 
 
