@@ -12,6 +12,7 @@ import pytest
 
 from cairn.testing.mcp import pid_alive
 
+from ..entry_point import run_main
 from ..mcp.helpers import (
     SECRET_NAMES,
     SECRETS_DROPPED,
@@ -112,6 +113,9 @@ def test_add_list_get_and_remove_a_stdio_and_an_http_server(
 def test_bad_input_is_a_specific_error_with_exit_code_42(
     project: Path, cairn_env: dict[str, str]
 ) -> None:
+    """The first case through a real ``cairn`` process, the others through cairn's entry point
+    in this process (tests/entry_point.py): what they check is the message and the exit code
+    ``cairn mcp`` chooses, not the process (each process is ~0.5 s of CPU)."""
     cases = [
         (("mcp", "add", "x"), "A stdio server needs a command"),
         (("mcp", "add", "-t", "http", "x", "ftp://nope"), "needs an http:// or https:// URL"),
@@ -123,21 +127,27 @@ def test_bad_input_is_a_specific_error_with_exit_code_42(
         (("mcp", "get", "missing"), "No MCP server named 'missing'"),
         (("mcp", "remove", "missing"), "No MCP server named 'missing'"),
     ]
-    for args, message in cases:
-        done = _cairn(project, cairn_env, *args)
+    (args, message), *in_process = cases
+    done = _cairn(project, cairn_env, *args)
+    assert (done.returncode, message in done.stderr) == (42, True), (args, done.stderr)
+    for args, message in in_process:
+        done = run_main(args, cwd=project, env=cairn_env)
         assert (done.returncode, message in done.stderr) == (42, True), (args, done.stderr)
 
 
 def test_a_broken_settings_file_is_reported_and_left_alone(
     project: Path, cairn_env: dict[str, str]
 ) -> None:
+    """``list`` as a real process, ``add`` through the entry point in process."""
     settings = project / ".cairn" / "settings.json"
     settings.parent.mkdir()
     settings.write_text('{"mcpServers": {')
-    for args in (("mcp", "list"), ("mcp", "add", "-s", "project", "x", "--", "prog")):
-        done = _cairn(project, cairn_env, *args)
-        assert done.returncode == 52, done.stderr
-        assert "invalid JSON" in done.stderr
+    done = _cairn(project, cairn_env, "mcp", "list")
+    assert done.returncode == 52, done.stderr
+    assert "invalid JSON" in done.stderr
+    added = run_main(("mcp", "add", "-s", "project", "x", "--", "prog"), cwd=project, env=cairn_env)
+    assert added.returncode == 52, added.stderr
+    assert "invalid JSON" in added.stderr
     assert settings.read_text() == '{"mcpServers": {'
 
 

@@ -23,12 +23,15 @@ uvicorn, rich) whatever is used, ~0.5 s of CPU that a low-level server does not 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import os
 import runpy
 import socket
 import subprocess
 import sys
 import threading
+import types
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -207,8 +210,6 @@ def lean_sdk_imports() -> None:
     no import fails. The ``jsonschema`` and ``httpx`` modules the low-level server imports for
     its input validation and one error code load on first use too (~0.4 s with what they import).
     """
-    import importlib.util
-
     for name in ("mcp", "mcp.server"):
         if name in sys.modules:
             continue
@@ -232,9 +233,6 @@ def _loaded_on_first_use(name: str, spec: Any) -> Any:
 
     (``importlib.util.LazyLoader`` loads at the next ``import name`` already: the import system
     reads the module's ``__spec__``, which this stand-in has without loading.)"""
-    import importlib
-    import types
-
     stand_in = types.ModuleType(name)
     stand_in.__spec__ = spec
 
@@ -250,8 +248,6 @@ def _loaded_on_first_use(name: str, spec: Any) -> Any:
 
 
 def _run_init_on_first_use(package: Any, spec: Any) -> Any:
-    import importlib
-
     def package_attribute(name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
