@@ -1,7 +1,8 @@
 """Approval of MCP tool calls through the real scheduler, against a real MCP server.
 
-Tests that only call tools share one server a module (one untrusted, one trusted): starting one
-costs a Python process importing the MCP SDK. The calls that reach it carry texts no other test
+Tests that only call tools share one server a module (one untrusted, one trusted, and another
+untrusted one for the tests that need it untrusted): starting one costs a Python process
+importing the MCP SDK. The calls that reach it carry texts no other test
 sends, so what one test finds in the server's log is its own."""
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ async def servers(
     await view.aclose()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def untrusted(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[SessionMcp]:
+    """One untrusted server for the tests that ask about calls to it (``servers`` runs each
+    test against a trusted server too)."""
+    folder = tmp_path_factory.mktemp("mcp-untrusted")
+    view = SessionMcp(None, [stdio_config(tools_server(folder))], cwd=folder)
+    view.start()
+    assert await view.wait_for_discovery(30) == []
+    yield view
+    await view.aclose()
+
+
 def logged_by(servers: SessionMcp) -> list[str]:
     """What the shared server wrote to its log."""
     return server_log(Path(servers.connections[0].config.env["MCP_TEST_LOG"]).parent)
@@ -105,18 +118,15 @@ async def test_a_tool_that_changes_things_asks_unless_the_server_is_trusted(
         assert user.asked[0].confirmation == "mcp"
 
 
-async def test_a_declined_call_does_not_reach_the_server(tmp_path: Path) -> None:
-    view = SessionMcp(None, [stdio_config(tools_server(tmp_path))], cwd=tmp_path)
-    view.start()
-    try:
-        await view.wait_for_discovery(30)
-        status, _, user = await _run(
-            view, tmp_path, "mcp__tools__write_note", {"text": "no"}, answer="reject"
-        )
-        assert status == "rejected" and len(user.asked) == 1
-        assert "note no" not in server_log(tmp_path)
-    finally:
-        await view.aclose()
+@on_the_shared_servers
+async def test_a_declined_call_does_not_reach_the_server(
+    untrusted: SessionMcp, tmp_path: Path
+) -> None:
+    status, _, user = await _run(
+        untrusted, tmp_path, "mcp__tools__write_note", {"text": "no"}, answer="reject"
+    )
+    assert status == "rejected" and len(user.asked) == 1
+    assert "note no" not in logged_by(untrusted)
 
 
 @on_the_shared_servers
@@ -153,21 +163,16 @@ async def test_plan_mode_never_runs_a_tool_that_may_change_things(
     assert "note p" not in logged_by(servers)
 
 
+@on_the_shared_servers
 @pytest.mark.parametrize("rule", ["mcp__tools__*", "mcp__tools", "mcp__tools__write_note"])
 async def test_an_allow_rule_on_the_full_name_or_the_server_skips_the_question(
-    tmp_path: Path, rule: str
+    untrusted: SessionMcp, tmp_path: Path, rule: str
 ) -> None:
-    view = SessionMcp(None, [stdio_config(tools_server(tmp_path))], cwd=tmp_path)
-    view.start()
-    try:
-        await view.wait_for_discovery(30)
-        rules = PermissionRules.parse(allow=[rule])
-        status, _, user = await _run(
-            view, tmp_path, "mcp__tools__write_note", {"text": "r"}, rules=rules
-        )
-        assert (status, user.asked) == ("completed", [])
-    finally:
-        await view.aclose()
+    rules = PermissionRules.parse(allow=[rule])
+    status, _, user = await _run(
+        untrusted, tmp_path, "mcp__tools__write_note", {"text": "r"}, rules=rules
+    )
+    assert (status, user.asked) == ("completed", [])
 
 
 @on_the_shared_servers
