@@ -468,6 +468,8 @@ def test_the_mcp_sdk_is_imported_only_when_a_server_is_configured(
         "import atexit, sys\n"
         "def report():\n"
         "    sys.stderr.write('MCP-LOADED\\n' if 'mcp' in sys.modules else '')\n"
+        "    unused = ('mcp.server.fastmcp', 'mcp.server.lowlevel', 'starlette', 'uvicorn')\n"
+        "    sys.stderr.write(''.join(f'UNUSED {m}\\n' for m in unused if m in sys.modules))\n"
         "atexit.register(report)\n"
         "from cairn.cli.main import main\n"
         "sys.argv = ['cairn', '-p', 'hi']\n"
@@ -476,6 +478,7 @@ def test_the_mcp_sdk_is_imported_only_when_a_server_is_configured(
     done = run_probed(probe, project, cairn_env)
     assert done.stdout == "plain\n"
     assert ("MCP-LOADED" in done.stderr) == configured
+    assert "UNUSED" not in done.stderr  # the SDK by its parts: not its servers (mcp/sdk_imports.py)
 
 
 @pytest.mark.parametrize("transport", ["http", "sse"])

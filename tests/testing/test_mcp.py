@@ -49,13 +49,14 @@ def test_a_script_that_exits_before_listening_is_an_error_with_its_stderr(tmp_pa
 
 
 def test_the_server_process_imports_only_the_sdk_parts_it_uses() -> None:
-    """``lean_sdk_imports``: a low-level server's process skips the ``mcp`` packages'
-    ``__init__`` (the client, FastMCP, Starlette, rich) and loads ``jsonschema`` and ``httpx``
-    only when used; what the ``__init__`` defines is still there on first use."""
+    """``import_by_parts`` (cairn's MCP connections use it too): a low-level server's process
+    skips the ``mcp`` packages' ``__init__`` (the client, FastMCP, Starlette, rich) and loads
+    ``jsonschema`` and ``httpx`` only when used; what the ``__init__`` defines is still there on
+    first use."""
     probe = (
         "import sys\n"
-        "from cairn.testing.mcp import lean_sdk_imports\n"
-        "lean_sdk_imports()\n"
+        "from cairn.mcp.sdk_imports import import_by_parts\n"
+        "import_by_parts()\n"
         "import mcp.types, mcp.server.lowlevel, mcp.server.stdio\n"
         "loaded = [m for m in ('mcp.client.session', 'mcp.server.fastmcp', 'starlette', 'rich',\n"
         "    'jsonschema.validators', 'httpx._client') if m in sys.modules]\n"

@@ -20,11 +20,13 @@ if TYPE_CHECKING:
         servers_from_client,
     )
     from cairn.mcp.names import is_mcp_name, qualified_name
+    from cairn.mcp.sdk_imports import import_by_parts
 
 __all__ = [
     "McpConfigError",
     "ServerConfig",
     "collect_servers",
+    "import_by_parts",
     "is_mcp_name",
     "qualified_name",
     "read_mcp_json",
@@ -41,6 +43,7 @@ __getattr__, __dir__ = lazy_exports(
         "servers_from_client": "config",
         "is_mcp_name": "names",
         "qualified_name": "names",
+        "import_by_parts": "sdk_imports",
     },
     __all__,
 )

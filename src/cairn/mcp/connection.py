@@ -9,10 +9,10 @@ Nothing here raises into a turn for a server's misbehaviour: a failed start or a
 status with a reason, and a call on a broken server is an :class:`McpCallError` the tool turns
 into an error result for the model.
 
-The MCP SDK costs 0.4-0.9 s to import (its package imports its servers too). A connection is made
-without it; its owner task loads it in a worker thread (:func:`load_sdk`) before it starts the
-server, so a session's first model request, which waits only a short grace for its servers,
-never waits for the import.
+The MCP SDK costs 0.4-0.9 s to import (its package imports its servers too; by its parts, as
+:mod:`cairn.mcp.sdk_imports` imports it, about half). A connection is made without it; its owner
+task loads it in a worker thread (:func:`load_sdk`) before it starts the server, so a session's
+first model request, which waits only a short grace for its servers, never waits for the import.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from cairn._version import __version__
 from cairn.abort import wait_until_set
 from cairn.debug_log import get_logger
 from cairn.mcp.config import ServerConfig
+from cairn.mcp.sdk_imports import import_by_parts
 
 if TYPE_CHECKING:
     import anyio
@@ -72,6 +73,7 @@ def load_sdk() -> None:
     with _sdk_lock:
         if _sdk_loaded:
             return
+        import_by_parts()  # not the package's servers and FastMCP: ~0.5 s of CPU
         import anyio
         import httpx
         import mcp.types as types

@@ -15,30 +15,30 @@ servers of tests run in parallel never race for a port).
 Every process started this way appends its PID to ``pid_file`` (when given), so a test can
 check that none outlives the cairn process that used it.
 
-The process imports the parts of the SDK its script uses and no more (:func:`lean_sdk_imports`):
-the ``mcp`` package's ``__init__`` imports the client, the server and FastMCP (Starlette,
-uvicorn, rich) whatever is used, ~0.5 s of CPU that a low-level server does not need.
+The process imports the parts of the SDK its script uses and no more
+(:func:`cairn.mcp.sdk_imports.import_by_parts`): the ``mcp`` package's ``__init__`` imports the
+client, the server and FastMCP (Starlette, uvicorn, rich) whatever is used, ~0.5 s of CPU that a
+low-level server does not need.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import os
 import runpy
 import socket
 import subprocess
 import sys
 import threading
-import types
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["FastMCPServer", "RunningMcpServer", "lean_sdk_imports", "main", "pid_alive"]
+from cairn.mcp import import_by_parts
+
+__all__ = ["FastMCPServer", "RunningMcpServer", "main", "pid_alive"]
 
 HTTP_START_TIMEOUT = 30.0  # seconds for a server process to accept connections
 _PID_FILE_ENV = "CAIRN_TEST_MCP_PID_FILE"
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     if pid_file:
         with open(pid_file, "a", encoding="utf-8") as handle:
             handle.write(f"{os.getpid()}\n")
-    lean_sdk_imports()
+    import_by_parts()  # the SDK's modules a script uses, no more
     app = _load_app(Path(options.script))
     if not _is_fastmcp(app):
         import anyio
@@ -197,71 +197,6 @@ def main(argv: list[str] | None = None) -> None:
     import anyio
 
     anyio.run(_serve_on_a_free_port, app, options.transport)
-
-
-def lean_sdk_imports() -> None:
-    """Have ``import mcp.x.y`` run only the modules on its way, not the packages' ``__init__``.
-
-    ``mcp/__init__.py`` imports the client, ``mcp/server/__init__.py`` imports FastMCP (with
-    Starlette, uvicorn, pydantic-settings and rich): ~0.5 s of CPU that a low-level server never
-    uses. Both packages are registered here as modules whose ``__init__`` has not run; the SDK's
-    own modules import each other by full name, so each still gets what it imports. A name the
-    ``__init__`` would have defined (``from mcp import ClientSession``) runs it on first use, so
-    no import fails. The ``jsonschema`` and ``httpx`` modules the low-level server imports for
-    its input validation and one error code load on first use too (~0.4 s with what they import).
-    """
-    for name in ("mcp", "mcp.server"):
-        if name in sys.modules:
-            continue
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return  # no SDK: the script's own import says so
-        package = importlib.util.module_from_spec(spec)
-        package.__dict__["__getattr__"] = _run_init_on_first_use(package, spec)
-        sys.modules[name] = package
-        if "." in name:
-            parent, _, child = name.rpartition(".")
-            setattr(sys.modules[parent], child, package)
-    for name in ("jsonschema", "httpx"):  # the low-level server's: validation, an error code
-        spec = importlib.util.find_spec(name)
-        if name not in sys.modules and spec is not None:
-            sys.modules[name] = _loaded_on_first_use(name, spec)
-
-
-def _loaded_on_first_use(name: str, spec: Any) -> Any:
-    """A stand-in for module ``name`` that imports it when one of its names is first used.
-
-    (``importlib.util.LazyLoader`` loads at the next ``import name`` already: the import system
-    reads the module's ``__spec__``, which this stand-in has without loading.)"""
-    stand_in = types.ModuleType(name)
-    stand_in.__spec__ = spec
-
-    def load(attribute: str) -> Any:
-        if sys.modules.get(name) is stand_in:
-            del sys.modules[name]
-        module = importlib.import_module(name)
-        stand_in.__dict__.update(module.__dict__)  # who imported the stand-in sees it all
-        return getattr(module, attribute)
-
-    stand_in.__dict__["__getattr__"] = load
-    return stand_in
-
-
-def _run_init_on_first_use(package: Any, spec: Any) -> Any:
-    def package_attribute(name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        submodule = f"{package.__name__}.{name}"
-        try:  # a submodule (``from mcp import types``): import it, as the __init__ would
-            return importlib.import_module(submodule)
-        except ModuleNotFoundError as error:
-            if error.name != submodule:
-                raise
-        del package.__dict__["__getattr__"]
-        spec.loader.exec_module(package)  # a name the __init__ defines: run it now
-        return getattr(package, name)
-
-    return package_attribute
 
 
 def _is_fastmcp(app: Any) -> bool:

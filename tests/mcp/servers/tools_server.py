@@ -11,9 +11,9 @@ It is built on the official SDK's low-level ``Server`` rather than FastMCP, and 
 FastMCP version of this server did, byte for byte where a client can see it (tool schemas with
 their ``outputSchema``, ``structuredContent``, error texts), except the wording of a bad
 argument's error and ``serverInfo.version``. FastMCP's import pulls in Starlette, uvicorn,
-pydantic-settings and rich: with the SDK imported by parts (``cairn.testing.mcp``'s
-``lean_sdk_imports``) a start costs ~0.8 s of CPU instead of ~1.4 s, and every MCP test starts
-at least one. Run it with
+pydantic-settings and rich: with the SDK imported by parts (``cairn.mcp.sdk_imports``, as
+``cairn.testing.mcp`` does) a start costs ~0.8 s of CPU instead of ~1.4 s, and every MCP test
+starts at least one. Run it with
 ``python -m cairn.testing.mcp tests/mcp/servers/tools_server.py [--transport http --port 0]``.
 """
 
