@@ -44,8 +44,6 @@ def run_main(
             code = 0
         except SystemExit as exit:
             code = _exit_status(exit.code, stderr)
-        finally:
-            _end_of_process()
     return subprocess.CompletedProcess(list(args), code, _read(stdout), _read(stderr))
 
 
@@ -92,11 +90,3 @@ def _as_process(
         sys.argv, sys.stdin, sys.stdout, sys.stderr = saved
         os.environ.clear()
         os.environ.update(saved_environ)
-
-
-def _end_of_process() -> None:
-    """What the process's exit would do: stop the memory walks a command started early and
-    did not claim (``cairn memory search`` that failed first), reaping their ``find``."""
-    walker = sys.modules.get("cairn.memory.store.walker")
-    if walker is not None:
-        walker._stop_unclaimed()

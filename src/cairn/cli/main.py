@@ -10,11 +10,8 @@ commands in :mod:`cairn.cli.memory_actions`.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shlex
 import sys
-from pathlib import Path
 
 from cairn.cli.dispatch import run_root, run_serve
 from cairn.cli.options import (
@@ -31,7 +28,6 @@ from cairn.values import replace
 __all__ = ["main"]
 
 CLICK_USAGE_ERROR = 2  # the exit code typer (click) gives a usage error
-CHECKING_EVERY_FILE = ("search", "forget", "show")  # `cairn memory` commands (show: a title)
 
 
 def main() -> None:
@@ -42,7 +38,6 @@ def main() -> None:
             sys.exit(run_root(options))
         if isinstance(options, ServeOptions):
             sys.exit(run_serve(options))
-        _check_memory_early(argv)
         _run_memory_quickly(argv)
         from cairn.cli.app import app, command_names, mount_command_groups
 
@@ -69,19 +64,6 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: a message, not a traceback
         _report_crash(exc)
         sys.exit(ExitCode.ERROR)
-
-
-def _check_memory_early(argv: list[str]) -> None:
-    """``cairn memory search``, ``show <title>`` and ``forget`` check every memory file first:
-    start that walk now, while the command's modules load (cairn.memory.start_early_checks)."""
-    if len(argv) < 3 or argv[0] != "memory" or argv[1] not in CHECKING_EVERY_FILE:
-        return
-    if (argv[1] == "show" and argv[2].endswith(".md")) or os.environ.get("CAIRN_MEMORY_TENANT"):
-        return  # a path (only that file is checked), or another memory than this folder's
-    from cairn.memory import start_early_checks
-
-    with contextlib.suppress(Exception):  # the command then walks the files itself
-        start_early_checks(Path.cwd())
 
 
 def _run_memory_quickly(argv: list[str]) -> None:

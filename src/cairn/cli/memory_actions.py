@@ -8,12 +8,10 @@ forget's plan) or a terminal (:func:`cairn.cli.memory_console.say`).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import TYPE_CHECKING
 
 from cairn.cli import memory_console as console
-from cairn.cli.memory_listing import print_memories
 from cairn.exit_codes import ExitCode
 
 if TYPE_CHECKING:
@@ -35,12 +33,15 @@ def list_newest(manager: MemoryManager, limit: int) -> None:
         roots = ", ".join(str(root) for root in manager.root_map().values())
         console.out().print(f"No memories yet. They are kept in: {roots}")
         return
+    from cairn.cli.memory_listing import print_memories  # (shutil: not for search and show)
+
     print_memories(docs, now=manager.clock(), total=total, limit=max(limit, 0))
+    manager.store.save()  # the memories it read again (changed on disk): for the next command
 
 
 def show(reference: str) -> None:
     """``cairn memory show REFERENCE``: one memory, by path or title."""
-    manager = console.manager(check_postings=False)
+    manager = console.manager(check_postings=False, trust_saved=True)
     found = manager.find(reference)
     if not found:
         console.fail(f"no memory matches {reference!r} (see `cairn memory list`)")
@@ -76,7 +77,7 @@ def _print_provenance(manager: MemoryManager, doc: MemoryDoc) -> None:
 
 def search(query: str, limit: int) -> None:
     """``cairn memory search QUERY``: the fast scorer's best ``limit``, with their scores."""
-    manager = console.manager(check_postings=False)
+    manager = console.manager(check_postings=False, trust_saved=True)
     hits = manager.search(query, limit=limit)
     if not hits:
         console.say(f"No memory matches: {query}")
@@ -97,7 +98,9 @@ def forget(text: str, *, yes: bool) -> None:
         console.fail("Usage: cairn memory forget <memory text to remove>", ExitCode.BAD_INPUT)
     # (a forget reads no posting list: it notes the removal of its memories' terms, and a
     # compaction checks every list before it rewrites them)
-    manager = console.manager(check_postings=False)
+    manager = console.manager(check_postings=False, trust_saved=True)
+    import asyncio  # (here: search and show never load it)
+
     plan = asyncio.run(_select(manager, text))
     if not plan.matches:
         console.fail(f"No memory entries matched: {text}")

@@ -25,7 +25,6 @@ from cairn.memory.document import MemoryDoc
 from cairn.memory.manager import MemoryManager
 from cairn.memory.recall.render import age_text, memory_age_days
 from cairn.memory.store.backend import MemoryBackendError
-from cairn.memory.store.transfer import TransferError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -112,6 +111,17 @@ def fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
     raise SystemExit(code)
 
 
+class _NotRaised(Exception):
+    """What :func:`_transfer_error` names before the transfer module is loaded."""
+
+
+def _transfer_error() -> type[Exception]:
+    """``TransferError`` when export, import or migrate loaded its module (they alone raise
+    it), else an exception nothing raises: ``search`` and ``show`` do not load ``shutil``."""
+    module = sys.modules.get("cairn.memory.store.transfer")
+    return _NotRaised if module is None else module.TransferError
+
+
 @contextmanager
 def errors_as_messages() -> Iterator[None]:
     """Known failures become one-line messages with a nonzero exit code, never tracebacks."""
@@ -119,7 +129,9 @@ def errors_as_messages() -> Iterator[None]:
         yield
     except SettingsError as exc:
         fail(str(exc), ExitCode.CONFIG)
-    except (TransferError, MemoryBackendError) as exc:
+    except MemoryBackendError as exc:
+        fail(str(exc))
+    except _transfer_error() as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"{exc.filename or 'memory'}: {exc.strerror or exc}")
@@ -135,16 +147,18 @@ def settings(cwd: Path) -> Settings:
     return loaded.settings
 
 
-def manager(*, check_postings: bool = True) -> MemoryManager:
+def manager(*, check_postings: bool = True, trust_saved: bool = False) -> MemoryManager:
     """The memory of the current folder; ``check_postings=False`` for a command that reads no
     posting list it does not check as it reads it (see :class:`MemoryStore`): the saved lists
-    are then not checked as a whole at open."""
+    are then not checked as a whole at open; ``trust_saved=True`` for a command that checks
+    each memory it serves (the saved index checked by its folders, not by a stat a file)."""
     cwd = Path.cwd()
     manager = MemoryManager(
         project_root(cwd),
         settings=settings(cwd),
         tenant=_tenant[0],
         check_postings=check_postings,
+        trust_saved=trust_saved,
     )
     if manager.backend_error:  # a command must not quietly act on the wrong memory
         manager.close()

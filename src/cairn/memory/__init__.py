@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from cairn.memory.recall.query import RecallResult
     from cairn.memory.store.history import HistoryEntry
     from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
-    from cairn.memory.store.walker import start_early_checks
     from cairn.vocabulary.recall import RecallDelivery
 
 __all__ = [
@@ -52,7 +51,6 @@ __all__ = [
     "initial_recall_wait_ms",
     "memory_roots",
     "remember_tool_name",
-    "start_early_checks",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -79,7 +77,6 @@ __getattr__, __dir__ = lazy_exports(
         "MemoryStore": "store.memory_store",
         "ScanReport": "store.memory_store",
         "ScoredDoc": "store.memory_store",
-        "start_early_checks": "store.walker",
     },
     __all__,
 )

@@ -15,44 +15,46 @@ trail (:mod:`cairn.memory.store.history`).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cairn.abort import AbortSignal
 from cairn.config.settings import Settings
 from cairn.content import Content
 from cairn.debug_log import get_logger
 from cairn.fsutil import NotRegularFile, atomic_write_text, read_regular_bytes
-from cairn.llm.types import Provider
 from cairn.memory.background.pressure import AvailableMemory, available_memory_mb
-from cairn.memory.background.scheduler import BackgroundScheduler, Progress
 from cairn.memory.document import MemoryDoc, MemoryScope
 from cairn.memory.paths import INDEX_FILE_NAME, MemoryRoots, memory_roots, workspace_folder
 from cairn.memory.prompt import MemoryTier, build_auto_memory_prompt
-from cairn.memory.recall.query import RecallResult, recall_memories
 from cairn.memory.recall.render import render_relevant_memory
-from cairn.memory.recall.warm_up import recall_while_warming
 from cairn.memory.store.memory_store import MemoryStore, ScanReport, ScoredDoc
-from cairn.memory.store.warm_up import WarmUp
+from cairn.memory.store.scan import holds_memories
 from cairn.memory.telemetry import emit_forget
 from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef, Notice
 
 if TYPE_CHECKING:
-    # Loaded on first use: the task modules pull in the agent loop; Forget waits for a request.
+    import asyncio
+
+    # Loaded on first use (the agent loop, asyncio: `cairn memory search|show` load neither).
+    from cairn.abort import AbortSignal
+    from cairn.llm.types import Provider
     from cairn.memory.background.dream.run import DreamReport
+    from cairn.memory.background.scheduler import BackgroundScheduler, Progress
     from cairn.memory.background.tasks import MemoryRuntime, MemorySpace, MemoryTask
     from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan
     from cairn.memory.forget.tombstones import Tombstone
     from cairn.memory.forget.trash import ForgetReport
+    from cairn.memory.recall.query import RecallResult
     from cairn.memory.store.backend import MemoryBackend
     from cairn.memory.store.history import HistoryEntry
     from cairn.memory.store.transfer import TransferReport
+    from cairn.memory.store.warm_up import WarmUp
     from cairn.memory.trust.provenance import Provenance
     from cairn.memory.trust.staleness import EvidenceCheck
     from cairn.memory.trust.versions import Version
@@ -81,10 +83,12 @@ class MemoryManager:
         available_memory: AvailableMemory = available_memory_mb,
         tenant: str | None = None,
         check_postings: bool = True,
+        trust_saved: bool = False,
     ) -> None:
         """``clock`` dates meta.json and drives Dream's time gates; ``available_memory`` (MiB)
         feeds the memory-pressure gate (both injectable). A daemon ``tenant`` has a memory of
-        its own (folders, database namespaces). ``check_postings``: see :class:`MemoryStore`."""
+        its own (folders, database namespaces). ``check_postings``, ``trust_saved``: see
+        :class:`MemoryStore`."""
         self.project_root = Path(project_root)
         self.tenant = tenant
         self.settings = settings
@@ -97,14 +101,25 @@ class MemoryManager:
         self.workspace = workspace_folder(self.project_root, environ=environ)
         pulled = self.backend.ensure_pulled
         self.store = MemoryStore(self.roots, clock=clock, before_refresh=pulled,
-                                 check_postings=check_postings)  # fmt: skip
+                                 check_postings=check_postings,
+                                 trust_saved=trust_saved)  # fmt: skip
         self.store.vector_sync = self.backend.vector_sync()
         self.generation = 0  # bumped whenever a task or Forget changed memory files
         self._listeners: list[ChangeListener] = []
         self._vector_tasks: set[asyncio.Task[int]] = set()  # embeddings after writes
-        self.background = BackgroundScheduler(self)  # Extract and Dream of this memory
         self._checks: dict[str, EvidenceCheck] = {}  # session id -> its evidence check
-        self.warm_up = WarmUp(self.store, self.backend)  # indexing before the first prompt
+
+    @cached_property
+    def background(self) -> BackgroundScheduler:  # Extract and Dream of this memory
+        from cairn.memory.background.scheduler import BackgroundScheduler
+
+        return BackgroundScheduler(self)
+
+    @cached_property
+    def warm_up(self) -> WarmUp:  # indexing before the first prompt
+        from cairn.memory.store.warm_up import WarmUp
+
+        return WarmUp(self.store, self.backend)
 
     @property
     def enabled(self) -> bool:
@@ -186,7 +201,7 @@ class MemoryManager:
         try:
             return read_regular_bytes(path, limit=_MAX_INDEX_BYTES).decode("utf-8")
         except FileNotFoundError:
-            if not _holds_memories(root):  # e.g. a root only a lock file created
+            if not holds_memories(root):  # e.g. a root only a lock file created
                 return ""
         except NotRegularFile as exc:  # a FIFO would hang every prompt: never opened
             _log.warning(f"{path}: not loaded into the prompt ({exc.strerror})")
@@ -260,6 +275,8 @@ class MemoryManager:
 
         if not (self.settings.memory.semantic_candidates and model_loaded()):
             return
+        import asyncio
+
         from cairn.memory.recall.semantic import update_vectors
 
         task = asyncio.get_running_loop().create_task(
@@ -308,6 +325,9 @@ class MemoryManager:
         after_fast: Callable[[], Awaitable[object]] | None = None,
     ) -> RecallResult:
         """Relevant memories for ``query``; never raises (a failure is an empty result)."""
+        from cairn.memory.recall.query import RecallResult, recall_memories
+        from cairn.memory.recall.warm_up import recall_while_warming
+
         if not self.enabled:
             return RecallResult()
         try:
@@ -472,6 +492,7 @@ class MemoryManager:
         """Indexes (of the roots changed) and audit trail after Forget or restore (locked)."""
         from cairn.memory.store import history
 
+        self.store.note_changed((*labels, *removed))
         self._rebuild_indexes({label.split(":", 1)[0] for label in (*labels, *removed)})
         now = self.clock()
         for scope, root in self.root_map().items():
@@ -525,7 +546,7 @@ class MemoryManager:
         """The version logs of the memories ``reference`` names (as :meth:`find` does; a path
         also names a memory that no longer exists), each with the current file as a last
         ``outside`` version when it was changed outside cairn since."""
-        from cairn.memory.trust.versions import Version, read_versions
+        from cairn.memory.trust.versions import Version, current_text, read_versions
 
         self.refresh()  # a database backend catches its mirror up first
         roots = self.root_map()
@@ -541,7 +562,7 @@ class MemoryManager:
         for scope, relative in named:
             root = roots[scope]
             versions = read_versions(root, relative)
-            current = _current_text(root / relative)
+            current = current_text(root / relative)
             last = versions[-1].content if versions else None
             if versions and current != last:
                 what = "changed outside cairn (by hand or another tool), not yet recorded"
@@ -555,7 +576,7 @@ class MemoryManager:
     ) -> Version:
         """Write version ``number`` of a memory back (recorded as a new version, indexes
         rebuilt, an audit line); :class:`ValueError` when there is no such version to restore."""
-        from cairn.memory.trust.versions import read_versions, record_version
+        from cairn.memory.trust.versions import current_text, read_versions, record_version
 
         root = self.root_map()[scope]
         with _hold_roots(self.root_paths()):
@@ -563,7 +584,7 @@ class MemoryManager:
             if not wanted or wanted[0].content is None:
                 raise ValueError(f"{scope}:{relative} has no version {number} to restore")
             path = root / relative
-            previous = _current_text(path)
+            previous = current_text(path)
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, wanted[0].content)
             version = record_version(
@@ -663,32 +684,9 @@ class MemoryManager:
     def lift_tombstones(self, paths: Sequence[Path]) -> str:
         """The session's own agent saved these memories (the user's explicit word): remove the
         tombstones of forgotten facts they state again (roots locked); the audit detail."""
-        from cairn.memory.forget.tombstones import lift_matching
+        from cairn.memory.forget.tombstones import lift_stated
 
-        lifted = []
-        for path in paths:
-            try:
-                text = read_regular_bytes(path, limit=1024 * 1024).decode("utf-8", "replace")
-            except OSError:
-                continue
-            lifted += lift_matching(self.root_paths(), text)
-        return "; ".join(f"stated again after a forget: {t.title}" for t in lifted)
-
-
-def _current_text(path: Path) -> str | None:
-    """The memory file's text now (None when it does not exist or cannot be read)."""
-    try:
-        return read_regular_bytes(path, limit=2 * 1024 * 1024).decode("utf-8", "replace")
-    except OSError:
-        return None
-
-
-def _holds_memories(root: Path) -> bool:
-    """Whether ``root`` holds any memory file (stops at the first one found)."""
-    try:
-        return any(path.name != INDEX_FILE_NAME for path in root.rglob("*.md"))
-    except OSError:
-        return False
+        return lift_stated(self.root_paths(), paths)
 
 
 @contextlib.contextmanager

@@ -53,6 +53,7 @@ __all__ = [
     "Tombstone",
     "add_tombstones",
     "lift_matching",
+    "lift_stated",
     "read_tombstones",
     "remove_tombstones",
     "statement_terms",
@@ -426,6 +427,19 @@ class ForgottenFacts:
             "the conversation above (cairn refuses such a write), unless the user states one "
             "again in a new message:\n\n" + "\n".join(lines)
         )
+
+
+def lift_stated(roots: Sequence[Path], paths: Iterable[Path]) -> str:
+    """:func:`lift_matching` for what each file at ``paths`` says (an unreadable one says
+    nothing); the audit detail of what was lifted."""
+    lifted: list[Tombstone] = []
+    for path in paths:
+        try:
+            text = read_regular_bytes(path, limit=1024 * 1024).decode("utf-8", "replace")
+        except OSError:
+            continue
+        lifted += lift_matching(roots, text)
+    return "; ".join(f"stated again after a forget: {t.title}" for t in lifted)
 
 
 def lift_matching(roots: Iterable[Path], content: str) -> list[Tombstone]:

@@ -17,7 +17,7 @@ import contextlib
 import heapq
 import os
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, overload
@@ -100,6 +100,7 @@ class MemoryStore:
         bulk_files: int = BULK_MIN_FILES,
         workers: int | None = None,
         check_postings: bool = True,
+        trust_saved: bool = False,
     ) -> None:
         """``watch=False`` stat-walks every root on every refresh instead of using inotify;
         ``before_refresh`` runs first at each refresh (a database backend catching up). A first
@@ -110,7 +111,10 @@ class MemoryStore:
         at 100,000 memories), only each list as it is read, which is all that a read relies on
         (a write notes its changes to a list it has not read; a compaction checks every list
         before it rewrites them); damage in a list nothing read is found by the next process
-        that checks them all (a session)."""
+        that checks them all (a session). ``trust_saved`` (the same commands): a saved index is
+        checked against its folders' stat instead of every file's, and each memory a method
+        returns is checked (``stat``, read again when it changed) before it is returned
+        (:mod:`~cairn.memory.store.folders`)."""
         project_cache, user_cache = _default_cache_paths(roots, cache_dir)
         self.roots = roots
         self._clock = clock
@@ -121,12 +125,14 @@ class MemoryStore:
             "bulk_files": bulk_files,
             "workers": default_workers() if workers is None else workers,
             "check_postings": check_postings,
+            "trust_saved": trust_saved,
         }
         self._shards = (
             Shard("project", roots.project, project_cache, **options),  # type: ignore[arg-type]
             Shard("user", roots.user, user_cache, **options),  # type: ignore[arg-type]
         )
         self._refreshed = False
+        self._trust_saved = trust_saved
         self._before_refresh = before_refresh
         self.vector_sync: VectorSync | None = None  # vectors shared by a database backend
 
@@ -215,9 +221,15 @@ class MemoryStore:
     def docs(self) -> list[MemoryDoc]:
         """Every memory: project first, then user; each by mtime desc, file name, path."""
         self._ensure_refreshed()
-        return self._guarded(
-            lambda: [shard.doc(entry[2]) for shard in self._shards for entry in shard.ordered()]
-        )
+        return self._guarded(lambda: list(self._served_in_order()))
+
+    def _served_in_order(self) -> Iterator[MemoryDoc]:
+        tally = Tally()
+        for shard in self._shards:
+            for entry in list(shard.ordered()):
+                doc = _served(shard, entry[2], tally)
+                if doc is not None:
+                    yield doc
 
     def count(self) -> int:
         """How many memories there are (no document is built)."""
@@ -227,9 +239,7 @@ class MemoryStore:
     def iter_docs(self) -> Iterator[MemoryDoc]:
         """:meth:`docs`, one at a time (a long listing starts without building them all)."""
         self._ensure_refreshed()
-        for shard in self._shards:
-            for entry in list(shard.ordered()):
-                yield shard.doc(entry[2])
+        yield from self._served_in_order()
 
     def listing(self) -> tuple[int, Iterator[MemoryDoc]]:
         """How many memories there are and :meth:`docs`, one at a time, for a long listing that
@@ -327,9 +337,14 @@ class MemoryStore:
         if not any(shard.records.by_slot for shard in shards):
             return []  # nothing to rank (and no query to tokenize)
 
+        stale: list[tuple[Shard, str]] = []  # served from a trusted index, changed on disk
+
         def accept(shard: int, slot: int) -> bool:
             relative = shards[shard].relative_of(slot)
             if not self._live(shards[shard], relative):
+                return False
+            if not _unchanged(shards[shard], relative):
+                stale.append((shards[shard], relative))
                 return False
             return exclude is None or not exclude(shards[shard].doc(relative))
 
@@ -338,13 +353,16 @@ class MemoryStore:
             mtime = shards[shard].records.mtime(relative)
             return (-mtime, shard, file_name(relative), relative)
 
-        hits = search(
-            [shard.cache.index for shard in shards],
-            query_tokens(query),
-            limit=limit,
-            accept=accept,
-            order_key=order_key,
-        )
+        terms = query_tokens(query)
+        while True:
+            hits = search([shard.cache.index for shard in shards], terms, limit=limit,
+                          accept=accept, order_key=order_key)  # fmt: skip
+            if not stale:
+                break
+            tally = Tally()  # read again, then ranked again on what they say now
+            for shard, relative in stale:
+                _served(shard, relative, tally)
+            stale.clear()
         return [
             ScoredDoc(shards[hit.shard].doc(shards[hit.shard].relative_of(hit.slot)), hit.score)
             for hit in hits
@@ -453,7 +471,9 @@ class MemoryStore:
     def _get(self, path: Path) -> MemoryDoc | None:
         for shard, relative in self._locate(path):
             if isinstance(shard.records.get(relative), DocRecord):
-                return shard.doc(relative)
+                found = _served(shard, relative, Tally())
+                if found is not None:
+                    return found
         return None
 
     def find(self, reference: str) -> list[MemoryDoc]:
@@ -471,7 +491,7 @@ class MemoryStore:
             return []
         if not is_memory_name(os.path.basename(wanted)):
             found = []  # no memory's path: a title
-        elif self._refreshed:
+        elif self._refreshed or self._trust_saved:
             self.refresh()
             found = self._guarded(lambda: self._find_paths(wanted, self._get))
         else:
@@ -505,9 +525,13 @@ class MemoryStore:
                 if needles
                 else set(shard.records.by_slot.values())
             )
-            chosen = [relative for relative in found if _holds(shard.doc(relative), needles)]
+            tally = Tally()  # (each memory as it is now when the index is trusted)
+            chosen = [relative for relative in found
+                      if (doc := _served(shard, relative, tally)) is not None
+                      and _holds(doc, needles)]  # fmt: skip
             if newest:
-                chosen += [entry[2] for entry in shard.newest(newest)]
+                chosen += [entry[2] for entry in shard.newest(newest)
+                           if _served(shard, entry[2], tally) is not None]  # fmt: skip
             order = sorted(
                 {
                     (-shard.records.mtime(relative), file_name(relative), relative)
@@ -546,6 +570,15 @@ class MemoryStore:
             if shard.root is not None and target.startswith(shard.root_text + os.sep):
                 yield shard, Path(os.path.relpath(target, shard.root_text)).as_posix()
 
+    def note_changed(self, labels: Iterable[str]) -> None:
+        """Files this process changed outside the store (``scope:relative``, as Forget and
+        restore report them): the next refresh re-stats them, whatever else it checks."""
+        for label in labels:
+            scope, _, relative = label.partition(":")
+            for shard in self._shards:
+                if shard.scope == scope:
+                    shard.touched.add(relative)
+
     def rebuild_index_files(self, scopes: Collection[str] | None = None) -> None:
         """Regenerate each existing root's ``MEMORY.md`` (atomically) from the current docs, or
         only the roots of ``scopes`` (those a change touched): only the newest memories make
@@ -560,6 +593,11 @@ class MemoryStore:
             if scopes is not None and shard.scope not in scopes:
                 continue
             newest = shard.newest(MAX_INDEX_LINES)
+            tally = Tally()  # (a trusted index: each line's memory checked; again if one changed)
+            while [_served(shard, entry[2], tally) for entry in newest] and (
+                tally.reparsed or tally.removed
+            ):
+                newest, tally = shard.newest(MAX_INDEX_LINES), Tally()
             docs = [shard.doc(entry[2]) for entry in newest]
             try:
                 write_index(shard.root, docs, total=len(shard.records.by_slot))
@@ -578,6 +616,27 @@ class MemoryStore:
             shard.close()
             if shard.compactor is not None:
                 shard.compactor.join()
+
+
+def _unchanged(shard: Shard, relative: str) -> bool:
+    """Whether a memory about to be served is what its record says (always, unless ``shard``
+    trusts its saved index: then a ``stat``, once a process)."""
+    if not shard.folder_checked or relative in shard.served_ok:
+        return True
+    found = stat_file(shard.root_text, relative)
+    if found is None or shard.records.stat_key(relative) != stat_key(found[0]):
+        return False  # (_served reads it again)
+    shard.served_ok.add(relative)
+    return True
+
+
+def _served(shard: Shard, relative: str, tally: Tally) -> MemoryDoc | None:
+    """The memory at ``relative`` as its file is now (read again when it changed; None when
+    gone) when ``shard`` trusts its saved index (a ``stat``, once a process)."""
+    if shard.folder_checked and relative not in shard.served_ok:
+        shard.served_ok.add(relative)
+        return shard.listed(relative, tally)
+    return shard.doc(relative) if isinstance(shard.records.get(relative), DocRecord) else None
 
 
 def _holds(doc: MemoryDoc, needles: Sequence[str]) -> bool:

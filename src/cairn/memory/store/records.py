@@ -20,7 +20,7 @@ import weakref
 import zlib
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -263,6 +263,17 @@ class RecordTable:
 
     def relatives(self) -> list[str]:
         return [*self._rows, *self._records]
+
+    def inodes(self, relatives: Collection[str]) -> dict[str, int]:
+        """The inode in the stat key of each of ``relatives`` that has a record (no record
+        built)."""
+        rows, records = self._rows, self._records
+        keys = self._columns.keys if self._columns is not None else array("q")
+        found = {relative: keys[4 * rows[relative] + 2] for relative in relatives
+                 if relative in rows}  # fmt: skip
+        found.update((relative, records[relative].stat_key[2]) for relative in relatives
+                     if relative in records)  # fmt: skip
+        return found
 
     def containing(self, needles: Sequence[str]) -> set[str]:
         """The memories whose texts (title, description, body) may contain every one of

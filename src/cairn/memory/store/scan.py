@@ -19,6 +19,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import field
 from operator import attrgetter
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cairn.memory.paths import INDEX_FILE_NAME
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from cairn.memory.store.watch import TreeWatcher
 
 __all__ = [
-    "Walk", "is_memory_name", "list_names", "stat_file", "stat_key", "walk_root", "walk_symlink",
+    "Walk", "holds_memories", "is_memory_name", "list_names", "stat_file", "stat_key",
+    "walk_root", "walk_symlink",
 ]  # fmt: skip
 
 _MEMORY_SUFFIX = ".md"
@@ -52,6 +54,14 @@ class Walk(Value, frozen=False):
 
 def is_memory_name(name: str) -> bool:
     return name.endswith(_MEMORY_SUFFIX) and not name.startswith(".") and name != INDEX_FILE_NAME
+
+
+def holds_memories(root: Path) -> bool:
+    """Whether ``root`` holds any memory file (stops at the first one found)."""
+    try:
+        return any(path.name != INDEX_FILE_NAME for path in root.rglob("*.md"))
+    except OSError:
+        return False
 
 
 def _inside(real_root: str, target: str) -> bool:

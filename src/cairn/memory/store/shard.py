@@ -35,6 +35,7 @@ from cairn.memory.store.cache import (
     save_cache,
 )
 from cairn.memory.store.find_walk import listing_keys
+from cairn.memory.store.folders import compare_folders, scan_folders, usable_folders, write_folders
 from cairn.memory.store.parse import ParseSkip, parse_memory_file
 from cairn.memory.store.postings import PostingArea
 from cairn.memory.store.scan import (
@@ -48,7 +49,7 @@ from cairn.memory.store.scan import (
 from cairn.memory.store.scorer import ScorerConfig, term_weights
 from cairn.memory.store.seen import Seen, listing_changes, write_seen
 from cairn.memory.store.tokenizer import tokenize
-from cairn.memory.store.walker import Walker, claim_early_check
+from cairn.memory.store.walker import Walker
 from cairn.memory.store.watch import TreeWatcher, open_watcher
 from cairn.values import Value
 
@@ -102,9 +103,13 @@ class Shard:
         bulk_files: int,
         workers: int,
         check_postings: bool = True,
+        trust_saved: bool = False,
     ) -> None:
         self.scope = scope
         self.check_postings = check_postings  # the saved lists as a whole, beside the walk
+        self.trust_saved = trust_saved  # a saved index checked by its folders (see folders.py)
+        self.folder_checked = False  # ... as it was: each memory served is checked first
+        self.served_ok: set[str] = set()  # memories checked so (this process)
         self.bulk_files = bulk_files  # files a first scan reads through a new snapshot
         self.workers = workers
         self.root = Path(os.path.abspath(root)) if root is not None else None
@@ -278,17 +283,13 @@ class Shard:
         and the other root's load."""
         if self.root is None or self.loaded or self.walker is not None:
             return
+        if self.trust_saved and self.cache_path is not None and self.cache_path.exists():
+            return  # its folders are checked once it is loaded
         if os.path.isdir(self.root_text):
             self._start_walker(tally)
 
     def _start_walker(self, tally: Tally) -> None:
         tally.full_walks += 1
-        early = None if self.loaded else claim_early_check(self.root_text, self.cache_path)
-        if early is not None and self.watch and self.watcher is None:
-            early.area, self.watcher, self.walker = self._area, early.watcher, early
-            return
-        if early is not None:
-            early.stop()
         saved = self.cache_path is not None and (
             bool(self.cache.generation) if self.loaded else self.cache_path.exists()
         )  # (find's walk pays only against a saved index: a first scan wants every stat)
@@ -324,6 +325,9 @@ class Shard:
                 return
         if provisional and self.cache.generation and len(self.records) and not self.walked:
             self._start_walker(tally)
+            return
+        if self.trust_saved and self.cache.generation and not self.walked and not provisional:
+            self._check_folders(tally)
             return
         area = self._area()
         if area is not None and not self.walked and not area.verify():
@@ -475,6 +479,38 @@ class Shard:
                     self._remove(relative, tally)
             elif records.stat_key(relative) != stat_key(found[0]):
                 self._update(relative, found[0], found[1], tally)
+
+    # --- the saved index trusted: its folders checked, and each memory served ---------
+
+    def _check_folders(self, tally: Tally) -> None:
+        """The saved index reconciled with the folders changed since the last such check
+        (:mod:`~cairn.memory.store.folders`); once a process (then what it changed itself)."""
+        assert self.cache_path is not None
+        if not self._root_usable():
+            self._drop_all(tally)
+            return
+        others = {*self.touched, *self.records.symlinks}
+        if self.folder_checked:
+            self._restat(others, tally)
+            return
+        base = self.seen_base
+        kept = usable_folders(self.cache_path, self.root_text, base)
+        if kept is not None:
+            others.update(kept.changed, self.cache.journal_relatives[kept.entries :])
+        scan = scan_folders(self.root_text, None if kept is None else kept.keys)
+        for warning in scan.warnings:
+            if warning not in self.folder_warnings:
+                _log.warning(warning)
+        self.folder_warnings = scan.warnings
+        gone, changed = compare_folders(scan, kept, self.records)
+        for relative in gone:
+            self._remove(relative, tally)
+        self._restat(others | changed, tally)
+        self.folder_checked = True
+        if base is not None and not scan.warnings and (
+            kept is None or kept.keys != scan.keys or kept.changed != self.touched
+        ):  # fmt: skip
+            write_folders(self.cache_path, self.root_text, *base, self.touched, scan)
 
     # --- listing without the full check ------------------------------------------------
 
@@ -645,6 +681,8 @@ class Shard:
         self.snapshot_wanted = True
         self.seen_base = None
         self.touched.clear()
+        self.folder_checked = False
+        self.served_ok.clear()
 
     def close(self) -> None:
         if self.watcher is not None:
@@ -652,3 +690,5 @@ class Shard:
             self.watcher = None
         self.walked = False
         self.walker = None
+        self.folder_checked = False  # (a later refresh checks the folders again)
+        self.served_ok.clear()

@@ -4,38 +4,24 @@ A :class:`Walker` stat-walks a root in a thread of its own (``find`` in a child 
 :mod:`~cairn.memory.store.find_walk`, when there is a saved index to compare with; the Python
 walk otherwise) and then checks the saved posting lists; the shard that started it applies the
 result (:meth:`~cairn.memory.store.shard.Shard.refresh`).
-
-``cairn memory search``, ``show <title>`` and ``forget`` check every file before they answer.
-:func:`start_early_checks` starts those walks first thing in the command, before its modules
-load (a third of a second of the command's start-up, during which ``find`` runs on the other
-core); the store's shard then takes the walk of its root (:func:`claim_early_check`) instead of
-starting one. A walk nobody claims (the memory turned out to live elsewhere: a database
-backend, a tenant) is stopped, and its ``find`` reaped, when the process exits.
 """
 
 from __future__ import annotations
 
-import atexit
-import os
-import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cairn.config.paths import project_root
-from cairn.memory.paths import index_paths, memory_roots
 from cairn.memory.store.find_walk import find_walk
 from cairn.memory.store.scan import Walk, walk_root
 from cairn.memory.store.seen import Seen, read_seen
-from cairn.memory.store.watch import TreeWatcher, open_watcher
+from cairn.memory.store.watch import TreeWatcher
 
 if TYPE_CHECKING:
     from cairn.memory.store.postings import PostingArea
 
-__all__ = ["Walker", "claim_early_check", "start_early_checks"]
-
-_early: dict[tuple[str, str], Walker] = {}  # (root, saved index) -> a walk started early
+__all__ = ["Walker"]
 
 
 def _no_area() -> PostingArea | None:
@@ -90,39 +76,3 @@ class Walker:
             raise self._result
         assert self._result is not None
         return self._result
-
-    def stop(self) -> None:
-        """End the walk now (its ``find`` killed and reaped), its result thrown away."""
-        with self._lock:  # (find_walk reaps the child holding it: the id is never reused here)
-            for pid in self._child:
-                os.kill(pid, signal.SIGKILL)
-        self._thread.join()
-        if self.watcher is not None:
-            self.watcher.close()
-
-
-def start_early_checks(cwd: Path) -> None:
-    """Start the walks of the project and user memory of ``cwd`` (with the files backend's
-    folders, ``$CAIRN_HOME`` as the environment says), for a command that will check every
-    file against the saved index; roots without a saved index are left to the command."""
-    roots = memory_roots(project_root(cwd))
-    for root, saved in zip((roots.project, roots.user), index_paths(roots), strict=True):
-        if root is None or not saved.exists():
-            continue
-        text = os.path.abspath(root)
-        if os.path.isdir(text) and not os.path.islink(text):
-            _early[(text, str(saved))] = Walker(text, open_watcher(), seen_from=saved)
-    if _early:
-        atexit.register(_stop_unclaimed)
-
-
-def claim_early_check(root: str, saved: Path | None) -> Walker | None:
-    """The walk :func:`start_early_checks` started for ``root`` and its saved index, if any
-    (once)."""
-    return _early.pop((root, str(saved)), None)
-
-
-def _stop_unclaimed() -> None:
-    while _early:
-        _, walker = _early.popitem()
-        walker.stop()

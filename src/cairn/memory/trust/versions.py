@@ -39,6 +39,7 @@ __all__ = [
     "Change",
     "Version",
     "changes",
+    "current_text",
     "read_versions",
     "record_version",
     "version_log_path",
@@ -280,3 +281,11 @@ def _evidence_change(before: Any, after: Any) -> str:
     parts += [f"-{path}" for path in old if path not in new]
     parts += [f"{path} re-recorded" for path in new if path in old and new[path] != old[path]]
     return "evidence: " + ", ".join(parts) if parts else ""
+
+
+def current_text(path: Path) -> str | None:
+    """A memory file's text now (None when it does not exist or cannot be read)."""
+    try:
+        return read_regular_bytes(path, limit=2 * 1024 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return None
