@@ -1,12 +1,23 @@
-"""``cairn --acp``: the process around the ACP agent (stdio, logging, settings, shutdown)."""
+"""``cairn --acp``: the process around the ACP agent (stdio, logging, settings, shutdown).
+
+The cyclic garbage collector is kept off two walks that find nothing: while the ACP SDK is
+imported (its ~270 pydantic classes would trigger about sixty collections, each walking what
+the import built so far) and at exit (the interpreter's teardown walks every object a few
+times, ~0.2 s of CPU after the client has left). What exists once the SDK is imported lives as
+long as the process, so it is frozen out of the collector (``gc.freeze``), and everything is
+frozen again once the agent has shut down: by then every session, file and connection is
+closed, and the atexit handlers still run. benchmarks/README.md (issue #25) has the figures.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO, cast
 
@@ -40,10 +51,11 @@ def run_acp_agent(*, model: str | None, approval_mode: str | None) -> int:
     if startup.auth_error is not None:
         sys.stderr.write(f"cairn --acp: {startup.auth_error}\n")
 
-    from cairn.acp._sdk import import_sdk
+    with _collector_paused():
+        from cairn.acp._sdk import import_sdk
 
-    import_sdk()
-    from cairn.acp.agent import AgentOptions
+        import_sdk()
+        from cairn.acp.agent import AgentOptions
 
     options = AgentOptions(
         cwd=cwd,
@@ -55,7 +67,21 @@ def run_acp_agent(*, model: str | None, approval_mode: str | None) -> int:
     )
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(options, sys.stdin.buffer, protocol_out, stop_signals=True))
+    gc.freeze()  # the teardown at exit walks none of it (module docstring)
     return ExitCode.OK
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No collection while the block runs; what it built is frozen out of the collector."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        gc.freeze()
 
 
 async def serve(
