@@ -38,10 +38,11 @@ def write_settings(project: Path, settings: dict[str, Any]) -> None:
     path.write_text(json.dumps(settings, indent=2))
 
 
-def trust_in_user_settings(project: Path) -> None:
+def trust_in_user_settings(project: Path, cairn_home: Path | None = None) -> None:
     """Trust ``project``'s folder (its hooks and MCP servers may run) for the ``cairn`` processes
-    of ``run_cairn``: ``security.trustedFolders`` in the user settings of their cairn home."""
-    cairn_home = project.parent / "cairn-home"  # cairn_env's, next to the project fixture
+    of ``run_cairn`` (or those with ``cairn_home``): ``security.trustedFolders`` in the user
+    settings of their cairn home."""
+    cairn_home = cairn_home or project.parent / "cairn-home"  # cairn_env's, next to the project
     assert cairn_home.is_dir(), cairn_home
     path = cairn_home / "settings.json"
     settings = json.loads(path.read_text()) if path.exists() else {}

@@ -2,7 +2,10 @@
 
 The client here does what an editor does: it runs ``terminal/*`` commands as real processes,
 answers permission requests, and keeps every update. The agent is the real ``cairn --acp``
-process against the scripted model server.
+process against the scripted model server: one process per command line and client
+capabilities for the module, each test with its own project, sessions, client and script
+(tests/e2e/acp_shared.py says why that is sound); a test that lists the sessions of the
+process's own folder, or loads a recording into a fresh process, starts its own.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from acp.exceptions import RequestError
 from acp.schema import (
     CreateTerminalResponse,
@@ -29,12 +34,80 @@ from acp.schema import (
 )
 
 from cairn.testing import ScriptedServer, error_reply, reply, tool_call
+from cairn.testing.fixtures import isolated_env
 
 from ..polling import eventually_async
-from .conftest import write_settings
-from .test_acp_process import EditorClient, running_agent
+from .acp_shared import SharedAgent, module_server, scripted_server, shared_agent
+from .conftest import ACP_SHUTDOWN, write_settings
+from .test_acp_process import CAIRN, EditorClient, running_agent
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+__all__ = ["module_server", "scripted_server"]  # fixtures, imported for pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(90),
+    pytest.mark.asyncio(loop_scope="module"),  # the loop the shared agents' connections run on
+    pytest.mark.xdist_group("acp_editor"),  # one worker: each shared agent starts once
+]
+MEMORY_OFF = {"memory": {"enableManagedAutoMemory": False}}  # as the project fixture writes
+
+
+@pytest.fixture(scope="module")
+def shared_home(
+    module_server: ScriptedServer, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, str], Path]:
+    """The shared agents' environment and working folder (a project no test uses)."""
+    root = tmp_path_factory.mktemp("acp-editor")
+    folder = root / "project"
+    (folder / ".git").mkdir(parents=True)
+    write_settings(folder, MEMORY_OFF)
+    return isolated_env(module_server.base_url, root), folder
+
+
+@contextlib.asynccontextmanager
+async def _shared(
+    server: ScriptedServer, home: tuple[dict[str, str], Path], *args: str, **capabilities: Any
+) -> AsyncIterator[SharedAgent]:
+    env, folder = home
+    stderr = folder.parent / f"agent-stderr{''.join(args)}{sorted(capabilities)}.txt"
+    async with shared_agent(
+        [CAIRN],
+        *args,
+        server=server,
+        env=env,
+        cwd=folder,
+        stderr=stderr,
+        transport=ACP_SHUTDOWN,
+        **capabilities,
+    ) as agent:
+        yield agent
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def terminal_agent(
+    module_server: ScriptedServer, shared_home: tuple[dict[str, str], Path]
+) -> AsyncIterator[SharedAgent]:
+    """``cairn --acp --yolo`` for an editor with terminals."""
+    async with _shared(module_server, shared_home, "--yolo", terminal=True) as agent:
+        yield agent
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def yolo_agent(
+    module_server: ScriptedServer, shared_home: tuple[dict[str, str], Path]
+) -> AsyncIterator[SharedAgent]:
+    """``cairn --acp --yolo`` for an editor without terminals."""
+    async with _shared(module_server, shared_home, "--yolo") as agent:
+        yield agent
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def default_agent(
+    module_server: ScriptedServer, shared_home: tuple[dict[str, str], Path]
+) -> AsyncIterator[SharedAgent]:
+    """``cairn --acp`` (approval mode default) for an editor without terminals or files."""
+    async with _shared(module_server, shared_home) as agent:
+        yield agent
 
 
 @dataclass
@@ -151,7 +224,7 @@ def _exit_status(code: int) -> TerminalExitStatus:
 
 
 async def test_a_command_runs_in_the_editors_terminal_and_the_model_gets_its_output(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, terminal_agent: SharedAgent, project: Path
 ) -> None:
     scripted_server.enqueue(
         tool_call("run_shell_command", {"command": "echo TERM-OUT; echo TERM-ERR >&2"}, id="c1"),
@@ -159,7 +232,7 @@ async def test_a_command_runs_in_the_editors_terminal_and_the_model_gets_its_out
         purpose="main",
     )
     editor = TerminalEditor()
-    async with running_agent(cairn_env, project, "--yolo", client=editor) as agent:
+    async with terminal_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session(terminal=True)
         response = await agent.prompt(session_id, "run it")
 
@@ -181,14 +254,14 @@ async def test_a_command_runs_in_the_editors_terminal_and_the_model_gets_its_out
 
 
 async def test_cancelling_the_turn_kills_the_command_in_the_editors_terminal(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, terminal_agent: SharedAgent, project: Path
 ) -> None:
     scripted_server.enqueue(
         tool_call("run_shell_command", {"command": "echo started; sleep 60"}, id="c1"),
         purpose="main",
     )
     editor = TerminalEditor()
-    async with running_agent(cairn_env, project, "--yolo", client=editor) as agent:
+    async with terminal_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session(terminal=True)
         running = asyncio.ensure_future(agent.prompt(session_id, "run it"))
         await asyncio.wait_for(editor.terminal_created.wait(), 30)
@@ -207,7 +280,7 @@ async def test_cancelling_the_turn_kills_the_command_in_the_editors_terminal(
 
 
 async def test_a_command_past_its_time_limit_is_killed_in_the_terminal_and_the_model_told(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, terminal_agent: SharedAgent, project: Path
 ) -> None:
     scripted_server.enqueue(
         tool_call("run_shell_command", {"command": "echo slow; sleep 60", "timeout": 1}, id="c1"),
@@ -215,7 +288,7 @@ async def test_a_command_past_its_time_limit_is_killed_in_the_terminal_and_the_m
         purpose="main",
     )
     editor = TerminalEditor()
-    async with running_agent(cairn_env, project, "--yolo", client=editor) as agent:
+    async with terminal_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session(terminal=True)
         await agent.prompt(session_id, "run it")
 
@@ -254,7 +327,7 @@ async def run_in_terminal(
     command: str,
     *,
     server: ScriptedServer,
-    env: dict[str, str],
+    agent: SharedAgent,
     project: Path,
 ) -> str:
     """One ``--yolo`` turn that runs ``command`` as call ``c1``; the prompt's stop reason."""
@@ -263,18 +336,18 @@ async def run_in_terminal(
         reply("Done."),
         purpose="main",
     )
-    async with running_agent(env, project, "--yolo", client=editor) as agent:
-        session_id = await agent.start_session(terminal=True)
-        response = await agent.prompt(session_id, "run it")
+    async with agent.attach(project, client=editor) as sessions:
+        session_id = await sessions.start_session(terminal=True)
+        response = await sessions.prompt(session_id, "run it")
     return response.stop_reason
 
 
 async def test_a_terminal_the_editor_refuses_to_open_is_the_models_error_with_its_details(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, terminal_agent: SharedAgent, project: Path
 ) -> None:
     editor = RefusingTerminalEditor(refuse_create=True)
     stop = await run_in_terminal(
-        editor, "echo never", server=scripted_server, env=cairn_env, project=project
+        editor, "echo never", server=scripted_server, agent=terminal_agent, project=project
     )
 
     assert stop == "end_turn"
@@ -286,11 +359,15 @@ async def test_a_terminal_the_editor_refuses_to_open_is_the_models_error_with_it
 
 
 async def test_a_refused_terminal_release_still_gives_the_model_the_commands_output(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, terminal_agent: SharedAgent, project: Path
 ) -> None:
     editor = RefusingTerminalEditor(refuse_release=True)
     stop = await run_in_terminal(
-        editor, "echo RELEASED-OUT", server=scripted_server, env=cairn_env, project=project
+        editor,
+        "echo RELEASED-OUT",
+        server=scripted_server,
+        agent=terminal_agent,
+        project=project,
     )
 
     assert stop == "end_turn"
@@ -302,7 +379,7 @@ async def test_a_refused_terminal_release_still_gives_the_model_the_commands_out
 
 
 async def test_without_the_terminal_capability_a_command_runs_locally_and_shows_its_output(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, yolo_agent: SharedAgent, project: Path
 ) -> None:
     """#17: without a client terminal, the final update carried only "exit 0"."""
     scripted_server.enqueue(
@@ -311,7 +388,7 @@ async def test_without_the_terminal_capability_a_command_runs_locally_and_shows_
         purpose="main",
     )
     editor = TerminalEditor()
-    async with running_agent(cairn_env, project, "--yolo", client=editor) as agent:
+    async with yolo_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session()
         await agent.prompt(session_id, "run it")
 
@@ -335,14 +412,14 @@ def retry_notices(editor: EditorClient) -> list[dict[str, Any]]:
 
 
 async def test_a_failing_model_shows_each_retry_then_an_error_with_its_details(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
     """#17: retries were silent, and the error's data was null."""
-    write_settings(project, {"model": {"generationConfig": {"maxRetries": 3}}})
+    write_settings(project, {**MEMORY_OFF, "model": {"generationConfig": {"maxRetries": 3}}})
     failure = error_reply(500, "upstream overloaded", retry_after=0.05)
     scripted_server.enqueue(failure, failure, failure, purpose="main")
     editor = EditorClient()
-    async with running_agent(cairn_env, project, client=editor) as agent:
+    async with default_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session()
         with pytest.raises(RequestError) as caught:
             await agent.prompt(session_id, "hi")
@@ -359,12 +436,12 @@ async def test_a_failing_model_shows_each_retry_then_an_error_with_its_details(
 
 
 async def test_a_rate_limit_keeps_code_429_and_carries_the_providers_message(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
     """#17: a rate-limited turn answered 429 with data null."""
-    write_settings(project, {"model": {"generationConfig": {"maxRetries": 1}}})
+    write_settings(project, {**MEMORY_OFF, "model": {"generationConfig": {"maxRetries": 1}}})
     scripted_server.enqueue(error_reply(429, "tokens per minute exceeded"), purpose="main")
-    async with running_agent(cairn_env, project) as agent:
+    async with default_agent.attach(project, client=EditorClient()) as agent:
         session_id = await agent.start_session()
         with pytest.raises(RequestError) as caught:
             await agent.prompt(session_id, "hi")
@@ -402,7 +479,7 @@ class SilentEditor(EditorClient):
 
 
 async def test_a_permission_request_is_withdrawn_when_a_new_prompt_supersedes_its_turn(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
     """#17: the editor kept a dead approval dialog after the turn was superseded."""
     scripted_server.enqueue(
@@ -411,7 +488,7 @@ async def test_a_permission_request_is_withdrawn_when_a_new_prompt_supersedes_it
         purpose="main",
     )
     editor = SilentEditor()
-    async with running_agent(cairn_env, project, client=editor) as agent:
+    async with default_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session()
         first = asyncio.ensure_future(agent.prompt(session_id, "write a.txt"))
         await asyncio.wait_for(editor.asked.wait(), 30)
@@ -428,13 +505,13 @@ async def test_a_permission_request_is_withdrawn_when_a_new_prompt_supersedes_it
 
 
 async def test_a_permission_request_is_withdrawn_when_its_turn_is_cancelled(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
     scripted_server.enqueue(
         tool_call("run_shell_command", {"command": "touch b.txt"}, id="c1"), purpose="main"
     )
     editor = SilentEditor()
-    async with running_agent(cairn_env, project, client=editor) as agent:
+    async with default_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session()
         running = asyncio.ensure_future(agent.prompt(session_id, "touch b.txt"))
         await asyncio.wait_for(editor.asked.wait(), 30)
@@ -475,15 +552,15 @@ async def test_a_read_the_editor_refuses_is_a_refusal_not_a_read_from_disk(
 
 
 async def test_resume_reattaches_a_recorded_session_without_replaying_it(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
     scripted_server.enqueue(reply("FIRST-ANSWER"), reply("Second."), purpose="main")
-    async with running_agent(cairn_env, project) as agent:
+    async with default_agent.attach(project, client=EditorClient()) as agent:
         session_id = await agent.start_session()
         await agent.prompt(session_id, "FIRST-QUESTION")
 
-    editor = EditorClient()
-    async with running_agent(cairn_env, project, client=editor) as agent:
+    editor = EditorClient()  # a process of its own, with the recording the first one made
+    async with running_agent(default_agent.env, project, client=editor) as agent:
         init = await agent.conn.initialize(protocol_version=1)
         resumed = await agent.conn.resume_session(
             session_id=session_id, cwd=str(project), mcp_servers=[]
@@ -501,10 +578,10 @@ async def test_resume_reattaches_a_recorded_session_without_replaying_it(
 
 
 async def test_close_cancels_the_running_turn_and_frees_the_session(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
     scripted_server.enqueue(reply("too late", delay=30), purpose="main")
-    async with running_agent(cairn_env, project) as agent:
+    async with default_agent.attach(project, client=EditorClient()) as agent:
         session_id = await agent.start_session()
         running = asyncio.ensure_future(agent.prompt(session_id, "take your time"))
         assert await eventually_async(lambda: len(scripted_server.requests_for("main")) == 1)
@@ -524,13 +601,13 @@ def titles(editor: EditorClient) -> list[str]:
 
 
 async def test_a_session_is_titled_by_its_first_line_then_by_the_model(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
-    write_settings(project, {"fastModel": "small-model"})
+    write_settings(project, {**MEMORY_OFF, "fastModel": "small-model"})
     scripted_server.enqueue(reply("Fixed the redirect."), purpose="main")
     scripted_server.enqueue(reply('"Login redirect fix."'), purpose="title")
     editor = EditorClient()
-    async with running_agent(cairn_env, project, client=editor) as agent:
+    async with default_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session()
         await agent.prompt(session_id, "the login page loops\nafter I sign in it redirects")
         first = titles(editor)[:1]
@@ -548,12 +625,15 @@ async def test_a_session_is_titled_by_its_first_line_then_by_the_model(
 
 
 async def test_with_session_titles_off_the_first_line_stays_and_no_model_is_asked(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
-    write_settings(project, {"fastModel": "small-model", "general": {"sessionTitles": False}})
+    write_settings(
+        project,
+        {**MEMORY_OFF, "fastModel": "small-model", "general": {"sessionTitles": False}},
+    )
     scripted_server.enqueue(reply("Done."), reply("Done too."), purpose="main")
     editor = EditorClient()
-    async with running_agent(cairn_env, project, client=editor) as agent:
+    async with default_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session()
         await agent.prompt(session_id, "rename the module")
         second = await agent.prompt(session_id, "and the tests")
@@ -564,7 +644,7 @@ async def test_with_session_titles_off_the_first_line_stays_and_no_model_is_aske
 
 
 async def test_load_restores_the_mode_the_plan_and_what_a_cancelled_answer_showed(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, default_agent: SharedAgent, project: Path
 ) -> None:
     """#17: a loaded session lost its approval mode, its plan and cancelled partial answers."""
     todos = [
@@ -578,7 +658,7 @@ async def test_load_restores_the_mode_the_plan_and_what_a_cancelled_answer_showe
         purpose="main",
     )
     editor = EditorClient()
-    async with running_agent(cairn_env, project, client=editor) as agent:
+    async with default_agent.attach(project, client=editor) as agent:
         session_id = await agent.start_session()
         await agent.conn.set_session_mode(session_id=session_id, mode_id="auto-edit")
         await agent.prompt(session_id, "plan the parser")
@@ -588,8 +668,8 @@ async def test_load_restores_the_mode_the_plan_and_what_a_cancelled_answer_showe
         assert (await asyncio.wait_for(running, 30)).stop_reason == "cancelled"
 
     scripted_server.enqueue(reply("Carrying on."), purpose="main")
-    loader = EditorClient()
-    async with running_agent(cairn_env, project, client=loader) as agent:
+    loader = EditorClient()  # a process of its own, with the recording the first one made
+    async with running_agent(default_agent.env, project, client=loader) as agent:
         await agent.conn.initialize(protocol_version=1)
         loaded = await agent.conn.load_session(
             session_id=session_id, cwd=str(project), mcp_servers=[]
@@ -639,7 +719,7 @@ async def test_list_reports_each_sessions_own_folder_and_filters_by_it(
 
 
 async def test_additional_directories_are_roots_the_file_tools_may_use(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, yolo_agent: SharedAgent, project: Path
 ) -> None:
     """#17: additionalDirectories were ignored, so files there were outside the workspace."""
     shared = project.parent / "shared-lib"
@@ -654,8 +734,8 @@ async def test_additional_directories_are_roots_the_file_tools_may_use(
         reply("Refused."),
         purpose="main",
     )
-    async with running_agent(cairn_env, project, "--yolo") as agent:
-        init = await agent.conn.initialize(protocol_version=1)
+    async with yolo_agent.attach(project, client=EditorClient()) as agent:
+        init = yolo_agent.initialized
         with_roots = await agent.conn.new_session(
             cwd=str(project), additional_directories=[str(shared)], mcp_servers=[]
         )

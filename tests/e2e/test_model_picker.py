@@ -3,7 +3,9 @@ against the scripted model server, with ``model.available`` in the project's set
 
 What is checked is what crosses the process boundaries: ACP ``configOptions`` and
 ``config_option_update`` notifications, the daemon's model route and event stream, and the model
-(and endpoint) each request reached.
+(and endpoint) each request reached. The ACP tests that need no environment or process of their
+own share one ``cairn --acp``, each with its own project, sessions, client and script
+(tests/e2e/acp_shared.py says why that is sound).
 """
 
 from __future__ import annotations
@@ -15,20 +17,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from acp.exceptions import RequestError
 from acp.schema import ClientCapabilities, TextContentBlock
 from acp.stdio import spawn_agent_process
 
 from cairn.sdk import DaemonClient, DaemonHTTPError
 from cairn.testing import ScriptedServer, reply
-from cairn.testing.fixtures import TEST_MODEL
+from cairn.testing.fixtures import TEST_MODEL, isolated_env
 
+from .acp_shared import SharedAgent, module_server, scripted_server, shared_agent
 from .conftest import ACP_SHUTDOWN, CAIRN, trust_in_user_settings, write_settings
 from .test_daemon import serve, until
 
-__all__ = ["serve"]  # the fixture, imported for pytest
+__all__ = ["module_server", "scripted_server", "serve"]  # fixtures, imported for pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(90),
+    pytest.mark.xdist_group("model_picker"),  # one worker: the shared agent starts once
+]
+on_the_shared_agent = pytest.mark.asyncio(loop_scope="module")  # the loop its connection runs on
 
 OTHER_KEY = "other-endpoint-key"
 
@@ -57,11 +66,44 @@ def other_server() -> Iterator[ScriptedServer]:
         yield server
 
 
-def picker_settings(project: Path, models: Any) -> None:
+def picker_settings(project: Path, models: Any, cairn_home: Path | None = None) -> None:
     write_settings(
         project, {"memory": {"enableManagedAutoMemory": False}, "model": {"available": models}}
     )
-    trust_in_user_settings(project)  # an entry served elsewhere needs the folder trusted
+    # an entry served elsewhere needs the folder trusted
+    trust_in_user_settings(project, cairn_home)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(
+    module_server: ScriptedServer, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[SharedAgent]:
+    """``cairn --acp`` as ``acp_agent`` starts it, in a project no test uses."""
+    root = tmp_path_factory.mktemp("model-picker")
+    folder = root / "project"
+    (folder / ".git").mkdir(parents=True)
+    write_settings(folder, {"memory": {"enableManagedAutoMemory": False}})
+    async with shared_agent(
+        CAIRN,
+        server=module_server,
+        env=isolated_env(module_server.base_url, root),
+        cwd=folder,
+        stderr=root / "agent-stderr.txt",
+        transport=ACP_SHUTDOWN,
+    ) as agent:
+        yield agent
+
+
+@contextlib.asynccontextmanager
+async def shared_acp_agent(agent: SharedAgent, project: Path) -> AsyncIterator[tuple[Any, Editor]]:
+    """``acp_agent`` on the shared agent: this test's sessions and editor."""
+    editor = Editor()
+    async with agent.attach(project, client=editor) as sessions:
+        yield sessions.conn, editor
+
+
+def shared_home(agent: SharedAgent) -> Path:
+    return Path(agent.env["CAIRN_HOME"])
 
 
 class Editor:
@@ -104,12 +146,13 @@ async def prompt(conn: Any, session_id: str, text: str) -> Any:
 # ----- ACP -----
 
 
+@on_the_shared_agent
 async def test_acp_lists_the_models_and_a_switch_reaches_the_next_request(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, shared: SharedAgent, project: Path
 ) -> None:
-    picker_settings(project, available())
+    picker_settings(project, available(), shared_home(shared))
     scripted_server.default = reply("ok")
-    async with acp_agent(cairn_env, project) as (conn, _editor):
+    async with shared_acp_agent(shared, project) as (conn, _editor):
         session = await conn.new_session(cwd=str(project))
         other = await conn.new_session(cwd=str(project))
         switched = await conn.set_config_option(
@@ -133,11 +176,12 @@ async def test_acp_lists_the_models_and_a_switch_reaches_the_next_request(
     assert (second.session_id, second.body["model"]) == (other.session_id, TEST_MODEL)
 
 
+@on_the_shared_agent
 async def test_acp_switches_the_approval_mode_and_typed_model_commands_update_the_menus(
-    scripted_server: ScriptedServer, cairn_env: dict[str, str], project: Path
+    scripted_server: ScriptedServer, shared: SharedAgent, project: Path
 ) -> None:
-    picker_settings(project, available())
-    async with acp_agent(cairn_env, project) as (conn, editor):
+    picker_settings(project, available(), shared_home(shared))
+    async with shared_acp_agent(shared, project) as (conn, editor):
         session = await conn.new_session(cwd=str(project))
         answer = await conn.set_config_option(
             config_id="mode", session_id=session.session_id, value="auto-edit"
@@ -191,17 +235,18 @@ async def test_acp_a_model_served_by_another_endpoint_gets_its_requests(
     assert "".join(texts) == "From the other endpoint."
 
 
+@on_the_shared_agent
 async def test_acp_marks_a_model_whose_key_is_not_set_and_says_why(
     scripted_server: ScriptedServer,
     other_server: ScriptedServer,
-    cairn_env: dict[str, str],
+    shared: SharedAgent,
     project: Path,
 ) -> None:
     """Issue #30: the menu listed an entry whose key was not set as any other, and choosing it
     answered -32602. Its name now says it cannot be chosen and its description why."""
-    picker_settings(project, available(other_server))
-    env = {k: v for k, v in cairn_env.items() if k != "OTHER_ENDPOINT_KEY"}
-    async with acp_agent(env, project) as (conn, _editor):
+    picker_settings(project, available(other_server), shared_home(shared))
+    assert "OTHER_ENDPOINT_KEY" not in shared.env
+    async with shared_acp_agent(shared, project) as (conn, _editor):
         session = await conn.new_session(cwd=str(project))
         with pytest.raises(RequestError) as refused:
             await conn.set_config_option(
