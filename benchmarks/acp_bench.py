@@ -11,7 +11,9 @@ a minimal JSON-RPC client in this script, against the scripted model server (ins
 the Recall selector answers after 2 s so it never hides what the first request waits for).
 
 - start-up: spawn → ``initialize`` answered → ``session/new`` answered (fresh CAIRN_HOME each run),
-  and stdin closed → the process exited (the shutdown); plus the cost of importing the ACP SDK,
+  and stdin closed → the process exited (the shutdown, its wall time and its CPU: the agent's
+  whole CPU, read from this process's reaped children, less what it had used by
+  ``session/new``); plus the cost of importing the ACP SDK,
   with and without cairn's fast import. ``--baseline ../other/src`` runs another checkout's agent
   interleaved with this one's (``PYTHONPATH``), so before/after figures share the machine's load;
   ``--instructions`` also counts, with valgrind, the CPU instructions of a whole short life
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -223,7 +226,7 @@ def bench_startup(
     trees: dict[str, Path | None] = {"this tree": None}
     if baseline is not None:
         trees["baseline"] = baseline
-    steps = ("initialize", "session/new", "cpu", "exit")
+    steps = ("initialize", "session/new", "cpu", "exit", "exit cpu")
     samples = {name: {step: [] for step in steps} for name in trees}
     for _ in range(runs):
         for name, src in trees.items():  # interleaved: both trees see the same load
@@ -235,9 +238,11 @@ def bench_startup(
                 agent.request("session/new", {"cwd": str(project), "mcpServers": []})
                 samples[name]["session/new"].append(time.perf_counter() - agent.started)
                 samples[name]["cpu"].append(agent.cpu_seconds())
-                closing = time.perf_counter()
+                closing, reaped = time.perf_counter(), _children_cpu()
                 agent.close()
                 samples[name]["exit"].append(time.perf_counter() - closing)
+                whole = _children_cpu() - reaped  # the agent and the processes it reaped
+                samples[name]["exit cpu"].append(whole - samples[name]["cpu"][-1])
     rows = []
     for name, figures in samples.items():
         label = f" ({name})" if baseline is not None else ""
@@ -256,6 +261,7 @@ def bench_startup(
             ],
             [f"agent CPU time until then{label}", *ms3(figures["cpu"]), "", ""],
             [f"stdin closed → process exited{label}", *ms3(figures["exit"]), "", ""],
+            [f"agent CPU time from stdin closed to exit{label}", *ms3(figures["exit cpu"]), "", ""],
         ]
     table(
         f"Start-up (median of {runs}, fresh CAIRN_HOME each run)",
@@ -282,6 +288,12 @@ def bench_startup(
             ["cairn.acp._sdk.import_sdk()", *ms3([f - b for f, b in zip(fast, base, strict=True)])],
         ],
     )
+
+
+def _children_cpu() -> float:
+    """User + system CPU of this process's children that have been waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def life_instructions(server: ScriptedServer, src: Path | None) -> int:
