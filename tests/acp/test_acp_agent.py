@@ -22,6 +22,10 @@ from cairn.testing import Reply, ScriptedServer, reply, tool_call
 from ..polling import DEADLINE_SECONDS
 from .acp_doubles import FS_CAPABILITIES, agent_options, connect, send_raw
 
+# For a test that reads the agent's whole text: with memory on, an Extract that finds no reply
+# queued adds its "Memory was not saved" notice to it whenever it fails before the test ends.
+MEMORY_OFF = {"enableManagedAutoMemory": False}
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -110,7 +114,8 @@ async def test_prompt_streams_the_answer_and_ends_the_turn(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
     scripted_server.enqueue(reply(chunks=["Hello ", "there."]), purpose="main")
-    async with connect(agent_options(scripted_server, project)) as (conn, client):
+    options = agent_options(scripted_server, project, memory=MEMORY_OFF)
+    async with connect(options) as (conn, client):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(project))
         response = await conn.prompt(session_id=session.session_id, prompt=text("hi"))
@@ -414,7 +419,8 @@ async def test_a_newer_prompt_supersedes_the_running_one(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
     scripted_server.enqueue(reply("first", delay=30), reply("second"), purpose="main")
-    async with connect(agent_options(scripted_server, project)) as (conn, client):
+    options = agent_options(scripted_server, project, memory=MEMORY_OFF)
+    async with connect(options) as (conn, client):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(project))
         first = asyncio.ensure_future(
@@ -626,7 +632,8 @@ async def test_retry_extension_sends_the_last_prompt_again(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
     scripted_server.enqueue(reply("first answer"), reply("second answer"), purpose="main")
-    async with connect(agent_options(scripted_server, project)) as (conn, client):
+    options = agent_options(scripted_server, project, memory=MEMORY_OFF)
+    async with connect(options) as (conn, client):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(project))
         await conn.prompt(session_id=session.session_id, prompt=text("tell me"))
@@ -644,7 +651,8 @@ async def test_continue_extension_answers_an_interrupted_prompt(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
     scripted_server.enqueue(reply("never arrives", delay=30), reply("resumed"), purpose="main")
-    async with connect(agent_options(scripted_server, project)) as (conn, client):
+    options = agent_options(scripted_server, project, memory=MEMORY_OFF)
+    async with connect(options) as (conn, client):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(project))
         running = asyncio.ensure_future(
@@ -760,9 +768,7 @@ async def test_of_three_quick_prompts_only_the_newest_runs(
     scripted_server: ScriptedServer, project: Path
 ) -> None:
     scripted_server.enqueue(reply("first", delay=30), reply("third"), purpose="main")
-    # Memory off: the test reads the agent's whole text, and an Extract that finds no reply
-    # queued would add its "Memory was not saved" notice to it whenever it ends first.
-    options = agent_options(scripted_server, project, memory={"enableManagedAutoMemory": False})
+    options = agent_options(scripted_server, project, memory=MEMORY_OFF)
     async with connect(options) as (conn, client):
         await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd=str(project))
