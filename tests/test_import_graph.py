@@ -28,6 +28,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset(
         {
             "_lazy",
+            "_startup",
             "_version",
             "abort",
             "content",

@@ -66,7 +66,7 @@ def test_the_distribution_name_is_free_on_pypi_and_the_command_is_cairn() -> Non
     readme = (ROOT / "README.md").read_text()
 
     assert project["name"] == "cairn-agent"
-    assert project["scripts"] == {"cairn": "cairn.cli.main:main"}
+    assert project["scripts"] == {"cairn": "cairn.cli.main:run"}
     assert "distribution is named `cairn-agent`" in readme
 
 

@@ -7,11 +7,13 @@ costs nothing; embedding cairn in another program starts from :class:`Runtime`.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from cairn._version import __version__
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (``cairn --version``)
 if TYPE_CHECKING:
+    from typing import Any
+
     from cairn.config import Endpoint, Settings, load_settings, resolve_endpoint
     from cairn.session import PromptRequest, Runtime, Session, TurnResult
 

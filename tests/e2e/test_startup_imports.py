@@ -6,12 +6,16 @@ Only *what* is imported is checked, never how long it takes."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 
+from cairn._version import __version__
 from cairn.testing import RecordedRequest, ScriptedServer, reply
 
 from ..mcp.helpers import patient_discovery, tools_server
@@ -195,3 +199,54 @@ def test_a_feature_in_use_imports_its_module(
     assert feature.module in loaded
     assert not set(loaded) & set(NEVER_IN_A_TURN)
     assert feature.works(scripted_server.requests_for("main")[0])
+
+
+# What a bare `cairn --version` may import besides the interpreter's own start-up (issue 25):
+# it used to import typer and, through typer's parameter adapters, pydantic (0.45 s of CPU).
+VERSION_MAY_IMPORT = {
+    "cairn",
+    "cairn._startup",  # the program pauses the collector first (gc)
+    "cairn._version",
+    "cairn.cli",
+    "cairn.exit_codes",  # and enum
+    *("__future__", "atexit", "enum", "gc", "threading", "_weakrefset"),
+}
+NOT_FOR_THE_VERSION = ("typer", "click", "pydantic", "rich", "asyncio", "typing", "dataclasses")
+
+
+def test_the_version_is_printed_without_importing_typer_or_pydantic(tmp_path: Path) -> None:
+    """A real ``python -m cairn.cli.main --version`` (the tests' and ``cairn``'s entry point):
+    ``-X importtime`` names every module it imports after the interpreter's start-up."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    bare = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "pass"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cairn.cli.main", "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert (done.returncode, done.stdout) == (0, f"{__version__}\n"), done.stderr
+    imported = _importtime_names(done.stderr) - _importtime_names(bare.stderr)
+    runpy = {"runpy", "importlib.util", "contextlib", "functools", "_functools"}  # `-m`'s own
+    runpy |= {"importlib", "importlib.machinery", "importlib._abc", "_collections", "keyword"}
+    runpy |= {"collections", "itertools", "operator", "_operator", "reprlib", "types", "warnings"}
+    assert imported - runpy - VERSION_MAY_IMPORT == set()
+    assert not imported & set(NOT_FOR_THE_VERSION)
+
+
+def _importtime_names(stderr: str) -> set[str]:
+    return {
+        line.split("|")[2].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "self [us]" not in line
+    }

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs, urlsplit
 
+from cairn._startup import startup_done
 from cairn._version import __version__
 from cairn.cli.options import RootOptions, ServeOptions
 from cairn.exit_codes import ExitCode
@@ -36,6 +37,7 @@ def run_root(options: RootOptions) -> int:
     if options.acp:
         from cairn.acp import run_acp_agent
 
+        startup_done()  # a long-running front end: the collector as usual (cairn._startup)
         return run_acp_agent(model=options.model, approval_mode=mode)
 
     piped = _read_stdin()
@@ -92,6 +94,7 @@ def run_serve(options: ServeOptions) -> int:
     _safety_this_run(options.sandbox, options.trust)
     from cairn.daemon import run_daemon
 
+    startup_done()  # a long-running front end: the collector as usual (cairn._startup)
     return run_daemon(
         host=options.host,
         port=options.port,

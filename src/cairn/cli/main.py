@@ -5,56 +5,30 @@
 ``cairn memory search|show|forget|list`` with :func:`cairn.cli.memory_argv.read_quick`, and hands
 everything else to the typer app in :mod:`cairn.cli.app`. Whichever parser read it, an agent's
 command line ends in :mod:`cairn.cli.dispatch` (which runs the front end) and those memory
-commands in :mod:`cairn.cli.memory_actions`.
+commands in :mod:`cairn.cli.memory_actions`. A bare ``cairn --version`` is answered before
+any of that is imported.
+
+:func:`run` is the program (``cairn``, ``python -m cairn.cli.main``): :func:`main`, then an exit
+without the interpreter's teardown once everything is flushed (:func:`exit_now`).
 """
 
 from __future__ import annotations
 
-import shlex
+import os
 import sys
 
-from cairn.cli.dispatch import run_root, run_serve
-from cairn.cli.options import (
-    RootOptions,
-    ServeOptions,
-    misspelt_command,
-    parse_fast,
-    split_initial_prompt,
-    with_bare_prompt,
-)
+from cairn._startup import pause_collection
+from cairn._version import __version__
 from cairn.exit_codes import ExitCode
-from cairn.values import replace
 
-__all__ = ["main"]
+__all__ = ["exit_now", "main", "run"]
 
 CLICK_USAGE_ERROR = 2  # the exit code typer (click) gives a usage error
 
 
 def main() -> None:
     try:
-        argv = with_bare_prompt(sys.argv[1:])
-        options = parse_fast(argv)
-        if isinstance(options, RootOptions):
-            sys.exit(run_root(options))
-        if isinstance(options, ServeOptions):
-            sys.exit(run_serve(options))
-        _run_memory_quickly(argv)
-        from cairn.cli.app import app, command_names, mount_command_groups
-
-        commands = command_names()
-        rest, words = split_initial_prompt(argv, commands)
-        if words is not None and (meant := misspelt_command(argv, commands)):
-            quoted = shlex.quote(words)
-            quoted = f" (to send it as a prompt: cairn {quoted})" if " " in words else ""
-            sys.stderr.write(
-                f"cairn: {words.split()[0]!r} is not a command; did you mean "
-                f"`cairn {meant}`?{quoted}\n"
-            )
-            sys.exit(ExitCode.BAD_INPUT)
-        if words is not None and isinstance(first := parse_fast(rest), RootOptions):
-            sys.exit(run_root(replace(first, initial_prompt=words)))
-        mount_command_groups(rest)
-        app(args=rest, obj=words)  # the root command gets the words as its first prompt
+        _run_command(sys.argv[1:])
     except SystemExit as exc:
         # typer reports a usage error (unknown option, invalid value) with exit code 2; cairn
         # calls that bad input everywhere, code 42. No cairn command exits with 2 itself.
@@ -64,6 +38,88 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: a message, not a traceback
         _report_crash(exc)
         sys.exit(ExitCode.ERROR)
+
+
+def run() -> None:
+    """The ``cairn`` program: :func:`main` with the collector paused for the start-up
+    (:mod:`cairn._startup`), then :func:`exit_now` with its exit status."""
+    pause_collection()
+    try:
+        main()
+    except SystemExit as exc:
+        exit_now(exc.code)
+        raise
+
+
+def exit_now(code: object) -> None:
+    """Exit with ``code`` (an ``int`` or ``None``) without the interpreter's teardown, when
+    nothing can be lost; otherwise return (the caller exits as usual).
+
+    The teardown frees every module and object one by one: about 8 % of the instructions of a
+    ``cairn -p`` with one answer (56 M of 650 M), more than most of its own work. It is skipped
+    only when the main thread is the last one (no thread to join, as the interpreter would), and
+    after running what the interpreter would run first: the ``atexit`` callbacks (the debug
+    log's and logging's handlers, MCP children, pending memory checks) and a flush of stdout and
+    stderr. A flush that fails (a closed pipe) returns, and the usual exit reports it as before.
+    Objects left to a finalizer are not finalized: cairn closes its files and processes itself
+    (writes are atomic, the debug log is line-buffered).
+    """
+    import atexit
+    import threading
+
+    if not (code is None or isinstance(code, int)) or threading.active_count() != 1:
+        return
+    atexit._run_exitfuncs()
+    if threading.active_count() != 1:  # an atexit callback started a thread
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code or 0)
+
+
+def _run_command(args: list[str]) -> None:
+    if args == ["--version"]:  # what typer would print, without importing it (or anything)
+        print(__version__)
+        sys.exit(ExitCode.OK)
+    import shlex
+
+    from cairn.cli.dispatch import run_root, run_serve
+    from cairn.cli.options import (
+        RootOptions,
+        ServeOptions,
+        misspelt_command,
+        parse_fast,
+        split_initial_prompt,
+        with_bare_prompt,
+    )
+    from cairn.values import replace
+
+    argv = with_bare_prompt(args)
+    options = parse_fast(argv)
+    if isinstance(options, RootOptions):
+        sys.exit(run_root(options))
+    if isinstance(options, ServeOptions):
+        sys.exit(run_serve(options))
+    _run_memory_quickly(argv)
+    from cairn.cli.app import app, command_names, mount_command_groups
+
+    commands = command_names()
+    rest, words = split_initial_prompt(argv, commands)
+    if words is not None and (meant := misspelt_command(argv, commands)):
+        quoted = shlex.quote(words)
+        quoted = f" (to send it as a prompt: cairn {quoted})" if " " in words else ""
+        sys.stderr.write(
+            f"cairn: {words.split()[0]!r} is not a command; did you mean `cairn {meant}`?{quoted}\n"
+        )
+        sys.exit(ExitCode.BAD_INPUT)
+    if words is not None and isinstance(first := parse_fast(rest), RootOptions):
+        sys.exit(run_root(replace(first, initial_prompt=words)))
+    mount_command_groups(rest)
+    app(args=rest, obj=words)  # the root command gets the words as its first prompt
 
 
 def _run_memory_quickly(argv: list[str]) -> None:
@@ -79,7 +135,6 @@ def _run_memory_quickly(argv: list[str]) -> None:
 
 
 def _report_crash(exc: Exception) -> None:
-    import os
     import traceback
 
     from cairn.debug_log import get_logger
@@ -95,4 +150,4 @@ def _report_crash(exc: Exception) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cairn._startup import startup_done
 from cairn.config.loader import (
     Endpoint,
     NoAuthError,
@@ -159,7 +160,9 @@ def open_runtime(
     startup = load_startup(cwd, model=model, max_session_turns=max_session_turns)
     warnings = list(startup.warnings)
     chosen = _session_to_resume(cwd, resume, continue_latest, warnings)
-    return OpenedRuntime(startup.open_runtime(), tuple(warnings), chosen)
+    opened = OpenedRuntime(startup.open_runtime(), tuple(warnings), chosen)
+    startup_done()  # the collector as usual from here (cairn._startup)
+    return opened
 
 
 def _session_to_resume(
