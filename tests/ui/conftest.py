@@ -81,7 +81,11 @@ def make_app(make_runtime: RuntimeFactory, clock: FakeClock) -> AppFactory:
     def make(settings: dict[str, Any] | None = None, **kwargs: Any) -> CairnApp:
         kwargs.setdefault("session_id", SESSION_ID)
         kwargs.setdefault("clock", clock)
-        return CairnApp(make_runtime(settings), **kwargs)
+        app = CairnApp(make_runtime(settings), **kwargs)
+        # a steady cursor: a blinking one redraws the prompt twice a second however long a
+        # test takes (more redraws the more loaded the machine), and no test reads the blink
+        app.prompt_input.cursor_blink = False
+        return app
 
     return make
 

@@ -43,3 +43,38 @@ def test_busy_leads_with_a_spinner_and_the_elapsed_time_then_a_hint():
 )
 def test_elapsed_time_is_short(seconds, shown):
     assert format_elapsed(seconds) == shown
+
+
+async def test_an_update_that_changes_nothing_draws_nothing_again():
+    """A tick of a stopped clock (the tests' clock) or a repeated update (the model, mode and
+    memory after every turn) leaves the line as drawn: no repaint."""
+    from textual.app import App
+
+    from cairn.ui.status import StatusLine
+
+    now = [100.0]
+    status = StatusLine(clock=lambda: now[0])
+
+    class Host(App[None]):
+        def compose(self):
+            yield status
+
+    async with Host().run_test(size=(80, 3)) as pilot:
+        status.set(model="m1", approval_mode="plan")
+        drawn = status.content
+        assert "m1" in str(drawn)
+
+        status.set(model="m1", approval_mode="plan")
+        assert status.content is drawn
+
+        status.set(busy=True)
+        busy = status.content
+        status.tick()  # the clock has not moved
+        assert status.content is busy
+        now[0] += 1.5
+        status.tick()
+        assert "working… 1s" in str(status.content)
+
+        status.set(busy=False)
+        await pilot.pause()
+        assert str(status.content) == str(drawn)

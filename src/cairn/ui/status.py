@@ -70,6 +70,7 @@ class StatusLine(Static):
         self._clock = clock
         self._busy_since: float | None = None
         self._timer: Timer | None = None
+        self._shown: StatusState | None = None  # the state on screen
 
     def set(self, **changes: object) -> None:
         busy = changes.get("busy")
@@ -82,6 +83,9 @@ class StatusLine(Static):
             self._timer.stop()
             self._timer = None
         self.state = replace(self.state, **changes)  # type: ignore[arg-type]
+        if self.state == self._shown:
+            return  # the same line again (a tick of a stopped clock, a repeated update)
+        self._shown = self.state
         # one line of the screen's width whatever it says: a repaint, never a layout of the
         # whole screen (ten a second while a turn runs)
         self.update(self.render_state(), layout=False)
