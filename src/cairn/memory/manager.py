@@ -441,7 +441,9 @@ class MemoryManager:
     def _forget_locked(self, plan: ForgetPlan, session_id: str) -> ForgetReport:
         from cairn.memory.forget.trash import apply_forget_plan
 
-        report = apply_forget_plan(plan, self.root_map(), now=self.clock(), session_id=session_id)
+        changed = self.store.changed_on_disk({f"{m.scope}:{m.relative_path}" for m in plan.matches})
+        report = apply_forget_plan(plan, self.root_map(), now=self.clock(), session_id=session_id,
+                                   changed=changed)  # fmt: skip
         if report.entries:
             self._after_change("forget", report.files, session_id, f"asked: {plan.query}")
         return report

@@ -173,3 +173,19 @@ def test_the_trash_is_never_read_as_memory(manager: MemoryManager, root: Path) -
     trashed = root / TRASH_FOLDER / "20250101T000000000000Z" / "project"
     write_memory(trashed.parent, "gone", description="forgotten")
     assert manager.docs() == []
+
+
+async def test_a_file_rewritten_between_the_plan_and_its_application_is_not_removed(
+    manager: MemoryManager, root: Path
+) -> None:
+    """Issue #28: a forget confirmed on a terminal may be applied minutes after its plan; a
+    whole file rewritten meanwhile is left where it is (the plan no longer says what it
+    holds), and the message says so."""
+    path = write_memory(root, "uv", title="Use uv", description="Use uv")
+    manager.reindex()
+    plan = await manager.select_forget("use uv", provider=None)
+    path.write_text(path.read_text().replace("description: Use uv", "description: Use uv, pipx"))
+    report = manager.apply_forget(plan)
+    assert not report.ok and report.entries == 0
+    assert "project:project/uv.md: changed since the plan; not removed" in report.message
+    assert "pipx" in path.read_text()

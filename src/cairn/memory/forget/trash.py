@@ -18,7 +18,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -206,10 +206,17 @@ def _group_by_file(
 
 
 def apply_forget_plan(
-    plan: ForgetPlan, roots: Mapping[MemoryScope, Path], *, now: float, session_id: str = ""
+    plan: ForgetPlan,
+    roots: Mapping[MemoryScope, Path],
+    *,
+    now: float,
+    session_id: str = "",
+    changed: Collection[str] = (),
 ) -> ForgetReport:
     """Move the plan's entries to the trash and leave a tombstone for each (so Extract and
-    Dream never learn them again). Per-file failures are reported and skipped."""
+    Dream never learn them again). Per-file failures are reported and skipped, and so is a
+    whole file the plan would remove whose label is in ``changed`` (rewritten since the plan
+    read it: the plan no longer says what it holds)."""
     if not plan.matches:
         return ForgetReport(False, f"No memory entries matched: {plan.query}")
     trash_id = _unique_trash_id(roots, now)
@@ -219,6 +226,9 @@ def apply_forget_plan(
         root = roots.get(scope)
         if root is None:
             report.problems.append(f"{scope}:{relative_path}: that memory root is not available")
+            continue
+        if f"{scope}:{relative_path}" in changed and any(c.entry_index is None for c in candidates):
+            report.problems.append(f"{scope}:{relative_path}: changed since the plan; not removed")
             continue
         try:
             outcome = _forget_file(
@@ -362,7 +372,8 @@ def trash_files(
 
 def _forget_message(report: ForgetReport, query: str) -> str:
     if report.entries == 0:
-        return f"Nothing was forgotten for: {query}"
+        why = f" ({'; '.join(report.problems)})" if report.problems else ""
+        return f"Nothing was forgotten for: {query}{why}"
     noun = "entry" if report.entries == 1 else "entries"
     return (
         f"Forgot {report.entries} memory {noun} from: {', '.join(report.files)}. "

@@ -570,6 +570,20 @@ class MemoryStore:
             if shard.root is not None and target.startswith(shard.root_text + os.sep):
                 yield shard, Path(os.path.relpath(target, shard.root_text)).as_posix()
 
+    def changed_on_disk(self, labels: Iterable[str]) -> set[str]:
+        """Of ``labels`` (``scope:relative``), those whose file is no longer what this store
+        read (gone, or its stat key is not its record's): Forget's check, under the lock, that
+        a file is still what its plan was made from."""
+        changed: set[str] = set()
+        for label in labels:
+            scope, _, relative = label.partition(":")
+            for shard in self._shards:
+                if shard.scope == scope and shard.root is not None:
+                    found = stat_file(shard.root_text, relative)
+                    if found is None or shard.records.stat_key(relative) != stat_key(found[0]):
+                        changed.add(label)
+        return changed
+
     def note_changed(self, labels: Iterable[str]) -> None:
         """Files this process changed outside the store (``scope:relative``, as Forget and
         restore report them): the next refresh re-stats them, whatever else it checks."""
