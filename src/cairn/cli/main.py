@@ -59,7 +59,7 @@ def exit_now(code: object) -> None:
     ``cairn -p`` with one answer (56 M of 650 M), more than most of its own work. It is skipped
     only when the main thread is the last one (no thread to join, as the interpreter would), and
     after running what the interpreter would run first: the ``atexit`` callbacks (the debug
-    log's and logging's handlers, MCP children, pending memory checks) and a flush of stdout and
+    log's and logging's handlers, MCP children) and a flush of stdout and
     stderr. A flush that fails (a closed pipe) returns, and the usual exit reports it as before.
     Objects left to a finalizer are not finalized: cairn closes its files and processes itself
     (writes are atomic, the debug log is line-buffered).
