@@ -96,3 +96,14 @@ def test_a_folder_changed_in_the_last_two_seconds_is_not_kept(roots: MemoryRoots
     _titles(roots, "ledger")
     kept = folders.read_folders(index, str(project(roots)))
     assert kept is not None and "project" not in kept.keys and "" not in kept.keys
+
+
+@pytest.mark.usefixtures("settled")
+def test_files_in_the_root_itself_are_checked_when_it_changes(roots: MemoryRoots) -> None:
+    write(project(roots), "top.md", name="Ledger top", body="ledger")
+    write(project(roots), "project/a.md", name="Ledger a", body="ledger")
+    _saved(roots)
+    assert len(_titles(roots, "ledger")) == 2
+    (project(roots) / "top.md").unlink()
+    write(project(roots), "also.md", name="Ledger also", body="ledger")
+    assert sorted(_titles(roots, "ledger")) == ["Ledger a", "Ledger also"]

@@ -179,10 +179,10 @@ def compare_folders(
     gone = [] if kept is None else [folder for folder in kept.keys if folder not in reached]
     if not listed and not gone:
         return [], set()
-    relatives = records.relatives()
-    if "" not in listed:  # (the root listed: every record is under it)
-        prefixes = tuple(f"{folder}/" for folder in (*listed, *gone))
-        relatives = [relative for relative in relatives if relative.startswith(prefixes)]
+    prefixes = tuple(f"{folder}/" for folder in (*listed, *gone) if folder)
+    root = "" in listed  # (then the files directly in the root too)
+    relatives = [relative for relative in records.relatives()
+                 if relative.startswith(prefixes) or (root and "/" not in relative)]  # fmt: skip
     known = records.inodes(relatives)
     on_disk: dict[str, int] = {}
     for names in listed.values():
