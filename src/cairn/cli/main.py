@@ -9,7 +9,8 @@ commands in :mod:`cairn.cli.memory_actions`. A bare ``cairn --version`` is answe
 any of that is imported.
 
 :func:`run` is the program (``cairn``, ``python -m cairn.cli.main``): :func:`main`, then an exit
-without the interpreter's teardown once everything is flushed (:func:`exit_now`).
+without the interpreter's teardown once everything is flushed
+(:func:`cairn._startup.exit_now`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cairn._startup import pause_collection
+from cairn._startup import exit_now, pause_collection
 from cairn._version import __version__
 from cairn.exit_codes import ExitCode
 
@@ -41,44 +42,14 @@ def main() -> None:
 
 
 def run() -> None:
-    """The ``cairn`` program: :func:`main` with the collector paused for the start-up
-    (:mod:`cairn._startup`), then :func:`exit_now` with its exit status."""
+    """The ``cairn`` program: :func:`main` with the collector paused for the start-up, then
+    :func:`cairn._startup.exit_now` with its exit status."""
     pause_collection()
     try:
         main()
     except SystemExit as exc:
         exit_now(exc.code)
         raise
-
-
-def exit_now(code: object) -> None:
-    """Exit with ``code`` (an ``int`` or ``None``) without the interpreter's teardown, when
-    nothing can be lost; otherwise return (the caller exits as usual).
-
-    The teardown frees every module and object one by one: about 8 % of the instructions of a
-    ``cairn -p`` with one answer (56 M of 650 M), more than most of its own work. It is skipped
-    only when the main thread is the last one (no thread to join, as the interpreter would), and
-    after running what the interpreter would run first: the ``atexit`` callbacks (the debug
-    log's and logging's handlers, MCP children) and a flush of stdout and
-    stderr. A flush that fails (a closed pipe) returns, and the usual exit reports it as before.
-    Objects left to a finalizer are not finalized: cairn closes its files and processes itself
-    (writes are atomic, the debug log is line-buffered).
-    """
-    import atexit
-    import threading
-
-    if not (code is None or isinstance(code, int)) or threading.active_count() != 1:
-        return
-    atexit._run_exitfuncs()
-    if threading.active_count() != 1:  # an atexit callback started a thread
-        return
-    try:
-        for stream in (sys.stdout, sys.stderr):
-            if stream is not None:
-                stream.flush()
-    except (OSError, ValueError):
-        return
-    os._exit(code or 0)
 
 
 def _run_command(args: list[str]) -> None:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cairn._startup import exit_now, pause_collection, startup_done
 from cairn.debug_log import get_logger, set_process_session
 
 if TYPE_CHECKING:
@@ -122,6 +123,7 @@ async def _extract(cwd: Path, session_id: str, claim_fd: int, model: str | None)
     except StartupError as error:
         _log.warning(f"extract worker: {error}")
         return 1
+    startup_done()
     claim: Claim | None = None
     try:
         if not runtime.memory_enabled:
@@ -151,4 +153,7 @@ async def _extract(cwd: Path, session_id: str, claim_fd: int, model: str | None)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    pause_collection()  # until the runtime is open (cairn._startup), as for `cairn` itself
+    status = main()
+    exit_now(status)  # no teardown once the atexit callbacks ran and nothing else runs
+    sys.exit(status)
