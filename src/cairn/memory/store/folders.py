@@ -27,18 +27,16 @@ costs one listing of every folder.
 
 from __future__ import annotations
 
-import contextlib
-import marshal
 import os
 import stat
 import time
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cairn.memory.paths import INDEX_FILE_NAME
+from cairn.memory.store.check_file import read_check_file, write_check_file
 from cairn.memory.store.scan import stat_key
 from cairn.values import Value
 
@@ -51,9 +49,6 @@ __all__ = [
 ]  # fmt: skip
 
 _MAGIC = b"cairn-recall-dirs\n"
-_VERSION = 1
-_CRC_BYTES = 4
-_MARSHAL_VERSION = 4
 _SETTLE_NS = 2_000_000_000  # a folder changed this recently is listed again by the next check
 _MEMORY_SUFFIX = ".md"
 _SYMLINK_INODE = -1  # a symlinked memory: its record holds its target's stat, always re-stat-ed
@@ -83,23 +78,10 @@ def _path(cache_path: Path) -> Path:
 
 def read_folders(cache_path: Path, root: str) -> Folders | None:
     """The file beside ``cache_path``, or None when there is none or it is not usable."""
-    try:
-        data = _path(cache_path).read_bytes()
-    except OSError:
+    kept = read_check_file(_path(cache_path), _MAGIC, root)
+    if kept is None or not isinstance(kept.payload, dict):
         return None
-    start = len(_MAGIC) + _CRC_BYTES
-    if not data.startswith(_MAGIC) or len(data) < start:
-        return None
-    body = memoryview(data)[start:]
-    if zlib.crc32(body) != int.from_bytes(data[len(_MAGIC) : start], "big"):
-        return None
-    try:
-        version, saved_root, generation, entries, changed, keys = marshal.loads(body)  # noqa: S302 - our file, checksummed
-    except (ValueError, TypeError, EOFError):
-        return None
-    if version != _VERSION or saved_root != root or not isinstance(keys, dict):
-        return None
-    return Folders(saved_root, generation, entries, frozenset(changed.split("\0")) - {""}, keys)
+    return Folders(root, kept.generation, kept.entries, kept.changed, kept.payload)
 
 
 def usable_folders(cache_path: Path, root: str, base: tuple[str, int] | None) -> Folders | None:
@@ -119,19 +101,7 @@ def write_folders(
     a listing of every folder) with the settled folders of ``scan``."""
     settled = scan.started_ns - _SETTLE_NS
     keys = {folder: key for folder, key in scan.keys.items() if max(key[0], key[3]) < settled}
-    body = marshal.dumps(
-        (_VERSION, root, generation, entries, "\0".join(sorted(changed)), keys), _MARSHAL_VERSION
-    )
-    path = _path(cache_path)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with temp.open("wb") as handle:
-            handle.write(_MAGIC + zlib.crc32(body).to_bytes(_CRC_BYTES, "big"))
-            handle.write(body)
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+    write_check_file(_path(cache_path), _MAGIC, root, generation, entries, sorted(changed), keys)
 
 
 def scan_folders(root: str, kept: Mapping[str, StatKey] | None) -> FolderScan:

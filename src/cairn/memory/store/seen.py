@@ -22,14 +22,11 @@ again. The file is a cache: losing it costs one full comparison.
 
 from __future__ import annotations
 
-import contextlib
-import marshal
-import os
-import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cairn.memory.store.check_file import read_check_file, write_check_file
 from cairn.memory.store.find_walk import listing_relative, parse_record
 from cairn.values import Value
 
@@ -39,9 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["Seen", "listing_changes", "read_seen", "seen_path", "write_seen"]
 
 _MAGIC = b"cairn-recall-seen\n"
-_VERSION = 1
-_CRC_BYTES = 4
-_MARSHAL_VERSION = 4
 _PLACES = 1024  # records out of place beyond which two outputs are compared as sets
 
 
@@ -59,23 +53,10 @@ def seen_path(cache_path: Path) -> Path:
 
 def read_seen(cache_path: Path, root: str) -> Seen | None:
     """The file beside ``cache_path``, or None when there is none or it is not usable."""
-    try:
-        data = seen_path(cache_path).read_bytes()
-    except OSError:
+    kept = read_check_file(seen_path(cache_path), _MAGIC, root)
+    if kept is None or not isinstance(kept.payload, bytes):
         return None
-    start = len(_MAGIC) + _CRC_BYTES
-    if not data.startswith(_MAGIC) or len(data) < start:
-        return None
-    body = memoryview(data)[start:]
-    if zlib.crc32(body) != int.from_bytes(data[len(_MAGIC) : start], "big"):
-        return None
-    try:
-        version, saved_root, generation, entries, changed, listing = marshal.loads(body)  # noqa: S302 - our file, checksummed
-    except (ValueError, TypeError, EOFError):
-        return None
-    if version != _VERSION or saved_root != root:
-        return None
-    return Seen(saved_root, generation, entries, frozenset(changed.split("\0")) - {""}, listing)
+    return Seen(root, kept.generation, kept.entries, kept.changed, kept.payload)
 
 
 def write_seen(
@@ -84,18 +65,7 @@ def write_seen(
 ) -> None:  # fmt: skip
     """Replace the file beside ``cache_path`` (atomically; a failure only costs the next
     check a full comparison)."""
-    joined = "\0".join(changed)
-    body = marshal.dumps((_VERSION, root, generation, entries, joined, listing), _MARSHAL_VERSION)
-    path = seen_path(cache_path)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with temp.open("wb") as handle:
-            handle.write(_MAGIC + zlib.crc32(body).to_bytes(_CRC_BYTES, "big"))
-            handle.write(body)
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+    write_check_file(seen_path(cache_path), _MAGIC, root, generation, entries, changed, listing)
 
 
 def listing_changes(old: bytes, new: bytes) -> dict[str, StatKey | None] | None:
