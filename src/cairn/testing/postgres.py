@@ -10,6 +10,16 @@ since PostgreSQL refuses to run as root::
     with PostgresServer() as server:
         dsn = server.create_database("t1")   # postgresql://cairn@127.0.0.1:<port>/t1
 
+A run killed before it stopped its cluster (SIGKILL, a timeout) leaves the folder behind (a
+cluster's is about 40 MB, up to 170 MB after the tests that fill it). So each cluster's folder
+holds a lock file, ``owner.lock``, locked (``flock``) by the process that started the cluster and
+inherited by its server, and it appears under its name already locked (it is made under a hidden
+name and renamed): :func:`remove_stale_clusters`, run by every :meth:`PostgresServer.start`,
+removes the ``cairn-postgres-*`` folders whose lock it can take, those whose owner and server are
+gone, and never one in use. A folder without the lock file (left by a version before it) is
+removed only when no process names it on its command line (its ``initdb`` or server) and
+nothing in it changed for :data:`LEGACY_STALE_SECONDS`.
+
 The binaries (:data:`PROGRAMS`) come from ``PATH`` or the Debian layout
 (``/usr/lib/postgresql/<version>/bin``); :func:`find_postgres_bin` says where, or None when they
 are not all installed. ``.ci/system-packages`` installs them, checking the same list.
@@ -18,6 +28,7 @@ are not all installed. ``.ci/system-packages`` installs them, checking the same 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import os
 import pwd
@@ -31,7 +42,13 @@ from pathlib import Path
 
 from cairn.testing._service import Service
 
-__all__ = ["PROGRAMS", "PostgresServer", "PostgresUnavailable", "find_postgres_bin"]
+__all__ = [
+    "PROGRAMS",
+    "PostgresServer",
+    "PostgresUnavailable",
+    "find_postgres_bin",
+    "remove_stale_clusters",
+]
 
 # What the server below runs, all from one folder (.ci/system-packages checks the same list).
 PROGRAMS = ("initdb", "postgres", "createuser", "createdb")
@@ -39,6 +56,9 @@ PROGRAMS = ("initdb", "postgres", "createuser", "createdb")
 SUPERUSER = "cairn"  # the cluster's superuser (tests create less privileged roles themselves)
 START_TIMEOUT_SECONDS = 60
 _UNPRIVILEGED = "nobody"
+FOLDER_PREFIX = "cairn-postgres-"  # a cluster's folder in the temp dir
+LOCK_NAME = "owner.lock"  # in it: locked while its owner or its server lives
+LEGACY_STALE_SECONDS = 3600.0  # a folder without the lock file, unchanged this long, is stale
 
 
 class PostgresUnavailable(RuntimeError):
@@ -63,6 +83,84 @@ def find_postgres_bin() -> Path | None:
     return None
 
 
+def remove_stale_clusters(temp_dir: Path | None = None) -> list[Path]:
+    """Remove the cluster folders in ``temp_dir`` (default: the temp dir) that no live process
+    owns; the folders removed. A folder with the lock file is stale when its lock can be taken
+    (the lock ends with the last process holding it: the owner and its server); one without it
+    (an older version's) when no process names it and it has not changed for an hour."""
+    folder = Path(temp_dir or tempfile.gettempdir())
+    removed: list[Path] = []
+    command_lines: str | None = None  # read once, if a folder without the lock file needs it
+    for root in sorted(folder.glob(f"{FOLDER_PREFIX}*")):
+        if not root.is_dir() or root.is_symlink():
+            continue
+        lock = root / LOCK_NAME
+        if lock.exists():
+            if _remove_if_unlocked(root, lock):
+                removed.append(root)
+            continue
+        if command_lines is None:
+            command_lines = _command_lines()
+        # named as ``-D <root>/data`` by its initdb or server, if they live
+        if _unchanged_for(root, LEGACY_STALE_SECONDS) and str(root) not in command_lines:
+            shutil.rmtree(root, ignore_errors=True)
+            removed.append(root)
+    return removed
+
+
+def _remove_if_unlocked(root: Path, lock: Path) -> bool:
+    try:
+        descriptor = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:  # gone meanwhile, or another user's
+        return False
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its owner or its server lives
+            return False
+        shutil.rmtree(root, ignore_errors=True)
+        return True
+    finally:
+        os.close(descriptor)
+
+
+def _command_lines() -> str:
+    """Every running process's command line, arguments and processes each ended by a NUL."""
+    lines = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            lines.append(os.fsdecode((entry / "cmdline").read_bytes()))
+    return "\0".join(lines) + "\0"
+
+
+def _unchanged_for(root: Path, seconds: float) -> bool:
+    """Whether neither ``root`` nor anything directly in it changed for ``seconds``."""
+    try:
+        newest = max([root.stat().st_mtime, *(c.lstat().st_mtime for c in root.iterdir())])
+    except OSError:  # gone, or not ours to read: not known to be stale
+        return False
+    return time.time() - newest > seconds
+
+
+def _claim_folder() -> tuple[Path, int]:
+    """A new cluster folder in the temp dir with its lock file locked by this process (the
+    descriptor, not inherited by children unless passed): made under a hidden name, so that it
+    never shows under :data:`FOLDER_PREFIX` unlocked."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{FOLDER_PREFIX}"))
+    try:
+        descriptor = os.open(staging / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        os.write(descriptor, f"{os.getpid()}\n".encode())
+        root = staging.with_name(staging.name[1:])
+        if root.exists():
+            raise FileExistsError(root)
+        staging.rename(root)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return root, descriptor
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -76,6 +174,7 @@ class PostgresServer(Service):
         self.bin_dir = bin_dir or find_postgres_bin()
         self.port = 0
         self._root: Path | None = None
+        self._lock: int | None = None  # the descriptor of the folder's locked lock file
         self._server: subprocess.Popen[bytes] | None = None
 
     @property
@@ -105,7 +204,9 @@ class PostgresServer(Service):
             raise PostgresUnavailable(
                 "PostgreSQL is not installed (no initdb found): apt-get install -y postgresql"
             )
-        root = Path(tempfile.mkdtemp(prefix="cairn-postgres-"))
+        with contextlib.suppress(OSError):  # best effort: another run may be removing them too
+            remove_stale_clusters()
+        root, self._lock = _claim_folder()
         self._root = root
         try:
             self._own(root)
@@ -157,6 +258,9 @@ class PostgresServer(Service):
                 server.wait()
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            os.close(lock)
 
     def _own(self, root: Path) -> None:
         if os.geteuid() != 0:
@@ -184,12 +288,14 @@ class PostgresServer(Service):
             raise RuntimeError(f"{program} failed ({done.returncode}): {done.stderr.strip()}")
 
     def _spawn(self, program: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
+        """The server, holding the folder's lock too: while it lives, its folder is in use."""
         with log.open("ab") as output:
             return subprocess.Popen(
                 self._command(program, *args, die_with_parent=True),
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
+                pass_fds=() if self._lock is None else (self._lock,),
             )
 
     def _wait_until_ready(self, pid_file: Path) -> None:
