@@ -4,7 +4,9 @@ nothing that was recorded, and a rolling restart under load fails no request and
 
 The load balancer is the one docs/daemon.md documents (``cairn.testing.haproxy``): round robin,
 no stickiness. Each replica has its own ``HOME`` and ``CAIRN_HOME``: nothing of a session is
-shared on disk, only in the database.
+shared on disk, only in the database. The module's tests share one cluster
+(:func:`shared_cluster`): starting three replicas and the balancer for each test was most of
+their CPU.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,15 +30,17 @@ import pytest
 
 from cairn.sdk import DaemonClient, DaemonEvent, UnavailableError
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply
+from cairn.testing.fixtures import isolated_env
 from cairn.testing.haproxy import HAProxy, find_haproxy
+from cairn.testing.postgres import PostgresServer
 
 from ..daemon.helpers import said
-from ..memory.postgres_helpers import postgres_dsn, postgres_server
+from ..memory.postgres_helpers import APP_ROLE, postgres_server
 from ..polling import eventually_async, eventually_awaited
-from .conftest import CAIRN
+from .conftest import CAIRN, write_settings
 from .test_daemon import first_line
 
-__all__ = ["postgres_dsn", "postgres_server"]  # fixtures
+__all__ = ["postgres_server"]  # fixtures
 
 pytestmark = [
     pytest.mark.slow,
@@ -77,6 +82,10 @@ class Replica:
         """Its stderr (the operator's log), every run appended: a pipe nobody reads would fill
         up and stop the replica."""
         return Path(self.env["HOME"]).parent / "stderr.log"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
         with self.log.open("a") as log:
@@ -178,52 +187,103 @@ class Cluster:
         return self.rows("cairn_session_events", session_id, "type")
 
 
-
-def model(released: threading.Event) -> Any:
-    """The scripted model: ``HOLD ...`` answers once the test releases it, anything else at
-    once with ``echo: <prompt>``."""
+def model(cluster: Cluster) -> Any:
+    """The scripted model: ``HOLD ...`` answers once the test releases it (the ``released`` of
+    the test running), anything else at once with ``echo: <prompt>``."""
 
     def answer(request: RecordedRequest) -> Reply | None:
         if request.purpose != "main":
             return None
         text = said(request)
         if text.startswith(HELD):
-            return Reply(text=f"echo: {text}", hold=released)
+            return Reply(text=f"echo: {text}", hold=cluster.released)
         return reply(f"echo: {text}")
 
     return answer
 
 
+def renamed(name: str) -> str:
+    """The next replica id of a replica started again: ``r1`` → ``r1-2`` → ``r1-3``."""
+    base, _, generation = name.partition("-")
+    return f"{base}-{int(generation or 1) + 1}"
+
+
+@pytest.fixture(scope="module")
+def shared_model() -> Iterator[ScriptedServer]:
+    """The scripted model of the module's cluster (its replicas are pointed at it)."""
+    with ScriptedServer() as server:
+        yield server
+
+
 @pytest.fixture
-async def cluster(
-    cairn_env: dict[str, str], project: Path, scripted_server: ScriptedServer, postgres_dsn: str,
-    tmp_path: Path,
-) -> AsyncIterator[Cluster]:  # fmt: skip
-    """Three replicas (each with its own home) behind HAProxy, over one database."""
-    released = threading.Event()
-    scripted_server.handler = model(released)  # type: ignore[assignment]
-    scripted_server.default = reply("ok")
+def scripted_server(shared_model: ScriptedServer) -> ScriptedServer:
+    """The cluster's scripted model with nothing recorded or queued: the test's own from here."""
+    shared_model.clear()
+    return shared_model
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(
+    shared_model: ScriptedServer,
+    postgres_server: PostgresServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Cluster]:
+    """Three replicas (each with its own home) behind HAProxy, over one database, for the
+    module. Sharing them is sound: each test makes its own sessions (ids the daemon draws) and
+    reads back only theirs, gets the model with nothing recorded and its own ``released``, and
+    starts with every replica running and balanced (:func:`cluster` starts again one that a test
+    before killed or stopped); a replica keeps nothing of a session but its lease, and no test
+    asks for another's sessions."""
+    root = tmp_path_factory.mktemp("replicas")
+    cairn_env = isolated_env(shared_model.base_url, root)
+    project = root / "project"  # as the project fixture makes it
+    (project / ".git").mkdir(parents=True)
+    write_settings(project, {"memory": {"enableManagedAutoMemory": False}})
+    dsn = postgres_server.create_database(f"replicas_{root.name}", owner=APP_ROLE)
     replicas: list[Replica] = []
     for number in range(1, 4):
         env = dict(cairn_env)
-        home = tmp_path / f"replica-{number}"
+        home = root / f"replica-{number}"
         env.update(HOME=str(home / "home"), CAIRN_HOME=str(home / "cairn-home"))
         for folder in ("home", "cairn-home"):
             (home / folder).mkdir(parents=True)
-        args = ["--token", TOKEN, "--database", postgres_dsn, "--drain-seconds", "20"]
+        args = ["--token", TOKEN, "--database", dsn, "--drain-seconds", "20"]
         replicas.append(Replica(f"r{number}", free_port(), env, args, project))
     balancer = HAProxy([f"127.0.0.1:{r.port}" for r in replicas], token=TOKEN)
-    cluster = Cluster(replicas, balancer, postgres_dsn, released)
+    cluster = Cluster(replicas, balancer, dsn)
     try:
-        await asyncio.gather(*(asyncio.to_thread(r.start) for r in replicas))
+        with ThreadPoolExecutor(len(replicas)) as starting:
+            list(starting.map(Replica.start, replicas))
         balancer.start()
-        await cluster.all_ready()
         yield cluster
     finally:
-        released.set()
+        cluster.released.set()
         for replica in replicas:
             replica.reap()
         balancer.stop()
+
+
+@pytest.fixture
+async def cluster(
+    shared_cluster: Cluster, scripted_server: ScriptedServer
+) -> AsyncIterator[Cluster]:
+    """The module's cluster with every replica running (one a test before killed or stopped is
+    started again, on its port: a killed one under a new replica id, since its own stays taken
+    for two leases), ready and balanced, answering from ``scripted_server``."""
+    shared_cluster.released = threading.Event()
+    scripted_server.handler = model(shared_cluster)  # type: ignore[assignment]
+    scripted_server.default = reply("ok")
+    try:
+        for replica in shared_cluster.replicas:
+            if not replica.running:
+                replica.reap()
+                if replica.process is not None and replica.process.returncode != 0:  # killed
+                    replica.name = renamed(replica.name)
+                await asyncio.to_thread(replica.start)
+        await shared_cluster.all_ready()
+        yield shared_cluster
+    finally:
+        shared_cluster.released.set()
 
 
 class Follower:
