@@ -1,5 +1,9 @@
 """``cairn serve`` attacked as a local process or a hostile client would (#24): real daemons,
-real HTTP, real programs."""
+real HTTP, real programs.
+
+The tests that attack a daemon serving tenants with the usual flags share one (:func:`tenants`):
+each uses tenants of its own. The others start their own daemon: they give it flags or an
+environment of their own, or read what it wrote once stopped."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,11 +21,12 @@ import pytest
 
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import ScriptedServer, reply, tool_call
+from cairn.testing.fixtures import isolated_env
 
 from ..mcp.helpers import patient_discovery, tools_server
-from .conftest import CAIRN
+from .conftest import CAIRN, write_settings
+from .test_daemon import Served, launch, reap, until
 from .test_daemon import serve as serve_fixture
-from .test_daemon import until
 
 serve = serve_fixture  # the fixture, under the name the tests ask for
 
@@ -28,6 +34,50 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 TOKEN = "hardening-token"
 HEADER = "X-Cairn-Tenant"
+
+
+@pytest.fixture(scope="module")
+def shared_model() -> Iterator[ScriptedServer]:
+    """The model of every daemon of the module (cleared for each test: :func:`scripted_server`)."""
+    with ScriptedServer() as server:
+        yield server
+
+
+@pytest.fixture
+def scripted_server(shared_model: ScriptedServer) -> ScriptedServer:
+    """The module's model with nothing recorded or queued, answering "ok" to what a test does
+    not script. The daemons of a test before are stopped, and no turn of the shared one outlives
+    its test (each waits for its turns), so no request of another test reaches it."""
+    shared_model.clear()
+    shared_model.handler = None
+    shared_model.default = reply("ok")
+    return shared_model
+
+
+@pytest.fixture(scope="module")
+def shared_tenants(
+    shared_model: ScriptedServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """One ``cairn serve --token TOKEN --tenant-header HEADER`` for the module, with patient MCP
+    discovery (a test's MCP servers are all asked before its first request). Sharing is sound:
+    tenants never see each other's sessions (what these tests attack), and each test uses
+    tenant names no other test uses."""
+    root = tmp_path_factory.mktemp("tenants")
+    env = isolated_env(shared_model.base_url, root)
+    patient_discovery(Path(env["CAIRN_HOME"]))
+    project = root / "project"  # as the project fixture makes it
+    (project / ".git").mkdir(parents=True)
+    write_settings(project, {"memory": {"enableManagedAutoMemory": False}})
+    served = launch(["--token", TOKEN, "--tenant-header", HEADER], cwd=project, env=env)
+    yield served
+    reap([served])
+
+
+@pytest.fixture
+def tenants(shared_tenants: Served, scripted_server: ScriptedServer) -> Served:
+    """The module's tenant daemon, answering from this test's ``scripted_server``."""
+    assert shared_tenants.process.poll() is None, "the shared tenant daemon has exited"
+    return shared_tenants
 
 
 def planted_server(marker: Path) -> dict[str, object]:
@@ -73,11 +123,11 @@ async def test_a_daemon_without_a_token_starts_no_program_a_client_names_in_mcp_
 
 
 async def test_a_tenant_daemon_refuses_client_stdio_servers_even_with_the_token(
-    serve: object, scripted_server: ScriptedServer, tmp_path: Path
+    tenants: Served, tmp_path: Path
 ) -> None:
     """#24 High: client-passed stdio servers are refused in tenant mode (a tenant's program
     would run outside the sandbox, with the daemon's rights over every tenant's files)."""
-    served = serve("--token", TOKEN, "--tenant-header", HEADER)  # type: ignore[operator]
+    served = tenants
     marker = tmp_path / "pwned"
     headers = {"Authorization": f"Bearer {TOKEN}", HEADER: "acme"}
     async with httpx.AsyncClient(
@@ -109,14 +159,15 @@ def raw_request(url: str, lines: list[str], body: bytes = b"") -> tuple[int, dic
 
 @pytest.mark.parametrize("repeated", ["X-Cairn-Tenant", "Host", "Authorization"])
 async def test_a_request_repeating_the_tenant_host_or_authorization_header_is_refused(
-    serve: object, scripted_server: ScriptedServer, repeated: str
+    tenants: Served, repeated: str
 ) -> None:
     """#24 Medium: "duplicate X-Cairn-Tenant headers are accepted (the middleware takes the
     last, routes the first)": a check and a route must never read different copies."""
-    served = serve("--token", TOKEN, "--tenant-header", HEADER)  # type: ignore[operator]
+    served = tenants
+    acme, globex = (f"{name}-{repeated.lower()}" for name in ("acme", "globex"))  # the test's own
     host = urlsplit(served.url).netloc
-    single = {"Host": host, "Authorization": f"Bearer {TOKEN}", HEADER: "acme"}
-    copies = {"Host": "evil.example:80", "Authorization": "Bearer wrong", HEADER: "globex"}
+    single = {"Host": host, "Authorization": f"Bearer {TOKEN}", HEADER: acme}
+    copies = {"Host": "evil.example:80", "Authorization": "Bearer wrong", HEADER: globex}
     lines = ["POST /session HTTP/1.1", *(f"{k}: {v}" for k, v in single.items())]
     lines.append(f"{repeated}: {copies[repeated]}")
     body = b"{}"
@@ -132,10 +183,10 @@ async def test_a_request_repeating_the_tenant_host_or_authorization_header_is_re
     assert (status, answer.get("code")) == (400, code), answer
     assert repeated.lower() in str(answer["error"]).lower()
     assert plain == 200 and "sessionId" in created
-    async with DaemonClient(served.url, TOKEN, headers={HEADER: "globex"}) as globex:
-        assert await globex.list_sessions() == []  # nothing was created for either copy
-    async with DaemonClient(served.url, TOKEN, headers={HEADER: "acme"}) as acme:
-        assert [s["sessionId"] for s in await acme.list_sessions()] == [created["sessionId"]]
+    async with DaemonClient(served.url, TOKEN, headers={HEADER: globex}) as on_globex:
+        assert await on_globex.list_sessions() == []  # nothing was created for either copy
+    async with DaemonClient(served.url, TOKEN, headers={HEADER: acme}) as on_acme:
+        assert [s["sessionId"] for s in await on_acme.list_sessions()] == [created["sessionId"]]
 
 
 async def test_a_token_passed_by_flag_is_not_in_a_commands_environment_under_another_name(
@@ -269,14 +320,13 @@ class CountingListener:
 
 
 async def test_a_tenants_http_mcp_servers_do_not_reach_loopback_or_private_addresses(
-    serve: object, scripted_server: ScriptedServer, cairn_env: dict[str, str]
+    tenants: Served, scripted_server: ScriptedServer
 ) -> None:
     """#24 follow-up: a tenant passing ``mcpServers`` with an HTTP or SSE URL on loopback (or a
     private, link-local or metadata address) had the daemon connect there for it: a request
     forgery reaching the services of the daemon's machine that no tenant may reach. The URL's
     host is checked as it is connected to (web_fetch's address policy, every IPv6 form)."""
-    patient_discovery(Path(cairn_env["CAIRN_HOME"]))
-    served = serve("--token", TOKEN, "--tenant-header", HEADER)  # type: ignore[operator]
+    served = tenants  # with patient discovery
     listener = CountingListener()
     port = listener.port
     urls = {
@@ -290,7 +340,7 @@ async def test_a_tenants_http_mcp_servers_do_not_reach_loopback_or_private_addre
         for name, (kind, url) in urls.items()
     ]
     try:
-        async with DaemonClient(served.url, TOKEN, headers={HEADER: "acme"}) as client:
+        async with DaemonClient(served.url, TOKEN, headers={HEADER: "initech"}) as client:
             session = await DaemonSessionClient.create(client, mcp_servers=servers)
             assert await session.prompt_and_wait("hello") == "ok"
             replay = DaemonSessionClient(client, session.session_id, last_event_id=0)
