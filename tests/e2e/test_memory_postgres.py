@@ -302,7 +302,7 @@ def test_tenants_of_one_daemon_never_see_each_others_memory_and_it_survives_a_re
     async def ask_again() -> str:
         async with DaemonClient(restarted.url, TOKEN, headers={HEADER: "acme"}) as acme:
             session = await DaemonSessionClient.create(acme)
-            eventually(lambda: search_ready(machines.dsn))  # while the user types
+            wait_until_search_ready(machines.dsn)  # while the user types
             await session.prompt_and_wait(QUESTION)
             return session.session_id
 
@@ -330,19 +330,25 @@ Write tests with unittest.TestCase, never pytest. {FORGOTTEN_MARKER}
 """
 
 
-def search_ready(dsn: str) -> bool:
-    """A machine's database search is ready: its connection open and idle (tokenizer loaded)."""
+def wait_until_search_ready(dsn: str) -> None:
+    """Until a machine's database search is ready: its connection open and idle (tokenizer
+    loaded). Asked on one connection of the test's (a new connection a poll was a new server
+    process for each of hundreds of polls)."""
     import psycopg
 
     from cairn.memory.store.postgres.backend import SEARCH_APPLICATION_NAME
 
     with psycopg.connect(dsn, autocommit=True) as connection:
-        row = connection.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND application_name = %s AND state = 'idle'",
-            (SEARCH_APPLICATION_NAME,),
-        ).fetchone()
-    return row is not None and row[0] > 0
+
+        def ready() -> bool:  # each statement its own transaction: a fresh view of the activity
+            row = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = %s AND state = 'idle'",
+                (SEARCH_APPLICATION_NAME,),
+            ).fetchone()
+            return row is not None and row[0] > 0
+
+        eventually(ready)
 
 
 async def test_a_fresh_machine_recalls_from_the_database_in_its_first_request_while_its_index_warms(
@@ -367,7 +373,7 @@ async def test_a_fresh_machine_recalls_from_the_database_in_its_first_request_wh
         served = serve("b")
         async with DaemonClient(served.url) as client:
             session = await DaemonSessionClient.create(client)  # its warm-up starts
-            eventually(lambda: search_ready(machines.dsn))  # what a user's typing leaves time for
+            wait_until_search_ready(machines.dsn)  # what a user's typing leaves time for
             await session.prompt_and_wait(QUESTION)
         assert not (machines.mirror("b") / "feedback").exists()  # nothing pulled yet
 
