@@ -1,4 +1,8 @@
-"""``cairn serve`` as a real process on a free loopback port, driven through the SDK."""
+"""``cairn serve`` as a real process on a free loopback port, driven through the SDK.
+
+Three tests whose turns all end within them share one daemon and its model (:func:`shared`);
+the others start their own: they stop it, list all its sessions, give it an environment of
+their own, or leave a slow reply behind."""
 
 from __future__ import annotations
 
@@ -25,9 +29,10 @@ from cairn.sdk import (
     UnauthorizedError,
 )
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
+from cairn.testing.fixtures import isolated_env
 
 from ..polling import DEADLINE_SECONDS, eventually_async
-from .conftest import CAIRN
+from .conftest import CAIRN, write_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -100,6 +105,44 @@ def reap(started: Sequence[Served]) -> None:
                 stream.close()
 
 
+@dataclass
+class Shared:
+    """The module's shared daemon, its model (cleared for the test) and its project."""
+
+    served: Served
+    model: ScriptedServer
+    project: Path
+
+
+@pytest.fixture(scope="module")
+def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    """One plain ``cairn serve`` for the module, with a model of its own. Sharing is sound for
+    the tests that take :func:`shared`: each makes its own sessions and waits for all its turns
+    (nothing of it reaches the model after it), asserts nothing about the daemon's other
+    sessions, and a file it writes has a name no other test uses."""
+    root = tmp_path_factory.mktemp("daemon")
+    with ScriptedServer() as model:
+        project = root / "project"  # as the project fixture makes it
+        (project / ".git").mkdir(parents=True)
+        write_settings(project, {"memory": {"enableManagedAutoMemory": False}})
+        served = launch([], cwd=project, env=isolated_env(model.base_url, root))
+        try:
+            yield Shared(served, model, project)
+        finally:
+            reap([served])
+
+
+@pytest.fixture
+def shared(shared_daemon: Shared) -> Shared:
+    """The module's daemon, its model with nothing recorded or queued, answering "ok" to what
+    the test does not script."""
+    assert shared_daemon.served.process.poll() is None, "the shared daemon has exited"
+    shared_daemon.model.clear()
+    shared_daemon.model.handler = None
+    shared_daemon.model.default = reply("ok")
+    return shared_daemon
+
+
 async def until(
     session: DaemonSessionClient, kind: str, seen: list[DaemonEvent] | None = None
 ) -> list[DaemonEvent]:
@@ -139,10 +182,8 @@ async def test_a_session_runs_end_to_end_through_the_sdk(
     assert served.stop() == 0
 
 
-async def test_a_dropped_event_stream_reconnects_with_replay(
-    serve: object, scripted_server: ScriptedServer
-) -> None:
-    served = serve()  # type: ignore[operator]
+async def test_a_dropped_event_stream_reconnects_with_replay(shared: Shared) -> None:
+    served, scripted_server = shared.served, shared.model
     scripted_server.enqueue(Reply(chunks=["a", "b", "c"], chunk_delay=0.1), purpose="main")
     async with DaemonClient(served.url) as client:
         session = await DaemonSessionClient.create(client)
@@ -174,10 +215,8 @@ async def test_cancel_stops_a_running_turn(serve: object, scripted_server: Scrip
     assert events[-1].data["stopReason"] == "cancelled"
 
 
-async def test_a_permission_vote_runs_the_tool(
-    serve: object, scripted_server: ScriptedServer, project: Path
-) -> None:
-    served = serve()  # type: ignore[operator]
+async def test_a_permission_vote_runs_the_tool(shared: Shared) -> None:
+    served, scripted_server, project = shared.served, shared.model, shared.project
     scripted_server.enqueue(
         tool_call("write_file", {"file_path": "notes.md", "content": "# Notes\n"}), purpose="main"
     )
@@ -197,10 +236,8 @@ async def test_a_permission_vote_runs_the_tool(
     assert request.data["toolCall"]["kind"] == "edit"
 
 
-async def test_recap_is_null_for_a_short_session_and_text_for_a_long_one(
-    serve: object, scripted_server: ScriptedServer
-) -> None:
-    served = serve()  # type: ignore[operator]
+async def test_recap_is_null_for_a_short_session_and_text_for_a_long_one(shared: Shared) -> None:
+    served, scripted_server = shared.served, shared.model
     async with DaemonClient(served.url) as client:
         short = await DaemonSessionClient.create(client)
         long = await DaemonSessionClient.create(client)
