@@ -115,31 +115,43 @@ class Shared:
 
 
 @pytest.fixture(scope="module")
-def shared_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+def shared_model() -> Iterator[ScriptedServer]:
+    """The scripted model of a module's shared daemons (:func:`cleared` for each test)."""
+    with ScriptedServer() as server:
+        yield server
+
+
+def cleared(model: ScriptedServer) -> ScriptedServer:
+    """``model`` with nothing recorded or queued, answering "ok" to what a test does not script:
+    the test's own from here, once no turn of a test before can still reach it."""
+    model.clear()
+    model.handler = None
+    model.default = reply("ok")
+    return model
+
+
+@pytest.fixture(scope="module")
+def shared_daemon(
+    shared_model: ScriptedServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Shared]:
     """One plain ``cairn serve`` for the module, with a model of its own. Sharing is sound for
     the tests that take :func:`shared`: each makes its own sessions and waits for all its turns
     (nothing of it reaches the model after it), asserts nothing about the daemon's other
     sessions, and a file it writes has a name no other test uses."""
     root = tmp_path_factory.mktemp("daemon")
-    with ScriptedServer() as model:
-        project = root / "project"  # as the project fixture makes it
-        (project / ".git").mkdir(parents=True)
-        write_settings(project, {"memory": {"enableManagedAutoMemory": False}})
-        served = launch([], cwd=project, env=isolated_env(model.base_url, root))
-        try:
-            yield Shared(served, model, project)
-        finally:
-            reap([served])
+    project = root / "project"  # as the project fixture makes it
+    (project / ".git").mkdir(parents=True)
+    write_settings(project, {"memory": {"enableManagedAutoMemory": False}})
+    served = launch([], cwd=project, env=isolated_env(shared_model.base_url, root))
+    yield Shared(served, shared_model, project)
+    reap([served])
 
 
 @pytest.fixture
 def shared(shared_daemon: Shared) -> Shared:
-    """The module's daemon, its model with nothing recorded or queued, answering "ok" to what
-    the test does not script."""
+    """The module's daemon, its model :func:`cleared`."""
     assert shared_daemon.served.process.poll() is None, "the shared daemon has exited"
-    shared_daemon.model.clear()
-    shared_daemon.model.handler = None
-    shared_daemon.model.default = reply("ok")
+    cleared(shared_daemon.model)
     return shared_daemon
 
 

@@ -25,10 +25,11 @@ from cairn.testing.fixtures import isolated_env
 
 from ..mcp.helpers import patient_discovery, tools_server
 from .conftest import CAIRN, write_settings
-from .test_daemon import Served, launch, reap, until
+from .test_daemon import Served, cleared, launch, reap, shared_model, until
 from .test_daemon import serve as serve_fixture
 
 serve = serve_fixture  # the fixture, under the name the tests ask for
+__all__ = ["shared_model"]  # fixtures
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -36,22 +37,12 @@ TOKEN = "hardening-token"
 HEADER = "X-Cairn-Tenant"
 
 
-@pytest.fixture(scope="module")
-def shared_model() -> Iterator[ScriptedServer]:
-    """The model of every daemon of the module (cleared for each test: :func:`scripted_server`)."""
-    with ScriptedServer() as server:
-        yield server
-
-
 @pytest.fixture
 def scripted_server(shared_model: ScriptedServer) -> ScriptedServer:
-    """The module's model with nothing recorded or queued, answering "ok" to what a test does
-    not script. The daemons of a test before are stopped, and no turn of the shared one outlives
-    its test (each waits for its turns), so no request of another test reaches it."""
-    shared_model.clear()
-    shared_model.handler = None
-    shared_model.default = reply("ok")
-    return shared_model
+    """The model of every daemon of the module, :func:`cleared` for the test: the daemons of a
+    test before are stopped, and no turn of the shared one outlives its test (each waits for its
+    turns), so no request of another test reaches it."""
+    return cleared(shared_model)
 
 
 @pytest.fixture(scope="module")

@@ -38,9 +38,9 @@ from ..daemon.helpers import said
 from ..memory.postgres_helpers import APP_ROLE, postgres_server
 from ..polling import eventually_async, eventually_awaited
 from .conftest import CAIRN, write_settings
-from .test_daemon import first_line
+from .test_daemon import cleared, first_line, shared_model
 
-__all__ = ["postgres_server"]  # fixtures
+__all__ = ["postgres_server", "shared_model"]  # fixtures
 
 pytestmark = [
     pytest.mark.slow,
@@ -208,18 +208,10 @@ def renamed(name: str) -> str:
     return f"{base}-{int(generation or 1) + 1}"
 
 
-@pytest.fixture(scope="module")
-def shared_model() -> Iterator[ScriptedServer]:
-    """The scripted model of the module's cluster (its replicas are pointed at it)."""
-    with ScriptedServer() as server:
-        yield server
-
-
 @pytest.fixture
 def scripted_server(shared_model: ScriptedServer) -> ScriptedServer:
-    """The cluster's scripted model with nothing recorded or queued: the test's own from here."""
-    shared_model.clear()
-    return shared_model
+    """The cluster's scripted model (its replicas are pointed at it), :func:`cleared`."""
+    return cleared(shared_model)
 
 
 @pytest.fixture(scope="module")
