@@ -31,6 +31,7 @@ from cairn.sdk import (
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 from cairn.testing.fixtures import isolated_env
 
+from ..entry_point import run_main
 from ..polling import DEADLINE_SECONDS, eventually_async
 from .conftest import CAIRN, write_settings
 
@@ -383,14 +384,9 @@ def test_a_public_bind_without_a_token_refuses_to_start(
 def test_a_lease_or_drain_flag_out_of_place_or_bounds_stops_serve_with_the_reason(
     cairn_env: dict[str, str], project: Path, flags: list[str], message: str
 ) -> None:
-    done = subprocess.run(
-        [*CAIRN, "serve", "--port", "0", *flags],
-        cwd=project,
-        env=cairn_env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    """Through the entry point in this process (the same check's exit from a real process:
+    :func:`test_a_public_bind_without_a_token_refuses_to_start`)."""
+    done = run_main(["serve", "--port", "0", *flags], cwd=project, env=cairn_env)
 
     assert done.returncode == 42, done.stderr
     assert message in done.stderr

@@ -23,6 +23,7 @@ from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import ScriptedServer, reply, tool_call
 from cairn.testing.fixtures import isolated_env
 
+from ..entry_point import run_main
 from ..mcp.helpers import patient_discovery, tools_server
 from .conftest import CAIRN, write_settings
 from .test_daemon import Served, cleared, launch, reap, shared_model, until
@@ -265,19 +266,18 @@ def test_an_unusable_token_file_is_a_clear_error(
     message: str,
 ) -> None:
     """#24 follow-up: a token file that is missing, empty or given with ``--token`` stops the
-    daemon before it listens, with exit code 42 and the reason."""
+    daemon before it listens, with exit code 42 and the reason. The missing file runs ``cairn
+    serve`` as a process, the others through its entry point in this process."""
     token_file = tmp_path / "token"
     if content is not None:
         token_file.write_text(content)
-    finished = subprocess.run(
-        [*CAIRN, "serve", "--port", "0", "--token-file", str(token_file), *flags],
-        cwd=project,
-        env=cairn_env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    args = ["serve", "--port", "0", "--token-file", str(token_file), *flags]
+    if content is None:
+        finished = subprocess.run([*CAIRN, *args], cwd=project, env=cairn_env,
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=60)  # fmt: skip
+    else:
+        finished = run_main(args, cwd=project, env=cairn_env)
     assert finished.returncode == 42, finished
     assert message in finished.stderr and "listening" not in finished.stdout
     assert "Traceback" not in finished.stderr

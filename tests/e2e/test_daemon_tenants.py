@@ -20,6 +20,7 @@ from cairn.memory.store.backend import TENANT_NAME
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
+from ..entry_point import run_main
 from ..memory.postgres_helpers import postgres_dsn, postgres_server
 from ..memory.store.test_backend_contract import write
 from ..polling import eventually
@@ -161,7 +162,8 @@ def test_tenant_mode_refuses_to_start_where_tenants_could_reach_each_other(
     cairn_env: dict[str, str], project: Path, case: str, expected: str
 ) -> None:
     """#24 High: tenant mode must imply the sandbox (or refuse to start without it) and refuse
-    CAIRN_MEMORY_LOCAL: with it, one tenant's `/memory` listed another's."""
+    CAIRN_MEMORY_LOCAL: with it, one tenant's `/memory` listed another's. The first case runs
+    ``cairn serve`` as a process, the others through its entry point in this process."""
     env = dict(cairn_env)
     settings: dict[str, Any] = {"memory": {"enableManagedAutoMemory": False}}
     if case == "memory_local":
@@ -186,10 +188,12 @@ def test_tenant_mode_refuses_to_start_where_tenants_could_reach_each_other(
         user_settings.parent.mkdir(parents=True, exist_ok=True)
         user_settings.write_text(json.dumps({"security": {"trustedFolders": [str(project)]}}))
 
-    done = subprocess.run(
-        [*CAIRN, "serve", "--port", "0", "--token", TOKEN, "--tenant-header", HEADER],
-        cwd=project, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    args = ["serve", "--port", "0", "--token", TOKEN, "--tenant-header", HEADER]
+    if case == "memory_local":
+        done = subprocess.run([*CAIRN, *args], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+    else:
+        done = run_main(args, cwd=project, env=env)
 
     assert done.returncode == 42, done.stderr
     assert "refusing to serve tenants that could reach each other's files" in done.stderr
