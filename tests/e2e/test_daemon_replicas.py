@@ -187,16 +187,16 @@ class Cluster:
         return self.rows("cairn_session_events", session_id, "type")
 
 
-def model(cluster: Cluster) -> Any:
-    """The scripted model: ``HOLD ...`` answers once the test releases it (the ``released`` of
-    the test running), anything else at once with ``echo: <prompt>``."""
+def model(released: threading.Event) -> Any:
+    """The scripted model: ``HOLD ...`` answers once the test releases it, anything else at
+    once with ``echo: <prompt>``."""
 
     def answer(request: RecordedRequest) -> Reply | None:
         if request.purpose != "main":
             return None
         text = said(request)
         if text.startswith(HELD):
-            return Reply(text=f"echo: {text}", hold=cluster.released)
+            return Reply(text=f"echo: {text}", hold=released)
         return reply(f"echo: {text}")
 
     return answer
@@ -263,7 +263,7 @@ async def cluster(
     started again, on its port: a killed one under a new replica id, since its own stays taken
     for two leases), ready and balanced, answering from ``scripted_server``."""
     shared_cluster.released = threading.Event()
-    scripted_server.handler = model(shared_cluster)  # type: ignore[assignment]
+    scripted_server.handler = model(shared_cluster.released)  # type: ignore[assignment]
     scripted_server.default = reply("ok")
     try:
         for replica in shared_cluster.replicas:
