@@ -197,7 +197,7 @@ async def test_a_token_passed_by_flag_is_not_in_a_commands_environment_under_ano
         session = await DaemonSessionClient.create(client, approval_mode="yolo")
         assert await session.prompt_and_wait("list the environment") == "listed"
 
-    listed = scripted_server.requests[-1].messages[-1]
+    listed = scripted_server.requests_for("main")[-1].messages[-1]
     assert listed["role"] == "tool" and "HARMLESS=kept" in listed["content"]
     assert token not in listed["content"]
     assert "DEPLOY_TOKEN" not in listed["content"] and "WRAPPED" not in listed["content"]
@@ -343,7 +343,8 @@ async def test_a_tenants_http_mcp_servers_do_not_reach_loopback_or_private_addre
     for name in urls:  # the tenant is told why each server is missing
         assert f"MCP server {name}: " in said
     assert said.count("is refused: it is a private or local address") == len(urls)
-    assert not [n for n in scripted_server.requests[-1].tool_names if n.startswith("mcp__")]
+    turn = scripted_server.requests_for("main")[-1]  # not a checkpoint's request after it
+    assert not [n for n in turn.tool_names if n.startswith("mcp__")]
 
 
 async def test_the_operator_lets_tenants_reach_private_mcp_servers_with_a_flag(
@@ -359,7 +360,8 @@ async def test_the_operator_lets_tenants_reach_private_mcp_servers_with_a_flag(
             session = await DaemonSessionClient.create(client, mcp_servers=servers)
             assert await session.prompt_and_wait("hello") == "ok"
 
-    assert "mcp__web__echo" in scripted_server.requests[-1].tool_names
+    turn = scripted_server.requests_for("main")[-1]  # not a checkpoint's request after it
+    assert "mcp__web__echo" in turn.tool_names
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ def _turn(root: Path, env: dict[str, str], prompt: str, *, first: bool = False) 
 
 
 def _sent(server: ScriptedServer) -> str:
-    return json.dumps(server.requests[-1].messages)
+    return json.dumps(server.requests_for("main")[-1].messages)
 
 
 @pytest.fixture

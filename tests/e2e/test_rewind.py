@@ -40,7 +40,7 @@ def _rewind(project: Path, env: dict[str, str], *args: str) -> CompletedProcess[
 
 
 def _sent_text(server: ScriptedServer) -> str:
-    return json.dumps(server.requests[-1].messages)
+    return json.dumps(server.requests_for("main")[-1].messages)
 
 
 def test_rewinding_a_headless_session_from_the_command_line(

@@ -27,7 +27,7 @@ def outside() -> Iterator[Path]:
 
 
 def _tool_output(server: ScriptedServer) -> str:
-    tool = [m for m in server.requests[-1].messages if m["role"] == "tool"]
+    tool = [m for m in server.requests_for("main")[-1].messages if m["role"] == "tool"]
     return str(tool[-1]["content"])
 
 

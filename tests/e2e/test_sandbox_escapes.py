@@ -56,7 +56,7 @@ def _sandboxed(
     server.enqueue(tool_call("run_shell_command", {"command": command}), reply("Ran it."))
     done = _cairn(project, env, "-p", "run it", "--yolo", "--sandbox")
     assert done.returncode == 0, done.stderr
-    tool = [m for m in server.requests[-1].messages if m["role"] == "tool"]
+    tool = [m for m in server.requests_for("main")[-1].messages if m["role"] == "tool"]
     return str(tool[-1]["content"])
 
 
