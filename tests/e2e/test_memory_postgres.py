@@ -206,14 +206,29 @@ def test_a_kill_mid_write_leaves_the_database_as_it_was_and_no_held_lock(
     scripted_server.handler = model  # type: ignore[assignment]
     scripted_server.default = reply("Noted.")
     paused = {**machines.env("a"), "CAIRN_TEST_MEMORY_WRITE_PAUSE": "60"}
-    first = subprocess.run([*CAIRN, "-p", PREFERENCE], cwd=machines.project, env=paused,
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert first.returncode == 0, first.stderr  # its extract worker writes the memory
-    try:
-        eventually(lambda: bool(list(machines.mirror("a").glob("feedback/.*.tmp"))))
-    finally:  # the worker, inside the write transaction, holding its lock
-        for worker in extract_workers(machines.project):
-            os.kill(worker, signal.SIGKILL)
+    # Its extract worker writes the memory, maybe before `cairn -p` has exited: on a fresh
+    # machine its memory warm-up pulls the mirror (under the root lock) only after the turn's
+    # first search, about when the turn ends, and when that comes after the worker's paused
+    # write it waits for the write's lock (60 s here, milliseconds outside this test) until the
+    # kill below. So `cairn -p` is waited for after the kill, not before.
+    with subprocess.Popen(
+        [*CAIRN, "-p", PREFERENCE],
+        cwd=machines.project,
+        env=paused,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as first:
+        try:
+            try:
+                eventually(lambda: bool(list(machines.mirror("a").glob("feedback/.*.tmp"))))
+            finally:  # the worker, inside the write transaction, holding its lock
+                for worker in extract_workers(machines.project):
+                    os.kill(worker, signal.SIGKILL)
+            errors = first.communicate(timeout=60)[1]
+        finally:
+            first.kill()  # (nothing once it has exited)
+    assert first.returncode == 0, errors
     wait_for_extract_workers(machines.project)
     reader = machines.reader("reader")
     assert reader.docs() == []  # nothing of the half-done write reached the database
