@@ -6,7 +6,6 @@ system. Each test checks what happened on disk and what the model was sent back.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -18,6 +17,7 @@ import pytest
 
 from cairn.testing import ScriptedServer, reply, tool_call
 
+from ..polling import eventually_awaited
 from .conftest import RunCairn, trust_in_user_settings, write_settings
 from .test_daemon import serve  # noqa: F401  (the fixture starting `cairn serve`)
 
@@ -214,10 +214,11 @@ async def test_a_fifo_read_does_not_freeze_the_daemon(
     async with httpx.AsyncClient(base_url=served.url, timeout=20) as client:
         session = (await client.post("/session", json={})).json()["sessionId"]
         await client.post(f"/session/{session}/prompt", json={"prompt": "read the pipe"})
-        for _ in range(100):
+
+        async def healthy_until_the_tool_answered() -> bool:
             assert (await client.get("/health")).status_code == 200
-            if len(tool_results(scripted_server)) == 1:
-                break
-            await asyncio.sleep(0.1)
+            return len(tool_results(scripted_server)) == 1
+
+        assert await eventually_awaited(healthy_until_the_tool_answered)
 
     assert "FIFO" in tool_results(scripted_server)[0]

@@ -268,10 +268,7 @@ async def test_restarts_are_bounded(tmp_path: Path) -> None:
             with pytest.raises(McpCallError):
                 await connection.call_tool("crash", {}, timeout=10)
             await connection.wait_ready(10)
-            for _ in range(200):
-                if connection.status != "connected":
-                    break
-                await asyncio.sleep(0.01)
+            assert await eventually_async(lambda: connection.status != "connected")  # crash seen
         assert connection.restarts == MAX_RESTARTS
         with pytest.raises(McpCallError, match=f"restarted {MAX_RESTARTS} times"):
             await connection.call_tool("echo", {"text": "x"}, timeout=10)
@@ -298,10 +295,7 @@ async def test_cancelling_the_caller_cancels_the_call_on_the_server(tmp_path: Pa
     connection = await _connected(stdio_config(tools_server(tmp_path)), tmp_path)
     try:
         call = asyncio.create_task(connection.call_tool("slow", {"seconds": 30}, timeout=60))
-        for _ in range(300):
-            if "slow started" in server_log(tmp_path):
-                break
-            await asyncio.sleep(0.01)
+        assert await eventually_async(lambda: "slow started" in server_log(tmp_path))
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
