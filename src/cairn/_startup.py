@@ -5,11 +5,12 @@ functions, settings); with the default threshold the collector runs about 80 tim
 made and walks them each time, about 4 % of the instructions of a ``cairn -p`` with one answer.
 :func:`pause_collection` (first thing in :func:`cairn.cli.main.run`) raises the threshold so the
 collector waits for 50,000 new objects; :func:`startup_done` (once the front end's runtime is
-open: :func:`cairn.session.startup.open_runtime`, or before ``cairn --acp`` and ``cairn serve``
-start) moves everything alive into the permanent generation (:func:`gc.freeze`: never walked
-again, the few hundred cyclic leftovers of the imports are kept, not freed) and puts the default
-threshold back. A command that never calls it (``cairn memory ...``, ``cairn --help``) keeps a
-collector that runs every 50,000 objects, which still bounds what cycles can hold.
+open: :func:`cairn.session.startup.open_runtime`; ``cairn --acp`` once its SDK is imported;
+before ``cairn serve`` starts) moves everything alive into the permanent generation
+(:func:`gc.freeze`: never walked again, the few hundred cyclic leftovers of the imports are
+kept, not freed) and puts the default threshold back. A command that never calls it (``cairn
+memory ...``, ``cairn --help``) keeps a collector that runs every 50,000 objects, which still
+bounds what cycles can hold.
 
 :func:`exit_now` ends such a process without the interpreter's teardown. The ``cairn`` program
 (:func:`cairn.cli.main.run`) and ``cairn -p``'s extract worker (``cairn.session.extract_worker``)

@@ -3,10 +3,11 @@
 The cyclic garbage collector is kept off two walks that find nothing: while the ACP SDK is
 imported (its ~270 pydantic classes would trigger about sixty collections, each walking what
 the import built so far) and at exit (the interpreter's teardown walks every object a few
-times, ~0.2 s of CPU after the client has left). What exists once the SDK is imported lives as
-long as the process, so it is frozen out of the collector (``gc.freeze``), and everything is
-frozen again once the agent has shut down: by then every session, file and connection is
-closed, and the atexit handlers still run. benchmarks/README.md (issue #25) has the figures.
+times, ~0.2 s of CPU after the client has left). The start-up's paused collector
+(:mod:`cairn._startup`) lasts through the SDK's import, and what exists then, which lives as long
+as the process, is frozen out of the collector (``startup_done``); everything is frozen again once
+the agent has shut down: by then every session, file and connection is closed, and the atexit
+handlers still run. benchmarks/README.md (issue #25) has the figures.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO, cast
 
+from cairn._startup import pause_collection, startup_done
 from cairn.debug_log import get_logger, mirror_warnings
 from cairn.exit_codes import ExitCode
 from cairn.session.startup import StartupError, load_startup
@@ -51,11 +52,13 @@ def run_acp_agent(*, model: str | None, approval_mode: str | None) -> int:
     if startup.auth_error is not None:
         sys.stderr.write(f"cairn --acp: {startup.auth_error}\n")
 
-    with _collector_paused():
-        from cairn.acp._sdk import import_sdk
+    pause_collection()  # a no-op when the `cairn` program paused it already
+    from cairn.acp._sdk import import_sdk
 
-        import_sdk()
-        from cairn.acp.agent import AgentOptions
+    import_sdk()
+    from cairn.acp.agent import AgentOptions
+
+    startup_done()  # the start-up and the SDK frozen, the collector as usual (cairn._startup)
 
     options = AgentOptions(
         cwd=cwd,
@@ -69,19 +72,6 @@ def run_acp_agent(*, model: str | None, approval_mode: str | None) -> int:
         asyncio.run(serve(options, sys.stdin.buffer, protocol_out, stop_signals=True))
     gc.freeze()  # the teardown at exit walks none of it (module docstring)
     return ExitCode.OK
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No collection while the block runs; what it built is frozen out of the collector."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-        gc.freeze()
 
 
 async def serve(

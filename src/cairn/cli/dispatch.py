@@ -37,7 +37,7 @@ def run_root(options: RootOptions) -> int:
     if options.acp:
         from cairn.acp import run_acp_agent
 
-        startup_done()  # a long-running front end: the collector as usual (cairn._startup)
+        # the collector as usual once its SDK is imported (acp/main.py, cairn._startup)
         return run_acp_agent(model=options.model, approval_mode=mode)
 
     piped = _read_stdin()
