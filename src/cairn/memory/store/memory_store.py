@@ -578,10 +578,10 @@ class MemoryStore:
         for label in labels:
             scope, _, relative = label.partition(":")
             for shard in self._shards:
-                if shard.scope == scope and shard.root is not None:
-                    found = stat_file(shard.root_text, relative)
-                    if found is None or shard.records.stat_key(relative) != stat_key(found[0]):
-                        changed.add(label)
+                if shard.scope == scope and shard.root is not None and not _as_recorded(
+                    shard, relative
+                ):
+                    changed.add(label)
         return changed
 
     def note_changed(self, labels: Iterable[str]) -> None:
@@ -637,11 +637,16 @@ def _unchanged(shard: Shard, relative: str) -> bool:
     trusts its saved index: then a ``stat``, once a process)."""
     if not shard.folder_checked or relative in shard.served_ok:
         return True
-    found = stat_file(shard.root_text, relative)
-    if found is None or shard.records.stat_key(relative) != stat_key(found[0]):
+    if not _as_recorded(shard, relative):
         return False  # (_served reads it again)
     shard.served_ok.add(relative)
     return True
+
+
+def _as_recorded(shard: Shard, relative: str) -> bool:
+    """Whether the file at ``relative`` is there with the stat key of its record."""
+    found = stat_file(shard.root_text, relative)
+    return found is not None and shard.records.stat_key(relative) == stat_key(found[0])
 
 
 def _served(shard: Shard, relative: str, tally: Tally) -> MemoryDoc | None:
