@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import threading
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from cairn.recording.checkpoints import (
 )
 
 from ..git_helpers import git, make_repository, repository_state, tree_state
+from ..polling import eventually
 
 FILES: dict[str, str | bytes] = {
     "README.md": "# demo\n",
@@ -395,3 +398,198 @@ def test_a_stopped_preparation_leaves_a_repository_the_next_snapshot_uses(
     with pytest.raises(CheckpointError, match="stopped"):
         preparer.prepare()
     assert shadow.snapshot("after").files == len(FILES) + 2  # and run.sh, app-link
+
+
+# ----- a git killed half-way (by stop(), or with cairn) leaves nothing that breaks later ones -----
+
+
+def _strace() -> str | None:
+    found = shutil.which("strace")
+    if found is None:
+        return None
+    probe = subprocess.run([found, "-qq", "-o", os.devnull, "true"], capture_output=True)
+    return found if probe.returncode == 0 else None  # ptrace may be forbidden in a container
+
+
+def _git_under_strace(bin_dir: Path, command: str, inject: str) -> None:
+    """Put in ``bin_dir`` a ``git`` that runs the real one, under strace for ``git <command>``
+    with ``inject`` applied to its renames: git writes each file of a repository as
+    ``<name>.lock`` and renames it into place, so its nth rename is an exact point in its work
+    (``signal=KILL:when=N`` kills it there, as :meth:`ShadowRepository.stop` kills it;
+    ``delay_enter=...`` holds it there)."""
+    strace, real_git = _strace(), shutil.which("git")
+    if strace is None or real_git is None:
+        pytest.skip("needs strace (and ptrace allowed) to stop git at an exact point")
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do\n'
+        f'  if [ "$arg" = "{command}" ]; then\n'
+        f"    exec {strace} -qq -o /dev/null -e trace=/^rename -e inject=/^rename:{inject}"
+        f' {real_git} "$@"\n'
+        "  fi\n"
+        "done\n"
+        f'exec {real_git} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+
+
+def _half_made_by_a_killed_init(git_dir: Path) -> None:
+    """The shadow repository as a ``git init --bare`` killed after writing HEAD leaves it. git's
+    init (builtin/init-db.c: create_default_files, then create_object_directory) writes the
+    templates, ``refs/`` and ``HEAD``, then ``config``, then ``objects/`` last; a ``config.lock``
+    in the way makes the real git stop right there, as a kill between HEAD and objects/ does."""
+    git_dir.mkdir(parents=True)
+    (git_dir / "config.lock").write_text("")
+    done = subprocess.run(["git", "init", "-q", "--bare", str(git_dir)], capture_output=True)
+    assert done.returncode != 0
+    assert (git_dir / "HEAD").is_file() and (git_dir / "refs").is_dir()
+    assert not (git_dir / "objects").exists() and not (git_dir / "config").exists()
+
+
+def test_a_repository_a_killed_init_left_half_made_is_made_again(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    """Regression: a preparation stopped during the shadow repository's `git init` left HEAD
+    without objects/; every later snapshot of the project failed with "not a git repository"."""
+    _half_made_by_a_killed_init(shadow.git_dir)
+    before = tree_state(repo)
+
+    checkpoint = shadow.snapshot("after")
+    _change_everything(repo)
+    shadow.restore(checkpoint.commit)
+
+    assert checkpoint.files == len(FILES) + 2  # and run.sh, app-link
+    assert tree_state(repo) == before
+    assert sorted(os.listdir(shadow.store)) == ["README", "git", "lock", "meta"]
+
+
+def test_a_git_init_killed_after_writing_head_does_not_break_later_snapshots(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store"
+    path = os.environ["PATH"]
+    _git_under_strace(tmp_path / "bin", "init", "signal=KILL:when=2")  # after HEAD, at config
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
+    with pytest.raises(CheckpointError, match="git init failed"):
+        ShadowRepository(repo, store).snapshot("killed")
+    monkeypatch.setenv("PATH", path)
+
+    assert ShadowRepository(repo, store).snapshot("after").files == len(FILES) + 2
+    assert sorted(os.listdir(store)) == ["README", "git", "lock", "meta"]
+
+
+def test_a_preparation_stopped_during_git_init_leaves_nothing_in_the_way(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (seen once in CI, test_closing_the_session_stops_a_preparation_with_its_git_
+    processes): the session's close stopped a preparation while it ran `git init`, after HEAD
+    was written, and every later snapshot of the project failed with "not a git repository"."""
+    store = tmp_path / "store"
+    path = os.environ["PATH"]
+    _git_under_strace(tmp_path / "bin", "init", "delay_enter=60000000:when=2")  # holds at config
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
+    preparer = ShadowRepository(repo, store)
+    errors: list[BaseException] = []
+
+    def prepare() -> None:
+        try:
+            preparer.prepare()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=prepare)
+    thread.start()
+    assert eventually(lambda: any(store.glob("*/HEAD")))  # written; config and objects/ not
+    preparer.stop()
+    thread.join()
+    monkeypatch.setenv("PATH", path)
+
+    assert [str(e) for e in errors] == ["stopped"]
+    assert ShadowRepository(repo, store).snapshot("after").files == len(FILES) + 2
+    assert sorted(os.listdir(store)) == ["README", "git", "lock", "meta"]
+
+
+def test_a_ref_update_killed_half_way_does_not_block_later_snapshots(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git update-ref` locks the branch and HEAD (`<name>.lock` files) and renames the branch's
+    lock into place: killed before that, it leaves both locks, and every later snapshot that
+    moves the branch failed with "cannot lock ref"."""
+    store = tmp_path / "store"
+    first = ShadowRepository(repo, store).snapshot("first")
+    path = os.environ["PATH"]
+    _git_under_strace(tmp_path / "bin", "update-ref", "signal=KILL:when=1")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
+    (repo / "README.md").write_text("# killed while recorded\n")
+    with pytest.raises(CheckpointError, match="git update-ref failed"):
+        ShadowRepository(repo, store).snapshot("killed")
+    monkeypatch.setenv("PATH", path)
+    (repo / "README.md").write_text("# after\n")
+
+    shadow = ShadowRepository(repo, store)
+    after = shadow.snapshot("after")
+    assert not after.reused
+    assert [c.path for c in shadow.changes(first.commit, after.commit)] == ["README.md"]
+
+
+def test_stale_ref_locks_do_not_block_snapshots(repo: Path, shadow: ShadowRepository) -> None:
+    """The locks a `git update-ref` killed half-way leaves (the test above makes them with a
+    real kill where strace can)."""
+    shadow.snapshot("first")
+    (shadow.git_dir / "refs" / "heads" / "checkpoints.lock").write_text("")
+    (shadow.git_dir / "HEAD.lock").write_text("")
+    (repo / "README.md").write_text("# after the crash\n")
+
+    assert not shadow.snapshot("second").reused
+
+
+def test_a_repository_missing_its_neutral_attributes_gets_them_back(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    """Regression: the neutral attributes were written after `git init`; a stop (or a crash)
+    between the two left a repository in which the project's .gitattributes converted what a
+    snapshot stores (here CRLF to LF), for good."""
+    shadow.snapshot("first")
+    (shadow.git_dir / "info" / "attributes").unlink()
+    (repo / ".gitattributes").write_text("* text\n")
+    (repo / "dos.txt").write_bytes(b"line one\r\nline two\r\n")
+    before = tree_state(repo)
+
+    checkpoint = shadow.snapshot("with attributes")
+    (repo / "dos.txt").write_bytes(b"changed\n")
+    shadow.restore(checkpoint.commit)
+
+    assert tree_state(repo) == before  # dos.txt has its CRLFs back
+
+
+def test_a_repository_that_lost_its_head_is_repaired_keeping_its_snapshots(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    before = tree_state(repo)
+    checkpoint = shadow.snapshot("first")
+    (shadow.git_dir / "HEAD").unlink()
+    _change_everything(repo)
+
+    shadow.snapshot("second")
+    shadow.restore(checkpoint.commit)
+
+    assert tree_state(repo) == before
+
+
+def test_a_damaged_repository_holding_snapshots_is_kept_with_a_clear_error(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    first = shadow.snapshot("first")
+    (shadow.git_dir / "HEAD").write_text("garbage\n")
+    held = sorted(p.relative_to(shadow.git_dir) for p in shadow.git_dir.rglob("*"))
+
+    with pytest.raises(CheckpointError) as raised:
+        shadow.snapshot("second")
+    with pytest.raises(CheckpointError, match="is damaged"):
+        shadow.restore(first.commit)
+
+    message = str(raised.value)
+    assert str(shadow.git_dir) in message and "moved away or deleted" in message
+    assert sorted(p.relative_to(shadow.git_dir) for p in shadow.git_dir.rglob("*")) == held

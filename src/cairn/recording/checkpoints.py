@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Literal
 
 from cairn.config.paths import project_dir
 from cairn.debug_log import get_logger
-from cairn.fsutil import atomic_write_json
+from cairn.fsutil import atomic_write_json, atomic_write_text
 from cairn.recording.shadow_git import (
     GIT_CONFIG,
     GIT_TIMEOUT_SECONDS,
@@ -71,6 +71,20 @@ CHECKPOINT_REF = "refs/heads/checkpoints"  # every snapshot is a commit on this 
 # Memories are the user's, and their lock is in use: a rewind never touches either.
 CAIRN_EXCLUDES = ("/.cairn/memory/", "/.cairn/.memory.lock")
 GITLINK_MODE = "160000"
+# Lock files a git killed half-way may leave in the shadow repository (git writes each file as
+# <name>.lock and renames it into place).
+_GIT_LOCKS = (
+    "index.lock",
+    "HEAD.lock",
+    "config.lock",
+    "packed-refs.lock",
+    f"{CHECKPOINT_REF}.lock",
+)
+_MAKING = "git.new-"  # a shadow repository being made (or an unusable one being removed)
+_README = (
+    "cairn's checkpoints of one project (a shadow git repository; the project's own "
+    "repository is never touched). Deleting this folder deletes the checkpoints.\n"
+)
 _log = get_logger("CHECKPOINTS")
 
 ChangeStatus = Literal["added", "modified", "deleted"]
@@ -197,8 +211,12 @@ class ShadowRepository:
     def stop(self) -> None:
         """End the work under way from another thread: the running git is killed (with any
         process it started) and every later git call fails with :class:`CheckpointError`; the
-        operation then ends and releases the lock. The index is left as git left it (a killed
-        ``git add`` leaves its ``index.lock``, which the next locked operation clears)."""
+        operation then ends and releases the lock. What the killed git leaves never breaks a
+        later operation: its lock files are cleared by the next one (it holds the project's
+        lock), a repository being made is made in a folder of its own and renamed into place
+        whole, and a snapshot is recorded before the branch moves to it. A restore stopped
+        while writing files leaves the work tree part restored: its undo snapshot is taken
+        before anything is written."""
         with self._guard:
             self._stopped = True
             running = self._running
@@ -235,6 +253,8 @@ class ShadowRepository:
         with self._locked():
             if newer is None:
                 newer = self._stage().tree
+            else:
+                self._ensure_repository()
             return [FileChange(path, _STATUS[status]) for status, path in self._diff(older, newer)]
 
     def restore(self, target: str, *, message: str = "before restore") -> RestoreReport:
@@ -244,6 +264,7 @@ class ShadowRepository:
         this restore. :class:`SnapshotTooLarge` (nothing restored) when it cannot be.
         """
         with self._locked():
+            self._ensure_repository()  # a damaged one says so, not "not in" it
             self._require_commit(target)
             self._require_own(target)
             undo = self._snapshot(message)
@@ -296,8 +317,10 @@ class ShadowRepository:
         if head is not None:
             args += ["-p", head]
         commit = self._git(*args).decode().strip()
-        self._git("update-ref", CHECKPOINT_REF, commit, *([head] if head else []))
+        # What it skipped first: a snapshot on the branch always has it (a stop between the two
+        # leaves, at worst, the record of a commit nothing refers to).
         self._write_meta(commit, staged)
+        self._git("update-ref", CHECKPOINT_REF, commit, *([head] if head else []))
         return Checkpoint(commit, staged.files, staged.bytes, staged.skipped, False, staged.folders)
 
     def _stage(self) -> _Staged:
@@ -392,8 +415,7 @@ class ShadowRepository:
         with contextlib.suppress(OSError):
             if target.read_text(encoding="utf-8") == text:
                 return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        atomic_write_text(target, text, durable=False)
 
     # ----- restore -----
 
@@ -489,24 +511,80 @@ class ShadowRepository:
     # ----- git -----
 
     def _ensure_repository(self) -> None:
-        if (self.git_dir / "HEAD").is_file():
-            self._clear_stale_index_lock()
-            return
-        self.store.mkdir(parents=True, exist_ok=True)
-        self._git("init", "-q", "--bare", str(self.git_dir), bare_init=True)
-        info = self.git_dir / "info"
-        info.mkdir(exist_ok=True)
-        (info / "attributes").write_text(NEUTRAL_ATTRIBUTES, encoding="utf-8")
-        (self.store / "README").write_text(
-            "cairn's checkpoints of one project (a shadow git repository; the project's own "
-            "repository is never touched). Deleting this folder deletes the checkpoints.\n",
-            encoding="utf-8",
-        )
+        """Make the shadow repository usable; we hold the project's checkpoint lock. It is made
+        whole or not at all, and what a git killed half-way (by :meth:`stop`, or with its
+        process) leaves behind never breaks the operations after it."""
+        try:
+            problem = _unusable(self.git_dir)
+            if problem is not None:
+                self._make_repository(problem)
+            self._clear_stale_locks()
+            self._ensure_attributes()
+        except OSError as exc:
+            raise CheckpointError(f"the checkpoint repository {self.git_dir}: {exc}") from None
 
-    def _clear_stale_index_lock(self) -> None:
-        # We hold the project's checkpoint lock: an index.lock left now is from a crashed git.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.git_dir / "index.lock")
+    def _make_repository(self, problem: str) -> None:
+        self.store.mkdir(parents=True, exist_ok=True)
+        for leftover in self.store.glob(f"{_MAKING}*"):  # of a process killed making one
+            _remove(leftover)
+        if os.path.lexists(self.git_dir):
+            if _holds_objects(self.git_dir):
+                self._repair(problem)
+                return
+            # No object, so no snapshot: what a `git init` killed after writing HEAD and
+            # before objects/ leaves (or an empty folder). Made again.
+            _log.warning(f"making the checkpoint repository {self.git_dir} again: {problem}")
+            discarded = Path(tempfile.mkdtemp(prefix=_MAKING, dir=self.store))
+            os.rename(self.git_dir, discarded / "git")
+            _remove(discarded)
+        made = Path(tempfile.mkdtemp(prefix=_MAKING, dir=self.store))
+        try:
+            self._git("init", "-q", "--bare", str(made), bare_init=True)
+            (made / "info").mkdir(exist_ok=True)
+            (made / "info" / "attributes").write_text(NEUTRAL_ATTRIBUTES, encoding="utf-8")
+            os.rename(made, self.git_dir)  # whole, or not there
+        except BaseException:
+            _remove(made)
+            raise
+        readme = self.store / "README"
+        if not readme.exists():
+            atomic_write_text(readme, _README, durable=False)
+
+    def _repair(self, problem: str) -> None:
+        """A repository holding objects is never deleted: ``git init`` puts back what is
+        missing and removes nothing; a repository it cannot mend is left to the user."""
+        failed = ""
+        try:
+            self._git("init", "-q", "--bare", str(self.git_dir), bare_init=True)
+        except CheckpointError as exc:
+            if self._stopped:
+                raise
+            failed = f"; {exc}"
+        still = _unusable(self.git_dir)
+        if still is not None:
+            raise CheckpointError(
+                f"the checkpoint repository {self.git_dir} is damaged ({still}{failed}); it was "
+                "left as it is, and no checkpoint can be taken or restored until it is moved "
+                "away or deleted (deleting it deletes this project's checkpoints)"
+            )
+        _log.warning(f"repaired the checkpoint repository {self.git_dir}: {problem}")
+
+    def _clear_stale_locks(self) -> None:
+        # We hold the project's checkpoint lock: a lock file left now is from a git killed
+        # half-way (`add` leaves index.lock, `update-ref` the branch's lock and HEAD.lock).
+        for name in _GIT_LOCKS:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.git_dir / name)
+
+    def _ensure_attributes(self) -> None:
+        """The neutral attributes (a repository made before they were written with it, or
+        whose file was lost, gets them back: without them the project's .gitattributes could
+        change what a snapshot holds)."""
+        target = self.git_dir / "info" / "attributes"
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if target.read_text(encoding="utf-8") == NEUTRAL_ATTRIBUTES:
+                return
+        atomic_write_text(target, NEUTRAL_ATTRIBUTES, durable=False)
 
     def _head(self) -> tuple[str | None, str | None]:
         """The newest snapshot's commit and tree (``None`` before the first one)."""
@@ -613,15 +691,17 @@ class ShadowRepository:
         another process, False at once."""
         from filelock import FileLock, Timeout
 
-        self.store.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.store / "lock"))
         try:
+            self.store.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(self.store / "lock"))
             lock.acquire(timeout=GIT_TIMEOUT_SECONDS if wait else 0)
         except Timeout:
             if not wait:
                 yield False
                 return
             raise CheckpointError("another cairn process holds the checkpoint lock") from None
+        except OSError as exc:  # after Timeout, which is one
+            raise CheckpointError(f"the checkpoint lock in {self.store}: {exc}") from None
         try:
             yield True
         finally:
@@ -630,6 +710,42 @@ class ShadowRepository:
     def _inside(self, folder: Path) -> bool:
         real = Path(os.path.realpath(folder))
         return real == self.work_tree or self.work_tree in real.parents
+
+
+def _unusable(git_dir: Path) -> str | None:
+    """Why git would not take ``git_dir`` for a repository (its own check: a valid HEAD,
+    ``objects/`` and ``refs/``), or ``None``."""
+    if not git_dir.is_dir():
+        return "missing" if not os.path.lexists(git_dir) else "not a folder"
+    try:
+        head = (git_dir / "HEAD").read_bytes()[:256]
+    except FileNotFoundError:
+        return "no HEAD"
+    except OSError as exc:
+        return f"HEAD cannot be read: {exc.strerror}"
+    if not (head.startswith(b"ref: refs/") or _is_object_name(head.strip())):
+        return "HEAD is not a ref"
+    for folder in ("objects", "refs"):
+        if not (git_dir / folder).is_dir():
+            return f"no {folder}/"
+    return None
+
+
+def _is_object_name(text: bytes) -> bool:
+    return len(text) in (40, 64) and all(c in b"0123456789abcdef" for c in text)
+
+
+def _holds_objects(git_dir: Path) -> bool:
+    """Whether ``git_dir`` has any file under ``objects/`` (a snapshot may be in it)."""
+    return any(files for _folder, _dirs, files in os.walk(git_dir / "objects"))
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _nul_join(paths: Iterable[str]) -> bytes:
