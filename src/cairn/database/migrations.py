@@ -3,14 +3,24 @@
 A *component* is a set of tables with its own history (``memory``, ``sessions``); its
 :class:`Migration` steps are numbered from 1 and never change once released: a change to the
 tables is a new step. ``cairn_schema_versions`` holds each component's version; :func:`migrate`
-applies the missing steps of the given components, each step in its own transaction with the
-version bump, under one advisory lock held for the whole run (two processes migrating at once:
-the second waits, then finds nothing left to do); a failing step leaves the steps before it.
+applies the missing steps of the given components, each step in one transaction with its
+version bump. That transaction first takes the migration lock (``pg_advisory_xact_lock``: the
+server lets go of it when the transaction ends, however it ends, and it needs no session of its
+own, so a pooler in transaction mode cannot strand it) and reads the component's version again:
+of several processes migrating at once (replicas started together, ``cairn db migrate`` on two
+machines) one applies each step and the others, let in after it committed, find it done. A
+failing step leaves the steps before it. An up-to-date database costs one read: no lock, no DDL.
 :func:`schema_status` says where a database stands, which the daemon's ``GET /ready`` and
 ``cairn db status`` report.
 
+A step that changes a table the running code uses takes that table's locks itself, before its
+first statement and in the order the code's transactions take them (see the memory tables'
+``LOCK_ORDER``): a step's statements one by one, each taking a stronger lock than the last, can
+deadlock with a transaction of a replica still at work.
+
 A database whose tables are newer than the code (a rolling upgrade's old replicas) is current
-for that code: steps only ever add, so older code keeps working on newer tables.
+for that code: steps only ever add, so older code keeps working on newer tables, and migrates
+nothing.
 """
 
 from __future__ import annotations
@@ -93,35 +103,28 @@ def schema_status(
 
 
 def migrate(connection: psycopg.Connection[Any], components: Sequence[Component]) -> list[str]:
-    """Apply every missing step of ``components``; what was applied (``"sessions 1: ..."``).
+    """Apply every missing step of ``components``; what was applied (``"sessions 1: ..."``),
+    not what another process applied meanwhile.
 
     Quick when nothing is missing: one read, no lock, no DDL.
     """
     if all(s.up_to_date for s in schema_status(connection, components)):
         return []
     applied: list[str] = []
-    with connection.transaction():
-        connection.execute("SELECT pg_advisory_lock(%s)", (_LOCK,))  # until unlocked below
-    try:
-        with connection.transaction():
-            connection.execute(_VERSIONS_DDL)
-        versions = _versions(connection)
-        for component in components:
-            for step in component.migrations:
-                if step.version <= versions.get(component.name, 0):
-                    continue
-                _apply(connection, component, step)
+    for component in components:
+        for step in component.migrations:
+            if _apply(connection, component, step):
                 applied.append(f"{component.name} {step.version}: {step.description}")
-    finally:
-        if not connection.broken:
-            with connection.transaction():
-                connection.execute("SELECT pg_advisory_unlock(%s)", (_LOCK,))
     return applied
 
 
-def _apply(connection: psycopg.Connection[Any], component: Component, step: Migration) -> None:
+def _apply(connection: psycopg.Connection[Any], component: Component, step: Migration) -> bool:
+    """Apply ``step`` under the migration lock, unless the database has it already (False)."""
     try:
         with connection.transaction():  # the step and its version, or neither
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+            if _version_under_lock(connection, component.name) >= step.version:
+                return False
             if isinstance(step.apply, str):
                 connection.execute(step.apply.encode())
             else:
@@ -136,6 +139,25 @@ def _apply(connection: psycopg.Connection[Any], component: Component, step: Migr
         raise MigrationError(
             f"{component.name} migration {step.version} ({step.description}) failed: {error}"
         ) from error
+    return True
+
+
+def _version_under_lock(connection: psycopg.Connection[Any], name: str) -> int:
+    """The component's version, read in the transaction holding the migration lock (the
+    versions table made when missing). Whether the table exists is asked of the catalog with a
+    query, which sees what committed before the lock was granted; ``to_regclass`` reads the
+    server's catalog cache, which waiting for an advisory lock does not refresh."""
+    there = connection.execute(
+        "SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = %s "
+        "AND schemaname = ANY (current_schemas(false))",
+        (VERSIONS_TABLE,),
+    ).fetchone()
+    if there is None:
+        connection.execute(_VERSIONS_DDL)
+        return 0
+    query = f"SELECT version FROM {VERSIONS_TABLE} WHERE component = %s"  # noqa: S608 - fixed
+    found = connection.execute(query, (name,)).fetchone()
+    return 0 if found is None else int(found[0])
 
 
 def _versions(connection: psycopg.Connection[Any]) -> dict[str, int]:

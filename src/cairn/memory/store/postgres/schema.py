@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from cairn.database.migrations import Component
 
-__all__ = ["SCHEMA_VERSION", "TABLES", "ensure_schema", "memory_schema"]
+__all__ = ["LOCK_ORDER", "SCHEMA_VERSION", "TABLES", "ensure_schema", "memory_schema"]
 
 # 2: cairn_memory_files (tombstones, version logs); 3: cairn_memory_docs.search (full text)
 SCHEMA_VERSION = 3
@@ -44,6 +44,18 @@ TABLES = (
 )
 SEARCH_BODY_CHARS = 20_000  # of a memory's text, its words searched in the database
 _MIGRATION_LOCK = 0x6361_6972_6E00  # pg_advisory_xact_lock key while creating the tables
+# The order every transaction takes the tables' locks in: a write section locks its namespace's
+# row first, then reads and writes the rest in this order; a pull and a search read a suffix of
+# it. An upgrade locks the tables there are in this order before its first statement.
+LOCK_ORDER = (
+    "cairn_memory_namespaces",
+    "cairn_memory_docs",
+    "cairn_memory_indexes",
+    "cairn_memory_history",
+    "cairn_memory_trash",
+    "cairn_memory_files",
+    "cairn_memory_state",
+)
 
 _DDL_TEXT = """
 CREATE TABLE IF NOT EXISTS cairn_memory_schema (version integer NOT NULL);
@@ -190,13 +202,21 @@ def ensure_schema(connection: psycopg.Connection[Any]) -> None:
 
 def migrate_under_lock(connection: psycopg.Connection[Any]) -> None:
     """:func:`ensure_schema`'s work once the schema was found older or missing: under the
-    migration lock, create or upgrade it, unless the process that held the lock before already
-    did. The DDL must not run again then: its ``ALTER TABLE`` waits for the documents table's
-    exclusive lock, behind (and ahead of) the writes that process has begun, a deadlock."""
+    migration lock, create or upgrade it in one transaction, unless the process that held the
+    lock before already did (the DDL must not run again then: it would wait for the tables'
+    exclusive locks behind that process's first writes).
+
+    An upgrade first locks the tables there are, exclusively, in :data:`LOCK_ORDER`: it waits
+    for the write sections and pulls under way (an older cairn's, in a rolling upgrade) to end,
+    holding nothing they wait for. Its statements one by one took a share lock on the documents
+    (an index) and then waited for their exclusive lock (a new column) behind a section that had
+    read them and now waited to write them behind that share lock: a deadlock, which PostgreSQL
+    broke by failing one of the two."""
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         if _version(connection) >= SCHEMA_VERSION:
             return
+        _lock_tables(connection)
         connection.execute(_DDL)
         found = connection.execute("SELECT max(version) FROM cairn_memory_schema").fetchone()
         if found is None or found[0] is None or found[0] < SCHEMA_VERSION:
@@ -205,6 +225,19 @@ def migrate_under_lock(connection: psycopg.Connection[Any]) -> None:
             connection.execute(
                 "INSERT INTO cairn_memory_schema (version) VALUES (%s)", (SCHEMA_VERSION,)
             )
+
+
+def _lock_tables(connection: psycopg.Connection[Any]) -> None:
+    """The tables of :data:`LOCK_ORDER` there are, locked exclusively in that order."""
+    rows = connection.execute(
+        "SELECT tablename FROM pg_catalog.pg_tables WHERE tablename = ANY (%s) "
+        "AND schemaname = ANY (current_schemas(false))",
+        (list(LOCK_ORDER),),
+    ).fetchall()
+    there = {str(row[0]) for row in rows}
+    tables = [table for table in LOCK_ORDER if table in there]
+    if tables:  # one statement: LOCK TABLE takes them in the order named
+        connection.execute(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE")
 
 
 def _current(connection: psycopg.Connection[Any]) -> bool:
