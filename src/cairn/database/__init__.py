@@ -16,6 +16,7 @@ from cairn._lazy import lazy_exports
 if TYPE_CHECKING:
     from cairn.database.connection import (
         DATABASE_ENV,
+        ConnectionLost,
         Database,
         DatabaseUnavailable,
         import_psycopg,
@@ -34,6 +35,7 @@ __all__ = [
     "DATABASE_ENV",
     "Component",
     "ComponentStatus",
+    "ConnectionLost",
     "Database",
     "DatabaseUnavailable",
     "Migration",
@@ -48,6 +50,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "DATABASE_ENV": "connection",
+        "ConnectionLost": "connection",
         "Database": "connection",
         "DatabaseUnavailable": "connection",
         "import_psycopg": "connection",

@@ -26,8 +26,11 @@ socket), and an idle connection's server says nothing otherwise. After
 else a new one opened; a failed ``SELECT 1`` closes every idle one (they went the same way).
 Every connection has TCP keepalive (:mod:`cairn.database.keepalive`): one whose database host
 vanished without a word fails within about 40 s instead of the kernel's 15 minutes.
-A connection lost *during* a statement is the caller's to judge: the statement may have
-committed (see :mod:`cairn.recording.store.commits`).
+A connection lost *during* a statement (:class:`ConnectionLost`) is the caller's to judge: the
+statement may have committed just before its answer was lost. Work that may run twice (reads,
+and writes that a second run leaves as the first did and answers alike) goes through
+:meth:`Database.rerun_if_lost`, which runs it once more on another connection; other writes
+fail with it (see :mod:`cairn.recording.store.commits` for the session writes).
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ import contextlib
 import select
 import time
 import weakref
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.database.keepalive import keepalive_options
+from cairn.debug_log import get_logger
 
 if TYPE_CHECKING:
     import psycopg
@@ -49,6 +53,7 @@ __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
     "DATABASE_ENV",
     "NO_TENANT",
+    "ConnectionLost",
     "Database",
     "DatabaseUnavailable",
     "import_psycopg",
@@ -62,10 +67,17 @@ IDLE_CHECK_SECONDS = 30.0  # a pooled connection unused this long answers a SELE
 PING_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS  # ... within this, or it is closed
 # The tenant of a daemon that serves none: no tenant name can be this (cairn.daemon.tenancy).
 NO_TENANT = "(none)"
+_log = get_logger("DATABASE")
+_T = TypeVar("_T")
 
 
 class DatabaseUnavailable(RuntimeError):
     """The database cannot be reached now (or the driver is missing); retry later."""
+
+
+class ConnectionLost(DatabaseUnavailable):
+    """The connection was lost under a statement (or the server broke the statement off: a
+    deadlock, a shutdown): it may have committed just before its answer was lost."""
 
 
 def import_psycopg() -> Any:
@@ -111,6 +123,7 @@ class Database:
         self._closed = False
         self.round_trips = 0  # transactions and statements sent (the benchmark reports them)
         self.replaced = 0  # dead pooled connections closed at checkout (tests read it)
+        self.rerun = 0  # work run again after its connection was lost under it (tests read it)
 
     @property
     def errors(self) -> type[Exception]:
@@ -222,15 +235,15 @@ class Database:
                 if named and not failed:  # committed: the connection names it from now on
                     self.named(connection, tenant)
         except self._psycopg.OperationalError as error:
-            message = f"the database is unavailable: {_first_line(error)}"
-            raise DatabaseUnavailable(message) from None
+            raise ConnectionLost(f"the database is unavailable: {_first_line(error)}") from None
 
     @contextlib.asynccontextmanager
     async def statements(self, tenant: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A pooled connection naming ``tenant``, outside any transaction: each statement is
         its own transaction, one round trip (a pipeline and a transaction block cost the
         driver several times a lone statement's CPU). For reads, and writes of one statement;
-        a lost connection is :class:`DatabaseUnavailable`."""
+        a connection lost is :class:`ConnectionLost`, one that cannot be made
+        :class:`DatabaseUnavailable`."""
         try:
             async with self.connection() as connection:
                 if self._tenants.get(connection) != tenant:
@@ -242,8 +255,25 @@ class Database:
                 self.round_trips += 1
                 yield connection
         except self._psycopg.OperationalError as error:
-            message = f"the database is unavailable: {_first_line(error)}"
-            raise DatabaseUnavailable(message) from None
+            raise ConnectionLost(f"the database is unavailable: {_first_line(error)}") from None
+
+    async def rerun_if_lost(
+        self, tenant: str, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[_T]]
+    ) -> _T:
+        """``work`` on :meth:`statements`' connection for ``tenant``; once more, on another
+        connection, when the first was lost under it (a PostgreSQL restart or failover, a
+        backend ended, a proxy's timeout). Only for work that may run twice: reads, and writes
+        that a second run, after a first that committed unseen, leaves as they were and answers
+        as the first would have. A database that cannot be reached is not tried again (that
+        would double the wait for its 503)."""
+        try:
+            async with self.statements(tenant) as connection:
+                return await work(connection)
+        except ConnectionLost as lost:
+            _log.warning(f"connection lost under a statement ({lost}); once more")
+            self.rerun += 1
+        async with self.statements(tenant) as connection:
+            return await work(connection)
 
     async def name_tenant(self, connection: psycopg.AsyncConnection[Any], tenant: str) -> bool:
         """Queue naming ``tenant`` on ``connection`` (in its transaction) unless it names it

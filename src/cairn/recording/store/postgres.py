@@ -21,6 +21,12 @@ The tables are :mod:`cairn.recording.store.schema`'s. What a replica does with t
   handed to this process's subscribers after their commit only, so every event a client ever
   sees is in the log, and ``Last-Event-ID`` resumes on any replica without loss or duplicates.
 - **Reads** (loading, listing, replaying events) need no lease.
+- **A connection lost under a statement** (:class:`~cairn.database.connection.ConnectionLost`):
+  the reads, taking a lease and admitting a prompt run once more on another connection
+  (:meth:`~cairn.database.connection.Database.rerun_if_lost`), each written so that a second
+  run after a first that committed unseen answers as the first would have; creating a session
+  does not (its first run, committed unseen, would make the second read as an id taken), nor
+  do the writer's writes but as :mod:`~cairn.recording.store.commits` says.
 
 The sync methods of :class:`~cairn.recording.store.base.SessionStore` (``load``, ``exists``,
 ``list``, ``recorder``) serve worker threads (a rewind); on the event loop use the ``a``-methods.
@@ -167,7 +173,7 @@ class PostgresSessionStore:
     async def aload(self, session_id: str) -> LoadedSession:
         from cairn.recording.reader import SessionLoadError, loaded_from_records
 
-        async with self.database.statements(self.tenant) as connection:
+        async def read(connection: psycopg.AsyncConnection[Any]) -> builtins.list[Any]:
             cursor = await connection.execute(
                 "SELECT record FROM cairn_session_records WHERE tenant = %s AND project = %s "
                 "AND session_id = %s ORDER BY seq",
@@ -176,6 +182,9 @@ class PostgresSessionStore:
             rows = await cursor.fetchall()
             if not rows and not await self._row_exists(connection, session_id):
                 raise SessionLoadError(f'no session with id "{session_id}" in the database')
+            return rows
+
+        rows = await self.database.rerun_if_lost(self.tenant, read)
         records: list[dict[str, Any]] = []
         warnings: list[str] = []
         for number, (text,) in enumerate(rows, start=1):
@@ -197,8 +206,9 @@ class PostgresSessionStore:
         return await cursor.fetchone() is not None
 
     async def aexists(self, session_id: str) -> bool:
-        async with self.database.statements(self.tenant) as connection:
-            return await self._row_exists(connection, session_id)
+        return await self.database.rerun_if_lost(
+            self.tenant, lambda connection: self._row_exists(connection, session_id)
+        )
 
     async def alist(
         self, *, limit: int = 50, cwd: Path | None = None
@@ -209,14 +219,12 @@ class PostgresSessionStore:
         params: list[Any] = [self.tenant, self.project]
         if cwd is not None:
             params.append(str(cwd))
-        async with self.database.statements(self.tenant) as connection:
-            query = (
-                "SELECT session_id, created_at, updated_at, first_prompt, last_recap, "  # noqa: S608
-                f"message_count, title, cwd FROM cairn_sessions WHERE {where} "
-                "ORDER BY updated_at DESC LIMIT %s"
-            )
-            cursor = await connection.execute(query, (*params, limit))
-            rows = await cursor.fetchall()
+        query = (
+            "SELECT session_id, created_at, updated_at, first_prompt, last_recap, "  # noqa: S608
+            f"message_count, title, cwd FROM cairn_sessions WHERE {where} "
+            "ORDER BY updated_at DESC LIMIT %s"
+        )
+        rows = await self._rows(query, (*params, limit))
         return [
             SessionInfo(
                 session_id=row[0],
@@ -234,15 +242,13 @@ class PostgresSessionStore:
 
     async def alisting(self, *, limit: int = 50) -> builtins.list[dict[str, Any]]:
         """The sessions as the daemon lists them, newest first (closed ones too)."""
-        async with self.database.statements(self.tenant) as connection:
-            cursor = await connection.execute(
-                "SELECT session_id, created_at, updated_at, first_prompt, last_recap, "
-                "message_count, title, cwd, state, owner, lease_until > now(), running_prompt "
-                "FROM cairn_sessions WHERE tenant = %s AND project = %s "
-                "ORDER BY updated_at DESC LIMIT %s",
-                (self.tenant, self.project, limit),
-            )
-            rows = await cursor.fetchall()
+        rows = await self._rows(
+            "SELECT session_id, created_at, updated_at, first_prompt, last_recap, "
+            "message_count, title, cwd, state, owner, lease_until > now(), running_prompt "
+            "FROM cairn_sessions WHERE tenant = %s AND project = %s "
+            "ORDER BY updated_at DESC LIMIT %s",
+            (self.tenant, self.project, limit),
+        )
         keys = (
             "sessionId",
             "createdAt",
@@ -261,7 +267,7 @@ class PostgresSessionStore:
 
     async def summary(self, session_id: str) -> dict[str, Any] | None:
         """The session's row as the daemon's status and listing read it (None: unknown)."""
-        async with self.database.statements(self.tenant) as connection:
+        async def read(connection: psycopg.AsyncConnection[Any]) -> tuple[Any, Any]:
             session = await connection.execute(
                 "SELECT s.state, s.created_at, s.updated_at, s.event_seq, s.owner, "
                 "s.lease_until > now(), s.running_prompt, s.pending, s.commands, s.cwd, r.url, "
@@ -276,8 +282,9 @@ class PostgresSessionStore:
                 "AND state IN ('queued', 'running') ORDER BY position",
                 self._key(session_id),
             )
-            row = await session.fetchone()
-            prompts = await cursor.fetchall()
+            return await session.fetchone(), await cursor.fetchall()
+
+        row, prompts = await self.database.rerun_if_lost(self.tenant, read)
         if row is None:
             return None
         return {
@@ -314,12 +321,13 @@ class PostgresSessionStore:
         with the session's last event id and the earliest id still kept."""
         bound = " AND seq <= %s" if until is not None else ""
         params: tuple[Any, ...] = (*self._key(session_id), after)
-        async with self.database.statements(self.tenant) as connection:
-            query = (
-                "SELECT seq, type, envelope FROM cairn_session_events WHERE tenant = %s "  # noqa: S608
-                f"AND project = %s AND session_id = %s AND seq > %s{bound} "
-                "ORDER BY seq LIMIT %s"
-            )
+        query = (
+            "SELECT seq, type, envelope FROM cairn_session_events WHERE tenant = %s "  # noqa: S608
+            f"AND project = %s AND session_id = %s AND seq > %s{bound} "
+            "ORDER BY seq LIMIT %s"
+        )
+
+        async def read(connection: psycopg.AsyncConnection[Any]) -> tuple[Any, Any]:
             events = await connection.execute(
                 query, (*params, *((until,) if until is not None else ()), limit)
             )
@@ -330,33 +338,39 @@ class PostgresSessionStore:
                 "AND s.session_id = %s",
                 self._key(session_id),
             )
-            rows = await events.fetchall()
-            head = await cursor.fetchone()
+            return await events.fetchall(), await cursor.fetchone()
+
+        rows, head = await self.database.rerun_if_lost(self.tenant, read)
         last = int(head[0]) if head else 0
         earliest = int(head[1]) if head and head[1] is not None else last + 1
         return [StoredEvent(int(r[0]), r[1], r[2]) for r in rows], last, earliest
 
     async def prompt_by_key(self, session_id: str, key: str) -> StoredPrompt | None:
-        async with self.database.statements(self.tenant) as connection:
-            cursor = await connection.execute(
-                "SELECT prompt_id, state, body, client_id, queued_at, last_event_id, body_hash, "
-                "idempotency_key FROM cairn_session_prompts WHERE tenant = %s AND project = %s "
-                "AND session_id = %s AND idempotency_key = %s",
-                (*self._key(session_id), key),
-            )
-            row = await cursor.fetchone()
-        return stored_prompt(row) if row else None
+        rows = await self._rows(
+            "SELECT prompt_id, state, body, client_id, queued_at, last_event_id, body_hash, "
+            "idempotency_key FROM cairn_session_prompts WHERE tenant = %s AND project = %s "
+            "AND session_id = %s AND idempotency_key = %s",
+            (*self._key(session_id), key),
+        )
+        return stored_prompt(rows[0]) if rows else None
 
     async def queued_prompts(self, session_id: str) -> builtins.list[StoredPrompt]:
-        async with self.database.statements(self.tenant) as connection:
-            cursor = await connection.execute(
-                "SELECT prompt_id, state, body, client_id, queued_at, last_event_id, body_hash, "
-                "idempotency_key FROM cairn_session_prompts WHERE tenant = %s AND project = %s "
-                "AND session_id = %s AND state = 'queued' ORDER BY position",
-                self._key(session_id),
-            )
-            rows = await cursor.fetchall()
+        rows = await self._rows(
+            "SELECT prompt_id, state, body, client_id, queued_at, last_event_id, body_hash, "
+            "idempotency_key FROM cairn_session_prompts WHERE tenant = %s AND project = %s "
+            "AND session_id = %s AND state = 'queued' ORDER BY position",
+            self._key(session_id),
+        )
         return [stored_prompt(row) for row in rows]
+
+    async def _rows(self, query: str, values: Any) -> builtins.list[Any]:
+        """The rows of one read (once more on another connection when the first is lost)."""
+
+        async def read(connection: psycopg.AsyncConnection[Any]) -> builtins.list[Any]:
+            cursor = await connection.execute(query.encode(), values)
+            return await cursor.fetchall()
+
+        return await self.database.rerun_if_lost(self.tenant, read)
 
     # ----- leases -----
 
@@ -379,9 +393,14 @@ class PostgresSessionStore:
 
     async def acquire(self, session_id: str, *, owner: str) -> Lease | None:
         """Take the session's lease (free, expired, or ours already); None when there is no
-        such session; :class:`OwnedElsewhere` when another replica holds it."""
-        taken_at = time.monotonic()
-        async with self.database.statements(self.tenant) as connection:
+        such session; :class:`OwnedElsewhere` when another replica holds it.
+
+        Taken once more when the connection is lost under it: if the first try committed
+        unseen, the lease is ours already and the second takes it again (the next epoch; the
+        one skipped was never used), else the second is a first."""
+        taken_at = time.monotonic()  # the first try's: the lease may run from then
+
+        async def take(connection: psycopg.AsyncConnection[Any]) -> tuple[Any, Any]:
             cursor = await connection.execute(
                 "UPDATE cairn_sessions SET owner = %s, epoch = epoch + 1, "
                 "lease_until = now() + %s * interval '1 second' "
@@ -392,15 +411,19 @@ class PostgresSessionStore:
             )
             row = await cursor.fetchone()
             if row is not None:
-                return Lease(session_id, owner, int(row[0]), int(row[1]), int(row[2]), row[3],
-                             row[4], row[5], row[6], taken_at)  # fmt: skip
+                return row, None
             cursor = await connection.execute(
                 "SELECT s.owner, r.url, s.lease_until > now() FROM cairn_sessions s "
                 "LEFT JOIN cairn_replicas r ON r.replica_id = s.owner "
                 "WHERE s.tenant = %s AND s.project = %s AND s.session_id = %s",
                 self._key(session_id),
             )
-            held = await cursor.fetchone()
+            return None, await cursor.fetchone()
+
+        row, held = await self.database.rerun_if_lost(self.tenant, take)
+        if row is not None:
+            return Lease(session_id, owner, int(row[0]), int(row[1]), int(row[2]), row[3],
+                         row[4], row[5], row[6], taken_at)  # fmt: skip
         if held is None:
             return None
         raise OwnedElsewhere(held[0], held[1], bool(held[2]))
@@ -420,9 +443,13 @@ class PostgresSessionStore:
     ) -> StoredPrompt:
         """Record an admitted prompt (committed before the client hears of it); the prompt
         already admitted under ``key``, if any, instead. ``running``: the session is idle, so
-        the prompt is kept as the one running (its turn starts without another write)."""
+        the prompt is kept as the one running (its turn starts without another write).
+
+        Recorded once more when the connection is lost under it: if the first try committed
+        unseen, the second inserts nothing and finds the prompt by its ``prompt_id``."""
         key_ = self._key(session_id)
-        async with self.database.statements(self.tenant) as connection:
+
+        async def keep(connection: psycopg.AsyncConnection[Any]) -> Any:
             cursor = await connection.execute(
                 "WITH admitted AS (INSERT INTO cairn_session_prompts (tenant, project, "
                 "session_id, prompt_id, idempotency_key, body_hash, body, client_id, state, "
@@ -440,14 +467,18 @@ class PostgresSessionStore:
                  lease.epoch, *key_, lease.owner, lease.epoch),
             )  # fmt: skip
             row = await cursor.fetchone()
-            if row is None and key is not None:
+            if row is None:  # the key's earlier admission, or this one's first try
                 cursor = await connection.execute(
                     "SELECT prompt_id, state, body, client_id, queued_at, last_event_id, "
                     "body_hash, idempotency_key FROM cairn_session_prompts WHERE tenant = %s "
-                    "AND project = %s AND session_id = %s AND idempotency_key = %s",
-                    (*key_, key),
+                    "AND project = %s AND session_id = %s "
+                    "AND (prompt_id = %s OR idempotency_key = %s)",
+                    (*key_, prompt_id, key),
                 )
                 row = await cursor.fetchone()
+            return row
+
+        row = await self.database.rerun_if_lost(self.tenant, keep)
         if row is None:
             raise LeaseLost(f"the lease on session {session_id} was lost")
         return stored_prompt(row)
