@@ -215,7 +215,13 @@ def test_an_older_cairn_on_a_newer_database_runs_without_migrating(postgres_dsn:
         assert migrate(connection, [newer]) == ["sessions 2: a newer cairn's column"]
         assert migrate(connection, replica_schema()) == []
         [status] = schema_status(connection, replica_schema())
+        ensure_schema(connection)
+        connection.execute("INSERT INTO cairn_memory_schema VALUES (%s)", (SCHEMA_VERSION + 1,))
+        connection.commit()
+        ensure_schema(connection)  # the memory tables a newer cairn upgraded: left as they are
+        versions = connection.execute("SELECT version FROM cairn_memory_schema").fetchall()
     assert (status.current, status.expected, status.up_to_date) == (2, 1, True)
+    assert sorted(versions) == [(SCHEMA_VERSION,), (SCHEMA_VERSION + 1,)]
 
 
 def _add_column(connection: psycopg.Connection[Any]) -> None:
