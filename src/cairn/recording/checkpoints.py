@@ -41,10 +41,19 @@ from cairn.config.paths import project_dir
 from cairn.debug_log import get_logger
 from cairn.fsutil import atomic_write_json, atomic_write_text
 from cairn.recording.shadow_git import (
+    CHECKPOINTS_README,
     GIT_CONFIG,
     GIT_TIMEOUT_SECONDS,
+    MAKING_PREFIX,
     NEUTRAL_ATTRIBUTES,
+    clear_stale_locks,
+    ensure_neutral_attributes,
     git_unavailable_reason,
+    holds_objects,
+    literal_pattern,
+    nul_join,
+    remove_path,
+    repository_problem,
 )
 from cairn.values import Value
 
@@ -71,20 +80,6 @@ CHECKPOINT_REF = "refs/heads/checkpoints"  # every snapshot is a commit on this 
 # Memories are the user's, and their lock is in use: a rewind never touches either.
 CAIRN_EXCLUDES = ("/.cairn/memory/", "/.cairn/.memory.lock")
 GITLINK_MODE = "160000"
-# Lock files a git killed half-way may leave in the shadow repository (git writes each file as
-# <name>.lock and renames it into place).
-_GIT_LOCKS = (
-    "index.lock",
-    "HEAD.lock",
-    "config.lock",
-    "packed-refs.lock",
-    f"{CHECKPOINT_REF}.lock",
-)
-_MAKING = "git.new-"  # a shadow repository being made (or an unusable one being removed)
-_README = (
-    "cairn's checkpoints of one project (a shadow git repository; the project's own "
-    "repository is never touched). Deleting this folder deletes the checkpoints.\n"
-)
 _log = get_logger("CHECKPOINTS")
 
 ChangeStatus = Literal["added", "modified", "deleted"]
@@ -352,7 +347,7 @@ class ShadowRepository:
         if drop:
             self._git(
                 "rm", "--cached", "-q", "-r", "--ignore-unmatch", "--pathspec-from-file=-",
-                "--pathspec-file-nul", input=_nul_join(drop),
+                "--pathspec-file-nul", input=nul_join(drop),
             )  # fmt: skip
         self._git("add", "-A")
         tree = self._git("write-tree").decode().strip()
@@ -410,7 +405,7 @@ class ShadowRepository:
         return found
 
     def _write_excludes(self, base: Sequence[str], skipped: Sequence[str]) -> None:
-        text = "\n".join([*base, *(_literal_pattern(p) for p in skipped)]) + "\n"
+        text = "\n".join([*base, *(literal_pattern(p) for p in skipped)]) + "\n"
         target = self.git_dir / "info" / "exclude"
         with contextlib.suppress(OSError):
             if target.read_text(encoding="utf-8") == text:
@@ -468,7 +463,7 @@ class ShadowRepository:
         with tempfile.TemporaryDirectory(prefix="restore-", dir=self.store) as temp:
             env = {"GIT_INDEX_FILE": str(Path(temp) / "index")}
             self._git("read-tree", commit, env=env)
-            self._git("checkout-index", "-f", "-z", "--stdin", input=_nul_join(paths), env=env)
+            self._git("checkout-index", "-f", "-z", "--stdin", input=nul_join(paths), env=env)
 
     # ----- metadata -----
 
@@ -515,40 +510,40 @@ class ShadowRepository:
         whole or not at all, and what a git killed half-way (by :meth:`stop`, or with its
         process) leaves behind never breaks the operations after it."""
         try:
-            problem = _unusable(self.git_dir)
+            problem = repository_problem(self.git_dir)
             if problem is not None:
                 self._make_repository(problem)
-            self._clear_stale_locks()
-            self._ensure_attributes()
+            clear_stale_locks(self.git_dir)  # we hold the project's checkpoint lock
+            ensure_neutral_attributes(self.git_dir)
         except OSError as exc:
             raise CheckpointError(f"the checkpoint repository {self.git_dir}: {exc}") from None
 
     def _make_repository(self, problem: str) -> None:
         self.store.mkdir(parents=True, exist_ok=True)
-        for leftover in self.store.glob(f"{_MAKING}*"):  # of a process killed making one
-            _remove(leftover)
+        for leftover in self.store.glob(f"{MAKING_PREFIX}*"):  # of a process killed making one
+            remove_path(leftover)
         if os.path.lexists(self.git_dir):
-            if _holds_objects(self.git_dir):
+            if holds_objects(self.git_dir):
                 self._repair(problem)
                 return
             # No object, so no snapshot: what a `git init` killed after writing HEAD and
             # before objects/ leaves (or an empty folder). Made again.
             _log.warning(f"making the checkpoint repository {self.git_dir} again: {problem}")
-            discarded = Path(tempfile.mkdtemp(prefix=_MAKING, dir=self.store))
+            discarded = Path(tempfile.mkdtemp(prefix=MAKING_PREFIX, dir=self.store))
             os.rename(self.git_dir, discarded / "git")
-            _remove(discarded)
-        made = Path(tempfile.mkdtemp(prefix=_MAKING, dir=self.store))
+            remove_path(discarded)
+        made = Path(tempfile.mkdtemp(prefix=MAKING_PREFIX, dir=self.store))
         try:
             self._git("init", "-q", "--bare", str(made), bare_init=True)
             (made / "info").mkdir(exist_ok=True)
             (made / "info" / "attributes").write_text(NEUTRAL_ATTRIBUTES, encoding="utf-8")
             os.rename(made, self.git_dir)  # whole, or not there
         except BaseException:
-            _remove(made)
+            remove_path(made)
             raise
         readme = self.store / "README"
         if not readme.exists():
-            atomic_write_text(readme, _README, durable=False)
+            atomic_write_text(readme, CHECKPOINTS_README, durable=False)
 
     def _repair(self, problem: str) -> None:
         """A repository holding objects is never deleted: ``git init`` puts back what is
@@ -560,7 +555,7 @@ class ShadowRepository:
             if self._stopped:
                 raise
             failed = f"; {exc}"
-        still = _unusable(self.git_dir)
+        still = repository_problem(self.git_dir)
         if still is not None:
             raise CheckpointError(
                 f"the checkpoint repository {self.git_dir} is damaged ({still}{failed}); it was "
@@ -568,23 +563,6 @@ class ShadowRepository:
                 "away or deleted (deleting it deletes this project's checkpoints)"
             )
         _log.warning(f"repaired the checkpoint repository {self.git_dir}: {problem}")
-
-    def _clear_stale_locks(self) -> None:
-        # We hold the project's checkpoint lock: a lock file left now is from a git killed
-        # half-way (`add` leaves index.lock, `update-ref` the branch's lock and HEAD.lock).
-        for name in _GIT_LOCKS:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.git_dir / name)
-
-    def _ensure_attributes(self) -> None:
-        """The neutral attributes (a repository made before they were written with it, or
-        whose file was lost, gets them back: without them the project's .gitattributes could
-        change what a snapshot holds)."""
-        target = self.git_dir / "info" / "attributes"
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            if target.read_text(encoding="utf-8") == NEUTRAL_ATTRIBUTES:
-                return
-        atomic_write_text(target, NEUTRAL_ATTRIBUTES, durable=False)
 
     def _head(self) -> tuple[str | None, str | None]:
         """The newest snapshot's commit and tree (``None`` before the first one)."""
@@ -710,52 +688,6 @@ class ShadowRepository:
     def _inside(self, folder: Path) -> bool:
         real = Path(os.path.realpath(folder))
         return real == self.work_tree or self.work_tree in real.parents
-
-
-def _unusable(git_dir: Path) -> str | None:
-    """Why git would not take ``git_dir`` for a repository (its own check: a valid HEAD,
-    ``objects/`` and ``refs/``), or ``None``."""
-    if not git_dir.is_dir():
-        return "missing" if not os.path.lexists(git_dir) else "not a folder"
-    try:
-        head = (git_dir / "HEAD").read_bytes()[:256]
-    except FileNotFoundError:
-        return "no HEAD"
-    except OSError as exc:
-        return f"HEAD cannot be read: {exc.strerror}"
-    if not (head.startswith(b"ref: refs/") or _is_object_name(head.strip())):
-        return "HEAD is not a ref"
-    for folder in ("objects", "refs"):
-        if not (git_dir / folder).is_dir():
-            return f"no {folder}/"
-    return None
-
-
-def _is_object_name(text: bytes) -> bool:
-    return len(text) in (40, 64) and all(c in b"0123456789abcdef" for c in text)
-
-
-def _holds_objects(git_dir: Path) -> bool:
-    """Whether ``git_dir`` has any file under ``objects/`` (a snapshot may be in it)."""
-    return any(files for _folder, _dirs, files in os.walk(git_dir / "objects"))
-
-
-def _remove(path: Path) -> None:
-    if path.is_symlink() or not path.is_dir():
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-    else:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _nul_join(paths: Iterable[str]) -> bytes:
-    return b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
-
-
-def _literal_pattern(path: str) -> str:
-    """An exclude line matching exactly ``path`` from the work tree root."""
-    escaped = "".join("\\" + c if c in "\\*?[!# " else c for c in path)
-    return "/" + escaped
 
 
 def _mb(size: int) -> str:

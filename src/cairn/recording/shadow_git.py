@@ -1,19 +1,36 @@
 """The system git as checkpoints run it: whether this machine's git can keep them (its version,
-asked once per binary), and the configuration every command gets, so that nothing of the
-user's own git setup (hooks, filters, line-ending conversion, signing) changes a snapshot."""
+asked once per binary), the configuration every command gets, so that nothing of the user's own
+git setup (hooks, filters, line-ending conversion, signing) changes a snapshot, and the checks
+of the shadow repository's folder itself: whether git would take it for a repository, whether
+it holds objects, and what a git killed half-way left in it (its lock files, lost attributes)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from cairn.fsutil import atomic_write_text
 
 __all__ = [
+    "CHECKPOINTS_README",
     "GIT_CONFIG",
+    "GIT_LOCK_FILES",
     "GIT_TIMEOUT_SECONDS",
+    "MAKING_PREFIX",
     "MIN_GIT_VERSION",
     "NEUTRAL_ATTRIBUTES",
+    "clear_stale_locks",
+    "ensure_neutral_attributes",
     "git_unavailable_reason",
+    "holds_objects",
+    "literal_pattern",
+    "nul_join",
+    "remove_path",
+    "repository_problem",
 ]
 
 GIT_TIMEOUT_SECONDS = 60.0  # one git command; a hung git must not hang a turn forever
@@ -48,6 +65,22 @@ GIT_CONFIG = (
     "safe.directory=*",
     "user.name=cairn",
     "user.email=cairn@localhost",
+)
+
+
+# Lock files a git killed half-way may leave in the shadow repository (git writes each file as
+# <name>.lock and renames it into place).
+GIT_LOCK_FILES = (
+    "index.lock",
+    "HEAD.lock",
+    "config.lock",
+    "packed-refs.lock",
+    "refs/heads/checkpoints.lock",  # CHECKPOINT_REF's
+)
+MAKING_PREFIX = "git.new-"  # a shadow repository being made (or an unusable one being removed)
+CHECKPOINTS_README = (
+    "cairn's checkpoints of one project (a shadow git repository; the project's own "
+    "repository is never touched). Deleting this folder deletes the checkpoints.\n"
 )
 
 
@@ -94,3 +127,69 @@ def _parse_version(text: str) -> tuple[int, int] | None:
         return int(numbers[0]), int(numbers[1])
     except (ValueError, IndexError):
         return None
+
+
+def repository_problem(git_dir: Path) -> str | None:
+    """Why git would not take ``git_dir`` for a repository (its own check: a valid HEAD,
+    ``objects/`` and ``refs/``), or ``None``."""
+    if not git_dir.is_dir():
+        return "missing" if not os.path.lexists(git_dir) else "not a folder"
+    try:
+        head = (git_dir / "HEAD").read_bytes()[:256]
+    except FileNotFoundError:
+        return "no HEAD"
+    except OSError as exc:
+        return f"HEAD cannot be read: {exc.strerror}"
+    if not (head.startswith(b"ref: refs/") or _is_object_name(head.strip())):
+        return "HEAD is not a ref"
+    for folder in ("objects", "refs"):
+        if not (git_dir / folder).is_dir():
+            return f"no {folder}/"
+    return None
+
+
+def _is_object_name(text: bytes) -> bool:
+    return len(text) in (40, 64) and all(c in b"0123456789abcdef" for c in text)
+
+
+def holds_objects(git_dir: Path) -> bool:
+    """Whether ``git_dir`` has any file under ``objects/`` (a snapshot may be in it)."""
+    return any(files for _folder, _dirs, files in os.walk(git_dir / "objects"))
+
+
+def remove_path(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def nul_join(paths: Iterable[str]) -> bytes:
+    return b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+
+
+def literal_pattern(path: str) -> str:
+    """An exclude line matching exactly ``path`` from the work tree root."""
+    escaped = "".join("\\" + c if c in "\\*?[!# " else c for c in path)
+    return "/" + escaped
+
+
+def clear_stale_locks(git_dir: Path) -> None:
+    """Remove the lock files a git killed half-way left (``add`` leaves index.lock,
+    ``update-ref`` the branch's lock and HEAD.lock); call with the project's checkpoint lock
+    held, when no git of ours can be running."""
+    for name in GIT_LOCK_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(git_dir / name)
+
+
+def ensure_neutral_attributes(git_dir: Path) -> None:
+    """Put back the neutral attributes (a repository made before they were written with it, or
+    whose file was lost): without them the project's .gitattributes could change what a
+    snapshot holds."""
+    target = git_dir / "info" / "attributes"
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        if target.read_text(encoding="utf-8") == NEUTRAL_ATTRIBUTES:
+            return
+    atomic_write_text(target, NEUTRAL_ATTRIBUTES, durable=False)
