@@ -22,6 +22,11 @@ def demo_output(tmp_path_factory: pytest.TempPathFactory) -> str:
     cwd = tmp_path_factory.mktemp("somewhere")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CAIRN_HOME", str(home))
+        # the scripted model on 127.0.0.1 is reached direct whatever proxy the user has set
+        for variable in ("HTTP_PROXY", "http_proxy", "CAIRN_PROXY"):
+            patch.setenv(variable, "http://127.0.0.1:1")  # nothing listens there
+        for variable in ("NO_PROXY", "no_proxy"):
+            patch.delenv(variable, raising=False)
         patch.chdir(cwd)
         out = io.StringIO()
         console = Console(file=out, width=200, color_system=None)

@@ -55,6 +55,18 @@ def test_ci_installs_the_load_balancer_the_replica_tests_run() -> None:
     assert "has_haproxy || missing+=(haproxy)" in script
 
 
+def test_ci_installs_the_forward_proxy_and_openssl_the_model_proxy_tests_run() -> None:
+    """tests/e2e/test_model_proxy.py runs Debian's tinyproxy where cairn.testing.tinyproxy finds
+    it, and makes its test CA with openssl."""
+    script = (ROOT / ".ci" / "system-packages").read_text()
+    checked = re.search(r"^has_tinyproxy\(\) \{\n(.*?)\n\}", script, re.MULTILINE | re.DOTALL)
+
+    assert checked is not None
+    assert "/usr/sbin/tinyproxy" in checked.group(1)
+    assert "has_tinyproxy || missing+=(tinyproxy-bin)" in script
+    assert "command -v openssl >/dev/null 2>&1 || missing+=(openssl)" in script
+
+
 def test_the_readme_runs_the_demo_with_one_command() -> None:
     install = "python3 -m venv .venv && .venv/bin/pip install -q -e ."
     assert _demo_command() == f"{install} && . .venv/bin/activate && cairn demo"

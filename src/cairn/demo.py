@@ -89,12 +89,18 @@ def run_demo(
     return code
 
 
+DEMO_HOST = "127.0.0.1"  # where the scripted model listens
+_NO_PROXY = ("no_proxy", "NO_PROXY")
+
+
 @contextmanager
 def _demo_folder(keep: bool) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="cairn-demo-"))
-    saved = {k: os.environ.get(k) for k in ("CAIRN_HOME", "CAIRN_MEMORY_LOCAL")}
+    saved = {k: os.environ.get(k) for k in ("CAIRN_HOME", "CAIRN_MEMORY_LOCAL", *_NO_PROXY)}
     os.environ["CAIRN_HOME"] = str(folder / "cairn-home")
     os.environ.pop("CAIRN_MEMORY_LOCAL", None)
+    for name in _NO_PROXY:  # the scripted model is reached direct, whatever proxy is set
+        os.environ[name] = DEMO_HOST
     try:
         yield folder
     finally:

@@ -75,6 +75,7 @@ def root(
     version: Annotated[bool, _opt(_R["version"])] = False,
     sandbox: Annotated[bool, _opt(_R["sandbox"])] = False,
     trust: Annotated[bool, _opt(_R["trust"])] = False,
+    proxy: Annotated[str | None, _opt(_R["proxy"])] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -108,6 +109,7 @@ def serve(
     workspace: Annotated[Path | None, _opt(_S["workspace"])] = None,
     sandbox: Annotated[bool, _opt(_S["sandbox"])] = False,
     trust: Annotated[bool, _opt(_S["trust"])] = False,
+    proxy: Annotated[str | None, _opt(_S["proxy"])] = None,
     tenant_header: Annotated[str | None, _opt(_S["tenant_header"])] = None,
     allow_private_mcp: Annotated[bool, _opt(_S["allow_private_mcp"])] = False,
     workspace_root: Annotated[Path | None, _opt(_S["workspace_root"])] = None,

@@ -34,6 +34,7 @@ def run_root(options: RootOptions) -> int:
         return ExitCode.OK
     mode = "yolo" if options.yolo else options.approval_mode
     _safety_this_run(options.sandbox, options.trust)
+    _proxy_this_run(options.proxy)
     if options.acp:
         from cairn.acp import run_acp_agent
 
@@ -92,6 +93,7 @@ def run_serve(options: ServeOptions) -> int:
         print(f"cairn serve: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     _safety_this_run(options.sandbox, options.trust)
+    _proxy_this_run(options.proxy)
     from cairn.daemon import run_daemon
 
     startup_done()  # a long-running front end: the collector as usual (cairn._startup)
@@ -184,6 +186,13 @@ def _safety_this_run(sandbox: bool, trust: bool) -> None:
         from cairn.config.trust import trust_this_run
 
         trust_this_run()
+
+
+def _proxy_this_run(proxy: str | None) -> None:
+    """``--proxy``: ``CAIRN_PROXY`` for this run and the cairn processes it starts (a memory
+    worker), read by :mod:`cairn.llm.proxies` over the ``proxy`` setting."""
+    if proxy is not None:
+        os.environ["CAIRN_PROXY"] = proxy
 
 
 def _read_stdin() -> str | None:

@@ -68,6 +68,10 @@ class OptionSpec(Value):
 
 SANDBOX_HELP = "Run shell commands in the bubblewrap sandbox (as CAIRN_SANDBOX=1)."
 TRUST_HELP = "Use this folder's project hooks, MCP servers and permissions for this run."
+PROXY_HELP = (
+    "Reach the model endpoint through this HTTP proxy (http://[user:password@]host:port; as "
+    "CAIRN_PROXY, over the proxy setting and HTTPS_PROXY)."
+)
 
 
 def _options(*specs: OptionSpec) -> dict[str, OptionSpec]:
@@ -128,6 +132,7 @@ ROOT_OPTIONS = _options(
     OptionSpec("version", ("--version",), "Print the version and exit.", kind="flag"),
     OptionSpec("sandbox", ("--sandbox",), SANDBOX_HELP, kind="flag"),
     OptionSpec("trust", ("--trust",), TRUST_HELP, kind="flag"),
+    OptionSpec("proxy", ("--proxy",), PROXY_HELP),
 )
 
 SERVE_OPTIONS = _options(
@@ -159,6 +164,7 @@ SERVE_OPTIONS = _options(
     ),
     OptionSpec("sandbox", ("--sandbox",), SANDBOX_HELP, kind="flag"),
     OptionSpec("trust", ("--trust",), TRUST_HELP, kind="flag"),
+    OptionSpec("proxy", ("--proxy",), PROXY_HELP),
     OptionSpec(
         "tenant_header",
         ("--tenant-header",),
@@ -228,6 +234,7 @@ class RootOptions(Value):
     version: bool = False
     sandbox: bool = False
     trust: bool = False
+    proxy: str | None = None
     initial_prompt: str | None = None  # `cairn "fix the bug"`: the UI's first prompt
 
 
@@ -243,6 +250,7 @@ class ServeOptions(Value):
     workspace: Path | None = None
     sandbox: bool = False
     trust: bool = False
+    proxy: str | None = None
     tenant_header: str | None = None
     allow_private_mcp: bool = False
     workspace_root: Path | None = None

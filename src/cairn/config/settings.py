@@ -510,6 +510,12 @@ class Settings(Section):
     env: dict[str, str] = Field(
         default_factory=dict, description="Fallback environment variables (lowest priority)."
     )
+    proxy: str | None = Field(
+        None,
+        description="HTTP proxy for the model endpoint (`http://[user:password@]host:port`), "
+        "over HTTPS_PROXY/HTTP_PROXY/ALL_PROXY and under `--proxy`; NO_PROXY still applies. "
+        "A project's needs the folder trusted.",
+    )
     telemetry: TelemetrySettings = section(TelemetrySettings, "Telemetry.")
     mcp_servers: dict[str, McpServerSettings] = Field(
         default_factory=dict, alias="mcpServers", description="MCP servers, by name."

@@ -332,6 +332,7 @@ _KINDS: Mapping[str, CommandKind] = {
     "model.available": "endpoint",
     "memory": "endpoint",
     "env": "endpoint",
+    "proxy": "endpoint",  # the model's requests, with the user's key, through the project's host
     "telemetry.outfile": "file",
 }
 

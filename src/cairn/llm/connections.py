@@ -16,10 +16,15 @@ h11 (the same HTTP/1.1 state machine httpcore drives) for the protocol:
 - the ``trace`` extension's events under httpcore's names (``http11.send_request_body.complete``
   tells Recall the request is out);
 - TLS with the context it is given; a connection a response was not read to its end, or whose
-  request failed or was cancelled, is closed, never reused.
+  request failed or was cancelled, is closed, never reused;
+- an HTTP proxy where :class:`~cairn.llm.proxies.ProxyRoutes` names one for the origin: a
+  ``CONNECT`` tunnel, then TLS with the origin, for ``https://``; requests in absolute form to
+  the proxy for ``http://``. A proxy that cannot be reached, or refuses (``407``, ``403``,
+  ``502``...), raises an error naming it (:class:`~cairn.llm.errors.ProxyError`).
 
-HTTP/2, proxies and Unix sockets are not spoken here (the providers use none of them); web_fetch
-keeps httpx's transport with its checked network backend (:mod:`cairn.tools.web_address`).
+HTTP/2 and Unix sockets are not spoken here (the providers use neither); web_fetch keeps
+httpx's transport with its checked network backend (:mod:`cairn.tools.web_address`), which
+refuses proxies: its address checks must see the address it connects to.
 """
 
 from __future__ import annotations
@@ -27,14 +32,19 @@ from __future__ import annotations
 import asyncio
 import collections
 import select
+import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h11
 
 from cairn.llm._httpx import httpx
+from cairn.llm.errors import ProxyError, UnreachableError
+
+if TYPE_CHECKING:
+    from cairn.llm.proxies import Proxy, ProxyRoutes
 
 __all__ = ["KEEPALIVE_EXPIRY", "ConnectionPool", "untrusting_context"]
 
@@ -57,10 +67,17 @@ def untrusting_context() -> ssl.SSLContext:
 class _Connection:
     """One HTTP/1.1 connection: the streams and the h11 state of its current exchange."""
 
-    def __init__(self, origin: _Origin, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(
+        self,
+        origin: _Origin,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        forward: Proxy | None = None,
+    ):
         self.origin = origin
         self.reader = reader
         self.writer = writer
+        self.forward = forward  # the proxy its requests go to in absolute form (http://)
         self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_SIZE)
         self.idle_since = 0.0
 
@@ -83,7 +100,12 @@ class _Connection:
     ) -> h11.Response:
         """Write ``request`` (its head, then its body); read the response's head."""
         url = request.url
-        head = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
+        target, headers = url.raw_path, request.headers.raw
+        if self.forward is not None:  # the proxy forwards it: the whole URL, its credentials
+            target = str(url.copy_with(fragment=None)).encode("ascii")
+            if self.forward.authorization is not None:
+                headers = [*headers, (b"Proxy-Authorization", self.forward.authorization)]
+        head = h11.Request(method=request.method, target=target, headers=headers)
         await _traced(trace, "http11.send_request_headers", {"request": request})
         parts = [self.h11.send(head)]
         await _traced(trace, "http11.send_request_headers.complete", {})
@@ -156,6 +178,121 @@ class _Connection:
                 raise httpx.RemoteProtocolError(str(exc)) from exc
 
 
+async def _through(
+    proxy: Proxy, origin: _Origin, tls: ssl.SSLContext | None, timeout: float | None
+) -> _Connection:
+    """A connection to ``origin`` through ``proxy``: to the proxy itself for ``http://`` (its
+    requests then go in absolute form), a ``CONNECT`` tunnel and TLS for ``https://``."""
+    _, host, port = origin
+    try:
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(
+                proxy.host, proxy.port, happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY, limit=READ_SIZE
+            )
+    except TimeoutError:
+        raise httpx.ConnectTimeout(f"timed out connecting to {proxy.named()}") from None
+    except OSError as exc:
+        raise UnreachableError(
+            f"cannot connect to {proxy.named()}: {_refused_why(exc)}. Check the proxy URL."
+        ) from exc
+    if tls is None:
+        return _Connection(origin, reader, writer, forward=proxy)
+    authority = _authority(host, port)
+    try:
+        async with asyncio.timeout(timeout):
+            await _tunnel(reader, writer, proxy, authority)
+            await writer.start_tls(tls, server_hostname=host)
+    except TimeoutError:
+        writer.close()
+        raise httpx.ConnectTimeout(
+            f"timed out opening a tunnel to {authority} through {proxy.named()}"
+        ) from None
+    except OSError as exc:  # the origin's certificate, or the proxy hung up
+        writer.close()
+        raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+    except BaseException:
+        writer.close()
+        raise
+    return _Connection(origin, reader, writer)
+
+
+async def _tunnel(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, proxy: Proxy, authority: str
+) -> None:
+    """Ask ``proxy`` for a tunnel to ``authority`` (``CONNECT host:port``); return once it is
+    open, raise :class:`~cairn.llm.errors.ProxyError` when the proxy refuses."""
+    connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_SIZE)
+    headers = [(b"Host", authority.encode())]
+    if proxy.authorization is not None:
+        headers.append((b"Proxy-Authorization", proxy.authorization))
+    request = h11.Request(method=b"CONNECT", target=authority.encode(), headers=headers)
+    writer.write(connection.send(request) + connection.send(h11.EndOfMessage()))
+    await writer.drain()
+    try:
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                data = await reader.read(READ_SIZE)
+                if not data:
+                    raise ProxyError(
+                        f"{proxy.named()} closed the connection instead of opening a tunnel "
+                        f"to {authority}",
+                        retryable=True,
+                    )
+                connection.receive_data(data)
+            elif isinstance(event, h11.Response):
+                break
+            elif not isinstance(event, h11.InformationalResponse):
+                raise h11.RemoteProtocolError(f"unexpected {type(event).__name__}")
+    except h11.RemoteProtocolError as exc:
+        raise ProxyError(
+            f"{proxy.named()} did not answer CONNECT as an HTTP proxy does ({exc})"
+        ) from None
+    if not 200 <= event.status_code < 300:
+        raise _refusal(proxy, event.status_code, event.reason, authority)
+
+
+def _refusal(proxy: Proxy, status: int, reason: bytes, authority: str) -> ProxyError:
+    """The proxy's refusal to carry a request to ``authority``, in words a user can act on."""
+    said = f"HTTP {status} {reason.decode('latin-1').strip()}".strip()
+    if status in (401, 407):  # tinyproxy answers a CONNECT with bad credentials 401
+        fix = (
+            "it did not accept the user and password in the proxy URL"
+            if proxy.authorization is not None
+            else "it wants a user and password (http://user:password@host:port)"
+        )
+        return ProxyError(f"{proxy.named()} refused the request ({said}): {fix}", status=status)
+    if status == 403:
+        return ProxyError(
+            f"{proxy.named()} refused to connect to {authority} ({said}): its rules do not "
+            "allow this endpoint",
+            status=status,
+        )
+    return ProxyError(
+        f"{proxy.named()} could not connect to {authority} ({said})",
+        status=status,
+        retryable=status >= 500,
+    )
+
+
+def _named(exc: httpx.TransportError, proxy: Proxy) -> httpx.TransportError:
+    """``exc``, naming the proxy a request in absolute form went through (one that refuses a
+    request may hang up before reading its body: the reset is all the client sees)."""
+    return type(exc)(f"through {proxy.named()}: {exc}")
+
+
+def _authority(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _refused_why(exc: OSError) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused (nothing listens there)"
+    if isinstance(exc, socket.gaierror):
+        return "the host name does not resolve"
+    return str(exc) or type(exc).__name__
+
+
 def _readable(fd: int) -> bool:
     if hasattr(select, "poll"):
         poller = select.poll()
@@ -187,6 +324,11 @@ class _ResponseBody(httpx.AsyncByteStream):
         try:
             async for chunk in connection.body(self._read_timeout):
                 yield chunk
+        except httpx.TransportError as exc:
+            self._end(reuse=False)
+            if connection.forward is None:
+                raise
+            raise _named(exc, connection.forward) from exc
         except BaseException:
             self._end(reuse=False)
             raise
@@ -206,7 +348,7 @@ class ConnectionPool(httpx.AsyncBaseTransport):
 
     ``tls`` is the context for ``https://`` origins; without one, a TLS connection verifies
     against no CA at all (every certificate is refused), as for an ``http://`` endpoint's
-    client, which should never need one.
+    client, which should never need one. ``proxies`` names the proxy (or none) for each origin.
     """
 
     def __init__(
@@ -215,11 +357,13 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         max_connections: int,
         max_keepalive: int,
         tls: ssl.SSLContext | None = None,
+        proxies: ProxyRoutes | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._max_connections = max_connections
         self._max_keepalive = max_keepalive
         self._tls = tls
+        self._proxies = proxies
         self._clock = clock
         self._idle: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
         self._open = 0  # connections open, idle or in use, and being opened
@@ -239,9 +383,17 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         connection = await self._acquire(origin, timeouts)
         try:
             head = await connection.send(request, timeouts, trace)
+        except httpx.TransportError as exc:
+            self._release(connection, reuse=False)
+            if connection.forward is None:
+                raise
+            raise _named(exc, connection.forward) from exc
         except BaseException:
             self._release(connection, reuse=False)
             raise
+        if connection.forward is not None and head.status_code == 407:
+            self._release(connection, reuse=False)
+            raise _refusal(connection.forward, 407, head.reason, _authority(request.url.host, port))
         return httpx.Response(
             head.status_code,
             headers=head.headers.raw_items(),
@@ -304,6 +456,10 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         tls = None
         if scheme == b"https":
             tls = self._tls if self._tls is not None else untrusting_context()
+        if self._proxies is not None:
+            proxy = self._proxies.for_origin(scheme.decode(), host, port)
+            if proxy is not None:
+                return await _through(proxy, origin, tls, timeout)
         try:
             async with asyncio.timeout(timeout):
                 reader, writer = await asyncio.open_connection(

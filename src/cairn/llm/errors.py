@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["ContextOverflowError", "InvalidStreamError", "ProviderError", "UnreachableError"]
+__all__ = [
+    "ContextOverflowError",
+    "InvalidStreamError",
+    "ProviderError",
+    "ProxyError",
+    "UnreachableError",
+]
 
 
 class ProviderError(Exception):
@@ -39,6 +45,12 @@ class UnreachableError(ProviderError):
 
     def __init__(self, message: str):
         super().__init__(message, retryable=True)
+
+
+class ProxyError(ProviderError):
+    """The HTTP proxy in front of the endpoint is misconfigured, or refused to carry a request
+    (:mod:`cairn.llm.proxies`). ``status`` is the proxy's own HTTP status when it answered one;
+    the message names the proxy, never its credentials."""
 
 
 class ContextOverflowError(ProviderError):

@@ -6,6 +6,7 @@ from typing import Any
 
 from cairn.config.endpoint import Endpoint
 from cairn.config.settings import Settings
+from cairn.llm.proxies import proxy_routes
 from cairn.llm.types import Provider
 
 __all__ = ["create_provider"]
@@ -33,6 +34,7 @@ def create_provider(endpoint: Endpoint, settings: Settings, *, pools: int = 1) -
         "supports_images": settings.model.supports_images,
         "prompt_caching": settings.model.prompt_caching,
         "output_limits": generation.max_output_tokens.by_kind(),
+        "proxies": proxy_routes(settings.proxy, settings.env),
     }
     if endpoint.wire == "anthropic":
         from cairn.llm.anthropic import AnthropicProvider

@@ -20,7 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cairn.debug_log import get_logger
 from cairn.llm._httpx import httpx
@@ -42,6 +42,9 @@ from cairn.llm.transport import (
 )
 from cairn.llm.types import Finished, ListedModel, ModelRequest, StreamEvent
 from cairn.values import replace
+
+if TYPE_CHECKING:
+    from cairn.llm.proxies import ProxyRoutes
 
 __all__ = [
     "DEFAULT_REQUEST_DEADLINE",
@@ -86,7 +89,8 @@ class HttpProvider(UsageReports, ABC):
     ``model.structuredOutput``: how a side query asks
     for JSON (:mod:`cairn.llm.structured`); ``supports_images`` false sends each image as a
     one-line note; ``prompt_caching`` is ``model.promptCaching``; ``output_limits`` is
-    ``model.generationConfig.maxOutputTokens`` (output bounds by request kind). ``sleep`` and
+    ``model.generationConfig.maxOutputTokens`` (output bounds by request kind); ``proxies`` the
+    HTTP proxy in front of the endpoint (:func:`cairn.llm.proxies.proxy_routes`). ``sleep`` and
     ``clock`` (monotonic) are injectable for tests.
     """
 
@@ -113,6 +117,7 @@ class HttpProvider(UsageReports, ABC):
         supports_images: bool = True,
         prompt_caching: str = "auto",
         output_limits: Mapping[str, int] | None = None,
+        proxies: ProxyRoutes | None = None,
     ) -> None:
         self.model = model
         self.fast_model = fast_model or None
@@ -138,6 +143,7 @@ class HttpProvider(UsageReports, ABC):
             timeout=httpx.Timeout(timeout, connect=min(timeout, MAX_CONNECT_TIMEOUT)),
             pools=pools,
             client=client,
+            proxies=proxies,
         )
 
     # ----- what a wire format says -----

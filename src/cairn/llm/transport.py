@@ -15,7 +15,7 @@ import ssl
 import threading
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.llm._httpx import httpx
 from cairn.llm.connections import ConnectionPool
@@ -27,6 +27,9 @@ from cairn.llm.errors import (
     UnreachableError,
 )
 from cairn.llm.retry import is_retryable_status
+
+if TYPE_CHECKING:
+    from cairn.llm.proxies import ProxyRoutes
 
 __all__ = [
     "DONE_DRAIN_TIMEOUT",
@@ -65,7 +68,11 @@ class ClientPools:
     context (building one costs start-up time; should TLS ever be attempted, every certificate is
     refused). For ``https://`` the verifying context is built in a worker thread as soon as the
     provider exists (OpenSSL releases the GIL while it parses the CA bundle), and the first
-    request waits for it only if it is not ready yet.
+    request waits for it only if it is not ready yet. The context trusts what ``SSL_CERT_FILE``
+    or ``SSL_CERT_DIR`` name when set (httpx's ``trust_env``), else certifi's bundle.
+
+    ``proxies`` is the HTTP proxy in front of the endpoint (:mod:`cairn.llm.proxies`), None
+    when none is set.
     """
 
     def __init__(
@@ -75,9 +82,11 @@ class ClientPools:
         timeout: httpx.Timeout,
         pools: int,
         client: httpx.AsyncClient | None,
+        proxies: ProxyRoutes | None = None,
     ) -> None:
         self._base_url = base_url
         self._timeout = timeout
+        self._proxies = proxies
         self.owned = client is None
         count = 1 if client is not None else max(1, pools)
         self._clients: list[httpx.AsyncClient | None] = [client, *([None] * (count - 1))]
@@ -100,6 +109,7 @@ class ClientPools:
                     max_connections=MAX_CONNECTIONS,
                     max_keepalive=MAX_KEEPALIVE_CONNECTIONS,
                     tls=tls,
+                    proxies=self._proxies,
                 )
                 client = httpx.AsyncClient(timeout=self._timeout, transport=pool, trust_env=False)
                 self._clients[index] = client
@@ -115,9 +125,10 @@ class ClientPools:
 
 def tls_context(base_url: str) -> concurrent.futures.Future[ssl.SSLContext | None]:
     """The TLS context for connections to ``base_url`` (see :class:`ClientPools`): none for
-    ``http://``."""
+    ``http://``. ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` replace the CA bundle, as in httpx (a
+    TLS-intercepting proxy's CA goes there)."""
     if base_url.lower().startswith("https:"):
-        return _in_thread(lambda: httpx.create_ssl_context(trust_env=False))
+        return _in_thread(lambda: httpx.create_ssl_context(trust_env=True))
     future: concurrent.futures.Future[ssl.SSLContext | None] = concurrent.futures.Future()
     future.set_result(None)
     return future
@@ -214,6 +225,11 @@ def _connect_failure(exc: BaseException) -> str:
     """Why a connection failed, in words: refused, a name that does not resolve, or the OS's."""
     cause: BaseException | None = exc
     while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return (
+                f"its certificate is not trusted ({cause.verify_message or cause}; behind a "
+                "TLS-intercepting proxy, name its CA in SSL_CERT_FILE or SSL_CERT_DIR)"
+            )
         if isinstance(cause, socket.gaierror):
             return "the host name does not resolve"
         if isinstance(cause, ConnectionRefusedError):

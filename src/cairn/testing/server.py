@@ -18,6 +18,7 @@ import dataclasses
 import itertools
 import json
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -91,7 +92,8 @@ class ScriptedServer(Service):
     ``context_window`` makes it a local server serving that many tokens of context, as
     ``flavour`` (``llama.cpp``, ``vllm`` or ``ollama``) says and enforces it
     (:mod:`cairn.testing.local_server`): a prompt that does not fit is refused with that server's
-    400, and an ``endless`` reply stops when the window is full.
+    400, and an ``endless`` reply stops when the window is full. ``tls`` (a server context with
+    its certificate) makes it serve HTTPS: :attr:`base_url` is then ``https://``.
     """
 
     def __init__(
@@ -106,7 +108,9 @@ class ScriptedServer(Service):
         prompt_cache: CacheMode | None = None,
         context_window: int | None = None,
         flavour: Flavour = "llama.cpp",
+        tls: ssl.SSLContext | None = None,
     ) -> None:
+        self.tls = tls
         self.handler: Handler | None = handler
         self.unsupported = set(unsupported)  # request fields answered with 400
         # response_format types taken (None: any); another type is answered with 400
@@ -192,7 +196,7 @@ class ScriptedServer(Service):
         It serves the Anthropic wire too (``POST /v1/messages``): cairn's Anthropic provider
         takes the same URL as ``ANTHROPIC_BASE_URL``, with or without the ``/v1``.
         """
-        return f"http://{HOST}:{self.port}/v1"
+        return f"{'http' if self.tls is None else 'https'}://{HOST}:{self.port}/v1"
 
     # -- script ------------------------------------------------------------------------------
 
@@ -232,10 +236,8 @@ class ScriptedServer(Service):
     def wait_for_requests(
         self, n: int, *, purpose: str | None = None, timeout: float = DEFAULT_WAIT_TIMEOUT
     ) -> list[RecordedRequest]:
-        """Block until at least ``n`` chat requests (of ``purpose``, if given) have arrived.
-
-        Returns all of them; raises :class:`TimeoutError` saying how many came.
-        """
+        """Block until at least ``n`` chat requests (of ``purpose``, if given) have arrived:
+        returns all of them, or raises :class:`TimeoutError` saying how many came."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while (arrived := self._arrived(n, purpose, deadline, timeout)) is None:
@@ -316,6 +318,7 @@ class ScriptedServer(Service):
                     self._requested_port,
                     limit=MAX_HEAD_BYTES,
                     backlog=LISTEN_BACKLOG,
+                    ssl=self.tls,
                 )
             )
         except OSError as exc:

@@ -6,6 +6,7 @@ import json
 import socket
 import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -277,11 +278,28 @@ def test_an_http_endpoint_gets_no_tls_context_and_its_pool_trusts_nothing() -> N
 
 def test_an_https_endpoint_gets_the_verifying_context_httpx_would_build() -> None:
     context = tls_context("https://api.example.com/v1").result(timeout=30)
-    expected = httpx.create_ssl_context(trust_env=False)
+    expected = httpx.create_ssl_context(trust_env=True)
 
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.check_hostname
     assert context.cert_store_stats() == expected.cert_store_stats()
+
+
+def test_ssl_cert_file_replaces_the_ca_bundle(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A TLS-intercepting proxy's CA is trusted through SSL_CERT_FILE, as httpx reads it."""
+    import certifi
+
+    bundle = Path(certifi.where()).read_text()
+    first = bundle[: bundle.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
+    one_ca = tmp_path / "corporate-ca.pem"
+    one_ca.write_text(first[first.index("-----BEGIN CERTIFICATE-----") :] + "\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(one_ca))
+
+    context = tls_context("https://api.example.com/v1").result(timeout=30)
+
+    assert context.cert_store_stats()["x509_ca"] == 1
 
 
 async def test_warm_up_asks_for_the_model_list(
