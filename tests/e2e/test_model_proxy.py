@@ -350,3 +350,19 @@ def test_a_trusted_projects_proxy_setting_is_used(
 
     assert done.returncode == 0, done.stderr
     assert f"POST http://127.0.0.1:{scripted_server.port}{CHAT}" in proxy.requests()
+
+
+def test_a_password_in_the_proxy_flag_is_warned_about(
+    run_cairn: RunCairn, scripted_server: ScriptedServer, cairn_env: dict[str, str]
+) -> None:
+    """The command line is in every local user's process list (as --token and --database)."""
+    scripted_server.enqueue(reply("Warned."))
+    with TinyProxy(user="alice", password="s3cret") as proxy:
+        flag = proxy.url_with_credentials()
+
+        done = run_cairn("-p", "hi", "--proxy", flag, env=_through(cairn_env))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Warned.\n"
+    assert "--proxy shows the proxy's password to every user" in done.stderr
+    assert "s3cret" not in done.stderr

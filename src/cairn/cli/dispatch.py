@@ -188,11 +188,22 @@ def _safety_this_run(sandbox: bool, trust: bool) -> None:
         trust_this_run()
 
 
+PROXY_BY_VALUE_WARNING = (
+    "cairn: warning: --proxy shows the proxy's password to every user of this machine (ps, "
+    "/proc/<pid>/cmdline); set CAIRN_PROXY or HTTPS_PROXY instead."
+)
+
+
 def _proxy_this_run(proxy: str | None) -> None:
     """``--proxy``: ``CAIRN_PROXY`` for this run and the cairn processes it starts (a memory
-    worker), read by :mod:`cairn.llm.proxies` over the ``proxy`` setting."""
-    if proxy is not None:
-        os.environ["CAIRN_PROXY"] = proxy
+    worker), read by :mod:`cairn.llm.proxies` over the ``proxy`` setting. A password in it is
+    warned about, as ``--database``'s is."""
+    if proxy is None:
+        return
+    os.environ["CAIRN_PROXY"] = proxy
+    address = proxy.partition("://")[2] if "://" in proxy else proxy
+    if ":" in address.rpartition("@")[0]:  # user:password@
+        print(PROXY_BY_VALUE_WARNING, file=sys.stderr)
 
 
 def _read_stdin() -> str | None:
