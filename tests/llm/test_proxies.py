@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cairn.content import Content
 from cairn.llm.errors import ProxyError
+from cairn.llm.openai import OpenAIProvider
 from cairn.llm.proxies import (
     Proxy,
     ProxyRoutes,
@@ -20,6 +22,9 @@ from cairn.llm.proxies import (
     parse_proxy,
     proxy_routes,
 )
+from cairn.llm.types import ModelRequest
+from cairn.testing import ScriptedServer, reply
+from cairn.testing.tinyproxy import TinyProxy, find_tinyproxy
 
 
 @pytest.mark.parametrize(
@@ -163,3 +168,47 @@ def test_the_settings_env_is_a_fallback_the_environment_overrides(
     assert routes is not None
     proxy = routes.for_origin("https", "api.example.com", 443)
     assert proxy is not None and proxy.host == "from-process"
+
+
+# ----- a provider through a real proxy: every pool, the model list -----------------------------
+
+needs_tinyproxy = pytest.mark.skipif(
+    find_tinyproxy() is None, reason="tinyproxy is not installed (.ci/system-packages)"
+)
+
+
+@needs_tinyproxy
+async def test_every_pool_of_a_provider_and_its_model_list_go_through_the_proxy(
+    scripted_server: ScriptedServer,
+) -> None:
+    """A daemon's provider spreads sessions over several pools: each pool, the model list and
+    the context-window question take the same proxy."""
+    scripted_server.default = reply("ok")
+    with TinyProxy() as proxy:
+        provider = OpenAIProvider(
+            base_url=scripted_server.base_url,
+            api_key="secret-key",
+            model="scripted-model",
+            pools=4,
+            proxies=ProxyRoutes(None, {"HTTP_PROXY": proxy.url}),
+        )
+        try:
+            sessions = [f"session-{n}" for n in range(8)]
+            for session in sessions:
+                request = ModelRequest(
+                    model="scripted-model", contents=[Content.user("hi")], session_id=session
+                )
+                [event async for event in provider.stream(request)]
+            listed = await provider.list_models()
+            await provider.learn_context_window("scripted-model")
+        finally:
+            await provider.aclose()
+
+        carried = proxy.requests()
+    base = scripted_server.base_url
+    assert carried.count(f"POST {base}/chat/completions") == len(sessions)
+    assert carried.count(f"GET {base}/models") == 2  # the list, then the window's question
+    assert [model.id for model in listed] == ["scripted-model"]
+    received = [*scripted_server.requests, *scripted_server.other_requests]
+    assert len(received) == len(carried)  # nothing went direct
+    assert all("tinyproxy" in r.headers.get("via", "") for r in received)
