@@ -170,6 +170,12 @@ def test_the_settings_env_is_a_fallback_the_environment_overrides(
     assert proxy is not None and proxy.host == "from-process"
 
 
+@pytest.mark.usefixtures("no_proxy_variables")
+def test_the_flags_variable_in_a_settings_env_is_not_the_flag() -> None:
+    """``CAIRN_PROXY`` is what ``--proxy`` sets; settings say ``proxy`` (or ``HTTPS_PROXY``)."""
+    assert proxy_routes(None, {"CAIRN_PROXY": "http://from-settings:1"}) is None
+
+
 # ----- a provider through a real proxy: every pool, the model list -----------------------------
 
 needs_tinyproxy = pytest.mark.skipif(

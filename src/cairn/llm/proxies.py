@@ -223,7 +223,10 @@ def proxy_routes(
     """The routes for a provider, or None when no proxy is set anywhere (the common case,
     which costs a few lookups). ``fallback`` is the settings' ``env``: the process environment
     wins over it, as for the endpoint's own variables."""
-    variables: Mapping[str, str] = {**fallback, **os.environ} if fallback else os.environ
+    variables: Mapping[str, str] = os.environ
+    if fallback:  # the flag's variable is the command line's: a settings file cannot set it
+        kept = {k: v for k, v in fallback.items() if k != FLAG_VARIABLE}
+        variables = {**kept, **os.environ}
     if (setting and setting.strip()) or any(variables.get(n) for n in _EVERY_VARIABLE):
         return ProxyRoutes(setting, variables)
     return None
