@@ -30,6 +30,7 @@ from cairn.sdk import (
 )
 from cairn.testing import Reply, ScriptedServer, reply, tool_call
 from cairn.testing.fixtures import isolated_env
+from cairn.testing.tinyproxy import TinyProxy, find_tinyproxy
 
 from ..entry_point import run_main
 from ..polling import DEADLINE_SECONDS, eventually_async
@@ -192,6 +193,29 @@ async def test_a_session_runs_end_to_end_through_the_sdk(
     assert [s["sessionId"] for s in listed] == [session.session_id]
     [request] = scripted_server.requests_for("main")
     assert request.session_id == session.session_id
+    assert served.stop() == 0
+
+
+@pytest.mark.skipif(find_tinyproxy() is None, reason="tinyproxy is not installed")
+async def test_cairn_serve_with_the_proxy_flag_reaches_the_model_through_it(
+    serve: object, scripted_server: ScriptedServer, cairn_env: dict[str, str]
+) -> None:
+    """The daemon spreads its sessions over several connection pools: each takes the proxy
+    (tests/e2e/test_model_proxy.py has the rest of the proxy's behaviour)."""
+    env = {k: v for k, v in cairn_env.items() if k.lower() != "no_proxy"}
+    with TinyProxy() as proxy:
+        served = serve("--proxy", proxy.url, env=env)  # type: ignore[operator]
+        async with DaemonClient(served.url) as client:
+            for _ in range(3):
+                session = await DaemonSessionClient.create(client)
+                await session.prompt("hi")
+                await until(session, "turn_complete")
+        carried = proxy.requests()
+
+    chats = scripted_server.requests_for("main")
+    assert len(chats) == 3
+    assert all("tinyproxy" in request.headers.get("via", "") for request in chats)
+    assert carried.count(f"POST {scripted_server.base_url}/chat/completions") >= 3
     assert served.stop() == 0
 
 

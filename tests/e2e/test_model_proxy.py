@@ -20,7 +20,7 @@ import pytest
 from cairn.testing import ScriptedServer, reply
 from cairn.testing.tinyproxy import TinyProxy, find_tinyproxy
 
-from .conftest import RunCairn, trust_in_user_settings, write_settings
+from .conftest import RunCairn, trust_in_user_settings, wait_for_extract_workers, write_settings
 
 pytestmark = pytest.mark.skipif(
     find_tinyproxy() is None, reason="tinyproxy is not installed (.ci/system-packages)"
@@ -366,3 +366,27 @@ def test_a_password_in_the_proxy_flag_is_warned_about(
     assert done.stdout == "Warned.\n"
     assert "--proxy shows the proxy's password to every user" in done.stderr
     assert "s3cret" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_memory_worker_of_a_run_with_the_proxy_flag_uses_the_proxy_too(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    project: Path,
+    proxy: TinyProxy,
+) -> None:
+    """``cairn -p`` hands its Extract to a detached worker process, which inherits the flag's
+    ``CAIRN_PROXY``: its model requests go the way the turn's did."""
+    write_settings(project, {"memory": {"enableManagedAutoMemory": True}})
+    scripted_server.default = reply("Noted.")
+
+    done = run_cairn(
+        "-p", "Remember that staging is called ORCA.", "--proxy", proxy.url, env=_through(cairn_env)
+    )
+
+    assert done.returncode == 0, done.stderr
+    [extract] = scripted_server.wait_for_requests(1, purpose="extract", timeout=60)
+    wait_for_extract_workers(project)
+    assert "tinyproxy" in extract.headers.get("via", "")
+    assert all("tinyproxy" in r.headers.get("via", "") for r in scripted_server.requests)
