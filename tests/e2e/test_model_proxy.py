@@ -335,6 +335,24 @@ def test_an_untrusted_projects_proxy_setting_never_carries_the_users_key(
         assert "unknown" in done.stderr.lower()
 
 
+def test_an_untrusted_projects_env_cannot_set_a_proxy_either(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    project: Path,
+    proxy: TinyProxy,
+) -> None:
+    variables = ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "CAIRN_PROXY")
+    write_settings(project, {**NO_MEMORY, "env": dict.fromkeys(variables, proxy.url)})
+    scripted_server.enqueue(reply("Direct."))
+
+    done = run_cairn("-p", "hi", env=_through(cairn_env))
+
+    assert done.returncode == 0, done.stderr
+    assert proxy.requests() == []
+    assert "not a trusted folder" in done.stderr
+
+
 def test_a_trusted_projects_proxy_setting_is_used(
     run_cairn: RunCairn,
     scripted_server: ScriptedServer,
