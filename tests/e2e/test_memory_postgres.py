@@ -11,10 +11,8 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +28,7 @@ from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_ca
 
 from .. import polling
 from ..memory.memory_helpers import unstamped
-from ..memory.postgres_helpers import postgres_dsn, postgres_server
+from ..memory.postgres_helpers import SilentDatabase, postgres_dsn, postgres_server
 from ..memory.store.test_backend_contract import write
 from .conftest import CAIRN, extract_workers, wait_for_extract_workers, write_settings
 from .memory_worker import SHARED_LOG, audit, shared_log_text
@@ -418,36 +416,43 @@ def test_a_fresh_machine_asked_at_once_answers_and_warms_up_after(
     assert (machines.mirror("b") / "feedback/testing-with-pytest.md").exists()
 
 
-class _SilentDatabase:
-    """A server that accepts connections and never answers (a database that hangs); it notes
-    when each connection was given up by its client."""
+def test_a_fresh_machine_exits_after_its_answer_though_its_mirror_is_locked(
+    machines: Machines, scripted_server: ScriptedServer
+) -> None:
+    """Regression: ``cairn -p`` on a fresh machine waited at exit for its memory warm-up, whose
+    pull waited for the mirror's lock (up to ``LOCK_WAIT_SECONDS``) while another writer held it
+    (the test here; the extract worker the process had just started, in the field), then up to
+    5 s more for its change feed's pull. Now the process exits with its answer while the lock
+    is still held; nothing is pulled or indexed half-way, and the next process pulls it all."""
+    from cairn.memory.store.locks import LOCK_WAIT_SECONDS, hold_local_roots
 
-    def __init__(self) -> None:
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen()
-        self.port = self.listener.getsockname()[1]
-        self.accepted: list[float] = []
-        self.closed: list[float] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+    scripted_server.default = reply("Noted.")
+    writer = machines.reader("a")
+    write(writer, "feedback/testing-with-pytest.md", MEMORY)
+    writer.close()
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
-                return
-            self.accepted.append(time.monotonic())
-            threading.Thread(target=self._hold, args=(connection,), daemon=True).start()
+    mirror = machines.mirror("b")
+    with hold_local_roots([mirror]):  # the warm-up's pull waits for it from its start
+        started = time.monotonic()  # the pull's wait begins later: it would end after this
+        child = subprocess.Popen([*CAIRN, "-p", QUESTION], cwd=machines.project,
+                                 env=machines.env("b"), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
+        left = LOCK_WAIT_SECONDS - (time.monotonic() - started)
+        exited = polling.eventually(lambda: child.poll() is not None, left)
+        pulled = (mirror / "feedback").exists()
+    out, err = child.communicate(timeout=120)
+    wait_for_extract_workers(machines.project)  # its worker waited for the lock too
 
-    def _hold(self, connection: socket.socket) -> None:
-        with connection:
-            while connection.recv(4096):
-                pass
-        self.closed.append(time.monotonic())
-
-    def close(self) -> None:
-        self.listener.close()
+    assert exited, "cairn -p waited at exit for its warm-up's lock"
+    assert child.returncode == 0, err
+    assert "Noted." in out
+    [first] = scripted_server.requests_for("main")
+    assert first.contains(MARKER)  # the database answered: the warm-up went on to its pull
+    assert not pulled  # which never began
+    done = machines.cairn("b", "-p", QUESTION)  # the next process on the machine
+    assert done.returncode == 0, done.stderr
+    assert (mirror / "feedback/testing-with-pytest.md").exists()
+    assert all(request.contains(MARKER) for request in scripted_server.requests_for("main"))
 
 
 def test_a_database_that_never_answers_delays_no_turn_of_a_fresh_machine(
@@ -456,7 +461,7 @@ def test_a_database_that_never_answers_delays_no_turn_of_a_fresh_machine(
     """The warm-up's pull and Recall's search both hang on it: the first request leaves while
     the first connection to it is still waiting (before, the turn waited for the warm-up)."""
     scripted_server.default = reply("Noted.")
-    silent = _SilentDatabase()
+    silent = SilentDatabase()
     env = {**machines.env("b"), "CAIRN_MEMORY_DSN": f"postgresql://cairn@127.0.0.1:{silent.port}/m"}
     try:
         child = subprocess.Popen([*CAIRN, "-p", QUESTION], cwd=machines.project, env=env,
@@ -465,10 +470,11 @@ def test_a_database_that_never_answers_delays_no_turn_of_a_fresh_machine(
         scripted_server.wait_for_requests(1, purpose="main", timeout=60)
         sent = time.monotonic()
         out, err = child.communicate(timeout=120)
+        eventually(lambda: bool(silent.closed))  # (at its exit at the latest)
     finally:
         silent.close()
 
     assert child.returncode == 0, err
     assert "Noted." in out
     assert silent.accepted  # the process did try the database
-    assert silent.closed and min(silent.closed) > sent  # and was still waiting for it then
+    assert min(silent.closed) > sent  # and was still waiting for it then

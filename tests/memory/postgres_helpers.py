@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,3 +73,35 @@ def socket_keepalive(connection: Any) -> dict[str, int]:
             "keepalives_count": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
             "tcp_user_timeout": sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT),
         }
+
+
+class SilentDatabase:
+    """A server that accepts connections and never answers (a database that hangs); it notes
+    when each connection was given up by its client."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.port = self.listener.getsockname()[1]
+        self.accepted: list[float] = []
+        self.closed: list[float] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted.append(time.monotonic())
+            threading.Thread(target=self._hold, args=(connection,), daemon=True).start()
+
+    def _hold(self, connection: socket.socket) -> None:
+        with connection:
+            while connection.recv(4096):
+                pass
+        self.closed.append(time.monotonic())
+
+    def close(self) -> None:
+        self.listener.close()

@@ -462,12 +462,14 @@ class Runtime:
     async def aclose(self, *, memory_wait: float = 0.0) -> None:
         """Shut down: what every front end does on its way out, in this order.
 
-        Close the sessions still open (their turns cancelled, recordings flushed); give the
-        extractions their turns scheduled ``memory_wait`` seconds to finish (one cut short
-        moves no cursor, and the memory manager leaves it to the project's next session);
-        cancel all other background work (a Dream, which runs again next time); persist each
-        project's memory index once, after any warm-up finished, so the next process starts
-        warm; close the provider's connections.
+        Close the sessions still open (their turns cancelled, recordings flushed); stop each
+        project's memory warm-up, waiting only for one that is pulling or indexing already
+        (one still getting ready or waiting for another writer's lock never begins:
+        :mod:`cairn.memory.store.warm_up`); give the extractions their turns scheduled
+        ``memory_wait`` seconds to finish (one cut short moves no cursor, and the memory manager
+        leaves it to the project's next session); cancel all other background work (a Dream,
+        which runs again next time); persist each project's memory index once, after any
+        warm-up finished, so the next process starts warm; close the provider's connections.
         """
         tenants = [t.aclose(memory_wait=memory_wait) for t in self._tenants.values()]
         for failure in await asyncio.gather(*tenants, return_exceptions=True):  # waits overlap
@@ -481,7 +483,7 @@ class Runtime:
         for manager in self._memory.values():
             manager.warm_up.stop()  # a warm-up that has not begun indexing never will
         for warming in list(self._warming.values()):
-            await asyncio.wait({warming})  # the index is saved below: not while it loads
+            await asyncio.wait({warming})  # the index is saved below: not while it is built
         if self._mcp is not None:  # before the memory wait: Extract and Dream use no MCP tools
             await self._mcp.aclose()  # stdio servers: stdin closed, then SIGTERM, then SIGKILL
         if memory_wait > 0:

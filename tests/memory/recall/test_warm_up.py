@@ -3,16 +3,20 @@ memories already surfaced stay out, and once the warm-up is over the local index
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Set as AbstractSet
+from pathlib import Path
 
 import pytest
 
 from cairn.abort import AbortController
+from cairn.config.settings import Settings
 from cairn.memory.manager import MemoryManager
 from cairn.memory.recall.query import RecallResult
 from cairn.memory.store.locks import hold_local_roots
 
-from ..postgres_helpers import postgres_dsn, postgres_server
+from ...polling import eventually_async
+from ..postgres_helpers import SilentDatabase, postgres_dsn, postgres_server
 from ..store.test_backend_contract import DEPLOY, write
 from ..store.test_postgres_backend import Machine, machine
 
@@ -88,3 +92,58 @@ async def test_with_files_recall_waits_for_the_warm_up_instead(tmp_path: object)
         ]
     finally:
         manager.close()
+
+
+async def test_stop_cancels_a_warm_up_still_opening_its_search_and_close_does_not_wait(
+    tmp_path: Path,
+) -> None:
+    """Regression: ``WarmUp.stop()`` cancelled only a warm-up holding for the first prompt's
+    search, so shutdown waited for one still getting that search ready (opening a connection
+    to a database that does not answer takes the connect timeout, 10 s), and then for its pull
+    from the same database. Now both the warm-up and the manager's close end while that
+    connection is still waiting."""
+    silent = SilentDatabase()
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    dsn = f"postgresql://cairn@127.0.0.1:{silent.port}/memory"
+    settings = Settings.model_validate(
+        {"memory": {"backend": "postgres", "postgres": {"dsn": dsn, "namespace": "team"}}}
+    )
+    manager = MemoryManager(project, settings=settings, environ={"CAIRN_HOME": str(tmp_path)})
+    try:
+        warm_up = manager.warm_up.start(search=True)
+        assert await eventually_async(lambda: bool(silent.accepted))  # its search connects
+
+        manager.warm_up.stop()
+        await eventually_async(lambda: warm_up.done() or bool(silent.closed))
+
+        assert warm_up.cancelled()
+        manager.close()
+        assert not silent.closed  # both ended before the connection gave up
+    finally:
+        silent.close()
+
+
+async def test_a_write_section_and_the_warm_ups_pull_in_one_process_take_turns(
+    machine: Machine,
+) -> None:
+    """An extraction's write (a section on the event loop) holds the mirror's lock while the
+    warm-up's pull (a thread of the same process) waits for it: neither waits for the other
+    to finish first, so the section commits, then the pull runs and the index has both."""
+    from cairn.memory.store.locks import LOCK_WAIT_SECONDS, hold_roots_async
+
+    alice = machine("alice")
+    write(alice, "project/deploy.md", DEPLOY)
+    fresh = machine("fresh")
+    root = fresh.roots.project
+    assert root is not None
+
+    async with hold_roots_async(fresh.root_paths()):  # caught up, locked, one transaction
+        warm_up = fresh.warm_up.start(search=False)
+        (root / "project").mkdir(parents=True, exist_ok=True)
+        (root / "project" / "release.md").write_text(RELEASE)
+    report = await asyncio.wait_for(warm_up, 2 * LOCK_WAIT_SECONDS)  # a hang guard
+
+    assert report is not None and report.docs == 2
+    committed = ["Deploy with make", "Release checklist"]  # alice's feed pulls the commit
+    assert await eventually_async(lambda: sorted(doc.title for doc in alice.docs()) == committed)

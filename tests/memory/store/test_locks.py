@@ -6,6 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import pytest
 
 from cairn.memory.store.locks import (
     ConsolidationLock,
+    LockWaitStopped,
     MemoryBusy,
+    hold_local_roots,
     hold_roots,
     hold_roots_async,
     lock_order,
@@ -58,6 +61,38 @@ def test_a_lock_held_by_another_process_makes_a_waiter_give_up(tmp_path: Path) -
     try:
         with pytest.raises(MemoryBusy), hold_roots([root], timeout=0.3):
             pass
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_stopped_wait_gives_up_at_once_and_keeps_no_lock(tmp_path: Path) -> None:
+    """A wait that may be dropped (a catch-up pull at shutdown) ends when its stop event is
+    set, not after its timeout, and gives back the locks it had taken already."""
+    project, user = tmp_path / "project", tmp_path / "user"
+    child = hold_in_child(user, 60)
+    stop = threading.Event()
+    ended: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            with hold_local_roots([project, user], timeout=600, stop=stop):
+                pass
+        except BaseException as error:
+            ended.append(error)
+
+    waiter = threading.Thread(target=wait)
+    try:
+        waiter.start()
+        stop.set()
+        waiter.join(60)  # a hang guard: the wait was for 600 s
+        assert not waiter.is_alive()
+        assert len(ended) == 1
+        assert isinstance(ended[0], LockWaitStopped)
+        with hold_local_roots([project], timeout=0):  # the project's lock was given back
+            pass
+        with pytest.raises(LockWaitStopped), hold_local_roots([project], stop=stop):
+            pass  # and a stopped wait never begins
     finally:
         child.kill()
         child.wait()

@@ -114,6 +114,11 @@ class MemoryBackend(Protocol):
         """What serves Recall while the local index warms up, or None (Recall waits for it)."""
         ...
 
+    def interrupt(self) -> None:
+        """At shutdown, before :meth:`close`: what waits on another writer only to catch up
+        (:meth:`ensure_pulled` waiting for a lock) gives up now."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -138,6 +143,9 @@ class FileBackend:
 
     def warm_up_search(self) -> WarmUpSearch | None:
         return None  # the files are the index's source: nothing answers sooner
+
+    def interrupt(self) -> None:
+        return None  # nothing to catch up with
 
     def close(self) -> None:
         return None

@@ -27,6 +27,7 @@ import contextlib
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ __all__ = [
     "LOCK_WAIT_SECONDS",
     "ConsolidationLock",
     "DatabaseSections",
+    "LockWaitStopped",
     "MemoryBusy",
     "hold_local_roots",
     "hold_roots",
@@ -74,6 +76,15 @@ class MemoryBusy(TimeoutError):
             f"{root}: another cairn process kept the memory locked for {LOCK_WAIT_SECONDS:.0f} s; "
             "try again in a moment"
         )
+        self.root = root
+
+
+class LockWaitStopped(Exception):
+    """A wait for a memory root's lock was given up because its ``stop`` event was set (the
+    process is closing); nothing was locked."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(f"{root}: the wait for the memory's lock was stopped")
         self.root = root
 
 
@@ -159,23 +170,49 @@ def hold_roots(roots: Sequence[Path], *, timeout: float = LOCK_WAIT_SECONDS) -> 
 
 @contextlib.contextmanager
 def hold_local_roots(
-    roots: Sequence[Path], *, timeout: float = LOCK_WAIT_SECONDS
+    roots: Sequence[Path],
+    *,
+    timeout: float = LOCK_WAIT_SECONDS,
+    stop: threading.Event | None = None,
 ) -> Iterator[None]:
-    """Hold the file locks of ``roots`` on this machine only (no database transaction)."""
+    """Hold the file locks of ``roots`` on this machine only (no database transaction).
+
+    ``stop``: while it is set, or once it is set during the wait, give up at once with
+    :class:`LockWaitStopped` (a wait that is optional, such as a catch-up pull, must not keep
+    a closing process for :data:`LOCK_WAIT_SECONDS`)."""
     held: list[FileLock] = []
     try:
         for root in lock_order(roots):
             lock = _new_lock(root)
-            try:
-                lock.acquire(timeout=timeout, poll_interval=LOCK_POLL_SECONDS)
-            except Timeout:
-                raise MemoryBusy(root) from None
+            _acquire(lock, root, timeout, stop)
             held.append(lock)
             _sweep_now_and_then(root)
         yield
     finally:
         for lock in reversed(held):
             lock.release()
+
+
+def _acquire(lock: FileLock, root: Path, timeout: float, stop: threading.Event | None) -> None:
+    if stop is None:
+        try:
+            lock.acquire(timeout=timeout, poll_interval=LOCK_POLL_SECONDS)
+        except Timeout:
+            raise MemoryBusy(root) from None
+        return
+    deadline = time.monotonic() + timeout
+    while not stop.is_set():  # looked at between waits of one poll each
+        left = deadline - time.monotonic()
+        try:
+            lock.acquire(
+                timeout=min(LOCK_POLL_SECONDS, max(left, 0)), poll_interval=LOCK_POLL_SECONDS
+            )
+        except Timeout:
+            if left <= 0:
+                raise MemoryBusy(root) from None
+            continue
+        return
+    raise LockWaitStopped(root)
 
 
 @contextlib.asynccontextmanager

@@ -9,12 +9,23 @@ at most Recall's 100 ms, for that search to be ready (its tokenizer loaded, its 
 open), which the warm-up does first. On a machine that holds nothing of the memory yet (an
 empty mirror), indexing then waits for the first prompt's search to be answered: the two
 share one interpreter, and indexing 10,000 memories would slow that search past Recall's bound.
+
+At shutdown (:meth:`WarmUp.stop`) a warm-up that has not begun indexing never will: one still
+getting the search ready (its connection, in a thread nothing waits for) or holding for the
+first prompt is cancelled, and one whose pull waits for the mirror's lock (another writer holds
+it) gives up at once. One pulling or indexing already finishes: its index is saved whole, never
+half-built, and a pull is never cut short. The next process catches up what was left.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
+
+from cairn.debug_log import get_logger
 
 if TYPE_CHECKING:
     from cairn.memory.store.backend import MemoryBackend, WarmUpSearch
@@ -23,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["HOLD_SECONDS", "WarmUp"]
 
 HOLD_SECONDS = 30.0  # the longest an empty mirror's indexing waits for the first prompt
+_log = get_logger("MEMORY")
 
 
 class WarmUp:
@@ -31,13 +43,15 @@ class WarmUp:
     def __init__(self, store: MemoryStore, backend: MemoryBackend) -> None:
         self._store = store
         self._backend = backend
-        self._task: asyncio.Future[ScanReport] | None = None
+        # None once stopped before indexing (nothing was indexed, so nothing is saved)
+        self._task: asyncio.Future[ScanReport | None] | None = None
         self._prepared: asyncio.Future[bool] | None = None  # the search ready (or not)
         self._hold = False  # an empty mirror: indexing waits for the first search
         self._go = asyncio.Event()  # ... which sets this (or anyone who needs the index)
-        self._holding = False
+        self._indexing = False  # the thread that pulls and indexes has begun
+        self._stopped = threading.Event()  # shutdown: no indexing begins
 
-    def start(self, *, search: bool) -> asyncio.Future[ScanReport]:
+    def start(self, *, search: bool) -> asyncio.Future[ScanReport | None]:
         """Index in a thread (once); with ``search``, get the backend's search ready first
         (a fraction of a second, which indexing would slow down: they share one interpreter)
         and, on a machine that holds nothing yet, index only once the first prompt's search
@@ -45,22 +59,31 @@ class WarmUp:
         if self._task is None:
             found = self._backend.warm_up_search() if search else None
             if found is not None:
-                self._prepared = asyncio.ensure_future(asyncio.to_thread(found.prepare))
+                self._prepared = _in_own_thread(found.prepare)
                 self._hold = found.cold
             self._task = asyncio.ensure_future(self._warm())
         return self._task
 
-    async def _warm(self) -> ScanReport:
+    async def _warm(self) -> ScanReport | None:
         if self._prepared is not None and await self._prepared and self._hold:
-            self._holding = True
             try:
                 async with asyncio.timeout(HOLD_SECONDS):
                     await self._go.wait()
             except TimeoutError:
                 pass
-            finally:
-                self._holding = False
-        return await asyncio.to_thread(self._store.warm)
+        self._indexing = True  # from here stop() lets the thread end by itself
+        return await asyncio.to_thread(self._index)
+
+    def _index(self) -> ScanReport | None:
+        """The catch-up pull (which gives up waiting for the mirror's lock when stopped), then
+        the index, unless stopped meanwhile."""
+        try:
+            self._backend.ensure_pulled()  # (else the store's refresh does it)
+        except Exception as error:  # as the refresh would: the files as they are, then
+            _log.warning(f"memory catch-up before indexing failed: {error!r}")
+        if self._stopped.is_set():
+            return None
+        return self._store.warm()
 
     def searched(self) -> None:
         """Recall has had its answer from the backend's search: indexing may begin."""
@@ -93,6 +116,31 @@ class WarmUp:
             await asyncio.wait({task})
 
     def stop(self) -> None:
-        """At shutdown: a warm-up that has not begun indexing never will."""
-        if self._holding and self._task is not None:
-            self._task.cancel()
+        """At shutdown: a warm-up that has not begun indexing never will (see the module
+        docstring). What is left to wait for afterwards is a pull or an indexing under way."""
+        self._stopped.set()
+        self._backend.interrupt()  # a pull waiting for the mirror's lock gives up
+        task = self._task
+        if task is not None and not task.done() and not self._indexing:
+            task.cancel()  # preparing its search, or holding for the first prompt's
+
+
+def _in_own_thread(call: Callable[[], bool]) -> asyncio.Future[bool]:
+    """``call()`` (which never raises) in a daemon thread of its own, as a future of the
+    running loop: a stopped warm-up leaves it behind, and neither the loop's shutdown nor the
+    process's exit waits for it (opening a connection to a database that does not answer takes
+    the connect timeout)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[bool] = loop.create_future()
+
+    def settle(result: bool) -> None:
+        if not future.done():  # (cancelled by stop())
+            future.set_result(result)
+
+    def run() -> None:
+        result = call()
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, result)
+
+    threading.Thread(target=run, name="cairn-memory-search", daemon=True).start()
+    return future

@@ -129,6 +129,9 @@ class PostgresBackend:
         self._connection: psycopg.Connection[Any] | None = None
         self._reader: psycopg.Connection[Any] | None = None
         self._read_lock = threading.Lock()
+        # Set at shutdown (interrupt, close): a catch-up pull gives up its wait for the
+        # mirror's lock, and none starts after (the next process catches up).
+        self._stopping = threading.Event()
         self._sections = 0  # write sections open now (each has caught the mirror up)
         self._pulled = False
         self._feed: _Feed | None = None
@@ -274,13 +277,16 @@ class PostgresBackend:
     # --- reads ---------------------------------------------------------------------------------
 
     def pull_now(self, shards: Sequence[Shard] | None = None) -> list[str]:
-        """Catch the mirror up with the database (local locks: the caller's, or taken here)."""
+        """Catch the mirror up with the database (local locks: the caller's, or taken here);
+        :class:`~cairn.memory.store.locks.LockWaitStopped` when :meth:`interrupt` stopped it
+        before it began (its wait for the mirror's lock included)."""
         from cairn.memory.store.locks import hold_local_roots
 
         targets = list(shards if shards is not None else self.shards)
+        roots = [shard.root for shard in targets]
         # The root locks first, as a section holds them when its rollback takes the read lock:
         # the other order stalled a failed section until this pull gave up waiting.
-        with hold_local_roots([shard.root for shard in targets]), self._read_lock:
+        with hold_local_roots(roots, stop=self._stopping), self._read_lock:
             return self._pull(targets, self._read_conn())
 
     def _pull(self, targets: Sequence[Shard], connection: psycopg.Connection[Any]) -> list[str]:
@@ -301,18 +307,30 @@ class PostgresBackend:
 
     def ensure_pulled(self) -> None:
         """Before the store's first refresh: the mirror as the database holds it, and the feed
-        that keeps it so. Best effort: an unreachable database leaves the mirror as it was."""
-        if self._pulled:
+        that keeps it so. Best effort: an unreachable database leaves the mirror as it was, and
+        so does a process closing (:meth:`interrupt`), even one waiting for the mirror's lock."""
+        from cairn.memory.store.locks import LockWaitStopped
+
+        if self._pulled or self._stopping.is_set():
             return
         self._pulled = True
         try:
             if not self._sections:  # a section caught the mirror up (and holds its locks)
                 self.pull_now()
+        except LockWaitStopped:
+            _log.debug("catching the memory mirror up: given up, the process is closing")
+            return
         except Exception as error:
             _log.warning(f"memory database not reachable, using the local mirror: {error}")
-        if self._feed is None:
+        if self._feed is None and not self._stopping.is_set():
             self._feed = _Feed(self)
             self._feed.start()
+
+    def interrupt(self) -> None:
+        """At shutdown, before :meth:`close`: a catch-up pull waiting for the mirror's lock
+        (the warm-up's, the feed's) gives up now, and none starts after. A write section and a
+        pull under way are not interrupted: the mirror is never left half-pulled."""
+        self._stopping.set()
 
     def warm_up_search(self) -> DatabaseSearch:
         """Recall's fast phase from the database while the mirror and its index warm up
@@ -350,6 +368,7 @@ class PostgresBackend:
         from cairn.memory.store.locks import stop_serving_from_database
 
         stop_serving_from_database([shard.root for shard in self.shards], self)
+        self.interrupt()  # the feed's pull waiting for the mirror's lock ends now
         if self._feed is not None:
             self._feed.stop()
             self._feed = None

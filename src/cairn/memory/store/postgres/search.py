@@ -82,6 +82,7 @@ class DatabaseSearch:
         self._shards = list(shards)
         self._lock = threading.Lock()
         self._connection: psycopg.Connection[Any] | None = None
+        self._closed = False  # closed: no connection is opened again
 
     @property
     def cold(self) -> bool:
@@ -104,7 +105,7 @@ class DatabaseSearch:
             _log.debug(f"database search unavailable: {error!r}")
             return False
         finally:
-            self._lock.release()
+            self._release()
 
     def search(self, query: str, limit: int) -> list[tuple[MemoryDoc, str]]:
         """The best ``limit`` memories of each namespace for ``query`` with their text, best
@@ -120,13 +121,24 @@ class DatabaseSearch:
             self._drop()
             return []
         finally:
-            self._lock.release()
+            self._release()
 
     def close(self) -> None:
-        with self._lock:
+        """Close the connection; never waits: a search or preparation running now (a
+        connection being opened to a database that does not answer) closes it as it ends."""
+        self._closed = True
+        if self._lock.acquire(blocking=False):
             self._drop()
+            self._lock.release()
+
+    def _release(self) -> None:
+        self._lock.release()
+        if self._closed:  # close() may have found the lock taken: drop what was opened
+            self.close()
 
     def _open(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise RuntimeError("the database search is closed")
         connection = self._connection
         if connection is None or connection.closed:
             connection = self._connect()
