@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -459,15 +461,18 @@ class _Feed(threading.Thread):
         super().__init__(name="cairn-memory-feed", daemon=True)
         self._backend = backend
         self._stopped = threading.Event()
-        self._connection: psycopg.Connection[Any] | None = None
+        # stop() writes to it: a wait for notifications ends at once (a cancel request does
+        # not end psycopg's notifies(), which then ran out its timeout at every shutdown)
+        self._wake, self._waker = socket.socketpair()
 
     def stop(self) -> None:
         self._stopped.set()
-        connection = self._connection
-        if connection is not None:
-            with contextlib.suppress(Exception):
-                connection.cancel_safe()
+        with contextlib.suppress(OSError):
+            self._waker.send(b"\0")
         self.join(timeout=5)
+        if not self.is_alive():
+            self._wake.close()
+            self._waker.close()
 
     def run(self) -> None:
         poll = max(self._backend.config.poll_seconds, 0.1)
@@ -476,7 +481,6 @@ class _Feed(threading.Thread):
                 self._listen(poll)
             except Exception as error:  # a dropped connection: poll until it comes back
                 _log.debug(f"memory change feed: {error!r}; retrying")
-                self._connection = None
                 if self._stopped.wait(poll):
                     return
                 self._pull()
@@ -484,18 +488,25 @@ class _Feed(threading.Thread):
     def _listen(self, poll: float) -> None:
         backend = self._backend
         with backend.connect(autocommit=True) as connection:
-            self._connection = connection
             for namespace in {shard.namespace for shard in backend.shards}:
                 connection.execute(f"LISTEN {channel_name(namespace)}")
             self._pull()  # what committed before the LISTEN
             last = time.monotonic()
             while not self._stopped.is_set():
-                notified = False
-                for _ in connection.notifies(timeout=min(poll, 1.0), stop_after=1):
-                    notified = True
-                if notified or time.monotonic() - last >= poll:
+                left = max(poll - (time.monotonic() - last), 0.0)
+                if self._notified(connection, left) or time.monotonic() - last >= poll:
+                    if self._stopped.is_set():
+                        return
                     self._pull()
                     last = time.monotonic()
+
+    def _notified(self, connection: psycopg.Connection[Any], timeout: float) -> bool:
+        """Wait up to ``timeout`` s for notifications (all taken at once) or :meth:`stop`."""
+        wake = self._wake.fileno()
+        ready, _, _ = select.select([connection.fileno(), wake], [], [], timeout)
+        if not ready or wake in ready:
+            return False
+        return any(True for _ in connection.notifies(timeout=0))  # what arrived, drained
 
     def _pull(self) -> None:
         try:
