@@ -1,6 +1,7 @@
 """``cairn -p`` from spawn to exit with memory on: the whole command, and the memory it saves.
 
 Usage: python benchmarks/headless_exit_bench.py [--runs 9] [--baseline ../other/src]
+       [--postgres [--memories 200] [--hold-lock]]
 
 Issue 32: ``cairn -p`` waited for its turn's Extract after the answer was out. Each run spawns
 ``cairn -p`` with managed memory on (a project with no memories; each run a new session, so
@@ -17,11 +18,23 @@ answers; the extraction agent answers without writing), and reports per tree, in
   first two figures.
 
 Medians of ``--runs``; the load average is printed with them.
+
+``--postgres``: the first ``cairn -p`` of a fresh machine with the PostgreSQL memory backend
+(a throw-away cluster of ``cairn.testing.postgres``; ``--memories`` project memories in the
+namespace, a database per tree). Each run gets a new cairn home, so an empty mirror: the
+session's warm-up opens its database search, Recall's fast phase asks the database, and the
+pull and indexing follow. ``--hold-lock``: this process holds the fresh mirror's lock from
+before the spawn until ``cairn -p`` exits, as another writer on the machine would (the extract
+worker it starts, another cairn process). ``--same-machine``: every run on one cairn home per
+tree instead (its mirror and index kept: the runs after a machine's first). Figures are printed
+as median (max).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import resource
 import statistics
@@ -29,26 +42,35 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from core_bench import make_env, received, start_server
-from process_tree import become_subreaper, reap_orphans
+from process_tree import become_subreaper, descendants, reap_orphans
 
 PROMPT = "how do we deploy service 17 to the staging cluster?"
 WORKER_DEADLINE_S = 120.0
+NAMESPACE = "team"  # --postgres: the project's memory namespace
+
+# what each run holds while ``cairn -p`` runs (--hold-lock: the fresh mirror's lock)
+Hold = Callable[[], AbstractContextManager[object]]
 
 
-def one_run(env: dict[str, str], project: Path, record: Path) -> dict[str, float]:
+def one_run(
+    env: dict[str, str], project: Path, record: Path, hold: Hold = contextlib.nullcontext
+) -> dict[str, float]:
     seen = len(received(record))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.time()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cairn.cli.main", "-p", PROMPT],
-        cwd=project, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    _, status, usage = os.wait4(process.pid, 0)
-    exited = time.time()
+    with hold():
+        started = time.time()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cairn.cli.main", "-p", PROMPT],
+            cwd=project, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _, status, usage = os.wait4(process.pid, 0)
+        exited = time.time()
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise SystemExit(f"cairn -p failed with {process.returncode}")
@@ -73,48 +95,132 @@ def one_run(env: dict[str, str], project: Path, record: Path) -> dict[str, float
 _server_pids: set[int] = set()
 
 
+class Case:
+    """One tree's runs: its environment and project; with a ``dsn`` (--postgres) each run gets
+    a new cairn home (a fresh machine) and, with ``hold_lock``, its mirror locked."""
+
+    def __init__(self, env: dict[str, str], project: Path, work: Path, dsn: str = "") -> None:
+        self.env, self.project, self.work, self.dsn = env, project, work, dsn
+        self.runs = 0
+        self.hold_lock = False
+        self.same_machine = False
+
+    def next_run(self) -> tuple[dict[str, str], Hold]:
+        if not self.dsn:
+            return self.env, contextlib.nullcontext
+        self.runs += 1
+        home = self.work / f"{self.project.name}-machine-{1 if self.same_machine else self.runs}"
+        home.mkdir(exist_ok=True)
+        trusted = {"security": {"trustedFolders": [str(self.project)]}}  # for its namespace
+        (home / "settings.json").write_text(json.dumps(trusted))
+        env = {**self.env, "CAIRN_HOME": str(home), "CAIRN_MEMORY_DSN": self.dsn}
+        if not self.hold_lock:
+            return env, contextlib.nullcontext
+        return env, lambda: _mirror_locked(home, self.dsn)
+
+
+def _mirror_locked(home: Path, dsn: str) -> AbstractContextManager[object]:
+    from cairn.memory.store.locks import hold_local_roots
+    from cairn.memory.store.postgres.backend import mirror_folder
+
+    return hold_local_roots([mirror_folder(home, dsn, NAMESPACE) / "memory"])
+
+
+def _seed(project: Path, dsn: str, seed_home: Path, memories: int) -> None:
+    """``memories`` project memories in the namespace, written as one section."""
+    from cairn.config.settings import Settings
+    from cairn.memory.manager import MemoryManager
+    from cairn.memory.store.locks import hold_roots
+
+    settings = Settings.model_validate(
+        {"memory": {"backend": "postgres", "postgres": {"namespace": NAMESPACE}}}
+    )
+    environ = {**os.environ, "CAIRN_HOME": str(seed_home), "CAIRN_MEMORY_DSN": dsn}
+    manager = MemoryManager(project, settings=settings, environ=environ)
+    root = manager.roots.project
+    assert root is not None
+    with hold_roots(list(manager.root_map().values())):
+        (root / "project").mkdir(parents=True, exist_ok=True)
+        for n in range(memories):
+            (root / "project" / f"service-{n}.md").write_text(
+                f"---\nname: Deploying service {n}\ndescription: how service {n} goes to the "
+                f"staging cluster\ntype: project\n---\n\nService {n}: `make deploy-{n}`.\n"
+            )
+        manager.store.rebuild_index_files()
+    manager.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--baseline", type=Path, help="the src folder of another checkout")
+    parser.add_argument("--postgres", action="store_true", help="a fresh machine's first run")
+    parser.add_argument("--memories", type=int, default=200, help="--postgres: in the database")
+    parser.add_argument("--hold-lock", action="store_true", help="--postgres: mirror locked")
+    parser.add_argument("--same-machine", action="store_true", help="--postgres: one home")
     args = parser.parse_args()
     if not become_subreaper():
         raise SystemExit("this benchmark needs Linux (PR_SET_CHILD_SUBREAPER)")
-    with tempfile.TemporaryDirectory(prefix="cairn-exit-bench-") as tmp:
-        work = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cairn-exit-bench-")))
+        postgres = None
+        if args.postgres:
+            from cairn.testing.postgres import PostgresServer
+
+            postgres = stack.enter_context(PostgresServer())
+            postgres.create_role("cairn_app")
         record = work / "requests.jsonl"
         server, base_url = start_server([], record)
-        _server_pids.add(server.pid)
-        try:
-            trees: dict[str, str | None] = {"this tree": None}
-            if args.baseline is not None:
-                trees["baseline"] = str(args.baseline.resolve())
-            cases: dict[str, tuple[dict[str, str], Path]] = {}
-            for name, src in trees.items():
-                home = work / f"home-{len(cases)}"
-                project = work / f"project-{len(cases)}"
-                (project / ".git").mkdir(parents=True)
-                home.mkdir()
-                env = make_env(base_url, home)
-                if src is not None:
-                    env["PYTHONPATH"] = src
-                cases[name] = (env, project)
-            for env, project in cases.values():
-                one_run(env, project, record)  # warm-up: bytecode, the memory index
-            results: dict[str, list[dict[str, float]]] = {name: [] for name in cases}
-            for _ in range(args.runs):
-                for name, (env, project) in cases.items():
-                    results[name].append(one_run(env, project, record))
-        finally:
-            server.terminate()
-            server.wait()
+        stack.callback(server.wait)
+        stack.callback(server.terminate)
+        _server_pids.update(descendants(os.getpid()))  # the model server, PostgreSQL
+        trees: dict[str, str | None] = {"this tree": None}
+        if args.baseline is not None:
+            trees["baseline"] = str(args.baseline.resolve())
+        cases: dict[str, Case] = {}
+        for name, src in trees.items():
+            home = work / f"home-{len(cases)}"
+            project = work / f"project-{len(cases)}"
+            (project / ".git").mkdir(parents=True)
+            home.mkdir()
+            env = make_env(base_url, home)
+            if src is not None:
+                env["PYTHONPATH"] = src
+            dsn = ""
+            if postgres is not None:
+                dsn = postgres.create_database(f"memory_{len(cases)}", owner="cairn_app")
+                settings = {"memory": {"backend": "postgres", "postgres": {"namespace": NAMESPACE}}}
+                (project / ".cairn").mkdir()
+                (project / ".cairn" / "settings.json").write_text(json.dumps(settings))
+                _seed(project, dsn, work / f"seed-{len(cases)}", args.memories)
+            cases[name] = Case(env, project, work, dsn)
+            cases[name].same_machine = args.same_machine
+        for case in cases.values():
+            env, _ = case.next_run()
+            one_run(env, case.project, record)  # warm-up: bytecode, the memory index
+            case.hold_lock = args.hold_lock
+        results: dict[str, list[dict[str, float]]] = {name: [] for name in cases}
+        for _ in range(args.runs):
+            for name, case in cases.items():
+                env, hold = case.next_run()
+                results[name].append(one_run(env, case.project, record, hold))
     load = os.getloadavg()
-    print(f"\n{args.runs} runs per tree, medians; load average {load[0]:.2f} / {load[1]:.2f}\n")
+    what = "median (max)" if args.postgres else "medians"
+    print(f"\n{args.runs} runs per tree, {what}; load average {load[0]:.2f} / {load[1]:.2f}\n")
     names = list(results)
-    print("| `cairn -p`, memory on, instant model | " + " | ".join(names) + " |")
+    title = "memory on, instant model"
+    if args.postgres:
+        machine = "one machine's runs" if args.same_machine else "a fresh machine"
+        title = f"{machine}, PostgreSQL, {args.memories} memories"
+        title += ", mirror locked by another writer" if args.hold_lock else ""
+    print(f"| `cairn -p`, {title} | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for figure in results[names[0]][0]:
-        cells = [f"{statistics.median(r[figure] for r in results[n]):.0f}" for n in names]
+        cells = []
+        for name in names:
+            values = [r[figure] for r in results[name]]
+            cell = f"{statistics.median(values):.0f}"
+            cells.append(f"{cell} ({max(values):.0f})" if args.postgres else cell)
         print(f"| {figure} | " + " | ".join(cells) + " |")
 
 
