@@ -197,3 +197,64 @@ def _wire_meta(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if isinstance(meta, dict):
             found.append(meta)
     return found
+
+
+TABS = (
+    "---\nname: Indent with tabs\ndescription: The user always indents code with tabs\n"
+    "type: feedback\n---\n\nIndent with tabs, never spaces.\n"
+)
+TABS_AGAIN = (
+    "---\nname: Tabs for indentation\ndescription: The user indents with tabs\n"
+    "type: feedback\n---\n\nAlways indent with tabs.\n"
+)
+
+
+def saving_tabs(target: Path) -> Any:
+    """The main model saves the tabs rule on its own at every prompt; the forget selector
+    picks the rule; the memory agents save nothing."""
+
+    def handle(request: RecordedRequest) -> Reply | None:
+        if request.purpose == "forget":
+            return reply(json.dumps({"selected_ids": ["user:feedback/tabs.md"]}))
+        if request.purpose == "recall-selector":
+            return reply(json.dumps({"selected_memories": []}))
+        if request.purpose != "main":
+            return reply("Nothing to save.")
+        if request.messages[-1].get("role") == "tool":
+            return reply("Done.")
+        return tool_call("write_file", {"file_path": str(target), "content": TABS_AGAIN})
+
+    return handle
+
+
+def test_a_fact_forgotten_by_cairn_memory_forget_is_not_saved_again_by_the_agent_on_its_own(
+    memory_on: Path, run_cairn: RunCairn, cairn_env: dict[str, str], scripted_server: ScriptedServer
+) -> None:
+    """``cairn memory forget`` in one process, then ``cairn -p`` whose model saves the rule on
+    its own: refused (the tombstone stays) until a prompt written after the forget states the
+    rule again."""
+    root = Path(cairn_env["CAIRN_HOME"]) / "memories"
+    (root / "feedback").mkdir(parents=True)
+    (root / "feedback" / "tabs.md").write_text(TABS)
+    target = root / "feedback" / "tabs-again.md"
+    scripted_server.handler = saving_tabs(target)
+
+    forgot = run_cairn("memory", "forget", "the tabs rule", "--yes")
+    assert forgot.returncode == 0, forgot.stderr
+    assert not (root / "feedback" / "tabs.md").exists()
+
+    done = run_cairn("-p", "--yolo", "Let's look at the parser.")
+
+    assert done.returncode == 0, done.stderr
+    assert not target.exists()
+    assert "Indent with tabs" in (root / ".forgotten.jsonl").read_text()
+    main = scripted_server.requests_for("main")
+    [refused] = [r for r in main if r.messages[-1]["role"] == "tool"]
+    assert refused.contains("not saved: the user asked to forget this on ")
+    assert refused.contains("ask them first")
+
+    again = run_cairn("-p", "--yolo", "I do always indent with tabs, keep that in mind.")
+
+    assert again.returncode == 0, again.stderr
+    assert unstamped(target.read_text()) == TABS_AGAIN
+    assert not (root / ".forgotten.jsonl").exists()

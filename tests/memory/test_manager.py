@@ -313,6 +313,101 @@ async def test_a_turn_that_wrote_memory_itself_is_not_extracted(
     assert (entry.operation, entry.files) == ("remember", ["feedback/tabs.md"])
 
 
+def forgotten_tabs(root: Path, *, at: float) -> None:
+    from cairn.memory.forget.tombstones import Statement, Tombstone, add_tombstones
+
+    tabs = Statement("Tabs", "Tabs", "Use tabs.")
+    add_tombstones(
+        root, [Tombstone.of(tabs, id="t:0", forgotten_at=at, scope="project", relative_path="x")]
+    )
+
+
+async def test_a_write_around_the_memory_guard_stating_a_forgotten_fact_goes_to_the_trash(
+    new_project: ProjectFactory,
+) -> None:
+    """Regression: a memory the turn's own agent wrote past the memory guard (its write was
+    not recorded) was indexed and lifted the tombstone of the fact it stated again, though no
+    user message restated it: the forgotten fact was back, for Recall and for Extract."""
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    project = new_project()
+    forgotten_tabs(project.memory, at=time.time() - 60)
+    target = project.memory / "feedback" / "tabs.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(memory_file("Tabs", "Use tabs."))
+    told: list[tuple[str, object]] = []
+
+    async def listen(session_id: str, change: object) -> None:
+        told.append((session_id, change))
+
+    project.manager.add_change_listener(listen)
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=wrote_memory_turn(target, text="let's fix the parser"), runtime=project.runtime,
+    )  # fmt: skip
+    assert await project.manager.drain(10)
+
+    assert not target.exists()
+    [trashed] = (project.memory / ".trash").glob("*/feedback/tabs.md")
+    assert memory_file("Tabs", "Use tabs.") == trashed.read_text()
+    assert [t.id for t in read_tombstones(project.memory)] == ["t:0"]
+    assert "Tabs" not in (project.memory / "MEMORY.md").read_text()
+    [entry], _ = project.manager.history()
+    assert (entry.operation, entry.files) == ("remember", ["feedback/tabs.md"])
+    assert entry.detail.startswith("moved to the trash: the user asked to forget this on ")
+    [(session_id, notice)] = told
+    assert session_id == SESSION and isinstance(notice, Notice)
+    assert "moved to the trash" in notice.text and "cairn memory restore" in notice.text
+
+    assert project.manager.restore_last_forget().ok  # restorable, as the notice says
+    assert target.read_text() == memory_file("Tabs", "Use tabs.")
+
+
+async def test_a_write_around_the_memory_guard_of_a_fact_the_user_stated_again_is_kept(
+    new_project: ProjectFactory,
+) -> None:
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    project = new_project()
+    forgotten_tabs(project.memory, at=time.time() - 60)
+    target = project.memory / "feedback" / "tabs.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(memory_file("Tabs", "Use tabs."))
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=wrote_memory_turn(target, text="I use tabs, keep it"), runtime=project.runtime,
+        said=[(time.time() - 120, "I use tabs."), (time.time(), "I use tabs, keep it")],
+    )  # fmt: skip
+    assert await project.manager.drain(10)
+
+    assert target.exists() and read_tombstones(project.memory) == []
+    assert "- [Tabs](feedback/tabs.md)" in (project.memory / "MEMORY.md").read_text()
+    [entry], _ = project.manager.history()
+    assert entry.detail == "stated again after a forget: Tabs"
+
+
+async def test_a_write_around_the_memory_guard_in_a_remember_turn_lifts_the_tombstone(
+    new_project: ProjectFactory,
+) -> None:
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    project = new_project()
+    forgotten_tabs(project.memory, at=time.time() - 60)
+    target = project.memory / "feedback" / "tabs.md"
+    target.parent.mkdir(parents=True)
+    target.write_text(memory_file("Tabs", "Use tabs."))
+
+    project.manager.schedule_extract(
+        project_root=project.workspace, session_id=SESSION,
+        history=wrote_memory_turn(target), runtime=project.runtime, asked=True,
+    )  # fmt: skip
+    assert await project.manager.drain(10)
+
+    assert target.exists() and read_tombstones(project.memory) == []
+
+
 async def test_a_rejected_memory_write_does_not_skip_extraction(
     new_project: ProjectFactory,
 ) -> None:

@@ -328,3 +328,145 @@ async def test_remember_of_a_forgotten_fact_saves_it_and_lifts_its_tombstone(
     [entry], _ = read_history([("user", project.user_memory)])
     assert entry.detail == "stated again after a forget: Prefers uv over pip"
     await session.close()
+
+
+# --- a fact the user asked to forget ----------------------------------------------------------
+
+TABS = memory_file("Indent with tabs", "Indent with tabs, never spaces.",
+                   description="The user always indents code with tabs")  # fmt: skip
+TABS_AGAIN = memory_file("Tabs for indentation", "Always indent with tabs.",
+                         description="The user indents with tabs")  # fmt: skip
+TABS_MARKER = "indent with tabs"
+
+
+class Forgetting(Person):
+    """A user who confirms a ``/forget`` and approves every other request."""
+
+    def __init__(self) -> None:
+        super().__init__("allow_once")
+
+    async def ask_user(self, questions: Sequence[Question]) -> list[str] | None:
+        return ["Forget them"]
+
+
+def tabs_assistant(project: Project) -> Any:
+    """The main model saves the tabs rule on its own whenever it is told about tabs or the
+    parser (it still has the statement in its window); the forget selector picks the rule."""
+    first = project.user_memory / "feedback" / "tabs.md"
+    again = project.user_memory / "feedback" / "tabs-again.md"
+
+    def handle(request: RecordedRequest) -> Reply | None:
+        if request.purpose == "forget":
+            return reply(json.dumps({"selected_ids": ["user:feedback/tabs.md"]}))
+        if request.purpose == "recall-selector":
+            return reply(json.dumps({"selected_memories": []}))
+        if request.purpose != "main":
+            return None
+        if request.messages[-1].get("role") == "tool":
+            return reply("Noted.")
+        said = request.last_user_text().lower()
+        if "i always indent with tabs" in said and not first.exists():
+            return write(first, TABS)
+        if "tabs" in said or "parser" in said:
+            return write(again, TABS_AGAIN)
+        return reply("Fine.")
+
+    return handle
+
+
+def feedback_files(project: Project) -> list[str]:
+    folder = project.user_memory / "feedback"
+    return sorted(p.name for p in folder.glob("*.md")) if folder.exists() else []
+
+
+async def forgotten_tabs_session(project: Project) -> Session:
+    """A session where the user stated the tabs rule, the agent saved it, and the user
+    forgot it with ``/forget``: one tombstone."""
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    project.server.handler = tabs_assistant(project)
+    session = session_of(project, Forgetting())
+    await run(session, "I always indent with tabs.")
+    assert feedback_files(project) == ["tabs.md"]
+    _, events = await run(session, "/forget the tabs rule")
+    assert feedback_files(project) == [], events
+    assert [t.title for t in read_tombstones(project.user_memory)] == ["Indent with tabs"]
+    return session
+
+
+@pytest.mark.parametrize(
+    "later",
+    ["Now let's look at the parser.", "Do I indent with tabs or spaces?"],
+    ids=["another-subject", "a-question"],
+)
+async def test_the_agent_saving_a_forgotten_fact_on_its_own_is_refused(
+    new_project: ProjectFactory, later: str
+) -> None:
+    """Regression: the model, with "I always indent with tabs" still in its window, saved the
+    rule again on its own after the user forgot it; the write went through and lifted the
+    tombstone, so the forgotten fact was back and Extract could learn it again too."""
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    project = new_project()
+    manager = project.runtime.memory_manager()
+    session = await forgotten_tabs_session(project)
+
+    _, events = await run(session, later)
+    assert await manager.drain(10)
+
+    assert feedback_files(project) == []
+    assert [t.title for t in read_tombstones(project.user_memory)] == ["Indent with tabs"]
+    [message] = tool_messages(project.requests("main")[-1])[-1:]
+    assert "was not saved: the user asked to forget this on " in message
+    assert "'Indent with tabs'" in message and "ask them" in message
+    assert not [e for e in events if isinstance(e, MemoryChanged)]
+
+    _, events = await run(session, "Which indentation do I use?")
+    recalled = [ref.name for e in events if isinstance(e, MemoryRecalled) for ref in e.memories]
+    assert recalled == []
+    assert not project.requests("main")[-1].contains("Always indent with tabs.")
+    await session.close()
+
+
+async def test_the_agent_may_save_a_forgotten_fact_the_user_stated_again(
+    new_project: ProjectFactory,
+) -> None:
+    """The same rule as Extract's: a user message after the forget that restates the fact
+    lifts its tombstone, and the agent's write of it saves it and removes the tombstone."""
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    project = new_project()
+    manager = project.runtime.memory_manager()
+    session = await forgotten_tabs_session(project)
+
+    _, events = await run(session, "Actually, I do always indent with tabs. Please keep that.")
+    assert await manager.drain(10)
+
+    assert feedback_files(project) == ["tabs-again.md"]
+    assert unstamped((project.user_memory / "feedback" / "tabs-again.md").read_text()) == (
+        TABS_AGAIN
+    )
+    assert read_tombstones(project.user_memory) == []
+    [change] = [e for e in events if isinstance(e, MemoryChanged)]
+    assert [r.name for r in change.saved] == ["Tabs for indentation"]
+    newest = read_history([("user", project.user_memory)])[0][0]
+    assert (newest.operation, newest.files) == ("remember", ["feedback/tabs-again.md"])
+    assert newest.detail == "stated again after a forget: Indent with tabs"
+    await session.close()
+
+
+async def test_remember_after_a_forget_in_the_same_session_saves_the_fact_again(
+    new_project: ProjectFactory,
+) -> None:
+    """``/remember`` is the user's explicit word: the write needs no restating message."""
+    from cairn.memory.forget.tombstones import read_tombstones
+
+    project = new_project()
+    session = await forgotten_tabs_session(project)
+
+    await run(session, "/remember the tabs rule")
+    assert await project.runtime.memory_manager().drain(10)
+
+    assert feedback_files(project) == ["tabs-again.md"]
+    assert read_tombstones(project.user_memory) == []
+    await session.close()

@@ -639,13 +639,15 @@ class MemoryManager:
         history: Sequence[Content],
         runtime: MemoryRuntime,
         hand_off: bool = False,
+        said: Sequence[tuple[float, str]] = (),
+        asked: bool = False,
     ) -> None:
         """Extract from a finished turn in the background; returns at once (one extraction
         of this memory at a time, the newest request waiting in one slot; ``hand_off``: left
-        to a worker process, see :class:`BackgroundScheduler`)."""
+        to a worker process; ``said``, ``asked``: see :class:`BackgroundScheduler`)."""
         self.background.schedule_extract(
             project_root=project_root, session_id=session_id, history=history, runtime=runtime,
-            hand_off=hand_off,
+            hand_off=hand_off, said=said, asked=asked,
         )  # fmt: skip
 
     def schedule_dream(
@@ -670,13 +672,6 @@ class MemoryManager:
         Extract neither skips the turns typed from here nor repeats the ones kept."""
         await self.background.conversation_rewound(session_id, history_length)
 
-    async def record_remember(
-        self, session_id: str, scope: MemoryScope, path: Path, *, created: bool
-    ) -> MemoryChanged:
-        """The session's own agent wrote the memory at ``path``: rebuild the indexes and note
-        it in the audit trail (roots locked), and say what changed."""
-        return await self.background.record_remember(session_id, path, created=created)
-
     # --- what the scheduler uses (cairn.memory.background.scheduler.SchedulerHost) -------
 
     def memory_changed(self) -> None:
@@ -684,8 +679,8 @@ class MemoryManager:
         self._vectors_after_write()
 
     def lift_tombstones(self, paths: Sequence[Path]) -> str:
-        """The session's own agent saved these memories (the user's explicit word): remove the
-        tombstones of forgotten facts they state again (roots locked); the audit detail."""
+        """The session's own agent saved these memories at the user's word (``/remember``):
+        remove the tombstones of forgotten facts they state again (roots locked); the detail."""
         from cairn.memory.forget.tombstones import lift_stated
 
         return lift_stated(self.root_paths(), paths)

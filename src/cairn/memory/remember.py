@@ -13,14 +13,21 @@ rules; every other call is the tool as it was, inside the workspace:
   indexes are rebuilt, the audit trail gets a ``remember`` line and the session shows what was
   saved (:class:`~cairn.vocabulary.events.MemoryChanged`);
 - in a turn the user started with ``/remember``, a memory write needs no approval; in any other
-  turn it is approved like any other edit (the approval mode and permission rules decide).
+  turn it is approved like any other edit (the approval mode and permission rules decide);
+- a write stating a fact the user asked to forget (a tombstone,
+  :mod:`cairn.memory.forget.tombstones`) is refused before anything is written, and the model
+  told to ask the user first, unless the user restated the fact in a message written after the
+  forget (:meth:`MemoryWrites.user_said`) or the turn is a ``/remember`` turn (the user's
+  explicit word); such a write saved removes the tombstone.
 
 The turn's Extract is then skipped (``memory_tool``): the turn already saved what it meant to.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,6 +87,15 @@ class MemoryWrites:
         self.turn = turn
         self._files: MemoryFiles | None = None
         self._changes: list[MemoryChanged] = []
+        self.said: list[tuple[float, str]] = []  # (when, text) of each message the user wrote
+
+    def user_said(self, text: str) -> None:
+        """The user wrote ``text`` now (a prompt, or text typed while a turn runs): a message
+        restating a forgotten fact after its forget lets the agent save it again."""
+        if not text.strip():
+            return
+        manager = self._manager()
+        self.said.append((manager.clock() if manager is not None else time.time(), text))
 
     def wrapped(self, registry: ToolRegistry) -> ToolRegistry:
         """``registry`` with ``read_file``, ``write_file`` and ``edit`` made memory-aware (the
@@ -158,12 +174,25 @@ class MemoryWrites:
             manager.clock,
             "asked with /remember" if asked else "saved by the session's agent",
         )
+        # A fact the user asked to forget is refused unless the user restated it since (or
+        # asked with /remember: their explicit word, which lifts its tombstone in any case).
+        forgotten = None
+        if not asked:
+            from cairn.memory.forget.tombstones import SESSION_REFUSAL, ForgottenFacts
+
+            forgotten = await asyncio.to_thread(
+                ForgottenFacts.load,
+                manager.root_paths(),
+                said=list(self.said),
+                refusal_text=SESSION_REFUSAL,
+            )
+        self.files.forgotten = forgotten
         result = await guarded_write(tool, args, ctx, self.files, target.path, target.root)
         if not result.ok:
             return result
         try:
-            change = await manager.record_remember(
-                self._session_id, target.scope, target.path, created=not existed
+            change = await manager.background.record_remember(
+                self._session_id, target.path, created=not existed, forgotten=forgotten
             )
         except Exception as error:  # saved; only the index lags (`cairn memory reindex`)
             return result.noted(f" (the memory index was not rebuilt: {error})")

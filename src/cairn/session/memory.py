@@ -128,6 +128,11 @@ class SessionMemory:
         """Extract, Dream or Forget changed the memory files since the prompt was built."""
         return self.on and self.runtime.memory_manager().generation != self._generation
 
+    def user_said(self, text: str) -> None:
+        """The user wrote ``text`` now: a message restating a fact they asked to forget, after
+        the forget, lets the session's agent save it again (:class:`MemoryWrites`)."""
+        self.writes.user_said(text)
+
     # ----- after a fresh turn that ended normally -----
 
     def schedule_tasks(self, history: Sequence[Content]) -> None:
@@ -143,6 +148,8 @@ class SessionMemory:
                 history=list(history),
                 runtime=runtime,
                 hand_off=runtime.extract_in_worker,
+                said=list(self.writes.said),
+                asked=self.writes.asked(),
             )
             if not runtime.extract_in_worker:  # cairn -p: its worker checks Dream's gates
                 manager.schedule_dream(

@@ -362,6 +362,8 @@ class Session:
             if refusal is not None:  # e.g. /recap while a turn runs: refused, not queued
                 await sink(Notice("error", refusal, "command"))
                 return TurnResult("end_turn", text=refusal, fresh=True, handled_locally=True)
+        if request.fresh and request.origin == "user":
+            self.memory.user_said(request.text)  # when: it may restate a forgotten fact
         async with self._lock:
             self.turn_count += 1
             self._turn = Turn(self, request, sink, self.turn_count)
@@ -377,6 +379,7 @@ class Session:
         if not text.strip() or self.steering_refusal(text) is not None:
             return False
         self.carry.steer(text)
+        self.memory.user_said(text)
         return True
 
     def cancel(self, reason: str = "user_cancel") -> bool:

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cairn.memory.forget.tombstones import (
+    SESSION_REFUSAL,
     TOMBSTONES_FILE_NAME,
     ForgottenFacts,
     Statement,
@@ -173,6 +174,25 @@ def test_a_restated_fact_that_was_not_saved_keeps_its_tombstone(tmp_path: Path) 
     assert facts.refusal(memory_text("Use uv", "uv not pip", "Install with uv."), None) is None
     assert facts.release() == []
     assert [t.id for t in read_tombstones(tmp_path)] == ["a"]
+
+
+def test_only_a_message_written_after_the_forget_restates_its_fact(tmp_path: Path) -> None:
+    """The session's own agent: what the user said before the forget (still in the model's
+    window) does not bring the fact back; the same words after it do."""
+    add_tombstones(tmp_path, [tombstone(id="a")])
+    again = memory_text("Tabs", "The user indents with tabs", "Always indent with tabs.")
+    before = [(NOW - 60, "I always indent with tabs."), (NOW + 60, "Now the parser.")]
+
+    refused = ForgottenFacts.load([tmp_path], said=before, refusal_text=SESSION_REFUSAL)
+    assert refused.refusal(again, None) == (
+        "the user asked to forget this on 2025-06-15 ('Indent with tabs'); ask them first. It "
+        "may be saved once the user states it again in a message, or asks for it with /remember."
+    )
+    assert refused.release() == []
+
+    after = ForgottenFacts.load([tmp_path], said=[(NOW + 60, "I always indent with tabs.")])
+    assert after.refusal(again, None) is None
+    assert [t.id for t in after.release()] == ["a"]
 
 
 def test_the_prompt_lists_the_forgotten_facts(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from cairn.memory.background.turn_writes import (
     turn_wrote_memory,
 )
 from cairn.memory.document import MemoryDoc, MemoryScope
-from cairn.memory.forget.tombstones import ForgottenFacts
+from cairn.memory.forget.tombstones import ForgottenFacts, lifted_detail
 from cairn.memory.prompt import MEMORY_AGENT_RULES
 from cairn.memory.store.history import HistoryEntry, append_history
 from cairn.memory.store.locks import hold_roots, hold_roots_async
@@ -393,7 +393,7 @@ async def _finish(
     now = space.clock()
     async with hold_roots_async(_all_roots(space)):
         restated = forgotten.release() if forgotten is not None and outcome.files else []
-        detail = "; ".join(f"stated again after a forget: {t.title}" for t in restated)
+        detail = lifted_detail(restated)
         record_written(
             space,
             outcome.files,

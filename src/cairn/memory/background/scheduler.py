@@ -2,7 +2,9 @@
 
 - :meth:`BackgroundScheduler.schedule_extract` runs one extraction of the space at a time; a
   request arriving meanwhile waits in a single slot, where the newest replaces older ones. A
-  turn whose own agent wrote memory is not extracted (its writes are indexed instead).
+  turn whose own agent wrote memory is not extracted (its writes are indexed instead; one it
+  wrote past the memory guard that states a forgotten fact the user did not state again goes
+  to the trash, :mod:`cairn.memory.forget.tombstones`).
 - :meth:`BackgroundScheduler.schedule_dream` checks Dream's gates in the background and runs it;
   :meth:`BackgroundScheduler.run_dream_now` skips every gate but the lock.
 - An extraction cut short (a shutdown) is noted and run by the next session from its recording;
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
         TaskBook,
         TaskStatus,
     )
+    from cairn.memory.forget.tombstones import ForgottenFacts
+    from cairn.memory.forget.trash import TrashedWrite
     from cairn.memory.paths import MemoryRoots
     from cairn.vocabulary.events import MemoryChanged, MemoryOperation, MemoryRef
 
@@ -146,10 +150,14 @@ class BackgroundScheduler:
         history: Sequence[Content],
         runtime: MemoryRuntime,
         hand_off: bool = False,
+        said: Sequence[tuple[float, str]] = (),
+        asked: bool = False,
     ) -> None:
         """Extract from a finished turn in the background; returns at once. ``hand_off``
         (``cairn -p``): not here; the session is noted pending and listed for a worker process
-        (:meth:`take_handed_off`, :meth:`extract_handed_off`)."""
+        (:meth:`take_handed_off`, :meth:`extract_handed_off`). ``said`` (``(when, text)`` of
+        what the session's user wrote) and ``asked`` (a ``/remember`` turn) decide whether a
+        memory the turn's agent wrote past the memory guard may state a forgotten fact."""
         if not self.host.enabled:
             return
         entries = [entry.shallow_copy() for entry in history]
@@ -164,7 +172,9 @@ class BackgroundScheduler:
             )  # fmt: skip
             unrecorded = [path for path in wrote if os.path.realpath(path) not in recorded]
             if unrecorded:  # written around the memory guard: index them now
-                coro = self._record_session_writes(unrecorded, session_id)
+                coro = self._record_session_writes(
+                    unrecorded, session_id, said=list(said), asked=asked
+                )
                 self._start(runtime, coro, name="memory-remember")
             return
         if hand_off:
@@ -365,11 +375,24 @@ class BackgroundScheduler:
 
     # ----- memory the session's own agent wrote (/remember, or a write of its own) -----
 
-    async def record_remember(self, session_id: str, path: Path, *, created: bool) -> MemoryChanged:
+    async def record_remember(
+        self,
+        session_id: str,
+        path: Path,
+        *,
+        created: bool,
+        forgotten: ForgottenFacts | None = None,
+    ) -> MemoryChanged:
         """The session's own agent wrote the memory at ``path``: rebuild the indexes and note
-        it in the audit trail (roots locked), and say what changed."""
+        it in the audit trail (roots locked), and say what changed.
+
+        ``forgotten``: the tombstones the write was checked against (a write of the agent's
+        own): the ones the user restated and it saved are removed; None (``/remember``, the
+        user's explicit word): every tombstone the memory states is removed.
+        """
         from cairn.memory.background.extract import record_written
         from cairn.memory.background.tasks import written_files
+        from cairn.memory.forget.tombstones import lifted_detail
         from cairn.memory.store.locks import hold_roots_async
 
         host = self.host
@@ -377,32 +400,71 @@ class BackgroundScheduler:
         space = host.space()
         files = written_files([path], space.writable_roots())
         async with hold_roots_async(host.root_paths()):
-            detail = host.lift_tombstones([path])
+            if forgotten is None:
+                detail = host.lift_tombstones([path])
+            else:
+                detail = lifted_detail(forgotten.release())
             record_written(space, files, operation="remember", session_id=session_id, detail=detail)
         self._remembered.setdefault(session_id, set()).add(os.path.realpath(path))
         host.memory_changed()
         labels = [f.label for f in files]
         return host.describe_change("remember", labels, created=set(labels) if created else set())
 
-    async def _record_session_writes(self, paths: Sequence[Path], session_id: str) -> None:
-        """The turn's own agent wrote memory: index it and note it in the audit trail."""
+    async def _record_session_writes(
+        self,
+        paths: Sequence[Path],
+        session_id: str,
+        *,
+        said: Sequence[tuple[float, str]] = (),
+        asked: bool = False,
+    ) -> None:
+        """The turn's own agent wrote memory past the memory guard: index it and note it in
+        the audit trail. Outside a ``/remember`` turn (``asked``), a memory stating a forgotten
+        fact no message of ``said`` restated after its forget goes to the trash, the audit
+        trail and the session told why; its tombstone stays."""
         from cairn.memory.background.extract import record_written
         from cairn.memory.background.tasks import written_files
+        from cairn.memory.forget.tombstones import ForgottenFacts, lifted_detail
+        from cairn.memory.forget.trash import trash_forgotten
+        from cairn.memory.store.history import HistoryEntry, append_history
         from cairn.memory.store.locks import hold_roots_async
 
         host = self.host
         space = host.space()
-        files = written_files(paths, space.writable_roots())
+        roots = space.writable_roots()
+        moved: list[TrashedWrite] = []
         try:
             async with hold_roots_async(host.root_paths()):
-                detail = host.lift_tombstones(paths)
+                now = host.clock()
+                if asked:  # the user's explicit word: the tombstones of what they state go
+                    detail = host.lift_tombstones(paths)
+                else:
+                    forgotten = ForgottenFacts.load(host.root_paths(), said=said)
+                    moved = trash_forgotten(roots, paths, forgotten, now=now, session_id=session_id)
+                    detail = lifted_detail(forgotten.release())
+                gone = {m.path for m in moved}
+                kept = written_files([p for p in paths if p not in gone], roots)
                 record_written(
-                    space, files, operation="remember", session_id=session_id, detail=detail
+                    space, kept, operation="remember", session_id=session_id, detail=detail
                 )
+                for m in moved:
+                    why = f"moved to the trash: {m.why}"
+                    entry = HistoryEntry(now, "remember", m.scope, [m.relative_path],
+                                         session_id, why, 1)  # fmt: skip
+                    append_history(m.root, entry)
+                if moved and not kept:
+                    space.rebuild_indexes()
         except Exception as error:  # best effort: `cairn memory reindex` catches up
             _log.warning(f"indexing the session's memory writes failed: {error!r}")
             return
         host.memory_changed()
+        for m in moved:
+            text = (
+                f"Memory not kept: {m.scope}:{m.relative_path} stated a fact you asked to forget "
+                f"on {m.tombstone.date} ({m.tombstone.title!r}) again; it was moved to the trash "
+                "(`cairn memory restore` brings it back). Say it again to keep it."
+            )
+            await host.announce(session_id, Notice("warning", text, "memory"))
 
     # ----- Dream -----
 

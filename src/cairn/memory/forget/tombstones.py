@@ -1,17 +1,31 @@
-"""Tombstones: what the user asked to forget, so that Extract and Dream never learn it again.
+"""Tombstones: what the user asked to forget, so that no agent learns it again on its own.
 
 Forget moves a memory to the trash and leaves a tombstone in its root's ``.forgotten.jsonl``:
 what was forgotten (title, the fact's line, where it was), a normalized fingerprint of the
-statement, when, and the forget request. Every memory-agent write is checked against the
-tombstones of both roots (:class:`ForgottenFacts`): a memory stating a forgotten fact again is
-refused, so a fact the extraction agent still sees in its window of recent messages, or one
-consolidation would re-derive, stays forgotten.
+statement, when, and the forget request. Every memory write an agent makes is checked against
+the tombstones of both roots (:class:`ForgottenFacts`): a memory stating a forgotten fact again
+is refused, so a fact the extraction agent or the session's model still sees in its window of
+recent messages, or one consolidation would re-derive, stays forgotten. That is:
 
-A user who states the fact again, in a message written after the extraction cursor (a message
-no earlier extraction has seen, so one written after the forget), lifts its tombstone for that
-extraction: the memory may be saved again, and once it is, the tombstone is removed. The main
-agent's own writes (``/remember``) are the user's explicit word and lift a matching tombstone
-too. ``cairn memory restore`` removes the tombstones of the forget it undoes.
+- Extract and Dream: the write is refused, the agent told why (:data:`AGENT_REFUSAL`);
+- the session's own agent writing memory on its own initiative (``write_file`` or ``edit`` in
+  a memory folder, :mod:`cairn.memory.remember`): the write is refused before anything is
+  written, the model told to ask the user first (:data:`SESSION_REFUSAL`); a memory it wrote
+  past that check (a tool the memory guard did not see) is moved to the trash when the turn
+  ends, restorable, the audit trail and the session told why
+  (:func:`cairn.memory.forget.trash.trash_forgotten`).
+
+A write is not refused when the memory already stated the fact before it (an edit elsewhere in
+a memory the user kept or wrote back by hand). Only the user brings a forgotten fact back:
+
+- a user message that states the fact again lifts its tombstone: for Extract, a message after
+  the extraction cursor (one no earlier extraction saw, so one written after the forget); for
+  the session's own agent, a message of the session written after the forget (its time is
+  later than the tombstone's). The memory may then be saved again, and once it is, the
+  tombstone is removed. A message before the forget, still in the model's window, never does;
+- ``/remember`` is the user's explicit word: the memories a ``/remember`` turn writes are not
+  checked, and lift every tombstone they state (:func:`lift_stated`);
+- ``cairn memory restore`` removes the tombstones of the forget it undoes.
 
 How two statements are compared: each is reduced to its *terms* (NFKC, case-folded words minus
 common English words, with a light suffix stemmer; CJK runs as character pairs). A memory
@@ -43,9 +57,11 @@ from cairn.fsutil import atomic_write_bytes, read_regular_bytes
 from cairn.memory.document import MemoryScope
 
 __all__ = [
+    "AGENT_REFUSAL",
     "MAX_TOMBSTONES",
     "RESTATED_SHARE",
     "SAME_FACT_SIMILARITY",
+    "SESSION_REFUSAL",
     "TERMS_VERSION",
     "TOMBSTONES_FILE_NAME",
     "ForgottenFacts",
@@ -54,6 +70,8 @@ __all__ = [
     "add_tombstones",
     "lift_matching",
     "lift_stated",
+    "lifted_detail",
+    "message_terms",
     "read_tombstones",
     "remove_tombstones",
     "statement_terms",
@@ -69,6 +87,15 @@ MAX_TERMS = 64  # terms stored per statement part
 MAX_TOMBSTONE_FILE_BYTES = 4 * 1024 * 1024  # a larger file is not read (treated as empty)
 MAX_PROMPT_TOMBSTONES = 50  # tombstones listed in a memory agent's prompt
 _MAX_TEXT_CHARS = 300  # title or fact line kept in a tombstone
+# What a refused write is told: a memory agent (Extract, Dream), the session's own agent.
+AGENT_REFUSAL = (
+    "the user asked to forget this on {date} (forgotten memory: {title}). Do not save it "
+    "again; it may be saved only when the user states it again in a new message."
+)
+SESSION_REFUSAL = (
+    "the user asked to forget this on {date} ({title}); ask them first. It may be saved once "
+    "the user states it again in a message, or asks for it with /remember."
+)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -109,6 +136,12 @@ def statement_terms(text: str) -> frozenset[str]:
     """The terms of ``text`` that tombstones compare (see the module docstring)."""
     terms = {_stem(word) for word in _words(text) if word not in _STOPWORDS and word != "_"}
     return frozenset(sorted(terms)[:MAX_TERMS]) if len(terms) > MAX_TERMS else frozenset(terms)
+
+
+def message_terms(message: str) -> frozenset[str] | None:
+    """The terms of a user message a tombstone compares, or None for a question (which never
+    states a fact again)."""
+    return None if message.rstrip().endswith("?") else statement_terms(message)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -217,16 +250,19 @@ class Tombstone:
 
     def restated_by(self, message: str) -> bool:
         """Whether a user message states this forgotten fact again (a question never does)."""
-        if message.rstrip().endswith("?"):
-            return False
-        said = statement_terms(message)
-        for part in (self.title, self.description, self.summary):
-            wanted = statement_terms(part)
-            if not wanted:
+        return self.restated_in([message_terms(message)])
+
+    def restated_in(self, messages: Iterable[frozenset[str] | None]) -> bool:
+        """:meth:`restated_by` for messages' :func:`message_terms`, computed once."""
+        parts = (self.title, self.description, self.summary)
+        wanted = [terms for terms in map(statement_terms, parts) if terms]
+        for said in messages:
+            if said is None:
                 continue
-            covered = len(wanted & said)
-            if covered >= min(len(wanted), 2) and covered >= RESTATED_SHARE * len(wanted):
-                return True
+            for terms in wanted:
+                covered = len(terms & said)
+                if covered >= min(len(terms), 2) and covered >= RESTATED_SHARE * len(terms):
+                    return True
         return False
 
     @property
@@ -351,50 +387,70 @@ def remove_tombstones(root: Path, ids: Iterable[str]) -> list[Tombstone]:
 
 @dataclass
 class ForgottenFacts:
-    """The tombstones of both memory roots, as one memory-agent run sees them.
+    """The tombstones of both memory roots, as one memory-agent run (or one memory write of
+    the session's own agent) sees them.
 
     ``active`` tombstones refuse a write that states their fact again; ``lifted`` ones were
-    restated by the user in a message this run is the first to see, so their fact may be saved
-    again (:attr:`used` collects those a write did save, for :meth:`release`).
+    restated by the user in a message this run is the first to see (Extract), or one written
+    after their forget (the session's agent), so their fact may be saved again (:attr:`used`
+    collects those a write did save, for :meth:`release`).
     """
 
     active: list[tuple[Path, Tombstone]] = field(default_factory=list)
     lifted: list[tuple[Path, Tombstone]] = field(default_factory=list)
     used: dict[str, Path] = field(default_factory=dict)  # tombstone id -> its root
+    refusal_text: str = AGENT_REFUSAL  # what a refused writer is told ({date}, {title})
 
     @classmethod
-    def load(cls, roots: Iterable[Path], *, new_messages: Sequence[str] = ()) -> ForgottenFacts:
-        """The tombstones of ``roots``; those a message in ``new_messages`` restates are lifted."""
-        facts = cls()
+    def load(
+        cls,
+        roots: Iterable[Path],
+        *,
+        new_messages: Sequence[str] = (),
+        said: Sequence[tuple[float, str]] = (),
+        refusal_text: str = AGENT_REFUSAL,
+    ) -> ForgottenFacts:
+        """The tombstones of ``roots``; those a message in ``new_messages`` restates are lifted,
+        and so are those a message of ``said`` (``(when, text)`` of what the user wrote)
+        restates when it was written after their forget."""
+        facts = cls(refusal_text=refusal_text)
+        new = [message_terms(text) for text in new_messages]
+        heard = [(when, message_terms(text)) for when, text in said]
         for root in roots:
             for tombstone in read_tombstones(root):
-                restated = any(tombstone.restated_by(text) for text in new_messages)
+                since = [terms for when, terms in heard if when > tombstone.forgotten_at]
+                restated = tombstone.restated_in([*new, *since])
                 (facts.lifted if restated else facts.active).append((root, tombstone))
         return facts
 
     def __bool__(self) -> bool:
         return bool(self.active or self.lifted)
 
-    def refusal(self, content: str, previous: str | None) -> str | None:
-        """Why writing ``content`` (over ``previous``) would learn a forgotten fact, or None.
+    def refused_by(self, content: str, previous: str | None) -> Tombstone | None:
+        """The active tombstone whose fact writing ``content`` (over ``previous``) would learn
+        again, or None; when None, the lifted tombstones it states are noted for :meth:`release`.
 
         A statement ``previous`` already made is not learned again (an edit elsewhere in a
         memory the user kept, or wrote back by hand, is not refused).
         """
         statements = statements_of(content)
         before = statements_of(previous) if previous else []
-        for root, tombstone in self.lifted:
-            if any(tombstone.matches(s) for s in statements):
-                self.used.setdefault(tombstone.id, root)
         for _root, tombstone in self.active:
             hit = any(tombstone.matches(s) for s in statements)
             if hit and not any(tombstone.matches(s) for s in before):
-                return (
-                    f"the user asked to forget this on {tombstone.date} "
-                    f"(forgotten memory: {tombstone.title!r}). Do not save it again; it may be "
-                    "saved only when the user states it again in a new message."
-                )
+                return tombstone
+        for root, tombstone in self.lifted:
+            if any(tombstone.matches(s) for s in statements):
+                self.used.setdefault(tombstone.id, root)
         return None
+
+    def refusal(self, content: str, previous: str | None) -> str | None:
+        """Why writing ``content`` (over ``previous``) would learn a forgotten fact, or None
+        (:meth:`refused_by`, in :attr:`refusal_text`'s words)."""
+        tombstone = self.refused_by(content, previous)
+        if tombstone is None:
+            return None
+        return self.refusal_text.format(date=tombstone.date, title=repr(tombstone.title))
 
     def release(self) -> list[Tombstone]:
         """Remove the lifted tombstones a write saved again (root locks held); those removed."""
@@ -439,6 +495,11 @@ def lift_stated(roots: Sequence[Path], paths: Iterable[Path]) -> str:
         except OSError:
             continue
         lifted += lift_matching(roots, text)
+    return lifted_detail(lifted)
+
+
+def lifted_detail(lifted: Iterable[Tombstone]) -> str:
+    """The audit detail of tombstones a write removed (``""``: none)."""
     return "; ".join(f"stated again after a forget: {t.title}" for t in lifted)
 
 

@@ -5,9 +5,10 @@ Applying a forget plan never deletes anything: a removed file, or the original o
 file whose other entries are rewritten in place, moves to ``<root>/.trash/<id>/<relpath>`` beside
 a ``manifest.json``, and each forgotten entry leaves a tombstone
 (:mod:`~cairn.memory.forget.tombstones`); :func:`trash_files` moves whole files Dream deletes
-(no tombstone: a merge is not a forget). :func:`restore_last_forget` puts the most recent one
-back and removes its tombstones, refusing when a file it would restore exists again (or, for a
-rewritten file, was changed since).
+(no tombstone: a merge is not a forget), and :func:`trash_forgotten` a memory the session's
+agent wrote past the memory guard stating a forgotten fact again. :func:`restore_last_forget`
+puts the most recent one back and removes its tombstones, refusing when a file it would restore
+exists again (or, for a rewritten file, was changed since).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from cairn.memory.document import MemoryScope
 from cairn.memory.forget.selection import ForgetCandidate, ForgetPlan, normalize_summary
 from cairn.memory.forget.tombstones import (
     TOMBSTONES_FILE_NAME,
+    ForgottenFacts,
     Statement,
     Tombstone,
     add_tombstones,
@@ -43,9 +45,11 @@ __all__ = [
     "MANIFEST_NAME",
     "TRASH_FOLDER",
     "ForgetReport",
+    "TrashedWrite",
     "apply_forget_plan",
     "restore_last_forget",
     "trash_files",
+    "trash_forgotten",
 ]
 
 TRASH_FOLDER = ".trash"  # under each memory root; never scanned as memory
@@ -368,6 +372,65 @@ def trash_files(
                 why=outcome.why or f"deleted by {operation} (to the trash)",
             )  # fmt: skip
     return folder
+
+
+@dataclass(frozen=True, slots=True)
+class TrashedWrite:
+    """A memory :func:`trash_forgotten` moved to the trash, and the fact it stated again."""
+
+    path: Path  # where it was written
+    scope: MemoryScope
+    root: Path
+    relative_path: str
+    tombstone: Tombstone
+
+    @property
+    def why(self) -> str:
+        return (
+            f"the user asked to forget this on {self.tombstone.date} "
+            f"({self.tombstone.title!r}) and no message of theirs stated it again"
+        )
+
+
+def trash_forgotten(
+    roots: Sequence[tuple[MemoryScope, Path]],
+    paths: Sequence[Path],
+    forgotten: ForgottenFacts,
+    *,
+    now: float,
+    session_id: str = "",
+) -> list[TrashedWrite]:
+    """Move each memory at ``paths`` that states a fact of ``forgotten``'s active tombstones
+    again (a write past the memory guard: the check could only come after it) to a trash
+    folder of its own, restorable, its version log saying why; call with the root locks held.
+
+    A statement the memory's last recorded version already made is not learned again, as
+    :meth:`ForgottenFacts.refused_by` says. Returns the memories moved.
+    """
+    from cairn.memory.trust.versions import read_versions
+
+    moved: list[TrashedWrite] = []
+    for path in paths:
+        real = os.path.realpath(path)
+        for scope, root in roots:
+            real_root = os.path.realpath(root)
+            if not real.startswith(real_root + os.sep):
+                continue
+            text = _read_text(Path(real))
+            relative = Path(os.path.relpath(real, real_root)).as_posix()
+            versions = read_versions(root, relative) if text is not None else []
+            previous = versions[-1].content if versions else None
+            tombstone = forgotten.refused_by(text, previous) if text is not None else None
+            if tombstone is not None:
+                trashed = TrashedWrite(path, scope, root, relative, tombstone)
+                folder = trash_files(
+                    root, scope, [relative], operation="remember", now=now,
+                    why={relative: trashed.why}, session_id=session_id,
+                )  # fmt: skip
+                if folder is not None:
+                    moved.append(trashed)
+            break
+    return moved
 
 
 def _forget_message(report: ForgetReport, query: str) -> str:
