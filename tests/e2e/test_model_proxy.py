@@ -9,9 +9,7 @@ certificate from a CA made here with ``openssl``, trusted through ``SSL_CERT_FIL
 from __future__ import annotations
 
 import json
-import shutil
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 from cairn.testing import ScriptedServer, reply
 from cairn.testing.tinyproxy import TinyProxy, find_tinyproxy
 
+from ..certificates import Certificates, certificates_fixture  # noqa: F401 (a fixture)
 from .conftest import RunCairn, trust_in_user_settings, wait_for_extract_workers, write_settings
 
 pytestmark = pytest.mark.skipif(
@@ -39,52 +38,6 @@ def _through(env: dict[str, str], **variables: str) -> dict[str, str]:
 def proxy() -> Iterator[TinyProxy]:
     with TinyProxy() as running:
         yield running
-
-
-class Certificates:
-    """A CA and a certificate for 127.0.0.1 signed by it, made with the openssl program."""
-
-    def __init__(self, folder: Path) -> None:
-        self.ca = folder / "ca.pem"
-        self.cert = folder / "server.pem"
-        self.key = folder / "server-key.pem"
-        ca_key = folder / "ca-key.pem"
-        request = folder / "server.csr"
-        extensions = folder / "server.ext"
-        extensions.write_text(
-            "basicConstraints=critical,CA:FALSE\n"
-            "keyUsage=critical,digitalSignature,keyEncipherment\n"
-            "extendedKeyUsage=serverAuth\n"
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-        )
-        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        _openssl(
-            "req", "-x509", *ec, "-keyout", ca_key, "-out", self.ca, "-days", "2",
-            "-subj", "/CN=cairn test CA",
-            "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        )  # fmt: skip
-        _openssl("req", "-new", *ec, "-keyout", self.key, "-out", request, "-subj", "/CN=127.0.0.1")
-        _openssl(
-            "x509", "-req", "-in", request, "-CA", self.ca, "-CAkey", ca_key,
-            "-CAcreateserial", "-out", self.cert, "-days", "2", "-extfile", extensions,
-        )  # fmt: skip
-
-    def server_context(self) -> ssl.SSLContext:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.cert, self.key)
-        return context
-
-
-def _openssl(*args: str | Path) -> None:
-    subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl program is not installed (.ci/system-packages)")
-    return Certificates(tmp_path_factory.mktemp("certificates"))
 
 
 @pytest.fixture
@@ -148,6 +101,66 @@ def test_an_endpoint_whose_ca_is_not_trusted_says_where_the_ca_goes(
     assert "SSL_CERT_FILE" in done.stderr
     assert "Traceback" not in done.stderr
     assert tls_server.requests == []
+
+
+def _trusting_only(env: dict[str, str], **variables: str) -> dict[str, str]:
+    """``env`` without the machine's CA variables, plus ``variables``."""
+    dropped = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS")
+    return {**{k: v for k, v in env.items() if k not in dropped}, **variables}
+
+
+def test_node_extra_ca_certs_adds_a_proxys_ca_for_the_endpoint(
+    run_cairn: RunCairn,
+    tls_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    proxy: TinyProxy,
+    certificates: Certificates,
+) -> None:
+    """Users of Qwen Code and Claude Code behind a TLS-intercepting proxy have its CA in
+    NODE_EXTRA_CA_CERTS (added to the default CAs, as Node.js reads it); it is trusted here
+    too."""
+    tls_server.enqueue(reply("Trusted."))
+    env = _trusting_only(
+        _https_env(cairn_env, tls_server, HTTPS_PROXY=proxy.url),
+        NODE_EXTRA_CA_CERTS=str(certificates.ca),
+    )
+
+    done = run_cairn("-p", "hi", env=env)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Trusted.\n"
+    assert f"CONNECT 127.0.0.1:{tls_server.port}" in proxy.requests()
+
+
+def test_an_unreadable_node_extra_ca_certs_is_named_never_a_crash(
+    run_cairn: RunCairn,
+    tls_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    certificates: Certificates,
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "corporate-ca.pem"
+    https = _https_env(cairn_env, tls_server)
+    tls_server.enqueue(reply("Still trusted."))
+
+    trusted = run_cairn(
+        "-p",
+        "hi",
+        env=_trusting_only(
+            https, NODE_EXTRA_CA_CERTS=str(missing), SSL_CERT_FILE=str(certificates.ca)
+        ),
+    )
+    untrusted = run_cairn("-p", "hi", env=_trusting_only(https, NODE_EXTRA_CA_CERTS=str(missing)))
+
+    assert trusted.returncode == 0, trusted.stderr  # the rest of the trust store still applies
+    assert trusted.stdout == "Still trusted.\n"
+    assert untrusted.returncode == 1
+    assert "certificate is not trusted" in untrusted.stderr
+    assert (
+        f"NODE_EXTRA_CA_CERTS names {str(missing)!r}, which was not added to the trusted "
+        "certificates: No such file or directory"
+    ) in " ".join(untrusted.stderr.split())
+    assert "Traceback" not in trusted.stderr + untrusted.stderr
 
 
 def test_no_proxy_sends_a_listed_endpoint_direct(

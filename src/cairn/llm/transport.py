@@ -12,9 +12,8 @@ import contextlib
 import json
 import socket
 import ssl
-import threading
 import zlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.llm._httpx import httpx
@@ -44,6 +43,7 @@ __all__ = [
     "sse_data",
     "timed",
     "tls_context",
+    "untrusted_advice",
 ]
 
 DONE_DRAIN_TIMEOUT = 1.0  # seconds to wait for the end of the body after the final event
@@ -69,7 +69,9 @@ class ClientPools:
     refused). For ``https://`` the verifying context is built in a worker thread as soon as the
     provider exists (OpenSSL releases the GIL while it parses the CA bundle), and the first
     request waits for it only if it is not ready yet. The context trusts what ``SSL_CERT_FILE``
-    or ``SSL_CERT_DIR`` name when set (httpx's ``trust_env``), else certifi's bundle.
+    or ``SSL_CERT_DIR`` name when set (httpx's ``trust_env``), else certifi's bundle, and the
+    file ``NODE_EXTRA_CA_CERTS`` names besides (:mod:`cairn.llm.certificates`; one context,
+    built once, serves every provider and MCP server of the process).
 
     ``proxies`` is the HTTP proxy in front of the endpoint (:mod:`cairn.llm.proxies`), None
     when none is set.
@@ -125,26 +127,15 @@ class ClientPools:
 
 def tls_context(base_url: str) -> concurrent.futures.Future[ssl.SSLContext | None]:
     """The TLS context for connections to ``base_url`` (see :class:`ClientPools`): none for
-    ``http://``. ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` replace the CA bundle, as in httpx (a
-    TLS-intercepting proxy's CA goes there)."""
+    ``http://``; for ``https://`` the process's shared verifying context
+    (:func:`cairn.llm.certificates.verifying_context`: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+    replace the CA bundle, as in httpx, and ``NODE_EXTRA_CA_CERTS`` adds to it)."""
     if base_url.lower().startswith("https:"):
-        return _in_thread(lambda: httpx.create_ssl_context(trust_env=True))
+        from cairn.llm.certificates import verifying_context
+
+        return verifying_context()  # type: ignore[return-value]
     future: concurrent.futures.Future[ssl.SSLContext | None] = concurrent.futures.Future()
     future.set_result(None)
-    return future
-
-
-def _in_thread(build: Callable[[], _T]) -> concurrent.futures.Future[_T]:
-    """Run ``build`` in a daemon thread (one that never delays the process's exit)."""
-    future: concurrent.futures.Future[_T] = concurrent.futures.Future()
-
-    def run() -> None:
-        try:
-            future.set_result(build())
-        except BaseException as exc:  # handed to whoever waits for the result
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="cairn-tls-context", daemon=True).start()
     return future
 
 
@@ -221,15 +212,25 @@ async def request_errors(url: str, setting: str) -> AsyncIterator[None]:
         raise ProviderError(f"the request to {url} failed: {exc}", retryable=True) from exc
 
 
+def untrusted_advice(error: ssl.SSLCertVerificationError) -> str:
+    """OpenSSL's reason a certificate is not trusted, and where the CA of a TLS-intercepting
+    proxy goes (saying why ``NODE_EXTRA_CA_CERTS`` was not added, when it was set and was not)."""
+    from cairn.llm.certificates import extra_ca_problem
+
+    advice = (
+        f"{error.verify_message or error}; behind a TLS-intercepting proxy, name its CA in "
+        "NODE_EXTRA_CA_CERTS (added to the bundle), SSL_CERT_FILE or SSL_CERT_DIR"
+    )
+    problem = extra_ca_problem()
+    return f"{advice}; {problem}" if problem else advice
+
+
 def _connect_failure(exc: BaseException) -> str:
     """Why a connection failed, in words: refused, a name that does not resolve, or the OS's."""
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, ssl.SSLCertVerificationError):
-            return (
-                f"its certificate is not trusted ({cause.verify_message or cause}; behind a "
-                "TLS-intercepting proxy, name its CA in SSL_CERT_FILE or SSL_CERT_DIR)"
-            )
+            return f"its certificate is not trusted ({untrusted_advice(cause)})"
         if isinstance(cause, socket.gaierror):
             return "the host name does not resolve"
         if isinstance(cause, ConnectionRefusedError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import ssl
@@ -276,7 +277,10 @@ def test_an_http_endpoint_gets_no_tls_context_and_its_pool_trusts_nothing() -> N
     assert context.cert_store_stats()["x509_ca"] == 0
 
 
-def test_an_https_endpoint_gets_the_verifying_context_httpx_would_build() -> None:
+def test_an_https_endpoint_gets_the_verifying_context_httpx_would_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("NODE_EXTRA_CA_CERTS", raising=False)
     context = tls_context("https://api.example.com/v1").result(timeout=30)
     expected = httpx.create_ssl_context(trust_env=True)
 
@@ -289,17 +293,64 @@ def test_ssl_cert_file_replaces_the_ca_bundle(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A TLS-intercepting proxy's CA is trusted through SSL_CERT_FILE, as httpx reads it."""
-    import certifi
-
-    bundle = Path(certifi.where()).read_text()
-    first = bundle[: bundle.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
-    one_ca = tmp_path / "corporate-ca.pem"
-    one_ca.write_text(first[first.index("-----BEGIN CERTIFICATE-----") :] + "\n")
-    monkeypatch.setenv("SSL_CERT_FILE", str(one_ca))
+    monkeypatch.delenv("NODE_EXTRA_CA_CERTS", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(_one_ca(tmp_path)))
 
     context = tls_context("https://api.example.com/v1").result(timeout=30)
 
     assert context.cert_store_stats()["x509_ca"] == 1
+
+
+def _one_ca(folder: Path, index: int = 0) -> Path:
+    """A PEM file holding the ``index``-th CA of certifi's bundle alone."""
+    import certifi
+
+    marker = "-----END CERTIFICATE-----"
+    blocks = Path(certifi.where()).read_text().split(marker)
+    block = blocks[index]
+    path = folder / f"corporate-ca-{index}.pem"
+    path.write_text(block[block.index("-----BEGIN CERTIFICATE-----") :] + marker + "\n")
+    return path
+
+
+def test_node_extra_ca_certs_adds_to_the_ca_bundle_it_does_not_replace_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Users of Node tools (Qwen Code, Claude Code) behind a TLS-intercepting proxy set
+    NODE_EXTRA_CA_CERTS: a PEM file added to the default CAs, as Node.js reads it."""
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(_one_ca(tmp_path, 0)))
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(_one_ca(tmp_path, 1)))
+
+    context = tls_context("https://api.example.com/v1").result(timeout=30)
+
+    assert context.cert_store_stats()["x509_ca"] == 2  # SSL_CERT_FILE's one, and the extra one
+
+
+def test_an_unreadable_node_extra_ca_certs_is_a_warning_naming_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from cairn.debug_log import mirror_warnings
+    from cairn.llm.certificates import extra_ca_problem
+
+    missing = tmp_path / "no-such-ca.pem"
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(_one_ca(tmp_path)))
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(missing))
+    warnings = io.StringIO()
+    mirror_warnings(warnings)
+    try:
+        context = tls_context("https://api.example.com/v1").result(timeout=30)
+    finally:
+        mirror_warnings(None)
+
+    assert context.cert_store_stats()["x509_ca"] == 1  # the rest of the trust store applies
+    expected = (
+        f"NODE_EXTRA_CA_CERTS names {str(missing)!r}, which was not added to the trusted "
+        "certificates: No such file or directory"
+    )
+    assert extra_ca_problem() == expected
+    assert warnings.getvalue() == f"warning: [TLS] {expected}\n"
 
 
 async def test_warm_up_asks_for_the_model_list(
