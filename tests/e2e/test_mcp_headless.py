@@ -15,6 +15,7 @@ import pytest
 
 from cairn.testing import Reply, ScriptedServer, ToolCallSpec, reply, tool_call
 from cairn.testing.mcp import FastMCPServer, pid_alive
+from cairn.testing.tinyproxy import TinyProxy, find_tinyproxy
 from cairn.tools.permissions import PLAN_MODE_MESSAGE
 
 from ..mcp.helpers import (
@@ -260,9 +261,7 @@ def test_an_image_result_reaches_the_model_as_an_image_or_is_named(
     images: bool,
 ) -> None:
     server = tools_server(tmp_path)
-    _settings(
-        project, {"tools": server.stdio_config(trust=True)}, model={"supportsImages": images}
-    )
+    _settings(project, {"tools": server.stdio_config(trust=True)}, model={"supportsImages": images})
     scripted_server.enqueue(tool_call("mcp__tools__picture", {}))
     scripted_server.enqueue(reply("A tiny picture."))
 
@@ -497,6 +496,32 @@ def test_an_http_or_sse_server_from_settings_is_called(
         done = run_cairn("-p", "echo")
     assert done.returncode == 0, done.stderr
     assert _tool_messages(scripted_server.requests[1]) == [f"echo: {transport}"]
+
+
+@pytest.mark.skipif(find_tinyproxy() is None, reason="tinyproxy is not installed")
+def test_the_proxy_flag_carries_an_http_server_and_no_proxy_still_exempts_the_model(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    cairn_env: dict[str, str],
+    project: Path,
+    tmp_path: Path,
+) -> None:
+    """Bug: ``--proxy`` carried the model's requests and not an HTTP MCP server's (httpx read
+    only its own variables): both now choose their proxy the same way, NO_PROXY included."""
+    server = tools_server(tmp_path)
+    model = f"127.0.0.1:{scripted_server.port}"
+    env = {k: v for k, v in cairn_env.items() if k.lower() != "no_proxy"} | {"NO_PROXY": model}
+    with TinyProxy() as proxy, server.serve_http("http") as running:
+        _settings(project, {"web": {**running.config, "trust": True}})
+        scripted_server.enqueue(tool_call("mcp__web__echo", {"text": "proxied"}))
+        scripted_server.enqueue(reply("Echoed."))
+        done = run_cairn("-p", "echo", "--proxy", proxy.url, env=env)
+        carried = proxy.requests()
+
+    assert done.returncode == 0, done.stderr
+    assert _tool_messages(scripted_server.requests[1]) == ["echo: proxied"]
+    assert f"POST {running.url}" in carried
+    assert not any(model in request for request in carried)  # NO_PROXY: the model went direct
 
 
 def test_a_stdio_server_gets_cairns_environment_without_its_secrets(

@@ -512,7 +512,8 @@ class Settings(Section):
     )
     proxy: str | None = Field(
         None,
-        description="HTTP proxy for the model endpoint (`http://[user:password@]host:port`), "
+        description="HTTP proxy for the model endpoint and HTTP MCP servers "
+        "(`http://[user:password@]host:port`), "
         "over HTTPS_PROXY/HTTP_PROXY/ALL_PROXY and under `--proxy`; NO_PROXY still applies. "
         "A project's needs the folder trusted.",
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from mcp.shared.exceptions import McpError
     from pydantic import AnyUrl, ValidationError
 
+    from cairn.mcp.http import ProxySettings
     from cairn.mcp.stdio import CLOSE_GRACE_SECONDS, MALFORMED_RESPONSE, StdioProcess, open_stdio
 
 __all__ = [
@@ -56,8 +58,6 @@ __all__ = [
 CONNECT_TIMEOUT_SECONDS = 30.0  # start + initialize + first listings; longer is a failed start
 REFRESH_WAIT_SECONDS = 5.0  # a call whose server announced new lists waits this long for them
 MAX_RESTARTS = 3  # restarts of a crashed server in one connection's life (a session)
-HTTP_TIMEOUT_SECONDS = 30.0  # connect and send; an SSE stream's read may wait 300 s
-HTTP_READ_TIMEOUT_SECONDS = 300.0  # SSE streams stay open between events
 ConnectionStatus: TypeAlias = Literal["connecting", "connected", "failed", "disabled", "closed"]
 _log = get_logger("MCP")
 _sdk_lock = threading.Lock()
@@ -89,35 +89,6 @@ def load_sdk() -> None:
         )
 
         _sdk_loaded = True
-
-
-def _http_client(
-    config: ServerConfig,
-    headers: dict[str, str] | None,
-    timeout: httpx.Timeout | None,
-    auth: httpx.Auth | None = None,
-) -> httpx.AsyncClient:
-    """The HTTP client of an HTTP or SSE server (redirects are the MCP transports' to follow,
-    within the server's origin). A ``public_only`` server's (a daemon tenant's) opens every
-    connection only to a public address, checked as it is resolved
-    (:mod:`cairn.tools.web_address`), with no proxy from the environment in between."""
-    timeout = timeout or httpx.Timeout(HTTP_TIMEOUT_SECONDS, read=HTTP_READ_TIMEOUT_SECONDS)
-    if not config.public_only:
-        return httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth)
-    from cairn.tools.web_address import CheckedNetworkBackend, checked_transport, system_resolver
-
-    backend = CheckedNetworkBackend(
-        system_resolver,
-        user=f"MCP server {config.name}",
-        allowed_by="cairn serve --allow-private-mcp",
-    )
-    return httpx.AsyncClient(
-        headers=headers,
-        timeout=timeout,
-        auth=auth,
-        trust_env=False,
-        transport=checked_transport(backend),
-    )
 
 
 class McpCallError(Exception):
@@ -156,10 +127,14 @@ class McpConnection:
         environ: Mapping[str, str] | None = None,
         on_change: Callable[[], None] | None = None,
         connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+        proxy_settings: ProxySettings | None = None,
     ) -> None:
         """``environ``: what a stdio server starts with before its own ``env`` (default:
-        cairn's environment without its secrets, as for shell commands)."""
+        cairn's environment without its secrets, as for shell commands). ``proxy_settings``:
+        the ``proxy`` setting and the settings' ``env``, read with the process's environment
+        for an HTTP or SSE server's proxy (:mod:`cairn.mcp.http`)."""
         self.config = config
+        self._proxy_settings = proxy_settings
         self.name = config.name
         self._cwd = cwd
         self._environ = environ
@@ -302,8 +277,9 @@ class McpConnection:
             from mcp.client.streamable_http import streamable_http_client
 
             assert config.url is not None
+            tls = await self._trusted_context()
             client = await stack.enter_async_context(
-                _http_client(config, dict(config.headers), None)
+                self._http_client(tls, dict(config.headers), None, None)
             )
             read, write, _ = await stack.enter_async_context(
                 streamable_http_client(config.url, http_client=client)
@@ -311,14 +287,17 @@ class McpConnection:
         else:
             from mcp.client.sse import sse_client
 
+            from cairn.mcp.http import HTTP_TIMEOUT_SECONDS
+
             assert config.url is not None
+            tls = await self._trusted_context()  # the SDK's client factory cannot wait for it
 
             def sse_http_client(
                 headers: dict[str, str] | None = None,
                 timeout: httpx.Timeout | None = None,
                 auth: httpx.Auth | None = None,
             ) -> httpx.AsyncClient:
-                return _http_client(config, headers, timeout, auth)
+                return self._http_client(tls, headers, timeout, auth)
 
             read, write = await stack.enter_async_context(
                 sse_client(
@@ -335,6 +314,35 @@ class McpConnection:
                 message_handler=self._on_message,
                 client_info=types.Implementation(name="cairn", version=__version__),
             )
+        )
+
+    async def _trusted_context(self) -> ssl.SSLContext:
+        """The verifying TLS context of the process (:mod:`cairn.llm.certificates`), also for
+        an ``http://`` server: its redirects and its OAuth server may be ``https://``."""
+        from cairn.llm.certificates import verifying_context
+
+        try:
+            return await asyncio.wrap_future(verifying_context())
+        except OSError as exc:  # SSL_CERT_FILE names a file that cannot be read
+            raise _BadStart(f"cannot set up TLS for {self.config.url}: {exc}") from exc
+
+    def _http_client(
+        self,
+        tls: ssl.SSLContext,
+        headers: dict[str, str] | None,
+        timeout: httpx.Timeout | None,
+        auth: httpx.Auth | None,
+    ) -> httpx.AsyncClient:
+        from cairn.mcp.http import ProxySettings, http_client
+
+        return http_client(
+            name=self.name,
+            public_only=self.config.public_only,
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+            tls=tls,
+            proxy=self._proxy_settings or ProxySettings(),
         )
 
     async def _until_gone(self) -> None:
@@ -392,6 +400,16 @@ class McpConnection:
             return f"failed to start: {self._exit_reason()}"
         if isinstance(root, httpx.HTTPStatusError):
             return f"HTTP {root.response.status_code} from {self.config.url}"
+        if isinstance(root, httpx.ProxyError):  # its message names the proxy and what it said
+            return f"cannot reach {self.config.url}: {root}"
+        untrusted = _untrusted_certificate(root)
+        if untrusted is not None:
+            from cairn.llm.transport import untrusted_advice
+
+            return (
+                f"cannot reach {self.config.url}: its certificate is not trusted "
+                f"({untrusted_advice(untrusted)})"
+            )
         if isinstance(root, httpx.HTTPError):
             return f"cannot reach {self.config.url}: {type(root).__name__} {root}".strip()
         return f"failed to start: {type(root).__name__}: {root}"
@@ -627,6 +645,16 @@ async def _list_all(method: Callable[..., Any], attribute: str, name: str) -> li
         if not cursor:
             break
     return items
+
+
+def _untrusted_certificate(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification failure behind ``exc``, if that is what it is."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _root_cause(exc: BaseException) -> BaseException:

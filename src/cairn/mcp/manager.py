@@ -25,6 +25,7 @@ from cairn.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool
 if TYPE_CHECKING:
     import mcp.types as types
 
+    from cairn.mcp.http import ProxySettings
     from cairn.mcp.tool_cache import CachedTool
     from cairn.tools.base import Tool
 
@@ -42,12 +43,20 @@ class McpManager:
         *,
         cwd: Path,
         environ: Mapping[str, str] | None = None,
+        proxy_settings: ProxySettings | None = None,
     ) -> None:
-        """``environ``: what stdio servers start with (see :class:`McpConnection`)."""
+        """``environ``: what stdio servers start with; ``proxy_settings``: where HTTP servers'
+        proxy may be set besides the environment (see :class:`McpConnection`)."""
         self._cwd = cwd
         self._listeners: list[Callable[[], None]] = []
         self.connections: list[McpConnection] = [
-            McpConnection(server, cwd=cwd, environ=environ, on_change=self._notify)
+            McpConnection(
+                server,
+                cwd=cwd,
+                environ=environ,
+                on_change=self._notify,
+                proxy_settings=proxy_settings,
+            )
             for server in servers
         ]
         self._started = False
@@ -145,9 +154,10 @@ class SessionMcp:
         *,
         cwd: Path,
         environ: Mapping[str, str] | None = None,
+        proxy_settings: ProxySettings | None = None,
     ) -> None:
         self._shared = shared
-        self.own = McpManager(own, cwd=cwd, environ=environ)
+        self.own = McpManager(own, cwd=cwd, environ=environ, proxy_settings=proxy_settings)
         self._changed = asyncio.Event()
         self._removers = [m.add_listener(self._changed.set) for m in self._managers()]
         self._cache: tuple[tuple[int, ...], list[Tool]] | None = None

@@ -237,12 +237,17 @@ class Runtime:
         its client). ``None`` when there are none: then the MCP SDK is never imported."""
         if not self.mcp_servers and not extra:
             return None
+        from cairn.mcp.http import ProxySettings
         from cairn.mcp.manager import McpManager, SessionMcp
 
         environ = self.command_environment()  # a repository's server never sees the key
+        # the model endpoint's proxy (the settings already lack an untrusted project's)
+        proxy = ProxySettings(self.settings.proxy, dict(self.settings.env))
         if self._mcp is None and self.mcp_servers:
-            self._mcp = McpManager(self.mcp_servers, cwd=self.cwd, environ=environ)
-        return SessionMcp(self._mcp, extra, cwd=self.cwd, environ=environ)
+            self._mcp = McpManager(
+                self.mcp_servers, cwd=self.cwd, environ=environ, proxy_settings=proxy
+            )
+        return SessionMcp(self._mcp, extra, cwd=self.cwd, environ=environ, proxy_settings=proxy)
 
     def command_environment(self) -> dict[str, str]:
         """What the commands cairn starts (shell commands, hooks, stdio MCP servers) run with:

@@ -78,10 +78,17 @@ class FastMCPServer:
         self.env = dict(env or {})
         self.pid_file = Path(pid_file) if pid_file is not None else None
 
-    def command(self, transport: str = "stdio", port: int | None = None) -> list[str]:
+    def command(
+        self,
+        transport: str = "stdio",
+        port: int | None = None,
+        tls: tuple[os.PathLike[str], os.PathLike[str]] | None = None,
+    ) -> list[str]:
         args = [sys.executable, "-m", "cairn.testing.mcp", str(self.script)]
         if transport != "stdio":
             args += ["--transport", transport, "--port", str(port)]
+        if tls is not None:
+            args += ["--certfile", os.fspath(tls[0]), "--keyfile", os.fspath(tls[1])]
         return args
 
     def stdio_config(self, **extra: Any) -> dict[str, Any]:
@@ -96,10 +103,16 @@ class FastMCPServer:
         return {"name": name, "command": command, "args": args, "env": env}
 
     @contextmanager
-    def serve_http(self, transport: Literal["http", "sse"] = "http") -> Iterator[RunningMcpServer]:
-        """Run the script as a streamable HTTP (or SSE) server on 127.0.0.1 until the block ends."""
+    def serve_http(
+        self,
+        transport: Literal["http", "sse"] = "http",
+        *,
+        tls: tuple[os.PathLike[str], os.PathLike[str]] | None = None,
+    ) -> Iterator[RunningMcpServer]:
+        """Run the script as a streamable HTTP (or SSE) server on 127.0.0.1 until the block ends;
+        over HTTPS with ``tls`` (its certificate and key files, PEM)."""
         process = subprocess.Popen(
-            self.command(transport, 0),
+            self.command(transport, 0, tls),
             env={**os.environ, **self._child_env()},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -108,7 +121,8 @@ class FastMCPServer:
         try:
             port = _announced_port(process)
             path = "/mcp" if transport == "http" else "/sse"
-            yield RunningMcpServer(f"http://127.0.0.1:{port}{path}", process.pid, transport)
+            scheme = "https" if tls is not None else "http"
+            yield RunningMcpServer(f"{scheme}://127.0.0.1:{port}{path}", process.pid, transport)
         finally:
             process.terminate()
             try:
@@ -169,12 +183,16 @@ def _announced_port(process: subprocess.Popen[bytes]) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m cairn.testing.mcp SCRIPT [--transport stdio|http|sse] [--port N]``."""
+    """``python -m cairn.testing.mcp SCRIPT [--transport stdio|http|sse] [--port N]
+    [--certfile PEM --keyfile PEM]`` (the last two: HTTPS, for a low-level ``Server``)."""
     parser = argparse.ArgumentParser(prog="python -m cairn.testing.mcp")
     parser.add_argument("script", help="a Python file that creates a FastMCP or Server instance")
     parser.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--certfile", help="serve HTTPS with this certificate (PEM)")
+    parser.add_argument("--keyfile", help="and this key (PEM)")
     options = parser.parse_args(argv)
+    tls = (options.certfile, options.keyfile) if options.certfile else None
     pid_file = os.environ.get(_PID_FILE_ENV)
     if pid_file:
         with open(pid_file, "a", encoding="utf-8") as handle:
@@ -184,8 +202,10 @@ def main(argv: list[str] | None = None) -> None:
     if not _is_fastmcp(app):
         import anyio
 
-        anyio.run(_serve_lowlevel, app, options.transport, options.port)
+        anyio.run(_serve_lowlevel, app, options.transport, options.port, tls)
         return
+    if tls is not None:
+        raise SystemExit("--certfile: HTTPS is served for a low-level Server script only")
     if options.transport == "stdio":
         app.run("stdio")
         return
@@ -204,7 +224,9 @@ def _is_fastmcp(app: Any) -> bool:
     return fastmcp is not None and isinstance(app, fastmcp.FastMCP)
 
 
-async def _serve_lowlevel(app: Any, transport: str, port: int) -> None:
+async def _serve_lowlevel(
+    app: Any, transport: str, port: int, tls: tuple[str, str] | None = None
+) -> None:
     """Serve a low-level ``Server`` over stdio, or HTTP/SSE as FastMCP serves its own (the same
     paths: ``/mcp``, ``/sse`` and ``/messages/``)."""
     if transport == "stdio":
@@ -220,7 +242,13 @@ async def _serve_lowlevel(app: Any, transport: str, port: int) -> None:
     listener.listen(128)
     if not port:
         print(listener.getsockname()[1], flush=True)
-    config = uvicorn.Config(_lowlevel_asgi(app, transport), log_level="warning")
+    certfile, keyfile = tls if tls is not None else (None, None)
+    config = uvicorn.Config(
+        _lowlevel_asgi(app, transport),
+        log_level="warning",
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+    )
     await uvicorn.Server(config).serve(sockets=[listener])
 
 

@@ -142,14 +142,16 @@ class CheckedNetworkBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def checked_transport(backend: httpcore.AsyncNetworkBackend) -> Any:
+def checked_transport(backend: httpcore.AsyncNetworkBackend, tls: Any = None) -> Any:
     """httpx's transport (an ``httpx.AsyncHTTPTransport``) over a pool whose sockets
     ``backend`` opens: httpx takes no network backend itself, so its pool is replaced by one
-    that does. No proxy from the environment: a proxy would connect in the checks' place."""
+    that does. No proxy from the environment: a proxy would connect in the checks' place.
+    ``tls``: the verifying ``ssl.SSLContext`` (default: certifi's bundle alone)."""
     import httpx
 
     transport = httpx.AsyncHTTPTransport(trust_env=False)
     transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False), network_backend=backend
+        ssl_context=tls if tls is not None else httpx.create_ssl_context(trust_env=False),
+        network_backend=backend,
     )
     return transport
