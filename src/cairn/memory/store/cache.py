@@ -54,6 +54,7 @@ from cairn.memory.store.journal import (
     new_generation,
     read_generation,
     sweep_temp_files,
+    temp_path,
 )
 from cairn.memory.store.lexical_index import LexicalIndex
 from cairn.memory.store.postings import posting_checksums
@@ -305,7 +306,7 @@ def write_snapshot_files(
     """The new snapshot and texts files under temp names (swapped in by the caller, the index
     lock held): ``write_records`` writes the texts and returns the record columns."""
     texts = texts_path(path, generation)
-    temp_texts = texts.with_name(f".{texts.name}.{generation}.tmp")
+    temp_texts = temp_path(texts, generation)
     with temp_texts.open("wb") as handle:
         handle.write(_TEXT_PREFIX + generation.encode("ascii"))
         record_state = write_records(handle)
@@ -316,7 +317,7 @@ def write_snapshot_files(
         (header, record_state, (count, used, terms, ends, crcs, total, area_crc)),
         _MARSHAL_VERSION,
     )
-    temp = path.with_name(f".{path.name}.{generation}.tmp")
+    temp = temp_path(path, generation)
     lead = (
         _FILE_PREFIX + generation.encode("ascii") + zlib.crc32(head).to_bytes(4, "big")
         + len(head).to_bytes(_HEAD_FIELDS - 4, "big")
@@ -406,6 +407,7 @@ def compact(path: Path, *, root: str, scope: str, fingerprint: str) -> bool:
     generation = new_generation()
     temps: tuple[Path, Path] | None = None
     try:
+        sweep_temp_files(path.parent)
         temps = _write_snapshot(path, cache, header, generation)
         with index_lock(path):
             if read_generation(path, _FILE_PREFIX) != cache.generation:

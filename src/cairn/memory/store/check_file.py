@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from cairn.memory.store.journal import temp_path
 from cairn.values import Value
 
 __all__ = ["CheckFile", "read_check_file", "write_check_file"]
@@ -64,7 +65,7 @@ def write_check_file(
     """Replace the file at ``path`` atomically (a failure leaves the old one, or none)."""
     joined = "\0".join(changed)
     body = marshal.dumps((_VERSION, root, generation, entries, joined, payload), _MARSHAL_VERSION)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp = temp_path(path)
     try:
         with temp.open("wb") as handle:
             handle.write(magic + zlib.crc32(body).to_bytes(_CRC_BYTES, "big"))

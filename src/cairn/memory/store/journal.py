@@ -18,12 +18,17 @@ Compaction swaps files in an order that is safe at every point: the new snapshot
 files first (new names), then the snapshot (renamed over the old one), then the journal (reset
 to the new generation, keeping entries appended while the compaction ran). See
 :mod:`~cairn.memory.store.cache` for the lexical index's snapshot.
+
+Files renamed into place are written to temp files named for their writer's PID
+(:func:`temp_path`); a writer killed before the rename leaves one, which the next load or save
+of the index removes (:func:`sweep_temp_files`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import zlib
 from collections.abc import Iterator, Sequence
@@ -43,6 +48,8 @@ __all__ = [
     "frame",
     "index_lock",
     "new_generation",
+    "sweep_temp_files",
+    "temp_path",
 ]
 
 GENERATION_BYTES = 16  # hex digits of a snapshot generation
@@ -51,6 +58,8 @@ _LENGTH_BYTES = 4
 _CRC_BYTES = 4
 _MAX_ENTRY_BYTES = 64 * 1024 * 1024  # a length above this is damage, not an entry
 _LOCK_TIMEOUT_SECONDS = 60.0  # appends and swaps hold the lock for milliseconds
+STALE_TEMP_SECONDS = 600.0  # a temp file this old is a dead writer's, whatever its name says
+_WRITER_PID = re.compile(r"\.pid([0-9]{1,7})\.tmp$")  # temp_path's names
 _log = get_logger("MEMORY")
 
 
@@ -171,17 +180,48 @@ def read_generation(path: Path, prefix: bytes) -> str | None:
     return text
 
 
-def sweep_temp_files(folder: Path, *, min_age: float = 600.0) -> None:
-    """Remove temp files of snapshot writes a dead process left in ``folder``."""
+def temp_path(path: Path, tag: str = "") -> Path:
+    """The temp file a write of ``path`` goes through before it is renamed over it:
+    ``.<name>[.<tag>].pid<pid>.tmp``, the writer's PID in its name, so that
+    :func:`sweep_temp_files` can tell a dead writer's leftover from a live writer's file."""
+    middle = f".{tag}" if tag else ""
+    return path.with_name(f".{path.name}{middle}.pid{os.getpid()}.tmp")
+
+
+def sweep_temp_files(folder: Path, *, min_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Remove the temp files that writers killed mid-write (``kill -9``, a daemon compaction
+    thread ended by the interpreter's exit) left in ``folder``: one whose name carries the PID
+    of a process that no longer exists (:func:`temp_path`) at once, any other one (a live PID,
+    or a name without one: older versions, the journal's reset) once older than ``min_age``
+    seconds (a writer takes milliseconds to seconds). Returns what it removed."""
     import time
 
+    removed: list[Path] = []
     now = time.time()
     with contextlib.suppress(OSError), os.scandir(folder) as listing:
         for entry in listing:
-            if entry.name.startswith(".") and entry.name.endswith(".tmp"):
-                with contextlib.suppress(OSError):
-                    if now - entry.stat(follow_symlinks=False).st_mtime >= min_age:
-                        os.unlink(entry.path)
+            name = entry.name
+            if not (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    continue
+                found = _WRITER_PID.search(name)
+                if not (found is not None and not _alive(int(found[1]))) and (
+                    now - entry.stat(follow_symlinks=False).st_mtime < min_age
+                ):
+                    continue
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    for path in removed:
+        _log.debug(f"{path}: removed a temp file left by an interrupted index write")
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    from cairn.memory.store.locks import pid_alive  # (filelock: only when a temp file is found)
+
+    return pid == os.getpid() or pid_alive(pid)
 
 
 def iter_framed(payloads: Sequence[bytes]) -> Iterator[bytes]:

@@ -31,7 +31,7 @@ from cairn.memory.store.index_file import MAX_INDEX_LINES, write_index
 from cairn.memory.store.lexical_index import search
 from cairn.memory.store.scan import is_memory_name, stat_file, stat_key
 from cairn.memory.store.scorer import DEFAULT_SCORER, ScorerConfig
-from cairn.memory.store.shard import Shard, Tally, VectorJob, file_name
+from cairn.memory.store.shard import COMPACT_WAIT_SECONDS, Shard, Tally, VectorJob, file_name
 from cairn.memory.store.tokenizer import load_stemmer, query_tokens
 from cairn.values import Value
 
@@ -625,11 +625,14 @@ class MemoryStore:
 
     def close(self) -> None:
         """Stop watching the roots (a later refresh walks them again); wait for a compaction
-        of the saved index that is under way."""
+        of the saved index that is under way, up to :data:`COMPACT_WAIT_SECONDS` in all (one
+        cut short by the process's exit leaves temp files, which the next load sweeps: the
+        journal it was folding stays, and is folded again later)."""
+        deadline = time.monotonic() + COMPACT_WAIT_SECONDS
         for shard in self._shards:
             shard.close()
             if shard.compactor is not None:
-                shard.compactor.join()
+                shard.compactor.join(max(deadline - time.monotonic(), 0))
 
 
 def _unchanged(shard: Shard, relative: str) -> bool:
