@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cairn.mcp.config import ServerConfig
+from cairn.mcp.config import ProxySettings, ServerConfig
 from cairn.mcp.connection import McpConnection
-from cairn.mcp.http import ProxySettings
 from cairn.testing.mcp import RunningMcpServer
 from cairn.testing.tinyproxy import TinyProxy, find_tinyproxy
 

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from cairn.llm._httpx import httpx  # loaded with the transport that imports this module
+
 __all__ = [
     "EXTRA_CA_VARIABLE",
     "extra_ca_problem",
@@ -60,8 +62,6 @@ def extra_ca_problem() -> str | None:
 
 
 def _build(extra: str) -> ssl.SSLContext:
-    from cairn.llm._httpx import httpx
-
     context = httpx.create_ssl_context(trust_env=True)
     if extra:
         try:

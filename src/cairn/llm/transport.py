@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cairn.llm._httpx import httpx
+from cairn.llm.certificates import extra_ca_problem, verifying_context
 from cairn.llm.connections import ConnectionPool
 from cairn.llm.context_window import context_overflow
 from cairn.llm.errors import (
@@ -131,8 +132,6 @@ def tls_context(base_url: str) -> concurrent.futures.Future[ssl.SSLContext | Non
     (:func:`cairn.llm.certificates.verifying_context`: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
     replace the CA bundle, as in httpx, and ``NODE_EXTRA_CA_CERTS`` adds to it)."""
     if base_url.lower().startswith("https:"):
-        from cairn.llm.certificates import verifying_context
-
         return verifying_context()  # type: ignore[return-value]
     future: concurrent.futures.Future[ssl.SSLContext | None] = concurrent.futures.Future()
     future.set_result(None)
@@ -215,8 +214,6 @@ async def request_errors(url: str, setting: str) -> AsyncIterator[None]:
 def untrusted_advice(error: ssl.SSLCertVerificationError) -> str:
     """OpenSSL's reason a certificate is not trusted, and where the CA of a TLS-intercepting
     proxy goes (saying why ``NODE_EXTRA_CA_CERTS`` was not added, when it was set and was not)."""
-    from cairn.llm.certificates import extra_ca_problem
-
     advice = (
         f"{error.verify_message or error}; behind a TLS-intercepting proxy, name its CA in "
         "NODE_EXTRA_CA_CERTS (added to the bundle), SSL_CERT_FILE or SSL_CERT_DIR"

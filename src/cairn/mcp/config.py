@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_MS",
     "MCP_JSON",
     "McpConfigError",
+    "ProxySettings",
     "Scope",
     "ServerConfig",
     "Transport",
@@ -53,6 +54,15 @@ _CLAUDE_ENV_REF = re.compile(
 
 class McpConfigError(ValueError):
     """A server configuration cannot be used; the message names where, the key and the fix."""
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    """Where an HTTP server's proxy may be set besides the process's environment: the
+    ``proxy`` setting and the settings' ``env`` (the fallback for ``HTTPS_PROXY``...)."""
+
+    proxy: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from cairn._version import __version__
 from cairn.abort import wait_until_set
 from cairn.debug_log import get_logger
-from cairn.mcp.config import ServerConfig
+from cairn.llm import untrusted_advice, verifying_context
+from cairn.mcp.config import ProxySettings, ServerConfig
 from cairn.mcp.sdk_imports import import_by_parts
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from mcp.shared.exceptions import McpError
     from pydantic import AnyUrl, ValidationError
 
-    from cairn.mcp.http import ProxySettings
     from cairn.mcp.stdio import CLOSE_GRACE_SECONDS, MALFORMED_RESPONSE, StdioProcess, open_stdio
 
 __all__ = [
@@ -319,8 +319,6 @@ class McpConnection:
     async def _trusted_context(self) -> ssl.SSLContext:
         """The verifying TLS context of the process (:mod:`cairn.llm.certificates`), also for
         an ``http://`` server: its redirects and its OAuth server may be ``https://``."""
-        from cairn.llm.certificates import verifying_context
-
         try:
             return await asyncio.wrap_future(verifying_context())
         except OSError as exc:  # SSL_CERT_FILE names a file that cannot be read
@@ -333,7 +331,7 @@ class McpConnection:
         timeout: httpx.Timeout | None,
         auth: httpx.Auth | None,
     ) -> httpx.AsyncClient:
-        from cairn.mcp.http import ProxySettings, http_client
+        from cairn.mcp.http import http_client
 
         return http_client(
             name=self.name,
@@ -404,8 +402,6 @@ class McpConnection:
             return f"cannot reach {self.config.url}: {root}"
         untrusted = _untrusted_certificate(root)
         if untrusted is not None:
-            from cairn.llm.transport import untrusted_advice
-
             return (
                 f"cannot reach {self.config.url}: its certificate is not trusted "
                 f"({untrusted_advice(untrusted)})"

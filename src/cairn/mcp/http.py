@@ -20,14 +20,11 @@ Imported with the MCP SDK (httpx is loaded by then), never on the start-up path.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import httpx
 
-from cairn.llm.connections import ConnectionPool
-from cairn.llm.errors import ProviderError
-from cairn.llm.proxies import proxy_routes
+from cairn.llm import ConnectionPool, ProviderError, proxy_routes
+from cairn.mcp.config import ProxySettings
 
 __all__ = ["HTTP_READ_TIMEOUT_SECONDS", "HTTP_TIMEOUT_SECONDS", "ProxySettings", "http_client"]
 
@@ -35,15 +32,6 @@ HTTP_TIMEOUT_SECONDS = 30.0  # connect and send; an SSE stream's read may wait 3
 HTTP_READ_TIMEOUT_SECONDS = 300.0  # SSE streams stay open between events
 MAX_CONNECTIONS = 100  # open connections to one server (httpx's default bound)
 MAX_KEEPALIVE_CONNECTIONS = 20  # idle ones kept (httpx's default)
-
-
-@dataclass(frozen=True)
-class ProxySettings:
-    """Where an HTTP server's proxy may be set besides the process's environment: the
-    ``proxy`` setting and the settings' ``env`` (the fallback for ``HTTPS_PROXY``...)."""
-
-    proxy: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
 
 
 class _NamedProxyErrors(httpx.AsyncBaseTransport):

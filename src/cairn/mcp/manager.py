@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cairn.debug_log import get_logger
-from cairn.mcp.config import ServerConfig
+from cairn.mcp.config import ProxySettings, ServerConfig
 from cairn.mcp.connection import McpConnection, ServerStatus
 from cairn.mcp.names import NameAllocator, qualified_name
 from cairn.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool
@@ -25,7 +25,6 @@ from cairn.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool
 if TYPE_CHECKING:
     import mcp.types as types
 
-    from cairn.mcp.http import ProxySettings
     from cairn.mcp.tool_cache import CachedTool
     from cairn.tools.base import Tool
 

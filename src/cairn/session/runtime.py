@@ -237,7 +237,7 @@ class Runtime:
         its client). ``None`` when there are none: then the MCP SDK is never imported."""
         if not self.mcp_servers and not extra:
             return None
-        from cairn.mcp.http import ProxySettings
+        from cairn.mcp.config import ProxySettings
         from cairn.mcp.manager import McpManager, SessionMcp
 
         environ = self.command_environment()  # a repository's server never sees the key

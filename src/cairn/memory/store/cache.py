@@ -34,10 +34,14 @@ and tokenizing them again.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import marshal
 import os
 import sys
+import threading
+import time
+import weakref
 import zlib
 from array import array
 from collections.abc import Callable, Iterable
@@ -73,6 +77,7 @@ from cairn.values import Value
 __all__ = [
     "CACHE_FORMAT",
     "COMPACT_ENTRIES",
+    "COMPACT_WAIT_SECONDS",
     "DamagedIndex",
     "DocRecord",
     "Record",
@@ -93,6 +98,9 @@ __all__ = [
 CACHE_FORMAT = 6  # bump when the layout below changes (5: texts apart, journal; 6: lists apart)
 COMPACT_ENTRIES = 256  # journal entries replayed at most before a compaction folds them in
 COMPACT_BYTES = 8 * 1024 * 1024  # ... or journal bytes
+COMPACT_WAIT_SECONDS = 10.0  # a closing store, or an exiting process, waits this long at most
+# for its background compactions (see wait_at_exit)
+_compactors: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 _MAGIC = "cairn-recall-index"
 _FILE_PREFIX = b"cairn-recall-index\n"  # then the generation, the head's CRC-32 and length,
 _HEAD_FIELDS = 12  # ... (4 + 8 bytes), the head (marshal), then the posting lists (raw arrays)
@@ -422,3 +430,19 @@ def compact(path: Path, *, root: str, scope: str, fingerprint: str) -> bool:
         _log.debug(f"recall index {path} not compacted: {error}")
         return False
     return True
+
+
+def wait_at_exit(compactor: threading.Thread) -> None:
+    """Have the interpreter's exit wait for ``compactor`` (a daemon: it must not keep a process
+    that is not exiting), up to :data:`COMPACT_WAIT_SECONDS` for all of them: a short-lived
+    process (``cairn memory forget``) that never closes its store would otherwise end it
+    mid-write. One cut short leaves temp files, which the next load sweeps."""
+    if not _compactors:
+        atexit.register(_wait_for_compactors)
+    _compactors.add(compactor)
+
+
+def _wait_for_compactors() -> None:
+    deadline = time.monotonic() + COMPACT_WAIT_SECONDS
+    for compactor in list(_compactors):
+        compactor.join(max(deadline - time.monotonic(), 0))

@@ -26,12 +26,12 @@ from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc
 from cairn.memory.paths import MemoryRoots, index_paths
 from cairn.memory.store.bulk import BULK_MIN_FILES, default_workers
-from cairn.memory.store.cache import DamagedIndex, DocRecord
+from cairn.memory.store.cache import COMPACT_WAIT_SECONDS, DamagedIndex, DocRecord
 from cairn.memory.store.index_file import MAX_INDEX_LINES, write_index
 from cairn.memory.store.lexical_index import search
 from cairn.memory.store.scan import is_memory_name, stat_file, stat_key
 from cairn.memory.store.scorer import DEFAULT_SCORER, ScorerConfig
-from cairn.memory.store.shard import COMPACT_WAIT_SECONDS, Shard, Tally, VectorJob, file_name
+from cairn.memory.store.shard import Shard, Tally, VectorJob, file_name
 from cairn.memory.store.tokenizer import load_stemmer, query_tokens
 from cairn.values import Value
 

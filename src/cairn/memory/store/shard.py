@@ -9,12 +9,10 @@ lists across shards; a shard refreshes, indexes and saves one root.
 
 from __future__ import annotations
 
-import atexit
 import operator
 import os
 import threading
 import time
-import weakref
 from bisect import bisect_left, insort
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +33,7 @@ from cairn.memory.store.cache import (
     load_cache,
     needs_compaction,
     save_cache,
+    wait_at_exit,
 )
 from cairn.memory.store.find_walk import listing_keys
 from cairn.memory.store.folders import compare_folders, scan_folders, usable_folders, write_folders
@@ -59,12 +58,9 @@ from cairn.values import Value
 if TYPE_CHECKING:
     from cairn.memory.store.vectors import VectorTable
 
-__all__ = ["COMPACT_WAIT_SECONDS", "Shard", "Tally", "VectorJob", "file_name"]
+__all__ = ["Shard", "Tally", "VectorJob", "file_name"]
 
 _INLINE_COMPACT_BYTES = 4 * 1024 * 1024  # a snapshot this small is compacted in the writer
-COMPACT_WAIT_SECONDS = 10.0  # a closing store, or an exiting process, waits this long at most
-# for its background compactions (see _wait_at_exit)
-_compactors: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 _ROOT_SYMLINK = "project memory root skipped (it is a symlink)"
 _log = get_logger("MEMORY")
 
@@ -89,22 +85,6 @@ class VectorJob(Value):
 
 def _terms_of(record: DocRecord) -> set[str]:
     return {*tokenize(record.title), *tokenize(record.description), *tokenize(record.body)}
-
-
-def _wait_at_exit(compactor: threading.Thread) -> None:
-    """Have the interpreter's exit wait for ``compactor`` (a daemon: it must not keep a process
-    that is not exiting), up to :data:`COMPACT_WAIT_SECONDS` for all of them: a short-lived
-    process (``cairn memory forget``) that never closes its store would otherwise end it
-    mid-write. One cut short leaves temp files, which the next load sweeps."""
-    if not _compactors:
-        atexit.register(_wait_for_compactors)
-    _compactors.add(compactor)
-
-
-def _wait_for_compactors() -> None:
-    deadline = time.monotonic() + COMPACT_WAIT_SECONDS
-    for compactor in list(_compactors):
-        compactor.join(max(deadline - time.monotonic(), 0))
 
 
 def file_name(relative: str) -> str:
@@ -249,7 +229,7 @@ class Shard:
             target=compact, args=(path,), kwargs=arguments, name="cairn-index-compact",
             daemon=True,
         )  # fmt: skip
-        _wait_at_exit(self.compactor)
+        wait_at_exit(self.compactor)
         self.compactor.start()
 
     def load_vectors(self, model_id: str, dim: int) -> VectorTable:
