@@ -11,7 +11,7 @@ import gc
 import os
 import subprocess
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from cairn.session.runtime import Runtime
 from cairn.session.session import PromptRequest, Session
 from cairn.testing import Reply, ScriptedProvider, reply, tool_call
 from cairn.vocabulary import SessionEvent
+from cairn.vocabulary.events import Notice
 
 from ..git_helpers import make_repository
 
@@ -86,13 +87,22 @@ async def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncItera
     await runtime.aclose()
 
 
-async def _ignore(event: SessionEvent) -> None:
-    return None
+async def _first_turns(runtime: Runtime, sessions: list[Session]) -> list[list[str]]:
+    """Each session's first turn, all at once; the notices each turn showed (a checkpoint not
+    taken says why in one)."""
+    notices: list[list[str]] = [[] for _ in sessions]
 
+    def sink(shown: list[str]) -> Callable[[SessionEvent], Awaitable[None]]:
+        async def keep(event: SessionEvent) -> None:
+            if isinstance(event, Notice):
+                shown.append(event.text)
 
-async def _first_turns(runtime: Runtime, sessions: list[Session]) -> None:
-    results = await asyncio.gather(*(s.prompt(PromptRequest("hi"), _ignore) for s in sessions))
+        return keep
+
+    pairs = zip(sessions, notices, strict=True)
+    results = await asyncio.gather(*(s.prompt(PromptRequest("hi"), sink(n)) for s, n in pairs))
     assert all(r.stop_reason == "end_turn" for r in results), results
+    return notices
 
 
 def _shadow(runtime: Runtime) -> ShadowRepository:
@@ -136,12 +146,12 @@ async def test_sessions_changing_files_at_once_each_get_a_checkpoint_within_the_
             session_id=session.id,
         )
 
-    await _first_turns(runtime, sessions)
+    notices = await _first_turns(runtime, sessions)
 
     for index, session in enumerate(sessions):
         assert (runtime.project_root / f"new{index}.py").exists()
         listing = await session.rewind_listing()
-        assert [p.code for p in listing.points] == [True], index
+        assert [p.code for p in listing.points] == [True], (index, notices[index])
     assert git_log.most_at_once() <= GIT_BOUND
 
 
