@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
+import shutil
 import stat
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["git", "make_repository", "repository_state", "tree_state"]
+__all__ = [
+    "git",
+    "git_killing_its_caller",
+    "git_under_strace",
+    "make_repository",
+    "repository_state",
+    "tree_state",
+]
 
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",
@@ -88,3 +97,67 @@ def repository_state(repo: Path) -> dict[str, str]:
         "staged": git(repo, "diff", "--cached", "--name-status", env=quiet),
         "git_dir": digest.hexdigest(),
     }
+
+
+def _strace() -> str | None:
+    found = shutil.which("strace")
+    if found is None:
+        return None
+    probe = subprocess.run([found, "-qq", "-o", os.devnull, "true"], capture_output=True)
+    return found if probe.returncode == 0 else None  # ptrace may be forbidden in a container
+
+
+def git_under_strace(
+    bin_dir: Path,
+    command: str,
+    inject: str,
+    *,
+    syscall: str = "/^rename",
+    path: Path | None = None,
+) -> None:
+    """Put in ``bin_dir`` a ``git`` that runs the real one, under strace for ``git <command>``
+    with ``inject`` applied to its ``syscall`` calls. git writes each file of a repository as
+    ``<name>.lock`` and renames it into place, so its nth rename is an exact point in its work;
+    with ``path`` (absolute), only its calls on that file count: ``checkout-index`` writes the
+    file it puts back with one ``write``. ``signal=KILL:when=N`` kills it there, as a stop or
+    the timeout kills it; ``delay_enter=...`` holds it there. Skips the test without strace."""
+    import pytest
+
+    strace, real_git = _strace(), shutil.which("git")
+    if strace is None or real_git is None:
+        pytest.skip("needs strace (and ptrace allowed) to stop git at an exact point")
+    only = f"-P {shlex.quote(str(path))}" if path is not None else ""
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do\n'
+        f'  if [ "$arg" = "{command}" ]; then\n'
+        f"    exec {strace} -qq -o /dev/null {only} -e trace={syscall}"
+        f" -e inject={syscall}:{inject}"
+        f' {real_git} "$@"\n'
+        "  fi\n"
+        "done\n"
+        f'exec {real_git} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+
+
+def git_killing_its_caller(bin_dir: Path, command: str) -> None:
+    """Put in ``bin_dir`` a ``git`` that, asked to run ``git <command>``, kills the process that
+    started it (a cairn crashing at that exact point) instead; any other command runs."""
+    real_git = shutil.which("git")
+    assert real_git is not None
+    bin_dir.mkdir()
+    wrapper = bin_dir / "git"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do\n'
+        f'  if [ "$arg" = "{command}" ]; then\n'
+        '    kill -KILL "$PPID"\n'
+        "    exit 1\n"
+        "  fi\n"
+        "done\n"
+        f'exec {real_git} "$@"\n'
+    )
+    wrapper.chmod(0o755)

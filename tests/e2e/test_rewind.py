@@ -8,15 +8,18 @@ except for one successful rewind and one refused one, which stay real processes.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from subprocess import CompletedProcess
 
 import pytest
 
+from cairn.config.paths import project_dir
 from cairn.testing import ScriptedServer, reply, tool_call
 
 from ..entry_point import run_main
-from ..git_helpers import make_repository, repository_state, tree_state
+from ..git_helpers import git_killing_its_caller, make_repository, repository_state, tree_state
 from .conftest import RunCairn, write_settings
 
 
@@ -137,3 +140,43 @@ def test_a_turn_that_took_no_checkpoint_is_said_not_reported_as_unchanged(
     assert "no files changed" not in both.stdout
     assert "took no checkpoint" in both.stdout and "maxFiles" in both.stdout, both.stdout
     assert (project / "README.md").read_text() == "# changed\n"
+
+
+def test_a_cairn_killed_mid_restore_leaves_a_rewind_whose_undo_puts_the_files_back(
+    run_cairn: RunCairn,
+    scripted_server: ScriptedServer,
+    project: Path,
+    cairn_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """`cairn rewind 1` killed while its restore runs `git checkout-index` (the created file is
+    already removed, nothing written back yet): the recording holds the rewind and its undo
+    snapshot, so `cairn rewind --list` says it stopped part way and `cairn rewind --undo` puts
+    back every file as it was before; the restore's temporary folder is swept."""
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "README.md", "content": "# two\n"}),
+        reply("Edited."),
+    )
+    _turn(run_cairn, "EDIT-THE-README", first=True)
+    scripted_server.enqueue(
+        tool_call("write_file", {"file_path": "lib/new.py", "content": "n = 2\n"}),
+        reply("Created."),
+    )
+    _turn(run_cairn, "CREATE-A-MODULE")
+    before = tree_state(project)
+    git_killing_its_caller(tmp_path / "bin", "checkout-index")
+    env = {**cairn_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{cairn_env['PATH']}"}
+
+    killed = run_cairn("rewind", "1", env=env)  # a real process, killed
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not (project / "lib" / "new.py").exists()  # removed before the writes
+    assert (project / "README.md").read_text() == "# two\n"  # not written back
+    store = project_dir(project, Path(cairn_env["CAIRN_HOME"])) / "checkpoints"
+    assert list(store.glob("restore-*"))
+
+    listing = _rewind(project, cairn_env, "--list")
+    assert "The last rewind stopped part way" in listing.stdout, listing.stdout
+    undo = _rewind(project, cairn_env, "--undo")
+    assert undo.returncode == 0, undo.stderr
+    assert tree_state(project) == before
+    assert not list(store.glob("restore-*"))

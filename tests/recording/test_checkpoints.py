@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
+import signal
+import stat
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -19,7 +21,14 @@ from cairn.recording.checkpoints import (
     git_unavailable_reason,
 )
 
-from ..git_helpers import git, make_repository, repository_state, tree_state
+from ..git_helpers import (
+    git,
+    git_killing_its_caller,
+    git_under_strace,
+    make_repository,
+    repository_state,
+    tree_state,
+)
 from ..polling import eventually
 
 FILES: dict[str, str | bytes] = {
@@ -403,38 +412,6 @@ def test_a_stopped_preparation_leaves_a_repository_the_next_snapshot_uses(
 # ----- a git killed half-way (by stop(), or with cairn) leaves nothing that breaks later ones -----
 
 
-def _strace() -> str | None:
-    found = shutil.which("strace")
-    if found is None:
-        return None
-    probe = subprocess.run([found, "-qq", "-o", os.devnull, "true"], capture_output=True)
-    return found if probe.returncode == 0 else None  # ptrace may be forbidden in a container
-
-
-def _git_under_strace(bin_dir: Path, command: str, inject: str) -> None:
-    """Put in ``bin_dir`` a ``git`` that runs the real one, under strace for ``git <command>``
-    with ``inject`` applied to its renames: git writes each file of a repository as
-    ``<name>.lock`` and renames it into place, so its nth rename is an exact point in its work
-    (``signal=KILL:when=N`` kills it there, as :meth:`ShadowRepository.stop` kills it;
-    ``delay_enter=...`` holds it there)."""
-    strace, real_git = _strace(), shutil.which("git")
-    if strace is None or real_git is None:
-        pytest.skip("needs strace (and ptrace allowed) to stop git at an exact point")
-    bin_dir.mkdir()
-    wrapper = bin_dir / "git"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        'for arg in "$@"; do\n'
-        f'  if [ "$arg" = "{command}" ]; then\n'
-        f"    exec {strace} -qq -o /dev/null -e trace=/^rename -e inject=/^rename:{inject}"
-        f' {real_git} "$@"\n'
-        "  fi\n"
-        "done\n"
-        f'exec {real_git} "$@"\n'
-    )
-    wrapper.chmod(0o755)
-
-
 def _half_made_by_a_killed_init(git_dir: Path) -> None:
     """The shadow repository as a ``git init --bare`` killed after writing HEAD leaves it. git's
     init (builtin/init-db.c: create_default_files, then create_object_directory) writes the
@@ -470,9 +447,9 @@ def test_a_git_init_killed_after_writing_head_does_not_break_later_snapshots(
 ) -> None:
     store = tmp_path / "store"
     path = os.environ["PATH"]
-    _git_under_strace(tmp_path / "bin", "init", "signal=KILL:when=2")  # after HEAD, at config
+    git_under_strace(tmp_path / "bin", "init", "signal=KILL:when=2")  # after HEAD, at config
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
-    with pytest.raises(CheckpointError, match="git init failed"):
+    with pytest.raises(CheckpointError, match="git init was killed"):
         ShadowRepository(repo, store).snapshot("killed")
     monkeypatch.setenv("PATH", path)
 
@@ -488,7 +465,7 @@ def test_a_preparation_stopped_during_git_init_leaves_nothing_in_the_way(
     was written, and every later snapshot of the project failed with "not a git repository"."""
     store = tmp_path / "store"
     path = os.environ["PATH"]
-    _git_under_strace(tmp_path / "bin", "init", "delay_enter=60000000:when=2")  # holds at config
+    git_under_strace(tmp_path / "bin", "init", "delay_enter=60000000:when=2")  # holds at config
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
     preparer = ShadowRepository(repo, store)
     errors: list[BaseException] = []
@@ -520,10 +497,10 @@ def test_a_ref_update_killed_half_way_does_not_block_later_snapshots(
     store = tmp_path / "store"
     first = ShadowRepository(repo, store).snapshot("first")
     path = os.environ["PATH"]
-    _git_under_strace(tmp_path / "bin", "update-ref", "signal=KILL:when=1")
+    git_under_strace(tmp_path / "bin", "update-ref", "signal=KILL:when=1")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
     (repo / "README.md").write_text("# killed while recorded\n")
-    with pytest.raises(CheckpointError, match="git update-ref failed"):
+    with pytest.raises(CheckpointError, match="git update-ref was killed"):
         ShadowRepository(repo, store).snapshot("killed")
     monkeypatch.setenv("PATH", path)
     (repo / "README.md").write_text("# after\n")
@@ -593,3 +570,104 @@ def test_a_damaged_repository_holding_snapshots_is_kept_with_a_clear_error(
     message = str(raised.value)
     assert str(shadow.git_dir) in message and "moved away or deleted" in message
     assert sorted(p.relative_to(shadow.git_dir) for p in shadow.git_dir.rglob("*")) == held
+
+
+# ----- a restore cut short (killed, timed out, or cairn stopped) -----
+
+
+def test_a_restore_killed_half_way_leaves_an_undo_that_puts_every_file_back(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git checkout-index` killed writing its third file (as the 60 s timeout or a stop kills
+    it): the files before it are restored, that one is cut off, the others are as they were. The
+    error carries the undo snapshot, taken (and handed to ``before_writing``) before anything
+    was written, and restoring it puts every file back as it was before the restore."""
+    store = tmp_path / "store"
+    checkpoint = ShadowRepository(repo, store).snapshot("before the turn")
+    _change_everything(repo)
+    before_restore = tree_state(repo)
+    path = os.environ["PATH"]
+    cut = repo / "data" / "blob.bin"  # after README.md and app-link, before run.sh and src/
+    git_under_strace(tmp_path / "bin", "checkout-index", "signal=KILL", syscall="write", path=cut)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
+    told: list[str] = []
+
+    with pytest.raises(CheckpointError, match="git checkout-index was killed") as raised:
+        ShadowRepository(repo, store).restore(
+            checkpoint.commit, before_writing=lambda undo: told.append(undo.commit)
+        )
+    monkeypatch.setenv("PATH", path)
+
+    undo = raised.value.undo  # type: ignore[attr-defined]
+    assert told == [undo.commit]
+    assert (repo / "README.md").read_text() == "# demo\n"  # written first: restored
+    assert os.readlink(repo / "app-link") == "src/app.py"
+    assert cut.read_bytes() == b""  # cut off
+    assert (repo / "src" / "windows.txt").read_bytes() == b"rewritten\r\n"  # not reached
+    assert not (repo / "new").exists()  # created since: removed before the writes
+
+    ShadowRepository(repo, store).restore(undo.commit)
+    assert tree_state(repo) == before_restore
+    assert sorted(os.listdir(store)) == ["README", "git", "lock", "meta"]
+
+
+def test_a_restore_that_fails_before_writing_says_nothing_changed(
+    repo: Path, shadow: ShadowRepository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkpoint = shadow.snapshot("first")
+    _change_everything(repo)
+    before = tree_state(repo)
+    path = os.environ["PATH"]
+    git_under_strace(tmp_path / "bin", "read-tree", "signal=KILL:when=1", syscall="/^rename")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
+    told: list[str] = []
+
+    with pytest.raises(CheckpointError) as raised:
+        ShadowRepository(repo, shadow.store).restore(
+            checkpoint.commit, before_writing=lambda undo: told.append(undo.commit)
+        )
+
+    assert not hasattr(raised.value, "undo") and told == []
+    assert tree_state(repo) == before
+
+
+def test_a_restore_folder_a_crash_left_is_removed_by_the_next_operation(
+    repo: Path, tmp_path: Path
+) -> None:
+    """cairn killed while its restore runs `git checkout-index`: the restore's temporary folder
+    (the target's index) stays in the checkpoints folder; the next operation, holding the
+    project's lock (so no restore of any process is using one), removes it."""
+    store = tmp_path / "store"
+    checkpoint = ShadowRepository(repo, store).snapshot("first")
+    _change_everything(repo)
+    git_killing_its_caller(tmp_path / "bin", "checkout-index")
+    script = (
+        "import sys; from pathlib import Path; "
+        "from cairn.recording.checkpoints import ShadowRepository; "
+        "ShadowRepository(Path(sys.argv[1]), Path(sys.argv[2])).restore(sys.argv[3])"
+    )
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(repo), str(store), checkpoint.commit],
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert list(store.glob("restore-*"))
+
+    ShadowRepository(repo, store).snapshot("after")
+    assert sorted(os.listdir(store)) == ["README", "git", "lock", "meta"]
+
+
+def test_the_shadow_repository_is_private_to_its_owner(
+    repo: Path, shadow: ShadowRepository
+) -> None:
+    """It holds a copy of every captured file, including ones only their owner can read."""
+    shadow.snapshot("first")
+    assert stat.S_IMODE(shadow.git_dir.stat().st_mode) == 0o700
+    os.chmod(shadow.git_dir, 0o755)  # noqa: S103 - as cairn made it before (the umask's mode)
+    (repo / "README.md").write_text("# second\n")
+
+    shadow.snapshot("second")
+    assert stat.S_IMODE(shadow.git_dir.stat().st_mode) == 0o700

@@ -28,7 +28,7 @@ from cairn.session.session import PromptRequest, Session
 from cairn.testing import ScriptedProvider, reply, tool_call
 from cairn.vocabulary import Notice, SessionEvent
 
-from ..git_helpers import make_repository, repository_state, tree_state
+from ..git_helpers import git_under_strace, make_repository, repository_state, tree_state
 from ..polling import eventually_async
 
 FILES = {
@@ -456,3 +456,39 @@ async def test_a_turn_without_a_checkpoint_is_not_rewound_to_a_later_ones_state(
 
 async def _ignore(event: SessionEvent) -> None:
     pass
+
+
+async def test_a_rewind_cut_short_names_its_undo_and_the_undo_puts_the_files_back(
+    rig: Rig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git checkout-index` killed while `/rewind 1` writes the files back (as its 60 s timeout
+    kills it on a very large restore): some files are restored, one is cut off. The message
+    says so, that the conversation did not change, and how to go back; `/rewind undo` (the
+    picker's "Undo the last rewind") then puts back every file as it was before the rewind."""
+    states = await _three_turns(rig)
+    history = [c.to_dict() for c in rig.session.history]
+    path = os.environ["PATH"]
+    cut = rig.repo / "notes" / "crlf.txt"  # after README.md, before src/app.py
+    git_under_strace(tmp_path / "bin", "checkout-index", "signal=KILL", syscall="write", path=cut)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{path}")
+
+    await rig.prompt("/rewind 1")
+    monkeypatch.setenv("PATH", path)
+
+    message = rig.notices()[-1]
+    assert (rig.repo / "README.md").read_text() == "# project\n"  # restored
+    assert cut.read_bytes() == b"" and not (rig.repo / "src" / "app.py").exists()
+    loaded = load_session(rig.runtime.chats_dir / f"{rig.session.id}.jsonl")
+    rewinds = [r for r in loaded.records if r.get("subtype") == "rewind"]
+    undo = rewinds[-1]["systemPayload"]["undo"]  # recorded before the first file was written
+    assert "git checkout-index was killed" in message, message
+    assert "the conversation was not changed" in message
+    assert undo[:12] in message and "/rewind undo" in message
+    assert [c.to_dict() for c in rig.session.history] == history
+
+    await rig.prompt("/rewind")
+    assert "The last rewind stopped part way; undoing it" in rig.notices()[-1]
+    await rig.prompt("/rewind undo")
+    assert "Undid the last rewind" in rig.notices()[-1]
+    assert tree_state(rig.repo) == states[3]
+    assert [c.to_dict() for c in rig.session.history] == history

@@ -360,7 +360,8 @@ class CairnAgent:
         raise RequestError.method_not_found(f"_{method}")
 
     async def _rewind(self, params: dict[str, Any]) -> dict[str, Any]:
-        from cairn.session.rewind import RewindError, answer_rewind_request, parse_rewind_request
+        from cairn.session.rewind import RewindError
+        from cairn.session.rewind_requests import answer_rewind_request, parse_rewind_request
 
         channel = self._channel(_session_id_param(params))
         try:

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from cairn.daemon.proxy import Forwarder
     from cairn.daemon.replicas import ReplicaRegistry
     from cairn.mcp.config import ServerConfig
-    from cairn.session.rewind import RewindRequest
+    from cairn.session.rewind_requests import RewindRequest
     from cairn.session.session import Session
 
 __all__ = [
@@ -518,13 +518,13 @@ class DaemonRoutes:
 
     async def rewind_list(self, request: Request) -> Response:
         """The turns a rewind can go back to (newest first)."""
-        from cairn.session.rewind import RewindRequest
+        from cairn.session.rewind_requests import RewindRequest
 
         return await self._rewind(request, RewindRequest("list"))
 
     async def rewind(self, request: Request) -> Response:
         """Rewind code, conversation or both to before a turn, or undo the last rewind."""
-        from cairn.session.rewind import parse_rewind_request
+        from cairn.session.rewind_requests import parse_rewind_request
 
         self._strict()  # it rewrites the workspace
         body = await self._body(request)
@@ -535,7 +535,8 @@ class DaemonRoutes:
         return await self._rewind(request, parsed)
 
     async def _rewind(self, request: Request, parsed: RewindRequest) -> Response:
-        from cairn.session.rewind import RewindError, answer_rewind_request
+        from cairn.session.rewind import RewindError
+        from cairn.session.rewind_requests import answer_rewind_request
 
         live = self._live(request)
         if live.has_active_prompt:

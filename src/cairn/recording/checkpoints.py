@@ -15,7 +15,9 @@ all, with the reason: a restore from a partial snapshot would be a partial resto
 
 Restoring a snapshot first snapshots the current state (so the restore can be undone), then puts
 every captured file back as it was (created files removed, deleted files back); a file that is
-not captured on either side (skipped, or ignored now) is left as it is and reported.
+not captured on either side (skipped, or ignored now) is left as it is and reported. A restore
+cut short once it began changing files (its git killed or timed out, a file it cannot remove)
+raises :class:`RestoreCutShort`, which carries that undo snapshot.
 
 Everything here blocks (it runs git); the session calls it in a worker thread.
 """
@@ -32,7 +34,7 @@ import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -46,14 +48,19 @@ from cairn.recording.shadow_git import (
     GIT_TIMEOUT_SECONDS,
     MAKING_PREFIX,
     NEUTRAL_ATTRIBUTES,
+    RESTORE_PREFIX,
     clear_stale_locks,
     ensure_neutral_attributes,
+    git_environment,
     git_unavailable_reason,
     holds_objects,
+    keep_private,
     literal_pattern,
     nul_join,
+    remove_leftovers,
     remove_path,
     repository_problem,
+    user_repo_excludes,
 )
 from cairn.values import Value
 
@@ -67,6 +74,7 @@ __all__ = [
     "CheckpointLimits",
     "CheckpointsUnavailable",
     "FileChange",
+    "RestoreCutShort",
     "RestoreReport",
     "ShadowRepository",
     "SkippedFile",
@@ -101,6 +109,17 @@ class CheckpointsUnavailable(CheckpointError):
 
 class SnapshotTooLarge(CheckpointError):
     """The workspace is over the per-snapshot caps: no snapshot was taken."""
+
+
+class RestoreCutShort(CheckpointError):
+    """A restore stopped after it began changing files: the ones it reached are restored (the
+    one being written may be cut off), the others are as they were. ``undo``, taken before
+    anything was written, puts every one back as it was before the restore."""
+
+    def __init__(self, reason: str, undo: Checkpoint, report: RestoreReport) -> None:
+        super().__init__(reason)
+        self.undo = undo
+        self.report = report  # what it set out to do: ``restored`` are the files it was writing
 
 
 class CheckpointLimits(Value):
@@ -210,8 +229,8 @@ class ShadowRepository:
         later operation: its lock files are cleared by the next one (it holds the project's
         lock), a repository being made is made in a folder of its own and renamed into place
         whole, and a snapshot is recorded before the branch moves to it. A restore stopped
-        while writing files leaves the work tree part restored: its undo snapshot is taken
-        before anything is written."""
+        while writing files leaves the work tree part restored and raises
+        :class:`RestoreCutShort` with its undo snapshot, taken before anything is written."""
         with self._guard:
             self._stopped = True
             running = self._running
@@ -252,11 +271,21 @@ class ShadowRepository:
                 self._ensure_repository()
             return [FileChange(path, _STATUS[status]) for status, path in self._diff(older, newer)]
 
-    def restore(self, target: str, *, message: str = "before restore") -> RestoreReport:
+    def restore(
+        self,
+        target: str,
+        *,
+        message: str = "before restore",
+        before_writing: Callable[[Checkpoint], None] | None = None,
+    ) -> RestoreReport:
         """Put the work tree back as snapshot ``target`` holds it; returns what changed.
 
         The current state is snapshotted first (``report.undo``): restoring that commit undoes
-        this restore. :class:`SnapshotTooLarge` (nothing restored) when it cannot be.
+        this restore; ``before_writing`` gets it when there is something to change, before the
+        first file is (to record where it is; if it raises, nothing is changed). A failure
+        before that is a :class:`CheckpointError` (:class:`SnapshotTooLarge` when the current
+        state cannot be snapshotted) and nothing was changed; one after is
+        :class:`RestoreCutShort`, which carries the undo snapshot.
         """
         with self._locked():
             self._ensure_repository()  # a damaged one says so, not "not in" it
@@ -267,24 +296,36 @@ class ShadowRepository:
             skipped_then, folders_then = self._meta(target)
             protected = {s.path: s for s in (*undo.skipped, *skipped_then)}
             report.kept = list(protected.values())  # not captured on one side: left as they are
-            writes: list[str] = []
+            removals: list[str] = []
             for status, path, mode in self._raw_diff(undo.commit, target):
                 if path in protected:
                     continue
                 if status == "D":
-                    self._remove(path)
-                    report.removed.append(path)
+                    removals.append(path)
                 elif mode == GITLINK_MODE:
                     report.kept.append(SkippedFile(path, "nested git repository"))
                 elif status == "A" and os.path.lexists(self.work_tree / path):
                     # On disk but not captured now (ignored): its content could not be undone.
                     report.kept.append(SkippedFile(path, "ignored now; left as it is"))
                 else:
-                    writes.append(path)
-            self._prune_empty_dirs(report.removed, keep=set(folders_then))
-            self._checkout(target, writes)
+                    report.restored.append(path)
+            with tempfile.TemporaryDirectory(prefix=RESTORE_PREFIX, dir=self.store) as temp:
+                index = {"GIT_INDEX_FILE": str(Path(temp) / "index")}
+                if report.restored:
+                    self._git("read-tree", target, env=index)
+                if before_writing is not None and (report.restored or removals):
+                    before_writing(undo)
+                try:  # from here on the work tree changes
+                    for path in removals:
+                        self._remove(path)
+                        report.removed.append(path)
+                    self._prune_empty_dirs(report.removed, keep=set(folders_then))
+                    if report.restored:
+                        paths = nul_join(report.restored)
+                        self._git("checkout-index", "-f", "-z", "--stdin", input=paths, env=index)
+                except (CheckpointError, OSError) as exc:
+                    raise RestoreCutShort(str(exc), undo, report) from None
             self._make_folders(folders_then)
-            report.restored = writes
             return report
 
     def exists(self, commit: str) -> bool:
@@ -381,28 +422,10 @@ class ShadowRepository:
 
     def _base_excludes(self) -> list[str]:
         lines = [*CAIRN_EXCLUDES]
-        for source in (*self._user_repo_excludes(), self.work_tree / ".cairnignore"):
+        for source in (*user_repo_excludes(self.work_tree), self.work_tree / ".cairnignore"):
             with contextlib.suppress(OSError, UnicodeDecodeError):
                 lines += source.read_text(encoding="utf-8").splitlines()
         return lines
-
-    def _user_repo_excludes(self) -> list[Path]:
-        """The user repository's ``info/exclude`` (read as a text file, never through git)."""
-        dot_git = self.work_tree / ".git"
-        git_dir = dot_git
-        if dot_git.is_file():  # a linked worktree or submodule: "gitdir: <path>"
-            try:
-                line = dot_git.read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError):
-                return []
-            if not line.startswith("gitdir:"):
-                return []
-            git_dir = (self.work_tree / line.removeprefix("gitdir:").strip()).resolve()
-        found = [git_dir / "info" / "exclude"]
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-            found.append((git_dir / common / "info" / "exclude").resolve())
-        return found
 
     def _write_excludes(self, base: Sequence[str], skipped: Sequence[str]) -> None:
         text = "\n".join([*base, *(literal_pattern(p) for p in skipped)]) + "\n"
@@ -457,14 +480,6 @@ class ShadowRepository:
                 with contextlib.suppress(OSError):
                     target.mkdir(parents=True)
 
-    def _checkout(self, commit: str, paths: Sequence[str]) -> None:
-        if not paths:
-            return
-        with tempfile.TemporaryDirectory(prefix="restore-", dir=self.store) as temp:
-            env = {"GIT_INDEX_FILE": str(Path(temp) / "index")}
-            self._git("read-tree", commit, env=env)
-            self._git("checkout-index", "-f", "-z", "--stdin", input=nul_join(paths), env=env)
-
     # ----- metadata -----
 
     def _write_meta(self, commit: str, staged: _Staged) -> None:
@@ -510,18 +525,18 @@ class ShadowRepository:
         whole or not at all, and what a git killed half-way (by :meth:`stop`, or with its
         process) leaves behind never breaks the operations after it."""
         try:
+            remove_leftovers(self.store)  # we hold the project's checkpoint lock: none in use
             problem = repository_problem(self.git_dir)
             if problem is not None:
                 self._make_repository(problem)
-            clear_stale_locks(self.git_dir)  # we hold the project's checkpoint lock
+            clear_stale_locks(self.git_dir)
             ensure_neutral_attributes(self.git_dir)
+            keep_private(self.git_dir)
         except OSError as exc:
             raise CheckpointError(f"the checkpoint repository {self.git_dir}: {exc}") from None
 
     def _make_repository(self, problem: str) -> None:
         self.store.mkdir(parents=True, exist_ok=True)
-        for leftover in self.store.glob(f"{MAKING_PREFIX}*"):  # of a process killed making one
-            remove_path(leftover)
         if os.path.lexists(self.git_dir):
             if holds_objects(self.git_dir):
                 self._repair(problem)
@@ -607,7 +622,9 @@ class ShadowRepository:
         command = [git, *(arg for item in GIT_CONFIG for arg in ("-c", item)), *args]
         if bare_init:
             command = [git, "-c", "init.defaultBranch=checkpoints", *args]
-        environment = self._environment(env, bare_init=bare_init)
+        environment = git_environment(
+            self.store, None if bare_init else (self.git_dir, self.work_tree), env
+        )
         with self._guard:
             if self._stopped:
                 raise CheckpointError("stopped")
@@ -638,30 +655,12 @@ class ShadowRepository:
         if self._stopped:
             raise CheckpointError("stopped")
         if process.returncode != 0:
+            if process.returncode < 0:  # its warnings (a deprecated setting) are not why
+                raise CheckpointError(f"git {args[0]} was killed (signal {-process.returncode})")
             lines = stderr.decode("utf-8", "replace").strip().splitlines()
             detail = " ".join(lines[-3:]) or f"exit code {process.returncode}"
             raise CheckpointError(f"git {args[0]} failed: {detail}")
         return stdout
-
-    def _environment(self, extra: Mapping[str, str] | None, *, bare_init: bool) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env.update(
-            GIT_CONFIG_NOSYSTEM="1",
-            GIT_CONFIG_GLOBAL=os.devnull,
-            HOME=str(self.store),  # git older than 2.32 reads ~/.gitconfig: make it ours
-            XDG_CONFIG_HOME=str(self.store),
-            GIT_TERMINAL_PROMPT="0",
-            GIT_LITERAL_PATHSPECS="1",
-            GIT_AUTHOR_NAME="cairn",
-            GIT_AUTHOR_EMAIL="cairn@localhost",
-            GIT_COMMITTER_NAME="cairn",
-            GIT_COMMITTER_EMAIL="cairn@localhost",
-            LC_ALL="C",
-        )
-        if not bare_init:
-            env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.work_tree))
-        env.update(extra or {})
-        return env
 
     @contextlib.contextmanager
     def _locked(self, *, wait: bool = True) -> Iterator[bool]:

@@ -11,7 +11,10 @@ Two system records tie checkpoints and rewinds into the chat recording (a JSONL 
   undoes>|null}``. A rewind of the conversation is written with the target turn's *parent* as its
   ``parentUuid``, so the target turn and everything after it become a dead branch: resuming
   continues from before that turn. Undoing that rewind writes another ``rewind`` record whose
-  parent is the old tip, which makes the old branch the active chain again.
+  parent is the old tip, which makes the old branch the active chain again. A restore writes one
+  more, ``"partial": true`` (mode ``code``, ``restored`` null, its ``undo``), before it changes
+  the first file: a restore that finishes leaves it on a dead branch, one cut short (or a crash)
+  leaves it the newest rewind, so undoing it puts the files back as they were before.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ class RewindRecord:
     previous_tip: str | None
     turn: int | None
     undoes: str | None = None
+    partial: bool = False  # written before a restore's first file: the restore stopped part way
 
     @property
     def rewinds_conversation(self) -> bool:
@@ -189,6 +193,7 @@ def _rewind_record(record: Mapping[str, Any]) -> RewindRecord | None:
         previous_tip=_text(payload.get("previousTip")),
         turn=turn if isinstance(turn, int) else None,
         undoes=_text(payload.get("undoes")),
+        partial=payload.get("partial") is True,
     )
 
 

@@ -2,15 +2,17 @@
 asked once per binary), the configuration every command gets, so that nothing of the user's own
 git setup (hooks, filters, line-ending conversion, signing) changes a snapshot, and the checks
 of the shadow repository's folder itself: whether git would take it for a repository, whether
-it holds objects, and what a git killed half-way left in it (its lock files, lost attributes)."""
+it holds objects, and what a git killed half-way left in it (its lock files, lost attributes), and
+the temporary folders a process killed while making it or restoring from it leaves beside it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from cairn.fsutil import atomic_write_text
@@ -23,14 +25,19 @@ __all__ = [
     "MAKING_PREFIX",
     "MIN_GIT_VERSION",
     "NEUTRAL_ATTRIBUTES",
+    "RESTORE_PREFIX",
     "clear_stale_locks",
     "ensure_neutral_attributes",
+    "git_environment",
     "git_unavailable_reason",
     "holds_objects",
+    "keep_private",
     "literal_pattern",
     "nul_join",
+    "remove_leftovers",
     "remove_path",
     "repository_problem",
+    "user_repo_excludes",
 ]
 
 GIT_TIMEOUT_SECONDS = 60.0  # one git command; a hung git must not hang a turn forever
@@ -78,6 +85,7 @@ GIT_LOCK_FILES = (
     "refs/heads/checkpoints.lock",  # CHECKPOINT_REF's
 )
 MAKING_PREFIX = "git.new-"  # a shadow repository being made (or an unusable one being removed)
+RESTORE_PREFIX = "restore-"  # a restore's temporary folder (the index of the snapshot it restores)
 CHECKPOINTS_README = (
     "cairn's checkpoints of one project (a shadow git repository; the project's own "
     "repository is never touched). Deleting this folder deletes the checkpoints.\n"
@@ -193,3 +201,66 @@ def ensure_neutral_attributes(git_dir: Path) -> None:
         if target.read_text(encoding="utf-8") == NEUTRAL_ATTRIBUTES:
             return
     atomic_write_text(target, NEUTRAL_ATTRIBUTES, durable=False)
+
+
+def remove_leftovers(store: Path) -> None:
+    """Remove the temporary folders a process killed while it made the shadow repository or
+    restored a snapshot left in ``store``; call with the project's checkpoint lock held, when
+    no operation of any process is using one."""
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(store):
+            if entry.name.startswith((MAKING_PREFIX, RESTORE_PREFIX)):
+                remove_path(Path(entry.path))
+
+
+def keep_private(git_dir: Path) -> None:
+    """The shadow repository is its owner's alone (0700: it holds a copy of every captured
+    file, some of which only their owner may read); one made by an earlier cairn with the
+    umask's mode is narrowed (if it can be: a folder its user cannot change still works)."""
+    with contextlib.suppress(OSError):
+        if stat.S_IMODE(os.stat(git_dir).st_mode) & 0o077:
+            os.chmod(git_dir, 0o700)
+
+
+def user_repo_excludes(work_tree: Path) -> list[Path]:
+    """The user repository's ``info/exclude`` (read as a text file, never through git)."""
+    dot_git = work_tree / ".git"
+    git_dir = dot_git
+    if dot_git.is_file():  # a linked worktree or submodule: "gitdir: <path>"
+        try:
+            line = dot_git.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return []
+        if not line.startswith("gitdir:"):
+            return []
+        git_dir = (work_tree / line.removeprefix("gitdir:").strip()).resolve()
+    found = [git_dir / "info" / "exclude"]
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        found.append((git_dir / common / "info" / "exclude").resolve())
+    return found
+
+
+def git_environment(
+    store: Path, repository: tuple[Path, Path] | None, extra: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The environment of a checkpoint git: none of the user's ``GIT_*`` variables or config,
+    ``repository`` (the shadow ``GIT_DIR`` and its work tree; ``None`` for ``git init``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        HOME=str(store),  # git older than 2.32 reads ~/.gitconfig: make it ours
+        XDG_CONFIG_HOME=str(store),
+        GIT_TERMINAL_PROMPT="0",
+        GIT_LITERAL_PATHSPECS="1",
+        GIT_AUTHOR_NAME="cairn",
+        GIT_AUTHOR_EMAIL="cairn@localhost",
+        GIT_COMMITTER_NAME="cairn",
+        GIT_COMMITTER_EMAIL="cairn@localhost",
+        LC_ALL="C",
+    )
+    if repository is not None:
+        env.update(GIT_DIR=str(repository[0]), GIT_WORK_TREE=str(repository[1]))
+    env.update(extra or {})
+    return env

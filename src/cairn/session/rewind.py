@@ -11,6 +11,13 @@ checkpoint at or after turn N; the current state is checkpointed first, so the r
 undone); ``conversation`` truncates the conversation to before turn N (a dead branch in the
 recording, so ``--resume`` continues from there) and clamps the memory extract cursor; ``both``
 does both. :meth:`Rewinder.undo` reverses the newest rewind while no turn followed it.
+
+Once the current state is snapshotted, and before the first file is changed, a code ``rewind``
+record naming that snapshot as its ``undo`` is written (``"partial": true``). A restore that
+finishes writes its own record, which leaves that one on a dead branch; one cut short (its git
+killed or timed out, cairn stopped) leaves it as the newest rewind, so undoing it (``/rewind
+undo``, the picker's first entry, ``cairn rewind --undo``, also after a crash) puts back every
+file as it was before, and the error says so.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -26,8 +33,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from cairn.config.settings import Settings
 from cairn.debug_log import get_logger
 from cairn.recording.checkpoints import (
+    Checkpoint,
     CheckpointError,
     FileChange,
+    RestoreCutShort,
     RestoreReport,
     ShadowRepository,
     shadow_repository,
@@ -51,7 +60,6 @@ if TYPE_CHECKING:
     from cairn.recording.store import SessionStore
     from cairn.session.gate import PermissionGate
     from cairn.session.runtime import Runtime
-    from cairn.session.session import Session
     from cairn.tools.base import FileSystem
     from cairn.vocabulary.events import SessionEvent
 
@@ -86,17 +94,12 @@ __all__ = [
     "RewindListing",
     "RewindOutcome",
     "RewindPoint",
-    "RewindRequest",
     "Rewinder",
     "SessionRewind",
-    "answer_rewind_request",
     "clamp_cursor_file",
     "clamp_extract_cursor",
     "describe_listing",
-    "listing_payload",
-    "outcome_payload",
     "parse_rewind_args",
-    "parse_rewind_request",
     "recorded_rewinder",
 ]
 
@@ -154,6 +157,7 @@ class Rewinder:
     # Entries the session puts before the recorded history (its start-up context), so an
     # outcome's ``history_length`` is the model history's length.
     history_offset: int = 0
+    undo_command: str = "/rewind undo"  # how the person undoes a rewind where they are
     _shadow: tuple[ShadowRepository | None, str | None] | None = field(
         default=None, init=False, repr=False
     )
@@ -251,7 +255,13 @@ class Rewinder:
             elif target is None:
                 notes.append("no files changed since that turn, so no code was restored")
             else:
-                outcome.restore = self._restore(target, f"before rewinding to turn {number}")
+                outcome.restore = self._restore(
+                    target,
+                    f"before rewinding to turn {number}",
+                    _Partial(
+                        loaded.last_uuid, f"before turn {number}", "rewind", turn.uuid, number
+                    ),
+                )
                 restored = target
                 notes.append(_restore_summary(outcome.restore))
         payload = {
@@ -281,7 +291,11 @@ class Rewinder:
         notes: list[str] = []
         restored: str | None = None
         if last.undo is not None:
-            outcome.restore = self._restore(last.undo, "before undoing a rewind")
+            outcome.restore = self._restore(
+                last.undo,
+                "before undoing a rewind",
+                _Partial(loaded.last_uuid, "before the rewind", "undo"),
+            )
             restored = last.undo
             notes.append(_restore_summary(outcome.restore))
         payload = {
@@ -301,7 +315,7 @@ class Rewinder:
         outcome.message = _sentence("Undid the last rewind", notes)
         return outcome
 
-    def _restore(self, commit: str, message: str) -> RestoreReport:
+    def _restore(self, commit: str, message: str, partial: _Partial) -> RestoreReport:
         if self.shadow is None:
             raise RewindError(f"code cannot be restored: {self.off_reason}")
         ran_in = _recorded_folder(self._chain())
@@ -310,12 +324,50 @@ class Rewinder:
             raise RewindError(
                 f"this session ran in {ran_in}, not in {root}; its code is not restored here"
             )
-        try:
-            return self.shadow.restore(commit, message=message)
-        except CheckpointError as exc:
-            raise RewindError(f"code was not restored: {exc}") from None
 
-    def _write_rewind(self, payload: dict[str, Any], *, branch_from: str | None) -> LoadedSession:
+        def record_undo(undo: Checkpoint) -> None:
+            """Before the first file is written: a restore cut short leaves this record, the
+            newest rewind, whose undo puts every file back (a finished one leaves it behind)."""
+            payload = {
+                "target": partial.target,
+                "turn": partial.turn,
+                "mode": "code",
+                "restored": None,
+                "undo": undo.commit,
+                "previousTip": partial.tip,
+                "partial": True,
+            }
+            self._write_rewind(payload, branch_from=partial.tip, reload=False)
+
+        try:
+            return self.shadow.restore(commit, message=message, before_writing=record_undo)
+        except RestoreCutShort as exc:
+            raise RewindError(self._cut_short(exc, partial)) from None
+        except CheckpointError as exc:
+            raise RewindError(f"code was not restored: {exc}; no file was changed") from None
+
+    def _cut_short(self, exc: RestoreCutShort, partial: _Partial) -> str:
+        """What a restore cut short left, and how to go back."""
+        report = exc.report
+        done = []
+        if report.removed:
+            done.append(f"{len(report.removed)} created file(s) removed")
+        if report.restored:
+            done.append(
+                f"of the {len(report.restored)} file(s) it was putting back some are as they "
+                f"were {partial.then} and the others as they were before this {partial.what}, "
+                "and one may be cut off"
+            )
+        state = "; ".join(done) or "no file was changed yet"
+        return (
+            f"the code restore stopped part way: {exc}. {state[:1].upper()}{state[1:]}; the "
+            f"conversation was not changed. Every file as it was before this {partial.what} is "
+            f"in checkpoint {exc.undo.commit[:12]}: {self.undo_command} puts them all back"
+        )
+
+    def _write_rewind(
+        self, payload: dict[str, Any], *, branch_from: str | None, reload: bool = True
+    ) -> LoadedSession | None:
         recorder = self.recorder
         owned = recorder is None
         if recorder is None:
@@ -330,7 +382,7 @@ class Rewinder:
         finally:
             if owned:
                 recorder.close()
-        return self._chain()
+        return self._chain() if reload else None
 
     def _chain(self) -> LoadedSession:
         from cairn.recording.reader import SessionLoadError
@@ -339,6 +391,17 @@ class Rewinder:
             return self.store.load(self.session_id)
         except SessionLoadError as exc:
             raise RewindError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class _Partial:
+    """What the record written before a restore's first file says, and its error."""
+
+    tip: str | None  # the chain's tip before the rewind: the record's parent
+    then: str  # the state restored ("before turn 3")
+    what: Literal["rewind", "undo"]
+    target: str | None = None  # the rewound-to turn's record
+    turn: int | None = None
 
 
 def _recorded_folder(loaded: LoadedSession) -> Path | None:
@@ -405,7 +468,7 @@ def describe_listing(listing: RewindListing, usage: str = REWIND_USAGE) -> str:
     if not listing.points:
         lines = ["No turns to rewind to: the conversation is empty."]
         if listing.undoable is not None:
-            lines.append("The last rewind can be undone.")
+            lines.append(_undo_note(listing.undoable))
         return "\n".join(lines)
     lines = ["Turns you can rewind to (newest first):"]
     for point in listing.points:
@@ -415,9 +478,17 @@ def describe_listing(listing: RewindListing, usage: str = REWIND_USAGE) -> str:
     if listing.checkpoints_off:
         lines.append(f"Code cannot be restored: {listing.checkpoints_off}.")
     if listing.undoable is not None:
-        lines.append("The last rewind can be undone.")
+        lines.append(_undo_note(listing.undoable))
     lines.append(usage)
     return "\n".join(lines)
+
+
+def _undo_note(last: RewindRecord) -> str:
+    if last.partial:
+        return (
+            "The last rewind stopped part way; undoing it puts every file back as it was before it."
+        )
+    return "The last rewind can be undone."
 
 
 def _files_note(point: RewindPoint) -> str:
@@ -462,41 +533,8 @@ def recorded_rewinder(cwd: Path, session_id: str | None, settings: Settings) -> 
         project_root=root,
         settings=settings,
         history_offset=offset,
+        undo_command="cairn rewind --undo",
     )
-
-
-# ----- rewind from outside: ACP `_cairn/rewind` and the daemon's `/session/{id}/rewind` -----
-
-
-@dataclass(frozen=True)
-class RewindRequest:
-    """What a client asked: the turn list, a rewind to a turn, or undoing the last rewind."""
-
-    action: Literal["list", "rewind", "undo"]
-    turn: int | None = None
-    mode: RewindMode = "both"
-
-
-def parse_rewind_request(params: Mapping[str, Any]) -> RewindRequest:
-    """``{"turn": N, "mode": "both|code|conversation"}``, ``{"undo": true}``, or the turn list
-    (``{"list": true}`` or nothing); :class:`ValueError` says what is wrong with anything else."""
-    listing, undo = params.get("list", False), params.get("undo", False)
-    turn, mode = params.get("turn"), params.get("mode", "both")
-    if not isinstance(listing, bool) or not isinstance(undo, bool):
-        raise ValueError("`list` and `undo` must be true or false")
-    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or turn < 1):
-        raise ValueError("`turn` must be a turn number (1 or more)")
-    if mode not in rewind_modes():
-        raise ValueError("`mode` must be one of both, code, conversation")
-    if sum((listing, undo, turn is not None)) > 1:
-        raise ValueError("give one of `turn` (with an optional `mode`), `undo` or `list`")
-    if "mode" in params and turn is None:
-        raise ValueError("`mode` goes with a `turn`")
-    if listing or (not undo and turn is None):
-        return RewindRequest("list")
-    if undo:
-        return RewindRequest("undo")
-    return RewindRequest("rewind", turn, mode)
 
 
 class SessionRewind:
@@ -593,54 +631,3 @@ class SessionRewind:
             names = ", ".join(refused)
             text = f"The editor did not take the restored {names}: reload it from disk."
             await self.session.emit(Notice("warning", text, "rewind"))
-
-
-async def answer_rewind_request(session: Session, request: RewindRequest) -> dict[str, Any]:
-    """Run ``request`` on ``session``; the JSON answer (camelCase, as ACP and the daemon send).
-
-    :class:`RewindError` when it cannot be done (busy, no such turn, no checkpoints...).
-    """
-    if request.action == "list":
-        return listing_payload(session.id, await session.rewind_listing())
-    if request.action == "undo":
-        return outcome_payload(session.id, await session.undo_rewind())
-    assert request.turn is not None
-    return outcome_payload(session.id, await session.rewind(request.turn, request.mode))
-
-
-def listing_payload(session_id: str, listing: RewindListing) -> dict[str, Any]:
-    return {
-        "sessionId": session_id,
-        "turns": [
-            {
-                "turn": point.number,
-                "prompt": point.text,
-                "timestamp": point.timestamp,
-                "codeRestorable": point.code,
-                "files": [{"path": f.path, "status": f.status} for f in point.files],
-            }
-            for point in listing.points
-        ],
-        "undoable": listing.undoable is not None,
-        "checkpointsOff": listing.checkpoints_off,
-    }
-
-
-def outcome_payload(session_id: str, outcome: RewindOutcome) -> dict[str, Any]:
-    report = outcome.restore
-    code = None
-    if report is not None:
-        code = {
-            "restored": report.restored,
-            "removed": report.removed,
-            "kept": [{"path": k.path, "reason": k.reason} for k in report.kept],
-        }
-    return {
-        "sessionId": session_id,
-        "turn": outcome.turn,
-        "mode": outcome.mode,
-        "message": outcome.message,
-        "prompt": outcome.prompt,
-        "code": code,
-        "conversationRewound": outcome.loaded is not None,
-    }

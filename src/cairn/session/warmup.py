@@ -32,6 +32,7 @@ SESSION_MODULES = (
     "cairn.session.extensions",
     "cairn.session.hook_events",
     "cairn.session.rewind",
+    "cairn.session.rewind_requests",
     "cairn.hooks.runner",
     "cairn.hooks.env_file",
     "cairn.tools.agent",

@@ -73,7 +73,10 @@ class RewindScreen(ModalScreen[int | str | None]):
     def _options(self) -> list[Option]:
         options = []
         if self.listing.undoable is not None:
-            options.append(Option(Text("↶ Undo the last rewind", style="bold"), id=UNDO))
+            label = "↶ Undo the last rewind" + (
+                " (it stopped part way)" if self.listing.undoable.partial else ""
+            )
+            options.append(Option(Text(label, style="bold"), id=UNDO))
         options += [
             Option(_turn_label(point), id=str(point.number)) for point in self.listing.points
         ]
