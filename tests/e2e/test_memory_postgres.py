@@ -7,12 +7,14 @@ machines share a memory only through the database. Tenants of one daemon never s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,12 +24,14 @@ import pytest
 
 from cairn.config.settings import Settings
 from cairn.memory.manager import MemoryManager
+from cairn.memory.store.locks import hold_roots
+from cairn.memory.store.memory_store import MemoryStore
 from cairn.memory.store.postgres.backend import mirror_folder
 from cairn.sdk import DaemonClient, DaemonSessionClient
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
 from .. import polling
-from ..memory.memory_helpers import unstamped
+from ..memory.memory_helpers import fill_memories, scan_workers, unstamped
 from ..memory.postgres_helpers import SilentDatabase, postgres_dsn, postgres_server
 from ..memory.store.test_backend_contract import write
 from .conftest import CAIRN, extract_workers, wait_for_extract_workers, write_settings
@@ -454,6 +458,79 @@ def test_a_fresh_machine_exits_after_its_answer_though_its_mirror_is_locked(
     assert done.returncode == 0, done.stderr
     assert (mirror / "feedback/testing-with-pytest.md").exists()
     assert all(request.contains(MARKER) for request in scripted_server.requests_for("main"))
+
+
+MANY = 10_000  # memories whose first scan takes seconds (worker processes: 2,000 and more)
+
+
+def test_a_fresh_machine_exits_with_its_answer_while_it_still_indexes_its_memory(
+    machines: Machines, scripted_server: ScriptedServer
+) -> None:
+    """Regression: ``cairn -p`` on a fresh machine waited at exit for the first scan of the
+    memory its warm-up had just pulled (seconds at 10,000 memories, after the answer). Here
+    the scan's worker processes are paused while it runs, so it cannot end: the process now
+    exits with its answer all the same, stops those workers, and saves no index (none is ever
+    saved half-built). The next process that lives long enough builds it, whole."""
+    # Extract skipped (memory pressure): its worker would index the mirror too
+    write_settings(machines.project, {"memory": {
+        "backend": "postgres", "enableManagedAutoDream": False, "minAvailableMemoryMb": 10**9,
+        "postgres": {"namespace": NAMESPACE, "pollSeconds": 1},
+    }})  # fmt: skip
+    writer = machines.reader("a")
+    root = writer.roots.project
+    assert root is not None
+    with hold_roots(list(writer.root_map().values())):  # one section: one commit
+        fill_memories(root, MANY)
+        writer.store.rebuild_index_files()
+    writer.close()
+    answered = threading.Event()
+    scripted_server.default = reply("Noted.", hold=answered)
+    home = machines.home("b")
+
+    child = subprocess.Popen([*CAIRN, "-p", QUESTION], cwd=machines.project,
+                             env=machines.env("b"), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    paused: list[int] = []
+    try:
+        assert polling.eventually(lambda: bool(scan_workers(child.pid)), WAIT_SECONDS)
+        for pid in scan_workers(child.pid):
+            os.kill(pid, signal.SIGSTOP)  # the scan under way cannot end while they sleep
+            paused.append(pid)
+        answered.set()
+        exited = polling.eventually(lambda: child.poll() is not None, WAIT_SECONDS)
+    finally:
+        answered.set()
+        for pid in paused:  # (before the fix: so that the process can end)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    out, err = child.communicate(timeout=120)
+    wait_for_extract_workers(machines.project)
+
+    assert exited, "cairn -p waited at exit for the first scan of its memory"
+    assert child.returncode == 0, err
+    assert "Noted." in out
+    assert not any(Path(f"/proc/{pid}").exists() for pid in paused)  # none left behind
+    assert not list(home.rglob("recall-index/*.bin"))  # nothing half-built saved
+    assert not list(home.rglob("recall-index/.*.tmp"))  # nor left being written
+
+    indexed = threading.Event()  # the next process answers once its index is built
+    scripted_server.default = reply("Noted.", hold=indexed)
+    later = subprocess.Popen([*CAIRN, "-p", QUESTION], cwd=machines.project,
+                             env=machines.env("b"), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        built = polling.eventually(lambda: bool(list(home.rglob("recall-index/project.bin"))),
+                                   WAIT_SECONDS)  # fmt: skip
+    finally:
+        indexed.set()
+    _, err = later.communicate(timeout=120)
+    assert built and later.returncode == 0, err
+    reader = machines.reader("b")
+    try:
+        report = MemoryStore(reader.roots).refresh()  # the saved index, as the next one loads it
+    finally:
+        reader.close()
+    assert (report.docs, report.reparsed) == (MANY, 0)
 
 
 def test_a_database_that_never_answers_delays_no_turn_of_a_fresh_machine(

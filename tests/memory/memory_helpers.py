@@ -193,3 +193,34 @@ def unstamped(text: str) -> str:
     from cairn.memory.trust.provenance import without_provenance
 
     return without_provenance(text)
+
+
+def scan_workers(parent: int) -> list[int]:
+    """The first scan's worker processes (``python -m cairn.memory.store.bulk``) of process
+    ``parent``, found in ``/proc``: a test pauses them (SIGSTOP) to hold an indexing under way
+    for as long as it needs, however fast the machine."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # (the name may hold spaces)
+        if ppid == parent and b"cairn.memory.store.bulk" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def fill_memories(root: Path, count: int) -> None:
+    """``count`` small project memories under ``root`` (a memory large enough for the first
+    scan's worker processes when ``count`` is 2,000 or more)."""
+    folder = root / "project"
+    folder.mkdir(parents=True, exist_ok=True)
+    for n in range(count):
+        (folder / f"service-{n}.md").write_text(
+            f"---\nname: Deploying service {n}\ndescription: how service {n} goes to the "
+            f"staging cluster\ntype: project\n---\n\nService {n}: `make deploy-{n}`.\n"
+        )

@@ -9,6 +9,7 @@ connections as it would in production (a superuser would bypass it).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import socket
 import threading
@@ -86,6 +87,7 @@ class SilentDatabase:
         self.port = self.listener.getsockname()[1]
         self.accepted: list[float] = []
         self.closed: list[float] = []
+        self._connections: list[socket.socket] = []
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -95,6 +97,7 @@ class SilentDatabase:
             except OSError:
                 return
             self.accepted.append(time.monotonic())
+            self._connections.append(connection)
             threading.Thread(target=self._hold, args=(connection,), daemon=True).start()
 
     def _hold(self, connection: socket.socket) -> None:
@@ -104,4 +107,8 @@ class SilentDatabase:
         self.closed.append(time.monotonic())
 
     def close(self) -> None:
+        """Stop listening, and end the connections it holds (their clients' waits end)."""
         self.listener.close()
+        for connection in self._connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import signal
 import uuid
 from pathlib import Path
 
@@ -14,6 +16,8 @@ from cairn.content import Content
 from cairn.session.runtime import SessionNotFound, SessionUnreadable
 from cairn.testing import Reply, ToolCallSpec, reply
 
+from ..memory.memory_helpers import fill_memories, scan_workers
+from ..polling import eventually_async
 from .helpers import ANSWER, MakeWorld, World, write_memory
 
 pytestmark = pytest.mark.timeout(60)
@@ -259,6 +263,53 @@ async def test_aclose_persists_the_memory_index(make_world: MakeWorld, project: 
     saved = {p.name for p in index_folder.iterdir() if not p.name.endswith(".lock")}
     texts = {name for name in saved if re.fullmatch(r"project\.[0-9a-f]+\.txt", name)}
     assert len(texts) == 1 and saved - texts == {"project.bin", "project.jnl"}, saved
+
+
+async def test_aclose_after_a_warm_up_that_finished_saves_its_index(
+    make_world: MakeWorld, project: Path
+) -> None:
+    """The usual path: the session's warm-up indexed the memory before the runtime closed, so
+    its index is saved and the next process starts warm."""
+    write_memory(project, "deploy", "how we deploy", "make release")
+    world = make_world(memory=True)
+    world.session()  # its warm-up starts
+    await world.runtime.memory_ready()
+    index = world.runtime.memory_manager().roots.state_dir / "recall-index" / "project.bin"
+
+    await world.runtime.aclose()
+
+    assert index.exists()
+
+
+async def test_aclose_gives_up_the_first_scan_of_a_large_memory_and_saves_none(
+    make_world: MakeWorld, project: Path
+) -> None:
+    """Regression: a runtime closed while its warm-up read a large memory for the first time
+    (no saved index: a new project, a new machine) waited for the whole scan (seconds at
+    10,000 memories) after the session was over. Here the scan's worker processes are paused,
+    so it cannot end: the close now gives it up all the same, stops the workers and saves no
+    index (a half-built one is never saved; the next process builds it)."""
+    root = project / ".cairn" / "memory"
+    fill_memories(root, 2_000)  # a first scan in worker processes
+    (root / "MEMORY.md").write_text("- [Deploying service 0](project/service-0.md)\n")
+    world = make_world(memory=True)
+    world.session()  # its warm-up starts
+    index_folder = world.runtime.memory_manager().roots.state_dir / "recall-index"
+    paused: list[int] = []
+    try:
+        assert await eventually_async(lambda: bool(scan_workers(os.getpid())))
+        for pid in scan_workers(os.getpid()):
+            os.kill(pid, signal.SIGSTOP)  # the scan under way cannot end while they sleep
+            paused.append(pid)
+        await asyncio.wait_for(world.runtime.aclose(), 30)  # (a hang guard: forever before)
+    finally:
+        for pid in paused:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    assert not any(Path(f"/proc/{pid}").exists() for pid in paused)
+    saved = [p.name for p in index_folder.iterdir()] if index_folder.exists() else []
+    assert [name for name in saved if not name.endswith(".lock")] == []
 
 
 # ----- shutdown: Runtime.aclose(memory_wait=...) -----

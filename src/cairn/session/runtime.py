@@ -468,13 +468,14 @@ class Runtime:
         """Shut down: what every front end does on its way out, in this order.
 
         Close the sessions still open (their turns cancelled, recordings flushed); stop each
-        project's memory warm-up, waiting only for one that is pulling or indexing already
-        (one still getting ready or waiting for another writer's lock never begins:
-        :mod:`cairn.memory.store.warm_up`); give the extractions their turns scheduled
-        ``memory_wait`` seconds to finish (one cut short moves no cursor, and the memory manager
-        leaves it to the project's next session); cancel all other background work (a Dream,
-        which runs again next time); persist each project's memory index once, after any
-        warm-up finished, so the next process starts warm; close the provider's connections.
+        project's memory warm-up, waiting only for a pull under way (one still getting ready,
+        connecting or waiting for another writer's lock never begins, and an indexing under
+        way is given up, nothing of it saved: :mod:`cairn.memory.store.warm_up`); give the
+        extractions their turns scheduled ``memory_wait`` seconds to finish (one cut short
+        moves no cursor, and the memory manager leaves it to the project's next session);
+        cancel all other background work (a Dream, which runs again next time); persist each
+        project's memory index once, after any warm-up finished, so the next process starts
+        warm; close the provider's connections.
         """
         tenants = [t.aclose(memory_wait=memory_wait) for t in self._tenants.values()]
         for failure in await asyncio.gather(*tenants, return_exceptions=True):  # waits overlap
@@ -486,7 +487,7 @@ class Runtime:
             except Exception as exc:  # one broken session must not keep the others open
                 _log.warning(f"closing session {session.id} failed: {exc!r}")
         for manager in self._memory.values():
-            manager.warm_up.stop()  # a warm-up that has not begun indexing never will
+            manager.warm_up.stop()  # not begun: never will; indexing: gives up
         for warming in list(self._warming.values()):
             await asyncio.wait({warming})  # the index is saved below: not while it is built
         if self._mcp is not None:  # before the memory wait: Extract and Dream use no MCP tools

@@ -124,6 +124,38 @@ async def test_stop_cancels_a_warm_up_still_opening_its_search_and_close_does_no
         silent.close()
 
 
+async def test_stop_gives_up_a_pull_still_connecting_and_close_does_not_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a warm-up whose catch-up pull was opening its connection to a database that
+    does not answer (here without a search to prepare first) kept shutdown for the connect
+    timeout, 10 s (an hour here, longer than the test waits). Now the warm-up ends at
+    ``stop()`` and the manager's close does not wait either; nothing is pulled or indexed."""
+    import cairn.memory.store.postgres.backend as backend
+
+    monkeypatch.setattr(backend, "CONNECT_TIMEOUT_SECONDS", 3600)
+    silent = SilentDatabase()
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    dsn = f"postgresql://cairn@127.0.0.1:{silent.port}/memory"
+    settings = Settings.model_validate(
+        {"memory": {"backend": "postgres", "postgres": {"dsn": dsn, "namespace": "team"}}}
+    )
+    manager = MemoryManager(project, settings=settings, environ={"CAIRN_HOME": str(tmp_path)})
+    try:
+        warm_up = manager.warm_up.start(search=False)  # straight to its pull
+        assert await eventually_async(lambda: bool(silent.accepted))  # the pull connects
+
+        manager.warm_up.stop()
+
+        assert await eventually_async(warm_up.done)  # (at the connect timeout before)
+        assert warm_up.result() is None  # nothing indexed
+        manager.close()
+        assert not silent.closed  # its connection was left waiting, not waited for
+    finally:
+        silent.close()
+
+
 async def test_a_write_section_and_the_warm_ups_pull_in_one_process_take_turns(
     machine: Machine,
 ) -> None:

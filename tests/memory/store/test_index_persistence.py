@@ -4,6 +4,9 @@ served before its check against the files ends, and a first scan reads through w
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -13,10 +16,14 @@ import pytest
 
 from cairn import debug_log
 from cairn.memory.paths import MemoryRoots
+from cairn.memory.store.bulk import IndexingStopped
 from cairn.memory.store.cache import COMPACT_ENTRIES, compact, load_cache
 from cairn.memory.store.memory_store import MemoryStore
 from cairn.memory.store.parse import render_memory_file
 from cairn.memory.store.scorer import DEFAULT_SCORER
+
+from ...polling import DEADLINE_SECONDS, eventually
+from ..memory_helpers import fill_memories, scan_workers
 
 QUERIES = ("ledger payout", "retry the deploy", "发布流程", "uv install", "nothing matches zzz")
 
@@ -284,6 +291,79 @@ def test_a_first_scan_whose_workers_cannot_start_reads_the_files_here(
     assert store.refresh().reparsed == 21  # and the user memory
     assert ranking(store) == fresh_ranking(roots, tmp_path)
     assert "memory scan workers failed" in log.read_text("utf-8")
+
+
+class _StopAfter:
+    """A stop that is set once it has been looked at ``looks`` times: a process closing in the
+    middle of a first scan (what a closing process's ``threading.Event`` would say)."""
+
+    def __init__(self, looks: int) -> None:
+        self.looks = looks
+
+    def is_set(self) -> bool:
+        self.looks -= 1
+        return self.looks < 0
+
+
+def test_a_first_scan_stopped_half_way_saves_nothing_and_the_next_refresh_reads_all(
+    roots: MemoryRoots, tmp_path: Path
+) -> None:
+    """A warm-up stopped between two files of a first scan (read here, file by file) leaves the
+    store as before it: its save writes no index (neither half-built nor empty), and the next
+    refresh reads every file."""
+    seed(roots, count=20)
+    store = MemoryStore(roots, cache_dir=tmp_path / "w", bulk_files=10**9)
+
+    with pytest.raises(IndexingStopped):
+        store.warm(stop=_StopAfter(8))
+    store.save()
+
+    assert not (tmp_path / "w").exists() or not list((tmp_path / "w").iterdir())
+    assert store.refresh().reparsed == 21  # and the user memory
+    assert ranking(store) == fresh_ranking(roots, tmp_path)
+
+
+def test_a_first_scan_stopped_while_its_workers_read_installs_nothing_and_ends_them(
+    roots: MemoryRoots, tmp_path: Path
+) -> None:
+    """A first scan in worker processes, stopped while it waits for them (paused here, so it
+    cannot end by itself): it ends, its workers are ended, nothing is installed and no temp
+    file is left; the next refresh builds the whole index."""
+    fill_memories(project(roots), 2_000)
+    store = MemoryStore(roots, cache_dir=tmp_path / "w", bulk_files=1, workers=2)
+    stop = threading.Event()
+    outcome: list[str] = []
+
+    def warm() -> None:
+        try:
+            store.warm(stop=stop)
+            outcome.append("indexed")
+        except IndexingStopped:
+            outcome.append("stopped")
+
+    thread = threading.Thread(target=warm)
+    thread.start()
+    paused: list[int] = []
+    try:
+        assert eventually(lambda: bool(scan_workers(os.getpid())))
+        for pid in scan_workers(os.getpid()):
+            os.kill(pid, signal.SIGSTOP)
+            paused.append(pid)
+        stop.set()
+        thread.join(DEADLINE_SECONDS)  # (a hang guard: forever before)
+    finally:
+        stop.set()
+        for pid in paused:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        thread.join()
+
+    assert outcome == ["stopped"]
+    assert not any(Path(f"/proc/{pid}").exists() for pid in paused)
+    store.save()
+    assert [p.name for p in (tmp_path / "w").iterdir() if not p.name.endswith(".lock")] == []
+    assert store.refresh().reparsed == 2_000
+    assert MemoryStore(roots, cache_dir=tmp_path / "w").refresh().reparsed == 0
 
 
 def _damage_posting_lists(path: Path) -> None:

@@ -4,6 +4,7 @@ stemmed words, best first, only live memories of the searching namespace, never 
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import pytest
@@ -13,7 +14,8 @@ from cairn.memory.forget.selection import ForgetPlan, list_forget_candidates
 from cairn.memory.manager import MemoryManager
 from cairn.memory.store.postgres.search import tsquery_text
 
-from ..postgres_helpers import postgres_dsn, postgres_server
+from ... import polling
+from ..postgres_helpers import SilentDatabase, postgres_dsn, postgres_server
 from .test_backend_contract import DEPLOY, write
 from .test_postgres_backend import Machine, machine
 
@@ -129,6 +131,41 @@ def test_a_database_that_refuses_gives_no_result_and_no_error(tmp_path: object) 
             assert search.search("deploy", 8) == []
         finally:
             manager.close()
+
+
+def test_a_search_waiting_for_a_stalled_preparation_ends_when_the_search_is_closed(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: Recall's search, in a thread a closing process waits for, kept waiting for
+    the preparation still opening its connection to a database that does not answer after the
+    search was closed: up to 2 s (an hour here, as long as the connect may take), so the exit
+    waited too. Now it ends at ``close()`` with no result."""
+    import cairn.memory.store.postgres.backend as backend
+    import cairn.memory.store.postgres.search as database_search
+
+    monkeypatch.setattr(backend, "CONNECT_TIMEOUT_SECONDS", 3600)
+    monkeypatch.setattr(database_search, "_WAIT_S", 3600)
+    silent = SilentDatabase()
+    manager = _manager(f"postgresql://nobody@127.0.0.1:{silent.port}/memory", tmp_path)
+    search = manager.backend.warm_up_search()
+    assert search is not None
+    results: list[list[object]] = []
+    preparing = threading.Thread(target=search.prepare, daemon=True)
+    searching = threading.Thread(target=lambda: results.append(search.search("deploy", 8)))
+    try:
+        preparing.start()
+        assert polling.eventually(lambda: bool(silent.accepted))  # stalled in its connect
+        searching.start()  # waits for the preparation
+
+        search.close()
+        searching.join(polling.DEADLINE_SECONDS)  # (a hang guard: an hour before)
+
+        assert not searching.is_alive()
+        assert results == [[]]
+    finally:
+        silent.close()  # the preparation's connect ends
+        manager.close()
+        searching.join()
 
 
 def _manager(dsn: str, tmp_path: object) -> MemoryManager:

@@ -18,6 +18,10 @@ memories). Here instead:
 
 With one core, or a pool that cannot start, the same stream runs in this process. A worker that
 dies is replaced by the in-process path for the chunks it left. See :func:`build_snapshot`.
+
+A build can be stopped (a process closing before it is done): its ``stop`` event is looked at
+between chunks and while it waits for a worker's answer; it then kills its workers, removes what
+it wrote and raises :class:`IndexingStopped`, so no index is ever installed half-built.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import itertools
 import marshal
 import operator
 import os
+import select
 import sys
 import threading
 import zlib
@@ -34,7 +39,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryScope
@@ -43,7 +48,15 @@ from cairn.memory.store.journal import new_generation, sweep_temp_files
 from cairn.memory.store.scan import stat_file, stat_key
 from cairn.memory.store.scorer import ScorerConfig, term_weights
 
-__all__ = ["BULK_MIN_FILES", "build_snapshot", "default_workers", "parse_files"]
+__all__ = [
+    "BULK_MIN_FILES",
+    "IndexingStopped",
+    "Stop",
+    "build_snapshot",
+    "check_stop",
+    "default_workers",
+    "parse_files",
+]
 
 BULK_MIN_FILES = 2_000  # files to read before the first scan goes to worker processes
 _CHUNK_FILES = 1_000  # files a worker reads per task, at most ...
@@ -51,6 +64,7 @@ _MIN_CHUNK_FILES = 16  # ... and at least (a small scan still gets a few chunks 
 _MAX_WORKERS = 4
 _IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker (bounds the results held at once)
 _SKIP_SLOT = -1
+_STOP_POLL_SECONDS = 0.02  # how often a wait for a worker's answer looks at its stop event
 _log = get_logger("MEMORY")
 
 # One parsed file: ("d", relative, stat key, type, title, description, body, mtime, size,
@@ -60,6 +74,23 @@ Parsed = tuple[Any, ...]
 # postings of each as array("i") bytes, their slots as array("i") bytes, their weights).
 Postings = tuple[str, bytes, bytes, bytes]
 Chunk = tuple[list[Parsed], Postings]
+
+
+class Stop(Protocol):
+    """What stops an indexing under way (a ``threading.Event``, set by another thread)."""
+
+    def is_set(self) -> bool: ...
+
+
+class IndexingStopped(Exception):
+    """An indexing was given up because its :class:`Stop` was set (the process is closing):
+    nothing of it was saved."""
+
+
+def check_stop(stop: Stop | None) -> None:
+    """Raise :class:`IndexingStopped` when ``stop`` is set."""
+    if stop is not None and stop.is_set():
+        raise IndexingStopped("indexing stopped: the process is closing")
 
 
 def default_workers() -> int:
@@ -136,6 +167,7 @@ def _parsed(
     relatives: Sequence[str],
     scorer: ScorerConfig,
     workers: int,
+    stop: Stop | None = None,
 ) -> Iterator[Chunk]:
     """Every chunk of files parsed, in worker processes when it pays, else here; in order."""
     chunks = _chunks(relatives, workers)
@@ -145,12 +177,15 @@ def _parsed(
         _log.info(f"first scan of {root}: {len(relatives)} files in {workers} worker processes")
         try:
             pool = min(workers, len(chunks))
-            for chunk in _in_workers(root, scope, chunks, starts, scorer, pool):
+            for chunk in _in_workers(root, scope, chunks, starts, scorer, pool, stop):
                 yield chunk
                 done += 1
+        except IndexingStopped:
+            raise
         except Exception as error:  # workers that cannot start or died: the rest here
             _log.warning(f"memory scan workers failed ({error!r}); reading the rest here")
     for number in range(done, len(chunks)):
+        check_stop(stop)
         yield parse_files(root, scope, chunks[number], scorer, starts[number])
 
 
@@ -161,14 +196,18 @@ def _in_workers(
     starts: list[int],
     scorer: ScorerConfig,
     workers: int,
+    stop: Stop | None = None,
 ) -> Iterator[Chunk]:
     """Chunk k goes to worker k mod ``workers``; each answers its chunks in order, one frame
     each, so reading the workers in turn gives the chunks in order. A pipe's buffer bounds what
-    a worker runs ahead of this process."""
+    a worker runs ahead of this process. ``stop`` set: the workers are killed (in ``finally``)
+    and :class:`IndexingStopped` raised, also while waiting for a worker's answer."""
     import subprocess
 
     command = [sys.executable, "-m", "cairn.memory.store.bulk"]
-    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+    # Unbuffered answers (the stop is looked at while waiting: nothing may sit in a buffer)
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL,
+             "bufsize": 0}  # fmt: skip
     processes = [subprocess.Popen(command, **pipes) for _ in range(workers)]  # type: ignore[call-overload]
     try:
         for number, process in enumerate(processes):
@@ -180,7 +219,7 @@ def _in_workers(
         for number in range(len(chunks)):
             stdout = processes[number % workers].stdout
             assert stdout is not None
-            yield _read_frame(stdout)
+            yield _read_frame(stdout, stop)
     finally:
         for process in processes:
             if process.poll() is None:
@@ -194,19 +233,37 @@ def _in_workers(
 
 def _feed(process: Any, task: bytes) -> None:
     with contextlib.suppress(OSError):
-        process.stdin.write(len(task).to_bytes(8, "big") + task)
+        left = memoryview(len(task).to_bytes(8, "big") + task)
+        while left:  # (an unbuffered pipe may take part of a write)
+            left = left[process.stdin.write(left) :]
         process.stdin.close()
 
 
-def _read_frame(stream: IO[bytes]) -> Chunk:
-    head = stream.read(8)
+def _read_frame(stream: IO[bytes], stop: Stop | None = None) -> Chunk:
+    head = _read_exactly(stream, 8, stop)
     if len(head) != 8:
         raise RuntimeError("a worker ended early")
-    data = stream.read(int.from_bytes(head, "big"))
+    data = _read_exactly(stream, int.from_bytes(head, "big"), stop)
     found = marshal.loads(data)  # noqa: S302 - our own worker's answer
     if not (isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], list)):
         raise RuntimeError("a worker answered garbage")
     return found
+
+
+def _read_exactly(stream: IO[bytes], size: int, stop: Stop | None) -> bytes:
+    """``size`` bytes of an unbuffered pipe (fewer at its end), looking at ``stop`` whenever
+    nothing has come yet."""
+    data = bytearray()
+    while len(data) < size:
+        if stop is not None:
+            check_stop(stop)
+            while not select.select([stream], [], [], _STOP_POLL_SECONDS)[0]:
+                check_stop(stop)
+        piece = stream.read(size - len(data))
+        if not piece:
+            break
+        data += piece
+    return bytes(data)
 
 
 def _worker() -> None:
@@ -323,14 +380,18 @@ def build_snapshot(
     relatives: Sequence[str],
     scorer: ScorerConfig,
     workers: int,
+    stop: Stop | None = None,
 ) -> bool:
     """Read every file of ``relatives`` under ``root`` into a new saved index at ``path``
-    (installed, its journal empty); False when it could not be written."""
+    (installed, its journal empty); False when it could not be written.
+    :class:`IndexingStopped` when ``stop`` was set before it was done (nothing installed,
+    nothing left behind)."""
     builder = _Builder()
 
     def write_records(texts: IO[bytes]) -> tuple[Any, ...]:
-        for chunk in _parsed(root, scope, relatives, scorer, workers):
+        for chunk in _parsed(root, scope, relatives, scorer, workers, stop):
             builder.add(chunk, texts)
+        check_stop(stop)  # (the last look: the snapshot is installed from here on)
         return builder.record_state()
 
     generation = new_generation()

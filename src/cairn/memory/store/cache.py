@@ -315,9 +315,14 @@ def write_snapshot_files(
     lock held): ``write_records`` writes the texts and returns the record columns."""
     texts = texts_path(path, generation)
     temp_texts = temp_path(texts, generation)
-    with temp_texts.open("wb") as handle:
-        handle.write(_TEXT_PREFIX + generation.encode("ascii"))
-        record_state = write_records(handle)
+    try:
+        with temp_texts.open("wb") as handle:
+            handle.write(_TEXT_PREFIX + generation.encode("ascii"))
+            record_state = write_records(handle)
+    except BaseException:  # (a build stopped, a worker failed): nothing left behind
+        with contextlib.suppress(OSError):
+            temp_texts.unlink()
+        raise
     count, used, terms, ends, slots, weights = index_state()
     crcs, area_crc = posting_checksums(ends, slots, weights)
     total = len(weights)

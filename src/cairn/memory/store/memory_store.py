@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, overload
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc
 from cairn.memory.paths import MemoryRoots, index_paths
-from cairn.memory.store.bulk import BULK_MIN_FILES, default_workers
+from cairn.memory.store.bulk import BULK_MIN_FILES, IndexingStopped, Stop, default_workers
 from cairn.memory.store.cache import COMPACT_WAIT_SECONDS, DamagedIndex, DocRecord
 from cairn.memory.store.index_file import MAX_INDEX_LINES, write_index
 from cairn.memory.store.lexical_index import search
@@ -131,19 +131,24 @@ class MemoryStore:
             Shard("project", roots.project, project_cache, **options),  # type: ignore[arg-type]
             Shard("user", roots.user, user_cache, **options),  # type: ignore[arg-type]
         )
-        self._refreshed = False
+        self._refreshed = self._scan_stopped = False  # (a first scan stopped: nothing to save)
         self._trust_saved = trust_saved
         self._before_refresh = before_refresh
         self.vector_sync: VectorSync | None = None  # vectors shared by a database backend
 
-    def refresh(self, *, provisional: bool = False) -> ScanReport:
-        """Bring documents and index up to date with the disk. Never raises.
+    def refresh(self, *, provisional: bool = False, stop: Stop | None = None) -> ScanReport:
+        """Bring documents and index up to date with the disk. Never raises but
+        :class:`~cairn.memory.store.bulk.IndexingStopped`.
 
         ``provisional`` (Recall's fast phase, the warm-up before the first prompt): a saved
         index just loaded is served at once and checked against the files in a thread; what
         that check finds is applied by a later refresh, and until then a memory whose file
         changed or vanished is left out of :meth:`rank` and :meth:`recent` rather than served
         from the saved copy. Any other refresh waits for the check.
+
+        ``stop`` (the warm-up of a process that may close first): a first scan (no saved index)
+        looks at it between files and raises ``IndexingStopped`` once it is set; every shard is
+        then reset and :meth:`save` saves nothing (nothing half-built) until a refresh ends.
         """
         started = time.perf_counter()
         tally = Tally()
@@ -154,14 +159,20 @@ class MemoryStore:
                     shard.start_check(tally)
         for shard in self._shards:
             try:
-                shard.refresh(tally, provisional=provisional)
+                shard.refresh(tally, provisional=provisional, stop=stop)
+            except IndexingStopped:
+                for each in self._shards:
+                    each.close()
+                    each.reset()
+                self._refreshed, self._scan_stopped = False, True
+                raise
             except DamagedIndex as error:
                 self._rebuild(shard, error)
                 shard.refresh(tally)
             except Exception as error:  # a broken root must not break a turn
                 _log.error(f"memory refresh of {shard.root_text} failed: {error!r}")
                 shard.close()
-        self._refreshed = True
+        self._refreshed, self._scan_stopped = True, False
         return ScanReport(
             docs=sum(len(shard.records.by_slot) for shard in self._shards),
             reparsed=tally.reparsed,
@@ -198,11 +209,12 @@ class MemoryStore:
             self.refresh()
             return action()
 
-    def warm(self) -> ScanReport:
+    def warm(self, stop: Stop | None = None) -> ScanReport:
         """A provisional :meth:`refresh`, then load the stemmer when there is something to
         rank, for a front end that can do this before the first prompt (off the event loop).
-        ``regex`` (~15 ms) is left to the first non-ASCII text: an English prompt never needs it."""
-        report = self.refresh(provisional=True)
+        ``regex`` (~15 ms) is left to the first non-ASCII text: an English prompt never needs it.
+        ``stop``: see :meth:`refresh` (``IndexingStopped``: nothing was indexed)."""
+        report = self.refresh(provisional=True, stop=stop)
         if report.docs:
             load_stemmer()
         return report
@@ -620,7 +632,7 @@ class MemoryStore:
 
     def save(self) -> None:
         """Persist each root's parse cache and index (atomically) if they changed."""
-        for shard in self._shards:
+        for shard in self._shards if not self._scan_stopped else ():
             shard.save()
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc, MemoryScope, MemoryType
-from cairn.memory.store.bulk import build_snapshot
+from cairn.memory.store.bulk import Stop, build_snapshot, check_stop
 from cairn.memory.store.cache import (
     DamagedIndex,
     DocRecord,
@@ -300,7 +300,7 @@ class Shard:
         self.walker = Walker(self.root_text, self._watcher_for_walk(), self._area,
                              self.cache_path if saved else None)  # fmt: skip
 
-    def refresh(self, tally: Tally, *, provisional: bool = False) -> None:
+    def refresh(self, tally: Tally, *, provisional: bool = False, stop: Stop | None = None) -> None:
         if self.root is None:
             return
         if not self.loaded:
@@ -336,7 +336,7 @@ class Shard:
         area = self._area()
         if area is not None and not self.walked and not area.verify():
             raise DamagedIndex("the saved posting lists are damaged")
-        self._full_walk(tally)
+        self._full_walk(tally, stop)
 
     def _area(self) -> PostingArea | None:
         """The saved posting lists still on disk, to be checked as a whole (by a walker once it
@@ -366,12 +366,13 @@ class Shard:
             self.watcher.forget_folders()
         return self.watcher
 
-    def _full_walk(self, tally: Tally) -> None:
-        walk = walk_root(self.root_text, self._watcher_for_walk())
+    def _full_walk(self, tally: Tally, stop: Stop | None = None) -> None:
         tally.full_walks += 1
-        self._apply_walk(walk, tally)
+        self._apply_walk(walk_root(self.root_text, self._watcher_for_walk()), tally, stop=stop)
 
-    def _apply_walk(self, walk: Walk, tally: Tally, seen: Seen | None = None) -> None:
+    def _apply_walk(
+        self, walk: Walk, tally: Tally, seen: Seen | None = None, stop: Stop | None = None
+    ) -> None:
         self.walked = True
         for warning in walk.warnings:
             if warning not in self.folder_warnings:
@@ -383,12 +384,13 @@ class Shard:
         known = self.records.keys
         if walk.keys == known:
             return  # the usual case: nothing changed, decided in one C-level comparison
-        if not known and len(walk.keys) >= self.bulk_files and self._bulk_build(walk, tally):
+        if not known and len(walk.keys) >= self.bulk_files and self._bulk_build(walk, tally, stop):
             return
         for relative in known.keys() - walk.keys.keys():
             self._remove(relative, tally)
         for relative, key in walk.keys.items():
             if known.get(relative) != key:
+                check_stop(stop)
                 self._update(relative, walk.infos[relative], relative in walk.symlinks, tally)
 
     def _apply_listing(self, walk: Walk, listing: bytes, seen: Seen | None, tally: Tally) -> None:
@@ -444,7 +446,7 @@ class Shard:
             return
         write_seen(self.cache_path, self.root_text, *base, sorted(changed), listing)
 
-    def _bulk_build(self, walk: Walk, tally: Tally) -> bool:
+    def _bulk_build(self, walk: Walk, tally: Tally, stop: Stop | None = None) -> bool:
         """The first scan of a large root, into a new saved index (see
         :mod:`~cairn.memory.store.bulk`); False when it cannot be saved (then file by file)."""
         path = self.cache_path
@@ -453,7 +455,7 @@ class Shard:
         started = time.perf_counter()
         relatives = sorted(walk.keys)
         built = build_snapshot(path, root=self.root_text, scope=self.scope, relatives=relatives,
-                               scorer=self.scorer, workers=self.workers)  # fmt: skip
+                               scorer=self.scorer, workers=self.workers, stop=stop)  # fmt: skip
         loaded = self._load_built(path) if built else None
         if loaded is None:
             return False

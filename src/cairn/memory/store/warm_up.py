@@ -13,8 +13,12 @@ share one interpreter, and indexing 10,000 memories would slow that search past 
 At shutdown (:meth:`WarmUp.stop`) a warm-up that has not begun indexing never will: one still
 getting the search ready (its connection, in a thread nothing waits for) or holding for the
 first prompt is cancelled, and one whose pull waits for the mirror's lock (another writer holds
-it) gives up at once. One pulling or indexing already finishes: its index is saved whole, never
-half-built, and a pull is never cut short. The next process catches up what was left.
+it) or for its connection to the database gives up at once. An indexing under way (a first
+scan: no saved index) is given up too, between two files or while it waits for a worker
+process, and nothing of it is saved: an index is saved whole or not at all. A pull that has
+begun is never cut short (the mirror is never left half-pulled). The next process catches up
+what was left, and builds the index while its user types. A warm-up that finished before
+shutdown has saved its index: the next process starts warm.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cairn.debug_log import get_logger
+from cairn.memory.store.bulk import IndexingStopped
 
 if TYPE_CHECKING:
     from cairn.memory.store.backend import MemoryBackend, WarmUpSearch
@@ -75,15 +80,20 @@ class WarmUp:
         return await asyncio.to_thread(self._index)
 
     def _index(self) -> ScanReport | None:
-        """The catch-up pull (which gives up waiting for the mirror's lock when stopped), then
-        the index, unless stopped meanwhile."""
+        """The catch-up pull (which gives up waiting for the mirror's lock or its connection
+        when stopped), then the index, given up when stopped meanwhile (None: nothing indexed,
+        nothing to save)."""
         try:
             self._backend.ensure_pulled()  # (else the store's refresh does it)
         except Exception as error:  # as the refresh would: the files as they are, then
             _log.warning(f"memory catch-up before indexing failed: {error!r}")
         if self._stopped.is_set():
             return None
-        return self._store.warm()
+        try:
+            return self._store.warm(stop=self._stopped)
+        except IndexingStopped:
+            _log.debug("memory indexing given up: the process is closing")
+            return None
 
     def searched(self) -> None:
         """Recall has had its answer from the backend's search: indexing may begin."""
@@ -116,8 +126,9 @@ class WarmUp:
             await asyncio.wait({task})
 
     def stop(self) -> None:
-        """At shutdown: a warm-up that has not begun indexing never will (see the module
-        docstring). What is left to wait for afterwards is a pull or an indexing under way."""
+        """At shutdown: a warm-up that has not begun indexing never will, and one indexing
+        gives up (see the module docstring). What is left to wait for afterwards is a pull
+        under way, or a moment for the indexing thread to notice."""
         self._stopped.set()
         self._backend.interrupt()  # a pull waiting for the mirror's lock gives up
         task = self._task

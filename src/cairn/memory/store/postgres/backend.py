@@ -47,6 +47,7 @@ __all__ = [
     "DSN_ENV",
     "NAMESPACE_ENV",
     "TENANT_PREFIX",
+    "ConnectStopped",
     "MemoryBackendError",
     "PostgresBackend",
     "PostgresDreamLock",
@@ -61,6 +62,7 @@ NAMESPACE_ENV = "CAIRN_MEMORY_NAMESPACE"
 TENANT_PREFIX = "tenants/"
 LOCK_TIMEOUT_SECONDS = 30  # the longest a write waits for the namespace's lock
 CONNECT_TIMEOUT_SECONDS = 10
+_CONNECT_POLL_SECONDS = 0.02  # how often a pull's connect under way looks at the stop event
 SEARCH_APPLICATION_NAME = "cairn memory search"  # its connection in pg_stat_activity
 _MIRROR_FOLDER = "postgres"  # under the memory base: one mirror per (database, namespace)
 _DREAM_LOCK_SALT = "dream"
@@ -82,6 +84,11 @@ def mirror_folder(base: Path, dsn: str, namespace: str) -> Path:
 def channel_name(namespace: str) -> str:
     """The LISTEN/NOTIFY channel of a namespace (a digest: names never leak into pg_listener)."""
     return "cairn_memory_" + hashlib.sha256(namespace.encode()).hexdigest()[:24]
+
+
+class ConnectStopped(Exception):
+    """A catch-up pull gave up opening its connection: the process is closing
+    (:meth:`PostgresBackend.interrupt`); nothing was pulled."""
 
 
 def _import_psycopg() -> Any:
@@ -159,9 +166,12 @@ class PostgresBackend:
             self._connection = self._open()
         return self._connection
 
-    def _read_conn(self) -> psycopg.Connection[Any]:
+    def _read_conn(self, stop: threading.Event | None = None) -> psycopg.Connection[Any]:
+        """The pulls' connection; ``stop``: opened in a thread of its own that is left behind
+        once ``stop`` is set (:class:`ConnectStopped`), as a closing process must not wait for
+        a database that does not answer (the connect timeout, 10 s)."""
         if self._reader is None or self._reader.closed:
-            reader = self._open()
+            reader = self._open() if stop is None else _abandonable(self._open, stop)
             # One snapshot per pull: under READ COMMITTED each query saw its own, so a write
             # committed between two of a pull's queries could be counted as pulled, half-read.
             reader.isolation_level = self._psycopg.IsolationLevel.REPEATABLE_READ
@@ -280,8 +290,9 @@ class PostgresBackend:
 
     def pull_now(self, shards: Sequence[Shard] | None = None) -> list[str]:
         """Catch the mirror up with the database (local locks: the caller's, or taken here);
-        :class:`~cairn.memory.store.locks.LockWaitStopped` when :meth:`interrupt` stopped it
-        before it began (its wait for the mirror's lock included)."""
+        :class:`~cairn.memory.store.locks.LockWaitStopped` or :class:`ConnectStopped` when
+        :meth:`interrupt` stopped it before it began (its wait for the mirror's lock or for its
+        connection included)."""
         from cairn.memory.store.locks import hold_local_roots
 
         targets = list(shards if shards is not None else self.shards)
@@ -289,7 +300,7 @@ class PostgresBackend:
         # The root locks first, as a section holds them when its rollback takes the read lock:
         # the other order stalled a failed section until this pull gave up waiting.
         with hold_local_roots(roots, stop=self._stopping), self._read_lock:
-            return self._pull(targets, self._read_conn())
+            return self._pull(targets, self._read_conn(self._stopping))
 
     def _pull(self, targets: Sequence[Shard], connection: psycopg.Connection[Any]) -> list[str]:
         changed: list[str] = []
@@ -319,7 +330,7 @@ class PostgresBackend:
         try:
             if not self._sections:  # a section caught the mirror up (and holds its locks)
                 self.pull_now()
-        except LockWaitStopped:
+        except (LockWaitStopped, ConnectStopped):
             _log.debug("catching the memory mirror up: given up, the process is closing")
             return
         except Exception as error:
@@ -329,9 +340,10 @@ class PostgresBackend:
             self._feed.start()
 
     def interrupt(self) -> None:
-        """At shutdown, before :meth:`close`: a catch-up pull waiting for the mirror's lock
-        (the warm-up's, the feed's) gives up now, and none starts after. A write section and a
-        pull under way are not interrupted: the mirror is never left half-pulled."""
+        """At shutdown, before :meth:`close`: a catch-up pull waiting for the mirror's lock or
+        for its connection (the warm-up's, the feed's) gives up now, and none starts after. A
+        write section and a pull under way are not interrupted: the mirror is never left
+        half-pulled."""
         self._stopping.set()
 
     def warm_up_search(self) -> DatabaseSearch:
@@ -383,6 +395,45 @@ class PostgresBackend:
                 with contextlib.suppress(Exception):
                     connection.close()
         self._connection = self._reader = None
+
+
+def _abandonable(
+    open_connection: Callable[[], psycopg.Connection[Any]], stop: threading.Event
+) -> psycopg.Connection[Any]:
+    """``open_connection()`` in a daemon thread, waited for until ``stop`` is set: then
+    :class:`ConnectStopped`, and the connection, should it still open, is closed by its
+    thread (nothing, not even the interpreter's exit, waits for that thread)."""
+    result: list[psycopg.Connection[Any]] = []
+    failure: list[BaseException] = []
+    done, given_up = threading.Event(), threading.Event()
+    lock = threading.Lock()  # the hand-over: the connection taken by the waiter, or closed
+
+    def run() -> None:
+        try:
+            connection = open_connection()
+        except BaseException as error:
+            with lock:
+                failure.append(error)
+                done.set()
+            return
+        with lock:
+            if not given_up.is_set():
+                result.append(connection)
+                done.set()
+                return
+        with contextlib.suppress(Exception):
+            connection.close()
+
+    threading.Thread(target=run, name="cairn-memory-connect", daemon=True).start()
+    while not done.wait(_CONNECT_POLL_SECONDS):
+        if stop.is_set():
+            with lock:
+                if not done.is_set():
+                    given_up.set()
+                    raise ConnectStopped("the memory database's connection was given up")
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 def ensure_vector_table_quietly(connection: psycopg.Connection[Any]) -> None:

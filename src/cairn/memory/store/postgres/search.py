@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,6 +45,7 @@ __all__ = ["DatabaseSearch", "tsquery_text"]
 
 STATEMENT_TIMEOUT_MS = 2_000  # the longest one search runs in the server
 _WAIT_S = STATEMENT_TIMEOUT_MS / 1000  # for the search or the preparation running now
+_CLOSE_POLL_S = 0.02  # how often that wait looks whether the search was closed meanwhile
 MAX_QUERY_WORDS = 64  # distinct words of a query sent (the local index keeps as many tokens)
 _log = get_logger("MEMORY_RECALL")
 
@@ -110,9 +112,10 @@ class DatabaseSearch:
     def search(self, query: str, limit: int) -> list[tuple[MemoryDoc, str]]:
         """The best ``limit`` memories of each namespace for ``query`` with their text, best
         first; empty when the database cannot answer, or the search or preparation running
-        now does not end soon (the caller bounds its own wait: it runs this in a thread)."""
+        now does not end soon, or the search is closed meanwhile (the caller bounds its own
+        wait: it runs this in a thread, which a closing process would wait for)."""
         terms = tsquery_text(query)
-        if not terms or limit <= 0 or not self._lock.acquire(timeout=_WAIT_S):
+        if not terms or limit <= 0 or not self._acquire():
             return []
         try:
             return self._search(terms, limit)
@@ -122,6 +125,17 @@ class DatabaseSearch:
             return []
         finally:
             self._release()
+
+    def _acquire(self) -> bool:
+        """The lock, within :data:`_WAIT_S`, unless :meth:`close` is called meanwhile."""
+        deadline = time.monotonic() + _WAIT_S
+        while not self._closed:
+            left = deadline - time.monotonic()
+            if self._lock.acquire(timeout=max(0.0, min(_CLOSE_POLL_S, left))):
+                return True
+            if left <= 0:
+                return False
+        return False
 
     def close(self) -> None:
         """Close the connection; never waits: a search or preparation running now (a
