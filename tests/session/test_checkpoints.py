@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import io
 import os
 import subprocess
 import weakref
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from cairn.config.settings import Settings
+from cairn.debug_log import mirror_warnings
 from cairn.llm.types import ModelRequest
 from cairn.recording.checkpoints import ShadowRepository, shadow_repository
 from cairn.session.runtime import Runtime
@@ -146,12 +148,18 @@ async def test_sessions_changing_files_at_once_each_get_a_checkpoint_within_the_
             session_id=session.id,
         )
 
-    notices = await _first_turns(runtime, sessions)
+    warnings = io.StringIO()  # a failure other than CheckpointError is only logged
+    mirror_warnings(warnings)
+    try:
+        notices = await _first_turns(runtime, sessions)
+    finally:
+        mirror_warnings(None)
 
     for index, session in enumerate(sessions):
         assert (runtime.project_root / f"new{index}.py").exists()
         listing = await session.rewind_listing()
-        assert [p.code for p in listing.points] == [True], (index, notices[index])
+        why = (index, notices[index], warnings.getvalue())
+        assert [p.code for p in listing.points] == [True], why
     assert git_log.most_at_once() <= GIT_BOUND
 
 
