@@ -51,22 +51,35 @@ sys.setprofile(stop)
 main()
 """
 # ``cairn ARGS...`` whose compactions run in their thread (as a large index's do), the thread
-# held up for a moment at its rename: the command has ended by then
+# held up at its rename until the command has ended and the exiting main thread joins it (the
+# wait under test; without it, the process ends first and the hold runs out with it)
 _SLOW_COMPACTOR_CHILD = """
 import os, sys, threading, time
 from cairn.cli.main import main
 from cairn.memory.store import shard
 
 shard._INLINE_COMPACT_BYTES = 0  # (the size above which the index is compacted in a thread)
+ended = threading.Event()
+
+def joined_by_the_exit():
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    while frame is not None and frame.f_code.co_name != "join":
+        frame = frame.f_back
+    return ended.is_set() and frame is not None
 
 def slow(frame, event, arg):
     if event == "c_call" and arg is os.replace and frame.f_code.co_name == "_swap_in":
         sys.setprofile(None)
-        time.sleep(2)
+        deadline = time.monotonic() + 60
+        while not joined_by_the_exit() and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 threading.setprofile(slow)
 sys.argv = ["cairn", *sys.argv[1:]]
-main()
+try:
+    main()
+finally:
+    ended.set()
 """
 _DEADLINE_SECONDS = 60.0
 
