@@ -18,18 +18,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from cairn.testing._service import Service
+from cairn.testing._service import ProgramService, free_port
 
 __all__ = ["HAProxy", "HAProxyUnavailable", "find_haproxy", "haproxy_config"]
 
-START_TIMEOUT_SECONDS = 30
 TOKEN_VARIABLE = "CAIRN_SERVER_TOKEN"  # noqa: S105 - a variable name; the health checks' bearer token, read by HAProxy
 
 
@@ -80,28 +76,17 @@ backend replicas
 {servers}"""  # noqa: E501
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class HAProxy(Service):
+class HAProxy(ProgramService):
     """HAProxy on a free loopback port in front of ``replicas``, for a ``with`` block."""
+
+    name = "haproxy"
 
     def __init__(
         self, replicas: Sequence[str], *, token: str = "", program: Path | None = None
     ) -> None:
+        super().__init__(program or find_haproxy())
         self.replicas = list(replicas)
         self.token = token
-        self.program = program or find_haproxy()
-        self.port = 0
-        self._root: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def log(self) -> str:
@@ -115,48 +100,17 @@ class HAProxy(Service):
             raise HAProxyUnavailable("HAProxy is not installed: apt-get install -y haproxy")
         self._root = Path(tempfile.mkdtemp(prefix="cairn-haproxy-"))
         try:
-            self.port = _free_port()
+            self.port = free_port()
             config = self._root / "haproxy.cfg"
             config.write_text(haproxy_config(f"127.0.0.1:{self.port}", self.replicas))
             env = {**os.environ, TOKEN_VARIABLE: self.token}
             command = [str(self.program), "-f", str(config), "-db"]
-            if shutil.which("setpriv"):  # it ends with the process that started it
-                command = ["setpriv", "--pdeathsig=SIGTERM", *command]
-            with (self._root / "haproxy.log").open("ab") as log:
-                self._process = subprocess.Popen(
-                    command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env
-                )
+            self._launch(command, self._root / "haproxy.log", env)
             self._wait_until_listening()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_until_listening(self) -> None:
-        assert self._process is not None
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline and self._process.poll() is None:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.02)
-        status = self._process.poll()
-        self._end_process()
-        raise RuntimeError(f"haproxy did not start (exit {status}):\n{self.log[-2000:]}")
-
-    def _end_process(self) -> None:
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=START_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-    def stop(self) -> None:
-        self._end_process()
-        root, self._root = self._root, None
-        if root is not None:
-            shutil.rmtree(root, ignore_errors=True)
+    def _output(self) -> str:
+        return self.log

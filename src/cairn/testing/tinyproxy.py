@@ -21,18 +21,14 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from cairn.testing._service import Service
+from cairn.testing._service import ProgramService, free_port
 
 __all__ = ["TinyProxy", "TinyProxyUnavailable", "find_tinyproxy", "tinyproxy_config"]
 
-START_TIMEOUT_SECONDS = 30
 START_ATTEMPTS = 3  # a free port taken by another process between the probe and the bind
 _REQUEST_LINE = re.compile(r"Request \(file descriptor \d+\): (\S+) (\S+) HTTP/")
 
@@ -73,14 +69,10 @@ def tinyproxy_config(
     return "\n".join(lines) + "\n"
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class TinyProxy(Service):
+class TinyProxy(ProgramService):
     """tinyproxy on a free loopback port, for a ``with`` block."""
+
+    name = "tinyproxy"
 
     def __init__(
         self,
@@ -90,18 +82,10 @@ class TinyProxy(Service):
         connect_ports: Sequence[int] | None = None,
         program: Path | None = None,
     ) -> None:
+        super().__init__(program or find_tinyproxy())
         self.user = user
         self.password = password
         self.connect_ports = list(connect_ports) if connect_ports is not None else None
-        self.program = program or find_tinyproxy()
-        self.port = 0
-        self._root: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``, without credentials."""
-        return f"http://127.0.0.1:{self.port}"
 
     def url_with_credentials(self, user: str | None = None, password: str | None = None) -> str:
         """The URL with ``user:password@`` (the configured ones by default)."""
@@ -127,7 +111,7 @@ class TinyProxy(Service):
         self._root = Path(tempfile.mkdtemp(prefix="cairn-tinyproxy-"))
         try:
             for attempt in range(START_ATTEMPTS):
-                self.port = _free_port()
+                self.port = free_port()
                 if self._run() or attempt == START_ATTEMPTS - 1:
                     break
             else:  # pragma: no cover - the loop always breaks
@@ -151,51 +135,13 @@ class TinyProxy(Service):
                 connect_ports=self.connect_ports,
             )
         )
-        command = [str(self.program), "-d", "-c", str(config)]
-        if shutil.which("setpriv"):  # it ends with the process that started it
-            command = ["setpriv", "--pdeathsig=SIGTERM", *command]
-        with (self._root / "output.txt").open("ab") as output:
-            self._process = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=output, stderr=output
-            )
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline and self._process.poll() is None:
-            if self._listening():
-                return True
-            time.sleep(0.02)
-        if self._process.poll() is None:
-            return True  # still starting: _wait_until_listening reports it
+        self._launch([str(self.program), "-d", "-c", str(config)], self._root / "output.txt")
+        assert self._process is not None
+        if self._wait_while_starting() or self._process.poll() is None:
+            return True  # listening, or still starting: _wait_until_listening reports it
         self._process = None
         return False
 
-    def _listening(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                return True
-        except OSError:
-            return False
-
-    def _wait_until_listening(self) -> None:
-        process = self._process
-        if process is not None and process.poll() is None and self._listening():
-            return
-        status = None if process is None else process.poll()
-        output = (self._root / "output.txt").read_text(errors="replace") if self._root else ""
-        self._end_process()
-        raise RuntimeError(f"tinyproxy did not start (exit {status}):\n{output[-2000:]}")
-
-    def _end_process(self) -> None:
-        process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=START_TIMEOUT_SECONDS)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-    def stop(self) -> None:
-        self._end_process()
-        root, self._root = self._root, None
-        if root is not None:
-            shutil.rmtree(root, ignore_errors=True)
+    def _output(self) -> str:
+        path = self._root / "output.txt" if self._root is not None else None
+        return path.read_text(errors="replace") if path is not None and path.exists() else ""
