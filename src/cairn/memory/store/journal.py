@@ -58,7 +58,8 @@ _LENGTH_BYTES = 4
 _CRC_BYTES = 4
 _MAX_ENTRY_BYTES = 64 * 1024 * 1024  # a length above this is damage, not an entry
 _LOCK_TIMEOUT_SECONDS = 60.0  # appends and swaps hold the lock for milliseconds
-STALE_TEMP_SECONDS = 600.0  # a temp file this old is a dead writer's, whatever its name says
+STALE_INDEX_TEMP_SECONDS = 600.0  # an index temp file this old is a dead writer's, whatever
+# its name says (a root's memory temp files: locks.STALE_TEMP_SECONDS, under the root's lock)
 _WRITER_PID = re.compile(r"\.pid([0-9]{1,7})\.tmp$")  # temp_path's names
 _log = get_logger("MEMORY")
 
@@ -188,7 +189,7 @@ def temp_path(path: Path, tag: str = "") -> Path:
     return path.with_name(f".{path.name}{middle}.pid{os.getpid()}.tmp")
 
 
-def sweep_temp_files(folder: Path, *, min_age: float = STALE_TEMP_SECONDS) -> list[Path]:
+def sweep_temp_files(folder: Path, *, min_age: float = STALE_INDEX_TEMP_SECONDS) -> list[Path]:
     """Remove the temp files that writers killed mid-write (``kill -9``, a daemon compaction
     thread ended by the interpreter's exit) left in ``folder``: one whose name carries the PID
     of a process that no longer exists (:func:`temp_path`) at once, any other one (a live PID,
@@ -207,9 +208,8 @@ def sweep_temp_files(folder: Path, *, min_age: float = STALE_TEMP_SECONDS) -> li
                 if entry.is_dir(follow_symlinks=False):
                     continue
                 found = _WRITER_PID.search(name)
-                if not (found is not None and not _alive(int(found[1]))) and (
-                    now - entry.stat(follow_symlinks=False).st_mtime < min_age
-                ):
+                dead_writer = found is not None and not _alive(int(found[1]))
+                if not dead_writer and now - entry.stat(follow_symlinks=False).st_mtime < min_age:
                     continue
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
