@@ -923,3 +923,32 @@ def test_a_tenant_named_with_capitals_is_refused_not_read_as_another(cli: Cli) -
     assert "a tenant name is lower-case ('acme')" in refused.output
     assert "Billing" not in refused.output
     assert not (cli.home / "tenants" / "Acme").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("list",),
+        ("show", "project/uv.md"),
+        ("search", "install"),
+        ("verify",),
+        ("recall", "install it"),
+    ],
+    ids=lambda command: command[0],
+)
+def test_a_command_that_read_a_changed_memory_again_saves_it_for_the_next(
+    cli: Cli, command: tuple[str, ...]
+) -> None:
+    """Bug: only `list` closed its memory manager; show, search, verify and recall read a
+    memory changed on disk again, then left without saving the index, so every later command
+    read it again too. (`reindex` counts the memories it had to read again.)"""
+    path = cli.write("uv", title="Use uv", description="Install with uv")
+    cli.write("docker", title="Docker compose", description="Compose v2 only")
+    _saved(cli)
+    stamp = path.stat().st_mtime
+    path.write_text("---\nname: Use uv always\ndescription: Install with uv only\n"
+                    "type: project\n---\n\nbody\n")  # fmt: skip
+    os.utime(path, (stamp, stamp))
+    result = cli(*command)
+    assert result.exit_code == 0, result.output
+    assert "Indexed 2 memories (0 read again)" in cli("reindex").output

@@ -36,7 +36,7 @@ def list_newest(manager: MemoryManager, limit: int) -> None:
     from cairn.cli.memory_listing import print_memories  # (shutil: not for search and show)
 
     print_memories(docs, now=manager.clock(), total=total, limit=max(limit, 0))
-    manager.close()  # saves the memories it read again (changed on disk), for the next command
+    console.close(manager)  # saves the memories it read again (changed on disk) before its end
 
 
 def show(reference: str) -> None:

@@ -473,7 +473,7 @@ def export(folder: Annotated[Path, typer.Argument(help="A new or empty folder.")
         try:
             report = manager.export(folder)
         finally:
-            manager.close()
+            console.close(manager)
         console.out().print(f"Exported {report.summary('written')} to {folder}.", markup=False)
 
     console.run(command)
@@ -491,7 +491,7 @@ def import_(
         try:
             report = manager.import_folder(folder, session_id="")
         finally:
-            manager.close()
+            console.close(manager)
         out = console.out()
         for skipped in report.skipped:
             out.print(f"[yellow]skipped:[/yellow] {skipped}", highlight=False)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "age",
+    "close",
     "fail",
     "manager",
     "out",
@@ -48,6 +49,7 @@ __all__ = [
 _EMOJI_CODE = re.compile(r":\S*?:")  # rich replaces `:name:` emoji codes even with markup off
 _TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE")  # rich treats a pipe as a terminal
 
+_opened: list[MemoryManager] = []  # managers a command opened, closed by run() after it
 _tenant: list[str | None] = [None]  # --tenant: a `cairn serve --tenant-header` tenant's memory
 
 
@@ -163,6 +165,7 @@ def manager(*, check_postings: bool = True, trust_saved: bool = False) -> Memory
     if manager.backend_error:  # a command must not quietly act on the wrong memory
         manager.close()
         fail(manager.backend_error)
+    _opened.append(manager)
     return manager
 
 
@@ -178,8 +181,30 @@ def provider(manager: MemoryManager) -> Provider | None:
 
 
 def run(command: Callable[[], None]) -> None:
-    with errors_as_messages():
-        command()
+    """``command`` with its known failures as messages; every memory manager it opened is
+    closed after it (even when it fails): the memories it read again, changed on disk, are
+    saved to the index for the next command, and the backend's connections closed."""
+    try:
+        with errors_as_messages():
+            command()
+    finally:
+        _close_opened()
+
+
+def close(manager: MemoryManager) -> None:
+    """Close ``manager`` now (before the command's last output), not again after it."""
+    if manager in _opened:
+        _opened.remove(manager)
+    manager.close()
+
+
+def _close_opened() -> None:
+    while _opened:
+        manager = _opened.pop()
+        try:
+            manager.close()
+        except Exception as exc:  # the command's own outcome stands; the next one reads again
+            _labelled("warning", "yellow", f"memory index not saved: {exc}")
 
 
 def age(manager: MemoryManager, doc: MemoryDoc) -> str:
