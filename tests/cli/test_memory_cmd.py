@@ -295,6 +295,16 @@ def test_search_shows_the_fast_scores(cli: Cli) -> None:
     assert "Lunch" not in result.output
 
 
+def test_search_finds_a_memory_by_a_two_letter_word(cli: Cli) -> None:
+    """Bug: words shorter than three characters were never tokens (the reference's rule), so
+    `cairn memory search uv` found nothing, though a memory's title says "Use uv"."""
+    cli.write("uv", title="Use uv", description="Install with uv")
+    cli.write("docker", title="Docker compose", description="Compose v2 only")
+    result = cli("search", "uv")
+    assert result.exit_code == 0, result.output
+    assert "Use uv" in result.output and "Docker" not in result.output
+
+
 def test_search_without_a_match_exits_nonzero(cli: Cli) -> None:
     result = cli("search", "kubernetes")
     assert result.exit_code == 1 and "No memory matches: kubernetes" in result.output

@@ -53,6 +53,16 @@ def test_stemmed_words_find_a_memory_and_the_title_ranks_above_the_body(
     assert found(fresh, "the and of") == []  # stop words only: no query at all
 
 
+def test_a_two_letter_word_finds_a_memory(machine: Machine) -> None:
+    """"uv", "db" and "CI" are words of a query (the reference's three-letter rule dropped them)."""
+    alice = machine("alice")
+    write(alice, "project/uv.md", "---\nname: Use uv\ndescription: install with uv sync\n"
+                                  "type: project\n---\n\nNever pip.\n")  # fmt: skip
+    write(alice, "project/cache.md", CACHE)
+
+    assert found(machine("fresh"), "uv?") == ["Use uv"]
+
+
 def test_a_found_memory_is_where_the_mirror_will_hold_it_with_its_text(machine: Machine) -> None:
     """Recall's surfaced-path dedupe must see one memory as one, before and after the warm-up."""
     alice = machine("alice")
@@ -184,6 +194,7 @@ def _manager(dsn: str, tmp_path: object) -> MemoryManager:
     ("query", "expected"),
     [
         ("How do we deploy the billing service?", "'deploy' | 'billing' | 'service'"),
+        ("Is it uv or pip on CI?", "'uv' | 'pip' | 'ci'"),
         ("it's O'Brien's (test) & !x | y", "'brien' | 'test'"),
         ("部署流程", "'部署':* | '署流':* | '流程':*"),
         ("", ""),

@@ -18,7 +18,7 @@ from cairn.memory.store.scorer import (
 
 def test_every_term_of_every_field_gets_a_weight() -> None:
     weights = term_weights("Use uv", "never pip", "run uv sync 漢字")
-    assert set(weights) == {"use", "never", "pip", "run", "sync", "漢字"}
+    assert set(weights) == {"use", "uv", "never", "pip", "run", "sync", "漢字"}
 
 
 def test_at_typical_lengths_title_outweighs_description_outweighs_body() -> None:

@@ -4,14 +4,18 @@ Text is NFKC-normalised and lower-cased. A token is then either
 
 - a code-point bigram of a CJK run (Han, Hiragana, Katakana including the prolonged sound mark
   ``ー`` through Script_Extensions, Hangul); a lone CJK character yields nothing, or
-- a whole run of at least three letters, marks or digits that starts with a letter or digit and
+- a whole run of at least two letters, marks or digits that starts with a letter or digit and
   holds no CJK character (``abc漢字`` gives ``abc`` and the CJK run ``漢字``), unless it is an
-  English stop word (:data:`STOP_WORDS`: "the", "should", "where", ...), reduced to its English
+  English stop word (:data:`STOP_WORDS`: "the", "should", "to", ...), reduced to its English
   Snowball stem (``indentation`` and ``indents`` both give ``indent``; PyStemmer, the Snowball
   project's C stemmer). CJK runs are neither stemmed nor filtered.
 
-The reference system matches surface words only; stemming and stop words are cairn's (issue
-#26): "indent" finds "indentation", and function words no longer add to every score.
+The reference system matches surface words of three characters or more only; stemming and stop
+words are cairn's (issue #26): "indent" finds "indentation", and function words no longer add to
+every score. So are two-character words: "uv", "db", "CI", "PR", "go" and "js" are often the
+words that say what a memory is about, and the reference drops them (the English two-letter
+stop words, "to", "of", "is", ..., and the contractions' "re", "ll", "ve" are dropped instead).
+:func:`surface_tokens` keeps the reference's rule for the benchmarks' baseline.
 
 Queries are bounded to :data:`MAX_QUERY_TOKENS` distinct tokens: the first 32 distinct ones plus
 the last 32 distinct ones (an LRU tail), so a long query keeps both of its ends.
@@ -41,15 +45,18 @@ __all__ = [
     "surface_tokens",
     "term_counts",
     "tokenize",
+    "words",
 ]
 
 MAX_QUERY_TOKENS = 64  # distinct query tokens kept (the reference's MAX_HEURISTIC_QUERY_TOKENS)
 QUERY_HEAD_TOKENS = 32  # of which the first distinct ones; the rest is the LRU tail
-TOKENIZER_VERSION = 2  # bump when tokens change: persisted indexes are then rebuilt
+TOKENIZER_VERSION = 3  # bump when tokens change: persisted indexes are then rebuilt
 
-# Snowball's English stop word list (snowballstem.org), the words of three or more letters (the
-# shorter ones are never tokens), apostrophes dropped as the token pattern splits there.
+# Snowball's English stop word list (snowballstem.org), the words of two or more letters (a
+# letter alone is never a token), apostrophes dropped as the token pattern splits there (so
+# "you're", "we'll", "I've" leave "re", "ll" and "ve").
 _STOP_WORD_TEXT = """
+    am an as at be by do he if in is it ll me my no of on or re so to up ve we
     about above after again against all and any are aren because been before being below between
     both but can cannot could couldn did didn does doesn doing don down during each few for
     from further had hadn has hasn have haven having her here hers herself him himself his how
@@ -65,14 +72,15 @@ _CJK = r"\p{Script=Han}\p{Script=Hiragana}\p{Script_Extensions=Katakana}\p{Scrip
 
 
 @functools.cache
-def _token_run() -> regex.Pattern[str]:
-    """Group 1: a CJK run; group 2: a non-CJK run of >= 3 letters/marks/digits starting with L
-    or N. Compiled on first use: ``regex`` costs ~15 ms to import (~50 M instructions), which
-    only non-ASCII text needs (:func:`_runs`)."""
+def _token_run(shortest: int = 2) -> regex.Pattern[str]:
+    """Group 1: a CJK run; group 2: a non-CJK run of >= ``shortest`` letters/marks/digits
+    starting with L or N. Compiled on first use: ``regex`` costs ~15 ms to import (~50 M
+    instructions), which only non-ASCII text needs (:func:`_runs`)."""
     import regex
 
+    rest = f"{{{shortest - 1},}}"
     return regex.compile(
-        rf"(?V1)([{_CJK}]+)|([[\p{{L}}\p{{N}}]--[{_CJK}]][[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}]]{{2,}})"
+        rf"(?V1)([{_CJK}]+)|([[\p{{L}}\p{{N}}]--[{_CJK}]][[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}]]{rest})"
     )
 
 
@@ -110,7 +118,14 @@ def tokenize(text: str) -> list[str]:
 
 
 def surface_tokens(text: str) -> list[str]:
-    """The reference system's tokens: words as written, stop words kept (benchmark baselines)."""
+    """The reference system's tokens: words of three characters or more as written, stop words
+    kept (benchmark baselines)."""
+    return _tokens(text, None, _REFERENCE_SHORTEST)
+
+
+def words(text: str) -> list[str]:
+    """:func:`tokenize`'s words before stemming, stop words kept (a database's own full-text
+    search stems and filters them)."""
     return _tokens(text, None)
 
 
@@ -118,26 +133,28 @@ _STEMS: dict[str, str] = {}  # word -> stem, remembered (a dict lookup beats the
 _MAX_STEMS = 200_000  # words remembered at most (then the memo starts over)
 
 
-def _runs(text: str) -> list[tuple[str, str]]:
-    """(CJK run, other word) for each token run of ``text``, in order. ASCII text (most queries
-    and memories) skips ``regex``: NFKC leaves ASCII as it is, and there the token pattern is
-    exactly ``[a-z0-9]{3,}`` after lower-casing (see :func:`term_counts`)."""
+def _runs(text: str, shortest: int = 2) -> list[tuple[str, str]]:
+    """(CJK run, other word) for each token run of ``text``, in order; words of ``shortest``
+    characters or more. ASCII text (most queries and memories) skips ``regex``: NFKC leaves
+    ASCII as it is, and there the token pattern is exactly ``[a-z0-9]{2,}`` after lower-casing
+    (see :func:`term_counts`)."""
     if text.isascii():
-        return [("", word) for word in _ASCII_WORD.findall(text.lower())]
-    return _pattern_runs(text)
+        ascii_word = _ASCII_WORD if shortest == 2 else _REFERENCE_ASCII_WORD
+        return [("", word) for word in ascii_word.findall(text.lower())]
+    return _pattern_runs(text, shortest)
 
 
-def _pattern_runs(text: str) -> list[tuple[str, str]]:
+def _pattern_runs(text: str, shortest: int = 2) -> list[tuple[str, str]]:
     """:func:`_runs` by the token pattern itself, for any text."""
-    runs: list[tuple[str, str]] = _token_run().findall(normalize(text))
+    runs: list[tuple[str, str]] = _token_run(shortest).findall(normalize(text))
     return runs
 
 
-def _tokens(text: str, stem: Callable[[str], str] | None) -> list[str]:
+def _tokens(text: str, stem: Callable[[str], str] | None, shortest: int = 2) -> list[str]:
     tokens: list[str] = []
     append = tokens.append
     stems = _STEMS
-    for cjk_run, word in _runs(text):
+    for cjk_run, word in _runs(text, shortest):
         if not word:
             tokens.extend(cjk_run[i : i + 2] for i in range(len(cjk_run) - 1))
         elif stem is None:
@@ -152,7 +169,9 @@ def _tokens(text: str, stem: Callable[[str], str] | None) -> list[str]:
     return tokens
 
 
-_ASCII_WORD = re.compile(r"[a-z0-9]{3,}")  # the token pattern on lower-cased ASCII text
+_ASCII_WORD = re.compile(r"[a-z0-9]{2,}")  # the token pattern on lower-cased ASCII text
+_REFERENCE_SHORTEST = 3  # the reference system's shortest word (:func:`surface_tokens`)
+_REFERENCE_ASCII_WORD = re.compile(r"[a-z0-9]{3,}")
 _TERMS: dict[str, str] = {}  # ASCII word (not a stop word) -> its stem (remembered)
 
 
@@ -161,7 +180,7 @@ def term_counts(text: str) -> dict[str, int]:
 
     Indexing every memory of a large folder spends most of its time here. ASCII text (most
     memories) skips the Unicode machinery: NFKC leaves ASCII as it is, and there the token
-    pattern is exactly ``[a-z0-9]{3,}`` after lower-casing (no CJK, no marks, no other letters
+    pattern is exactly ``[a-z0-9]{2,}`` after lower-casing (no CJK, no marks, no other letters
     or digits); words are counted, stop words dropped and stems looked up in C-level loops, each
     distinct word stemmed once per process."""
     if not text.isascii():

@@ -6,9 +6,9 @@ database, which keeps each document's words in ``cairn_memory_docs.search`` (a `
 kept by a trigger on every write, with a GIN index; see
 :mod:`~cairn.memory.store.postgres.schema`):
 
-- the query's words are the local tokenizer's surface words (NFKC, lower case, three letters or
-  more, English stop words dropped), OR-ed, stemmed by PostgreSQL's ``english`` configuration
-  (Snowball, as the local index stems), so "deploying" finds "deploy";
+- the query's words are the local tokenizer's words before stemming (NFKC, lower case, two
+  letters or more, English stop words dropped), OR-ed, stemmed by PostgreSQL's ``english``
+  configuration (Snowball, as the local index stems), so "deploying" finds "deploy";
 - ranked by ``ts_rank`` with the title above the description above the body (weights A, B, D),
   newest first among equals;
 - one query per namespace of the memory, each under its row-level security (the transaction
@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from cairn.debug_log import get_logger
 from cairn.memory.document import MemoryDoc
-from cairn.memory.store.tokenizer import STOP_WORDS, load_pattern, query_tokens, surface_tokens
+from cairn.memory.store import tokenizer
+from cairn.memory.store.tokenizer import STOP_WORDS, load_pattern, query_tokens
 
 if TYPE_CHECKING:
     import psycopg
@@ -61,7 +62,7 @@ LIMIT %s
 def tsquery_text(query: str) -> str:
     """The ``to_tsquery`` text of ``query``: its words OR-ed ("" when it has none); a CJK word
     matches as a prefix (see the module docstring)."""
-    words = [w for w in query_tokens(query, split=surface_tokens) if w not in STOP_WORDS]
+    words = [w for w in query_tokens(query, split=tokenizer.words) if w not in STOP_WORDS]
     terms = []
     for word in words[:MAX_QUERY_WORDS]:
         clean = "".join(ch for ch in word if ch.isalnum())  # tsquery syntax never gets in
