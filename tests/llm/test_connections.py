@@ -11,7 +11,9 @@ import pytest
 
 from cairn.llm._httpx import httpx
 from cairn.llm.connections import KEEPALIVE_EXPIRY, ConnectionPool
+from cairn.llm.transport import ClientPools
 
+from ..hang_up import OneRequestServer
 from ..polling import eventually_async
 
 BODY = b"0123456789" * 10
@@ -199,3 +201,70 @@ async def test_the_trace_extension_gets_httpcores_event_names_in_order(
         "http11.receive_response_headers.started",
         "http11.receive_response_headers.complete",
     ]
+
+
+def every_request(_request: httpx.Request) -> bool:
+    return True
+
+
+@pytest.mark.parametrize("read", [True, False], ids=["end-of-stream", "reset"])
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_a_request_a_reused_connection_hung_up_on_is_sent_again_on_a_new_one(
+    read: bool, method: str
+) -> None:
+    """Bug: a connection the peer closes while the next request is on its way (tinyproxy, which
+    carries one request per connection and closes it just after the response, yet does not say
+    ``Connection: close``) failed that request, "Server disconnected without sending a
+    response", though nothing of it was answered: an MCP server's message, a user's turn."""
+    async with (
+        OneRequestServer(read=read) as server,
+        client(new_pool(replayable=every_request)) as http,
+    ):
+        first = await http.request(method, server.url, content=b"{}")
+        second = await http.request(method, server.url, content=b"{}")
+
+    assert (first.status_code, second.status_code, second.content) == (202, 202, b"Accepted")
+    assert server.connections == 2  # the first, reused and hung up on; then a new one
+    if read:  # the second reached the server twice: as a POST may, only when allowed
+        assert [line.split()[0] for line in server.requests] == [method.encode()] * 3
+        assert len(server.hung_up_on) == 1
+
+
+async def test_a_post_is_not_sent_again_unless_the_pool_is_told_it_may_be() -> None:
+    """A POST the server may have acted on before it hung up (RFC 9110 9.2.2) is sent again
+    only when its pool's owner says its requests may be."""
+    async with OneRequestServer() as server, client(new_pool()) as http:
+        await http.post(server.url, content=b"{}")
+        with pytest.raises(httpx.RemoteProtocolError, match="Server disconnected"):
+            await http.post(server.url, content=b"{}")
+
+    assert server.connections == 1
+    assert len(server.requests) == 2
+
+
+async def test_a_request_a_new_connection_got_no_answer_to_is_not_sent_again() -> None:
+    """A hang-up on a new connection is the server's answer, not a stale connection's."""
+    async with (
+        OneRequestServer(answer_first=False) as server,
+        client(new_pool(replayable=every_request)) as http,
+    ):
+        with pytest.raises(httpx.RemoteProtocolError, match="Server disconnected"):
+            await http.get(server.url)
+
+    assert server.connections == 1
+
+
+async def test_the_model_endpoints_request_a_reused_connection_was_closed_under_is_sent_again() -> (
+    None
+):
+    """The model endpoint's POST is sent again at once: a user's turn does not fail, nor wait
+    for the retry policy's pause."""
+    async with OneRequestServer() as server:
+        pools = ClientPools(server.url, timeout=httpx.Timeout(5.0), pools=1, client=None)
+        http = await pools.get(None)
+        await http.post(server.url, content=b"{}")
+        answer = await http.post(server.url, content=b"{}")
+        await pools.aclose()
+
+    assert answer.status_code == 202
+    assert server.connections == 2

@@ -17,6 +17,15 @@ h11 (the same HTTP/1.1 state machine httpcore drives) for the protocol:
   tells Recall the request is out);
 - TLS with the context it is given; a connection a response was not read to its end, or whose
   request failed or was cancelled, is closed, never reused;
+- a request sent on a reused connection that the peer closed (or reset) before one byte of the
+  response came back is sent once more, on a new connection, when that is safe: its method is
+  idempotent (RFC 9110 9.2.2: ``GET``, ``HEAD``, ``OPTIONS``, ``TRACE``, ``PUT``,
+  ``DELETE``), or the pool's ``replayable`` says the owner's request may be sent twice (a model
+  request changes nothing; an MCP message other than ``tools/call``). An idle connection the
+  peer closed is not reused, but a close still on its way when the next request goes out (a
+  server's keep-alive timeout; tinyproxy, which carries one request per connection and closes
+  it just after the response without saying ``Connection: close``) is seen only once the
+  request is out; curl and browsers send it again, as httpcore and urllib3 do not;
 - an HTTP proxy where :class:`~cairn.llm.proxies.ProxyRoutes` names one for the origin: a
   ``CONNECT`` tunnel, then TLS with the origin, for ``https://``; requests in absolute form to
   the proxy for ``http://``. A proxy that cannot be reached, or refuses (``407``, ``403``,
@@ -46,16 +55,24 @@ from cairn.llm.errors import ProxyError, UnreachableError
 if TYPE_CHECKING:
     from cairn.llm.proxies import Proxy, ProxyRoutes
 
-__all__ = ["KEEPALIVE_EXPIRY", "ConnectionPool", "untrusting_context"]
+__all__ = [
+    "IDEMPOTENT_METHODS",
+    "KEEPALIVE_EXPIRY",
+    "ConnectionPool",
+    "Replayable",
+    "untrusting_context",
+]
 
 KEEPALIVE_EXPIRY = 5.0  # seconds an idle connection is kept (httpx's default)
 HAPPY_EYEBALLS_DELAY = 0.25  # seconds before trying a host's next address (anyio's, httpcore's)
 READ_SIZE = 64 * 1024  # bytes read at once (httpcore's)
 MAX_HEAD_SIZE = 100 * 1024  # bytes of a response's head (httpcore's bound)
 DISCONNECTED = "Server disconnected without sending a response."  # httpcore's words
+IDEMPOTENT_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE", b"PUT", b"DELETE"})
 
 _Origin = tuple[bytes, str, int]
 _Trace = Callable[[str, dict[str, Any]], Awaitable[None]]
+Replayable = Callable[[httpx.Request], bool]
 
 
 def untrusting_context() -> ssl.SSLContext:
@@ -80,6 +97,8 @@ class _Connection:
         self.forward = forward  # the proxy its requests go to in absolute form (http://)
         self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_SIZE)
         self.idle_since = 0.0
+        self.reused = False  # taken from the idle connections for its current request
+        self.answered = False  # a byte of its current response has come back
 
     def reusable(self, now: float) -> bool:
         """Idle, fresh, and not closed by the server meanwhile (nor sent anything unasked):
@@ -99,6 +118,7 @@ class _Connection:
         self, request: httpx.Request, timeouts: dict[str, Any], trace: _Trace | None
     ) -> h11.Response:
         """Write ``request`` (its head, then its body); read the response's head."""
+        self.answered = False
         url = request.url
         target, headers = url.raw_path, request.headers.raw
         if self.forward is not None:  # the proxy forwards it: the whole URL, its credentials
@@ -172,6 +192,7 @@ class _Connection:
                 raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
             if not data and self.h11.their_state is h11.SEND_RESPONSE:
                 raise httpx.RemoteProtocolError(DISCONNECTED)
+            self.answered = self.answered or bool(data)
             try:
                 self.h11.receive_data(data)
             except h11.RemoteProtocolError as exc:
@@ -349,6 +370,8 @@ class ConnectionPool(httpx.AsyncBaseTransport):
     ``tls`` is the context for ``https://`` origins; without one, a TLS connection verifies
     against no CA at all (every certificate is refused), as for an ``http://`` endpoint's
     client, which should never need one. ``proxies`` names the proxy (or none) for each origin.
+    ``replayable`` says whether a request of another method than :data:`IDEMPOTENT_METHODS` may
+    be sent twice, should a reused connection be closed under it (none may by default).
     """
 
     def __init__(
@@ -359,12 +382,14 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         tls: ssl.SSLContext | None = None,
         proxies: ProxyRoutes | None = None,
         clock: Callable[[], float] = time.monotonic,
+        replayable: Replayable | None = None,
     ) -> None:
         self._max_connections = max_connections
         self._max_keepalive = max_keepalive
         self._tls = tls
         self._proxies = proxies
         self._clock = clock
+        self._replayable = replayable
         self._idle: collections.OrderedDict[_Connection, None] = collections.OrderedDict()
         self._open = 0  # connections open, idle or in use, and being opened
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
@@ -381,16 +406,21 @@ class ConnectionPool(httpx.AsyncBaseTransport):
         timeouts = request.extensions.get("timeout", {})
         trace = request.extensions.get("trace")
         connection = await self._acquire(origin, timeouts)
-        try:
-            head = await connection.send(request, timeouts, trace)
-        except httpx.TransportError as exc:
-            self._release(connection, reuse=False)
-            if connection.forward is None:
+        while True:
+            try:
+                head = await connection.send(request, timeouts, trace)
+                break
+            except httpx.TransportError as exc:
+                self._release(connection, reuse=False)
+                if self._hung_up(connection, exc) and self._may_replay(request):
+                    connection = await self._acquire(origin, timeouts, idle=False)
+                    continue
+                if connection.forward is None:
+                    raise
+                raise _named(exc, connection.forward) from exc
+            except BaseException:
+                self._release(connection, reuse=False)
                 raise
-            raise _named(exc, connection.forward) from exc
-        except BaseException:
-            self._release(connection, reuse=False)
-            raise
         if connection.forward is not None and head.status_code == 407:
             self._release(connection, reuse=False)
             raise _refusal(connection.forward, 407, head.reason, _authority(request.url.host, port))
@@ -401,6 +431,26 @@ class ConnectionPool(httpx.AsyncBaseTransport):
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": bytes(head.reason)},
         )
 
+    @staticmethod
+    def _hung_up(connection: _Connection, exc: httpx.TransportError) -> bool:
+        """The peer closed (or reset) a reused connection before a byte of the response: the
+        close of an idle connection that crossed the request (not a timeout: a peer that is
+        slow to answer may be acting on the request)."""
+        return (
+            connection.reused
+            and not connection.answered
+            and isinstance(exc, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError)
+        )
+
+    def _may_replay(self, request: httpx.Request) -> bool:
+        """``request`` may be sent again: its body is in memory, and its method idempotent or
+        the owner's ``replayable`` says so."""
+        if not isinstance(request.stream, httpx.ByteStream):
+            return False
+        if request.method.encode() in IDEMPOTENT_METHODS:
+            return True
+        return self._replayable is not None and self._replayable(request)
+
     async def aclose(self) -> None:
         self._closed = True
         for connection in self._idle:
@@ -408,14 +458,19 @@ class ConnectionPool(httpx.AsyncBaseTransport):
             self._open -= 1
         self._idle.clear()
 
-    async def _acquire(self, origin: _Origin, timeouts: dict[str, Any]) -> _Connection:
+    async def _acquire(
+        self, origin: _Origin, timeouts: dict[str, Any], *, idle: bool = True
+    ) -> _Connection:
+        """A connection to ``origin``: an idle one that is still open (unless not ``idle``), or
+        a new one once the bound on open connections allows."""
         if self._closed:
             raise RuntimeError("the connection pool is closed")
         now = self._clock()
-        for connection in reversed(self._idle):  # the newest first: the likeliest still open
+        for connection in reversed(self._idle) if idle else ():  # the newest: likeliest open
             if connection.origin == origin:
                 del self._idle[connection]
                 if connection.reusable(now):
+                    connection.reused = True
                     return connection
                 connection.close()
                 self._open -= 1
@@ -427,7 +482,7 @@ class ConnectionPool(httpx.AsyncBaseTransport):
                 self._open -= 1
             else:
                 await self._wait_for_room(timeouts.get("pool"))
-                return await self._acquire(origin, timeouts)
+                return await self._acquire(origin, timeouts, idle=idle)
         self._open += 1
         try:
             return await self._connect(origin, timeouts.get("connect"))

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_CONNECTIONS",
     "MAX_KEEPALIVE_CONNECTIONS",
     "ClientPools",
+    "any_model_request",
     "deadline_error",
     "drain",
     "http_error",
@@ -75,7 +76,8 @@ class ClientPools:
     built once, serves every provider and MCP server of the process).
 
     ``proxies`` is the HTTP proxy in front of the endpoint (:mod:`cairn.llm.proxies`), None
-    when none is set.
+    when none is set. A request a reused connection was closed under before any answer is sent
+    again at once on a new connection, whatever its method (:func:`any_model_request`).
     """
 
     def __init__(
@@ -113,6 +115,7 @@ class ClientPools:
                     max_keepalive=MAX_KEEPALIVE_CONNECTIONS,
                     tls=tls,
                     proxies=self._proxies,
+                    replayable=any_model_request,
                 )
                 client = httpx.AsyncClient(timeout=self._timeout, transport=pool, trust_env=False)
                 self._clients[index] = client
@@ -124,6 +127,12 @@ class ClientPools:
         for client in self._clients:
             if client is not None:
                 await client.aclose()
+
+
+def any_model_request(_request: httpx.Request) -> bool:
+    """A request to the model endpoint may be sent twice: it changes nothing there (the retry
+    policy sends a dropped one again anyway, after a pause, :mod:`cairn.llm.retry`)."""
+    return True
 
 
 def tls_context(base_url: str) -> concurrent.futures.Future[ssl.SSLContext | None]:

@@ -8,6 +8,11 @@ endpoint's.
   ``CONNECT`` tunnel for ``https://``, absolute form for ``http://``). The settings' parts come
   from the user's settings, or a trusted project's (an untrusted project's ``proxy`` and ``env``
   are left out when the settings load, and its servers never start).
+- A message a reused connection was closed under before any answer (tinyproxy closes each
+  connection just after its response, without saying so) is sent again on a new connection
+  when the server may see it twice: a request that reads, or sets what it sets again, and
+  notifications; never a ``tools/call`` (the tool may act twice) nor an unknown method
+  (:func:`replayable_message`).
 - TLS verifies with the process's one context (:mod:`cairn.llm.certificates`: certifi's
   bundle or ``SSL_CERT_FILE``/``SSL_CERT_DIR``, plus ``NODE_EXTRA_CA_CERTS``).
 - A ``public_only`` server's (a daemon tenant's) opens every connection only to a public
@@ -19,6 +24,7 @@ Imported with the MCP SDK (httpx is loaded by then), never on the start-up path.
 
 from __future__ import annotations
 
+import json
 import ssl
 
 import httpx
@@ -26,12 +32,34 @@ import httpx
 from cairn.llm import ConnectionPool, ProviderError, proxy_routes
 from cairn.mcp.config import ProxySettings
 
-__all__ = ["HTTP_READ_TIMEOUT_SECONDS", "HTTP_TIMEOUT_SECONDS", "ProxySettings", "http_client"]
+__all__ = [
+    "HTTP_READ_TIMEOUT_SECONDS",
+    "HTTP_TIMEOUT_SECONDS",
+    "ProxySettings",
+    "http_client",
+    "replayable_message",
+]
 
 HTTP_TIMEOUT_SECONDS = 30.0  # connect and send; an SSE stream's read may wait 300 s
 HTTP_READ_TIMEOUT_SECONDS = 300.0  # SSE streams stay open between events
 MAX_CONNECTIONS = 100  # open connections to one server (httpx's default bound)
 MAX_KEEPALIVE_CONNECTIONS = 20  # idle ones kept (httpx's default)
+REPLAYABLE_METHODS = frozenset(  # JSON-RPC requests a server may get twice: reads, idempotent sets
+    {
+        "initialize",
+        "ping",
+        "tools/list",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "logging/setLevel",
+        "completion/complete",
+    }
+)
 
 
 class _NamedProxyErrors(httpx.AsyncBaseTransport):
@@ -49,6 +77,23 @@ class _NamedProxyErrors(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._pool.aclose()
+
+
+def replayable_message(request: httpx.Request) -> bool:
+    """``request`` (a ``POST`` of JSON-RPC) may reach the server twice: each message in it is a
+    notification or one of :data:`REPLAYABLE_METHODS`; never a ``tools/call``, a reply to the
+    server, an unknown method, or a body that is not JSON-RPC."""
+    try:
+        message = json.loads(request.content)
+    except (ValueError, httpx.RequestNotRead):
+        return False
+    messages = message if isinstance(message, list) else [message]
+    return bool(messages) and all(
+        isinstance(item, dict)
+        and isinstance(method := item.get("method"), str)
+        and (method in REPLAYABLE_METHODS or method.startswith("notifications/"))
+        for item in messages
+    )
 
 
 def http_client(
@@ -83,6 +128,7 @@ def http_client(
             max_keepalive=MAX_KEEPALIVE_CONNECTIONS,
             tls=tls,
             proxies=proxy_routes(proxy.proxy, proxy.env),
+            replayable=replayable_message,
         )
         transport = _NamedProxyErrors(pool)
     # trust_env=False: the proxy and CAs are the ones above, never httpx's own reading of them
