@@ -154,6 +154,10 @@ def test_an_unreadable_node_extra_ca_certs_is_named_never_a_crash(
 
     assert trusted.returncode == 0, trusted.stderr  # the rest of the trust store still applies
     assert trusted.stdout == "Still trusted.\n"
+    assert (  # said at start, where the settings' warnings are
+        f"warning: NODE_EXTRA_CA_CERTS names {str(missing)!r}, which was not added to the "
+        "trusted certificates: No such file or directory"
+    ) in trusted.stderr
     assert untrusted.returncode == 1
     assert "certificate is not trusted" in untrusted.stderr
     assert (

@@ -224,3 +224,36 @@ async def test_continue_without_an_earlier_session_starts_a_new_one_and_says_so(
         assert opened.warnings[1] == NO_EARLIER_SESSION
     finally:
         await opened.runtime.aclose()
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [(None, "No such file or directory"), ("not a certificate\n", "no certificate or crl found")],
+    ids=["missing", "no certificate in it"],
+)
+async def test_an_unusable_node_extra_ca_certs_is_a_start_up_warning(
+    home: Path,
+    project: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    content: str | None,
+    why: str,
+) -> None:
+    """Bug: only the debug log said so, in ``cairn -p`` and the terminal UI, which show the
+    start-up warnings (stderr, a notice); a user behind a TLS-intercepting proxy saw only the
+    certificate error of a later request, if any."""
+    extra = tmp_path / "corporate-ca.pem"
+    if content is not None:
+        extra.write_text(content)
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(extra))
+
+    opened = open_runtime(project)
+    try:
+        [warning] = opened.warnings
+        assert warning.startswith(
+            f"NODE_EXTRA_CA_CERTS names {str(extra)!r}, which was not added to the trusted "
+            "certificates: "
+        )
+        assert why in warning
+    finally:
+        await opened.runtime.aclose()

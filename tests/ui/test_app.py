@@ -676,3 +676,22 @@ async def test_escape_skips_a_question(make_app, scripted_server):
         await pilot.press("escape")
         await settle(pilot)
     assert scripted_server.requests_for("main")[1].contains("No user is available")
+
+
+async def test_an_unusable_node_extra_ca_certs_is_a_warning_notice_at_start(
+    make_app, tmp_path, monkeypatch
+):
+    """Bug: the terminal UI said it only in the debug log."""
+    from cairn.llm import extra_ca_warning
+
+    monkeypatch.setenv("NODE_EXTRA_CA_CERTS", str(tmp_path / "corporate-ca.pem"))
+    warning = extra_ca_warning()
+    assert warning is not None
+
+    app = make_app(warnings=(warning,))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+
+        [notice] = views(app, NoticeView)
+        assert notice.has_class("notice-warning")
+        assert "which was not added to the trusted certificates" in str(notice.render())

@@ -27,7 +27,7 @@ from cairn.llm.types import (
 )
 
 if TYPE_CHECKING:
-    from cairn.llm.certificates import verifying_context
+    from cairn.llm.certificates import extra_ca_warning, verifying_context
     from cairn.llm.connections import ConnectionPool
     from cairn.llm.proxies import proxy_routes
     from cairn.llm.transport import untrusted_advice
@@ -51,6 +51,7 @@ __all__ = [
     "UsageLedger",
     "UsageReports",
     "by_purpose_dict",
+    "extra_ca_warning",
     "proxy_routes",
     "side_query",
     "untrusted_advice",
@@ -61,6 +62,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "ConnectionPool": "connections",
+        "extra_ca_warning": "certificates",
         "proxy_routes": "proxies",
         "untrusted_advice": "transport",
         "verifying_context": "certificates",

@@ -9,9 +9,10 @@
 Reading a bundle costs milliseconds of CPU (OpenSSL parses every certificate; it releases the
 GIL meanwhile), so :func:`verifying_context` builds the context in a daemon thread, once per
 process for the same variables, and every client shares it. An extra file that cannot be read
-is a warning naming it (the debug log, and stderr under ``cairn --acp`` and ``cairn serve``) and
-the rest of the trust store still applies; :func:`extra_ca_problem` says why, for the message of
-a certificate that is then not trusted.
+is a warning naming it (the debug log, and stderr under ``cairn --acp`` and ``cairn serve``;
+:func:`extra_ca_warning` checks it at the start of ``cairn -p`` and the terminal UI, which show
+it with the settings' warnings) and the rest of the trust store still applies;
+:func:`extra_ca_problem` says why, for the message of a certificate that is then not trusted.
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from cairn.llm._httpx import httpx  # loaded with the transport that imports this module
-
 __all__ = [
     "EXTRA_CA_VARIABLE",
     "extra_ca_problem",
+    "extra_ca_warning",
     "in_thread",
     "verifying_context",
 ]
@@ -61,21 +61,40 @@ def extra_ca_problem() -> str | None:
     return _problems.get(extra) if extra else None
 
 
-def _build(extra: str) -> ssl.SSLContext:
-    context = httpx.create_ssl_context(trust_env=True)
-    if extra:
-        try:
-            context.load_verify_locations(cafile=extra)
-        except (OSError, ssl.SSLError, ValueError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            problem = (
-                f"{EXTRA_CA_VARIABLE} names {extra!r}, which was not added to the trusted "
-                f"certificates: {why or type(exc).__name__}"
-            )
-            _problems[extra] = problem
-            from cairn.debug_log import get_logger
+def extra_ca_warning() -> str | None:
+    """Why the file ``NODE_EXTRA_CA_CERTS`` names cannot be added (a sentence naming it), else
+    None: read now, into a context of its own (the file's certificates only: a millisecond,
+    where the whole bundle is the worker thread's), for the start-up warnings."""
+    extra = os.environ.get(EXTRA_CA_VARIABLE, "").strip()
+    if not extra:
+        return None
+    return _added(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), extra)
 
-            get_logger("TLS").warning(problem)
+
+def _added(context: ssl.SSLContext, extra: str) -> str | None:
+    """Add the CAs of the file ``extra`` to ``context``; None, or why they were not."""
+    try:
+        context.load_verify_locations(cafile=extra)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        problem = (
+            f"{EXTRA_CA_VARIABLE} names {extra!r}, which was not added to the trusted "
+            f"certificates: {why or type(exc).__name__}"
+        )
+        _problems[extra] = problem
+        return problem
+    return None
+
+
+def _build(extra: str) -> ssl.SSLContext:
+    from cairn.llm._httpx import httpx  # loaded with the transport that builds the context
+
+    context = httpx.create_ssl_context(trust_env=True)
+    problem = _added(context, extra) if extra else None
+    if problem is not None:
+        from cairn.debug_log import get_logger
+
+        get_logger("TLS").warning(problem)
     return context
 
 

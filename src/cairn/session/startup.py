@@ -160,9 +160,20 @@ def open_runtime(
     startup = load_startup(cwd, model=model, max_session_turns=max_session_turns)
     warnings = list(startup.warnings)
     chosen = _session_to_resume(cwd, resume, continue_latest, warnings)
-    opened = OpenedRuntime(startup.open_runtime(), tuple(warnings), chosen)
+    runtime = startup.open_runtime()
+    warnings += _certificate_warnings()
+    opened = OpenedRuntime(runtime, tuple(warnings), chosen)
     startup_done()  # the collector as usual from here (cairn._startup)
     return opened
+
+
+def _certificate_warnings() -> list[str]:
+    """An unusable ``NODE_EXTRA_CA_CERTS``: said at start in the terminal UI and ``cairn -p``
+    (``cairn --acp`` and ``cairn serve`` print the debug log's warnings on stderr)."""
+    from cairn.llm import extra_ca_warning  # loaded with the runtime's provider by now
+
+    problem = extra_ca_warning()
+    return [problem] if problem is not None else []
 
 
 def _session_to_resume(
