@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         DatabaseUnavailable,
         import_psycopg,
     )
-    from cairn.database.keepalive import keepalive_options
+    from cairn.database.keepalive import connect_timeout_option, keepalive_options
     from cairn.database.migrations import (
         Component,
         ComponentStatus,
@@ -40,6 +40,7 @@ __all__ = [
     "DatabaseUnavailable",
     "Migration",
     "MigrationError",
+    "connect_timeout_option",
     "import_psycopg",
     "keepalive_options",
     "migrate",
@@ -54,6 +55,7 @@ __getattr__, __dir__ = lazy_exports(
         "Database": "connection",
         "DatabaseUnavailable": "connection",
         "import_psycopg": "connection",
+        "connect_timeout_option": "keepalive",
         "keepalive_options": "keepalive",
         "Component": "migrations",
         "ComponentStatus": "migrations",

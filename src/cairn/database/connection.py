@@ -43,7 +43,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from cairn.database.keepalive import keepalive_options
+from cairn.database.keepalive import connect_timeout_option, keepalive_options
 from cairn.debug_log import get_logger
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ __all__ = [
 
 DATABASE_ENV = "CAIRN_DATABASE_URL"
 CONNECT_TIMEOUT_SECONDS = 5  # a database that does not answer within this is unavailable
+# (the default: a DSN's own connect_timeout wins, see cairn.database.keepalive)
 POOL_SIZE = 8  # connections a process keeps at most (the daemon's turns take turns on them)
 IDLE_CHECK_SECONDS = 30.0  # a pooled connection unused this long answers a SELECT 1 first
 PING_TIMEOUT_SECONDS = CONNECT_TIMEOUT_SECONDS  # ... within this, or it is closed
@@ -131,11 +132,14 @@ class Database:
         error: type[Exception] = self._psycopg.Error
         return error
 
+    def _timeout(self) -> dict[str, int]:
+        return connect_timeout_option(self.dsn, CONNECT_TIMEOUT_SECONDS)
+
     def connect(self, **options: Any) -> psycopg.Connection[Any]:
         """A new blocking connection (the caller closes it)."""
         try:
             connection: psycopg.Connection[Any] = self._psycopg.connect(
-                self.dsn, connect_timeout=CONNECT_TIMEOUT_SECONDS, **self._keepalive, **options
+                self.dsn, **self._timeout(), **self._keepalive, **options
             )
         except self._psycopg.Error as error:
             raise DatabaseUnavailable(f"cannot reach the database: {_first_line(error)}") from None
@@ -145,7 +149,7 @@ class Database:
         """A new asynchronous connection outside the pool (a ``LISTEN``er's)."""
         try:
             connection: psycopg.AsyncConnection[Any] = await self._psycopg.AsyncConnection.connect(
-                self.dsn, connect_timeout=CONNECT_TIMEOUT_SECONDS, **self._keepalive, **options
+                self.dsn, **self._timeout(), **self._keepalive, **options
             )
         except self._psycopg.Error as error:
             raise DatabaseUnavailable(f"cannot reach the database: {_first_line(error)}") from None

@@ -1,4 +1,5 @@
-"""TCP keepalive for cairn's PostgreSQL connections, so they notice a database host that is gone.
+"""TCP keepalive and the connect timeout for cairn's PostgreSQL connections, so they notice a
+database host that is gone.
 
 A host that vanishes without a word (power lost, a network partition) sends no FIN or RST: a
 statement sent to it waits for the kernel's retransmission timeout (about 15 minutes on Linux),
@@ -11,13 +12,17 @@ then fails with a lost connection, which its caller handles as any other.
 Each parameter the DSN sets itself is left to it (the user's value wins). A DSN that names a
 ``service`` (or ``PGSERVICE``) gets none: libpq would let ours override the service file's. On
 a Unix-domain socket libpq ignores them.
+
+The connect timeout (:func:`connect_timeout_option`): a database that does not answer a new
+connection within cairn's default is unavailable, unless the DSN sets ``connect_timeout`` itself
+(or ``PGCONNECT_TIMEOUT`` is set): then that value is libpq's, as it is for any libpq client.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["KEEPALIVE_PARAMETERS", "keepalive_options"]
+__all__ = ["KEEPALIVE_PARAMETERS", "connect_timeout_option", "keepalive_options"]
 
 KEEPALIVE_IDLE_SECONDS = 30  # an idle connection's first probe (the pool's SELECT 1 comes as late)
 KEEPALIVE_INTERVAL_SECONDS = 10  # between probes that go unanswered
@@ -50,3 +55,19 @@ def keepalive_options(dsn: str) -> dict[str, int]:
     if pq.version() < TCP_USER_TIMEOUT_LIBPQ:
         options.pop("tcp_user_timeout", None)
     return options
+
+
+def connect_timeout_option(dsn: str, default: int) -> dict[str, int]:
+    """``connect_timeout=default`` unless ``dsn`` sets its own (``?connect_timeout=2``) or
+    ``PGCONNECT_TIMEOUT`` is set: the user's value wins (libpq's floor is 2 s). A DSN it
+    cannot parse gets the default (connecting reports the error)."""
+    from psycopg import Error
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(dsn)
+    except Error:
+        given = {}
+    if "connect_timeout" in given or os.environ.get("PGCONNECT_TIMEOUT"):
+        return {}
+    return {"connect_timeout": default}

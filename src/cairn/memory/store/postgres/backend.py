@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.database import keepalive_options
+from cairn.database import connect_timeout_option, keepalive_options
 from cairn.debug_log import get_logger
 from cairn.memory.paths import MemoryRoots
 from cairn.memory.store.backend import MemoryBackendError
@@ -61,7 +61,7 @@ NAMESPACE_ENV = "CAIRN_MEMORY_NAMESPACE"
 # configured with `acme/proj` must never read tenant acme's memory (#24).
 TENANT_PREFIX = "tenants/"
 LOCK_TIMEOUT_SECONDS = 30  # the longest a write waits for the namespace's lock
-CONNECT_TIMEOUT_SECONDS = 10
+CONNECT_TIMEOUT_SECONDS = 10  # the default: a DSN's own connect_timeout wins
 _CONNECT_POLL_SECONDS = 0.02  # how often a pull's connect under way looks at the stop event
 SEARCH_APPLICATION_NAME = "cairn memory search"  # its connection in pg_stat_activity
 _MIRROR_FOLDER = "postgres"  # under the memory base: one mirror per (database, namespace)
@@ -154,7 +154,7 @@ class PostgresBackend:
         try:
             return self._psycopg.connect(
                 self.config.dsn,
-                connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                **connect_timeout_option(self.config.dsn, CONNECT_TIMEOUT_SECONDS),
                 **self._keepalive,
                 **options,
             )
