@@ -394,7 +394,8 @@ async def test_a_body_over_the_limit_is_payload_too_large(start_daemon: StartDae
 
 
 async def test_an_unreachable_daemon_is_a_connection_error() -> None:
-    async with DaemonClient(f"http://127.0.0.1:{free_port()}") as client:
+    """Once its retries are spent (one here: the default five wait about 8 s in all)."""
+    async with DaemonClient(f"http://127.0.0.1:{free_port()}", retries=1) as client:
         with pytest.raises(DaemonConnectionError):
             await client.health()
 
