@@ -19,6 +19,7 @@ import pytest
 from cairn.memory.recall.render import RELEVANT_MEMORY_HEADING
 from cairn.testing import RecordedRequest, Reply, ScriptedServer, reply, tool_call
 
+from ..polling import eventually_async
 from .conftest import RunCairn, run_probed, write_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -174,9 +175,9 @@ def test_with_managed_memory_off_there_is_no_recall_and_no_memory_prompt(
 
 
 PARAPHRASE_PROMPT = "where do user photos live?"  # no content word of the memory
-# The turn's first answer comes this late, so the selector is asked before the turn ends even
-# when loading the model takes seconds on a loaded machine.
-SEMANTIC_TURN_DELAY = 10.0
+# The turn's first answer waits for the selector's request (up to this long), so the selector is
+# asked before the turn ends even when loading the model takes seconds on a loaded machine.
+SELECTOR_WAIT_SECONDS = 30.0
 PICTURES = "image-storage.md"
 
 
@@ -200,16 +201,19 @@ def _seed_paraphrase(project: Path) -> None:
 
 
 def _selector_sees(scripted_server: ScriptedServer) -> list[str]:
+    """What the selector is shown. The turn's first answer (a tool call) waits until the
+    selector has been asked, or :data:`SELECTOR_WAIT_SECONDS` when it never is."""
     listed: list[str] = []
 
-    def handle(request: RecordedRequest) -> Reply | None:
+    async def handle(request: RecordedRequest) -> Reply | None:
         if request.purpose == "recall-selector":
             listed.extend(_MANIFEST_PATH.findall(request.last_user_text()))
             return reply(json.dumps({"selected_memories": []}))
         if request.purpose == "main":
             if not any(message["role"] == "tool" for message in request.messages):
+                await eventually_async(lambda: bool(listed), SELECTOR_WAIT_SECONDS)
                 call = tool_call("read_file", {"file_path": "README.md"})
-                return Reply(tool_calls=call.tool_calls, delay=SEMANTIC_TURN_DELAY)
+                return Reply(tool_calls=call.tool_calls)
             return reply("In S3.")
         return reply("Nothing to save.")
 
