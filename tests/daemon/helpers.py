@@ -22,9 +22,12 @@ from cairn.testing.fixtures import TEST_API_KEY, TEST_MODEL
 TOKEN = "s3cret-token"
 
 
-def make_runtime(server: ScriptedServer, workspace: Path) -> Runtime:
+def make_runtime(
+    server: ScriptedServer, workspace: Path, *, task_checkpoint: bool = True
+) -> Runtime:
     settings = Settings()
     settings.memory.enable_managed_auto_memory = False  # no Recall/Extract requests in the script
+    settings.general.task_checkpoint = task_checkpoint
     endpoint = Endpoint(server.base_url, TEST_API_KEY, TEST_MODEL)
     return Runtime.from_endpoint(cwd=workspace, settings=settings, endpoint=endpoint)
 

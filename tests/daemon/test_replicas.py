@@ -39,12 +39,15 @@ HEADER = "X-Cairn-Tenant"
 async def start_replica(
     scripted_server: ScriptedServer, workspace: Path, home: Path, postgres_dsn: str
 ) -> AsyncIterator[StartReplica]:
-    """``start(replica_id, **config)``: a daemon keeping its sessions in the test's database."""
+    """``start(replica_id, task_checkpoint=True, **config)``: a daemon keeping its sessions in
+    the test's database."""
     scripted_server.default = reply("ok")
     running: list[RunningDaemon] = []
 
-    async def start(replica_id: str, **overrides: Any) -> RunningDaemon:
-        runtime = make_runtime(scripted_server, workspace)
+    async def start(
+        replica_id: str, *, task_checkpoint: bool = True, **overrides: Any
+    ) -> RunningDaemon:
+        runtime = make_runtime(scripted_server, workspace, task_checkpoint=task_checkpoint)
         options: dict[str, Any] = {"database": postgres_dsn, "replica_id": replica_id}
         config = DaemonConfig(workspace=workspace, port=0, **{**options, **overrides})
         server = DaemonServer(runtime, config)
@@ -304,13 +307,16 @@ def lease_row(dsn: str, session_id: str) -> tuple[str | None, int]:
     return row[0], int(row[1])
 
 
-async def test_an_idle_sessions_lease_is_kept_for_its_next_prompt_then_given_up(
+async def test_an_idle_sessions_lease_is_kept_for_its_next_prompt(
     start_replica: StartReplica, postgres_dsn: str
 ) -> None:
     """The next prompt runs on the replica that ran the last one without taking the lease
-    again (the epoch stays), one reaching another replica meanwhile is forwarded there, and the
-    lease is given up soon after the session went idle."""
-    kept_for = {"lease_seconds": 30.0, "linger_seconds": 8.0}  # load-proof: 8 s to come back
+    again (the epoch stays), and one reaching another replica meanwhile is forwarded there.
+    (The test does not wait for the linger to end: the next test does, with a short one.) No
+    task checkpoint: the lease kept until it is recorded, 3 s after the turn, would hide a
+    linger that gives the lease up at once."""
+    kept_for = {"lease_seconds": 30.0, "linger_seconds": 8.0, "task_checkpoint": False}
+    # (load-proof: 8 s to come back)
     a, b = await start_replica("a", **kept_for), await start_replica("b", **kept_for)
     session_id = await a.create_session()
     await a.prompt(session_id, "one")
@@ -324,6 +330,20 @@ async def test_an_idle_sessions_lease_is_kept_for_its_next_prompt_then_given_up(
     assert kept[0] == "a"
     assert (again["replicaId"], elsewhere["replicaId"]) == ("a", "a")
     assert lease_row(postgres_dsn, session_id)[1] == kept[1]  # never taken again
+
+
+async def test_an_idle_sessions_lease_is_given_up_once_its_linger_is_over(
+    start_replica: StartReplica, postgres_dsn: str
+) -> None:
+    """The lease is given up soon after the session went idle (0.5 s here; 2 s by default),
+    and another replica takes it for the next prompt. (No task checkpoint: the lease would be
+    kept until it is recorded, 3 s after the turn: tests/daemon/test_replica_history.py.)"""
+    given_up_soon = {"lease_seconds": 30.0, "linger_seconds": 0.5, "task_checkpoint": False}
+    a, b = await start_replica("a", **given_up_soon), await start_replica("b", **given_up_soon)
+    session_id = await a.create_session()
+    await a.prompt(session_id, "one")
+    await collect_until(a.http, session_id, "turn_complete")
+
     assert await eventually_async(lambda: lease_row(postgres_dsn, session_id)[0] is None)
-    moved = await b.prompt(session_id, "four")  # free now: b takes it
+    moved = await b.prompt(session_id, "two")  # free now: b takes it
     assert moved["replicaId"] == "b"
