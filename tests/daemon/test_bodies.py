@@ -63,6 +63,17 @@ def test_an_unknown_field_is_a_400_naming_it() -> None:
     assert "colour" in raised.value.message
 
 
+def test_a_field_given_by_its_key_and_its_name_is_a_400_naming_the_name() -> None:
+    """As the pydantic models read it: the key wins, and the name is then an unknown field."""
+    with pytest.raises(ApiError) as raised:
+        parse_body(CreateSessionBody, {"sessionId": "a", "session_id": "b"})
+
+    assert (
+        raised.value.message == "Invalid request body: session_id: Extra inputs are not permitted"
+    )
+    assert parse_body(CreateSessionBody, {"session_id": "b"}).session_id == "b"
+
+
 def test_a_wrong_type_is_a_400_naming_the_field() -> None:
     with pytest.raises(ApiError, match="sessionId"):
         parse_body(CreateSessionBody, {"sessionId": 5})

@@ -2,6 +2,7 @@
 
 The session runtime (``cairn.session.runtime`` and the session it builds) loads only after the
 daemon listens; ``cairn.session.startup``, which checks the settings first, may load before.
+Pydantic does not load at all: the request bodies are read by the settings' own strict reader.
 """
 
 from __future__ import annotations
@@ -9,14 +10,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-WATCHED = ("starlette", "uvicorn", "acp", "textual", "cairn.session.runtime")
+WATCHED = ("starlette", "uvicorn", "acp", "textual", "cairn.session.runtime", "pydantic")
 
 
 def imported_after(code: str) -> list[str]:
-    probe = (
-        f"{code}\nimport sys\n"
-        f"print(','.join(m for m in {WATCHED!r} if m in sys.modules))"
-    )
+    probe = f"{code}\nimport sys\nprint(','.join(m for m in {WATCHED!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return [m for m in out.stdout.strip().split(",") if m]
 
@@ -31,3 +29,12 @@ def test_the_cli_loads_no_server_code_until_serve_runs() -> None:
 
 def test_the_server_module_listens_without_the_session_runtime() -> None:
     assert imported_after("import cairn.daemon.server") == ["uvicorn"]
+
+
+def test_the_routes_and_request_bodies_load_no_pydantic() -> None:
+    """Importing pydantic and building the bodies' five models was about a third of a
+    ``cairn serve``'s start-up CPU (benchmarks/README.md, issue 25)."""
+    loaded = imported_after("import cairn.daemon.routes")
+
+    assert "pydantic" not in loaded
+    assert "cairn.session.runtime" in loaded  # the probe reached the session code

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         load_settings,
         resolve_endpoint,
     )
+    from cairn.config.sections import Field, Section, ValidationError
     from cairn.config.settings import APPROVAL_MODES, ApprovalMode, Settings
 
 __all__ = [
@@ -32,12 +33,15 @@ __all__ = [
     "ApprovalMode",
     "ContextFile",
     "Endpoint",
+    "Field",
     "Inputs",
     "LoadedSettings",
     "NoAuthError",
+    "Section",
     "Settings",
     "SettingsError",
     "StampedCache",
+    "ValidationError",
     "collect_context_files",
     "load_settings",
     "render_context_files",
@@ -58,6 +62,9 @@ __getattr__, __dir__ = lazy_exports(
         "SettingsError": "loader",
         "load_settings": "loader",
         "resolve_endpoint": "loader",
+        "Field": "sections",
+        "Section": "sections",
+        "ValidationError": "sections",
         "APPROVAL_MODES": "settings",
         "ApprovalMode": "settings",
         "Settings": "settings",

@@ -1,4 +1,10 @@
-"""The JSON bodies the daemon's routes accept, and turning a prompt body into a PromptRequest."""
+"""The JSON bodies the daemon's routes accept, and turning a prompt body into a PromptRequest.
+
+The bodies are :class:`cairn.config.Section` classes (the settings' strict reader: ``"retry":
+"yes"`` is an error, not ``true``; each field read by its camelCase key or its name) with unknown
+keys refused, and their errors worded as pydantic words them. Pydantic itself (importing it and
+building five models: about a third of ``cairn serve``'s start-up CPU) is not loaded.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from cairn.config.settings import APPROVAL_MODES
+from cairn.config import APPROVAL_MODES, Field, Section, ValidationError
 from cairn.daemon.errors import ApiError
 from cairn.session.attachments import AttachmentError
 from cairn.session.session import PromptRequest, Session
@@ -31,26 +35,23 @@ __all__ = [
     "to_prompt_request",
 ]
 
-_Model = TypeVar("_Model", bound=BaseModel)
+_Model = TypeVar("_Model", bound=Section)
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as Stripe's keys
 
-
-class _Body(BaseModel):
-    # strict: "retry": "yes" or "sessionId": 5 is a client's mistake to report, not to coerce
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+# A field's key is its name in camelCase (``session_id``: ``sessionId``) unless it says otherwise.
 
 
-class CreateSessionBody(_Body):
+class CreateSessionBody(Section):
     cwd: str | None = None
-    session_id: str | None = Field(default=None, alias="sessionId")
-    approval_mode: str | None = Field(default=None, alias="approvalMode")
-    mcp_servers: list[Any] = Field(default_factory=list, alias="mcpServers")  # ACP's shape
+    session_id: str | None = None
+    approval_mode: str | None = None
+    mcp_servers: list[Any] = Field(default_factory=list)  # ACP's shape
 
 
-class LoadSessionBody(_Body):
+class LoadSessionBody(Section):
     cwd: str | None = None
-    approval_mode: str | None = Field(default=None, alias="approvalMode")
-    mcp_servers: list[Any] = Field(default_factory=list, alias="mcpServers")
+    approval_mode: str | None = None
+    mcp_servers: list[Any] = Field(default_factory=list)
 
 
 def check_mcp_servers(entries: list[Any], route: str) -> list[ServerConfig]:
@@ -65,31 +66,45 @@ def check_mcp_servers(entries: list[Any], route: str) -> list[ServerConfig]:
         raise ApiError(400, f"Invalid request body: {exc}", "invalid_mcp_servers") from None
 
 
-class PromptBody(_Body):
+class PromptBody(Section):
     prompt: str | list[dict[str, Any]] = ""  # may be empty only for retry / continueLastTurn
     retry: bool = False
-    continue_last_turn: bool = Field(default=False, alias="continueLastTurn")
-    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    continue_last_turn: bool = False
+    meta: dict[str, Any] | None = Field(None, alias="_meta")
 
 
-class ApprovalModeBody(_Body):
+class ApprovalModeBody(Section):
     mode: str
 
 
-class ModelBody(_Body):
-    model_id: str = Field(alias="modelId")
+class ModelBody(Section):
+    model_id: str
 
 
 def parse_body(model: type[_Model], raw: Any) -> _Model:
-    """Validate ``raw`` (parsed JSON, or ``None`` for an empty body) against ``model``."""
+    """Validate ``raw`` (parsed JSON, or ``None`` for an empty body) against ``model``; the
+    first problem is a 400 naming its field (a key the body does not have is one)."""
+    data = {} if raw is None else raw
     try:
-        return model.model_validate({} if raw is None else raw)
+        body = model.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"]) or "body"
-        raise ApiError(
-            400, f"Invalid request body: {where}: {error['msg']}", "invalid_body"
-        ) from None
+        raise _invalid(f"{where}: {error['msg']}") from None
+    # A field given by both its key and its name is read by its key; the name is then unknown.
+    twice = {
+        name
+        for name, info in model.model_fields.items()
+        if info.alias != name and info.alias in data
+    }
+    unknown = [key for key in data if key in body.model_extra or key in twice]
+    if unknown:
+        raise _invalid(f"{unknown[0]}: Extra inputs are not permitted")
+    return body
+
+
+def _invalid(problem: str) -> ApiError:
+    return ApiError(400, f"Invalid request body: {problem}", "invalid_body")
 
 
 def check_approval_mode(mode: str | None) -> str | None:
