@@ -23,6 +23,7 @@ from cairn.cli.options import (
     RootOptions,
     ServeOptions,
 )
+from cairn.cli.typer_values import check_values_on_use
 from cairn.values import replace
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "root_options",
     "serve_options",
 ]
+
+check_values_on_use()  # typer's pydantic checks only for values they could change
 
 app = typer.Typer(
     add_completion=False,
