@@ -128,11 +128,14 @@ FILE_PARSERS = ("cairn.config.frontmatter", "cairn.config.extension_files")
 NEVER_IN_A_TURN = ("cairn.session.rewind", "cairn.recording.rewind")
 # Settings are read without it (cairn.config.sections): a third of a start-up's instructions.
 PYDANTIC = "pydantic"
+# The extract worker's own option parser: `cairn -p` imports the worker's module to start it.
+WORKER_ONLY = ("argparse",)
 WATCHED = (
     *{f.module: None for f in FEATURES.values()},
     *FILE_PARSERS,
     *NEVER_IN_A_TURN,
     PYDANTIC,
+    *WORKER_ONLY,
 )
 
 PROBE = (

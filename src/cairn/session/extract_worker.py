@@ -22,7 +22,6 @@ leave the claimed session to it.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -97,6 +96,8 @@ def _spawn(cwd: Path, session_id: str, claim_fd: int, model: str | None) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import argparse  # the worker's own: `cairn -p` imports this module for start_workers only
+
     parser = argparse.ArgumentParser(prog="python -m cairn.session.extract_worker")
     parser.add_argument("--session", required=True)
     parser.add_argument("--claim-fd", type=int, required=True)
