@@ -2,7 +2,7 @@
 (optionally) the instructions executed.
 
 Usage: python benchmarks/spawn_bench.py [--runs 7] [--baseline ../other/src]
-       [--only version,help,...] [--instructions]
+       [--only 'version;help;-p, memory off;...'] [--instructions]
 
 The test suite starts hundreds of ``cairn`` processes and a user pays the same start-up, so each
 command line here is a real process (``python -m cairn.cli.main ...``, as the tests start it)
@@ -12,7 +12,8 @@ against the scripted model server in its own process (its CPU is not counted):
 - ``-p, memory off`` / ``-p, memory on``: ``cairn -p hi -y`` with one scripted answer, in a project
   with managed memory off, and on (no memories yet; the extract worker it may leave is not
   counted);
-- ``memory list`` (a project with no memories), ``memory path``, ``trust --list``;
+- ``memory list`` (a project with no memories), ``memory path``, ``trust --list``, ``mcp list``
+  (no servers configured);
 - ``serve``: ``cairn serve --port 0`` until it says it is listening, then SIGTERM, to its exit.
 
 Each command runs ``--runs`` times, this tree and ``--baseline`` (another checkout's ``src``, given
@@ -49,6 +50,7 @@ COMMANDS: dict[str, list[str]] = {
     "memory list": ["memory", "list"],
     "memory path": ["memory", "path"],
     "trust --list": ["trust", "--list"],
+    "mcp list": ["mcp", "list"],
     "serve": ["serve", "--port", "0"],
 }
 # Prints len(sys.modules) last thing at exit (atexit runs in reverse order of registration).
@@ -127,10 +129,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--baseline", type=Path, help="another checkout's src folder")
-    parser.add_argument("--only", help="comma-separated command names (default: all)")
+    parser.add_argument("--only", help="command names separated by ';' (default: all)")
     parser.add_argument("--instructions", action="store_true", help="also count (valgrind)")
     args = parser.parse_args()
-    names = args.only.split(",") if args.only else list(COMMANDS)
+    names = args.only.split(";") if args.only else list(COMMANDS)
     with tempfile.TemporaryDirectory(prefix="spawn-bench-") as tmp:
         workdir = Path(tmp)
         server, base_url = start_server([], workdir / "requests.jsonl")

@@ -38,3 +38,31 @@ def test_the_routes_and_request_bodies_load_no_pydantic() -> None:
 
     assert "pydantic" not in loaded
     assert "cairn.session.runtime" in loaded  # the probe reached the session code
+
+
+def test_the_server_module_loads_uvicorn_without_its_command_line() -> None:
+    """uvicorn's ``__init__`` imports its command line (click, the reload and multiprocess
+    supervisors): about 14 ms of a ``cairn serve`` start (benchmarks/README.md, issue 25)."""
+    probe = (
+        "import sys, cairn.daemon.server\n"
+        "print(sorted(m for m in ('uvicorn.main', 'click', 'multiprocessing') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+
+    assert out.stdout.strip() == "[]"
+
+
+def test_uvicorn_names_still_resolve_after_the_server_module() -> None:
+    """Every name of the ``uvicorn`` package works: its own ``from uvicorn import Config`` gets
+    the class the daemon serves with, and ``uvicorn.run`` runs the package's ``__init__``."""
+    probe = (
+        "import cairn.daemon.server as s, uvicorn\n"
+        "from uvicorn import Config, Server\n"
+        "from uvicorn.lifespan.on import LifespanOn\n"
+        "assert Config is s.Config and Server is s.Server\n"
+        "assert callable(uvicorn.run) and uvicorn.__version__\n"
+        "print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+
+    assert out.stdout.strip() == "ok"

@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import h11
-import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from cairn.daemon.app import BootApp
 from cairn.daemon.config import SHUTDOWN_GRACE_SECONDS, DaemonConfig, DaemonConfigError
 from cairn.daemon.errors import error_body, json_bytes
 from cairn.daemon.security import SecurityMiddleware
+from cairn.daemon.uvicorn_parts import Config, H11Protocol, Server
 from cairn.debug_log import get_logger, mirror_warnings
 from cairn.exit_codes import ExitCode
 from cairn.session.startup import Startup, StartupError, load_startup
@@ -86,11 +85,11 @@ class JsonErrorsH11Protocol(H11Protocol):
         self.transport.close()
 
 
-class _Server(uvicorn.Server):
+class _Server(Server):
     """uvicorn without its signal handling (the daemon owns SIGINT and SIGTERM), woken by
     :meth:`exit` instead of polling ``should_exit`` every 100 ms."""
 
-    def __init__(self, config: uvicorn.Config) -> None:
+    def __init__(self, config: Config) -> None:
         super().__init__(config)
         self._wake = asyncio.Event()
 
@@ -159,7 +158,7 @@ class DaemonServer:
                 sock.close()
                 raise
         server = _Server(
-            uvicorn.Config(
+            Config(
                 SecurityMiddleware(self._boot, self.config),
                 lifespan="off",
                 http=JsonErrorsH11Protocol,
