@@ -11,7 +11,10 @@ import pytest
 from cairn.config.settings import Settings
 from cairn.content import Image, Text
 from cairn.daemon.bodies import (
+    ApprovalModeBody,
     CreateSessionBody,
+    LoadSessionBody,
+    ModelBody,
     PromptBody,
     check_approval_mode,
     parse_body,
@@ -72,6 +75,40 @@ def test_a_field_given_by_its_key_and_its_name_is_a_400_naming_the_name() -> Non
         raised.value.message == "Invalid request body: session_id: Extra inputs are not permitted"
     )
     assert parse_body(CreateSessionBody, {"session_id": "b"}).session_id == "b"
+
+
+# What the pydantic models the bodies were answered, word for word (recorded from d455926).
+PYDANTIC_WORDS = [
+    (
+        CreateSessionBody,
+        ["a"],
+        "body: Input should be a valid dictionary or instance of CreateSessionBody",
+    ),
+    (CreateSessionBody, {"mcpServers": {}}, "mcpServers: Input should be a valid list"),
+    (CreateSessionBody, {"colour": 1, "sessionId": 5}, "sessionId: Input should be a valid string"),
+    (LoadSessionBody, {"sessionId": "x"}, "sessionId: Extra inputs are not permitted"),
+    (PromptBody, {"prompt": [1]}, "prompt.str: Input should be a valid string"),
+    (PromptBody, {"prompt": "x", "retry": 1}, "retry: Input should be a valid boolean"),
+    (PromptBody, {"prompt": "x", "_meta": 5}, "_meta: Input should be a valid dictionary"),
+    (ApprovalModeBody, {}, "mode: Field required"),
+    (ModelBody, {}, "modelId: Field required"),
+    (ModelBody, {"modelId": None}, "modelId: Input should be a valid string"),
+]
+
+
+@pytest.mark.parametrize(("model", "raw", "problem"), PYDANTIC_WORDS)
+def test_a_bad_body_is_worded_as_pydantic_worded_it(model: Any, raw: Any, problem: str) -> None:
+    with pytest.raises(ApiError) as raised:
+        parse_body(model, raw)
+
+    assert raised.value.message == f"Invalid request body: {problem}"
+
+
+def test_keys_and_names_are_read_and_meta_by_its_underscore_key() -> None:
+    body = parse_body(PromptBody, {"prompt": "x", "continue_last_turn": True, "_meta": {"a": 1}})
+
+    assert (body.continue_last_turn, body.meta) == (True, {"a": 1})
+    assert parse_body(ModelBody, {"model_id": "m"}).model_id == "m"
 
 
 def test_a_wrong_type_is_a_400_naming_the_field() -> None:
