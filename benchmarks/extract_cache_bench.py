@@ -16,9 +16,10 @@ shares with any earlier request on the OpenAI wire: what OpenAI's and DeepSeek's
 caching can serve at best. Tokens are four characters (tool declarations as JSON).
 
 Each session is measured with Extract's requests as sent (``today``) and reshaped (see
-:func:`reshaped`): the reference system's fork of the main conversation (``whole``), the main
-agent's system prompt and tools in front of Extract's own conversation (``tools``), and a
-conversation window whose start moves in steps of 20 entries (``aligned …``). Printed: input
+:func:`reshaped`): the conversation window as it was until the window moved in steps, the last
+40 entries (``sliding 40``), the reference system's fork of the main conversation (``whole``),
+and the main agent's system prompt and tools in front of Extract's own conversation
+(``tools``). Printed: input
 tokens, the share of Extract's input that is a byte-identical prefix of the main agent's last
 request before it, the share read from the cache, and the input cost in uncached-token units at
 Anthropic's prices (uncached 1, cache write 1.25, cache read 0.1; "automatic": read 0.1, no
@@ -45,7 +46,6 @@ from cairn.llm.anthropic.format import build_request_body as anthropic_body
 from cairn.llm.openai.format import WireOptions
 from cairn.llm.openai.format import build_request_body as openai_body
 from cairn.llm.types import ModelRequest
-from cairn.memory.background import extract as extract_module
 from cairn.memory.background.extract import (
     EXTRACT_HISTORY_ENTRIES,
     EXTRACT_TASK,
@@ -58,8 +58,7 @@ from cairn.testing.anthropic_wire import anthropic_blocks
 from cairn.testing.cache import Block, PromptCache, openai_blocks
 from cairn.values import replace
 
-SHAPES = ("today", "tools", "whole", "aligned 21-40", "aligned 40-59")
-ALIGN = 20  # the aligned window's step, in entries
+SHAPES = ("today", "sliding 40", "whole", "tools")
 READ, WRITE = 0.1, 1.25  # Anthropic's price of a cached input token read, and written
 
 
@@ -147,10 +146,8 @@ def reshaped(requests: list[ModelRequest], shape: str) -> list[ModelRequest]:
       as the last user message;
     - ``whole``: the main agent's last request as sent (system prompt, tools, every message),
       its final answer, then Extract's instructions as the last user message;
-    - ``aligned 21-40``: as today, but the window of at most 40 entries starts at a multiple
-      of 20 entries (21 to 40 entries), so consecutive extractions repeat the same conversation
-      prefix until the start moves, instead of losing it every turn once the session passes 40
-      entries; ``aligned 40-59``: the same with at least 40 entries (the start rounded down).
+    - ``sliding 40``: as sent before the window moved in steps (d455926): the last 40 entries,
+      so past 40 entries the conversation's start moved with every turn.
     """
     if shape == "today":
         return requests
@@ -166,17 +163,8 @@ def reshaped(requests: list[ModelRequest], shape: str) -> list[ModelRequest]:
         own = request.contents[task + 1 :]  # the run's own calls and results
         answer = request.contents[task - 1]  # the turn's final answer (as main holds it)
         history = [*main.contents, answer]
-        if shape.startswith("aligned"):
-            size = 60 if shape == "aligned 40-59" else EXTRACT_HISTORY_ENTRIES
-            start = max(0, len(history) - EXTRACT_HISTORY_ENTRIES)
-            start = (
-                start // ALIGN if size > EXTRACT_HISTORY_ENTRIES else -(-start // ALIGN)
-            ) * ALIGN
-            extract_module.EXTRACT_HISTORY_ENTRIES = size
-            try:
-                window = extraction_history(history[start:])
-            finally:
-                extract_module.EXTRACT_HISTORY_ENTRIES = EXTRACT_HISTORY_ENTRIES
+        if shape == "sliding 40":
+            window = extraction_history(history[-EXTRACT_HISTORY_ENTRIES:])
             contents = [*window, request.contents[task], *own]
             out.append(replace(request, contents=contents))
             continue

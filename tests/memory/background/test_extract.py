@@ -9,9 +9,11 @@ import pytest
 
 from cairn.agent.reminders import system_reminder
 from cairn.content import Content, FunctionCall, FunctionResponse, Text
+from cairn.llm.anthropic import AnthropicProvider
 from cairn.memory.background.cursor import ExtractCursor, read_cursor, write_cursor
 from cairn.memory.background.extract import (
     EXTRACT_HISTORY_ENTRIES,
+    EXTRACT_WINDOW_STEP,
     MAX_TOOL_OUTPUT_CHARS,
     ExtractOutcome,
     ExtractRequest,
@@ -20,9 +22,14 @@ from cairn.memory.background.extract import (
     run_extract,
     strip_injected_context,
     turn_wrote_memory,
+    window_start,
 )
 from cairn.memory.store.history import read_history
 from cairn.testing import RecordedRequest, Reply, reply, tool_call
+from cairn.testing.anthropic_wire import anthropic_blocks
+from cairn.testing.cache import PromptCache
+from cairn.testing.fixtures import TEST_API_KEY, TEST_MODEL
+from cairn.vocabulary.usage import Usage
 
 from ..task_helpers import (
     Project,
@@ -278,14 +285,23 @@ def test_strip_injected_context_removes_reminders_and_hook_blocks() -> None:
     assert strip_injected_context(text) == "abc"
 
 
-def test_the_history_keeps_the_last_40_entries_and_ends_with_the_model() -> None:
+def test_the_history_keeps_40_to_59_entries_and_ends_with_the_model() -> None:
     history = [*conversation(*[f"message {i}" for i in range(60)]), Content.user("trailing")]
 
     shown = extraction_history(history)
 
-    assert len(shown) == EXTRACT_HISTORY_ENTRIES - 1
+    assert len(shown) == EXTRACT_HISTORY_ENTRIES
     assert shown[-1].role == "model" and shown[-1].text == "message 59"
-    assert shown[0].text == "message 21"  # entries 21-60 of 61, the trailing one dropped
+    assert shown[0].text == "message 20"  # entries 20-60 of 61, the trailing one dropped
+
+
+def test_the_window_starts_at_a_multiple_of_20_leaving_40_to_59_entries() -> None:
+    for length in range(200):
+        start = window_start(length)
+
+        assert start % EXTRACT_WINDOW_STEP == 0
+        assert min(length, EXTRACT_HISTORY_ENTRIES) <= length - start < 60
+        assert window_start(length + 1) in (start, start + EXTRACT_WINDOW_STEP)
 
 
 def test_open_tool_calls_at_the_end_get_placeholder_results() -> None:
@@ -324,6 +340,32 @@ def test_orphaned_tool_results_at_the_start_are_dropped_and_the_last_prompt_lead
 
     assert shown[0].role == "user" and shown[0].text == "find every test"
     assert not any(isinstance(p, FunctionResponse) for p in shown[1].parts)
+
+
+async def test_the_next_extraction_repeats_this_ones_prefix_and_the_cache_serves_it(
+    new_project: ProjectFactory,
+) -> None:
+    """Past 40 entries the window no longer slides by each turn: on the Anthropic wire, the
+    next extraction's request starts with this one's (all but its task), and the scripted
+    server reports it read from its prompt cache."""
+    project = new_project()
+    await project.runtime.provider.aclose()
+    provider = AnthropicProvider(
+        base_url=project.server.base_url, api_key=TEST_API_KEY, model=TEST_MODEL
+    )
+    project.runtime.provider = provider
+    reported: list[Usage] = []
+    provider.on_usage(lambda request, usage: reported.append(usage))
+    project.server.prompt_cache = PromptCache("marked")
+    said = [f"Turn {i}: the report's section {i} keeps its layout. " * 8 for i in range(60)]
+
+    await extract(project, conversation(*said[:50]))  # 50 entries, then a turn later 52
+    await extract(project, conversation(*said[:52]))
+
+    first, second = (anthropic_blocks(r.body) for r in project.requests("extract"))
+    shared = first[:-1]  # all but the task
+    assert [b.key for b in second[: len(shared)]] == [b.key for b in shared]
+    assert reported[1].cached_tokens > 0.9 * reported[1].input_tokens, reported
 
 
 # --- the cursor --------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ __all__ = [
     "EXTRACT_MAX_TURNS",
     "EXTRACT_PURPOSE",
     "EXTRACT_TIMEOUT_MINUTES",
+    "EXTRACT_WINDOW_STEP",
     "MAX_TOPIC_SUMMARY_CHARS",
     "ExtractOutcome",
     "ExtractRequest",
@@ -74,12 +75,16 @@ __all__ = [
     "run_extract",
     "strip_injected_context",
     "turn_wrote_memory",
+    "window_start",
 ]
 
 EXTRACT_PURPOSE = "extract"
 EXTRACT_MAX_TURNS = 5  # the extraction agent's turn budget (memory.agentMaxTurns overrides)
 EXTRACT_TIMEOUT_MINUTES = 2.0  # its time limit (memory.agentTimeoutMinutes overrides; 0 = none)
-EXTRACT_HISTORY_ENTRIES = 40  # conversation entries the extraction agent sees
+EXTRACT_HISTORY_ENTRIES = 40  # conversation entries the extraction agent sees, at least
+# Its window starts at a multiple of this many entries (so it holds 40 to 59): consecutive
+# extractions then repeat one conversation prefix, which a provider's prompt cache serves.
+EXTRACT_WINDOW_STEP = 20
 MAX_TOPIC_SUMMARY_CHARS = 280  # characters of each existing memory shown in its prompt
 MAX_LISTED_MEMORIES = 200  # existing memories listed in its prompt
 MAX_TOOL_OUTPUT_CHARS = 2_000  # characters of each tool result in the history it sees
@@ -157,20 +162,30 @@ def _open_calls(entry: Content) -> list[FunctionCall]:
     return [p for p in entry.parts if isinstance(p, FunctionCall)]
 
 
-def extraction_history(history: Sequence[Content]) -> list[Content]:
-    """The last 40 entries, cleaned, ending with a model message.
+def window_start(length: int) -> int:
+    """Where the window of a history of ``length`` entries starts: the last multiple of 20
+    that leaves at least 40 entries in it (0 for a history of 59 entries or fewer)."""
+    cut = max(0, length - EXTRACT_HISTORY_ENTRIES)
+    return cut // EXTRACT_WINDOW_STEP * EXTRACT_WINDOW_STEP
 
-    Injected context goes; tool results are cut to 2,000 characters; leading tool results whose
-    calls were cut off go; when no user message is left in the window, the last one before it
-    leads; a trailing user entry goes; tool calls left open at the end get a placeholder result
-    and an acknowledgement, so the conversation is one a provider accepts.
+
+def extraction_history(history: Sequence[Content]) -> list[Content]:
+    """The last 40 to 59 entries (from :func:`window_start`), cleaned, ending with a model
+    message.
+
+    The window's start moves only every 20 entries, so the next extraction's conversation
+    begins as this one's did and the provider's prompt cache serves it. Injected context goes;
+    tool results are cut to 2,000 characters; leading tool results whose calls were cut off
+    go; when no user message is left in the window, the last one before it leads; a trailing
+    user entry goes; tool calls left open at the end get a placeholder result and an
+    acknowledgement, so the conversation is one a provider accepts.
     """
-    window = history[-EXTRACT_HISTORY_ENTRIES:]
-    cleaned = [c for c in map(_clean, window) if c is not None]
+    start = window_start(len(history))
+    cleaned = [c for c in map(_clean, history[start:]) if c is not None]
     while cleaned and any(isinstance(p, FunctionResponse) for p in cleaned[0].parts):
         cleaned.pop(0)
     if not any(is_user_message(entry) for entry in cleaned):
-        earlier = last_user_message(history[: len(history) - len(window)])
+        earlier = last_user_message(history[:start])
         lead = _clean(history[earlier]) if earlier >= 0 else None
         if lead is not None:
             cleaned.insert(0, lead)
