@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -339,9 +340,8 @@ def _extraction_status(world: World) -> str:
     return task.status
 
 
-async def _until(condition: object) -> None:
-    while not condition():  # type: ignore[operator]
-        await asyncio.sleep(0.01)
+async def _until(condition: Callable[[], object]) -> None:
+    assert await eventually_async(lambda: bool(condition()))
 
 
 async def test_aclose_with_a_memory_wait_lets_the_turns_extraction_finish(

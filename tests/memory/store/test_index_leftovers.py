@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from cairn.memory.store.scorer import DEFAULT_SCORER
 from cairn.memory.store.seen import read_seen
 
 from ...entry_point import run_main
+from ...polling import eventually
 
 # ``cairn ARGS...`` stopped for good at the first os.replace called from function STOP_IN,
 # having created the file MARKER to say so
@@ -117,13 +117,13 @@ class Project:
             cwd=self.dir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + _DEADLINE_SECONDS
-            while not marker.exists():
-                if child.poll() is not None:
-                    out, err = child.communicate()
-                    pytest.fail(f"cairn {args} ended ({child.returncode}): {out!r} {err!r}")
-                assert time.monotonic() < deadline, f"cairn {args} never renamed a temp file"
-                time.sleep(0.02)
+            stopped = eventually(
+                lambda: marker.exists() or child.poll() is not None, _DEADLINE_SECONDS
+            )
+            assert stopped, f"cairn {args} never renamed a temp file"
+            if not marker.exists():
+                out, err = child.communicate()
+                pytest.fail(f"cairn {args} ended ({child.returncode}): {out!r} {err!r}")
             assert self.temps(), "stopped at the rename, with its temp file written"
             child.send_signal(signal.SIGKILL)
             child.wait()
